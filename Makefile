@@ -1,0 +1,125 @@
+# nanoTPU: one Makefile for the RTL model, the library, the CLI, the tests and the demo.
+# `make help` lists the targets.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+
+BUILD ?= build
+PREFIX ?= /usr/local
+# Array size of the simulated core (vsim); the golden model takes its size from the same place.
+N ?= 8
+JOBS ?= $(shell nproc)
+
+CC ?= gcc
+CXX ?= g++
+VERILATOR ?= verilator
+IVERILOG ?= iverilog
+VVP ?= vvp
+
+WARN := -Wall -Wextra -Wpedantic -Werror
+CPPFLAGS := -Ihost/include -Isim/ref -Isim/vsim -D_POSIX_C_SOURCE=200809L -DNTPU_DEFAULT_N=$(N)
+CFLAGS := -std=c11 $(WARN) -O2 -g -fPIC -fvisibility=hidden
+CXXFLAGS := -std=c++17 -Wall -Wextra -Werror -O2 -g -fPIC -fvisibility=hidden
+SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDLIBS := -lz -lm -lpthread
+
+# ---------------------------------------------------------------- sources
+RTL_SRCS := rtl/ntpu_pkg.sv $(filter-out rtl/ntpu_pkg.sv,$(sort $(wildcard rtl/*.sv)))
+LIB_C_SRCS := $(sort $(wildcard host/src/*.c) $(wildcard sim/ref/*.c))
+VSIM_CXX_SRCS := $(sort $(wildcard sim/vsim/*.cpp))
+LIB_OBJS := $(LIB_C_SRCS:%.c=$(BUILD)/obj/%.o) $(VSIM_CXX_SRCS:%.cpp=$(BUILD)/obj/%.o)
+LIB_SAN_OBJS := $(LIB_C_SRCS:%.c=$(BUILD)/san/%.o)
+
+VOBJ := $(BUILD)/vobj
+VMODEL := $(VOBJ)/Vntpu_core__ALL.a
+VFLAGS := --cc --top-module ntpu_core --prefix Vntpu_core -GN=$(N) -O3 --x-assign fast --x-initial fast \
+          --noassert --trace-fst -Wno-fatal -Mdir $(VOBJ)
+
+LIB_A := $(BUILD)/libntpu.a
+LIB_SO := $(BUILD)/libntpu.so
+CLI := $(BUILD)/ntpu
+VERSION := 1.0.0
+
+include mk/deps.mk
+
+# ---------------------------------------------------------------- build
+.PHONY: all
+all: $(CLI) $(LIB_A) $(LIB_SO) $(BUILD)/ntpu.pc ## build the library, the CLI and the Verilator model
+
+# Verilate when any RTL file changes; the model's own makefile then compiles it at -O2
+# (Verilator's default -Os is ~9x slower here, see ../shared/notes/simulation.md).
+$(VOBJ)/stamp: $(RTL_SRCS) Makefile
+	@mkdir -p $(VOBJ)
+	$(VERILATOR) $(VFLAGS) $(RTL_SRCS)
+	$(MAKE) -s -C $(VOBJ) -f $(CURDIR)/sim/vsim/vobj.mk -j$(JOBS) OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2 \
+	        CXXFLAGS="-fPIC -std=c++17" vsim-objs
+	@touch $@
+
+$(BUILD)/obj/%.o: %.c | deps-quiet
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/sim/vsim/%.o: sim/vsim/%.cpp $(VOBJ)/stamp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) -I$(VOBJ) -I/usr/share/verilator/include -I/usr/share/verilator/include/vltstd \
+	       $(CXXFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/san/%.o: %.c | deps-quiet
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -MMD -MP -c $< -o $@
+
+# The static library carries the Verilated model, so users link one archive.
+$(LIB_A): $(LIB_OBJS) $(VOBJ)/stamp
+	@rm -f $@
+	ar rcs $@ $(LIB_OBJS) $$(cat $(VOBJ)/objs.txt)
+
+$(LIB_SO): $(LIB_OBJS) $(VOBJ)/stamp
+	$(CXX) -shared -o $@ -Wl,-soname,libntpu.so.1 $(LIB_OBJS) $$(cat $(VOBJ)/objs.txt) $(LDLIBS)
+
+$(CLI): $(BUILD)/obj/host/tools/ntpu.o $(LIB_A)
+	$(CXX) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/ntpu.pc: host/ntpu.pc.in Makefile
+	@mkdir -p $(BUILD)
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+
+.PHONY: install
+install: all ## install the library, headers, pkg-config file and CLI under PREFIX
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/ntpu $(DESTDIR)$(PREFIX)/bin
+	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libntpu.so.1
+	ln -sf libntpu.so.1 $(DESTDIR)$(PREFIX)/lib/libntpu.so
+	install -m 644 host/include/ntpu/*.h $(DESTDIR)$(PREFIX)/include/ntpu/
+	install -m 644 $(BUILD)/ntpu.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/
+
+include mk/tests.mk
+
+# ---------------------------------------------------------------- lint
+.PHONY: lint
+lint: deps-quiet ## verilator -Wall on every RTL file; C and C++ with -Werror
+	@for f in $(RTL_SRCS); do \
+	  m=$$(basename $$f .sv); [ "$$m" = ntpu_pkg ] && continue; \
+	  $(VERILATOR) --lint-only -Wall --top-module $$m $(RTL_SRCS) || exit 1; \
+	done; echo "verilator -Wall: $(words $(RTL_SRCS)) files clean"
+	@$(MAKE) -s all
+	@echo "C/C++: built with -Wall -Wextra -Werror"
+
+# ---------------------------------------------------------------- run
+.PHONY: demo
+demo: deps all ## run a matmul on the simulated RTL (vsim), check it against the golden model
+	@bash tools/demo.sh $(CLI)
+
+.PHONY: bench
+bench: deps all ## print the benchmark table (cycles, utilization, simulator speed)
+	$(CLI) bench
+
+.PHONY: clean
+clean: ## remove build/
+	rm -rf $(BUILD)
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 22
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,31 @@
+# `make test`: Criterion unit tests (under ASan/UBSan), one Icarus bench per RTL block, and the
+# differential tests that run the same command streams through the golden model and the RTL.
+
+TEST_BUILD := $(BUILD)/tests
+HOST_TEST_SRCS := $(sort $(wildcard tests/host/*.c))
+COSIM_SRCS := $(sort $(wildcard tests/cosim/*.c))
+RTL_BENCHES := $(sort $(patsubst tests/rtl/%/sources.f,%,$(wildcard tests/rtl/*/sources.f)))
+VSIM_OBJS := $(VSIM_CXX_SRCS:%.cpp=$(BUILD)/obj/%.o)
+
+# Criterion binary: sanitized C objects; the Verilated model and its harness stay unsanitized.
+$(TEST_BUILD)/host_tests: $(HOST_TEST_SRCS:%.c=$(BUILD)/san/%.o) $(LIB_SAN_OBJS) $(VSIM_OBJS) $(VOBJ)/stamp
+	@mkdir -p $(dir $@)
+	$(CXX) $(SAN) -o $@ $(filter %.o,$^) $$(cat $(VOBJ)/objs.txt) -lcriterion $(LDLIBS)
+
+$(TEST_BUILD)/cosim/%: tests/cosim/%.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@.o
+	$(CXX) -o $@ $@.o $(LIB_A) $(LDLIBS)
+
+# Each bench directory has sources.f (files for iverilog, relative to the top) and optionally
+# gen.c, a vector generator built against the golden model's numerics; its output directory
+# reaches the bench as +dir=DIR. A bench passes when vvp exits 0 and prints PASS.
+$(TEST_BUILD)/rtl/%/tb.vvp: tests/rtl/%/sources.f $(RTL_SRCS) $(wildcard tests/rtl/*/*)
+	@mkdir -p $(dir $@)
+	$(IVERILOG) -g2012 -Wall -Wno-timescale -o $@ -f $<
+
+.PHONY: test
+test: deps all $(TEST_BUILD)/host_tests $(RTL_BENCHES:%=$(TEST_BUILD)/rtl/%/tb.vvp) \
+      $(COSIM_SRCS:tests/cosim/%.c=$(TEST_BUILD)/cosim/%) ## run all tests (installs what is missing first)
+	@BUILD=$(BUILD) CC="$(CC)" CPPFLAGS="$(CPPFLAGS)" RTL_BENCHES="$(RTL_BENCHES)" \
+	  COSIM="$(COSIM_SRCS:tests/cosim/%.c=%)" bash tests/run.sh

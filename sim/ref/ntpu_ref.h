@@ -1,0 +1,47 @@
+/* The golden model: the whole device in C. It consumes the host -> device byte
+ * stream of docs/protocol.md and produces the device -> host byte stream, bit for
+ * bit what the RTL produces (docs/isa.md, docs/numerics.md). In-process, no
+ * threads; one thread at a time per model. */
+#ifndef NTPU_REF_H
+#define NTPU_REF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ntpu_ref_config {
+    unsigned n;           /* array rows = columns, 2..64 */
+    unsigned ub_rows;     /* unified buffer rows, 1..65536 */
+    unsigned wb_rows;     /* weight buffer rows, N..65536 */
+    unsigned acc_rows;    /* accumulator rows, 1..65536 */
+    unsigned max_payload; /* largest frame payload, 64..65535 */
+} ntpu_ref_config;
+
+/* The configuration of the default simulated core (same as vsim's). */
+ntpu_ref_config ntpu_ref_default_config(void);
+
+typedef struct ntpu_ref ntpu_ref;
+
+/* Creates a model in its reset state (memories zero). cfg NULL = defaults.
+ * Returns NULL if cfg is out of range or memory runs out. */
+ntpu_ref *ntpu_ref_new(const ntpu_ref_config *cfg);
+void ntpu_ref_free(ntpu_ref *ref); /* NULL is a no-op */
+
+/* Feeds n bytes of the host -> device stream. The model executes every complete
+ * frame at once and queues its reply bytes. */
+void ntpu_ref_write(ntpu_ref *ref, const uint8_t *buf, size_t n);
+
+/* Moves up to cap queued reply bytes into buf; returns how many. */
+size_t ntpu_ref_read(ntpu_ref *ref, uint8_t *buf, size_t cap);
+
+/* Reply bytes queued and not yet read. */
+size_t ntpu_ref_pending(const ntpu_ref *ref);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

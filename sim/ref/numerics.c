@@ -1,0 +1,119 @@
+/* The device's arithmetic, bit for bit (see docs/numerics.md). Works on bit
+ * patterns so that no compiler or FPU mode can change a result: the only
+ * floating-point operations are one fp32 multiply and one fp32 add, both exact
+ * IEEE round-to-nearest-even on every platform we build for, with flushing and
+ * NaN canonicalization done explicitly around them. */
+#include "ntpu/numerics.h"
+
+#include <math.h>
+#include <string.h>
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static float f32_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static int is_nan_bits(uint32_t u) { return (u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu); }
+
+/* Subnormal -> zero of the same sign; everything else unchanged. */
+static uint32_t flush_subnormal(uint32_t u)
+{
+    return (u & 0x7F800000u) == 0 ? (u & 0x80000000u) : u;
+}
+
+uint16_t ntpu_bf16_from_f32_bits(uint32_t f)
+{
+    if (is_nan_bits(f))
+        return (uint16_t)((f >> 16) | 0x0040u);
+    f = flush_subnormal(f);
+    /* Adding 0x7FFF plus the lowest kept bit rounds to nearest, ties to even;
+     * a carry out of the fraction bumps the exponent, up to Inf. */
+    uint32_t lsb = (f >> 16) & 1u;
+    return (uint16_t)((f + 0x7FFFu + lsb) >> 16);
+}
+
+uint16_t ntpu_bf16_from_f32(float f) { return ntpu_bf16_from_f32_bits(f32_bits(f)); }
+
+float ntpu_bf16_to_f32(uint16_t b) { return f32_from_bits((uint32_t)b << 16); }
+
+uint32_t ntpu_mac_bf16(uint32_t acc, uint16_t a, uint16_t b)
+{
+    float fa = f32_from_bits(flush_subnormal((uint32_t)a << 16));
+    float fb = f32_from_bits(flush_subnormal((uint32_t)b << 16));
+    /* Two 8-bit significands give a 16-bit product: exact in fp32 unless the
+     * exponent leaves the normal range, where IEEE gives Inf or a subnormal. */
+    uint32_t p = flush_subnormal(f32_bits(fa * fb));
+    float s = f32_from_bits(flush_subnormal(acc)) + f32_from_bits(p);
+    uint32_t r = flush_subnormal(f32_bits(s));
+    return is_nan_bits(r) ? NTPU_F32_CANONICAL_NAN : r;
+}
+
+int32_t ntpu_mac_int8(int32_t acc, int8_t a, int8_t b)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)((int32_t)a * (int32_t)b));
+}
+
+/* round(x * m / 2^31), halves away from zero; the one overflowing case saturates. */
+static int32_t doubling_high_mul(int32_t x, int32_t m)
+{
+    if (x == INT32_MIN && m == INT32_MIN)
+        return INT32_MAX;
+    int64_t prod = (int64_t)x * (int64_t)m;
+    int64_t half = (int64_t)1 << 30;
+    int64_t q = prod >= 0 ? (prod + half) >> 31 : -((-prod + half) >> 31);
+    return (int32_t)q;
+}
+
+/* round(x / 2^shift), halves away from zero. */
+static int32_t shift_round(int32_t x, int shift)
+{
+    if (shift == 0)
+        return x;
+    int64_t v = x;
+    int64_t half = (int64_t)1 << (shift - 1);
+    return (int32_t)(v >= 0 ? (v + half) >> shift : -((-v + half) >> shift));
+}
+
+int8_t ntpu_requantize(int32_t x, int32_t multiplier, int shift, int32_t zero_point)
+{
+    if (shift < 0)
+        shift = 0;
+    if (shift > 31)
+        shift = 31;
+    int64_t y = (int64_t)shift_round(doubling_high_mul(x, multiplier), shift) + zero_point;
+    if (y < -128)
+        y = -128;
+    if (y > 127)
+        y = 127;
+    return (int8_t)y;
+}
+
+int ntpu_quantize_multiplier(double scale, int32_t *multiplier, int *shift)
+{
+    if (!(scale > 0.0 && scale < 1.0))
+        return -1;
+    int exp;
+    double frac = frexp(scale, &exp); /* scale = frac * 2^exp, frac in [0.5, 1) */
+    int64_t q = llround(frac * 2147483648.0);
+    if (q == ((int64_t)1 << 31)) { /* frac rounded up to 1.0 */
+        q >>= 1;
+        exp++;
+    }
+    if (-exp > 31) { /* below what a 31-bit shift reaches: the result is 0 */
+        *multiplier = 0;
+        *shift = 0;
+        return 0;
+    }
+    *multiplier = (int32_t)q;
+    *shift = -exp;
+    return 0;
+}

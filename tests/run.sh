@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Runs every test suite that `make test` built and prints one closing line: "N passed, N failed".
+set -u
+B=${BUILD:-build}
+passed=0
+failed=0
+failures=()
+
+record() { # name status
+  if [ "$2" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=("$1"); fi
+}
+
+echo "== Criterion unit tests"
+out=$("$B/tests/host_tests" --jobs 2 2>&1); rc=$?
+echo "$out" | grep -E '^\[(FAIL|----)\]|Synthesis' || true
+n_ok=$(echo "$out" | sed -nE 's/.*Passing: ([0-9]+).*/\1/p' | tail -1)
+n_bad=$(echo "$out" | sed -nE 's/.*Failing: ([0-9]+) \| Crashing: ([0-9]+).*/\1 \2/p' | tail -1)
+if [ -n "$n_ok" ]; then
+  passed=$((passed + n_ok))
+  for x in $n_bad; do failed=$((failed + x)); done
+  [ "$rc" = 0 ] || failures+=("criterion")
+else
+  echo "$out" | tail -20; record criterion 1
+fi
+
+echo "== RTL benches (Icarus Verilog)"
+for t in ${RTL_BENCHES:-}; do
+  dir="$B/tests/rtl/$t"
+  if [ -f "tests/rtl/$t/gen.c" ]; then
+    ${CC:-gcc} ${CPPFLAGS:-} -std=c11 -O2 -o "$dir/gen" "tests/rtl/$t/gen.c" sim/ref/numerics.c -lm \
+      && "$dir/gen" "$dir" || { echo "FAIL $t (vector generator)"; record "$t" 1; continue; }
+  fi
+  log="$dir/run.log"
+  (cd "$dir" && timeout 900 vvp -n tb.vvp +dir="$PWD") > "$log" 2>&1; rc=$?
+  if [ "$rc" = 0 ] && grep -q '^PASS' "$log" && ! grep -q -E '^(FAIL|ERROR)' "$log"; then
+    echo "ok   $t: $(grep '^PASS' "$log" | head -1)"; record "$t" 0
+  else
+    echo "FAIL $t (exit $rc):"; tail -5 "$log" | sed 's/^/     /'; record "$t" 1
+  fi
+done
+
+echo "== Differential and end-to-end tests (ref vs vsim)"
+for t in ${COSIM:-}; do
+  log="$B/tests/cosim/$t.log"
+  timeout 1200 "$B/tests/cosim/$t" > "$log" 2>&1; rc=$?
+  tail -3 "$log" | sed 's/^/     /'
+  if [ "$rc" = 0 ]; then echo "ok   $t"; else echo "FAIL $t (exit $rc)"; fi
+  record "$t" "$rc"
+done
+
+[ ${#failures[@]} -gt 0 ] && echo "failed: ${failures[*]}"
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
