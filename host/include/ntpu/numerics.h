@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "ntpu/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -16,32 +18,32 @@ extern "C" {
 /* fp32 bits -> bf16 bits, round to nearest, ties to even. Subnormal inputs
  * become zero of the same sign; overflow rounds to Inf; NaN stays NaN (sign and
  * top payload bits kept, quiet bit set). */
-uint16_t ntpu_bf16_from_f32_bits(uint32_t f);
-uint16_t ntpu_bf16_from_f32(float f);
+NTPU_API uint16_t ntpu_bf16_from_f32_bits(uint32_t f);
+NTPU_API uint16_t ntpu_bf16_from_f32(float f);
 
 /* bf16 bits -> fp32 value, exact (plain widening; no flushing). */
-float ntpu_bf16_to_f32(uint16_t b);
+NTPU_API float ntpu_bf16_to_f32(uint16_t b);
 
 /* One bf16 multiply-accumulate step of a PE, on bit patterns:
  * returns round_rne(acc + a*b) as fp32 bits, where subnormal a, b and acc read
  * as zero of their sign, the product is exact (or Inf on overflow, signed zero
  * when below the normal range), a subnormal sum is flushed to zero of its sign,
  * and any NaN result is NTPU_F32_CANONICAL_NAN. */
-uint32_t ntpu_mac_bf16(uint32_t acc, uint16_t a, uint16_t b);
+NTPU_API uint32_t ntpu_mac_bf16(uint32_t acc, uint16_t a, uint16_t b);
 
 /* One int8 multiply-accumulate step: acc + a*b with two's-complement wrap. */
-int32_t ntpu_mac_int8(int32_t acc, int8_t a, int8_t b);
+NTPU_API int32_t ntpu_mac_int8(int32_t acc, int8_t a, int8_t b);
 
 /* Requantization int32 -> int8 (the gemmlowp/TFLite scheme):
  *   y = round_half_away(x * multiplier / 2^31)   (saturating when x = multiplier = INT32_MIN)
  *   y = round_half_away(y / 2^shift)             (0 <= shift <= 31)
  *   y = clamp(y + zero_point, -128, 127)
  * multiplier is a Q31 fixed-point number in [2^30, 2^31) for a normalized scale. */
-int8_t ntpu_requantize(int32_t x, int32_t multiplier, int shift, int32_t zero_point);
+NTPU_API int8_t ntpu_requantize(int32_t x, int32_t multiplier, int shift, int32_t zero_point);
 
 /* Splits a real scale in (0, 1) into the Q31 multiplier and right shift used by
  * ntpu_requantize. Returns 0, or -1 if scale is outside (0, 1). */
-int ntpu_quantize_multiplier(double scale, int32_t *multiplier, int *shift);
+NTPU_API int ntpu_quantize_multiplier(double scale, int32_t *multiplier, int *shift);
 
 #ifdef __cplusplus
 }
