@@ -48,6 +48,16 @@ for t in ${COSIM:-}; do
   record "$t" "$rc"
 done
 
+echo "== Command-line tests"
+for t in tests/cli/*.sh; do
+  [ -e "$t" ] || continue
+  name=$(basename "$t" .sh); log="$B/tests/cli-$name.log"
+  BUILD="$B" timeout 1200 bash "$t" > "$log" 2>&1; rc=$?
+  tail -3 "$log" | sed 's/^/     /'
+  if [ "$rc" = 0 ]; then echo "ok   $name"; else echo "FAIL $name (exit $rc)"; fi
+  record "$name" "$rc"
+done
+
 [ ${#failures[@]} -gt 0 ] && echo "failed: ${failures[*]}"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

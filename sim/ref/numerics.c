@@ -8,6 +8,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "numerics_internal.h"
+
 static uint32_t f32_bits(float f)
 {
     uint32_t u;
@@ -45,21 +47,51 @@ uint16_t ntpu_bf16_from_f32(float f) { return ntpu_bf16_from_f32_bits(f32_bits(f
 
 float ntpu_bf16_to_f32(uint16_t b) { return f32_from_bits((uint32_t)b << 16); }
 
-uint32_t ntpu_mac_bf16(uint32_t acc, uint16_t a, uint16_t b)
+/* The one definition of the PE arithmetic: the public functions and the
+ * golden model's row kernels below all inline these, so the MATMUL hot loop
+ * pays no call per MAC and there is still a single copy to get right. */
+static inline uint32_t mac_bf16(uint32_t acc, uint16_t a, uint16_t b)
 {
     float fa = f32_from_bits(flush_subnormal((uint32_t)a << 16));
     float fb = f32_from_bits(flush_subnormal((uint32_t)b << 16));
     /* Two 8-bit significands give a 16-bit product: exact in fp32 unless the
-     * exponent leaves the normal range, where IEEE gives Inf or a subnormal. */
+     * exponent leaves the normal range, where IEEE gives Inf or a subnormal
+     * (too small to round up to a normal, so flushing it is exact). */
     uint32_t p = flush_subnormal(f32_bits(fa * fb));
     float s = f32_from_bits(flush_subnormal(acc)) + f32_from_bits(p);
     uint32_t r = flush_subnormal(f32_bits(s));
     return is_nan_bits(r) ? NTPU_F32_CANONICAL_NAN : r;
 }
 
-int32_t ntpu_mac_int8(int32_t acc, int8_t a, int8_t b)
+static inline int32_t mac_int8(int32_t acc, int8_t a, int8_t b)
 {
     return (int32_t)((uint32_t)acc + (uint32_t)((int32_t)a * (int32_t)b));
+}
+
+uint32_t ntpu_mac_bf16(uint32_t acc, uint16_t a, uint16_t b) { return mac_bf16(acc, a, b); }
+
+int32_t ntpu_mac_int8(int32_t acc, int8_t a, int8_t b) { return mac_int8(acc, a, b); }
+
+/* j inner, so each step reads one contiguous weight row and the n chains
+ * advance together; every chain still sees i ascending, its array order. */
+void ntpu_mac_bf16_row(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        const uint16_t ai = a[i];
+        const uint16_t *wi = w + (size_t)i * n;
+        for (unsigned j = 0; j < n; j++)
+            acc[j] = mac_bf16(acc[j], ai, wi[j]);
+    }
+}
+
+void ntpu_mac_int8_row(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        const int8_t ai = (int8_t)(a[i] & 0xFFu);
+        const uint16_t *wi = w + (size_t)i * n;
+        for (unsigned j = 0; j < n; j++)
+            acc[j] = (uint32_t)mac_int8((int32_t)acc[j], ai, (int8_t)(wi[j] & 0xFFu));
+    }
 }
 
 /* round(x * m / 2^31), halves away from zero; the one overflowing case saturates. */
@@ -107,6 +139,11 @@ int ntpu_quantize_multiplier(double scale, int32_t *multiplier, int *shift)
     if (q == ((int64_t)1 << 31)) { /* frac rounded up to 1.0 */
         q >>= 1;
         exp++;
+    }
+    if (exp > 0) { /* scale within 2^-32 of 1: no shift below 0, so take the largest M */
+        *multiplier = INT32_MAX;
+        *shift = 0;
+        return 0;
     }
     if (-exp > 31) { /* below what a 31-bit shift reaches: the result is 0 */
         *multiplier = 0;

@@ -1,0 +1,17 @@
+/* Row kernels of the golden model's MATMUL, defined in numerics.c next to the
+ * MACs they inline (one definition of the arithmetic, no call per MAC).
+ * Internal to the library: not part of the public API. */
+#ifndef NTPU_NUMERICS_INTERNAL_H
+#define NTPU_NUMERICS_INTERNAL_H
+
+#include <stdint.h>
+
+/* One activation row through the array: for i = 0 .. n-1 (ascending), for
+ * every column j, acc[j] = mac(acc[j], a[i], w[i*n + j]).
+ *   acc: n lanes (fp32 bits / int32 bits), updated in place
+ *   a:   n lanes of 16 bits (bf16, or int8 in the low byte)
+ *   w:   n x n lanes, row i = array row i */
+void ntpu_mac_bf16_row(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n);
+void ntpu_mac_int8_row(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n);
+
+#endif
