@@ -1,0 +1,522 @@
+/* The golden model: the device of docs/protocol.md and docs/isa.md in C.
+ *
+ * Bytes from the host go through a three-state receiver (hunt for SOF, header,
+ * body + CRC); every complete frame is checked and executed at once, and its
+ * reply frame is appended to the transmit queue. Nothing here runs
+ * concurrently, so commands trivially "take effect in the order they arrive"
+ * and the device is never busy.
+ *
+ * Performance counters: `macs` is exact (it is architectural); the rest are an
+ * ESTIMATE of what the RTL would measure, from a deliberately simple model in
+ * which link transfer and execution never overlap:
+ *   - every byte received or sent costs one cycle (a byte-wide link, one byte
+ *     per clock); received bytes also count as `stall_link`;
+ *   - LOAD_W costs N cycles (one weight row per clock);
+ *   - MATMUL costs rows + 2N cycles (one activation row enters per clock, plus
+ *     filling and draining the skewed N x N array); `array_busy` grows by rows;
+ *   - stall_weight, stall_hazard and stall_tx stay 0 (nothing overlaps here).
+ */
+#include "ntpu_ref.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "ntpu/protocol.h"
+#include "numerics_internal.h"
+
+#ifndef NTPU_DEFAULT_N
+#define NTPU_DEFAULT_N 8
+#endif
+
+/* Extra cycles of a MATMUL beyond one per row: fill + drain of the array. */
+#define REF_MATMUL_LATENCY(n) (2u * (n))
+
+enum rx_state {
+    RX_HUNT,   /* dropping bytes until SOF */
+    RX_HEADER, /* collecting SEQ and LEN */
+    RX_BODY,   /* collecting PAYLOAD and CRC */
+};
+
+struct ntpu_ref {
+    ntpu_ref_config cfg;
+
+    /* Architectural state (docs/isa.md, "Device state"). Lanes are kept as
+     * host integers; the wire's little-endian order is applied at the edges. */
+    uint16_t *ub;        /* ub_rows x N */
+    uint16_t *wb;        /* wb_rows x N */
+    uint32_t *acc;       /* acc_rows x N: int32 or fp32 bits */
+    uint16_t *w_active;  /* N x N, row i = array row i */
+    uint16_t *w_pending; /* N x N */
+    int pending;
+
+    /* Receiver. frame[] holds SEQ, LEN (2), PAYLOAD, CRC (4): what the CRC
+     * covers starts at frame[0]. */
+    enum rx_state rx_state;
+    uint8_t *frame;
+    size_t frame_have;
+    size_t frame_need;
+
+    /* Transmit queue: bytes [tx_head, tx_tail) of tx[] are unread. */
+    uint8_t *tx;
+    size_t tx_head, tx_tail, tx_cap;
+
+    /* STATUS block fields. */
+    uint8_t last_error;
+    uint32_t errors;
+    uint32_t commands;
+    uint32_t dropped;
+
+    uint64_t cnt[NTPU_CNT_COUNT];
+};
+
+ntpu_ref_config ntpu_ref_default_config(void)
+{
+    ntpu_ref_config c;
+    c.n = NTPU_DEFAULT_N;
+    c.ub_rows = 8192;
+    c.wb_rows = 4096;
+    c.acc_rows = 2048;
+    c.max_payload = 4112;
+    return c;
+}
+
+static int config_ok(const ntpu_ref_config *c)
+{
+    return c->n >= 2 && c->n <= 64 && c->ub_rows >= 1 && c->ub_rows <= 65536 && c->wb_rows >= c->n &&
+           c->wb_rows <= 65536 && c->acc_rows >= 1 && c->acc_rows <= 65536 && c->max_payload >= 64 &&
+           c->max_payload <= 65535;
+}
+
+ntpu_ref *ntpu_ref_new(const ntpu_ref_config *cfg)
+{
+    ntpu_ref_config c = cfg ? *cfg : ntpu_ref_default_config();
+    if (!config_ok(&c))
+        return NULL;
+    ntpu_ref *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->cfg = c;
+    size_t n = c.n;
+    r->ub = calloc((size_t)c.ub_rows * n, sizeof *r->ub);
+    r->wb = calloc((size_t)c.wb_rows * n, sizeof *r->wb);
+    r->acc = calloc((size_t)c.acc_rows * n, sizeof *r->acc);
+    r->w_active = calloc(n * n, sizeof *r->w_active);
+    r->w_pending = calloc(n * n, sizeof *r->w_pending);
+    r->frame = malloc(3 + (size_t)c.max_payload + NTPU_FRAME_TRAILER);
+    /* Room for a few largest replies up front: a host that reads as it goes
+     * never makes the queue grow. */
+    r->tx_cap = 4 * ((size_t)c.max_payload + NTPU_FRAME_OVERHEAD);
+    r->tx = malloc(r->tx_cap);
+    if (!r->ub || !r->wb || !r->acc || !r->w_active || !r->w_pending || !r->frame || !r->tx) {
+        ntpu_ref_free(r);
+        return NULL;
+    }
+    r->rx_state = RX_HUNT;
+    return r;
+}
+
+void ntpu_ref_free(ntpu_ref *r)
+{
+    if (!r)
+        return;
+    free(r->ub);
+    free(r->wb);
+    free(r->acc);
+    free(r->w_active);
+    free(r->w_pending);
+    free(r->frame);
+    free(r->tx);
+    free(r);
+}
+
+/* ---------------------------------------------------------------- bytes */
+
+static unsigned get16(const uint8_t *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put16(uint8_t *p, unsigned v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    put32(p, (uint32_t)v);
+    put32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* ---------------------------------------------------------------- replies */
+
+/* Makes room for `extra` more bytes at tx_tail. Returns 0, or -1 when memory
+ * runs out (the reply is then lost; the host sees a timeout and resyncs). */
+static int tx_reserve(ntpu_ref *r, size_t extra)
+{
+    if (r->tx_tail + extra <= r->tx_cap)
+        return 0;
+    if (r->tx_head > 0) {
+        memmove(r->tx, r->tx + r->tx_head, r->tx_tail - r->tx_head);
+        r->tx_tail -= r->tx_head;
+        r->tx_head = 0;
+        if (r->tx_tail + extra <= r->tx_cap)
+            return 0;
+    }
+    size_t cap = r->tx_cap;
+    while (cap < r->tx_tail + extra)
+        cap *= 2;
+    uint8_t *p = realloc(r->tx, cap);
+    if (!p)
+        return -1;
+    r->tx = p;
+    r->tx_cap = cap;
+    return 0;
+}
+
+/* Starts a reply frame with status byte `st` and room for `data_len` bytes of
+ * data; returns where the data goes (NULL when out of memory). Finish it with
+ * reply_end. Status bookkeeping happens here: an error reply counts as an
+ * error, an OK reply as a command executed. Callers that report the STATUS
+ * block fill it in before calling this. */
+static uint8_t *reply_begin(ntpu_ref *r, uint8_t seq, uint8_t st, size_t data_len)
+{
+    if (st != NTPU_DEV_OK) {
+        r->errors++;
+        r->last_error = st;
+    } else {
+        r->commands++;
+    }
+    size_t len = 1 + data_len;
+    if (tx_reserve(r, len + NTPU_FRAME_OVERHEAD) != 0)
+        return NULL;
+    uint8_t *f = r->tx + r->tx_tail;
+    f[0] = NTPU_SOF_REPLY;
+    f[1] = seq;
+    put16(f + 2, (unsigned)len);
+    f[4] = st;
+    return f + 5;
+}
+
+static void reply_end(ntpu_ref *r)
+{
+    uint8_t *f = r->tx + r->tx_tail;
+    size_t len = get16(f + 2);
+    put32(f + 4 + len, (uint32_t)crc32(0L, f + 1, (uInt)(3 + len)));
+    size_t total = len + NTPU_FRAME_OVERHEAD;
+    r->tx_tail += total;
+    r->cnt[NTPU_CNT_TX_BYTES] += total;
+    r->cnt[NTPU_CNT_CYCLES] += total;
+}
+
+static void reply_status(ntpu_ref *r, uint8_t seq, uint8_t st)
+{
+    if (reply_begin(r, seq, st, 0))
+        reply_end(r);
+}
+
+/* ---------------------------------------------------------------- commands */
+
+static unsigned mem_rows(const ntpu_ref *r, unsigned mem)
+{
+    return mem == NTPU_MEM_UB ? r->cfg.ub_rows : mem == NTPU_MEM_WB ? r->cfg.wb_rows : r->cfg.acc_rows;
+}
+
+static size_t row_bytes(const ntpu_ref *r, unsigned mem)
+{
+    return (size_t)r->cfg.n * (mem == NTPU_MEM_ACC ? 4u : 2u);
+}
+
+static void write_rows(ntpu_ref *r, unsigned mem, unsigned addr, unsigned rows, const uint8_t *src)
+{
+    size_t lanes = (size_t)rows * r->cfg.n;
+    if (mem == NTPU_MEM_ACC) {
+        uint32_t *dst = r->acc + (size_t)addr * r->cfg.n;
+        for (size_t i = 0; i < lanes; i++)
+            dst[i] = get32(src + 4 * i);
+    } else {
+        uint16_t *dst = (mem == NTPU_MEM_UB ? r->ub : r->wb) + (size_t)addr * r->cfg.n;
+        for (size_t i = 0; i < lanes; i++)
+            dst[i] = (uint16_t)get16(src + 2 * i);
+    }
+}
+
+static void read_rows(const ntpu_ref *r, unsigned mem, unsigned addr, unsigned rows, uint8_t *dst)
+{
+    size_t lanes = (size_t)rows * r->cfg.n;
+    if (mem == NTPU_MEM_ACC) {
+        const uint32_t *src = r->acc + (size_t)addr * r->cfg.n;
+        for (size_t i = 0; i < lanes; i++)
+            put32(dst + 4 * i, src[i]);
+    } else {
+        const uint16_t *src = (mem == NTPU_MEM_UB ? r->ub : r->wb) + (size_t)addr * r->cfg.n;
+        for (size_t i = 0; i < lanes; i++)
+            put16(dst + 2 * i, src[i]);
+    }
+}
+
+static void load_w(ntpu_ref *r, unsigned flags, unsigned wb_addr)
+{
+    unsigned n = r->cfg.n;
+    const uint16_t *tile = r->wb + (size_t)wb_addr * n;
+    for (unsigned i = 0; i < n; i++)
+        for (unsigned j = 0; j < n; j++)
+            r->w_pending[i * n + j] = (flags & NTPU_LOADW_TRANSPOSE) ? tile[j * n + i] : tile[i * n + j];
+    r->pending = 1;
+    r->cnt[NTPU_CNT_CYCLES] += n;
+}
+
+static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_addr, unsigned rows)
+{
+    unsigned n = r->cfg.n;
+    if (r->pending) {
+        memcpy(r->w_active, r->w_pending, (size_t)n * n * sizeof *r->w_active);
+        r->pending = 0;
+    }
+    for (unsigned m = 0; m < rows; m++) {
+        uint32_t *acc = r->acc + (size_t)(acc_addr + m) * n;
+        const uint16_t *a = r->ub + (size_t)(ub_addr + m) * n;
+        if (!(flags & NTPU_MATMUL_ACCUMULATE))
+            memset(acc, 0, n * sizeof *acc); /* int32 0 and fp32 +0.0 alike */
+        if (flags & NTPU_MATMUL_BF16)
+            ntpu_mac_bf16_row(acc, a, r->w_active, n);
+        else
+            ntpu_mac_int8_row(acc, a, r->w_active, n);
+    }
+    r->cnt[NTPU_CNT_MACS] += (uint64_t)rows * n * n;
+    r->cnt[NTPU_CNT_ARRAY_BUSY] += rows;
+    r->cnt[NTPU_CNT_CYCLES] += rows + REF_MATMUL_LATENCY(n);
+}
+
+static void info_block(const ntpu_ref *r, uint8_t *p)
+{
+    memset(p, 0, NTPU_ID_BYTES);
+    put32(p + NTPU_ID_OFF_MAGIC, NTPU_ID_MAGIC);
+    p[NTPU_ID_OFF_VERSION_MAJOR] = NTPU_VERSION_MAJOR;
+    p[NTPU_ID_OFF_VERSION_MINOR] = NTPU_VERSION_MINOR;
+    p[NTPU_ID_OFF_ROWS] = (uint8_t)r->cfg.n;
+    p[NTPU_ID_OFF_COLS] = (uint8_t)r->cfg.n;
+    p[NTPU_ID_OFF_DTYPES] = NTPU_DTYPE_INT8_BIT | NTPU_DTYPE_BF16_BIT;
+    p[NTPU_ID_OFF_FEATURES] = NTPU_FEATURE_TRANSPOSE_BIT;
+    put16(p + NTPU_ID_OFF_MAX_PAYLOAD, r->cfg.max_payload);
+    put32(p + NTPU_ID_OFF_UB_ROWS, r->cfg.ub_rows);
+    put32(p + NTPU_ID_OFF_WB_ROWS, r->cfg.wb_rows);
+    put32(p + NTPU_ID_OFF_ACC_ROWS, r->cfg.acc_rows);
+    put32(p + NTPU_ID_OFF_CLOCK_HZ, 0);
+    p[NTPU_ID_OFF_PLATFORM] = 0;
+}
+
+/* Checks a command in the order docs/isa.md ("Errors") fixes and runs it.
+ * Returns the status for commands without reply data; commands with data
+ * send their own reply and return -1. */
+static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len)
+{
+    const unsigned n = r->cfg.n;
+    switch (p[0]) {
+    case NTPU_OP_NOP:
+    case NTPU_OP_FENCE:
+        return len == 1 ? NTPU_DEV_OK : NTPU_DEV_ERR_LENGTH;
+
+    case NTPU_OP_INFO: {
+        if (len != NTPU_LEN_INFO)
+            return NTPU_DEV_ERR_LENGTH;
+        uint8_t *d = reply_begin(r, seq, NTPU_DEV_OK, NTPU_ID_BYTES);
+        if (d) {
+            info_block(r, d);
+            reply_end(r);
+        }
+        return -1;
+    }
+
+    case NTPU_OP_WRITE_MEM:
+    case NTPU_OP_READ_MEM: {
+        int write = p[0] == NTPU_OP_WRITE_MEM;
+        if (write ? len < NTPU_LEN_MEM_HDR : len != NTPU_LEN_MEM_HDR)
+            return NTPU_DEV_ERR_LENGTH;
+        unsigned mem = p[1], addr = get16(p + 2), rows = get16(p + 4);
+        if (mem > NTPU_MEM_ACC)
+            return NTPU_DEV_ERR_MEM;
+        size_t bytes = (size_t)rows * row_bytes(r, mem);
+        if (write ? len != NTPU_LEN_MEM_HDR + bytes : 1 + bytes > r->cfg.max_payload)
+            return NTPU_DEV_ERR_LENGTH;
+        if ((unsigned long)addr + rows > mem_rows(r, mem))
+            return NTPU_DEV_ERR_RANGE;
+        if (write) {
+            write_rows(r, mem, addr, rows, p + NTPU_LEN_MEM_HDR);
+            return NTPU_DEV_OK;
+        }
+        uint8_t *d = reply_begin(r, seq, NTPU_DEV_OK, bytes);
+        if (d) {
+            read_rows(r, mem, addr, rows, d);
+            reply_end(r);
+        }
+        return -1;
+    }
+
+    case NTPU_OP_LOAD_W: {
+        if (len != NTPU_LEN_LOAD_W)
+            return NTPU_DEV_ERR_LENGTH;
+        unsigned flags = p[1], wb_addr = get16(p + 2);
+        if (flags & ~NTPU_LOADW_TRANSPOSE)
+            return NTPU_DEV_ERR_ARG;
+        if ((unsigned long)wb_addr + n > r->cfg.wb_rows)
+            return NTPU_DEV_ERR_RANGE;
+        load_w(r, flags, wb_addr);
+        return NTPU_DEV_OK;
+    }
+
+    case NTPU_OP_MATMUL: {
+        if (len != NTPU_LEN_MATMUL)
+            return NTPU_DEV_ERR_LENGTH;
+        unsigned flags = p[1], ub_addr = get16(p + 2), acc_addr = get16(p + 4), rows = get16(p + 6);
+        if (flags & ~(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE))
+            return NTPU_DEV_ERR_ARG;
+        if ((unsigned long)ub_addr + rows > r->cfg.ub_rows || (unsigned long)acc_addr + rows > r->cfg.acc_rows)
+            return NTPU_DEV_ERR_RANGE;
+        matmul(r, flags, ub_addr, acc_addr, rows);
+        return NTPU_DEV_OK;
+    }
+
+    case NTPU_OP_STATUS: {
+        if (len != NTPU_LEN_STATUS)
+            return NTPU_DEV_ERR_LENGTH;
+        /* Snapshot before reply_begin counts this STATUS as a command. */
+        uint8_t blk[NTPU_STATUS_BYTES] = {0};
+        blk[NTPU_STATUS_OFF_BUSY] = 0;
+        blk[NTPU_STATUS_OFF_LAST_ERROR] = r->last_error;
+        put32(blk + NTPU_STATUS_OFF_ERRORS, r->errors);
+        put32(blk + NTPU_STATUS_OFF_COMMANDS, r->commands);
+        put32(blk + NTPU_STATUS_OFF_DROPPED, r->dropped);
+        uint8_t *d = reply_begin(r, seq, NTPU_DEV_OK, sizeof blk);
+        if (d) {
+            memcpy(d, blk, sizeof blk);
+            reply_end(r);
+        }
+        return -1;
+    }
+
+    case NTPU_OP_COUNTERS: {
+        if (len != NTPU_LEN_COUNTERS)
+            return NTPU_DEV_ERR_LENGTH;
+        unsigned flags = p[1];
+        if (flags & ~NTPU_COUNTERS_CLEAR)
+            return NTPU_DEV_ERR_ARG;
+        uint8_t blk[NTPU_COUNTERS_BYTES];
+        for (unsigned i = 0; i < NTPU_CNT_COUNT; i++)
+            put64(blk + 8 * i, r->cnt[i]);
+        if (flags & NTPU_COUNTERS_CLEAR)
+            memset(r->cnt, 0, sizeof r->cnt);
+        uint8_t *d = reply_begin(r, seq, NTPU_DEV_OK, sizeof blk);
+        if (d) {
+            memcpy(d, blk, sizeof blk);
+            reply_end(r);
+        }
+        return -1;
+    }
+
+    default:
+        return NTPU_DEV_ERR_OPCODE;
+    }
+}
+
+/* A whole frame is in r->frame: SEQ, LEN, PAYLOAD, CRC. */
+static void frame_done(ntpu_ref *r)
+{
+    const uint8_t *f = r->frame;
+    uint8_t seq = f[0];
+    size_t len = get16(f + 1);
+    if ((uint32_t)crc32(0L, f, (uInt)(3 + len)) != get32(f + 3 + len)) {
+        reply_status(r, seq, NTPU_DEV_ERR_CRC);
+        return;
+    }
+    int st = execute(r, seq, f + 3, len);
+    if (st >= 0)
+        reply_status(r, seq, (uint8_t)st);
+}
+
+/* ---------------------------------------------------------------- stream */
+
+void ntpu_ref_write(ntpu_ref *r, const uint8_t *buf, size_t n)
+{
+    if (!r || !buf)
+        return;
+    while (n > 0) {
+        size_t used;
+        int header_in = 0, frame_in = 0;
+        switch (r->rx_state) {
+        case RX_HUNT: {
+            const uint8_t *sof = memchr(buf, NTPU_SOF_CMD, n);
+            used = sof ? (size_t)(sof - buf) : n;
+            r->dropped += (uint32_t)used;
+            if (sof) {
+                used++;
+                r->frame_have = 0;
+                r->rx_state = RX_HEADER;
+            }
+            break;
+        }
+        case RX_HEADER:
+            r->frame[r->frame_have++] = buf[0];
+            used = 1;
+            header_in = r->frame_have == 3;
+            break;
+        default: /* RX_BODY */
+            used = r->frame_need - r->frame_have;
+            if (used > n)
+                used = n;
+            memcpy(r->frame + r->frame_have, buf, used);
+            r->frame_have += used;
+            frame_in = r->frame_have == r->frame_need;
+            break;
+        }
+        /* Counted before executing, so a COUNTERS frame sees its own bytes. */
+        r->cnt[NTPU_CNT_RX_BYTES] += used;
+        r->cnt[NTPU_CNT_STALL_LINK] += used;
+        r->cnt[NTPU_CNT_CYCLES] += used;
+        buf += used;
+        n -= used;
+
+        if (header_in) {
+            size_t len = get16(r->frame + 1);
+            if (len == 0 || len > r->cfg.max_payload) {
+                /* Answered now, and hunting resumes with the byte after LEN:
+                 * a garbage header must not swallow the frames behind it. */
+                reply_status(r, r->frame[0], NTPU_DEV_ERR_LENGTH);
+                r->rx_state = RX_HUNT;
+            } else {
+                r->frame_need = 3 + len + NTPU_FRAME_TRAILER;
+                r->rx_state = RX_BODY;
+            }
+        } else if (frame_in) {
+            frame_done(r);
+            r->rx_state = RX_HUNT;
+        }
+    }
+}
+
+size_t ntpu_ref_read(ntpu_ref *r, uint8_t *buf, size_t cap)
+{
+    if (!r || !buf)
+        return 0;
+    size_t k = r->tx_tail - r->tx_head;
+    if (k > cap)
+        k = cap;
+    memcpy(buf, r->tx + r->tx_head, k);
+    r->tx_head += k;
+    if (r->tx_head == r->tx_tail)
+        r->tx_head = r->tx_tail = 0;
+    return k;
+}
+
+size_t ntpu_ref_pending(const ntpu_ref *r) { return r ? r->tx_tail - r->tx_head : 0; }
