@@ -1,0 +1,279 @@
+/* libntpu: the nanoTPU host library.
+ *
+ * Opens a device (the C golden model, the Verilator RTL, or later a board),
+ * moves data to and from its memories, and runs matrix multiplications on it,
+ * tiling any shape onto the N x N systolic array. This header is the API
+ * reference; docs/isa.md and docs/protocol.md describe the device underneath.
+ *
+ * Conventions:
+ * - Every fallible call returns an ntpu_status. NTPU_OK is 0, errors are negative.
+ * - A handle (ntpu_device) is used by one thread at a time; different handles are
+ *   independent. There is no global state.
+ * - The caller owns every buffer it passes in; the library copies what it needs
+ *   before returning. What the library allocates (ntpu_tensor data, the device
+ *   handle) has exactly one release function, named next to the allocator.
+ * - The library never aborts, exits or prints. Detail for the most recent failure
+ *   on a handle is in ntpu_last_error(dev).
+ * - Matrices are dense, row-major (C order), without padding between rows.
+ */
+#ifndef NTPU_NTPU_H
+#define NTPU_NTPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ntpu/export.h"
+#include "ntpu/numerics.h"
+#include "ntpu/protocol.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ status */
+
+typedef enum ntpu_status {
+    NTPU_OK = 0,
+    NTPU_ERR_INVALID_ARG = -1, /* a bad argument; nothing was sent, device state unchanged       */
+    NTPU_ERR_NO_DEVICE = -2,   /* no such device, or this build cannot reach it; no handle usable  */
+    NTPU_ERR_IO = -3,          /* the link failed (bad frame, lost sync); the library resynced the
+                                * link when it could, but commands since the last successful call
+                                * may or may not have run: device memory is unknown             */
+    NTPU_ERR_TIMEOUT = -4,     /* the device did not answer in time; as NTPU_ERR_IO              */
+    NTPU_ERR_DEVICE = -5,      /* the device rejected a command (ntpu_last_error names the status
+                                * and the command); that command did nothing, the link is in sync
+                                * and the rest of the call's commands ran                        */
+    NTPU_ERR_NO_MEMORY = -6,   /* host allocation failed; nothing was sent for the failing step  */
+    NTPU_ERR_UNSUPPORTED = -7, /* the device lacks what was asked (e.g. a dtype); nothing sent    */
+    NTPU_ERR_FILE = -8,        /* a file could not be opened, read or written                     */
+    NTPU_ERR_FORMAT = -9,      /* a file is malformed or of a kind the library does not read      */
+} ntpu_status;
+
+/* A short English name for a status ("invalid argument", ...). Never NULL; an
+ * unknown value gives "unknown status". */
+NTPU_API const char *ntpu_status_str(ntpu_status s);
+
+/* Name of a device status byte (NTPU_DEV_*): "OK", "ERR_CRC", ... Never NULL. */
+NTPU_API const char *ntpu_dev_status_str(unsigned dev_status);
+
+/* ------------------------------------------------------------------ devices */
+
+typedef struct ntpu_device ntpu_device; /* opaque; one thread at a time per handle */
+
+/* Opens a device. `device` is a device string:
+ *   "ref[:n=N,ub=R,wb=R,acc=R,payload=B]"  the C golden model, in-process; the
+ *                                          options override its configuration
+ *   "vsim[:trace=FILE]"                    the Verilator model of the RTL
+ *   "ftdi[:serial=S]", "usb[:serial=S]"    boards (not in this build yet:
+ *                                          NTPU_ERR_NO_DEVICE)
+ * NULL or "" means the NTPU_DEVICE environment variable if it is set and not
+ * empty, else "vsim".
+ * On NTPU_OK, *out is a ready handle (the ID block has been read). On failure,
+ * *out is still a handle that carries only the reason (read it with
+ * ntpu_last_error; every other call on it fails with NTPU_ERR_NO_DEVICE) and must
+ * be released with ntpu_close -- unless the failure is NTPU_ERR_NO_MEMORY for the
+ * handle itself, or out is NULL, in which case *out is NULL.
+ * Errors: NTPU_ERR_INVALID_ARG (out NULL, unknown device kind or option),
+ * NTPU_ERR_NO_DEVICE, NTPU_ERR_IO, NTPU_ERR_TIMEOUT, NTPU_ERR_NO_MEMORY,
+ * NTPU_ERR_UNSUPPORTED (the device speaks an unknown protocol version). */
+NTPU_API ntpu_status ntpu_open(const char *device, ntpu_device **out);
+
+/* Closes the device and frees the handle. Replies not yet read are dropped.
+ * NULL is a no-op. */
+NTPU_API void ntpu_close(ntpu_device *dev);
+
+/* One line describing the most recent failure on this handle ("" if none yet).
+ * The text stays valid until the next call on the handle. Never NULL, also for
+ * dev NULL. Successful calls do not clear it. */
+NTPU_API const char *ntpu_last_error(const ntpu_device *dev);
+
+/* Identity and configuration of the device, read from its ID block at open. */
+typedef struct ntpu_info {
+    unsigned version_major, version_minor; /* protocol version (1.0) */
+    unsigned rows, cols;                   /* array size N x N */
+    unsigned dtypes;                       /* NTPU_DTYPE_INT8_BIT | NTPU_DTYPE_BF16_BIT */
+    unsigned features;                     /* NTPU_FEATURE_TRANSPOSE_BIT */
+    unsigned max_payload;                  /* largest frame payload, bytes */
+    uint32_t ub_rows, wb_rows, acc_rows;   /* memory sizes in rows of N lanes */
+    uint32_t clock_hz;                     /* 0 in simulation */
+    unsigned platform;                     /* 0 golden model, 1 RTL */
+    const char *platform_name;             /* "golden model", "RTL", ... (static) */
+    char device[128];                      /* the device string that was opened */
+} ntpu_info;
+
+/* Fills *out. Sends nothing. Errors: NTPU_ERR_INVALID_ARG (NULL argument),
+ * NTPU_ERR_NO_DEVICE (a handle whose open failed). */
+NTPU_API ntpu_status ntpu_get_info(const ntpu_device *dev, ntpu_info *out);
+
+/* ------------------------------------------------------------------ low level
+ *
+ * One call per device command. Commands that return no data (write_rows,
+ * load_w, matmul_tile) are queued and pipelined: they return once the command
+ * is sent, without waiting for the device's reply. The replies are checked by
+ * the next call that waits (ntpu_read_rows, ntpu_fence, ntpu_read_status,
+ * ntpu_read_counters, ntpu_matmul); a device error in any of them is reported
+ * there as NTPU_ERR_DEVICE. Arguments are checked against the ID block before
+ * anything is sent, so a correct program sees no device errors. */
+
+/* Writes `rows` rows to memory `mem` (NTPU_MEM_UB, NTPU_MEM_WB, NTPU_MEM_ACC)
+ * starting at row `addr`. data: rows x N lanes, row-major, host byte order;
+ * uint16_t lanes for UB and WB (bf16 bits, or int8 in the low byte), uint32_t
+ * lanes for ACC (int32 or fp32 bits). Split into as many frames as needed.
+ * Queued (see above). Errors: NTPU_ERR_INVALID_ARG (bad mem, range past the
+ * memory's end, data NULL with rows > 0), NTPU_ERR_IO, NTPU_ERR_TIMEOUT,
+ * NTPU_ERR_DEVICE (from an earlier queued command), NTPU_ERR_NO_MEMORY. */
+NTPU_API ntpu_status ntpu_write_rows(ntpu_device *dev, enum ntpu_mem mem, uint32_t addr, uint32_t rows,
+                                     const void *data);
+
+/* Reads `rows` rows of memory `mem` from row `addr` into data (layout as for
+ * ntpu_write_rows). Waits for the data; sees every earlier command's effect.
+ * Errors: as ntpu_write_rows. On error, data is unspecified. */
+NTPU_API ntpu_status ntpu_read_rows(ntpu_device *dev, enum ntpu_mem mem, uint32_t addr, uint32_t rows,
+                                    void *data);
+
+/* LOAD_W: loads the N x N weight tile at WB rows wb_addr .. wb_addr+N-1 as the
+ * array's pending weights, transposed if `transpose` is non-zero (needs
+ * NTPU_FEATURE_TRANSPOSE_BIT). Queued. Errors: NTPU_ERR_INVALID_ARG (range),
+ * NTPU_ERR_UNSUPPORTED (transpose without the feature), link errors. */
+NTPU_API ntpu_status ntpu_load_w(ntpu_device *dev, uint32_t wb_addr, int transpose);
+
+typedef enum ntpu_dtype {
+    NTPU_DTYPE_INT8 = 0, /* int8 x int8 -> int32, wrapping */
+    NTPU_DTYPE_BF16 = 1, /* bf16 x bf16 -> fp32 (docs/numerics.md) */
+} ntpu_dtype;
+
+/* MATMUL: for each of `rows` UB rows from ub_addr, multiplies the row (N lanes)
+ * by the active weights and writes (or, with accumulate non-zero, adds to) the N
+ * lanes of the ACC row at the same offset from acc_addr. See docs/isa.md.
+ * Queued. Errors: NTPU_ERR_INVALID_ARG (bad dtype, rows 0 or > 65535, range),
+ * NTPU_ERR_UNSUPPORTED (dtype not on this device), link errors. */
+NTPU_API ntpu_status ntpu_matmul_tile(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t acc_addr,
+                                      uint32_t rows, int accumulate);
+
+/* Waits until every earlier command has finished on the device and every reply
+ * has been checked. Errors: NTPU_ERR_DEVICE (a queued command was rejected),
+ * NTPU_ERR_IO, NTPU_ERR_TIMEOUT. */
+NTPU_API ntpu_status ntpu_fence(ntpu_device *dev);
+
+/* The device's STATUS block (docs/isa.md). */
+typedef struct ntpu_device_status {
+    unsigned busy;       /* 1 if an accepted command is still executing */
+    unsigned last_error; /* last non-OK device status sent (NTPU_DEV_*), 0 if none */
+    uint32_t errors;     /* replies sent with a non-OK status */
+    uint32_t commands;   /* commands executed with status OK */
+    uint32_t dropped;    /* bytes dropped while hunting for a frame start */
+} ntpu_device_status;
+
+/* Reads the STATUS block into *out (after the effects of every earlier command).
+ * Errors: NTPU_ERR_INVALID_ARG, NTPU_ERR_DEVICE (from an earlier queued
+ * command; *out is still filled), NTPU_ERR_IO, NTPU_ERR_TIMEOUT. */
+NTPU_API ntpu_status ntpu_read_status(ntpu_device *dev, ntpu_device_status *out);
+
+/* The device's performance counters (docs/isa.md, COUNTERS). Only `macs` is
+ * the same on every backend; the golden model estimates the others. */
+typedef struct ntpu_counters {
+    uint64_t cycles;       /* clock cycles */
+    uint64_t array_busy;   /* cycles in which a row entered the array */
+    uint64_t macs;         /* multiply-accumulates: rows x N x N per MATMUL */
+    uint64_t stall_link;   /* idle, waiting for command bytes */
+    uint64_t stall_weight; /* a MATMUL waiting for its weight tile */
+    uint64_t stall_hazard; /* waiting for earlier work to drain */
+    uint64_t stall_tx;     /* reply bytes held back by the host */
+    uint64_t rx_bytes;     /* bytes the device received */
+    uint64_t tx_bytes;     /* bytes the device sent */
+} ntpu_counters;
+
+/* Reads the counters into *out; with clear non-zero the device zeroes them
+ * after reading. Errors: as ntpu_read_status. */
+NTPU_API ntpu_status ntpu_read_counters(ntpu_device *dev, ntpu_counters *out, int clear);
+
+/* Array utilization of a counter snapshot: macs / (N * N * cycles), in [0, 1];
+ * 0 when cycles is 0. */
+NTPU_API double ntpu_counters_utilization(const ntpu_device *dev, const ntpu_counters *c);
+
+/* Resynchronizes the link (docs/protocol.md): flushes whatever frame the device
+ * may be part-way through, then waits for the reply to a fresh NOP. Replies
+ * still outstanding are dropped: their commands may or may not have run. Use it
+ * after NTPU_ERR_IO or NTPU_ERR_TIMEOUT if the library could not resync itself
+ * (then every call fails with NTPU_ERR_IO until this succeeds).
+ * Errors: NTPU_ERR_IO, NTPU_ERR_TIMEOUT, NTPU_ERR_INVALID_ARG. */
+NTPU_API ntpu_status ntpu_reset_link(ntpu_device *dev);
+
+/* Host-side traffic totals since open (all frames, both directions). */
+typedef struct ntpu_link_stats {
+    uint64_t tx_bytes, rx_bytes;   /* bytes sent to / received from the device */
+    uint64_t tx_frames, rx_frames; /* frames sent / replies received */
+    uint64_t resyncs;              /* link resynchronizations */
+} ntpu_link_stats;
+
+/* Fills *out. Sends nothing. Errors: NTPU_ERR_INVALID_ARG, NTPU_ERR_NO_DEVICE. */
+NTPU_API ntpu_status ntpu_get_link_stats(const ntpu_device *dev, ntpu_link_stats *out);
+
+/* ------------------------------------------------------------------ matmul */
+
+/* C = A . B on the device, for any M, K, N >= 1 (N here is C's column count,
+ * not the array size).
+ *   NTPU_DTYPE_INT8: A int8_t[M][K], B int8_t[K][N] -> C int32_t[M][N], exact
+ *                    with two's-complement wrap-around (as NumPy's int32 matmul).
+ *   NTPU_DTYPE_BF16: A float[M][K], B float[K][N], each rounded to bf16 (RNE,
+ *                    ntpu_bf16_from_f32) on the way in -> C float[M][N], equal
+ *                    bit for bit to: acc = +0.0f; for k ascending:
+ *                    acc = ntpu_mac_bf16(acc, A[m][k], B[k][n]).
+ * The library tiles, pads and pipelines; it uses (and overwrites) all of the
+ * device's UB, WB and ACC, and the array's weights. C must not overlap A or B.
+ * Errors: NTPU_ERR_INVALID_ARG (NULL pointer, a size of 0, bad dtype, sizes whose
+ * product overflows size_t), NTPU_ERR_UNSUPPORTED (dtype not on this device),
+ * NTPU_ERR_NO_MEMORY, NTPU_ERR_DEVICE, NTPU_ERR_IO, NTPU_ERR_TIMEOUT. On any error
+ * C is unspecified. */
+NTPU_API ntpu_status ntpu_matmul(ntpu_device *dev, ntpu_dtype dtype, const void *A, const void *B, void *C,
+                                 size_t M, size_t K, size_t N);
+
+/* As ntpu_matmul with NTPU_DTYPE_BF16, for inputs already in bf16 (uint16_t bit
+ * patterns): A uint16_t[M][K], B uint16_t[K][N] -> C float[M][N]. */
+NTPU_API ntpu_status ntpu_matmul_bf16(ntpu_device *dev, const uint16_t *A, const uint16_t *B, float *C, size_t M,
+                                      size_t K, size_t N);
+
+/* ------------------------------------------------------------------ .npy files */
+
+typedef enum ntpu_elem {
+    NTPU_ELEM_INT8 = 0,    /* '<i1' / '|i1' */
+    NTPU_ELEM_INT32 = 1,   /* '<i4' */
+    NTPU_ELEM_FLOAT32 = 2, /* '<f4' */
+    NTPU_ELEM_UINT16 = 3,  /* '<u2': raw bf16 bit patterns */
+} ntpu_elem;
+
+/* Size in bytes of one element; 0 for an unknown value. */
+NTPU_API size_t ntpu_elem_size(ntpu_elem e);
+
+/* A 1-D or 2-D dense array, C order, host byte order. For ndim 1, shape[1] is 1. */
+typedef struct ntpu_tensor {
+    ntpu_elem elem;
+    int ndim;        /* 1 or 2 */
+    size_t shape[2]; /* rows, columns */
+    void *data;      /* shape[0] * shape[1] elements */
+} ntpu_tensor;
+
+/* Reads a NumPy .npy file (format 1.0, 2.0 or 3.0; little-endian or
+ * byte-order-free dtype; C order; 1-D or 2-D; int8, int32, float32 or uint16).
+ * On NTPU_OK, *out owns freshly allocated data: release it with
+ * ntpu_tensor_free. On failure *out is zeroed and err (errlen bytes, may be NULL)
+ * holds one line saying what is wrong with the file.
+ * Errors: NTPU_ERR_INVALID_ARG, NTPU_ERR_FILE (cannot open or read),
+ * NTPU_ERR_FORMAT (bad magic, truncated, bad header, fortran_order, big-endian,
+ * unsupported dtype or rank, data shorter than the shape), NTPU_ERR_NO_MEMORY. */
+NTPU_API ntpu_status ntpu_npy_read(const char *path, ntpu_tensor *out, char *err, size_t errlen);
+
+/* Writes t to path as .npy (format 1.0, or 2.0 if the header needs it). Writes a
+ * temporary file next to path and renames it over path, so path is either
+ * untouched or complete. Errors: NTPU_ERR_INVALID_ARG (bad tensor),
+ * NTPU_ERR_FILE. */
+NTPU_API ntpu_status ntpu_npy_write(const char *path, const ntpu_tensor *t, char *err, size_t errlen);
+
+/* Frees t->data and zeroes *t. NULL and a zeroed tensor are no-ops. */
+NTPU_API void ntpu_tensor_free(ntpu_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,175 @@
+/* libntpu internals shared by the files of host/src: transports, the link
+ * (framing, sequence numbers, the queue of replies still to come) and the
+ * device handle. Not installed; nothing here is exported from libntpu.so. */
+#ifndef NTPU_INTERNAL_H
+#define NTPU_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ntpu/ntpu.h"
+
+#define NTPU_ERRMSG_LEN 256
+
+/* printf into err (errlen bytes, may be NULL/0); always NUL-terminated. */
+void ntpu_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ------------------------------------------------------------------ transports */
+
+/* A byte pipe to a device. Every transport (ref, vsim, later ftdi and usb)
+ * fills one of these; the link above never knows which it talks to. */
+typedef struct ntpu_transport_ops {
+    const char *name;
+    /* Sends all n bytes. NTPU_OK or NTPU_ERR_IO (reason in err). */
+    ntpu_status (*send)(void *ctx, const uint8_t *buf, size_t n, char *err, size_t errlen);
+    /* Receives exactly n bytes into buf, giving up when nothing has arrived for
+     * timeout_ms. *got is how many did arrive. NTPU_OK (all n), NTPU_ERR_TIMEOUT
+     * or NTPU_ERR_IO (reason in err). */
+    ntpu_status (*recv)(void *ctx, uint8_t *buf, size_t n, unsigned timeout_ms, size_t *got, char *err,
+                        size_t errlen);
+    void (*close)(void *ctx); /* frees ctx */
+    /* Non-zero when a freshly opened device is known to be at a frame boundary
+     * (in-process models start from reset), so open needs no resync. */
+    int starts_in_sync;
+} ntpu_transport_ops;
+
+typedef struct ntpu_transport {
+    const ntpu_transport_ops *ops;
+    void *ctx;
+} ntpu_transport;
+
+/* Openers: opts is the part of the device string after ':' (NULL if none).
+ * On failure: a status and a one-line reason in err. */
+ntpu_status ntpu_transport_ref_open(const char *opts, ntpu_transport *out, char *err, size_t errlen);
+ntpu_status ntpu_transport_vsim_open(const char *opts, ntpu_transport *out, char *err, size_t errlen);
+
+/* ------------------------------------------------------------------ frames */
+
+/* Little-endian field access. */
+static inline uint16_t ntpu_rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t ntpu_rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static inline uint64_t ntpu_rd64(const uint8_t *p) { return ntpu_rd32(p) | ((uint64_t)ntpu_rd32(p + 4) << 32); }
+static inline void ntpu_wr16(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static inline void ntpu_wr32(uint8_t *p, uint32_t v)
+{
+    ntpu_wr16(p, v);
+    ntpu_wr16(p + 2, v >> 16);
+}
+
+/* CRC-32 of a frame: over SEQ, LEN and PAYLOAD, i.e. bytes 1 .. 3+len of the
+ * frame (zlib's crc32). */
+uint32_t ntpu_frame_crc(const uint8_t *frame, size_t payload_len);
+
+/* Writes a whole frame (header, payload, CRC) to out, which has room for
+ * payload_len + NTPU_FRAME_OVERHEAD bytes; payload may already sit at out + 4.
+ * Returns the frame's length. */
+size_t ntpu_frame_encode(uint8_t *out, uint8_t sof, uint8_t seq, const uint8_t *payload, size_t payload_len);
+
+/* Checks a received frame of `n` bytes: SOF, LEN in 1..max_payload and equal to
+ * n - 8, and the CRC. Returns 0 if good, else -1 with the reason in err. */
+int ntpu_frame_check(const uint8_t *frame, size_t n, uint8_t sof, unsigned max_payload, char *err, size_t errlen);
+
+/* ------------------------------------------------------------------ link */
+
+/* The host end of the link: numbers frames, batches them into large writes,
+ * keeps the queue of replies still to come, and checks each reply. */
+typedef struct ntpu_pending {
+    uint8_t seq;
+    uint8_t op;
+    uint32_t data_len; /* reply data bytes expected after the status byte */
+    void *dst;         /* where the data goes (NULL: none expected) */
+} ntpu_pending;
+
+/* At most this many frames unanswered: well under 256, so a SEQ always names
+ * one frame, and small enough to bound what the device has to buffer. */
+#define NTPU_LINK_WINDOW 128u
+/* At most this many reply bytes expected and not yet read. */
+#define NTPU_LINK_REPLY_BUDGET (64u * 1024u)
+/* Pending frames are written to the transport once this many bytes queue up. */
+#define NTPU_LINK_TX_FLUSH (64u * 1024u)
+#define NTPU_LINK_TIMEOUT_MS 5000u
+
+typedef struct ntpu_link {
+    ntpu_transport tp;
+    unsigned max_payload;
+    unsigned timeout_ms;
+    uint8_t next_seq;
+    /* Frames not yet handed to the transport. */
+    uint8_t *tx;
+    size_t tx_len, tx_cap;
+    size_t open_frame; /* offset of a frame begun with ntpu_link_begin, or SIZE_MAX */
+    /* Unanswered frames, oldest first, in a ring of NTPU_LINK_WINDOW. */
+    ntpu_pending pend[NTPU_LINK_WINDOW];
+    unsigned pend_head, pend_count;
+    size_t pend_reply_bytes;
+    uint64_t sent_total, answered_total; /* frames; a frame's ticket is its sent_total */
+    uint8_t *rx;                         /* one reply frame */
+    /* The first device error since the last check. */
+    int dev_error;
+    uint8_t dev_error_status, dev_error_op, dev_error_seq;
+    int broken; /* lost sync and could not resync */
+    ntpu_link_stats stats;
+    char *err; /* the owner's error text buffer, NTPU_ERRMSG_LEN bytes */
+} ntpu_link;
+
+/* Sets up l over an opened transport (l takes it over: ntpu_link_free closes it). */
+ntpu_status ntpu_link_init(ntpu_link *l, ntpu_transport tp, unsigned max_payload, char *err);
+void ntpu_link_free(ntpu_link *l);
+
+/* Starts a command frame with a payload of len bytes (1 .. max_payload) and
+ * returns where the payload goes, or NULL (error set) on a link or memory
+ * failure. May first read replies to make room in the window. Finish with
+ * ntpu_link_commit before any other link call. */
+uint8_t *ntpu_link_begin(ntpu_link *l, size_t len, ntpu_status *st);
+
+/* Seals the frame begun last: the reply will carry reply_len data bytes after the
+ * status byte, copied to dst. Returns the frame's ticket (for ntpu_link_wait). */
+uint64_t ntpu_link_commit(ntpu_link *l, uint32_t reply_len, void *dst);
+
+/* Sends a whole command payload (begin + copy + commit). */
+ntpu_status ntpu_link_command(ntpu_link *l, const uint8_t *payload, size_t len, uint32_t reply_len, void *dst,
+                              uint64_t *ticket);
+
+/* Writes queued frames to the transport. */
+ntpu_status ntpu_link_flush(ntpu_link *l);
+
+/* Reads replies until the frame with this ticket has been answered. Returns the
+ * first link error, else NTPU_ERR_DEVICE if any reply read since the last check
+ * carried a device error (then clears it), else NTPU_OK. */
+ntpu_status ntpu_link_wait(ntpu_link *l, uint64_t ticket);
+
+/* Reads every outstanding reply; result as ntpu_link_wait. */
+ntpu_status ntpu_link_sync(ntpu_link *l);
+
+/* Resynchronizes (docs/protocol.md) and empties the queue of replies. */
+ntpu_status ntpu_link_resync(ntpu_link *l);
+
+/* ------------------------------------------------------------------ device */
+
+struct ntpu_device {
+    int ok; /* 0: a handle whose open failed; it carries only err */
+    ntpu_link link;
+    ntpu_info info;
+    unsigned n; /* array size */
+    char err[NTPU_ERRMSG_LEN];
+};
+
+/* Sets dev->err (printf style) and returns st. */
+ntpu_status ntpu_fail(ntpu_device *dev, ntpu_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* NTPU_OK if dev is a usable handle, else the status to return (with err set). */
+ntpu_status ntpu_check_dev(ntpu_device *dev);
+
+/* Rows of memory mem on this device (0 for a bad id); bytes per row on the wire. */
+uint32_t ntpu_mem_rows(const ntpu_device *dev, unsigned mem);
+size_t ntpu_row_bytes(const ntpu_device *dev, unsigned mem);
+
+#endif
