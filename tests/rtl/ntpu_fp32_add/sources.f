@@ -1,0 +1,2 @@
+rtl/ntpu_fp32_add.sv
+tests/rtl/ntpu_fp32_add/tb.sv
