@@ -1,0 +1,82 @@
+// ntpu_pe: one processing element of the weight-stationary systolic array (rtl/ntpu_array.sv).
+//
+// Holds two weights (a double buffer: one loads while the other computes). Each cycle it takes an
+// activation from the left and a partial sum from above, and registers
+//   psum_q = mac(psum_in, a_in, w_q[a_buf_in])
+// with mac = ntpu_mac_bf16 when a_bf16_in is 1 (bf16 operands, fp32 sums) and ntpu_mac_int8 when 0
+// (the low bytes as int8, int32 sums with wrap-around), per docs/numerics.md. The activation and its
+// two control bits are registered unchanged for the PE on the right. Latency 1 cycle, one MAC per
+// cycle. The datapath runs every cycle with no valid bit: the array tracks validity, and a cycle
+// without a valid row just computes a value nobody reads.
+//
+// Weight load: when w_valid is 1, buffer w_buf takes w_top[w_buf] (w_transpose = 0: the shift runs
+// down the columns) or w_left[w_buf] (w_transpose = 1: the shift runs along the rows); the other
+// buffer holds. w_q exposes both buffers to the neighbours below and to the right.
+//
+// The weights have no reset (datapath registers): they are undefined until loaded.
+`default_nettype none
+
+module ntpu_pe (
+  input  logic             clk,
+  // Weight shift
+  input  logic             w_valid,      // shift buffer w_buf this cycle
+  input  logic             w_buf,        // which buffer shifts
+  input  logic             w_transpose,  // 0: take w_top, 1: take w_left
+  input  logic [1:0][15:0] w_top,        // both buffers of the PE above (row 0: the beat's lane)
+  input  logic [1:0][15:0] w_left,       // both buffers of the PE on the left (column 0: the lane)
+  output logic [1:0][15:0] w_q,          // this PE's buffers: [b] is buffer b
+  // Activation from the left, passed on to the right
+  input  logic [15:0]      a_in,         // bf16, or int8 in the low byte
+  input  logic             a_buf_in,     // weight buffer this activation multiplies with
+  input  logic             a_bf16_in,    // dtype: 1 bf16 / fp32, 0 int8 / int32
+  output logic [15:0]      a_q,
+  output logic             a_buf_q,
+  output logic             a_bf16_q,
+  // Partial sum from above, passed down
+  input  logic [31:0]      psum_in,      // fp32 or int32 bits
+  output logic [31:0]      psum_q
+);
+  logic [15:0] w_sel;
+  logic [31:0] prod_bf16;
+  logic [31:0] sum_bf16;
+  logic [15:0] prod_int8;
+  logic [31:0] sum_int8;
+
+  assign w_sel = a_buf_in ? w_q[1] : w_q[0];
+
+  // Enabled only for bf16 rows: in Verilator the fp units then cost nothing on int8 rows.
+  ntpu_bf16_mul u_mul (
+    .en(a_bf16_in),
+    .a (a_in),
+    .b (w_sel),
+    .p (prod_bf16)
+  );
+
+  ntpu_fp32_add u_add (
+    .en(a_bf16_in),
+    .x (psum_in),
+    .y (prod_bf16),
+    .s (sum_bf16)
+  );
+
+  assign prod_int8 = 16'($signed(a_in[7:0]) * $signed(w_sel[7:0]));
+  assign sum_int8  = psum_in + {{16{prod_int8[15]}}, prod_int8};
+
+  always_ff @(posedge clk) begin
+    a_q      <= a_in;
+    a_buf_q  <= a_buf_in;
+    a_bf16_q <= a_bf16_in;
+    psum_q   <= a_bf16_in ? sum_bf16 : sum_int8;
+  end
+
+  always_ff @(posedge clk) begin
+    if (w_valid && !w_buf) begin
+      w_q[0] <= w_transpose ? w_left[0] : w_top[0];
+    end
+    if (w_valid && w_buf) begin
+      w_q[1] <= w_transpose ? w_left[1] : w_top[1];
+    end
+  end
+endmodule
+
+`default_nettype wire
