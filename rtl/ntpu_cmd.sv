@@ -1,0 +1,454 @@
+// Command processor: decodes each received frame (docs/isa.md), executes the memory, status and
+// control commands itself, hands LOAD_W and MATMUL to the sequencer, and sends one reply per frame.
+//
+// Contract:
+// - Frames are taken from s_frm one at a time, in order; each is released (s_frm_ready) in the cycle
+//   its last reply byte goes to the transmitter, so replies leave in frame order.
+// - A frame that arrived with ERR_CRC or ERR_LENGTH is answered with that status. A good frame is
+//   checked in the order of docs/isa.md (opcode, length, memory id, reserved flags, data length,
+//   address ranges); the first failing check gives the status and the command does nothing else.
+// - LOAD_W and MATMUL are answered once the sequencer accepts them. WRITE_MEM, READ_MEM, FENCE and
+//   COUNTERS first wait until the sequencer is idle (so they see every earlier command finished);
+//   NOP, INFO and STATUS do not wait (STATUS reports busy).
+// - Memory port: used only while the sequencer is idle; reads return data one cycle later.
+// - STATUS counters: `commands` counts replies sent with DEV_OK, `errors` the others, both when the
+//   reply header is handed to the transmitter; a STATUS reports the values from before itself.
+`default_nettype none
+
+module ntpu_cmd
+  import ntpu_pkg::*;
+#(
+  parameter int N = 8,                        // array size
+  parameter int UB_ROWS = 8192,               // unified buffer rows
+  parameter int WB_ROWS = 4096,               // weight buffer rows
+  parameter int ACC_ROWS = 2048,              // accumulator rows
+  parameter int MAX_PAYLOAD = 4112,           // largest frame payload, bytes
+  parameter logic [31:0] CLOCK_HZ = 32'd0,    // reported by INFO
+  parameter int OFF_W = $clog2(MAX_PAYLOAD)   // payload offset bits; leave at the default
+) (
+  input  logic                       clk,
+  input  logic                       rst,
+  // frames from the receiver
+  input  logic                       s_frm_valid,
+  output logic                       s_frm_ready,
+  input  logic [7:0]                 s_frm_seq,
+  input  logic [15:0]                s_frm_len,
+  input  logic [7:0]                 s_frm_status,
+  output logic                       frm_re,
+  output logic [OFF_W-1:0]           frm_raddr,
+  input  logic [7:0]                 frm_rdata,
+  input  logic                       drop,
+  // replies to the transmitter
+  output logic                       m_hdr_valid,
+  input  logic                       m_hdr_ready,
+  output logic [7:0]                 m_hdr_seq,
+  output logic [15:0]                m_hdr_len,
+  output logic [7:0]                 m_hdr_status,
+  output logic [7:0]                 m_body_data,
+  output logic                       m_body_valid,
+  input  logic                       m_body_ready,
+  // sequencer
+  output logic                       m_seq_valid,
+  input  logic                       m_seq_ready,
+  output logic                       m_seq_matmul,
+  output logic [7:0]                 m_seq_flags,
+  output logic [15:0]                m_seq_addr,
+  output logic [15:0]                m_seq_acc_addr,
+  output logic [15:0]                m_seq_rows,
+  input  logic                       seq_idle,
+  // memories
+  output logic [1:0]                 mem_sel,    // ntpu_pkg::MEM_*
+  output logic                       mem_we,
+  output logic                       mem_re,
+  output logic [15:0]                mem_addr,
+  output logic [N*32-1:0]            mem_wdata,  // UB/WB rows in the low N*16 bits
+  input  logic [N*16-1:0]            ub_rdata,
+  input  logic [N*16-1:0]            wb_rdata,
+  input  logic [N*32-1:0]            acc_rdata,
+  // performance counters
+  input  logic [CNT_COUNT*CNT_W-1:0] cnt,
+  output logic                       cnt_clear,
+  output logic                       wait_frame,  // no frame to work on
+  output logic                       wait_drain   // waiting for earlier commands to finish
+);
+
+  if (N < 2 || N > 32) begin : g_bad_n
+    initial $fatal(1, "ntpu_cmd: N must be 2..32");
+  end
+  if (UB_ROWS < 1 || UB_ROWS > 65536 || ACC_ROWS < 1 || ACC_ROWS > 65536 ||
+      WB_ROWS < N || WB_ROWS > 65536) begin : g_bad_rows
+    initial $fatal(1, "ntpu_cmd: UB_ROWS, ACC_ROWS must be 1..65536, WB_ROWS N..65536");
+  end
+  if (MAX_PAYLOAD < 1 + COUNTERS_BYTES || MAX_PAYLOAD > 65535) begin : g_bad_payload
+    initial $fatal(1, "ntpu_cmd: MAX_PAYLOAD must hold the COUNTERS reply (73) and be <= 65535");
+  end
+
+  localparam int ROW16_BYTES = 2 * N;  // UB and WB rows on the wire
+  localparam int ROW32_BYTES = 4 * N;  // ACC rows on the wire
+  // One register serializes every reply block and every memory row (both ways).
+  localparam int SH_W = (32 * N > 8 * BLOCK_BYTES_MAX) ? 32 * N : 8 * BLOCK_BYTES_MAX;
+
+  typedef enum logic [3:0] {
+    S_IDLE,      // wait for a frame
+    S_HDR,       // fetch the command's fixed part
+    S_DECODE,    // check it and pick the action
+    S_DRAIN,     // wait for the sequencer to finish earlier commands
+    S_WRITE,     // WRITE_MEM: frame bytes -> rows -> memory
+    S_CNT,       // COUNTERS: snapshot (and clear)
+    S_DISPATCH,  // LOAD_W / MATMUL -> sequencer
+    S_REPLY,     // reply header -> transmitter
+    S_BLOCK,     // reply data from the shift register
+    S_RD_ISSUE,  // READ_MEM: read a row
+    S_RD_LOAD,   // ... take it into the shift register
+    S_RD_SEND    // ... send its bytes
+  } state_e;
+
+  state_e state_q, state_d;
+  state_e after_drain_q, after_drain_d;  // where S_DRAIN goes
+  state_e after_reply_q, after_reply_d;  // where S_REPLY goes (S_IDLE: done)
+
+  logic [7:0] hdr_q [CMD_HDR_MAX];  // payload bytes 0..7, zero past LEN
+  logic [15:0] fb_off_q;            // next frame byte to fetch
+  logic fb_vld_q;                   // frm_rdata holds byte fb_idx_q
+  logic [15:0] fb_idx_q;
+  logic [15:0] fb_end;              // fetch up to here (exclusive)
+
+  logic [7:0] rep_status_q, rep_status_d;
+  logic [15:0] rep_len_q, rep_len_d;
+  logic [SH_W-1:0] sh_q;
+  logic [7:0] left_q, left_d;       // bytes left in the block or row being sent
+  logic [15:0] rows_left_q, rows_left_d;
+  logic [15:0] addr_q, addr_d;
+  logic [7:0] row_byte_q;           // WRITE_MEM: bytes of the current row taken so far
+  logic wr_pend_q;                  // WRITE_MEM: a complete row waits in sh_q
+
+  logic [31:0] errors_q, commands_q, dropped_q;
+  logic [7:0] last_error_q;
+
+  // ---------------------------------------------------------------- decode
+  logic [7:0] op, f1;
+  logic [15:0] len;
+  logic [15:0] a16, b16, c16;  // the u16 fields at payload offsets 2, 4, 6
+  logic [1:0] mem;
+  logic is_acc;
+  logic [7:0] row_bytes;
+  logic [23:0] data_bytes;     // rows x row bytes for WRITE_MEM / READ_MEM
+  logic [16:0] mem_rows;
+  logic [7:0] err;
+
+  assign op = hdr_q[0];
+  assign f1 = hdr_q[1];
+  assign a16 = {hdr_q[3], hdr_q[2]};
+  assign b16 = {hdr_q[5], hdr_q[4]};
+  assign c16 = {hdr_q[7], hdr_q[6]};
+  assign len = s_frm_len;
+  assign mem = f1[1:0];
+  assign is_acc = (mem == 2'(MEM_ACC));
+  assign row_bytes = is_acc ? 8'(ROW32_BYTES) : 8'(ROW16_BYTES);
+  assign data_bytes = 24'(b16) * 24'(row_bytes);
+  always_comb begin
+    case (mem)
+      2'(MEM_UB): mem_rows = 17'(UB_ROWS);
+      2'(MEM_WB): mem_rows = 17'(WB_ROWS);
+      default: mem_rows = 17'(ACC_ROWS);
+    endcase
+  end
+
+  always_comb begin
+    err = DEV_OK;
+    case (op)
+      OP_NOP, OP_INFO, OP_FENCE, OP_STATUS: begin
+        if (len != 16'd1) err = DEV_ERR_LENGTH;
+      end
+      OP_WRITE_MEM: begin
+        if (len < 16'(LEN_MEM_HDR)) err = DEV_ERR_LENGTH;
+        else if (f1 > 8'd2) err = DEV_ERR_MEM;
+        else if (24'(len) != 24'(LEN_MEM_HDR) + data_bytes) err = DEV_ERR_LENGTH;
+        else if (17'(a16) + 17'(b16) > mem_rows) err = DEV_ERR_RANGE;
+      end
+      OP_READ_MEM: begin
+        if (len != 16'(LEN_MEM_HDR)) err = DEV_ERR_LENGTH;
+        else if (f1 > 8'd2) err = DEV_ERR_MEM;
+        else if (24'd1 + data_bytes > 24'(MAX_PAYLOAD)) err = DEV_ERR_LENGTH;
+        else if (17'(a16) + 17'(b16) > mem_rows) err = DEV_ERR_RANGE;
+      end
+      OP_LOAD_W: begin
+        if (len != 16'(LEN_LOAD_W)) err = DEV_ERR_LENGTH;
+        else if ((f1 & LOADW_RESERVED) != 8'd0) err = DEV_ERR_ARG;
+        else if (17'(a16) + 17'(N) > 17'(WB_ROWS)) err = DEV_ERR_RANGE;
+      end
+      OP_MATMUL: begin
+        if (len != 16'(LEN_MATMUL)) err = DEV_ERR_LENGTH;
+        else if ((f1 & MATMUL_RESERVED) != 8'd0) err = DEV_ERR_ARG;
+        else if (17'(a16) + 17'(c16) > 17'(UB_ROWS) ||
+                 17'(b16) + 17'(c16) > 17'(ACC_ROWS)) err = DEV_ERR_RANGE;
+      end
+      OP_COUNTERS: begin
+        if (len != 16'(LEN_COUNTERS)) err = DEV_ERR_LENGTH;
+        else if ((f1 & COUNTERS_RESERVED) != 8'd0) err = DEV_ERR_ARG;
+      end
+      default: err = DEV_ERR_OPCODE;
+    endcase
+  end
+
+  // ---------------------------------------------------------------- reply blocks
+  logic [8*ID_BYTES-1:0] id_block;
+  logic [8*STATUS_BYTES-1:0] status_block;
+
+  assign id_block = {24'd0, PLATFORM_RTL, CLOCK_HZ, 32'(ACC_ROWS), 32'(WB_ROWS), 32'(UB_ROWS),
+                     16'(MAX_PAYLOAD), FEATURE_TRANSPOSE_BIT, DTYPE_INT8_BIT | DTYPE_BF16_BIT,
+                     8'(N), 8'(N), VERSION_MINOR, VERSION_MAJOR, ID_MAGIC};
+  assign status_block = {dropped_q, commands_q, errors_q, 16'd0, last_error_q, 7'd0, !seq_idle};
+
+  // ---------------------------------------------------------------- control
+  logic hdr_go;     // the reply header moves to the transmitter
+  logic body_go;    // a reply data byte moves
+  logic fb_take;    // a fetched frame byte is in frm_rdata this cycle
+
+  assign hdr_go = m_hdr_valid && m_hdr_ready;
+  assign body_go = m_body_valid && m_body_ready;
+  assign fb_take = fb_vld_q;
+  // The fixed part is at most 8 bytes; WRITE_MEM goes on to the end of the frame.
+  assign fb_end = (state_q == S_WRITE) ? len : ((len < 16'(CMD_HDR_MAX)) ? len : 16'(CMD_HDR_MAX));
+  assign frm_re = (state_q == S_HDR || state_q == S_WRITE) && (fb_off_q < fb_end);
+  assign frm_raddr = OFF_W'(fb_off_q);
+
+  always_comb begin
+    state_d = state_q;
+    after_drain_d = after_drain_q;
+    after_reply_d = after_reply_q;
+    rep_status_d = rep_status_q;
+    rep_len_d = rep_len_q;
+    left_d = left_q;
+    rows_left_d = rows_left_q;
+    addr_d = addr_q;
+    s_frm_ready = 1'b0;
+    m_hdr_valid = 1'b0;
+    m_body_valid = 1'b0;
+    m_seq_valid = 1'b0;
+    mem_we = 1'b0;
+    mem_re = 1'b0;
+    cnt_clear = 1'b0;
+    case (state_q)
+      S_IDLE: begin
+        if (s_frm_valid) begin
+          if (s_frm_status != DEV_OK) begin
+            rep_status_d = s_frm_status;
+            rep_len_d = 16'd1;
+            after_reply_d = S_IDLE;
+            state_d = S_REPLY;
+          end else begin
+            state_d = S_HDR;
+          end
+        end
+      end
+      S_HDR: begin
+        if (fb_take && fb_idx_q + 16'd1 == fb_end) state_d = S_DECODE;
+      end
+      S_DECODE: begin
+        rep_status_d = err;
+        rep_len_d = 16'd1;
+        after_reply_d = S_IDLE;
+        addr_d = a16;
+        rows_left_d = b16;
+        state_d = S_REPLY;
+        if (err == DEV_OK) begin
+          case (op)
+            OP_INFO: begin
+              rep_len_d = 16'(1 + ID_BYTES);
+              left_d = 8'(ID_BYTES);
+              after_reply_d = S_BLOCK;
+            end
+            OP_STATUS: begin
+              rep_len_d = 16'(1 + STATUS_BYTES);
+              left_d = 8'(STATUS_BYTES);
+              after_reply_d = S_BLOCK;
+            end
+            OP_WRITE_MEM: begin
+              after_drain_d = S_WRITE;
+              state_d = S_DRAIN;
+            end
+            OP_READ_MEM: begin
+              rep_len_d = 16'd1 + data_bytes[15:0];
+              if (b16 != 16'd0) after_reply_d = S_RD_ISSUE;
+              after_drain_d = S_REPLY;
+              state_d = S_DRAIN;
+            end
+            OP_FENCE: begin
+              after_drain_d = S_REPLY;
+              state_d = S_DRAIN;
+            end
+            OP_COUNTERS: begin
+              after_drain_d = S_CNT;
+              state_d = S_DRAIN;
+            end
+            OP_LOAD_W, OP_MATMUL: state_d = S_DISPATCH;
+            default: ;  // NOP
+          endcase
+        end
+      end
+      S_DRAIN: begin
+        if (seq_idle) state_d = after_drain_q;
+      end
+      S_WRITE: begin
+        mem_we = wr_pend_q;
+        if (wr_pend_q) begin
+          addr_d = addr_q + 16'd1;
+          rows_left_d = rows_left_q - 16'd1;
+        end
+        if (rows_left_d == 16'd0 && !(fb_take && row_byte_q + 8'd1 == row_bytes)) begin
+          state_d = S_REPLY;
+        end
+      end
+      S_CNT: begin
+        cnt_clear = (f1 & COUNTERS_CLEAR) != 8'd0;
+        rep_len_d = 16'(1 + COUNTERS_BYTES);
+        left_d = 8'(COUNTERS_BYTES);
+        after_reply_d = S_BLOCK;
+        state_d = S_REPLY;
+      end
+      S_DISPATCH: begin
+        m_seq_valid = 1'b1;
+        if (m_seq_ready) state_d = S_REPLY;
+      end
+      S_REPLY: begin
+        m_hdr_valid = 1'b1;
+        if (m_hdr_ready) begin
+          state_d = after_reply_q;
+          s_frm_ready = (after_reply_q == S_IDLE);
+        end
+      end
+      S_BLOCK: begin
+        m_body_valid = 1'b1;
+        if (m_body_ready) begin
+          left_d = left_q - 8'd1;
+          if (left_q == 8'd1) begin
+            s_frm_ready = 1'b1;
+            state_d = S_IDLE;
+          end
+        end
+      end
+      S_RD_ISSUE: begin
+        mem_re = 1'b1;
+        state_d = S_RD_LOAD;
+      end
+      S_RD_LOAD: begin
+        left_d = row_bytes;
+        addr_d = addr_q + 16'd1;
+        rows_left_d = rows_left_q - 16'd1;
+        state_d = S_RD_SEND;
+      end
+      S_RD_SEND: begin
+        m_body_valid = 1'b1;
+        if (m_body_ready) begin
+          left_d = left_q - 8'd1;
+          if (left_q == 8'd1) begin
+            if (rows_left_q == 16'd0) begin
+              s_frm_ready = 1'b1;
+              state_d = S_IDLE;
+            end else begin
+              state_d = S_RD_ISSUE;
+            end
+          end
+        end
+      end
+      default: state_d = S_IDLE;
+    endcase
+  end
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      state_q <= S_IDLE;
+      fb_vld_q <= 1'b0;
+      wr_pend_q <= 1'b0;
+    end else begin
+      state_q <= state_d;
+      fb_vld_q <= frm_re;
+      wr_pend_q <= (state_q == S_WRITE) && fb_take && (row_byte_q + 8'd1 == row_bytes);
+    end
+  end
+
+  always_ff @(posedge clk) begin
+    after_drain_q <= after_drain_d;
+    after_reply_q <= after_reply_d;
+    rep_status_q <= rep_status_d;
+    rep_len_q <= rep_len_d;
+    left_q <= left_d;
+    rows_left_q <= rows_left_d;
+    addr_q <= addr_d;
+    fb_idx_q <= fb_off_q;
+
+    // Frame fetch: the fixed part from offset 0, then WRITE_MEM's rows from offset 6.
+    if (state_q == S_IDLE) fb_off_q <= '0;
+    else if (state_q == S_DECODE) fb_off_q <= 16'(LEN_MEM_HDR);
+    else if (frm_re) fb_off_q <= fb_off_q + 16'd1;
+
+    if (state_q == S_IDLE) begin
+      for (int i = 0; i < CMD_HDR_MAX; i++) hdr_q[i] <= 8'd0;
+    end else if (state_q == S_HDR && fb_take) begin
+      hdr_q[fb_idx_q[2:0]] <= frm_rdata;
+    end
+
+    if (state_q == S_DECODE) row_byte_q <= '0;
+    else if (state_q == S_WRITE && fb_take) begin
+      row_byte_q <= (row_byte_q + 8'd1 == row_bytes) ? 8'd0 : row_byte_q + 8'd1;
+    end
+
+    // The shift register: blocks load whole and leave low byte first; WRITE_MEM rows enter at the
+    // top, so a complete row sits in the top bits with lane 0's low byte lowest.
+    if (state_q == S_DECODE && op == OP_INFO) sh_q <= SH_W'(id_block);
+    else if (state_q == S_DECODE && op == OP_STATUS) sh_q <= SH_W'(status_block);
+    else if (state_q == S_CNT) sh_q <= SH_W'(cnt);
+    else if (state_q == S_RD_LOAD) begin
+      case (mem)
+        2'(MEM_UB): sh_q <= SH_W'(ub_rdata);
+        2'(MEM_WB): sh_q <= SH_W'(wb_rdata);
+        default: sh_q <= SH_W'(acc_rdata);
+      endcase
+    end else if (state_q == S_WRITE && fb_take) sh_q <= {frm_rdata, sh_q[SH_W-1:8]};
+    else if (body_go) sh_q <= {8'd0, sh_q[SH_W-1:8]};
+  end
+
+  // ---------------------------------------------------------------- STATUS bookkeeping
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      errors_q <= '0;
+      commands_q <= '0;
+      dropped_q <= '0;
+      last_error_q <= '0;
+    end else begin
+      if (drop) dropped_q <= dropped_q + 32'd1;
+      if (hdr_go) begin
+        if (m_hdr_status == DEV_OK) begin
+          commands_q <= commands_q + 32'd1;
+        end else begin
+          errors_q <= errors_q + 32'd1;
+          last_error_q <= m_hdr_status;
+        end
+      end
+    end
+  end
+
+  // ---------------------------------------------------------------- outputs
+  assign m_hdr_seq = s_frm_seq;
+  assign m_hdr_len = rep_len_q;
+  assign m_hdr_status = rep_status_q;
+  assign m_body_data = sh_q[7:0];
+
+  assign m_seq_matmul = (op == OP_MATMUL);
+  assign m_seq_flags = f1;
+  assign m_seq_addr = a16;
+  assign m_seq_acc_addr = b16;
+  assign m_seq_rows = c16;
+
+  assign mem_sel = mem;
+  assign mem_addr = addr_q;
+  assign mem_wdata = is_acc ? sh_q[SH_W-1 -: 32 * N]
+                            : {{(16 * N){1'b0}}, sh_q[SH_W-1 -: 16 * N]};
+
+  assign wait_frame = (state_q == S_IDLE) && !s_frm_valid;
+  assign wait_drain = (state_q == S_DRAIN) && !seq_idle;
+
+endmodule
+
+`default_nettype wire

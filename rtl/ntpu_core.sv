@@ -1,0 +1,297 @@
+// nanoTPU core: link framing, command processor, sequencer, memories and the systolic array, behind
+// one byte stream in and one byte stream out (docs/protocol.md, docs/isa.md).
+//
+// Contract: s_rx carries the host -> device byte stream, m_tx the device -> host stream, both
+// valid/ready. Every frame gets exactly one reply, in order; any byte sequence leaves the core able
+// to take the next good frame after the host's resync procedure. m_tx is driven from registers.
+// The ports are fixed: the Verilator harness (sim/vsim/) and the board tops (fpga/) depend on them.
+`default_nettype none
+
+module ntpu_core
+  import ntpu_pkg::*;
+#(
+  parameter int N = 8,               // array size, 2..32
+  parameter int UB_ROWS = 8192,      // unified buffer rows (N x 16 bit)
+  parameter int WB_ROWS = 4096,      // weight buffer rows (N x 16 bit)
+  parameter int ACC_ROWS = 2048,     // accumulator rows (N x 32 bit)
+  parameter int MAX_PAYLOAD = 4112,  // largest frame payload in bytes
+  parameter logic [31:0] CLOCK_HZ = 32'd0   // reported by INFO; 0 = simulation
+) (
+  input  logic       clk,
+  input  logic       rst,
+  input  logic [7:0] s_rx_data,  input logic s_rx_valid, output logic s_rx_ready,
+  output logic [7:0] m_tx_data,  output logic m_tx_valid, input logic m_tx_ready
+);
+
+  if (N < 2 || N > 32) begin : g_bad_n
+    initial $fatal(1, "ntpu_core: N must be 2..32");
+  end
+  if (UB_ROWS < 1 || UB_ROWS > 65536 || ACC_ROWS < 1 || ACC_ROWS > 65536 ||
+      WB_ROWS < N || WB_ROWS > 65536) begin : g_bad_rows
+    initial $fatal(1, "ntpu_core: UB_ROWS, ACC_ROWS must be 1..65536, WB_ROWS N..65536");
+  end
+  if (MAX_PAYLOAD < 1 + COUNTERS_BYTES || MAX_PAYLOAD > 65535) begin : g_bad_payload
+    initial $fatal(1, "ntpu_core: MAX_PAYLOAD must be 73..65535");
+  end
+
+  localparam int OFF_W = $clog2(MAX_PAYLOAD);
+  localparam int UB_AW = (UB_ROWS > 1) ? $clog2(UB_ROWS) : 1;
+  localparam int WB_AW = (WB_ROWS > 1) ? $clog2(WB_ROWS) : 1;
+  localparam int ACC_AW = (ACC_ROWS > 1) ? $clog2(ACC_ROWS) : 1;
+
+  // ---------------------------------------------------------------- link
+  logic frm_valid, frm_ready;
+  logic [7:0] frm_seq, frm_status;
+  logic [15:0] frm_len;
+  logic frm_re;
+  logic [OFF_W-1:0] frm_raddr;
+  logic [7:0] frm_rdata;
+  logic drop;
+
+  logic hdr_valid, hdr_ready;
+  logic [7:0] hdr_seq, hdr_status;
+  logic [15:0] hdr_len;
+  logic [7:0] body_data;
+  logic body_valid, body_ready;
+
+  ntpu_link_rx #(
+    .MAX_PAYLOAD(MAX_PAYLOAD)
+  ) u_rx (
+    .clk         (clk),
+    .rst         (rst),
+    .s_rx_data   (s_rx_data),
+    .s_rx_valid  (s_rx_valid),
+    .s_rx_ready  (s_rx_ready),
+    .m_frm_valid (frm_valid),
+    .m_frm_ready (frm_ready),
+    .m_frm_seq   (frm_seq),
+    .m_frm_len   (frm_len),
+    .m_frm_status(frm_status),
+    .frm_re      (frm_re),
+    .frm_raddr   (frm_raddr),
+    .frm_rdata   (frm_rdata),
+    .drop        (drop)
+  );
+
+  ntpu_link_tx u_tx (
+    .clk         (clk),
+    .rst         (rst),
+    .s_hdr_valid (hdr_valid),
+    .s_hdr_ready (hdr_ready),
+    .s_hdr_seq   (hdr_seq),
+    .s_hdr_len   (hdr_len),
+    .s_hdr_status(hdr_status),
+    .s_body_data (body_data),
+    .s_body_valid(body_valid),
+    .s_body_ready(body_ready),
+    .m_tx_data   (m_tx_data),
+    .m_tx_valid  (m_tx_valid),
+    .m_tx_ready  (m_tx_ready)
+  );
+
+  // ---------------------------------------------------------------- command processor
+  logic seq_valid, seq_ready, seq_matmul, seq_idle;
+  logic [7:0] seq_flags;
+  logic [15:0] seq_addr, seq_acc_addr, seq_rows;
+  logic [1:0] cmd_mem_sel;
+  logic cmd_mem_we, cmd_mem_re;
+  logic [15:0] cmd_mem_addr;
+  logic [N*32-1:0] cmd_mem_wdata;
+  logic [N*16-1:0] ub_rdata, wb_rdata;
+  logic [N*32-1:0] acc_rdata;
+  logic [CNT_COUNT*CNT_W-1:0] cnt;
+  logic cnt_clear, wait_frame, wait_drain;
+
+  ntpu_cmd #(
+    .N          (N),
+    .UB_ROWS    (UB_ROWS),
+    .WB_ROWS    (WB_ROWS),
+    .ACC_ROWS   (ACC_ROWS),
+    .MAX_PAYLOAD(MAX_PAYLOAD),
+    .CLOCK_HZ   (CLOCK_HZ)
+  ) u_cmd (
+    .clk           (clk),
+    .rst           (rst),
+    .s_frm_valid   (frm_valid),
+    .s_frm_ready   (frm_ready),
+    .s_frm_seq     (frm_seq),
+    .s_frm_len     (frm_len),
+    .s_frm_status  (frm_status),
+    .frm_re        (frm_re),
+    .frm_raddr     (frm_raddr),
+    .frm_rdata     (frm_rdata),
+    .drop          (drop),
+    .m_hdr_valid   (hdr_valid),
+    .m_hdr_ready   (hdr_ready),
+    .m_hdr_seq     (hdr_seq),
+    .m_hdr_len     (hdr_len),
+    .m_hdr_status  (hdr_status),
+    .m_body_data   (body_data),
+    .m_body_valid  (body_valid),
+    .m_body_ready  (body_ready),
+    .m_seq_valid   (seq_valid),
+    .m_seq_ready   (seq_ready),
+    .m_seq_matmul  (seq_matmul),
+    .m_seq_flags   (seq_flags),
+    .m_seq_addr    (seq_addr),
+    .m_seq_acc_addr(seq_acc_addr),
+    .m_seq_rows    (seq_rows),
+    .seq_idle      (seq_idle),
+    .mem_sel       (cmd_mem_sel),
+    .mem_we        (cmd_mem_we),
+    .mem_re        (cmd_mem_re),
+    .mem_addr      (cmd_mem_addr),
+    .mem_wdata     (cmd_mem_wdata),
+    .ub_rdata      (ub_rdata),
+    .wb_rdata      (wb_rdata),
+    .acc_rdata     (acc_rdata),
+    .cnt           (cnt),
+    .cnt_clear     (cnt_clear),
+    .wait_frame    (wait_frame),
+    .wait_drain    (wait_drain)
+  );
+
+  // ---------------------------------------------------------------- sequencer and array
+  logic sq_ub_re, sq_wb_re, sq_acc_re, sq_acc_we;
+  logic [UB_AW-1:0] sq_ub_raddr;
+  logic [WB_AW-1:0] sq_wb_raddr;
+  logic [ACC_AW-1:0] sq_acc_raddr, sq_acc_waddr;
+  logic [N*32-1:0] sq_acc_wdata;
+  logic w_valid, w_buf, w_transpose, a_valid, a_buf, a_bf16, y_valid;
+  logic [N*16-1:0] w_row, a_row;
+  logic [N*32-1:0] a_acc, y_row;
+  logic stall_weight, stall_hazard;
+
+  ntpu_seq #(
+    .N       (N),
+    .UB_ROWS (UB_ROWS),
+    .WB_ROWS (WB_ROWS),
+    .ACC_ROWS(ACC_ROWS)
+  ) u_seq (
+    .clk           (clk),
+    .rst           (rst),
+    .s_cmd_valid   (seq_valid),
+    .s_cmd_ready   (seq_ready),
+    .s_cmd_matmul  (seq_matmul),
+    .s_cmd_flags   (seq_flags),
+    .s_cmd_addr    (seq_addr),
+    .s_cmd_acc_addr(seq_acc_addr),
+    .s_cmd_rows    (seq_rows),
+    .idle          (seq_idle),
+    .ub_re         (sq_ub_re),
+    .ub_raddr      (sq_ub_raddr),
+    .ub_rdata      (ub_rdata),
+    .wb_re         (sq_wb_re),
+    .wb_raddr      (sq_wb_raddr),
+    .wb_rdata      (wb_rdata),
+    .acc_re        (sq_acc_re),
+    .acc_raddr     (sq_acc_raddr),
+    .acc_rdata     (acc_rdata),
+    .acc_we        (sq_acc_we),
+    .acc_waddr     (sq_acc_waddr),
+    .acc_wdata     (sq_acc_wdata),
+    .w_valid       (w_valid),
+    .w_buf         (w_buf),
+    .w_transpose   (w_transpose),
+    .w_row         (w_row),
+    .a_valid       (a_valid),
+    .a_buf         (a_buf),
+    .a_bf16        (a_bf16),
+    .a_row         (a_row),
+    .a_acc         (a_acc),
+    .y_valid       (y_valid),
+    .y_row         (y_row),
+    .stall_weight  (stall_weight),
+    .stall_hazard  (stall_hazard)
+  );
+
+  ntpu_array #(
+    .N(N)
+  ) u_array (
+    .clk        (clk),
+    .rst        (rst),
+    .w_valid    (w_valid),
+    .w_buf      (w_buf),
+    .w_transpose(w_transpose),
+    .w_row      (w_row),
+    .a_valid    (a_valid),
+    .a_buf      (a_buf),
+    .a_bf16     (a_bf16),
+    .a_row      (a_row),
+    .a_acc      (a_acc),
+    .y_valid    (y_valid),
+    .y_row      (y_row)
+  );
+
+  // ---------------------------------------------------------------- memories
+  // The command processor touches memory only while the sequencer is idle, so the sequencer's
+  // accesses simply take precedence.
+  logic cmd_ub, cmd_wb, cmd_acc;
+  logic unused_addr_bits;  // above the memory's size: zero after the range check
+  assign unused_addr_bits = ^cmd_mem_addr;
+  assign cmd_ub = (cmd_mem_sel == 2'(MEM_UB));
+  assign cmd_wb = (cmd_mem_sel == 2'(MEM_WB));
+  assign cmd_acc = (cmd_mem_sel == 2'(MEM_ACC));
+
+  ntpu_ram #(
+    .WIDTH(N * 16),
+    .DEPTH(UB_ROWS)
+  ) u_ub (
+    .clk  (clk),
+    .we   (cmd_mem_we && cmd_ub),
+    .waddr(UB_AW'(cmd_mem_addr)),
+    .wdata(cmd_mem_wdata[N*16-1:0]),
+    .re   (sq_ub_re || (cmd_mem_re && cmd_ub)),
+    .raddr(sq_ub_re ? sq_ub_raddr : UB_AW'(cmd_mem_addr)),
+    .rdata(ub_rdata)
+  );
+
+  ntpu_ram #(
+    .WIDTH(N * 16),
+    .DEPTH(WB_ROWS)
+  ) u_wb (
+    .clk  (clk),
+    .we   (cmd_mem_we && cmd_wb),
+    .waddr(WB_AW'(cmd_mem_addr)),
+    .wdata(cmd_mem_wdata[N*16-1:0]),
+    .re   (sq_wb_re || (cmd_mem_re && cmd_wb)),
+    .raddr(sq_wb_re ? sq_wb_raddr : WB_AW'(cmd_mem_addr)),
+    .rdata(wb_rdata)
+  );
+
+  ntpu_ram #(
+    .WIDTH(N * 32),
+    .DEPTH(ACC_ROWS)
+  ) u_acc (
+    .clk  (clk),
+    .we   (sq_acc_we || (cmd_mem_we && cmd_acc)),
+    .waddr(sq_acc_we ? sq_acc_waddr : ACC_AW'(cmd_mem_addr)),
+    .wdata(sq_acc_we ? sq_acc_wdata : cmd_mem_wdata),
+    .re   (sq_acc_re || (cmd_mem_re && cmd_acc)),
+    .raddr(sq_acc_re ? sq_acc_raddr : ACC_AW'(cmd_mem_addr)),
+    .rdata(acc_rdata)
+  );
+
+  // ---------------------------------------------------------------- performance counters
+  ntpu_perf #(
+    .N(N)
+  ) u_perf (
+    .clk         (clk),
+    .rst         (rst),
+    .clear       (cnt_clear),
+    .array_busy  (a_valid),
+    .macs_add    (seq_valid && seq_ready && seq_matmul),
+    .macs_rows   (seq_rows),
+    .stall_link  (wait_frame && seq_idle),
+    .stall_weight(stall_weight),
+    // Waiting to drain counts only while the array has nothing else to do.
+    .stall_hazard(stall_hazard || (wait_drain && !a_valid && !stall_weight)),
+    .stall_tx    (m_tx_valid && !m_tx_ready),
+    .rx_byte     (s_rx_valid && s_rx_ready),
+    .tx_byte     (m_tx_valid && m_tx_ready),
+    .cnt         (cnt)
+  );
+
+endmodule
+
+`default_nettype wire

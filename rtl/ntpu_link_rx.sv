@@ -1,0 +1,219 @@
+// Link receiver: turns the host's byte stream into checked command frames (docs/protocol.md).
+//
+// Contract:
+// - s_rx: one byte per transfer. Outside a frame, bytes other than SOF 0xA5 are dropped (one `drop`
+//   pulse each). After SOF come SEQ and LEN; a LEN of 0 or over MAX_PAYLOAD yields an ERR_LENGTH
+//   frame at once (no payload) and hunting resumes with the next byte. Otherwise LEN payload bytes
+//   and 4 CRC bytes follow and the frame is offered with status OK, or ERR_CRC if the CRC is wrong.
+// - m_frm: frames in arrival order. The consumer reads payload bytes through frm_re/frm_raddr
+//   (byte offset in the payload; frm_rdata one cycle later) while m_frm_valid is high, then raises
+//   m_frm_ready for one cycle to release the frame; its buffer is reused after that.
+// - Two frame buffers (ping-pong): one frame is received while the previous one is consumed.
+//   s_rx_ready falls only on the LEN high byte while both buffers are held, and for the one cycle
+//   after a frame's last CRC byte (the CRC check).
+`default_nettype none
+
+module ntpu_link_rx
+  import ntpu_pkg::*;
+#(
+  parameter int MAX_PAYLOAD = 4112,  // largest payload accepted, bytes
+  parameter int OFF_W = $clog2(MAX_PAYLOAD)  // payload offset bits; leave at the default
+) (
+  input  logic             clk,
+  input  logic             rst,
+  input  logic [7:0]       s_rx_data,
+  input  logic             s_rx_valid,
+  output logic             s_rx_ready,
+  output logic             m_frm_valid,
+  input  logic             m_frm_ready,
+  output logic [7:0]       m_frm_seq,
+  output logic [15:0]      m_frm_len,
+  output logic [7:0]       m_frm_status,  // DEV_OK, DEV_ERR_CRC or DEV_ERR_LENGTH
+  input  logic             frm_re,
+  input  logic [OFF_W-1:0] frm_raddr,
+  output logic [7:0]       frm_rdata,
+  output logic             drop           // a byte was dropped while hunting for SOF
+);
+
+  if (MAX_PAYLOAD < 2 || MAX_PAYLOAD > 65535) begin : g_bad_cfg
+    initial $fatal(1, "ntpu_link_rx: MAX_PAYLOAD must be 2..65535");
+  end
+
+  localparam int BUF_DEPTH = 2 * MAX_PAYLOAD;
+  localparam int BUF_AW = $clog2(BUF_DEPTH);
+
+  typedef enum logic [3:0] {
+    S_HUNT, S_SEQ, S_LEN0, S_LEN1, S_PAYLOAD, S_CRC, S_CHECK
+  } state_e;
+
+  state_e state_q, state_d;
+  logic [7:0] seq_q;
+  logic [7:0] len_lo_q;
+  logic [15:0] len_q;
+  logic [15:0] cnt_q, cnt_d;  // payload or CRC bytes received so far
+
+  // Frame slots: the metadata of each buffer. wr_q is the slot being filled, rd_q the oldest held.
+  logic [1:0] nheld_q;
+  logic wr_q, rd_q;
+  logic [7:0] slot_seq_q [2];
+  logic [15:0] slot_len_q [2];
+  logic [7:0] slot_status_q [2];
+
+  logic take;          // a byte moves on s_rx
+  logic commit;        // the frame in slot wr_q is complete
+  logic [7:0] commit_status;
+  logic release_frm;
+  logic [15:0] len_rx; // LEN as it completes in S_LEN1
+  logic crc_clear, crc_en;
+  logic [31:0] crc;
+  logic buf_we;
+
+  assign take = s_rx_valid && s_rx_ready;
+  assign len_rx = {s_rx_data, len_lo_q};
+  assign release_frm = m_frm_valid && m_frm_ready;
+
+  always_comb begin
+    state_d = state_q;
+    cnt_d = cnt_q;
+    s_rx_ready = 1'b1;
+    commit = 1'b0;
+    commit_status = DEV_OK;
+    crc_clear = 1'b0;
+    crc_en = 1'b0;
+    buf_we = 1'b0;
+    drop = 1'b0;
+    case (state_q)
+      S_HUNT: begin
+        if (take) begin
+          if (s_rx_data == SOF_CMD) begin
+            state_d = S_SEQ;
+            crc_clear = 1'b1;
+          end else begin
+            drop = 1'b1;
+          end
+        end
+      end
+      S_SEQ: begin
+        crc_en = take;
+        if (take) state_d = S_LEN0;
+      end
+      S_LEN0: begin
+        crc_en = take;
+        if (take) state_d = S_LEN1;
+      end
+      S_LEN1: begin
+        // The frame claims a slot here, so a bad LEN can be answered without waiting for a buffer.
+        s_rx_ready = (nheld_q != 2'd2);
+        crc_en = take;
+        cnt_d = '0;
+        if (take) begin
+          if (len_rx == 16'd0 || len_rx > 16'(MAX_PAYLOAD)) begin
+            commit = 1'b1;
+            commit_status = DEV_ERR_LENGTH;
+            state_d = S_HUNT;
+          end else begin
+            state_d = S_PAYLOAD;
+          end
+        end
+      end
+      S_PAYLOAD: begin
+        crc_en = take;
+        buf_we = take;
+        if (take) begin
+          cnt_d = cnt_q + 16'd1;
+          if (cnt_q + 16'd1 == len_q) begin
+            cnt_d = '0;
+            state_d = S_CRC;
+          end
+        end
+      end
+      S_CRC: begin
+        crc_en = take;
+        if (take) begin
+          cnt_d = cnt_q + 16'd1;
+          if (cnt_q == 16'd3) state_d = S_CHECK;
+        end
+      end
+      S_CHECK: begin
+        // The CRC register has taken the last byte; a wrong frame is kept out of execution here.
+        s_rx_ready = 1'b0;
+        commit = 1'b1;
+        commit_status = (crc == CRC_RESIDUE) ? DEV_OK : DEV_ERR_CRC;
+        state_d = S_HUNT;
+      end
+      default: state_d = S_HUNT;
+    endcase
+  end
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      state_q <= S_HUNT;
+    end else begin
+      state_q <= state_d;
+    end
+  end
+
+  always_ff @(posedge clk) begin
+    cnt_q <= cnt_d;
+    if (take && state_q == S_SEQ) seq_q <= s_rx_data;
+    if (take && state_q == S_LEN0) len_lo_q <= s_rx_data;
+    if (take && state_q == S_LEN1) len_q <= len_rx;
+  end
+
+  // Slot bookkeeping. A commit and a release may happen in the same cycle.
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      nheld_q <= '0;
+      wr_q <= 1'b0;
+      rd_q <= 1'b0;
+    end else begin
+      if (commit) wr_q <= ~wr_q;
+      if (release_frm) rd_q <= ~rd_q;
+      nheld_q <= nheld_q + {1'b0, commit} - {1'b0, release_frm};
+    end
+  end
+
+  always_ff @(posedge clk) begin
+    if (commit) begin
+      slot_seq_q[wr_q] <= seq_q;
+      slot_status_q[wr_q] <= commit_status;
+      // An ERR_LENGTH frame commits in S_LEN1, before len_q has taken the byte.
+      slot_len_q[wr_q] <= (state_q == S_LEN1) ? len_rx : len_q;
+    end
+  end
+
+  assign m_frm_valid = (nheld_q != 2'd0);
+  assign m_frm_seq = slot_seq_q[rd_q];
+  assign m_frm_len = slot_len_q[rd_q];
+  assign m_frm_status = slot_status_q[rd_q];
+
+  ntpu_crc32 u_crc (
+    .clk  (clk),
+    .rst  (rst),
+    .clear(crc_clear),
+    .en   (crc_en),
+    .data (s_rx_data),
+    .crc  (crc)
+  );
+
+  // Slot s occupies bytes [s * MAX_PAYLOAD, (s + 1) * MAX_PAYLOAD) of one RAM.
+  logic [BUF_AW-1:0] buf_waddr, buf_raddr;
+  assign buf_waddr = (wr_q ? BUF_AW'(MAX_PAYLOAD) : '0) + BUF_AW'(cnt_q);
+  assign buf_raddr = (rd_q ? BUF_AW'(MAX_PAYLOAD) : '0) + BUF_AW'(frm_raddr);
+
+  ntpu_ram #(
+    .WIDTH(8),
+    .DEPTH(BUF_DEPTH)
+  ) u_buf (
+    .clk  (clk),
+    .we   (buf_we),
+    .waddr(buf_waddr),
+    .wdata(s_rx_data),
+    .re   (frm_re),
+    .raddr(buf_raddr),
+    .rdata(frm_rdata)
+  );
+
+endmodule
+
+`default_nettype wire

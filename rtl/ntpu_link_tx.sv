@@ -1,0 +1,178 @@
+// Link transmitter: sends reply frames to the host (docs/protocol.md).
+//
+// Contract:
+// - s_hdr: one transfer per reply: SEQ, LEN (payload bytes, status byte included, >= 1) and the
+//   status byte. One header is held while the previous reply is still going out, so s_hdr_ready
+//   is high unless a header is already waiting.
+// - s_body: exactly LEN-1 bytes per reply, in order, after its header; s_body_ready is high only
+//   while the reply's body is being sent.
+// - m_tx: SOF 0x5A, SEQ, LEN (little-endian), status, body, CRC-32 over SEQ..body (little-endian).
+//   m_tx_data/m_tx_valid come from registers; m_tx_ready reaches s_body_ready combinationally.
+//   At most one byte per cycle; back-to-back replies leave no gap.
+`default_nettype none
+
+module ntpu_link_tx
+  import ntpu_pkg::*;
+(
+  input  logic        clk,
+  input  logic        rst,
+  input  logic        s_hdr_valid,
+  output logic        s_hdr_ready,
+  input  logic [7:0]  s_hdr_seq,
+  input  logic [15:0] s_hdr_len,
+  input  logic [7:0]  s_hdr_status,
+  input  logic [7:0]  s_body_data,
+  input  logic        s_body_valid,
+  output logic        s_body_ready,
+  output logic [7:0]  m_tx_data,
+  output logic        m_tx_valid,
+  input  logic        m_tx_ready
+);
+
+  typedef enum logic [3:0] {
+    S_IDLE, S_SEQ, S_LEN0, S_LEN1, S_STATUS, S_BODY, S_CRC0, S_CRC1, S_CRC2, S_CRC3
+  } state_e;
+
+  state_e state_q, state_d;
+
+  // The waiting header.
+  logic hdr_full_q;
+  logic [7:0] hdr_seq_q, hdr_status_q;
+  logic [15:0] hdr_len_q;
+  // The reply being sent.
+  logic [7:0] cur_seq_q, cur_status_q;
+  logic [15:0] cur_len_q;
+  logic [15:0] body_left_q, body_left_d;
+
+  logic out_free;     // the output register can take a byte this cycle
+  logic load;         // it takes one
+  logic [7:0] load_data;
+  logic start;        // the waiting header becomes the current reply (its SOF is loaded)
+  logic crc_en;
+  logic [31:0] crc;
+  logic m_tx_valid_q;
+  logic [7:0] m_tx_data_q;
+
+  assign out_free = !m_tx_valid_q || m_tx_ready;
+  assign s_hdr_ready = !hdr_full_q;
+
+  always_comb begin
+    state_d = state_q;
+    body_left_d = body_left_q;
+    load = 1'b0;
+    load_data = 8'h00;
+    start = 1'b0;
+    crc_en = 1'b0;
+    s_body_ready = 1'b0;
+    case (state_q)
+      S_IDLE: begin
+        if (hdr_full_q && out_free) begin
+          start = 1'b1;
+          load = 1'b1;
+          load_data = SOF_REPLY;
+          state_d = S_SEQ;
+        end
+      end
+      S_SEQ: begin
+        load = out_free;
+        load_data = cur_seq_q;
+        if (out_free) state_d = S_LEN0;
+      end
+      S_LEN0: begin
+        load = out_free;
+        load_data = cur_len_q[7:0];
+        if (out_free) state_d = S_LEN1;
+      end
+      S_LEN1: begin
+        load = out_free;
+        load_data = cur_len_q[15:8];
+        if (out_free) state_d = S_STATUS;
+      end
+      S_STATUS: begin
+        load = out_free;
+        load_data = cur_status_q;
+        body_left_d = cur_len_q - 16'd1;
+        if (out_free) begin
+          if (cur_len_q == 16'd1) state_d = S_CRC0;
+          else state_d = S_BODY;
+        end
+      end
+      S_BODY: begin
+        s_body_ready = out_free;
+        load = out_free && s_body_valid;
+        load_data = s_body_data;
+        if (load) begin
+          body_left_d = body_left_q - 16'd1;
+          if (body_left_q == 16'd1) state_d = S_CRC0;
+        end
+      end
+      S_CRC0: begin
+        load = out_free;
+        load_data = crc[7:0];
+        if (out_free) state_d = S_CRC1;
+      end
+      S_CRC1: begin
+        load = out_free;
+        load_data = crc[15:8];
+        if (out_free) state_d = S_CRC2;
+      end
+      S_CRC2: begin
+        load = out_free;
+        load_data = crc[23:16];
+        if (out_free) state_d = S_CRC3;
+      end
+      S_CRC3: begin
+        load = out_free;
+        load_data = crc[31:24];
+        if (out_free) state_d = S_IDLE;
+      end
+      default: state_d = S_IDLE;
+    endcase
+    // SEQ through the last body byte are covered by the CRC.
+    crc_en = load && (state_q == S_SEQ || state_q == S_LEN0 || state_q == S_LEN1 ||
+                      state_q == S_STATUS || state_q == S_BODY);
+  end
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      state_q <= S_IDLE;
+      hdr_full_q <= 1'b0;
+      m_tx_valid_q <= 1'b0;
+    end else begin
+      state_q <= state_d;
+      if (s_hdr_valid && s_hdr_ready) hdr_full_q <= 1'b1;
+      else if (start) hdr_full_q <= 1'b0;
+      if (out_free) m_tx_valid_q <= load;
+    end
+  end
+
+  always_ff @(posedge clk) begin
+    if (s_hdr_valid && s_hdr_ready) begin
+      hdr_seq_q <= s_hdr_seq;
+      hdr_len_q <= s_hdr_len;
+      hdr_status_q <= s_hdr_status;
+    end
+    if (start) begin
+      cur_seq_q <= hdr_seq_q;
+      cur_len_q <= hdr_len_q;
+      cur_status_q <= hdr_status_q;
+    end
+    body_left_q <= body_left_d;
+    if (load) m_tx_data_q <= load_data;
+  end
+
+  ntpu_crc32 u_crc (
+    .clk  (clk),
+    .rst  (rst),
+    .clear(start),
+    .en   (crc_en),
+    .data (load_data),
+    .crc  (crc)
+  );
+
+  assign m_tx_valid = m_tx_valid_q;
+  assign m_tx_data = m_tx_data_q;
+
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,111 @@
+// nanoTPU constants shared by the RTL: frame bytes, opcodes, device status codes, memory ids, flag bits
+// and the layouts of the ID and status blocks.
+//
+// Contract: every number here equals its twin in host/include/ntpu/protocol.h (docs/protocol.md and
+// docs/isa.md explain them). The host library, the golden model and the RTL must agree byte for byte,
+// so a change here is a change of the wire protocol.
+`default_nettype none
+
+// Waiver: a table of protocol constants; every module uses only a few of them.
+/* verilator lint_off UNUSEDPARAM */
+package ntpu_pkg;
+
+  // ---------------------------------------------------------------- framing
+  localparam logic [7:0] SOF_CMD = 8'hA5;    // first byte of a host -> device frame
+  localparam logic [7:0] SOF_REPLY = 8'h5A;  // first byte of a device -> host frame
+  localparam int FRAME_HEADER = 4;           // SOF, SEQ, LEN
+  localparam int FRAME_TRAILER = 4;          // CRC32
+  // zlib's crc32 over a message followed by its own CRC (little-endian) always gives this value,
+  // so the receiver checks a frame without storing the CRC bytes it received.
+  localparam logic [31:0] CRC_RESIDUE = 32'h2144DF1C;
+
+  // ---------------------------------------------------------------- opcodes
+  typedef enum logic [7:0] {
+    OP_NOP = 8'h00,
+    OP_INFO = 8'h01,
+    OP_WRITE_MEM = 8'h02,
+    OP_READ_MEM = 8'h03,
+    OP_LOAD_W = 8'h04,
+    OP_MATMUL = 8'h05,
+    OP_FENCE = 8'h06,
+    OP_STATUS = 8'h07,
+    OP_COUNTERS = 8'h08
+  } opcode_e;
+
+  // Whole payload lengths (opcode included); WRITE_MEM adds its row data.
+  localparam int LEN_NOP = 1;
+  localparam int LEN_INFO = 1;
+  localparam int LEN_MEM_HDR = 6;
+  localparam int LEN_LOAD_W = 4;
+  localparam int LEN_MATMUL = 8;
+  localparam int LEN_FENCE = 1;
+  localparam int LEN_STATUS = 1;
+  localparam int LEN_COUNTERS = 2;
+  localparam int CMD_HDR_MAX = 8;  // longest fixed part: MATMUL
+
+  // ---------------------------------------------------------------- memories
+  typedef enum logic [7:0] {
+    MEM_UB = 8'd0,   // unified buffer: N lanes x 16 bit
+    MEM_WB = 8'd1,   // weight buffer: N lanes x 16 bit
+    MEM_ACC = 8'd2   // accumulators: N lanes x 32 bit
+  } mem_e;
+
+  // ---------------------------------------------------------------- flag bits
+  localparam logic [7:0] LOADW_TRANSPOSE = 8'h01;
+  localparam logic [7:0] LOADW_RESERVED = 8'hFE;
+  localparam logic [7:0] MATMUL_BF16 = 8'h01;
+  localparam logic [7:0] MATMUL_ACCUMULATE = 8'h02;
+  localparam logic [7:0] MATMUL_RESERVED = 8'hFC;
+  localparam logic [7:0] COUNTERS_CLEAR = 8'h01;
+  localparam logic [7:0] COUNTERS_RESERVED = 8'hFE;
+
+  // ---------------------------------------------------------------- device status (reply byte 0)
+  typedef enum logic [7:0] {
+    DEV_OK = 8'd0,
+    DEV_ERR_CRC = 8'd1,
+    DEV_ERR_LENGTH = 8'd2,
+    DEV_ERR_OPCODE = 8'd3,
+    DEV_ERR_MEM = 8'd4,
+    DEV_ERR_RANGE = 8'd5,
+    DEV_ERR_ARG = 8'd6
+  } dev_status_e;
+
+  // ---------------------------------------------------------------- ID block (INFO)
+  localparam int ID_BYTES = 32;
+  localparam logic [31:0] ID_MAGIC = 32'h5550544E;  // "NTPU" little-endian
+  localparam logic [7:0] VERSION_MAJOR = 8'd1;
+  localparam logic [7:0] VERSION_MINOR = 8'd0;
+  localparam logic [7:0] DTYPE_INT8_BIT = 8'h01;
+  localparam logic [7:0] DTYPE_BF16_BIT = 8'h02;
+  localparam logic [7:0] FEATURE_TRANSPOSE_BIT = 8'h01;
+  localparam logic [7:0] PLATFORM_RTL = 8'd1;
+
+  // ---------------------------------------------------------------- status block (STATUS)
+  localparam int STATUS_BYTES = 16;
+  localparam int STATUS_OFF_BUSY = 0;        // u8
+  localparam int STATUS_OFF_LAST_ERROR = 1;  // u8
+  localparam int STATUS_OFF_ERRORS = 4;      // u32
+  localparam int STATUS_OFF_COMMANDS = 8;    // u32
+  localparam int STATUS_OFF_DROPPED = 12;    // u32
+
+  // ---------------------------------------------------------------- performance counters (COUNTERS)
+  localparam int CNT_CYCLES = 0;
+  localparam int CNT_ARRAY_BUSY = 1;
+  localparam int CNT_MACS = 2;
+  localparam int CNT_STALL_LINK = 3;
+  localparam int CNT_STALL_WEIGHT = 4;
+  localparam int CNT_STALL_HAZARD = 5;
+  localparam int CNT_STALL_TX = 6;
+  localparam int CNT_RX_BYTES = 7;
+  localparam int CNT_TX_BYTES = 8;
+  localparam int CNT_COUNT = 9;
+  localparam int CNT_W = 64;
+  localparam int COUNTERS_BYTES = CNT_COUNT * CNT_W / 8;
+
+  // The largest fixed-size reply data block (COUNTERS); every other block is shorter.
+  localparam int BLOCK_BYTES_MAX = COUNTERS_BYTES;
+
+endpackage
+/* verilator lint_on UNUSEDPARAM */
+
+`default_nettype wire
