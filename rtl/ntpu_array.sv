@@ -1,0 +1,174 @@
+// ntpu_array: the N×N weight-stationary systolic array of ntpu_pe (docs/isa.md, MATMUL).
+//
+// Computes, for each activation row that enters with a_valid, and for every column n,
+//   y_row[n] = chain over i = 0 .. N-1 ascending of acc = mac(acc, a_row[i], W[i][n]), acc = a_acc[n]
+// with mac = ntpu_mac_bf16 (a_bf16 = 1) or ntpu_mac_int8 (a_bf16 = 0) of sim/ref/numerics.c and W the
+// weight buffer a_buf. Rows enter whole and unskewed, one per cycle at most, back to back or with
+// gaps, with no backpressure; dtype and buffer may change from one row to the next. The array skews
+// them internally (PE row i sees lane i i cycles later, column n's chain starts n cycles later) and
+// de-skews the results, so each y_row comes out whole.
+//
+// Latency: y_valid (with y_row) is high exactly LATENCY = 2*N cycles after the matching a_valid:
+// one input register, i cycles of skew for lane i, one cycle per PE along the row and down the
+// column, and N-1-n cycles of de-skew for column n. Throughput one row per cycle.
+//
+// Weight load: each w_valid beat shifts one WB row into buffer w_buf; a tile is N beats carrying WB
+// rows wb_addr+N-1, ..., wb_addr+0 (reverse order), with gaps allowed between beats.
+//   w_transpose = 0: the beat enters at the top (PE(0,n) takes lane n) and the buffer shifts down a
+//                    row, so after N beats PE(i,n) holds WB[wb_addr+i][n].
+//   w_transpose = 1: the beat enters at the left (PE(i,0) takes lane i) and the buffer shifts right
+//                    a column, so after N beats PE(i,n) holds WB[wb_addr+n][i].
+// Only buffer w_buf shifts; rows using the other buffer keep computing meanwhile.
+//
+// Requirements on the driver (the sequencer), not checked here:
+//   - No row using buffer b may be inside the array while b shifts: every beat into b must come at
+//     least LATENCY-1 cycles after the last a_valid with a_buf = b (waiting LATENCY is safe).
+//   - A row using buffer b may enter (a_valid) in the cycle of the last beat of b's tile or later.
+//   - The weights have no reset (datapath registers): a buffer is undefined until a tile is loaded.
+//     The golden model starts with zero weights; whoever drives the array must load zeros, or never
+//     use an unloaded buffer, to match it.
+//
+// Only y_valid depends on rst. All datapath registers (skew, PEs, weights) run without reset and
+// without enables (except the weight shift), which is what FPGAs and Verilator both like.
+`default_nettype none
+
+module ntpu_array #(
+  parameter int N = 8                 // rows = columns, 2..64
+) (
+  input  logic            clk,
+  input  logic            rst,
+  // Weight load: each beat shifts one WB row into the shadow buffer w_buf (0/1).
+  input  logic            w_valid,
+  input  logic            w_buf,
+  input  logic            w_transpose,
+  input  logic [N*16-1:0] w_row,      // lane j at [16*j +: 16]
+  // Activations: one row per cycle when a_valid, no backpressure.
+  input  logic            a_valid,
+  input  logic            a_buf,      // weight buffer this row multiplies with
+  input  logic            a_bf16,     // 1: bf16 operands / fp32 sums, 0: int8 / int32
+  input  logic [N*16-1:0] a_row,      // lane i at [16*i +: 16]
+  input  logic [N*32-1:0] a_acc,      // chain start value of column n at [32*n +: 32]
+  output logic            y_valid,    // exactly LATENCY cycles after the matching a_valid
+  output logic [N*32-1:0] y_row       // column n's result at [32*n +: 32]
+);
+  localparam int LATENCY = 2 * N;     // cycles from a_valid to its y_valid; ntpu_array_latency(N)
+
+  if (N < 2 || N > 64) begin : g_bad_cfg
+    initial $fatal(1, "ntpu_array: N must be in 2..64");
+  end
+
+  // Nets between PEs. PE(i,n) reads a_h[i][n] etc. from the left and writes a_h[i][n+1]; reads
+  // ps_v[i][n] from above and writes ps_v[i+1][n]. Every one is driven by a register, so no
+  // combinational path crosses a PE; split_var lets Verilator order them element by element
+  // instead of evaluating the whole array twice.
+  logic [15:0]      a_h    [0:N-1][0:N] /*verilator split_var*/;
+  logic             buf_h  [0:N-1][0:N] /*verilator split_var*/;
+  logic             bf16_h [0:N-1][0:N] /*verilator split_var*/;
+  logic [31:0]      ps_v   [0:N][0:N-1] /*verilator split_var*/;
+  logic [1:0][15:0] w_q    [0:N-1][0:N-1] /*verilator split_var*/;
+
+  // y_valid: a_valid delayed LATENCY cycles; the only state with a reset.
+  logic [LATENCY-1:0] valid_q;
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      valid_q <= '0;
+    end else begin
+      valid_q <= {valid_q[LATENCY-2:0], a_valid};
+    end
+  end
+
+  assign y_valid = valid_q[LATENCY-1];
+
+  // Activations: lane i (with the row's buffer and dtype bits) waits i+1 cycles before PE(i,0).
+  // The first register also keeps the PEs off the module inputs, so no PE logic is combinational
+  // from outside.
+  for (genvar i = 0; i < N; i++) begin : g_skew_a
+    logic [17:0] sr_q [0:i];  // {buf, bf16, lane}
+
+    always_ff @(posedge clk) begin
+      sr_q[0] <= {a_buf, a_bf16, a_row[16*i +: 16]};
+      for (int k = 1; k <= i; k++) begin
+        sr_q[k] <= sr_q[k-1];
+      end
+    end
+
+    assign {buf_h[i][0], bf16_h[i][0], a_h[i][0]} = sr_q[i];
+  end
+
+  // Chain start values: column n waits n+1 cycles, to meet its row at PE(0,n).
+  for (genvar n = 0; n < N; n++) begin : g_skew_acc
+    logic [31:0] sr_q [0:n];
+
+    always_ff @(posedge clk) begin
+      sr_q[0] <= a_acc[32*n +: 32];
+      for (int k = 1; k <= n; k++) begin
+        sr_q[k] <= sr_q[k-1];
+      end
+    end
+
+    assign ps_v[0][n] = sr_q[n];
+  end
+
+  for (genvar i = 0; i < N; i++) begin : g_row
+    for (genvar n = 0; n < N; n++) begin : g_col
+      logic [1:0][15:0] w_top, w_left;
+
+      if (i == 0) begin : g_top
+        assign w_top = {2{w_row[16*n +: 16]}};
+      end else begin : g_inner_top
+        assign w_top = w_q[i-1][n];
+      end
+      if (n == 0) begin : g_left
+        assign w_left = {2{w_row[16*i +: 16]}};
+      end else begin : g_inner_left
+        assign w_left = w_q[i][n-1];
+      end
+
+      ntpu_pe u_pe (
+        .clk        (clk),
+        .w_valid    (w_valid),
+        .w_buf      (w_buf),
+        .w_transpose(w_transpose),
+        .w_top      (w_top),
+        .w_left     (w_left),
+        .w_q        (w_q[i][n]),
+        .a_in       (a_h[i][n]),
+        .a_buf_in   (buf_h[i][n]),
+        .a_bf16_in  (bf16_h[i][n]),
+        .a_q        (a_h[i][n+1]),
+        .a_buf_q    (buf_h[i][n+1]),
+        .a_bf16_q   (bf16_h[i][n+1]),
+        .psum_in    (ps_v[i][n]),
+        .psum_q     (ps_v[i+1][n])
+      );
+    end
+  end
+
+  // The right edge's activations have nowhere to go.
+  logic [N-1:0] unused_right;
+  for (genvar i = 0; i < N; i++) begin : g_unused
+    assign unused_right[i] = ^{a_h[i][N], buf_h[i][N], bf16_h[i][N]};
+  end
+
+  // De-skew: column n's result leaves the bottom PE at cycle N+n+1 and waits N-1-n more cycles.
+  for (genvar n = 0; n < N; n++) begin : g_deskew
+    if (n == N - 1) begin : g_direct
+      assign y_row[32*n +: 32] = ps_v[N][n];
+    end else begin : g_delay
+      localparam int DEPTH = N - 1 - n;
+      logic [31:0] sr_q [0:DEPTH-1];
+
+      always_ff @(posedge clk) begin
+        sr_q[0] <= ps_v[N][n];
+        for (int k = 1; k < DEPTH; k++) begin
+          sr_q[k] <= sr_q[k-1];
+        end
+      end
+
+      assign y_row[32*n +: 32] = sr_q[DEPTH-1];
+    end
+  end
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,225 @@
+/* Stimulus and expected results for the ntpu_array bench, for N = 4 and N = 8.
+ *
+ * Plays the sequencer: loads random weight tiles, normal and transposed, into both buffers with
+ * random gaps between beats, and sends random rows of both dtypes (special values mixed in) with
+ * random gaps, each using a loaded buffer that is not being loaded, while the other buffer loads
+ * whenever the schedule allows. It keeps to the limits ntpu_array.sv documents, at their tightest:
+ * a load of buffer b starts LATENCY-1 cycles after the last row using b, and a row may use b in
+ * the cycle of b's last beat. The expected result of each row is the chain of ntpu_mac_bf16 /
+ * ntpu_mac_int8 from sim/ref/numerics.c down each column.
+ *
+ * For each N, writes into OUTDIR:
+ *   nN_stim.hex   one line per cycle: ctrl (2 hex digits: bit 0 w_valid, 1 w_buf, 2 w_transpose,
+ *                 3 a_valid, 4 a_buf, 5 a_bf16), w_row, a_row, a_acc (each with lane 0 in the
+ *                 low bits, as on the ports)
+ *   nN_exp.hex    one line per row: the expected y_row
+ *   nN_count.hex  the number of cycles, then of rows
+ * Usage: gen OUTDIR [SEED] */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ntpu/numerics.h"
+
+#define MAX_N 8
+
+static uint64_t rng_state;
+
+static uint64_t rng(void) /* splitmix64 */
+{
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint32_t rnd(uint32_t n) { return (uint32_t)(rng() % n); }
+
+static int chance(unsigned percent) { return rnd(100) < percent; }
+
+static const uint16_t bf16_specials[] = {
+    0x0000, 0x8000, 0x0001, 0x807F, 0x0080, 0x8080, 0x7F7F, 0xFF7F,
+    0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x3F80, 0xBF80, 0x0100, 0x7E00,
+};
+
+/* A bf16 value: mostly moderate magnitudes, so that sums round and cancel, sometimes extreme (the
+ * product overflows or underflows) or special. */
+static uint16_t bf16_value(void)
+{
+    uint32_t e;
+    switch (rnd(32)) {
+    case 0: return bf16_specials[rnd(sizeof bf16_specials / sizeof bf16_specials[0])];
+    case 1: return (uint16_t)rng();
+    case 2: e = rnd(2) ? 1 + rnd(40) : 214 + rnd(40); break;
+    default: e = 117 + rnd(21); break;
+    }
+    return (uint16_t)((rnd(2) << 15) | (e << 7) | rnd(128));
+}
+
+static uint32_t fp32_acc(void)
+{
+    static const uint32_t sp[] = {0x00000000, 0x80000000, 0x00000001, 0x80400000, 0x7F800000,
+                                  0xFF800000, 0x7FC00000, 0x7F7FFFFF};
+    switch (rnd(16)) {
+    case 0: return sp[rnd(sizeof sp / sizeof sp[0])];
+    case 1: return (uint32_t)rng();
+    default: return (uint32_t)rnd(2) << 31 | (112 + rnd(31)) << 23 | ((uint32_t)rng() & 0x7FFFFFu);
+    }
+}
+
+static uint32_t int32_acc(void)
+{
+    switch (rnd(4)) {
+    case 0: return 0x7FFFFFFFu - rnd(3000); /* the sum wraps */
+    case 1: return 0x80000000u + rnd(3000);
+    default: return (uint32_t)rng();
+    }
+}
+
+/* Writes a bus of n lanes of bits each (lane 0 least significant) as one hex number. */
+static void put_lanes(FILE *f, const uint32_t *lane, int n, int hex_digits)
+{
+    for (int j = n - 1; j >= 0; j--)
+        fprintf(f, "%0*X", hex_digits, (unsigned)lane[j]);
+}
+
+static int generate(const char *dir, int n, unsigned cycles)
+{
+    const int latency = 2 * n; /* ntpu_array's LATENCY */
+    char path[3][4096];
+    snprintf(path[0], sizeof path[0], "%s/n%d_stim.hex", dir, n);
+    snprintf(path[1], sizeof path[1], "%s/n%d_exp.hex", dir, n);
+    snprintf(path[2], sizeof path[2], "%s/n%d_count.hex", dir, n);
+    FILE *fs = fopen(path[0], "w"), *fe = fopen(path[1], "w");
+    if (!fs || !fe) {
+        perror(dir);
+        return 1;
+    }
+
+    uint16_t w[2][MAX_N][MAX_N];      /* the loaded tiles, W[b][i][n] */
+    int known[2] = {0, 0};
+    long last_use[2] = {-1000, -1000}; /* cycle of the last row that used each buffer */
+    int loading = 0, ld_buf = 0, ld_tr = 0, ld_beat = 0;
+    int fresh = 0;                     /* the buffer loaded last: rows mostly use it, like a sequencer */
+    uint16_t wb[MAX_N][MAX_N];         /* the tile being loaded, as WB rows wb[j][lane] */
+    unsigned rows = 0, rows_bf16 = 0, rows_during_load = 0, loads[2][2] = {{0, 0}, {0, 0}};
+    unsigned tight_load = 0, tight_row = 0; /* schedules right at the documented limits */
+    long last_beat = -1;
+    unsigned p_row = 100, p_beat = 100, p_load = 50;
+
+    for (unsigned t = 0; t < cycles; t++) {
+        /* Change the traffic pattern now and then: back to back, or sparse. */
+        if (t % 97 == 0) {
+            p_row = (unsigned[]){100, 100, 60, 25}[rnd(4)];
+            p_beat = (unsigned[]){100, 100, 70, 30}[rnd(4)];
+            p_load = (unsigned[]){100, 50, 10}[rnd(3)];
+        }
+        uint32_t w_lane[MAX_N], a_lane[MAX_N], acc[MAX_N];
+        for (int j = 0; j < n; j++) { /* what the buses carry when nothing is valid */
+            w_lane[j] = (uint16_t)rng();
+            a_lane[j] = (uint16_t)rng();
+            acc[j] = (uint32_t)rng();
+        }
+        int w_valid = 0, w_buf = (int)rnd(2), w_tr = (int)rnd(2);
+        int a_valid = 0, a_buf = (int)rnd(2), a_bf16 = (int)rnd(2);
+
+        /* Weights: start a load of a buffer no row is still using, or send the next beat. */
+        if (!loading && chance(p_load)) {
+            int b = !known[0] ? 0 : chance(85) ? !fresh : fresh; /* mostly the idle buffer */
+            if ((long)t - last_use[b] >= latency - 1) {
+                tight_load += (long)t - last_use[b] == latency - 1;
+                loading = 1;
+                ld_buf = b;
+                ld_tr = (int)rnd(2);
+                ld_beat = 0;
+                for (int j = 0; j < n; j++)
+                    for (int l = 0; l < n; l++)
+                        wb[j][l] = bf16_value();
+            }
+        }
+        if (loading && (ld_beat == 0 || chance(p_beat))) {
+            w_valid = 1;
+            w_buf = ld_buf;
+            w_tr = ld_tr;
+            for (int l = 0; l < n; l++) /* beats carry WB rows N-1 .. 0 */
+                w_lane[l] = wb[n - 1 - ld_beat][l];
+            if (++ld_beat == n) {
+                loading = 0;
+                known[ld_buf] = 1;
+                fresh = ld_buf;
+                last_beat = (long)t;
+                loads[ld_buf][ld_tr]++;
+                for (int i = 0; i < n; i++)
+                    for (int c = 0; c < n; c++)
+                        w[ld_buf][i][c] = ld_tr ? wb[c][i] : wb[i][c];
+            }
+        }
+
+        /* Activations: a row using a loaded buffer that is not loading. */
+        int ok[2] = {known[0] && !(loading && ld_buf == 0), known[1] && !(loading && ld_buf == 1)};
+        if ((ok[0] || ok[1]) && chance(p_row)) {
+            a_valid = 1;
+            a_buf = ok[0] && ok[1] ? (chance(85) ? fresh : !fresh) : ok[1];
+            a_bf16 = (int)rnd(2);
+            last_use[a_buf] = (long)t;
+            rows++;
+            rows_bf16 += (unsigned)a_bf16;
+            rows_during_load += (unsigned)loading;
+            tight_row += last_beat == (long)t && a_buf == fresh;
+            for (int i = 0; i < n; i++)
+                a_lane[i] = a_bf16 ? bf16_value() : (uint16_t)rng(); /* int8: high byte ignored */
+            uint32_t y[MAX_N];
+            for (int c = 0; c < n; c++) {
+                acc[c] = a_bf16 ? fp32_acc() : int32_acc();
+                uint32_t s = acc[c];
+                for (int i = 0; i < n; i++) {
+                    uint16_t wv = w[a_buf][i][c];
+                    s = a_bf16 ? ntpu_mac_bf16(s, (uint16_t)a_lane[i], wv)
+                               : (uint32_t)ntpu_mac_int8((int32_t)s, (int8_t)(a_lane[i] & 0xFF),
+                                                          (int8_t)(wv & 0xFF));
+                }
+                y[c] = s;
+            }
+            put_lanes(fe, y, n, 8);
+            fputc('\n', fe);
+        }
+
+        fprintf(fs, "%02X", (unsigned)(w_valid | w_buf << 1 | w_tr << 2 | a_valid << 3 | a_buf << 4 |
+                                       a_bf16 << 5));
+        put_lanes(fs, w_lane, n, 4);
+        put_lanes(fs, a_lane, n, 4);
+        put_lanes(fs, acc, n, 8);
+        fputc('\n', fs);
+    }
+
+    FILE *fc = fopen(path[2], "w");
+    if (fclose(fs) != 0 || fclose(fe) != 0 || !fc || fprintf(fc, "%08X\n%08X\n", cycles, rows) < 0 ||
+        fclose(fc) != 0) {
+        perror(dir);
+        return 1;
+    }
+    printf("gen N=%d: %u cycles, %u rows (%u bf16, %u while a buffer loaded, %u in the cycle of their "
+           "tile's last beat), loads normal/transposed into buffer 0: %u/%u, buffer 1: %u/%u (%u "
+           "started LATENCY-1 after the buffer's last row)\n",
+           n, cycles, rows, rows_bf16, rows_during_load, tight_row, loads[0][0], loads[0][1],
+           loads[1][0], loads[1][1], tight_load);
+    /* The schedule must have exercised what the bench claims to test. */
+    if (rows_during_load == 0 || tight_row == 0 || tight_load == 0 || rows_bf16 == 0 || rows_bf16 == rows || !loads[0][0] || !loads[0][1] ||
+        !loads[1][0] || !loads[1][1]) {
+        fprintf(stderr, "gen N=%d: schedule too thin\n", n);
+        return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s OUTDIR [SEED]\n", argv[0]);
+        return 2;
+    }
+    rng_state = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x6E74707561727200ull;
+    if (generate(argv[1], 4, 8000) || generate(argv[1], 8, 8000))
+        return 1;
+    return 0;
+}
