@@ -1,0 +1,2 @@
+rtl/ntpu_crc32.sv
+tests/rtl/ntpu_crc32/tb.sv
