@@ -1,0 +1,136 @@
+// Bench for ntpu_link_tx: offers gen.c's replies (headers and body bytes, each with random delays,
+// the next header often while the previous reply is still going out) and takes the output with
+// random m_tx_ready, in phases from no stalls to heavy ones. Checks the byte stream against gen.c,
+// that m_tx_valid and m_tx_data hold while stalled, and that s_body_ready only takes the bytes a
+// reply has.
+`default_nettype none
+`timescale 1ns / 1ps
+
+module tb;
+  localparam int MAX_OUT = 1 << 20;
+
+  logic clk = 1'b0;
+  logic rst = 1'b1;
+  logic s_hdr_valid, s_hdr_ready;
+  logic [7:0] s_hdr_seq, s_hdr_status;
+  logic [15:0] s_hdr_len;
+  logic [7:0] s_body_data;
+  logic s_body_valid, s_body_ready;
+  logic [7:0] m_tx_data;
+  logic m_tx_valid, m_tx_ready;
+
+  always #5 clk = ~clk;
+
+  ntpu_link_tx dut (
+    .clk         (clk),
+    .rst         (rst),
+    .s_hdr_valid (s_hdr_valid),
+    .s_hdr_ready (s_hdr_ready),
+    .s_hdr_seq   (s_hdr_seq),
+    .s_hdr_len   (s_hdr_len),
+    .s_hdr_status(s_hdr_status),
+    .s_body_data (s_body_data),
+    .s_body_valid(s_body_valid),
+    .s_body_ready(s_body_ready),
+    .m_tx_data   (m_tx_data),
+    .m_tx_valid  (m_tx_valid),
+    .m_tx_ready  (m_tx_ready)
+  );
+
+  int errors = 0;
+  task automatic fail(input string msg);
+    errors++;
+    if (errors <= 20) $display("FAIL ntpu_link_tx: %s", msg);
+    if (errors > 50) $fatal(1, "FAIL ntpu_link_tx: too many errors");
+  endtask
+
+  logic [7:0] want [0:MAX_OUT-1];
+  int nrep, nout, got = 0;
+  int ready_pct = 100;   // chance that the host takes a byte, varied by the producer
+  int src_gap_pct = 0;   // chance of a gap before each header and body byte
+  logic was_stalled = 1'b0;
+  logic [7:0] stalled_data;
+
+  // ---------------------------------------------------------------- host side
+  always @(posedge clk) begin
+    if (!rst) begin
+      if (was_stalled && (!m_tx_valid || m_tx_data !== stalled_data)) begin
+        fail("m_tx_valid/m_tx_data changed while stalled");
+      end
+      was_stalled <= m_tx_valid && !m_tx_ready;
+      stalled_data <= m_tx_data;
+      if (m_tx_valid && m_tx_ready) begin
+        if (got >= nout) fail("extra byte");
+        else if (m_tx_data !== want[got]) fail($sformatf("byte %0d: %02h, want %02h", got, m_tx_data, want[got]));
+        got = got + 1;
+      end
+      m_tx_ready <= ($urandom % 100) < ready_pct;
+    end
+  end
+
+  // ---------------------------------------------------------------- replies in
+  initial begin
+    string dir;
+    int fd, fr, w, sq, len, st;
+    if (!$value$plusargs("dir=%s", dir)) dir = ".";
+    fd = $fopen({dir, "/counts.hex"}, "r");
+    if (fd == 0 || $fscanf(fd, "%h %h", nrep, nout) != 2) $fatal(1, "FAIL ntpu_link_tx: counts.hex");
+    $fclose(fd);
+    fd = $fopen({dir, "/out.hex"}, "r");
+    for (int i = 0; i < nout; i++) begin
+      if ($fscanf(fd, "%h", w) != 1) $fatal(1, "FAIL ntpu_link_tx: out.hex");
+      want[i] = w[7:0];
+    end
+    $fclose(fd);
+    fr = $fopen({dir, "/replies.hex"}, "r");
+
+    s_hdr_valid = 1'b0;
+    s_body_valid = 1'b0;
+    m_tx_ready = 1'b1;
+    repeat (3) @(posedge clk);
+    rst <= 1'b0;
+    @(posedge clk);
+    for (int r = 0; r < nrep; r++) begin
+      if ($fscanf(fr, "%h %h %h", sq, len, st) != 3) $fatal(1, "FAIL ntpu_link_tx: replies.hex");
+      // Phases: full speed, host stalls, source gaps, both.
+      if (r % 50 == 0) begin
+        ready_pct = ((r / 50) % 2 == 0) ? 100 : 40;
+        src_gap_pct = ((r / 100) % 2 == 0) ? 0 : 40;
+      end
+      while (($urandom % 100) < src_gap_pct) @(posedge clk);
+      s_hdr_valid <= 1'b1;
+      s_hdr_seq <= 8'(sq);
+      s_hdr_len <= 16'(len);
+      s_hdr_status <= 8'(st);
+      do @(posedge clk); while (!s_hdr_ready);
+      s_hdr_valid <= 1'b0;
+      s_hdr_seq <= $urandom;
+      for (int i = 1; i < len; i++) begin
+        if ($fscanf(fr, "%h", w) != 1) $fatal(1, "FAIL ntpu_link_tx: replies.hex");
+        while (($urandom % 100) < src_gap_pct) begin
+          s_body_valid <= 1'b0;
+          @(posedge clk);
+        end
+        s_body_valid <= 1'b1;
+        s_body_data <= w[7:0];
+        do @(posedge clk); while (!s_body_ready);
+      end
+      s_body_valid <= 1'b0;
+    end
+    // A stray body byte must not be taken once every reply is complete.
+    s_body_valid <= 1'b1;
+    s_body_data <= 8'hEE;
+    ready_pct = 100;
+    for (int c = 0; c < 3 * nout / nrep + 200 && got != nout; c++) begin
+      @(posedge clk);
+      if (s_body_ready) fail("s_body_ready outside a body");
+    end
+    repeat (20) @(posedge clk);
+    if (got != nout) fail($sformatf("%0d of %0d bytes came out", got, nout));
+    if (errors != 0) $fatal(1, "FAIL ntpu_link_tx: %0d errors", errors);
+    $display("PASS ntpu_link_tx: %0d replies, %0d bytes", nrep, nout);
+    $finish;
+  end
+endmodule
+
+`default_nettype wire
