@@ -137,7 +137,7 @@ extern "C" ntpu_vsim *ntpu_vsim_new(const char *opts, char *err, size_t errlen)
         s->ctx.reset(new VerilatedContext);
         if (!trace_path.empty())
             s->ctx->traceEverOn(true); // before the model exists, so it computes every traced signal
-        s->top.reset(new Vntpu_core(s->ctx.get(), "ntpu_core"));
+        s->top.reset(new Vntpu_core(s->ctx.get()));
         if (!trace_path.empty()) {
             s->fst.reset(new VerilatedFstC);
             s->top->trace(s->fst.get(), 99);
@@ -197,7 +197,8 @@ extern "C" size_t ntpu_vsim_read(ntpu_vsim *s, uint8_t *buf, size_t n, uint64_t 
     size_t got = s->out.size() - s->out_head;
     if (got > n)
         got = n;
-    std::memcpy(buf, s->out.data() + s->out_head, got);
+    if (got)
+        std::memcpy(buf, s->out.data() + s->out_head, got);
     s->out_head += got;
     if (s->out_head == s->out.size()) {
         s->out.clear();
