@@ -61,7 +61,7 @@ $(BUILD)/obj/%.o: %.c | deps-quiet
 
 $(BUILD)/obj/sim/vsim/%.o: sim/vsim/%.cpp $(VOBJ)/stamp
 	@mkdir -p $(dir $@)
-	$(CXX) $(CPPFLAGS) -I$(VOBJ) -I/usr/share/verilator/include -I/usr/share/verilator/include/vltstd \
+	$(CXX) $(CPPFLAGS) -I$(VOBJ) -isystem /usr/share/verilator/include -isystem /usr/share/verilator/include/vltstd \
 	       $(CXXFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/san/%.o: %.c | deps-quiet

@@ -13,11 +13,11 @@ extern "C" {
 #endif
 
 typedef struct ntpu_ref_config {
-    unsigned n;           /* array rows = columns, 2..64 */
+    unsigned n;           /* array rows = columns, 2..64 (the RTL: 2..32) */
     unsigned ub_rows;     /* unified buffer rows, 1..65536 */
     unsigned wb_rows;     /* weight buffer rows, N..65536 */
     unsigned acc_rows;    /* accumulator rows, 1..65536 */
-    unsigned max_payload; /* largest frame payload, 64..65535 */
+    unsigned max_payload; /* largest frame payload, 73..65535 (a COUNTERS reply is 73) */
 } ntpu_ref_config;
 
 /* The configuration of the default simulated core (same as vsim's). */
