@@ -84,7 +84,7 @@ ntpu_ref_config ntpu_ref_default_config(void)
 static int config_ok(const ntpu_ref_config *c)
 {
     return c->n >= 2 && c->n <= 64 && c->ub_rows >= 1 && c->ub_rows <= 65536 && c->wb_rows >= c->n &&
-           c->wb_rows <= 65536 && c->acc_rows >= 1 && c->acc_rows <= 65536 && c->max_payload >= 64 &&
+           c->wb_rows <= 65536 && c->acc_rows >= 1 && c->acc_rows <= 65536 && c->max_payload >= 1 + NTPU_COUNTERS_BYTES &&
            c->max_payload <= 65535;
 }
 
