@@ -20,7 +20,9 @@ typedef struct ntpu_ref_config {
     unsigned max_payload; /* largest frame payload, 73..65535 (a COUNTERS reply is 73) */
 } ntpu_ref_config;
 
-/* The configuration of the default simulated core (same as vsim's). */
+/* The configuration of the default simulated core (same as vsim's): N from
+ * NTPU_DEFAULT_N (8), 16384 UB rows, 32768 WB rows, 32768 ACC rows, max_payload
+ * 4112. */
 ntpu_ref_config ntpu_ref_default_config(void);
 
 typedef struct ntpu_ref ntpu_ref;

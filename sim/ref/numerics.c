@@ -47,20 +47,27 @@ uint16_t ntpu_bf16_from_f32(float f) { return ntpu_bf16_from_f32_bits(f32_bits(f
 
 float ntpu_bf16_to_f32(uint16_t b) { return f32_from_bits((uint32_t)b << 16); }
 
-/* The one definition of the PE arithmetic: the public functions and the
+/* The one definition of the device's arithmetic: the public functions and the
  * golden model's row kernels below all inline these, so the MATMUL hot loop
  * pays no call per MAC and there is still a single copy to get right. */
+
+/* The fp32 adder of a PE, also the vector unit's: subnormal operands read as
+ * zero, one RNE rounding, a subnormal sum flushed, NaN made canonical. */
+static inline uint32_t add_f32(uint32_t a, uint32_t b)
+{
+    float s = f32_from_bits(flush_subnormal(a)) + f32_from_bits(flush_subnormal(b));
+    uint32_t r = flush_subnormal(f32_bits(s));
+    return is_nan_bits(r) ? NTPU_F32_CANONICAL_NAN : r;
+}
+
 static inline uint32_t mac_bf16(uint32_t acc, uint16_t a, uint16_t b)
 {
     float fa = f32_from_bits(flush_subnormal((uint32_t)a << 16));
     float fb = f32_from_bits(flush_subnormal((uint32_t)b << 16));
     /* Two 8-bit significands give a 16-bit product: exact in fp32 unless the
      * exponent leaves the normal range, where IEEE gives Inf or a subnormal
-     * (too small to round up to a normal, so flushing it is exact). */
-    uint32_t p = flush_subnormal(f32_bits(fa * fb));
-    float s = f32_from_bits(flush_subnormal(acc)) + f32_from_bits(p);
-    uint32_t r = flush_subnormal(f32_bits(s));
-    return is_nan_bits(r) ? NTPU_F32_CANONICAL_NAN : r;
+     * (too small to round up to a normal, so the adder's flush of it is exact). */
+    return add_f32(acc, f32_bits(fa * fb));
 }
 
 static inline int32_t mac_int8(int32_t acc, int8_t a, int8_t b)
@@ -69,6 +76,10 @@ static inline int32_t mac_int8(int32_t acc, int8_t a, int8_t b)
 }
 
 uint32_t ntpu_mac_bf16(uint32_t acc, uint16_t a, uint16_t b) { return mac_bf16(acc, a, b); }
+
+uint32_t ntpu_f32_add(uint32_t a, uint32_t b) { return add_f32(a, b); }
+
+uint32_t ntpu_relu_f32(uint32_t x) { return (x & 0x80000000u) && !is_nan_bits(x) ? 0u : x; }
 
 int32_t ntpu_mac_int8(int32_t acc, int8_t a, int8_t b) { return mac_int8(acc, a, b); }
 
@@ -92,6 +103,12 @@ void ntpu_mac_int8_row(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsi
         for (unsigned j = 0; j < n; j++)
             acc[j] = (uint32_t)mac_int8((int32_t)acc[j], ai, (int8_t)(wi[j] & 0xFFu));
     }
+}
+
+void ntpu_f32_add_row(uint32_t *acc, const uint32_t *x, unsigned n)
+{
+    for (unsigned j = 0; j < n; j++)
+        acc[j] = add_f32(acc[j], x[j]);
 }
 
 /* round(x * m / 2^31), halves away from zero; the one overflowing case saturates. */

@@ -1,4 +1,4 @@
-/* Row kernels of the golden model's MATMUL, defined in numerics.c next to the
+/* Row kernels of the golden model, defined in numerics.c next to the
  * MACs they inline (one definition of the arithmetic, no call per MAC).
  * Internal to the library: not part of the public API. */
 #ifndef NTPU_NUMERICS_INTERNAL_H
@@ -13,5 +13,8 @@
  *   w:   n x n lanes, row i = array row i */
 void ntpu_mac_bf16_row(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n);
 void ntpu_mac_int8_row(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n);
+
+/* n lanes of the vector unit's fp32 add: acc[j] = ntpu_f32_add(acc[j], x[j]). */
+void ntpu_f32_add_row(uint32_t *acc, const uint32_t *x, unsigned n);
 
 #endif

@@ -13,7 +13,10 @@
  *     per clock); received bytes also count as `stall_link`;
  *   - LOAD_W costs N cycles (one weight row per clock);
  *   - MATMUL costs rows + 2N cycles (one activation row enters per clock, plus
- *     filling and draining the skewed N x N array); `array_busy` grows by rows;
+ *     filling and draining the skewed N x N array), with or without TRANSPOSE_A;
+ *     `array_busy` grows by rows;
+ *   - ACT, RELU_GRAD and COLSUM cost rows + REF_VECTOR_LATENCY cycles (one row
+ *     per clock through a short pipeline);
  *   - stall_weight, stall_hazard and stall_tx stay 0 (nothing overlaps here).
  */
 #include "ntpu_ref.h"
@@ -22,6 +25,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "ntpu/numerics.h"
 #include "ntpu/protocol.h"
 #include "numerics_internal.h"
 
@@ -31,6 +35,11 @@
 
 /* Extra cycles of a MATMUL beyond one per row: fill + drain of the array. */
 #define REF_MATMUL_LATENCY(n) (2u * (n))
+/* Extra cycles of a vector command beyond one per row: reading the aux rows
+ * and the pipeline's fill. An estimate, like every counter but `macs`. */
+#define REF_VECTOR_LATENCY 4u
+/* Largest N a configuration accepts (config_ok): sizes the per-row scratch. */
+#define REF_MAX_N 64u
 
 enum rx_state {
     RX_HUNT,   /* dropping bytes until SOF */
@@ -49,6 +58,7 @@ struct ntpu_ref {
     uint16_t *w_active;  /* N x N, row i = array row i */
     uint16_t *w_pending; /* N x N */
     int pending;
+    uint16_t *a_block;   /* N x N: one UB block transposed, for MATMUL TRANSPOSE_A */
 
     /* Receiver. frame[] holds SEQ, LEN (2), PAYLOAD, CRC (4): what the CRC
      * covers starts at frame[0]. */
@@ -74,16 +84,16 @@ ntpu_ref_config ntpu_ref_default_config(void)
 {
     ntpu_ref_config c;
     c.n = NTPU_DEFAULT_N;
-    c.ub_rows = 8192;
-    c.wb_rows = 4096;
-    c.acc_rows = 2048;
+    c.ub_rows = 16384;
+    c.wb_rows = 32768;
+    c.acc_rows = 32768;
     c.max_payload = 4112;
     return c;
 }
 
 static int config_ok(const ntpu_ref_config *c)
 {
-    return c->n >= 2 && c->n <= 64 && c->ub_rows >= 1 && c->ub_rows <= 65536 && c->wb_rows >= c->n &&
+    return c->n >= 2 && c->n <= REF_MAX_N && c->ub_rows >= 1 && c->ub_rows <= 65536 && c->wb_rows >= c->n &&
            c->wb_rows <= 65536 && c->acc_rows >= 1 && c->acc_rows <= 65536 && c->max_payload >= 1 + NTPU_COUNTERS_BYTES &&
            c->max_payload <= 65535;
 }
@@ -103,12 +113,13 @@ ntpu_ref *ntpu_ref_new(const ntpu_ref_config *cfg)
     r->acc = calloc((size_t)c.acc_rows * n, sizeof *r->acc);
     r->w_active = calloc(n * n, sizeof *r->w_active);
     r->w_pending = calloc(n * n, sizeof *r->w_pending);
+    r->a_block = calloc(n * n, sizeof *r->a_block);
     r->frame = malloc(3 + (size_t)c.max_payload + NTPU_FRAME_TRAILER);
     /* Room for a few largest replies up front: a host that reads as it goes
      * never makes the queue grow. */
     r->tx_cap = 4 * ((size_t)c.max_payload + NTPU_FRAME_OVERHEAD);
     r->tx = malloc(r->tx_cap);
-    if (!r->ub || !r->wb || !r->acc || !r->w_active || !r->w_pending || !r->frame || !r->tx) {
+    if (!r->ub || !r->wb || !r->acc || !r->w_active || !r->w_pending || !r->a_block || !r->frame || !r->tx) {
         ntpu_ref_free(r);
         return NULL;
     }
@@ -125,6 +136,7 @@ void ntpu_ref_free(ntpu_ref *r)
     free(r->acc);
     free(r->w_active);
     free(r->w_pending);
+    free(r->a_block);
     free(r->frame);
     free(r->tx);
     free(r);
@@ -233,6 +245,12 @@ static unsigned mem_rows(const ntpu_ref *r, unsigned mem)
     return mem == NTPU_MEM_UB ? r->cfg.ub_rows : mem == NTPU_MEM_WB ? r->cfg.wb_rows : r->cfg.acc_rows;
 }
 
+/* Rows of the memory a vector command's OUT field writes. */
+static unsigned out_rows(const ntpu_ref *r, unsigned out)
+{
+    return out == NTPU_OUT_WB ? r->cfg.wb_rows : out == NTPU_OUT_ACC ? r->cfg.acc_rows : r->cfg.ub_rows;
+}
+
 static size_t row_bytes(const ntpu_ref *r, unsigned mem)
 {
     return (size_t)r->cfg.n * (mem == NTPU_MEM_ACC ? 4u : 2u);
@@ -277,16 +295,32 @@ static void load_w(ntpu_ref *r, unsigned flags, unsigned wb_addr)
     r->cnt[NTPU_CNT_CYCLES] += n;
 }
 
-static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_addr, unsigned rows)
+/* Without TRANSPOSE_A row m is UB[ub_addr + m]. With it, rows come in blocks
+ * of N: block j is the N x N tile at UB[ub_addr + j*stride] read column by
+ * column, gathered once into a_block so that the row kernels stay the same. */
+static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_addr, unsigned rows, unsigned stride)
 {
     unsigned n = r->cfg.n;
     if (r->pending) {
         memcpy(r->w_active, r->w_pending, (size_t)n * n * sizeof *r->w_active);
         r->pending = 0;
     }
+    const int transpose = (flags & NTPU_MATMUL_TRANSPOSE_A) != 0;
     for (unsigned m = 0; m < rows; m++) {
         uint32_t *acc = r->acc + (size_t)(acc_addr + m) * n;
-        const uint16_t *a = r->ub + (size_t)(ub_addr + m) * n;
+        const uint16_t *a;
+        if (transpose) {
+            unsigned col = m % n;
+            if (col == 0) {
+                const uint16_t *blk = r->ub + ((size_t)ub_addr + (size_t)(m / n) * stride) * n;
+                for (unsigned i = 0; i < n; i++)
+                    for (unsigned c = 0; c < n; c++)
+                        r->a_block[(size_t)c * n + i] = blk[(size_t)i * n + c];
+            }
+            a = r->a_block + (size_t)col * n;
+        } else {
+            a = r->ub + (size_t)(ub_addr + m) * n;
+        }
         if (!(flags & NTPU_MATMUL_ACCUMULATE))
             memset(acc, 0, n * sizeof *acc); /* int32 0 and fp32 +0.0 alike */
         if (flags & NTPU_MATMUL_BF16)
@@ -299,6 +333,90 @@ static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_a
     r->cnt[NTPU_CNT_CYCLES] += rows + REF_MATMUL_LATENCY(n);
 }
 
+/* ---------------------------------------------------------------- vector unit */
+
+/* bf16 > 0 with subnormals read as zero: sign clear, exponent not 0, not NaN. */
+static int bf16_positive(uint16_t m) { return !(m & 0x8000u) && (m & 0x7F80u) && (m & 0x7FFFu) <= 0x7F80u; }
+
+/* Writes one fp32 result row x[0..n) per OUT (OUT_INT8 is handled by act()). */
+static void write_out_row(ntpu_ref *r, unsigned out, unsigned row, const uint32_t *x)
+{
+    unsigned n = r->cfg.n;
+    if (out == NTPU_OUT_ACC) {
+        memcpy(r->acc + (size_t)row * n, x, n * sizeof *x);
+        return;
+    }
+    uint16_t *d = (out == NTPU_OUT_UB ? r->ub : r->wb) + (size_t)row * n;
+    for (unsigned j = 0; j < n; j++)
+        d[j] = ntpu_bf16_from_f32_bits(x[j]);
+}
+
+static void act(ntpu_ref *r, unsigned flags, unsigned src, unsigned dst, unsigned rows, unsigned aux)
+{
+    const unsigned n = r->cfg.n, out = flags & NTPU_OUT_MASK;
+    /* The aux rows are read once, before row 0 (docs/isa.md): copies, so that
+     * this command's own writes to them cannot reach later rows. */
+    uint32_t bias[REF_MAX_N], mult[REF_MAX_N], shift[REF_MAX_N], x[REF_MAX_N];
+    if (flags & NTPU_ACT_BIAS)
+        memcpy(bias, r->acc + (size_t)aux * n, n * sizeof *bias);
+    if (out == NTPU_OUT_INT8) {
+        memcpy(mult, r->acc + ((size_t)aux + 1) * n, n * sizeof *mult);
+        memcpy(shift, r->acc + ((size_t)aux + 2) * n, n * sizeof *shift);
+    }
+    for (unsigned row = 0; row < rows; row++) {
+        memcpy(x, r->acc + (size_t)(src + row) * n, n * sizeof *x);
+        if (out == NTPU_OUT_INT8) {
+            uint16_t *d = r->ub + (size_t)(dst + row) * n;
+            for (unsigned j = 0; j < n; j++) {
+                uint32_t v = x[j];
+                if (flags & NTPU_ACT_BIAS)
+                    v += bias[j]; /* unsigned: the int32 add wraps */
+                if ((flags & NTPU_ACT_RELU) && (v & 0x80000000u))
+                    v = 0;
+                /* ntpu_requantize clamps the shift to 0..31 itself. */
+                int8_t y = ntpu_requantize((int32_t)v, (int32_t)mult[j], (int32_t)shift[j], 0);
+                d[j] = (uint16_t)(int16_t)y;
+            }
+            continue;
+        }
+        if (flags & NTPU_ACT_BIAS)
+            ntpu_f32_add_row(x, bias, n);
+        if (flags & NTPU_ACT_RELU)
+            for (unsigned j = 0; j < n; j++)
+                x[j] = ntpu_relu_f32(x[j]);
+        write_out_row(r, out, dst + row, x);
+    }
+    r->cnt[NTPU_CNT_CYCLES] += rows + REF_VECTOR_LATENCY;
+}
+
+static void relu_grad(ntpu_ref *r, unsigned flags, unsigned src, unsigned dst, unsigned rows, unsigned mask)
+{
+    const unsigned n = r->cfg.n;
+    uint32_t x[REF_MAX_N];
+    for (unsigned row = 0; row < rows; row++) {
+        const uint16_t *m = r->ub + (size_t)(mask + row) * n;
+        const uint32_t *s = r->acc + (size_t)(src + row) * n;
+        for (unsigned j = 0; j < n; j++)
+            x[j] = bf16_positive(m[j]) ? s[j] : 0u;
+        write_out_row(r, flags & NTPU_OUT_MASK, dst + row, x);
+    }
+    r->cnt[NTPU_CNT_CYCLES] += rows + REF_VECTOR_LATENCY;
+}
+
+static void colsum(ntpu_ref *r, unsigned flags, unsigned src, unsigned dst, unsigned rows)
+{
+    const unsigned n = r->cfg.n;
+    uint32_t s[REF_MAX_N];
+    if (flags & NTPU_COLSUM_ACCUMULATE)
+        memcpy(s, r->acc + (size_t)dst * n, n * sizeof *s);
+    else
+        memset(s, 0, n * sizeof *s);
+    for (unsigned row = 0; row < rows; row++)
+        ntpu_f32_add_row(s, r->acc + (size_t)(src + row) * n, n);
+    memcpy(r->acc + (size_t)dst * n, s, n * sizeof *s);
+    r->cnt[NTPU_CNT_CYCLES] += rows + REF_VECTOR_LATENCY;
+}
+
 static void info_block(const ntpu_ref *r, uint8_t *p)
 {
     memset(p, 0, NTPU_ID_BYTES);
@@ -308,7 +426,7 @@ static void info_block(const ntpu_ref *r, uint8_t *p)
     p[NTPU_ID_OFF_ROWS] = (uint8_t)r->cfg.n;
     p[NTPU_ID_OFF_COLS] = (uint8_t)r->cfg.n;
     p[NTPU_ID_OFF_DTYPES] = NTPU_DTYPE_INT8_BIT | NTPU_DTYPE_BF16_BIT;
-    p[NTPU_ID_OFF_FEATURES] = NTPU_FEATURE_TRANSPOSE_BIT;
+    p[NTPU_ID_OFF_FEATURES] = NTPU_FEATURE_TRANSPOSE_BIT | NTPU_FEATURE_TRANSPOSE_A_BIT | NTPU_FEATURE_VECTOR_BIT;
     put16(p + NTPU_ID_OFF_MAX_PAYLOAD, r->cfg.max_payload);
     put32(p + NTPU_ID_OFF_UB_ROWS, r->cfg.ub_rows);
     put32(p + NTPU_ID_OFF_WB_ROWS, r->cfg.wb_rows);
@@ -377,14 +495,64 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len)
     }
 
     case NTPU_OP_MATMUL: {
-        if (len != NTPU_LEN_MATMUL)
+        /* The flags byte says which fixed part applies, so it must exist first. */
+        if (len < 2 || len != ((p[1] & NTPU_MATMUL_TRANSPOSE_A) ? NTPU_LEN_MATMUL_T : NTPU_LEN_MATMUL))
             return NTPU_DEV_ERR_LENGTH;
         unsigned flags = p[1], ub_addr = get16(p + 2), acc_addr = get16(p + 4), rows = get16(p + 6);
-        if (flags & ~(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE))
+        unsigned stride = (flags & NTPU_MATMUL_TRANSPOSE_A) ? get16(p + 8) : 0;
+        if (flags & ~(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE | NTPU_MATMUL_TRANSPOSE_A))
             return NTPU_DEV_ERR_ARG;
-        if ((unsigned long)ub_addr + rows > r->cfg.ub_rows || (unsigned long)acc_addr + rows > r->cfg.acc_rows)
+        unsigned long long ub_end = (unsigned long long)ub_addr + rows;
+        if (flags & NTPU_MATMUL_TRANSPOSE_A) {
+            if (rows % n)
+                return NTPU_DEV_ERR_ARG;
+            if (rows > 0) /* the last block ends N rows after its start */
+                ub_end = (unsigned long long)ub_addr + (unsigned long long)(rows / n - 1) * stride + n;
+        }
+        if (ub_end > r->cfg.ub_rows || (unsigned long)acc_addr + rows > r->cfg.acc_rows)
             return NTPU_DEV_ERR_RANGE;
-        matmul(r, flags, ub_addr, acc_addr, rows);
+        matmul(r, flags, ub_addr, acc_addr, rows, stride);
+        return NTPU_DEV_OK;
+    }
+
+    case NTPU_OP_ACT: {
+        if (len != NTPU_LEN_ACT)
+            return NTPU_DEV_ERR_LENGTH;
+        unsigned flags = p[1], src = get16(p + 2), dst = get16(p + 4), rows = get16(p + 6), aux = get16(p + 8);
+        if (flags & ~(NTPU_ACT_BIAS | NTPU_ACT_RELU | NTPU_OUT_MASK))
+            return NTPU_DEV_ERR_ARG;
+        unsigned out = flags & NTPU_OUT_MASK;
+        /* the highest aux row used, plus one; 0 when none is */
+        unsigned long aux_end = out == NTPU_OUT_INT8 ? aux + 3ul : (flags & NTPU_ACT_BIAS) ? aux + 1ul : 0;
+        if ((unsigned long)src + rows > r->cfg.acc_rows || (unsigned long)dst + rows > out_rows(r, out) ||
+            aux_end > r->cfg.acc_rows)
+            return NTPU_DEV_ERR_RANGE;
+        act(r, flags, src, dst, rows, aux);
+        return NTPU_DEV_OK;
+    }
+
+    case NTPU_OP_RELU_GRAD: {
+        if (len != NTPU_LEN_RELU_GRAD)
+            return NTPU_DEV_ERR_LENGTH;
+        unsigned flags = p[1], src = get16(p + 2), dst = get16(p + 4), rows = get16(p + 6), mask = get16(p + 8);
+        if ((flags & ~NTPU_OUT_MASK) || (flags & NTPU_OUT_MASK) == NTPU_OUT_INT8)
+            return NTPU_DEV_ERR_ARG;
+        if ((unsigned long)src + rows > r->cfg.acc_rows || (unsigned long)mask + rows > r->cfg.ub_rows ||
+            (unsigned long)dst + rows > out_rows(r, flags & NTPU_OUT_MASK))
+            return NTPU_DEV_ERR_RANGE;
+        relu_grad(r, flags, src, dst, rows, mask);
+        return NTPU_DEV_OK;
+    }
+
+    case NTPU_OP_COLSUM: {
+        if (len != NTPU_LEN_COLSUM)
+            return NTPU_DEV_ERR_LENGTH;
+        unsigned flags = p[1], src = get16(p + 2), dst = get16(p + 4), rows = get16(p + 6);
+        if (flags & ~NTPU_COLSUM_ACCUMULATE)
+            return NTPU_DEV_ERR_ARG;
+        if ((unsigned long)src + rows > r->cfg.acc_rows || dst >= r->cfg.acc_rows)
+            return NTPU_DEV_ERR_RANGE;
+        colsum(r, flags, src, dst, rows);
         return NTPU_DEV_OK;
     }
 

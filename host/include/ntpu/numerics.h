@@ -31,6 +31,17 @@ NTPU_API float ntpu_bf16_to_f32(uint16_t b);
  * and any NaN result is NTPU_F32_CANONICAL_NAN. */
 NTPU_API uint32_t ntpu_mac_bf16(uint32_t acc, uint16_t a, uint16_t b);
 
+/* The fp32 addition of the PE and of the vector unit (the add of
+ * ntpu_mac_bf16 alone), on bit patterns: round_rne(a + b), where subnormal a
+ * and b read as zero of their sign, a subnormal sum is flushed to zero of its
+ * sign, and any NaN result is NTPU_F32_CANONICAL_NAN. */
+NTPU_API uint32_t ntpu_f32_add(uint32_t a, uint32_t b);
+
+/* ReLU of the vector unit on fp32 bits: +0 if x's sign bit is set and x is not
+ * NaN (so -0 and -Inf give +0), else x unchanged (NaN keeps its bits, a
+ * positive subnormal is not flushed). */
+NTPU_API uint32_t ntpu_relu_f32(uint32_t x);
+
 /* One int8 multiply-accumulate step: acc + a*b with two's-complement wrap. */
 NTPU_API int32_t ntpu_mac_int8(int32_t acc, int8_t a, int8_t b);
 

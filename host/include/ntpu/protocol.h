@@ -24,10 +24,14 @@ enum ntpu_opcode {
     NTPU_OP_WRITE_MEM = 0x02, /* [op][mem][addr u16][rows u16][rows*row bytes] -> status          */
     NTPU_OP_READ_MEM = 0x03,  /* [op][mem][addr u16][rows u16]               -> status, rows      */
     NTPU_OP_LOAD_W = 0x04,    /* [op][flags][wb_addr u16]                    -> status            */
-    NTPU_OP_MATMUL = 0x05,    /* [op][flags][ub_addr u16][acc_addr u16][rows u16] -> status       */
+    NTPU_OP_MATMUL = 0x05,    /* [op][flags][ub_addr u16][acc_addr u16][rows u16]([stride u16]) -> status */
     NTPU_OP_FENCE = 0x06,     /* [op]                                        -> status when idle  */
     NTPU_OP_STATUS = 0x07,    /* [op]                                        -> status, status block */
     NTPU_OP_COUNTERS = 0x08,  /* [op][flags]                                 -> status, counters  */
+    /* version 1.1 (feature bit VECTOR) */
+    NTPU_OP_ACT = 0x09,       /* [op][flags][src u16][dst u16][rows u16][aux u16]  -> status       */
+    NTPU_OP_RELU_GRAD = 0x0A, /* [op][flags][src u16][dst u16][rows u16][mask u16] -> status       */
+    NTPU_OP_COLSUM = 0x0B,    /* [op][flags][src u16][dst u16][rows u16]           -> status       */
 };
 
 /* Command lengths (whole payload, opcode included). WRITE_MEM adds its data. */
@@ -35,10 +39,14 @@ enum ntpu_opcode {
 #define NTPU_LEN_INFO 1u
 #define NTPU_LEN_MEM_HDR 6u
 #define NTPU_LEN_LOAD_W 4u
-#define NTPU_LEN_MATMUL 8u
+#define NTPU_LEN_MATMUL 8u   /* without NTPU_MATMUL_TRANSPOSE_A */
+#define NTPU_LEN_MATMUL_T 10u /* with NTPU_MATMUL_TRANSPOSE_A: adds stride u16 */
 #define NTPU_LEN_FENCE 1u
 #define NTPU_LEN_STATUS 1u
 #define NTPU_LEN_COUNTERS 2u
+#define NTPU_LEN_ACT 10u
+#define NTPU_LEN_RELU_GRAD 10u
+#define NTPU_LEN_COLSUM 8u
 
 /* Memory ids of WRITE_MEM / READ_MEM. UB and WB rows are N lanes of 16 bits,
  * ACC rows are N lanes of 32 bits; lane 0 first, each lane little-endian. */
@@ -51,7 +59,18 @@ enum ntpu_mem {
 #define NTPU_LOADW_TRANSPOSE 0x01u /* LOAD_W flags: PE(i,n) takes WB[wb_addr+n][i] */
 #define NTPU_MATMUL_BF16 0x01u     /* MATMUL flags: operands are bf16 (else int8)   */
 #define NTPU_MATMUL_ACCUMULATE 0x02u /* MATMUL flags: chain starts at ACC (else 0)  */
+#define NTPU_MATMUL_TRANSPOSE_A 0x04u /* MATMUL flags: rows are columns of N x N UB blocks */
 #define NTPU_COUNTERS_CLEAR 0x01u  /* COUNTERS flags: zero all counters after reading */
+
+/* ACT flags. Bits 3:2 (OUT) pick the destination, shared with RELU_GRAD. */
+#define NTPU_ACT_BIAS 0x01u  /* add ACC[aux] (fp32, or int32 wrapping in int8 mode) */
+#define NTPU_ACT_RELU 0x02u  /* negative -> 0 (fp32: sign set and not NaN) */
+#define NTPU_OUT_UB 0x00u    /* bf16 -> UB[dst + r] */
+#define NTPU_OUT_WB 0x04u    /* bf16 -> WB[dst + r] */
+#define NTPU_OUT_ACC 0x08u   /* fp32, bit for bit -> ACC[dst + r] */
+#define NTPU_OUT_INT8 0x0Cu  /* ACT only: int8 mode, requantized int8 -> UB[dst + r] */
+#define NTPU_OUT_MASK 0x0Cu
+#define NTPU_COLSUM_ACCUMULATE 0x01u /* COLSUM flags: the sum starts at ACC[dst] (else +0) */
 
 /* Device status: the first payload byte of every reply. */
 enum ntpu_dev_status {
@@ -61,7 +80,7 @@ enum ntpu_dev_status {
     NTPU_DEV_ERR_OPCODE = 3, /* unknown opcode                                              */
     NTPU_DEV_ERR_MEM = 4,    /* unknown memory id                                           */
     NTPU_DEV_ERR_RANGE = 5,  /* address + rows past the end of the memory                   */
-    NTPU_DEV_ERR_ARG = 6,    /* reserved flag bits set                                      */
+    NTPU_DEV_ERR_ARG = 6,    /* reserved flag bits set, or a field value the command forbids */
 };
 
 /* ID block returned by INFO (32 bytes after the status byte). */
@@ -73,7 +92,7 @@ enum ntpu_dev_status {
 #define NTPU_ID_OFF_ROWS 6          /* u8: array rows (N) */
 #define NTPU_ID_OFF_COLS 7          /* u8: array columns (N) */
 #define NTPU_ID_OFF_DTYPES 8        /* u8: bit0 int8, bit1 bf16 */
-#define NTPU_ID_OFF_FEATURES 9      /* u8: bit0 transposed weight load */
+#define NTPU_ID_OFF_FEATURES 9      /* u8: NTPU_FEATURE_* bits */
 #define NTPU_ID_OFF_MAX_PAYLOAD 10  /* u16 */
 #define NTPU_ID_OFF_UB_ROWS 12      /* u32 */
 #define NTPU_ID_OFF_WB_ROWS 16      /* u32 */
@@ -82,9 +101,11 @@ enum ntpu_dev_status {
 #define NTPU_ID_OFF_PLATFORM 28     /* u8: 0 golden model, 1 RTL */
 #define NTPU_DTYPE_INT8_BIT 0x01u
 #define NTPU_DTYPE_BF16_BIT 0x02u
-#define NTPU_FEATURE_TRANSPOSE_BIT 0x01u
+#define NTPU_FEATURE_TRANSPOSE_BIT 0x01u   /* LOAD_W TRANSPOSE */
+#define NTPU_FEATURE_TRANSPOSE_A_BIT 0x02u /* MATMUL TRANSPOSE_A (1.1) */
+#define NTPU_FEATURE_VECTOR_BIT 0x04u      /* ACT, RELU_GRAD, COLSUM (1.1) */
 #define NTPU_VERSION_MAJOR 1u
-#define NTPU_VERSION_MINOR 0u
+#define NTPU_VERSION_MINOR 1u
 
 /* Status block returned by STATUS (16 bytes after the status byte). */
 #define NTPU_STATUS_BYTES 16u
