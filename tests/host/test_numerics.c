@@ -299,6 +299,123 @@ Test(numerics, mac_bf16_random_against_double)
     }
 }
 
+/* ---------------------------------------------------------------- f32_add */
+
+#define ADD(a, b, want)                                                                                          \
+    cr_expect_eq(ntpu_f32_add((a), (b)), (uint32_t)(want), "add(0x%08x, 0x%08x) = 0x%08x, want 0x%08x",           \
+                 (unsigned)(a), (unsigned)(b), ntpu_f32_add((a), (b)), (unsigned)(want))
+
+Test(numerics, f32_add_hand_cases)
+{
+    ADD(0x3F800000u, 0x40000000u, 0x40400000u); /* 1 + 2 = 3 */
+    ADD(0x3F800000u, 0x33800000u, 0x3F800000u); /* 1 + 2^-24: tie, even is 1 */
+    ADD(0x3F800001u, 0x33800000u, 0x3F800002u); /* odd + tie: up */
+    ADD(0x3F800000u, 0x33800001u, 0x3F800001u); /* just above the tie */
+    ADD(0xBF800001u, 0xB3800000u, 0xBF800002u);
+    ADD(0x7F7FFFFFu, 0x73000000u, 0x7F800000u); /* FLT_MAX + half an ulp: Inf */
+    ADD(0x7F7FFFFFu, 0x72FFFFFFu, 0x7F7FFFFFu);
+    ADD(0xFF7FFFFFu, 0xF3000000u, 0xFF800000u);
+    /* subnormal operands read as zero of their sign */
+    ADD(0x00400000u, 0x00400000u, 0x00000000u); /* would be 2^-126, a normal */
+    ADD(0x80000001u, 0x80000001u, 0x80000000u); /* -0 + -0 */
+    ADD(0x80000001u, 0x00000001u, 0x00000000u);
+    ADD(0x00000001u, 0x3F800000u, 0x3F800000u);
+    ADD(0x007FFFFFu, 0x00800000u, 0x00800000u); /* not 2^-125 - 2^-149 */
+    /* subnormal sums are flushed */
+    ADD(0x00C00000u, 0x80800000u, 0x00000000u); /* 1.5*2^-126 - 2^-126 */
+    ADD(0x80C00000u, 0x00800000u, 0x80000000u);
+    ADD(0x01000000u, 0x80800000u, 0x00800000u); /* 2^-126 exactly: kept */
+    /* signed zeros */
+    ADD(0x00000000u, 0x80000000u, 0x00000000u);
+    ADD(0x80000000u, 0x80000000u, 0x80000000u);
+    ADD(0x3F800000u, 0xBF800000u, 0x00000000u);
+    ADD(0x80000000u, 0x3F800000u, 0x3F800000u);
+    /* Inf and NaN */
+    ADD(0x7F800000u, 0xFF800000u, NTPU_F32_CANONICAL_NAN);
+    ADD(0x7F800000u, 0x7F800000u, 0x7F800000u);
+    ADD(0xFF800000u, 0x3F800000u, 0xFF800000u);
+    ADD(0xFFC12345u, 0x3F800000u, NTPU_F32_CANONICAL_NAN); /* sign and payload dropped */
+    ADD(0x3F800000u, 0x7F800001u, NTPU_F32_CANONICAL_NAN);
+    ADD(0x7F800001u, 0xFF800000u, NTPU_F32_CANONICAL_NAN);
+}
+
+/* The spec in double: the sum of two fp32 values rounded to double and then to
+ * fp32 is the correctly rounded fp32 sum (53 >= 2*24 + 2). */
+static uint32_t add_by_double(uint32_t a, uint32_t b)
+{
+    double s = flushed(a) + flushed(b);
+    if (isnan(s))
+        return NTPU_F32_CANONICAL_NAN;
+    uint32_t r = bits_of((float)s);
+    if (((r >> 23) & 0xFF) == 0)
+        r &= 0x80000000u;
+    return r;
+}
+
+static uint32_t rnd_f32_near(uint32_t other)
+{
+    uint64_t r = rnd();
+    switch (r % 6) {
+    case 0: return (uint32_t)(r >> 32); /* anything, NaNs and subnormals included */
+    case 1: return (uint32_t)(r >> 32) & 0x80FFFFFFu; /* tiny: subnormal or near the flush edge */
+    case 2: return (other & 0x7F800000u) ^ 0x80000000u ^ (uint32_t)((r >> 32) & 0x807FFFFFu); /* cancel */
+    default: /* within 30 binades of the other operand: sums round */
+        return (uint32_t)(((r >> 32) & 0x807FFFFFu) |
+                          ((uint32_t)(((other >> 23) & 0xFF) + (r >> 8) % 61 + 226) % 256 << 23));
+    }
+}
+
+Test(numerics, f32_add_random_against_double)
+{
+    for (int k = 0; k < 2000000; k++) {
+        uint32_t a = (uint32_t)rnd();
+        uint32_t b = rnd_f32_near(a);
+        uint32_t want = add_by_double(a, b), got = ntpu_f32_add(a, b);
+        if (got != want)
+            cr_assert_fail("add(0x%08x, 0x%08x) = 0x%08x, want 0x%08x", a, b, got, want);
+        if (ntpu_f32_add(b, a) != got)
+            cr_assert_fail("add(0x%08x, 0x%08x) is not commutative", a, b);
+    }
+}
+
+Test(numerics, f32_add_is_the_add_of_the_mac)
+{
+    /* acc + x*1.0: the product is x exactly, so the MAC is the adder alone */
+    for (int k = 0; k < 200000; k++) {
+        uint32_t acc = (uint32_t)rnd();
+        uint16_t x = rnd_bf16();
+        if (k & 1)
+            acc = rnd_f32_near((uint32_t)x << 16);
+        uint32_t mac = ntpu_mac_bf16(acc, x, 0x3F80), add = ntpu_f32_add(acc, (uint32_t)x << 16);
+        if (mac != add)
+            cr_assert_fail("mac(0x%08x, 0x%04x, 1) = 0x%08x, add = 0x%08x", acc, x, mac, add);
+    }
+}
+
+/* ---------------------------------------------------------------- relu_f32 */
+
+Test(numerics, relu_f32_is_a_select)
+{
+    cr_expect_eq(ntpu_relu_f32(0x3F800000u), 0x3F800000u);
+    cr_expect_eq(ntpu_relu_f32(0xBF800000u), 0x00000000u);
+    cr_expect_eq(ntpu_relu_f32(0x00000000u), 0x00000000u);
+    cr_expect_eq(ntpu_relu_f32(0x80000000u), 0x00000000u, "-0 -> +0");
+    cr_expect_eq(ntpu_relu_f32(0x7F800000u), 0x7F800000u);
+    cr_expect_eq(ntpu_relu_f32(0xFF800000u), 0x00000000u, "-Inf -> +0");
+    cr_expect_eq(ntpu_relu_f32(0x00000001u), 0x00000001u, "positive subnormal not flushed");
+    cr_expect_eq(ntpu_relu_f32(0x80000001u), 0x00000000u);
+    cr_expect_eq(ntpu_relu_f32(0x7FC00000u), 0x7FC00000u);
+    cr_expect_eq(ntpu_relu_f32(0xFFC00000u), 0xFFC00000u, "negative NaN passes unchanged");
+    cr_expect_eq(ntpu_relu_f32(0xFF800001u), 0xFF800001u, "signalling NaN too");
+    cr_expect_eq(ntpu_relu_f32(0x7F812345u), 0x7F812345u);
+    for (int k = 0; k < 100000; k++) {
+        uint32_t x = (uint32_t)rnd();
+        float f = float_of(x);
+        uint32_t want = isnan(f) ? x : signbit(f) ? 0u : x;
+        cr_assert_eq(ntpu_relu_f32(x), want, "relu(0x%08x)", x);
+    }
+}
+
 /* ---------------------------------------------------------------- mac_int8 */
 
 Test(numerics, mac_int8_wraps)
