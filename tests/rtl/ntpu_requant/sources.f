@@ -1,0 +1,2 @@
+rtl/ntpu_requant.sv
+tests/rtl/ntpu_requant/tb.sv

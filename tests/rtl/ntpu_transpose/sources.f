@@ -1,0 +1,2 @@
+rtl/ntpu_transpose.sv
+tests/rtl/ntpu_transpose/tb.sv
