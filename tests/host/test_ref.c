@@ -2,7 +2,9 @@
  * a host sees it (docs/protocol.md, docs/isa.md). Expected results come from
  * plain loops written here, not from the model's own code. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -14,6 +16,9 @@
 /* ---------------------------------------------------------------- host side */
 
 #define BIG 70000 /* more than any frame */
+
+/* The default simulated core's memories (docs/isa.md, "Device state"). */
+enum { UB_ROWS = 16384, WB_ROWS = 32768, ACC_ROWS = 32768 };
 
 static uint8_t next_seq;
 static uint8_t txbuf[BIG];
@@ -228,9 +233,9 @@ Test(ref_model, default_config)
 #else
     cr_expect_eq(c.n, 8);
 #endif
-    cr_expect_eq(c.ub_rows, 8192);
-    cr_expect_eq(c.wb_rows, 4096);
-    cr_expect_eq(c.acc_rows, 2048);
+    cr_expect_eq(c.ub_rows, 16384);
+    cr_expect_eq(c.wb_rows, 32768);
+    cr_expect_eq(c.acc_rows, 32768);
     cr_expect_eq(c.max_payload, 4112);
 }
 
@@ -249,15 +254,15 @@ Test(ref_model, info_block)
     cr_expect_eq(get32(id + 0), 0x5550544Eu);
     cr_expect_eq(memcmp(id, "NTPU", 4), 0);
     cr_expect_eq(id[4], 1);
-    cr_expect_eq(id[5], 0);
+    cr_expect_eq(id[5], 1, "version 1.1");
     cr_expect_eq(id[6], N);
     cr_expect_eq(id[7], N);
     cr_expect_eq(id[8], 3);
-    cr_expect_eq(id[9], 1);
+    cr_expect_eq(id[9], 7, "features TRANSPOSE, TRANSPOSE_A, VECTOR");
     cr_expect_eq(get16(id + 10), 4112);
-    cr_expect_eq(get32(id + 12), 8192);
-    cr_expect_eq(get32(id + 16), 4096);
-    cr_expect_eq(get32(id + 20), 2048);
+    cr_expect_eq(get32(id + 12), 16384);
+    cr_expect_eq(get32(id + 16), 32768);
+    cr_expect_eq(get32(id + 20), 32768);
     cr_expect_eq(get32(id + 24), 0);
     cr_expect_eq(id[28], 0);
     cr_expect_eq(id[29] | id[30] | id[31], 0);
@@ -265,12 +270,12 @@ Test(ref_model, info_block)
 
 Test(ref_model, config_limits)
 {
-    ntpu_ref_config ok = {4, 16, 8, 32, 64};
+    ntpu_ref_config ok = {4, 16, 8, 32, 73}; /* 73: the COUNTERS reply */
     ntpu_ref *r = ntpu_ref_new(&ok);
     cr_assert(r);
     cr_assert_eq(op0(r, NTPU_OP_INFO), NTPU_DEV_OK);
     cr_expect_eq(rep.data[6], 4);
-    cr_expect_eq(get16(rep.data + 10), 64);
+    cr_expect_eq(get16(rep.data + 10), 73);
     cr_expect_eq(get32(rep.data + 12), 16);
     cr_expect_eq(get32(rep.data + 16), 8);
     cr_expect_eq(get32(rep.data + 20), 32);
@@ -278,9 +283,9 @@ Test(ref_model, config_limits)
     ntpu_ref_free(NULL);
 
     const ntpu_ref_config bad[] = {
-        {1, 16, 8, 32, 64},  {65, 16, 65, 32, 64},   {4, 0, 8, 32, 64},     {4, 65537, 8, 32, 64},
-        {4, 16, 3, 32, 64},  {4, 16, 65537, 32, 64}, {4, 16, 8, 0, 64},     {4, 16, 8, 65537, 64},
-        {4, 16, 8, 32, 63},  {4, 16, 8, 32, 65536},
+        {1, 16, 8, 32, 73},  {65, 16, 65, 32, 73},   {4, 0, 8, 32, 73},     {4, 65537, 8, 32, 73},
+        {4, 16, 3, 32, 73},  {4, 16, 65537, 32, 73}, {4, 16, 8, 0, 73},     {4, 16, 8, 65537, 73},
+        {4, 16, 8, 32, 72},  {4, 16, 8, 32, 65536},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_expect_null(ntpu_ref_new(&bad[i]), "config %zu rejected", i);
@@ -299,7 +304,7 @@ Test(ref_model, config_limits)
 Test(ref_model, write_read_round_trips)
 {
     static uint8_t data[BIG];
-    const unsigned sizes[3] = {8192, 4096, 2048};
+    const unsigned sizes[3] = {UB_ROWS, WB_ROWS, ACC_ROWS};
     for (unsigned mem = 0; mem < 3; mem++) {
         unsigned rb = row_bytes(N, mem), rows = 4096 / rb; /* as many rows as fit in one frame */
         const unsigned addrs[3] = {0, 37, sizes[mem] - rows};
@@ -405,10 +410,10 @@ Test(ref_model, bf16_matmul_is_a_sequential_fp32_chain)
     for (unsigned i = 0; i < N * N; i++)
         w[i] = rnd_bf16();
     cr_assert_eq(write_lanes16(dev, N, NTPU_MEM_UB, 0, M, a), NTPU_DEV_OK);
-    cr_assert_eq(write_lanes16(dev, N, NTPU_MEM_WB, 4096 - N, N, w), NTPU_DEV_OK);
-    cr_assert_eq(load_w(dev, 0, 4096 - N), NTPU_DEV_OK);
-    cr_assert_eq(matmul(dev, NTPU_MATMUL_BF16, 0, 2048 - M, M), NTPU_DEV_OK);
-    read_acc(dev, N, 2048 - M, M, got);
+    cr_assert_eq(write_lanes16(dev, N, NTPU_MEM_WB, WB_ROWS - N, N, w), NTPU_DEV_OK);
+    cr_assert_eq(load_w(dev, 0, WB_ROWS - N), NTPU_DEV_OK);
+    cr_assert_eq(matmul(dev, NTPU_MATMUL_BF16, 0, ACC_ROWS - M, M), NTPU_DEV_OK);
+    read_acc(dev, N, ACC_ROWS - M, M, got);
     for (unsigned m = 0; m < M; m++)
         for (unsigned n = 0; n < N; n++) {
             float acc = 0.0f;
@@ -549,7 +554,7 @@ Test(ref_model, weights_zero_after_reset_and_pending_flag)
     /* a LOAD_W with an error loads nothing */
     cr_assert_eq(load_w(dev, 0, N), NTPU_DEV_OK);
     cr_assert_eq(load_w(dev, NTPU_LOADW_TRANSPOSE | 0x02, N), NTPU_DEV_ERR_ARG);
-    cr_assert_eq(load_w(dev, NTPU_LOADW_TRANSPOSE, 4096 - N + 1), NTPU_DEV_ERR_RANGE);
+    cr_assert_eq(load_w(dev, NTPU_LOADW_TRANSPOSE, WB_ROWS - N + 1), NTPU_DEV_ERR_RANGE);
     identity_matmul(dev, N, got);
     for (unsigned i = 0; i < N * N; i++)
         cr_assert_eq((int32_t)got[i], lo8(w2[i]));
@@ -590,7 +595,7 @@ Test(ref_model, int8_accumulate_and_counters)
     cr_expect_eq(c[NTPU_CNT_RX_BYTES], 10, "only this COUNTERS frame since the clear");
     cr_expect_eq(c[NTPU_CNT_TX_BYTES], 81, "only the clearing COUNTERS' reply");
     /* an erroring MATMUL counts no MACs */
-    cr_assert_eq(matmul(dev, 0, 0, 2047, 2), NTPU_DEV_ERR_RANGE);
+    cr_assert_eq(matmul(dev, 0, 0, ACC_ROWS - 1, 2), NTPU_DEV_ERR_RANGE);
     counters(dev, 0, c);
     cr_expect_eq(c[NTPU_CNT_MACS], 0);
 }
@@ -651,7 +656,7 @@ Test(ref_model, error_length_in_header_is_immediate)
 
     /* LEN = max_payload passes the header check: the opcode check answers */
     static uint8_t big[4112];
-    big[0] = 0x09;
+    big[0] = 0x0C;
     cr_assert_eq(run_len(big, sizeof big), NTPU_DEV_ERR_OPCODE);
 }
 
@@ -660,7 +665,7 @@ Test(ref_model, every_error_status)
     uint8_t c[6 + 4 * 64 + 8] = {0};
 
     /* ERR_OPCODE, whatever the length */
-    for (unsigned op = 0x09; op <= 0xFF; op++) {
+    for (unsigned op = 0x0C; op <= 0xFF; op++) {
         c[0] = (uint8_t)op;
         cr_assert_eq(run_len(c, 1 + op % 7), NTPU_DEV_ERR_OPCODE, "op 0x%02x", op);
     }
@@ -712,15 +717,17 @@ Test(ref_model, every_error_status)
         cr_assert_eq(run_len(c, 4), NTPU_DEV_ERR_ARG);
         c[0] = NTPU_OP_COUNTERS;
         cr_assert_eq(run_len(c, 2), NTPU_DEV_ERR_ARG);
-        if (bit >= 2) {
+        if (bit >= 3) { /* bit 2 is TRANSPOSE_A; and with it, LEN 10 */
             c[0] = NTPU_OP_MATMUL;
             cr_assert_eq(run_len(c, 8), NTPU_DEV_ERR_ARG);
+            c[1] |= NTPU_MATMUL_TRANSPOSE_A;
+            cr_assert_eq(run_len(c, 10), NTPU_DEV_ERR_ARG);
         }
     }
 
     /* ERR_RANGE, and the last valid address of each check */
     memset(c, 0, sizeof c);
-    const struct { unsigned mem, last; } mems[] = {{0, 8192}, {1, 4096}, {2, 2048}};
+    const struct { unsigned mem, last; } mems[] = {{0, UB_ROWS}, {1, WB_ROWS}, {2, ACC_ROWS}};
     for (size_t i = 0; i < 3; i++) {
         c[0] = NTPU_OP_READ_MEM;
         c[1] = (uint8_t)mems[i].mem;
@@ -740,15 +747,15 @@ Test(ref_model, every_error_status)
     }
     c[0] = NTPU_OP_WRITE_MEM;
     c[1] = NTPU_MEM_ACC;
-    put16(c + 2, 2048);
+    put16(c + 2, ACC_ROWS);
     put16(c + 4, 1);
     cr_assert_eq(run_len(c, 6 + 4 * N), NTPU_DEV_ERR_RANGE);
-    cr_assert_eq(load_w(dev, 0, 4096 - N), NTPU_DEV_OK);
-    cr_assert_eq(load_w(dev, 0, 4096 - N + 1), NTPU_DEV_ERR_RANGE);
+    cr_assert_eq(load_w(dev, 0, WB_ROWS - N), NTPU_DEV_OK);
+    cr_assert_eq(load_w(dev, 0, WB_ROWS - N + 1), NTPU_DEV_ERR_RANGE);
     cr_assert_eq(load_w(dev, NTPU_LOADW_TRANSPOSE, 0xFFFF), NTPU_DEV_ERR_RANGE);
-    cr_assert_eq(matmul(dev, 0, 8192 - 4, 2048 - 4, 4), NTPU_DEV_OK);
-    cr_assert_eq(matmul(dev, 0, 8192 - 3, 0, 4), NTPU_DEV_ERR_RANGE);
-    cr_assert_eq(matmul(dev, 0, 0, 2048 - 3, 4), NTPU_DEV_ERR_RANGE);
+    cr_assert_eq(matmul(dev, 0, UB_ROWS - 4, ACC_ROWS - 4, 4), NTPU_DEV_OK);
+    cr_assert_eq(matmul(dev, 0, UB_ROWS - 3, 0, 4), NTPU_DEV_ERR_RANGE);
+    cr_assert_eq(matmul(dev, 0, 0, ACC_ROWS - 3, 4), NTPU_DEV_ERR_RANGE);
     cr_assert_eq(matmul(dev, 0, 0xFFFF, 0xFFFF, 0xFFFF), NTPU_DEV_ERR_RANGE);
 }
 
@@ -763,7 +770,7 @@ Test(ref_model, error_check_order)
     cr_assert_eq(rep.status, NTPU_DEV_ERR_CRC);
     cr_assert_eq(rep.seq, 9);
     /* opcode before length */
-    c[0] = 0x09;
+    c[0] = 0x0C;
     cr_assert_eq(run_len(c, 40), NTPU_DEV_ERR_OPCODE);
     /* fixed-part length before memory id */
     c[0] = NTPU_OP_READ_MEM;
@@ -779,9 +786,12 @@ Test(ref_model, error_check_order)
     c[0] = NTPU_OP_MATMUL;
     c[1] = 0xFF;
     cr_assert_eq(run_len(c, 9), NTPU_DEV_ERR_LENGTH);
+    cr_assert_eq(run_len(c, 8), NTPU_DEV_ERR_LENGTH, "TRANSPOSE_A set: LEN must be 10");
     /* flags before range */
     put16(c + 2, 0xFFFF);
     put16(c + 6, 0xFFFF);
+    cr_assert_eq(run_len(c, 10), NTPU_DEV_ERR_ARG);
+    c[1] = 0xFB;
     cr_assert_eq(run_len(c, 8), NTPU_DEV_ERR_ARG);
     c[0] = NTPU_OP_LOAD_W;
     cr_assert_eq(run_len(c, 4), NTPU_DEV_ERR_ARG);
@@ -1013,7 +1023,7 @@ Test(ref_model, fuzz_random_frames_one_reply_each)
         size_t len = 1 + (rnd() % 4 ? rnd() % 12 : rnd() % 4112);
         for (size_t i = 0; i < len; i++)
             c[i] = (uint8_t)rnd();
-        c[0] = (uint8_t)(rnd() % 11);
+        c[0] = (uint8_t)(rnd() % 14); /* every opcode and 0x0C, the first unknown one */
         if (rnd() & 1) { /* small fields, so some pass the checks */
             c[1] = (uint8_t)(rnd() % 4);
             if (len > 5) {
@@ -1034,7 +1044,7 @@ Test(ref_model, fuzz_random_frames_one_reply_each)
 Test(ref_model, fuzz_random_bytes_never_crash)
 {
     static uint8_t junk[1 << 16], out[1 << 16];
-    ntpu_ref_config small = {2, 4, 2, 3, 64};
+    ntpu_ref_config small = {2, 4, 2, 3, 73};
     ntpu_ref *r = ntpu_ref_new(&small);
     cr_assert(r);
     for (int k = 0; k < 200; k++) {
@@ -1084,4 +1094,817 @@ Test(ref_model, small_and_large_arrays)
             }
         ntpu_ref_free(r);
     }
+}
+
+/* ================================================================ version 1.1 */
+
+static uint8_t matmul_t(ntpu_ref *r, unsigned flags, unsigned ub, unsigned acc, unsigned rows, unsigned stride)
+{
+    uint8_t c[10] = {NTPU_OP_MATMUL, (uint8_t)(flags | NTPU_MATMUL_TRANSPOSE_A)};
+    put16(c + 2, ub);
+    put16(c + 4, acc);
+    put16(c + 6, rows);
+    put16(c + 8, stride);
+    return run(r, c, 10);
+}
+
+/* ACT and RELU_GRAD share a layout; `last` is aux or mask. */
+static uint8_t vec_cmd(ntpu_ref *r, uint8_t op, unsigned flags, unsigned src, unsigned dst, unsigned rows, unsigned last)
+{
+    uint8_t c[10] = {op, (uint8_t)flags};
+    put16(c + 2, src);
+    put16(c + 4, dst);
+    put16(c + 6, rows);
+    put16(c + 8, last);
+    return run(r, c, op == NTPU_OP_COLSUM ? 8 : 10);
+}
+
+static uint8_t act(unsigned flags, unsigned src, unsigned dst, unsigned rows, unsigned aux)
+{
+    return vec_cmd(dev, NTPU_OP_ACT, flags, src, dst, rows, aux);
+}
+
+static uint8_t relu_grad(unsigned flags, unsigned src, unsigned dst, unsigned rows, unsigned mask)
+{
+    return vec_cmd(dev, NTPU_OP_RELU_GRAD, flags, src, dst, rows, mask);
+}
+
+static uint8_t colsum(unsigned flags, unsigned src, unsigned dst, unsigned rows)
+{
+    return vec_cmd(dev, NTPU_OP_COLSUM, flags, src, dst, rows, 0);
+}
+
+static void read_lanes16(ntpu_ref *r, unsigned n, unsigned mem, unsigned addr, unsigned rows, uint16_t *out)
+{
+    for (unsigned done = 0, k; done < rows; done += k) {
+        k = rows - done < rows_per_frame(n, mem) ? rows - done : rows_per_frame(n, mem);
+        cr_assert_eq(read_mem(r, mem, addr + done, k), NTPU_DEV_OK);
+        for (size_t i = 0; i < (size_t)k * n; i++)
+            out[(size_t)done * n + i] = (uint16_t)get16(rep.data + 2 * i);
+    }
+}
+
+static void write_acc_rows(ntpu_ref *r, unsigned n, unsigned addr, unsigned rows, const uint32_t *v)
+{
+    for (unsigned done = 0, k; done < rows; done += k) {
+        k = rows - done < rows_per_frame(n, NTPU_MEM_ACC) ? rows - done : rows_per_frame(n, NTPU_MEM_ACC);
+        cr_assert_eq(write_acc(r, n, addr + done, k, v + (size_t)done * n), NTPU_DEV_OK);
+    }
+}
+
+/* fp32 patterns of every class, both signs: zeros, Inf, NaNs with payloads,
+ * subnormals, values that overflow bf16 when rounded, and ordinary values
+ * close enough together that sums round. */
+static uint32_t rnd_f32_any(void)
+{
+    uint64_t r = rnd();
+    uint32_t sign = (uint32_t)(r & 1) << 31, frac = (uint32_t)(r >> 16) & 0x7FFFFFu;
+    switch ((r >> 1) % 12) {
+    case 0: return sign;
+    case 1: return sign | 0x7F800000u;
+    case 2: return sign | 0x7F800000u | (frac ? frac : 1);
+    case 3: return sign | (frac ? frac : 1);
+    case 4: return sign | 0x7F7F8000u | (frac & 0x7FFF); /* bf16 rounds it to Inf, or not */
+    default: return sign | (uint32_t)(0x78 + (r >> 8) % 16) << 23 | frac;
+    }
+}
+
+static uint16_t rnd_bf16_any(void)
+{
+    uint64_t r = rnd();
+    uint16_t sign = (uint16_t)((r & 1) << 15), frac = (uint16_t)((r >> 16) & 0x7F);
+    switch ((r >> 1) % 10) {
+    case 0: return sign;
+    case 1: return sign | 0x7F80;
+    case 2: return sign | 0x7F80 | (frac ? frac : 1);
+    case 3: return sign | (frac ? frac : 1);
+    default: return sign | (uint16_t)((0x78 + (r >> 8) % 16) << 7) | frac;
+    }
+}
+
+/* fadd of docs/isa.md in double: the sum of two fp32 values rounded to double
+ * and then to fp32 is the correctly rounded fp32 sum. */
+static double daz(uint32_t u)
+{
+    if ((u & 0x7F800000u) == 0)
+        return (u & 0x80000000u) ? -0.0 : 0.0;
+    return (double)f32(u);
+}
+
+static uint32_t fadd_ref(uint32_t a, uint32_t b)
+{
+    double s = daz(a) + daz(b);
+    if (isnan(s))
+        return NTPU_F32_CANONICAL_NAN;
+    uint32_t r = bits((float)s);
+    return (r & 0x7F800000u) ? r : r & 0x80000000u;
+}
+
+static uint32_t relu_ref(uint32_t u)
+{
+    float f = f32(u);
+    return isnan(f) ? u : signbit(f) ? 0u : u;
+}
+
+/* m > 0 with subnormals read as zero. */
+static int positive_ref(uint16_t m)
+{
+    float f = ntpu_bf16_to_f32(m);
+    return f > 0 && fpclassify(f) != FP_SUBNORMAL;
+}
+
+/* ---------------------------------------------------------------- an image of the device */
+
+/* The first WIN rows of each memory, as the device should hold them: the
+ * vector-unit tests run each command on the device and, as plain loops
+ * written from the words of docs/isa.md, on this copy, then compare. */
+enum { WIN = 160 };
+static uint16_t img_ub[WIN * 64], img_wb[WIN * 64];
+static uint32_t img_acc[WIN * 64];
+
+static void img_load(void)
+{
+    cr_assert_eq(write_lanes16(dev, N, NTPU_MEM_UB, 0, WIN, img_ub), NTPU_DEV_OK);
+    cr_assert_eq(write_lanes16(dev, N, NTPU_MEM_WB, 0, WIN, img_wb), NTPU_DEV_OK);
+    write_acc_rows(dev, N, 0, WIN, img_acc);
+}
+
+static void img_randomize(void)
+{
+    for (unsigned i = 0; i < WIN * N; i++) {
+        img_ub[i] = rnd_bf16_any();
+        img_wb[i] = rnd_bf16_any();
+        img_acc[i] = rnd_f32_any();
+    }
+    img_load();
+}
+
+static void img_check(const char *what)
+{
+    static uint16_t ub[WIN * 64], wb[WIN * 64];
+    static uint32_t acc[WIN * 64];
+    read_lanes16(dev, N, NTPU_MEM_UB, 0, WIN, ub);
+    read_lanes16(dev, N, NTPU_MEM_WB, 0, WIN, wb);
+    read_acc(dev, N, 0, WIN, acc);
+    for (unsigned i = 0; i < WIN * N; i++) {
+        cr_assert_eq(ub[i], img_ub[i], "%s: UB[%u][%u] = 0x%04x, want 0x%04x", what, i / N, i % N, ub[i], img_ub[i]);
+        cr_assert_eq(wb[i], img_wb[i], "%s: WB[%u][%u] = 0x%04x, want 0x%04x", what, i / N, i % N, wb[i], img_wb[i]);
+        cr_assert_eq(acc[i], img_acc[i], "%s: ACC[%u][%u] = 0x%08x, want 0x%08x", what, i / N, i % N, acc[i],
+                     img_acc[i]);
+    }
+}
+
+/* One result row to where OUT says; `v` holds fp32 bits, or for OUT_INT8 the
+ * finished 16-bit lanes. */
+static void img_store(unsigned out, unsigned row, const uint32_t *v)
+{
+    for (unsigned n = 0; n < N; n++) {
+        if (out == NTPU_OUT_UB)
+            img_ub[row * N + n] = ntpu_bf16_from_f32_bits(v[n]);
+        else if (out == NTPU_OUT_WB)
+            img_wb[row * N + n] = ntpu_bf16_from_f32_bits(v[n]);
+        else if (out == NTPU_OUT_ACC)
+            img_acc[row * N + n] = v[n];
+        else
+            img_ub[row * N + n] = (uint16_t)v[n];
+    }
+}
+
+static void img_act(unsigned flags, unsigned src, unsigned dst, unsigned rows, unsigned aux)
+{
+    unsigned out = flags & NTPU_OUT_MASK;
+    uint32_t bias[64] = {0}, mult[64] = {0}, shift[64] = {0}, v[64];
+    for (unsigned n = 0; n < N; n++) { /* once, before row 0 */
+        if (flags & NTPU_ACT_BIAS)
+            bias[n] = img_acc[aux * N + n];
+        if (out == NTPU_OUT_INT8) {
+            mult[n] = img_acc[(aux + 1) * N + n];
+            shift[n] = img_acc[(aux + 2) * N + n];
+        }
+    }
+    for (unsigned r = 0; r < rows; r++) {
+        for (unsigned n = 0; n < N; n++) {
+            uint32_t x = img_acc[(src + r) * N + n];
+            if (out == NTPU_OUT_INT8) {
+                int64_t y = (int32_t)x;
+                if (flags & NTPU_ACT_BIAS)
+                    y = (int64_t)(int32_t)(uint32_t)((uint64_t)(y + (int32_t)bias[n]) & 0xFFFFFFFFu);
+                if ((flags & NTPU_ACT_RELU) && y < 0)
+                    y = 0;
+                int32_t s = (int32_t)shift[n];
+                int8_t q = ntpu_requantize((int32_t)y, (int32_t)mult[n], s < 0 ? 0 : s > 31 ? 31 : s, 0);
+                v[n] = (uint16_t)(q < 0 ? 0xFF00u | (uint8_t)q : (uint8_t)q);
+            } else {
+                if (flags & NTPU_ACT_BIAS)
+                    x = fadd_ref(x, bias[n]);
+                if (flags & NTPU_ACT_RELU)
+                    x = relu_ref(x);
+                v[n] = x;
+            }
+        }
+        img_store(out, dst + r, v);
+    }
+}
+
+static void img_relu_grad(unsigned flags, unsigned src, unsigned dst, unsigned rows, unsigned mask)
+{
+    uint32_t v[64];
+    for (unsigned r = 0; r < rows; r++) {
+        for (unsigned n = 0; n < N; n++)
+            v[n] = positive_ref(img_ub[(mask + r) * N + n]) ? img_acc[(src + r) * N + n] : 0u;
+        img_store(flags & NTPU_OUT_MASK, dst + r, v);
+    }
+}
+
+static void img_colsum(unsigned flags, unsigned src, unsigned dst, unsigned rows)
+{
+    uint32_t s[64];
+    for (unsigned n = 0; n < N; n++) {
+        s[n] = (flags & NTPU_COLSUM_ACCUMULATE) ? img_acc[dst * N + n] : 0u;
+        for (unsigned r = 0; r < rows; r++)
+            s[n] = fadd_ref(s[n], img_acc[(src + r) * N + n]);
+    }
+    for (unsigned n = 0; n < N; n++)
+        img_acc[dst * N + n] = s[n];
+}
+
+static const unsigned outs[3] = {NTPU_OUT_UB, NTPU_OUT_WB, NTPU_OUT_ACC};
+
+/* ---------------------------------------------------------------- MATMUL TRANSPOSE_A */
+
+/* a[i] of stream row m, from the definition. */
+static uint16_t t_lane(const uint16_t *ub, unsigned ub_addr, unsigned stride, unsigned m, unsigned i)
+{
+    return ub[(ub_addr + (m / N) * stride + i) * N + m % N];
+}
+
+Test(ref_model, matmul_transpose_a_int8_and_bf16_with_strides)
+{
+    const unsigned ROWS_UB = 7 * N + 16;
+    static uint16_t ub[(7 * 64 + 16) * 64], w[64 * 64];
+    static uint32_t got[3 * 64 * 64], start[3 * 64 * 64];
+    for (unsigned i = 0; i < N * N; i++)
+        w[i] = rnd_bf16(); /* as int8: its low byte */
+    cr_assert_eq(write_lanes16(dev, N, NTPU_MEM_WB, 0, N, w), NTPU_DEV_OK);
+    const unsigned strides[] = {N, N + 3, 2 * N + 1, 1, 0, 3 * N};
+    for (size_t k = 0; k < sizeof strides / sizeof strides[0]; k++) {
+        for (unsigned flags = 0; flags < 4; flags++) { /* BF16 x ACCUMULATE */
+            unsigned stride = strides[k], rows = 3 * N, ub_addr = 5 + (unsigned)k;
+            cr_assert_leq(ub_addr + 2 * stride + N, ROWS_UB);
+            for (unsigned i = 0; i < ROWS_UB * N; i++)
+                ub[i] = (flags & NTPU_MATMUL_BF16) ? rnd_bf16() : (uint16_t)rnd();
+            for (unsigned i = 0; i < rows * N; i++)
+                start[i] = (flags & NTPU_MATMUL_BF16) ? bits((float)(int)(rnd() % 64) - 32.0f) : (uint32_t)rnd();
+            cr_assert_eq(write_lanes16(dev, N, NTPU_MEM_UB, 0, ROWS_UB, ub), NTPU_DEV_OK);
+            write_acc_rows(dev, N, 40, rows, start);
+            cr_assert_eq(load_w(dev, 0, 0), NTPU_DEV_OK);
+            cr_assert_eq(matmul_t(dev, flags, ub_addr, 40, rows, stride), NTPU_DEV_OK);
+            read_acc(dev, N, 40, rows, got);
+            for (unsigned m = 0; m < rows; m++)
+                for (unsigned n = 0; n < N; n++) {
+                    uint32_t want;
+                    if (flags & NTPU_MATMUL_BF16) {
+                        float acc = (flags & NTPU_MATMUL_ACCUMULATE) ? f32(start[m * N + n]) : 0.0f;
+                        for (unsigned i = 0; i < N; i++)
+                            acc = acc + ntpu_bf16_to_f32(t_lane(ub, ub_addr, stride, m, i)) *
+                                            ntpu_bf16_to_f32(w[i * N + n]);
+                        want = bits(acc);
+                    } else {
+                        uint32_t acc = (flags & NTPU_MATMUL_ACCUMULATE) ? start[m * N + n] : 0;
+                        for (unsigned i = 0; i < N; i++)
+                            acc += (uint32_t)(lo8(t_lane(ub, ub_addr, stride, m, i)) * lo8(w[i * N + n]));
+                        want = acc;
+                    }
+                    cr_assert_eq(got[m * N + n], want, "stride %u flags %u: C[%u][%u] = 0x%08x, want 0x%08x", stride,
+                                 flags, m, n, got[m * N + n], want);
+                }
+        }
+    }
+}
+
+/* The use docs/isa.md gives: X (B x K) stored as k-tiles, dW = X^T dY with
+ * the tiles of dY as weights and no transpose on the host. */
+Test(ref_model, matmul_transpose_a_weight_gradient)
+{
+    enum { BT = 3, KT = 2 }; /* batch and feature tiles */
+    const unsigned B = BT * N, K = KT * N, x = 7, wdy = 11, dw = 100;
+    static int8_t X[3 * 64][2 * 64], dY[3 * 64][64];
+    static uint16_t rows[6 * 64 * 64];
+    static uint32_t got[2 * 64 * 64];
+    for (unsigned b = 0; b < B; b++) {
+        for (unsigned k = 0; k < K; k++)
+            X[b][k] = (int8_t)rnd();
+        for (unsigned n = 0; n < N; n++)
+            dY[b][n] = (int8_t)rnd();
+    }
+    for (unsigned t = 0; t < KT; t++) /* UB[x + t*B + b] = X[b][t*N ...] */
+        for (unsigned b = 0; b < B; b++)
+            for (unsigned i = 0; i < N; i++)
+                rows[(t * B + b) * N + i] = (uint8_t)X[b][t * N + i];
+    cr_assert_eq(write_lanes16(dev, N, NTPU_MEM_UB, x, KT * B, rows), NTPU_DEV_OK);
+    for (unsigned b = 0; b < B; b++)
+        for (unsigned n = 0; n < N; n++)
+            rows[b * N + n] = (uint8_t)dY[b][n];
+    cr_assert_eq(write_lanes16(dev, N, NTPU_MEM_WB, wdy, B, rows), NTPU_DEV_OK);
+    for (unsigned j = 0; j < BT; j++) {
+        cr_assert_eq(load_w(dev, 0, wdy + j * N), NTPU_DEV_OK);
+        cr_assert_eq(matmul_t(dev, j ? NTPU_MATMUL_ACCUMULATE : 0, x + j * N, dw, K, B), NTPU_DEV_OK);
+    }
+    read_acc(dev, N, dw, K, got);
+    for (unsigned k = 0; k < K; k++)
+        for (unsigned n = 0; n < N; n++) {
+            int32_t want = 0;
+            for (unsigned b = 0; b < B; b++)
+                want += X[b][k] * dY[b][n];
+            cr_assert_eq((int32_t)got[k * N + n], want, "dW[%u][%u]", k, n);
+        }
+}
+
+Test(ref_model, matmul_transpose_a_lengths_ranges_and_counters)
+{
+    uint8_t c[12] = {NTPU_OP_MATMUL, NTPU_MATMUL_TRANSPOSE_A};
+    put16(c + 6, N);
+    for (size_t len = 1; len <= 12; len++)
+        cr_assert_eq(run_len(c, len), len == 10 ? NTPU_DEV_OK : NTPU_DEV_ERR_LENGTH, "LEN %zu", len);
+    c[1] = 0;
+    for (size_t len = 1; len <= 12; len++)
+        cr_assert_eq(run_len(c, len), len == 8 ? NTPU_DEV_OK : NTPU_DEV_ERR_LENGTH, "LEN %zu", len);
+
+    /* rows a multiple of N, checked before the range */
+    for (unsigned rows = 1; rows < 3 * N; rows++)
+        if (rows % N)
+            cr_assert_eq(matmul_t(dev, 0, 0xFFFF, 0xFFFF, rows, 0xFFFF), NTPU_DEV_ERR_ARG, "rows %u", rows);
+    cr_assert_eq(matmul_t(dev, NTPU_MATMUL_BF16, 0, 0, 0, 0), NTPU_DEV_OK);
+
+    /* the UB range ends N rows after the last block's start */
+    const unsigned blocks = 4, stride = 1000, last = UB_ROWS - N - (blocks - 1) * stride;
+    cr_assert_eq(matmul_t(dev, 0, last, 0, blocks * N, stride), NTPU_DEV_OK);
+    cr_assert_eq(matmul_t(dev, 0, last + 1, 0, blocks * N, stride), NTPU_DEV_ERR_RANGE);
+    cr_assert_eq(matmul_t(dev, 0, last + 1, 0, blocks * N, stride - 1), NTPU_DEV_OK);
+    cr_assert_eq(matmul_t(dev, 0, UB_ROWS - N, ACC_ROWS - 100 * N, 100 * N, 0), NTPU_DEV_OK, "stride 0 repeats");
+    cr_assert_eq(matmul_t(dev, 0, UB_ROWS - N + 1, 0, 100 * N, 0), NTPU_DEV_ERR_RANGE);
+    cr_assert_eq(matmul_t(dev, 0, 0, ACC_ROWS - N + 1, N, 0), NTPU_DEV_ERR_RANGE);
+    /* no 16-bit or 32-bit wrap: (rows/N - 1) * stride is large */
+    cr_assert_eq(matmul_t(dev, 0, 0, 0, 0xFFFF / N * N, 0xFFFF), NTPU_DEV_ERR_RANGE);
+    cr_assert_eq(matmul_t(dev, 0, 1, 0, 2 * N, 0xFFFF), NTPU_DEV_ERR_RANGE);
+    /* empty: only ub_addr <= ub_rows */
+    cr_assert_eq(matmul_t(dev, 0, UB_ROWS, ACC_ROWS, 0, 0xFFFF), NTPU_DEV_OK);
+    cr_assert_eq(matmul_t(dev, 0, UB_ROWS + 1, 0, 0, 0), NTPU_DEV_ERR_RANGE);
+    cr_assert_eq(matmul_t(dev, 0, 0, ACC_ROWS + 1, 0, 0), NTPU_DEV_ERR_RANGE);
+
+    /* MACS counts every row of a MATMUL that runs */
+    uint64_t cnt[NTPU_CNT_COUNT];
+    counters(dev, NTPU_COUNTERS_CLEAR, cnt);
+    cr_assert_eq(matmul_t(dev, 0, 0, 0, 2 * N, 3), NTPU_DEV_OK);
+    cr_assert_eq(matmul_t(dev, 0, 0, 0, 2 * N, 0xFFFF), NTPU_DEV_ERR_RANGE);
+    counters(dev, 0, cnt);
+    cr_expect_eq(cnt[NTPU_CNT_MACS], (uint64_t)2 * N * N * N);
+}
+
+/* ---------------------------------------------------------------- ACT */
+
+Test(ref_model, act_fp32_every_flag_combination)
+{
+    for (int round = 0; round < 4; round++) {
+        img_randomize();
+        for (unsigned f = 0; f < 4; f++)
+            for (unsigned o = 0; o < 3; o++) {
+                unsigned flags = f | outs[o], rows = 1 + (unsigned)(rnd() % 20);
+                unsigned src = (unsigned)(rnd() % (WIN - rows)), aux = (unsigned)(rnd() % WIN);
+                unsigned dst = (unsigned)(rnd() % (WIN - rows));
+                cr_assert_eq(act(flags, src, dst, rows, aux), NTPU_DEV_OK);
+                img_act(flags, src, dst, rows, aux);
+                char what[128];
+                snprintf(what, sizeof what, "ACT flags 0x%02x src %u dst %u rows %u aux %u", flags, src, dst, rows, aux);
+                img_check(what);
+            }
+    }
+}
+
+Test(ref_model, act_fp32_corners_by_hand)
+{
+    /* lane k%8: x, bias -> with BIAS|RELU to ACC; the spec's words, value by value */
+    static const uint32_t x[8] = {0x80000000u, 0xFF800000u, 0xFFC00001u, 0x00000001u,
+                                  0x3F800000u, 0x80000001u, 0x7F800000u, 0xBF800000u};
+    static const uint32_t b[8] = {0x80000000u, 0x3F800000u, 0x00000000u, 0x00000000u,
+                                  0xBF800000u, 0x00000000u, 0xFF800000u, 0x3F000000u};
+    static const uint32_t relu_only[8] = {0, 0, 0xFFC00001u, 0x00000001u, 0x3F800000u, 0, 0x7F800000u, 0};
+    static const uint32_t bias_relu[8] = {0, 0, NTPU_F32_CANONICAL_NAN, 0, 0, 0, NTPU_F32_CANONICAL_NAN, 0};
+    static const uint32_t bias_only[8] = {0x80000000u, 0xFF800000u, NTPU_F32_CANONICAL_NAN, 0, 0, 0,
+                                          NTPU_F32_CANONICAL_NAN, 0xBF000000u};
+    uint32_t xr[64], br[64], got[64];
+    for (unsigned n = 0; n < N; n++) {
+        xr[n] = x[n % 8];
+        br[n] = b[n % 8];
+    }
+    cr_assert_eq(write_acc(dev, N, 3, 1, xr), NTPU_DEV_OK);
+    cr_assert_eq(write_acc(dev, N, 4, 1, br), NTPU_DEV_OK);
+    cr_assert_eq(act(NTPU_ACT_RELU | NTPU_OUT_ACC, 3, 10, 1, 0xFFFF), NTPU_DEV_OK, "aux unused: not checked");
+    read_acc(dev, N, 10, 1, got);
+    for (unsigned n = 0; n < N; n++)
+        cr_assert_eq(got[n], relu_only[n % 8], "RELU lane %u: 0x%08x", n, got[n]);
+    cr_assert_eq(act(NTPU_ACT_BIAS | NTPU_ACT_RELU | NTPU_OUT_ACC, 3, 10, 1, 4), NTPU_DEV_OK);
+    read_acc(dev, N, 10, 1, got);
+    for (unsigned n = 0; n < N; n++)
+        cr_assert_eq(got[n], bias_relu[n % 8], "BIAS|RELU lane %u: 0x%08x", n, got[n]);
+    cr_assert_eq(act(NTPU_ACT_BIAS | NTPU_OUT_ACC, 3, 10, 1, 4), NTPU_DEV_OK);
+    read_acc(dev, N, 10, 1, got);
+    for (unsigned n = 0; n < N; n++)
+        cr_assert_eq(got[n], bias_only[n % 8], "BIAS lane %u: 0x%08x", n, got[n]);
+    /* no flags, OUT ACC: a copy, bit for bit */
+    cr_assert_eq(act(NTPU_OUT_ACC, 3, 10, 1, 0), NTPU_DEV_OK);
+    read_acc(dev, N, 10, 1, got);
+    cr_assert_eq(memcmp(got, xr, N * sizeof *got), 0);
+    /* to bf16: subnormal -> signed zero, NaN quiet with its sign, -0 after RELU is +0 */
+    uint16_t h[64];
+    cr_assert_eq(act(NTPU_OUT_WB, 3, 0, 1, 0), NTPU_DEV_OK);
+    read_lanes16(dev, N, NTPU_MEM_WB, 0, 1, h);
+    static const uint16_t want_wb[8] = {0x8000, 0xFF80, 0xFFC0, 0x0000, 0x3F80, 0x8000, 0x7F80, 0xBF80};
+    for (unsigned n = 0; n < N; n++)
+        cr_assert_eq(h[n], want_wb[n % 8], "WB lane %u: 0x%04x", n, h[n]);
+}
+
+Test(ref_model, act_int8_every_flag_combination)
+{
+    for (int round = 0; round < 6; round++) {
+        img_randomize();
+        for (unsigned i = 0; i < WIN * N; i++) { /* int32 data: large, small, extremes */
+            uint64_t r = rnd();
+            img_acc[i] = r % 4 == 0 ? (uint32_t)(r >> 32)
+                       : r % 4 == 1 ? (uint32_t)((int32_t)((r >> 40) % 10001) - 5000)
+                       : r % 4 == 2 ? (uint32_t)((int32_t)(r >> 32) >> (r >> 8) % 31)
+                                    : ((r >> 8) & 1 ? 0x80000000u : 0x7FFFFFFFu);
+        }
+        unsigned aux = (unsigned)(rnd() % (WIN - 2));
+        for (unsigned n = 0; n < N; n++) {
+            uint64_t r = rnd();
+            static const int32_t odd_mult[] = {INT32_MIN, INT32_MAX, 0, -1, -(1 << 30), 1};
+            static const int32_t odd_shift[] = {-1, 32, 1000, INT32_MIN, INT32_MAX, 31, 0};
+            int32_t m = r % 5 ? (int32_t)((1u << 30) | (uint32_t)(r >> 34)) : odd_mult[(r >> 8) % 6];
+            int32_t s = r % 7 ? (int32_t)((r >> 16) % 32) : odd_shift[(r >> 24) % 7];
+            img_acc[(aux + 1) * N + n] = (uint32_t)m;
+            img_acc[(aux + 2) * N + n] = (uint32_t)s;
+        }
+        img_load();
+        for (unsigned f = 0; f < 4; f++) {
+            unsigned flags = f | NTPU_OUT_INT8, rows = 1 + (unsigned)(rnd() % 30);
+            unsigned src = (unsigned)(rnd() % (WIN - rows)), dst = (unsigned)(rnd() % (WIN - rows));
+            cr_assert_eq(act(flags, src, dst, rows, aux), NTPU_DEV_OK);
+            img_act(flags, src, dst, rows, aux);
+            char what[128];
+            snprintf(what, sizeof what, "ACT int8 flags 0x%02x src %u dst %u rows %u aux %u", flags, src, dst, rows, aux);
+            img_check(what);
+        }
+    }
+}
+
+Test(ref_model, act_int8_by_hand)
+{
+    /* multiplier 0.5, shift 1: x/4, rounded half away from zero, clamped, sign-extended */
+    uint32_t rows[4 * 64];
+    static const int32_t x[8] = {-6, 6, -2, 1000, -1000, INT32_MIN, 2, -10};
+    static const int32_t b[8] = {0, 0, 0, 0, 0, -1, 0, 0};
+    static const uint16_t plain[8] = {0xFFFE, 0x0002, 0xFFFF, 0x007F, 0xFF80, 0xFF80, 0x0001, 0xFFFB};
+    static const uint16_t bias_relu[8] = {0, 0x0002, 0, 0x007F, 0, 0x007F, 0x0001, 0}; /* MIN - 1 wraps to MAX */
+    for (unsigned n = 0; n < N; n++) {
+        rows[n] = (uint32_t)x[n % 8];
+        rows[N + n] = (uint32_t)b[n % 8];
+        rows[2 * N + n] = 1u << 30;
+        rows[3 * N + n] = n % 8 == 7 ? 0xFFFFFFFFu : 1; /* lane 7: shift -1 acts as 0, -10/2 = -5 */
+    }
+    cr_assert_eq(write_acc(dev, N, 20, 4, rows), NTPU_DEV_OK);
+    uint16_t got[64];
+    cr_assert_eq(act(NTPU_OUT_INT8, 20, 9, 1, 21), NTPU_DEV_OK, "aux + 2 = 23, BIAS row 21 unused");
+    read_lanes16(dev, N, NTPU_MEM_UB, 9, 1, got);
+    for (unsigned n = 0; n < N; n++)
+        cr_assert_eq(got[n], plain[n % 8], "lane %u: 0x%04x", n, got[n]);
+    cr_assert_eq(act(NTPU_ACT_BIAS | NTPU_ACT_RELU | NTPU_OUT_INT8, 20, 9, 1, 21), NTPU_DEV_OK);
+    read_lanes16(dev, N, NTPU_MEM_UB, 9, 1, got);
+    for (unsigned n = 0; n < N; n++)
+        cr_assert_eq(got[n], bias_relu[n % 8], "lane %u: 0x%04x", n, got[n]);
+}
+
+Test(ref_model, act_in_place_and_overlapping)
+{
+    const struct { int dst_minus_src, aux_minus_dst; } cases[] = {
+        {0, 50}, {1, 50}, {3, 50}, {-2, 50}, {-7, 50}, {0, 1}, {2, 3}, {0, -40},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        for (unsigned f = 0; f < 4; f++) {
+            img_randomize();
+            unsigned src = 60, rows = 12, dst = (unsigned)(60 + cases[k].dst_minus_src);
+            unsigned aux = (unsigned)((int)dst + cases[k].aux_minus_dst), flags = f | NTPU_OUT_ACC;
+            cr_assert_eq(act(flags, src, dst, rows, aux), NTPU_DEV_OK);
+            img_act(flags, src, dst, rows, aux);
+            char what[128];
+            snprintf(what, sizeof what, "ACT flags 0x%02x src %u dst %u aux %u", flags, src, dst, aux);
+            img_check(what);
+        }
+    /* by hand: the bias row is read once, before row 0, even when row 1 overwrites it */
+    uint32_t ones[3 * 64], got[3 * 64];
+    for (unsigned i = 0; i < 3 * N; i++)
+        ones[i] = 0x3F800000u;
+    cr_assert_eq(write_acc(dev, N, 10, 3, ones), NTPU_DEV_OK);
+    cr_assert_eq(act(NTPU_ACT_BIAS | NTPU_OUT_ACC, 10, 10, 3, 11), NTPU_DEV_OK);
+    read_acc(dev, N, 10, 3, got);
+    for (unsigned i = 0; i < 3 * N; i++)
+        cr_assert_eq(got[i], 0x40000000u, "row %u lane %u: 1 + 1, the old bias", 10 + i / N, i % N);
+    /* and a destination running ahead of the source sees its own writes */
+    cr_assert_eq(write_acc(dev, N, 10, 3, ones), NTPU_DEV_OK);
+    cr_assert_eq(write_acc(dev, N, 20, 1, ones), NTPU_DEV_OK);
+    cr_assert_eq(act(NTPU_ACT_BIAS | NTPU_OUT_ACC, 10, 11, 2, 20), NTPU_DEV_OK);
+    read_acc(dev, N, 10, 3, got);
+    for (unsigned n = 0; n < N; n++) {
+        cr_assert_eq(got[n], 0x3F800000u);
+        cr_assert_eq(got[N + n], 0x40000000u);
+        cr_assert_eq(got[2 * N + n], 0x40400000u, "row 12 = row 11 after row 0 wrote it, + 1");
+    }
+}
+
+/* ---------------------------------------------------------------- RELU_GRAD */
+
+Test(ref_model, relu_grad_every_out)
+{
+    for (int round = 0; round < 6; round++) {
+        img_randomize();
+        for (unsigned o = 0; o < 3; o++) {
+            unsigned rows = 1 + (unsigned)(rnd() % 30), src = (unsigned)(rnd() % (WIN - rows));
+            unsigned dst = (unsigned)(rnd() % (WIN - rows)), mask = (unsigned)(rnd() % (WIN - rows));
+            cr_assert_eq(relu_grad(outs[o], src, dst, rows, mask), NTPU_DEV_OK);
+            img_relu_grad(outs[o], src, dst, rows, mask);
+            char what[128];
+            snprintf(what, sizeof what, "RELU_GRAD out %u src %u dst %u rows %u mask %u", o, src, dst, rows, mask);
+            img_check(what);
+        }
+    }
+}
+
+Test(ref_model, relu_grad_mask_by_hand)
+{
+    static const uint16_t m[8] = {0x3F80, 0xBF80, 0x0000, 0x8000, 0x0001, 0x7FC0, 0x7F80, 0xFFC1};
+    static const int pass[8] = {1, 0, 0, 0, 0, 0, 1, 0}; /* +normal, +Inf only */
+    uint16_t mask[64], h[64];
+    uint32_t g[64], got[64];
+    for (unsigned n = 0; n < N; n++) {
+        mask[n] = m[n % 8];
+        g[n] = n % 8 == 6 ? 0xFFC00123u : 0x80000001u; /* passed bit for bit to ACC */
+    }
+    cr_assert_eq(write_lanes16(dev, N, NTPU_MEM_UB, 30, 1, mask), NTPU_DEV_OK);
+    cr_assert_eq(write_acc(dev, N, 31, 1, g), NTPU_DEV_OK);
+    cr_assert_eq(relu_grad(NTPU_OUT_ACC, 31, 40, 1, 30), NTPU_DEV_OK);
+    read_acc(dev, N, 40, 1, got);
+    for (unsigned n = 0; n < N; n++)
+        cr_assert_eq(got[n], pass[n % 8] ? g[n] : 0u, "lane %u: 0x%08x", n, got[n]);
+    cr_assert_eq(relu_grad(NTPU_OUT_UB, 31, 30, 1, 30), NTPU_DEV_OK, "in place over the mask");
+    read_lanes16(dev, N, NTPU_MEM_UB, 30, 1, h);
+    for (unsigned n = 0; n < N; n++)
+        cr_assert_eq(h[n], pass[n % 8] ? (n % 8 == 6 ? 0xFFC0 : 0x8000) : 0, "lane %u: 0x%04x", n, h[n]);
+}
+
+Test(ref_model, relu_grad_in_place_and_overlapping)
+{
+    const struct { unsigned out; int dst_minus; } cases[] = {
+        {NTPU_OUT_UB, 0}, {NTPU_OUT_UB, 1}, {NTPU_OUT_UB, 4}, {NTPU_OUT_UB, -3}, /* relative to mask */
+        {NTPU_OUT_ACC, 0}, {NTPU_OUT_ACC, 1}, {NTPU_OUT_ACC, 5}, {NTPU_OUT_ACC, -1}, /* relative to src */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        img_randomize();
+        unsigned src = 50, mask = 80, rows = 20;
+        unsigned dst = (unsigned)((int)(cases[k].out == NTPU_OUT_UB ? mask : src) + cases[k].dst_minus);
+        cr_assert_eq(relu_grad(cases[k].out, src, dst, rows, mask), NTPU_DEV_OK);
+        img_relu_grad(cases[k].out, src, dst, rows, mask);
+        char what[128];
+        snprintf(what, sizeof what, "RELU_GRAD case %zu", k);
+        img_check(what);
+    }
+}
+
+/* ---------------------------------------------------------------- COLSUM */
+
+Test(ref_model, colsum_random_and_overlapping)
+{
+    for (int round = 0; round < 8; round++) {
+        img_randomize();
+        if (round & 1) /* ordinary values only: long sums that round at every step */
+            for (unsigned i = 0; i < WIN * N; i++)
+                img_acc[i] = bits((float)((int64_t)(rnd() % 2000001) - 1000000) * 0x1p-10f);
+        img_load();
+        for (unsigned f = 0; f < 2; f++) {
+            unsigned rows = (unsigned)(rnd() % 100), src = (unsigned)(rnd() % (WIN - rows));
+            unsigned dst = round >= 4 && rows ? src + (unsigned)(rnd() % rows) : (unsigned)(rnd() % WIN);
+            cr_assert_eq(colsum(f, src, dst, rows), NTPU_DEV_OK);
+            img_colsum(f, src, dst, rows);
+            char what[128];
+            snprintf(what, sizeof what, "COLSUM flags %u src %u dst %u rows %u", f, src, dst, rows);
+            img_check(what);
+        }
+    }
+}
+
+Test(ref_model, colsum_by_hand)
+{
+    /* 1, 2^24, -2^24: the sum in order is 0 (1 + 2^24 rounds back to 2^24); any other order gives 1 */
+    uint32_t v[3 * 64], got[64], start[64];
+    for (unsigned n = 0; n < N; n++) {
+        v[n] = 0x3F800000u;
+        v[N + n] = 0x4B800000u;
+        v[2 * N + n] = 0xCB800000u;
+        start[n] = 0x00000001u; /* subnormal */
+    }
+    cr_assert_eq(write_acc(dev, N, 0, 3, v), NTPU_DEV_OK);
+    cr_assert_eq(colsum(0, 0, 5, 3), NTPU_DEV_OK);
+    read_acc(dev, N, 5, 1, got);
+    for (unsigned n = 0; n < N; n++)
+        cr_assert_eq(got[n], 0u, "r ascending from +0");
+    /* rows = 0: +0, or the old row untouched (no add, no flush) */
+    cr_assert_eq(write_acc(dev, N, 5, 1, start), NTPU_DEV_OK);
+    cr_assert_eq(colsum(NTPU_COLSUM_ACCUMULATE, 0, 5, 0), NTPU_DEV_OK);
+    read_acc(dev, N, 5, 1, got);
+    for (unsigned n = 0; n < N; n++)
+        cr_assert_eq(got[n], 1u);
+    cr_assert_eq(colsum(NTPU_COLSUM_ACCUMULATE, 0, 5, 1), NTPU_DEV_OK);
+    read_acc(dev, N, 5, 1, got);
+    for (unsigned n = 0; n < N; n++)
+        cr_assert_eq(got[n], 0x3F800000u, "the subnormal start reads as 0");
+    cr_assert_eq(colsum(0, ACC_ROWS, 5, 0), NTPU_DEV_OK);
+    read_acc(dev, N, 5, 1, got);
+    for (unsigned n = 0; n < N; n++)
+        cr_assert_eq(got[n], 0u);
+    /* dst inside the source: summed with its old value, written at the end */
+    cr_assert_eq(colsum(0, 0, 1, 3), NTPU_DEV_OK);
+    read_acc(dev, N, 0, 3, got);
+    for (unsigned n = 0; n < N; n++)
+        cr_assert_eq(got[N + n], 0u);
+}
+
+/* ---------------------------------------------------------------- errors and counters */
+
+Test(ref_model, vector_errors)
+{
+    uint8_t c[16] = {0};
+    /* lengths */
+    const struct { uint8_t op; size_t len; } ok_len[] = {
+        {NTPU_OP_ACT, NTPU_LEN_ACT}, {NTPU_OP_RELU_GRAD, NTPU_LEN_RELU_GRAD}, {NTPU_OP_COLSUM, NTPU_LEN_COLSUM}};
+    for (size_t i = 0; i < 3; i++) {
+        c[0] = ok_len[i].op;
+        c[1] = 0xFF; /* also: length before flags */
+        for (size_t len = 1; len <= 14; len++)
+            if (len != ok_len[i].len)
+                cr_assert_eq(run_len(c, len), NTPU_DEV_ERR_LENGTH, "op %u LEN %zu", c[0], len);
+        c[1] = 0;
+        cr_assert_eq(run_len(c, ok_len[i].len), NTPU_DEV_OK, "op %u", c[0]);
+    }
+    /* reserved bits, before ranges */
+    for (unsigned bit = 0; bit < 8; bit++) {
+        unsigned f = 1u << bit;
+        cr_assert_eq(vec_cmd(dev, NTPU_OP_ACT, f, 0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF),
+                     bit >= 4 ? NTPU_DEV_ERR_ARG : NTPU_DEV_ERR_RANGE, "ACT bit %u", bit);
+        cr_assert_eq(vec_cmd(dev, NTPU_OP_RELU_GRAD, f, 0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF),
+                     bit == 2 || bit == 3 ? NTPU_DEV_ERR_RANGE : NTPU_DEV_ERR_ARG, "RELU_GRAD bit %u", bit);
+        cr_assert_eq(vec_cmd(dev, NTPU_OP_COLSUM, f, 0xFFFF, 0xFFFF, 0xFFFF, 0),
+                     bit == 0 ? NTPU_DEV_ERR_RANGE : NTPU_DEV_ERR_ARG, "COLSUM bit %u", bit);
+    }
+    cr_assert_eq(relu_grad(NTPU_OUT_INT8, 0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF), NTPU_DEV_ERR_ARG, "RELU_GRAD OUT 3");
+    cr_assert_eq(relu_grad(NTPU_OUT_INT8, 0, 0, 1, 0), NTPU_DEV_ERR_ARG);
+
+    /* ranges: the last valid row and one past it, per memory */
+    const struct { unsigned out, rows; } mems[] = {
+        {NTPU_OUT_UB, UB_ROWS}, {NTPU_OUT_WB, WB_ROWS}, {NTPU_OUT_ACC, ACC_ROWS}, {NTPU_OUT_INT8, UB_ROWS}};
+    for (size_t i = 0; i < 4; i++) {
+        unsigned o = mems[i].out, end = mems[i].rows;
+        cr_assert_eq(act(o, 0, end - 3, 3, 0), NTPU_DEV_OK, "ACT out %u", o);
+        cr_assert_eq(act(o, 0, end - 2, 3, 0), NTPU_DEV_ERR_RANGE, "ACT out %u", o);
+        cr_assert_eq(act(o, 0, end, 0, 0), NTPU_DEV_OK);
+        cr_assert_eq(act(o, 0, end + 1, 0, 0), NTPU_DEV_ERR_RANGE);
+        if (o == NTPU_OUT_INT8)
+            continue;
+        cr_assert_eq(relu_grad(o, 0, end - 3, 3, 0), NTPU_DEV_OK, "RELU_GRAD out %u", o);
+        cr_assert_eq(relu_grad(o, 0, end - 2, 3, 0), NTPU_DEV_ERR_RANGE, "RELU_GRAD out %u", o);
+    }
+    cr_assert_eq(act(0, ACC_ROWS - 3, 0, 3, 0), NTPU_DEV_OK);
+    cr_assert_eq(act(0, ACC_ROWS - 2, 0, 3, 0), NTPU_DEV_ERR_RANGE);
+    cr_assert_eq(act(0, 0xFFFF, 0, 0xFFFF, 0), NTPU_DEV_ERR_RANGE);
+    cr_assert_eq(relu_grad(0, ACC_ROWS - 3, 0, 3, 0), NTPU_DEV_OK);
+    cr_assert_eq(relu_grad(0, ACC_ROWS - 2, 0, 3, 0), NTPU_DEV_ERR_RANGE);
+    cr_assert_eq(relu_grad(NTPU_OUT_ACC, 0, 0, 3, UB_ROWS - 3), NTPU_DEV_OK);
+    cr_assert_eq(relu_grad(NTPU_OUT_ACC, 0, 0, 3, UB_ROWS - 2), NTPU_DEV_ERR_RANGE, "mask rows in UB");
+    /* aux: only the rows used */
+    cr_assert_eq(act(NTPU_ACT_RELU, 0, 0, 1, 0xFFFF), NTPU_DEV_OK);
+    cr_assert_eq(act(NTPU_OUT_ACC, 0, 0, 1, 0xFFFF), NTPU_DEV_OK);
+    cr_assert_eq(act(NTPU_ACT_BIAS, 0, 0, 1, ACC_ROWS - 1), NTPU_DEV_OK);
+    cr_assert_eq(act(NTPU_ACT_BIAS, 0, 0, 1, ACC_ROWS), NTPU_DEV_ERR_RANGE);
+    cr_assert_eq(act(NTPU_ACT_BIAS | NTPU_OUT_ACC, 0, 0, 0, ACC_ROWS), NTPU_DEV_ERR_RANGE, "also with rows = 0");
+    for (unsigned f = 0; f < 4; f++) {
+        cr_assert_eq(act(f | NTPU_OUT_INT8, 0, 0, 1, ACC_ROWS - 3), NTPU_DEV_OK, "int8 flags %u", f);
+        cr_assert_eq(act(f | NTPU_OUT_INT8, 0, 0, 1, ACC_ROWS - 2), NTPU_DEV_ERR_RANGE, "int8 flags %u", f);
+        cr_assert_eq(act(f | NTPU_OUT_INT8, 0, 0, 1, 0xFFFF), NTPU_DEV_ERR_RANGE, "int8 flags %u", f);
+    }
+    /* COLSUM */
+    cr_assert_eq(colsum(0, ACC_ROWS - 5, ACC_ROWS - 1, 5), NTPU_DEV_OK);
+    cr_assert_eq(colsum(0, ACC_ROWS - 4, 0, 5), NTPU_DEV_ERR_RANGE);
+    cr_assert_eq(colsum(0, 0, ACC_ROWS, 5), NTPU_DEV_ERR_RANGE);
+    cr_assert_eq(colsum(NTPU_COLSUM_ACCUMULATE, 0, ACC_ROWS, 0), NTPU_DEV_ERR_RANGE, "dst checked with rows = 0");
+    cr_assert_eq(colsum(0, ACC_ROWS + 1, 0, 0), NTPU_DEV_ERR_RANGE);
+
+    /* a command with an error writes nothing */
+    img_randomize();
+    cr_assert_eq(act(NTPU_ACT_BIAS | NTPU_OUT_ACC, 0, 0, 10, ACC_ROWS), NTPU_DEV_ERR_RANGE);
+    cr_assert_eq(act(0x10 | NTPU_OUT_ACC, 0, 5, 10, 0), NTPU_DEV_ERR_ARG);
+    cr_assert_eq(relu_grad(NTPU_OUT_INT8, 0, 5, 10, 0), NTPU_DEV_ERR_ARG);
+    cr_assert_eq(relu_grad(NTPU_OUT_UB, 0, 5, 10, UB_ROWS - 9), NTPU_DEV_ERR_RANGE);
+    cr_assert_eq(colsum(NTPU_COLSUM_ACCUMULATE, ACC_ROWS - 1, 0, 2), NTPU_DEV_ERR_RANGE);
+    cr_assert_eq(colsum(0x02, 0, 0, 2), NTPU_DEV_ERR_ARG);
+    img_check("after failed commands");
+}
+
+Test(ref_model, vector_commands_count_no_macs)
+{
+    uint64_t c0[NTPU_CNT_COUNT], c1[NTPU_CNT_COUNT];
+    counters(dev, NTPU_COUNTERS_CLEAR, c0);
+    counters(dev, 0, c0);
+    cr_assert_eq(act(NTPU_ACT_BIAS | NTPU_ACT_RELU, 0, 0, 100, 200), NTPU_DEV_OK);
+    cr_assert_eq(relu_grad(NTPU_OUT_WB, 0, 0, 100, 0), NTPU_DEV_OK);
+    cr_assert_eq(colsum(0, 0, 0, 100), NTPU_DEV_OK);
+    counters(dev, 0, c1);
+    cr_expect_eq(c1[NTPU_CNT_MACS], 0);
+    cr_expect_eq(c1[NTPU_CNT_ARRAY_BUSY], c0[NTPU_CNT_ARRAY_BUSY]);
+    cr_expect_geq(c1[NTPU_CNT_CYCLES] - c0[NTPU_CNT_CYCLES], 300, "a row per cycle at best");
+}
+
+/* ---------------------------------------------------------------- a training step */
+
+/* One dense layer, forward and backward, in bf16, the way the host library
+ * will run it: Z = X·W, H = relu(Z + b) in bf16, dZ = dH ⊙ relu'(H),
+ * db = Σ_b dZ, dW = Xᵀ·dZ. The reference is plain fp32 loops in the order
+ * the ISA fixes (ordinary values: nothing to flush). */
+Test(ref_model, training_step_bf16)
+{
+    enum { BT = 2 };
+    const unsigned B = BT * N, x = 0, h = B, w = 0, wdz = N, z = 0, bias = 2 * B, dh = 3 * B, dz = 5 * B,
+                   db = 7 * B, dw = 8 * B;
+    static uint16_t X[2 * 64 * 64], W[64 * 64], H[2 * 64 * 64], WDZ[2 * 64 * 64];
+    static uint32_t bv[64], dH[2 * 64 * 64], got[2 * 64 * 64];
+    static float Zr[2 * 64 * 64], dZr[2 * 64 * 64];
+    for (unsigned i = 0; i < B * N; i++) {
+        X[i] = rnd_bf16();
+        dH[i] = bits(ntpu_bf16_to_f32(rnd_bf16()));
+    }
+    for (unsigned i = 0; i < N * N; i++)
+        W[i] = rnd_bf16();
+    for (unsigned n = 0; n < N; n++)
+        bv[n] = bits(ntpu_bf16_to_f32(rnd_bf16()));
+    cr_assert_eq(write_lanes16(dev, N, NTPU_MEM_UB, x, B, X), NTPU_DEV_OK);
+    cr_assert_eq(write_lanes16(dev, N, NTPU_MEM_WB, w, N, W), NTPU_DEV_OK);
+    cr_assert_eq(write_acc(dev, N, bias, 1, bv), NTPU_DEV_OK);
+    write_acc_rows(dev, N, dh, B, dH);
+
+    cr_assert_eq(load_w(dev, 0, w), NTPU_DEV_OK);
+    cr_assert_eq(matmul(dev, NTPU_MATMUL_BF16, x, z, B), NTPU_DEV_OK);
+    cr_assert_eq(act(NTPU_ACT_BIAS | NTPU_ACT_RELU | NTPU_OUT_UB, z, h, B, bias), NTPU_DEV_OK);
+    cr_assert_eq(relu_grad(NTPU_OUT_ACC, dh, dz, B, h), NTPU_DEV_OK);
+    cr_assert_eq(relu_grad(NTPU_OUT_WB, dh, wdz, B, h), NTPU_DEV_OK);
+    cr_assert_eq(colsum(0, dz, db, B), NTPU_DEV_OK);
+    for (unsigned j = 0; j < BT; j++) {
+        cr_assert_eq(load_w(dev, 0, wdz + j * N), NTPU_DEV_OK);
+        cr_assert_eq(matmul_t(dev, NTPU_MATMUL_BF16 | (j ? NTPU_MATMUL_ACCUMULATE : 0), x + j * N, dw, N, B),
+                     NTPU_DEV_OK);
+    }
+
+    for (unsigned b = 0; b < B; b++)
+        for (unsigned n = 0; n < N; n++) {
+            float acc = 0.0f;
+            for (unsigned k = 0; k < N; k++)
+                acc += ntpu_bf16_to_f32(X[b * N + k]) * ntpu_bf16_to_f32(W[k * N + n]);
+            Zr[b * N + n] = acc;
+            float a = acc + f32(bv[n]);
+            uint16_t hb = ntpu_bf16_from_f32(a > 0 ? a : 0.0f);
+            H[b * N + n] = hb;
+            dZr[b * N + n] = ntpu_bf16_to_f32(hb) > 0 ? f32(dH[b * N + n]) : 0.0f;
+            WDZ[b * N + n] = ntpu_bf16_from_f32(dZr[b * N + n]);
+        }
+    read_acc(dev, N, z, B, got);
+    for (unsigned i = 0; i < B * N; i++)
+        cr_assert_eq(got[i], bits(Zr[i]), "Z[%u]", i);
+    uint16_t got16[2 * 64 * 64];
+    read_lanes16(dev, N, NTPU_MEM_UB, h, B, got16);
+    for (unsigned i = 0; i < B * N; i++)
+        cr_assert_eq(got16[i], H[i], "H[%u]", i);
+    read_acc(dev, N, dz, B, got);
+    for (unsigned i = 0; i < B * N; i++)
+        cr_assert_eq(got[i], bits(dZr[i]), "dZ[%u]", i);
+    read_acc(dev, N, db, 1, got);
+    for (unsigned n = 0; n < N; n++) {
+        float s = 0.0f;
+        for (unsigned b = 0; b < B; b++)
+            s += dZr[b * N + n];
+        cr_assert_eq(got[n], bits(s), "db[%u]", n);
+    }
+    read_acc(dev, N, dw, N, got);
+    for (unsigned k = 0; k < N; k++)
+        for (unsigned n = 0; n < N; n++) {
+            float s = 0.0f;
+            for (unsigned b = 0; b < B; b++)
+                s += ntpu_bf16_to_f32(X[b * N + k]) * ntpu_bf16_to_f32(WDZ[b * N + n]);
+            cr_assert_eq(got[k * N + n], bits(s), "dW[%u][%u]", k, n);
+        }
 }
