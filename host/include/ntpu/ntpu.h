@@ -187,8 +187,8 @@ typedef struct ntpu_counters {
  * after reading. Errors: as ntpu_read_status. */
 NTPU_API ntpu_status ntpu_read_counters(ntpu_device *dev, ntpu_counters *out, int clear);
 
-/* Array utilization of a counter snapshot: macs / (N * N * cycles), in [0, 1];
- * 0 when cycles is 0. */
+/* Array utilization of a counter snapshot: macs / (N * N * cycles), at most 1
+ * for counters that make sense; 0 when cycles is 0 or an argument is NULL. */
 NTPU_API double ntpu_counters_utilization(const ntpu_device *dev, const ntpu_counters *c);
 
 /* Resynchronizes the link (docs/protocol.md): flushes whatever frame the device
@@ -263,7 +263,7 @@ typedef struct ntpu_tensor {
  * unsupported dtype or rank, data shorter than the shape), NTPU_ERR_NO_MEMORY. */
 NTPU_API ntpu_status ntpu_npy_read(const char *path, ntpu_tensor *out, char *err, size_t errlen);
 
-/* Writes t to path as .npy (format 1.0, or 2.0 if the header needs it). Writes a
+/* Writes t to path as .npy (format 1.0, little-endian, C order). Writes a
  * temporary file next to path and renames it over path, so path is either
  * untouched or complete. Errors: NTPU_ERR_INVALID_ARG (bad tensor),
  * NTPU_ERR_FILE. */
