@@ -91,8 +91,10 @@ static ntpu_status read_id(ntpu_device *dev)
         in->wb_rows < n || in->wb_rows > 65536)
         return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "unsupported memory sizes: UB %u, WB %u, ACC %u rows",
                          (unsigned)in->ub_rows, (unsigned)in->wb_rows, (unsigned)in->acc_rows);
-    if (in->max_payload < 1 + 4 * n || in->max_payload < NTPU_LEN_MEM_HDR + 2 * n)
-        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "max_payload %u is too small for one row", in->max_payload);
+    /* The longest fixed reply (COUNTERS) and one row each way must fit a frame. */
+    if (in->max_payload < 1 + NTPU_COUNTERS_BYTES || in->max_payload < 1 + 4 * n ||
+        in->max_payload < NTPU_LEN_MEM_HDR + 2 * n)
+        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "max_payload %u is too small", in->max_payload);
     dev->n = n;
     dev->link.max_payload = in->max_payload;
     return NTPU_OK;

@@ -112,8 +112,8 @@ Test(api, matmul_shapes_default_device) { sweep("ref"); }
 
 /* Tiny memories and frames: K split across UB loads, weights streamed through a
  * WB ring of one or two tiles, several ACC blocks, multi-frame tiles. */
-Test(api, matmul_shapes_tiny_device_n4) { sweep("ref:n=4,ub=10,wb=8,acc=6,payload=64"); }
-Test(api, matmul_shapes_tiny_device_n3) { sweep("ref:n=3,ub=5,wb=3,acc=4,payload=64"); }
+Test(api, matmul_shapes_tiny_device_n4) { sweep("ref:n=4,ub=10,wb=8,acc=6,payload=80"); }
+Test(api, matmul_shapes_tiny_device_n3) { sweep("ref:n=3,ub=5,wb=3,acc=4,payload=80"); }
 Test(api, matmul_shapes_n16) { sweep("ref:n=16"); }
 
 Test(api, matmul_larger_shapes)
