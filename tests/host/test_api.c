@@ -116,6 +116,16 @@ Test(api, matmul_shapes_tiny_device_n4) { sweep("ref:n=4,ub=10,wb=8,acc=6,payloa
 Test(api, matmul_shapes_tiny_device_n3) { sweep("ref:n=3,ub=5,wb=3,acc=4,payload=80"); }
 Test(api, matmul_shapes_n16) { sweep("ref:n=16"); }
 
+/* The same library path over the Verilator RTL: a few shapes, bit for bit. */
+Test(api, matmul_on_vsim, .timeout = 300)
+{
+    ntpu_device *dev = open_ok("vsim");
+    check_shape(dev, 1, 1, 1);
+    check_shape(dev, 9, 17, 10);
+    check_shape(dev, 20, 8, 24);
+    ntpu_close(dev);
+}
+
 Test(api, matmul_larger_shapes)
 {
     ntpu_device *dev = open_ok("ref");
