@@ -51,7 +51,7 @@ module ntpu_array #(
   output logic            y_valid,    // exactly LATENCY cycles after the matching a_valid
   output logic [N*32-1:0] y_row       // column n's result at [32*n +: 32]
 );
-  localparam int LATENCY = 2 * N;     // cycles from a_valid to its y_valid; ntpu_array_latency(N)
+  localparam int LATENCY = 2 * N;     // cycles from a_valid to its y_valid (see the header)
 
   if (N < 2 || N > 64) begin : g_bad_cfg
     initial $fatal(1, "ntpu_array: N must be in 2..64");
