@@ -36,9 +36,10 @@ typedef enum ntpu_status {
     NTPU_OK = 0,
     NTPU_ERR_INVALID_ARG = -1, /* a bad argument; nothing was sent, device state unchanged       */
     NTPU_ERR_NO_DEVICE = -2,   /* no such device, or this build cannot reach it; no handle usable  */
-    NTPU_ERR_IO = -3,          /* the link failed (bad frame, lost sync); the library resynced the
-                                * link when it could, but commands since the last successful call
-                                * may or may not have run: device memory is unknown             */
+    NTPU_ERR_IO = -3,          /* the link failed (a corrupted or lost frame): commands since the
+                                * last successful call may or may not have run, so device memory
+                                * is unknown. The library resyncs the link itself; if it cannot,
+                                * every call fails so until ntpu_reset_link succeeds            */
     NTPU_ERR_TIMEOUT = -4,     /* the device did not answer in time; as NTPU_ERR_IO              */
     NTPU_ERR_DEVICE = -5,      /* the device rejected a command (ntpu_last_error names the status
                                 * and the command); that command did nothing, the link is in sync
@@ -120,14 +121,15 @@ NTPU_API ntpu_status ntpu_get_info(const ntpu_device *dev, ntpu_info *out);
  * uint16_t lanes for UB and WB (bf16 bits, or int8 in the low byte), uint32_t
  * lanes for ACC (int32 or fp32 bits). Split into as many frames as needed.
  * Queued (see above). Errors: NTPU_ERR_INVALID_ARG (bad mem, range past the
- * memory's end, data NULL with rows > 0), NTPU_ERR_IO, NTPU_ERR_TIMEOUT,
- * NTPU_ERR_DEVICE (from an earlier queued command), NTPU_ERR_NO_MEMORY. */
+ * memory's end, data NULL with rows > 0), NTPU_ERR_IO and NTPU_ERR_TIMEOUT (while
+ * reading older replies to make room), NTPU_ERR_NO_MEMORY. */
 NTPU_API ntpu_status ntpu_write_rows(ntpu_device *dev, enum ntpu_mem mem, uint32_t addr, uint32_t rows,
                                      const void *data);
 
 /* Reads `rows` rows of memory `mem` from row `addr` into data (layout as for
  * ntpu_write_rows). Waits for the data; sees every earlier command's effect.
- * Errors: as ntpu_write_rows. On error, data is unspecified. */
+ * Errors: as ntpu_write_rows, and NTPU_ERR_DEVICE (this or an earlier queued
+ * command was rejected). On error, data is unspecified. */
 NTPU_API ntpu_status ntpu_read_rows(ntpu_device *dev, enum ntpu_mem mem, uint32_t addr, uint32_t rows,
                                     void *data);
 
