@@ -1,9 +1,9 @@
 // ntpu_array: the N×N weight-stationary systolic array of ntpu_pe (docs/isa.md, MATMUL).
 //
 // Computes, for each activation row that enters with a_valid, and for every column n,
-//   y_row[n] = chain over i = 0 .. N-1 ascending of acc = mac(acc, a_row[i], W[i][n]), acc = a_acc[n]
-// with mac = ntpu_mac_bf16 (a_bf16 = 1) or ntpu_mac_int8 (a_bf16 = 0) of sim/ref/numerics.c and W the
-// weight buffer a_buf. Rows enter whole and unskewed, one per cycle at most, back to back or with
+//   acc = a_acc[n]; for i = 0 .. N-1: acc = mac(acc, a_row[i], W[i][n]); y_row[n] = acc
+// with mac = ntpu_mac_bf16 (a_bf16 = 1) or ntpu_mac_int8 (a_bf16 = 0) of sim/ref/numerics.c and W
+// the weight buffer a_buf. Rows enter whole and unskewed, one per cycle at most, back to back or with
 // gaps, with no backpressure; dtype and buffer may change from one row to the next. The array skews
 // them internally (PE row i sees lane i i cycles later, column n's chain starts n cycles later) and
 // de-skews the results, so each y_row comes out whole.
@@ -51,7 +51,7 @@ module ntpu_array #(
   output logic            y_valid,    // exactly LATENCY cycles after the matching a_valid
   output logic [N*32-1:0] y_row       // column n's result at [32*n +: 32]
 );
-  localparam int LATENCY = 2 * N;     // cycles from a_valid to its y_valid; ntpu_array_latency(N)
+  localparam int LATENCY = 2 * N;     // cycles from a_valid to its y_valid (see the header)
 
   if (N < 2 || N > 64) begin : g_bad_cfg
     initial $fatal(1, "ntpu_array: N must be in 2..64");

@@ -20,8 +20,9 @@ module ntpu_bf16_mul (
   logic [9:0]  exp;   // biased product exponent, two's complement: -125 .. 382
 
   // Everything sits under `if (en)`, after defaults, so that Verilator keeps the branch and skips
-  // the multiplier for int8 rows. `always @*` rather than always_comb: Icarus 11's -Wall prints a
-  // "sorry: constant selects" line per part-select per instance for always_comb, thousands in the array.
+  // the multiplier for int8 rows. `always @*` rather than always_comb: for always_comb, Icarus 11's
+  // -Wall prints a "sorry: constant selects" line per part-select and instance, thousands in the
+  // array.
   always @* begin
     a_zero = 1'b0;
     b_zero = 1'b0;

@@ -37,8 +37,9 @@ module ntpu_fp32_add (
   assign unused_hidden = m_rnd[23];  // 1 unless the rounding carried out, which m_rnd[24] tells
 
   // Everything sits under `if (en)`, after defaults, so that Verilator keeps the branch and skips
-  // the adder for int8 rows. `always @*` rather than always_comb: Icarus 11's -Wall prints a
-  // "sorry: constant selects" line per part-select per instance for always_comb, thousands in the array.
+  // the adder for int8 rows. `always @*` rather than always_comb: for always_comb, Icarus 11's
+  // -Wall prints a "sorry: constant selects" line per part-select and instance, thousands in the
+  // array.
   always @* begin
     x_zero = 1'b0;
     y_zero = 1'b0;

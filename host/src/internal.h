@@ -106,6 +106,8 @@ typedef struct ntpu_link {
     uint8_t *tx;
     size_t tx_len, tx_cap;
     size_t open_frame; /* offset of a frame begun with ntpu_link_begin, or SIZE_MAX */
+    size_t open_len;      /* its payload length */
+    uint32_t open_reply;  /* its expected reply data length */
     /* Unanswered frames, oldest first, in a ring of NTPU_LINK_WINDOW. */
     ntpu_pending pend[NTPU_LINK_WINDOW];
     unsigned pend_head, pend_count;
@@ -124,15 +126,16 @@ typedef struct ntpu_link {
 ntpu_status ntpu_link_init(ntpu_link *l, ntpu_transport tp, unsigned max_payload, char *err);
 void ntpu_link_free(ntpu_link *l);
 
-/* Starts a command frame with a payload of len bytes (1 .. max_payload) and
- * returns where the payload goes, or NULL (error set) on a link or memory
+/* Starts a command frame with a payload of len bytes (1 .. max_payload) whose
+ * reply carries reply_len data bytes after the status byte, and returns where
+ * the payload goes, or NULL with *st set (error text set) on a link or memory
  * failure. May first read replies to make room in the window. Finish with
  * ntpu_link_commit before any other link call. */
-uint8_t *ntpu_link_begin(ntpu_link *l, size_t len, ntpu_status *st);
+uint8_t *ntpu_link_begin(ntpu_link *l, size_t len, uint32_t reply_len, ntpu_status *st);
 
-/* Seals the frame begun last: the reply will carry reply_len data bytes after the
- * status byte, copied to dst. Returns the frame's ticket (for ntpu_link_wait). */
-uint64_t ntpu_link_commit(ntpu_link *l, uint32_t reply_len, void *dst);
+/* Seals the frame begun last; its reply data will be copied to dst (NULL to
+ * drop it). Returns the frame's ticket (for ntpu_link_wait). */
+uint64_t ntpu_link_commit(ntpu_link *l, void *dst);
 
 /* Sends a whole command payload (begin + copy + commit). */
 ntpu_status ntpu_link_command(ntpu_link *l, const uint8_t *payload, size_t len, uint32_t reply_len, void *dst,
@@ -151,6 +154,9 @@ ntpu_status ntpu_link_sync(ntpu_link *l);
 
 /* Resynchronizes (docs/protocol.md) and empties the queue of replies. */
 ntpu_status ntpu_link_resync(ntpu_link *l);
+
+/* Name of an opcode ("MATMUL", ...), never NULL. */
+const char *ntpu_op_name(unsigned op);
 
 /* ------------------------------------------------------------------ device */
 

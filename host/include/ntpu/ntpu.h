@@ -36,9 +36,10 @@ typedef enum ntpu_status {
     NTPU_OK = 0,
     NTPU_ERR_INVALID_ARG = -1, /* a bad argument; nothing was sent, device state unchanged       */
     NTPU_ERR_NO_DEVICE = -2,   /* no such device, or this build cannot reach it; no handle usable  */
-    NTPU_ERR_IO = -3,          /* the link failed (bad frame, lost sync); the library resynced the
-                                * link when it could, but commands since the last successful call
-                                * may or may not have run: device memory is unknown             */
+    NTPU_ERR_IO = -3,          /* the link failed (a corrupted or lost frame): commands since the
+                                * last successful call may or may not have run, so device memory
+                                * is unknown. The library resyncs the link itself; if it cannot,
+                                * every call fails so until ntpu_reset_link succeeds            */
     NTPU_ERR_TIMEOUT = -4,     /* the device did not answer in time; as NTPU_ERR_IO              */
     NTPU_ERR_DEVICE = -5,      /* the device rejected a command (ntpu_last_error names the status
                                 * and the command); that command did nothing, the link is in sync
@@ -120,14 +121,15 @@ NTPU_API ntpu_status ntpu_get_info(const ntpu_device *dev, ntpu_info *out);
  * uint16_t lanes for UB and WB (bf16 bits, or int8 in the low byte), uint32_t
  * lanes for ACC (int32 or fp32 bits). Split into as many frames as needed.
  * Queued (see above). Errors: NTPU_ERR_INVALID_ARG (bad mem, range past the
- * memory's end, data NULL with rows > 0), NTPU_ERR_IO, NTPU_ERR_TIMEOUT,
- * NTPU_ERR_DEVICE (from an earlier queued command), NTPU_ERR_NO_MEMORY. */
+ * memory's end, data NULL with rows > 0), NTPU_ERR_IO and NTPU_ERR_TIMEOUT (while
+ * reading older replies to make room), NTPU_ERR_NO_MEMORY. */
 NTPU_API ntpu_status ntpu_write_rows(ntpu_device *dev, enum ntpu_mem mem, uint32_t addr, uint32_t rows,
                                      const void *data);
 
 /* Reads `rows` rows of memory `mem` from row `addr` into data (layout as for
  * ntpu_write_rows). Waits for the data; sees every earlier command's effect.
- * Errors: as ntpu_write_rows. On error, data is unspecified. */
+ * Errors: as ntpu_write_rows, and NTPU_ERR_DEVICE (this or an earlier queued
+ * command was rejected). On error, data is unspecified. */
 NTPU_API ntpu_status ntpu_read_rows(ntpu_device *dev, enum ntpu_mem mem, uint32_t addr, uint32_t rows,
                                     void *data);
 
@@ -187,8 +189,8 @@ typedef struct ntpu_counters {
  * after reading. Errors: as ntpu_read_status. */
 NTPU_API ntpu_status ntpu_read_counters(ntpu_device *dev, ntpu_counters *out, int clear);
 
-/* Array utilization of a counter snapshot: macs / (N * N * cycles), in [0, 1];
- * 0 when cycles is 0. */
+/* Array utilization of a counter snapshot: macs / (N * N * cycles), at most 1
+ * for counters that make sense; 0 when cycles is 0 or an argument is NULL. */
 NTPU_API double ntpu_counters_utilization(const ntpu_device *dev, const ntpu_counters *c);
 
 /* Resynchronizes the link (docs/protocol.md): flushes whatever frame the device
@@ -263,7 +265,7 @@ typedef struct ntpu_tensor {
  * unsupported dtype or rank, data shorter than the shape), NTPU_ERR_NO_MEMORY. */
 NTPU_API ntpu_status ntpu_npy_read(const char *path, ntpu_tensor *out, char *err, size_t errlen);
 
-/* Writes t to path as .npy (format 1.0, or 2.0 if the header needs it). Writes a
+/* Writes t to path as .npy (format 1.0, little-endian, C order). Writes a
  * temporary file next to path and renames it over path, so path is either
  * untouched or complete. Errors: NTPU_ERR_INVALID_ARG (bad tensor),
  * NTPU_ERR_FILE. */

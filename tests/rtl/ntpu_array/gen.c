@@ -204,8 +204,8 @@ static int generate(const char *dir, int n, unsigned cycles)
            n, cycles, rows, rows_bf16, rows_during_load, tight_row, loads[0][0], loads[0][1],
            loads[1][0], loads[1][1], tight_load);
     /* The schedule must have exercised what the bench claims to test. */
-    if (rows_during_load == 0 || tight_row == 0 || tight_load == 0 || rows_bf16 == 0 || rows_bf16 == rows || !loads[0][0] || !loads[0][1] ||
-        !loads[1][0] || !loads[1][1]) {
+    if (rows_during_load == 0 || tight_row == 0 || tight_load == 0 || rows_bf16 == 0 ||
+        rows_bf16 == rows || !loads[0][0] || !loads[0][1] || !loads[1][0] || !loads[1][1]) {
         fprintf(stderr, "gen N=%d: schedule too thin\n", n);
         return 1;
     }

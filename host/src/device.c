@@ -1,0 +1,198 @@
+/* Device handles: device strings, the table of transports, open (reading the
+ * ID block) and close. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static ntpu_status board_open(const char *kind, char *err, size_t errlen)
+{
+    ntpu_errf(err, errlen,
+              "this build has no board transport yet ('%s'); use 'ref' (golden model) or 'vsim' (RTL simulation)",
+              kind);
+    return NTPU_ERR_NO_DEVICE;
+}
+
+static ntpu_status ftdi_open(const char *opts, ntpu_transport *out, char *err, size_t errlen)
+{
+    (void)opts;
+    (void)out;
+    return board_open("ftdi", err, errlen);
+}
+
+static ntpu_status usb_open(const char *opts, ntpu_transport *out, char *err, size_t errlen)
+{
+    (void)opts;
+    (void)out;
+    return board_open("usb", err, errlen);
+}
+
+/* Every device kind a device string can name (DESIGN.md section 2). */
+static const struct {
+    const char *name;
+    ntpu_status (*open)(const char *opts, ntpu_transport *out, char *err, size_t errlen);
+} kinds[] = {
+    {"ref", ntpu_transport_ref_open},
+    {"vsim", ntpu_transport_vsim_open},
+    {"ftdi", ftdi_open},
+    {"usb", usb_open},
+};
+
+/* The device string that NULL or "" stands for. */
+static const char *default_device(void)
+{
+    const char *env = getenv("NTPU_DEVICE");
+    return env && *env ? env : "vsim";
+}
+
+static const char *platform_name(unsigned p)
+{
+    switch (p) {
+    case 0: return "golden model";
+    case 1: return "RTL";
+    }
+    return "unknown";
+}
+
+/* Reads the ID block and checks that this library can drive the device. */
+static ntpu_status read_id(ntpu_device *dev)
+{
+    uint8_t op = NTPU_OP_INFO, id[NTPU_ID_BYTES];
+    uint64_t ticket;
+    ntpu_status st = ntpu_link_command(&dev->link, &op, 1, NTPU_ID_BYTES, id, &ticket);
+    if (st == NTPU_OK)
+        st = ntpu_link_wait(&dev->link, ticket);
+    if (st != NTPU_OK)
+        return st;
+    ntpu_info *in = &dev->info;
+    if (ntpu_rd32(id + NTPU_ID_OFF_MAGIC) != NTPU_ID_MAGIC)
+        return ntpu_fail(dev, NTPU_ERR_IO, "the device's ID block lacks the NTPU magic");
+    in->version_major = id[NTPU_ID_OFF_VERSION_MAJOR];
+    in->version_minor = id[NTPU_ID_OFF_VERSION_MINOR];
+    in->rows = id[NTPU_ID_OFF_ROWS];
+    in->cols = id[NTPU_ID_OFF_COLS];
+    in->dtypes = id[NTPU_ID_OFF_DTYPES];
+    in->features = id[NTPU_ID_OFF_FEATURES];
+    in->max_payload = ntpu_rd16(id + NTPU_ID_OFF_MAX_PAYLOAD);
+    in->ub_rows = ntpu_rd32(id + NTPU_ID_OFF_UB_ROWS);
+    in->wb_rows = ntpu_rd32(id + NTPU_ID_OFF_WB_ROWS);
+    in->acc_rows = ntpu_rd32(id + NTPU_ID_OFF_ACC_ROWS);
+    in->clock_hz = ntpu_rd32(id + NTPU_ID_OFF_CLOCK_HZ);
+    in->platform = id[NTPU_ID_OFF_PLATFORM];
+    in->platform_name = platform_name(in->platform);
+    if (in->version_major != NTPU_VERSION_MAJOR)
+        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "the device speaks protocol %u.%u; this library speaks %u.x",
+                         in->version_major, in->version_minor, NTPU_VERSION_MAJOR);
+    unsigned n = in->rows;
+    /* The tiling assumes a square array, and every address must fit the u16 fields. */
+    if (n < 2 || in->cols != n)
+        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "unsupported array shape %ux%u", in->rows, in->cols);
+    if (in->ub_rows == 0 || in->ub_rows > 65536 || in->acc_rows == 0 || in->acc_rows > 65536 ||
+        in->wb_rows < n || in->wb_rows > 65536)
+        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "unsupported memory sizes: UB %u, WB %u, ACC %u rows",
+                         (unsigned)in->ub_rows, (unsigned)in->wb_rows, (unsigned)in->acc_rows);
+    /* The longest fixed reply (COUNTERS) and one row each way must fit a frame. */
+    if (in->max_payload < 1 + NTPU_COUNTERS_BYTES || in->max_payload < 1 + 4 * n ||
+        in->max_payload < NTPU_LEN_MEM_HDR + 2 * n)
+        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "max_payload %u is too small", in->max_payload);
+    dev->n = n;
+    dev->link.max_payload = in->max_payload;
+    return NTPU_OK;
+}
+
+ntpu_status ntpu_open(const char *device, ntpu_device **out)
+{
+    if (!out)
+        return NTPU_ERR_INVALID_ARG;
+    *out = NULL;
+    ntpu_device *dev = calloc(1, sizeof *dev);
+    if (!dev)
+        return NTPU_ERR_NO_MEMORY;
+    *out = dev;
+    if (!device || !*device)
+        device = default_device();
+    size_t len = strlen(device);
+    if (len >= sizeof dev->info.device)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "device string is longer than %zu characters",
+                         sizeof dev->info.device - 1);
+    memcpy(dev->info.device, device, len + 1);
+
+    char kind[sizeof dev->info.device];
+    memcpy(kind, device, len + 1);
+    char *colon = strchr(kind, ':');
+    const char *opts = NULL;
+    if (colon) {
+        *colon = 0;
+        opts = colon + 1;
+    }
+    size_t k = 0, nk = sizeof kinds / sizeof kinds[0];
+    while (k < nk && strcmp(kinds[k].name, kind) != 0)
+        k++;
+    if (k == nk)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "unknown device '%s' (expected ref, vsim, ftdi or usb)", kind);
+
+    ntpu_transport tp = {0};
+    ntpu_status st = kinds[k].open(opts, &tp, dev->err, sizeof dev->err);
+    if (st != NTPU_OK)
+        return st;
+    /* Until the ID block says otherwise, accept any frame the LEN field can describe. */
+    st = ntpu_link_init(&dev->link, tp, 65535, dev->err);
+    if (st == NTPU_OK && !tp.ops->starts_in_sync)
+        st = ntpu_link_resync(&dev->link);
+    if (st == NTPU_OK)
+        st = read_id(dev);
+    if (st != NTPU_OK) {
+        ntpu_link_free(&dev->link);
+        return st;
+    }
+    dev->ok = 1;
+    return NTPU_OK;
+}
+
+void ntpu_close(ntpu_device *dev)
+{
+    if (!dev)
+        return;
+    if (dev->ok)
+        ntpu_link_free(&dev->link);
+    free(dev);
+}
+
+const char *ntpu_last_error(const ntpu_device *dev)
+{
+    return dev ? dev->err : "no device handle (out of memory, or ntpu_open was given a NULL out pointer)";
+}
+
+ntpu_status ntpu_check_dev(ntpu_device *dev)
+{
+    if (!dev)
+        return NTPU_ERR_INVALID_ARG;
+    if (!dev->ok)
+        return NTPU_ERR_NO_DEVICE; /* err still holds why open failed */
+    return NTPU_OK;
+}
+
+ntpu_status ntpu_get_info(const ntpu_device *dev, ntpu_info *out)
+{
+    if (!dev || !out)
+        return NTPU_ERR_INVALID_ARG;
+    if (!dev->ok)
+        return NTPU_ERR_NO_DEVICE;
+    *out = dev->info;
+    return NTPU_OK;
+}
+
+uint32_t ntpu_mem_rows(const ntpu_device *dev, unsigned mem)
+{
+    switch (mem) {
+    case NTPU_MEM_UB: return dev->info.ub_rows;
+    case NTPU_MEM_WB: return dev->info.wb_rows;
+    case NTPU_MEM_ACC: return dev->info.acc_rows;
+    }
+    return 0;
+}
+
+size_t ntpu_row_bytes(const ntpu_device *dev, unsigned mem)
+{
+    return (size_t)dev->n * (mem == NTPU_MEM_ACC ? 4u : 2u);
+}

@@ -1,0 +1,366 @@
+/* C = A . B of any shape on the N x N array: tiling, padding, double buffering
+ * and pipelining (docs/isa.md for the commands, docs/numerics.md for why the
+ * order and the padding values below make the result exact).
+ *
+ * Layout on the device, for a chunk of Mc rows of A:
+ *   UB:  A's K-slices, one after another: row (kt - k0) * mc + m holds
+ *        A[m0 + m][kt*N .. kt*N + N-1], zero-padded past K.
+ *   WB:  B's N x N tiles in slots of N rows: row i of tile (kt, pt) holds
+ *        B[kt*N + i][pt*N .. pt*N + N-1]; k-rows past K are bf16 -0 (0x8000) so
+ *        the padding products add nothing, even to a -0 accumulator.
+ *   ACC: one block of mc rows per output column tile, pt - p0.
+ * For each output column tile, k-tiles go in ascending order: LOAD_W then
+ * MATMUL (accumulating after the first), so each dot product is the plain
+ * sequential chain. The next LOAD_W follows each MATMUL, so the array loads
+ * tile t+1 while it streams tile t.
+ *
+ * When B fits in WB it is sent once and stays; otherwise WB is a ring that the
+ * tiles stream through, written a frame ahead of their LOAD_W. UB holds all of a
+ * chunk's K when it can (A is then sent once); ACC holds as many column tiles as
+ * fit, and is read back while the next block computes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+enum src_kind { SRC_INT8, SRC_F32, SRC_BF16 };
+
+typedef struct mm {
+    ntpu_device *dev;
+    ntpu_link *l;
+    size_t n;
+    int bf16;
+    enum src_kind src;
+    const void *A, *B;
+    void *C;
+    size_t M, K, P;       /* C is M x P (the API's N) */
+    size_t KT, PT;        /* k-tiles, output column tiles */
+    size_t Mc, Kc, Pc;    /* rows per chunk, k-tiles per UB load, column tiles per ACC block */
+    size_t nchunks, T;    /* m-chunks; weight tiles per m-chunk (KT * PT) */
+    size_t slots;         /* weight tiles WB holds */
+    int b_resident;       /* all T tiles fit: write them once */
+    uint64_t b_written;   /* tile sequence numbers written to WB so far */
+    int ub_alt, acc_alt;  /* room for two blocks: alternate halves */
+    /* The block the row fillers are producing. */
+    size_t blk_m0, blk_mc, blk_k0;
+    uint64_t blk_seq0;
+} mm;
+
+static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
+static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+static uint16_t a_lane(const mm *s, size_t m, size_t k)
+{
+    if (k >= s->K)
+        return 0; /* +0 */
+    size_t i = m * s->K + k;
+    switch (s->src) {
+    case SRC_INT8: return (uint8_t)((const int8_t *)s->A)[i];
+    case SRC_F32: return ntpu_bf16_from_f32(((const float *)s->A)[i]);
+    case SRC_BF16: break;
+    }
+    return ((const uint16_t *)s->A)[i];
+}
+
+static uint16_t b_lane(const mm *s, size_t k, size_t p)
+{
+    if (k >= s->K)
+        return s->bf16 ? 0x8000u : 0; /* -0: see the header comment */
+    if (p >= s->P)
+        return 0; /* feeds only columns that are never read back */
+    size_t i = k * s->P + p;
+    switch (s->src) {
+    case SRC_INT8: return (uint8_t)((const int8_t *)s->B)[i];
+    case SRC_F32: return ntpu_bf16_from_f32(((const float *)s->B)[i]);
+    case SRC_BF16: break;
+    }
+    return ((const uint16_t *)s->B)[i];
+}
+
+/* Tile q of an m-chunk's sequence: for each group of Pc column tiles, for each
+ * group of Kc k-tiles, for each column tile, k-tiles ascending. Every group but
+ * the last of its kind is full, which is what makes the divisions work. */
+static void tile_of(const mm *s, size_t q, size_t *pt, size_t *kt)
+{
+    size_t pg = q / (s->Pc * s->KT), p0 = pg * s->Pc, pc = min_sz(s->Pc, s->PT - p0);
+    size_t rem = q - pg * s->Pc * s->KT;
+    size_t kg = rem / (pc * s->Kc), k0 = kg * s->Kc, kc = min_sz(s->Kc, s->KT - k0);
+    rem -= kg * pc * s->Kc;
+    *pt = p0 + rem / kc;
+    *kt = k0 + rem % kc;
+}
+
+static void fill_a(const mm *s, size_t r, uint8_t *out)
+{
+    size_t kt = s->blk_k0 + r / s->blk_mc, m = s->blk_m0 + r % s->blk_mc;
+    for (size_t i = 0; i < s->n; i++)
+        ntpu_wr16(out + 2 * i, a_lane(s, m, kt * s->n + i));
+}
+
+static void fill_b(const mm *s, size_t r, uint8_t *out)
+{
+    size_t pt, kt, i = r % s->n;
+    tile_of(s, (size_t)((s->blk_seq0 + r / s->n) % s->T), &pt, &kt);
+    for (size_t j = 0; j < s->n; j++)
+        ntpu_wr16(out + 2 * j, b_lane(s, kt * s->n + i, pt * s->n + j));
+}
+
+/* WRITE_MEM of `rows` rows made by fill, in as few frames as fit. */
+static ntpu_status write_block(mm *s, unsigned mem, size_t addr, size_t rows,
+                               void (*fill)(const mm *, size_t, uint8_t *))
+{
+    size_t rb = 2 * s->n, per = (s->l->max_payload - NTPU_LEN_MEM_HDR) / rb;
+    for (size_t done = 0; done < rows;) {
+        size_t cnt = min_sz(per, rows - done);
+        ntpu_status st;
+        uint8_t *p = ntpu_link_begin(s->l, NTPU_LEN_MEM_HDR + cnt * rb, 0, &st);
+        if (!p)
+            return st;
+        p[0] = NTPU_OP_WRITE_MEM;
+        p[1] = (uint8_t)mem;
+        ntpu_wr16(p + 2, (uint32_t)(addr + done));
+        ntpu_wr16(p + 4, (uint32_t)cnt);
+        for (size_t r = 0; r < cnt; r++)
+            fill(s, done + r, p + NTPU_LEN_MEM_HDR + r * rb);
+        ntpu_link_commit(s->l, NULL);
+        done += cnt;
+    }
+    return NTPU_OK;
+}
+
+/* Makes sure the tile with sequence number seq is in its WB slot, writing a
+ * frame's worth of tiles ahead at a time. */
+static ntpu_status ensure_tile(mm *s, uint64_t seq)
+{
+    uint64_t total = s->b_resident ? s->T : (uint64_t)s->nchunks * s->T;
+    size_t per_frame = (s->l->max_payload - NTPU_LEN_MEM_HDR) / (2 * s->n * s->n);
+    if (per_frame == 0)
+        per_frame = 1;
+    while (s->b_written <= seq) {
+        uint64_t w = s->b_written;
+        size_t slot = (size_t)(w % s->slots);
+        size_t cnt = min_sz(min_sz(per_frame, s->slots - slot), (size_t)(total - w));
+        s->blk_seq0 = w;
+        ntpu_status st = write_block(s, NTPU_MEM_WB, slot * s->n, cnt * s->n, fill_b);
+        if (st != NTPU_OK)
+            return st;
+        s->b_written += cnt;
+    }
+    return NTPU_OK;
+}
+
+static ntpu_status cmd_load_w(mm *s, size_t wb_addr)
+{
+    uint8_t cmd[NTPU_LEN_LOAD_W] = {NTPU_OP_LOAD_W, 0};
+    ntpu_wr16(cmd + 2, (uint32_t)wb_addr);
+    return ntpu_link_command(s->l, cmd, sizeof cmd, 0, NULL, NULL);
+}
+
+static ntpu_status cmd_matmul(mm *s, size_t ub, size_t acc, size_t rows, int accumulate)
+{
+    uint8_t cmd[NTPU_LEN_MATMUL] = {
+        NTPU_OP_MATMUL,
+        (uint8_t)((s->bf16 ? NTPU_MATMUL_BF16 : 0) | (accumulate ? NTPU_MATMUL_ACCUMULATE : 0))};
+    ntpu_wr16(cmd + 2, (uint32_t)ub);
+    ntpu_wr16(cmd + 4, (uint32_t)acc);
+    ntpu_wr16(cmd + 6, (uint32_t)rows);
+    return ntpu_link_command(s->l, cmd, sizeof cmd, 0, NULL, NULL);
+}
+
+/* An ACC block being read back. */
+typedef struct readback {
+    int active;
+    uint64_t ticket;
+    size_t m0, mc, p0, pc;
+    uint8_t *stage;
+} readback;
+
+static ntpu_status read_block(mm *s, size_t acc_base, readback *rb)
+{
+    size_t row = 4 * s->n, per = (s->l->max_payload - 1) / row, rows = rb->pc * rb->mc;
+    for (size_t done = 0; done < rows;) {
+        size_t cnt = min_sz(per, rows - done);
+        uint8_t cmd[NTPU_LEN_MEM_HDR] = {NTPU_OP_READ_MEM, NTPU_MEM_ACC};
+        ntpu_wr16(cmd + 2, (uint32_t)(acc_base + done));
+        ntpu_wr16(cmd + 4, (uint32_t)cnt);
+        ntpu_status st =
+            ntpu_link_command(s->l, cmd, sizeof cmd, (uint32_t)(cnt * row), rb->stage + done * row, &rb->ticket);
+        if (st != NTPU_OK)
+            return st;
+        done += cnt;
+    }
+    rb->active = 1;
+    return NTPU_OK;
+}
+
+/* Waits for a read-back block and copies its valid lanes into C. */
+static ntpu_status finish_block(mm *s, readback *rb)
+{
+    if (!rb->active)
+        return NTPU_OK;
+    rb->active = 0;
+    ntpu_status st = ntpu_link_wait(s->l, rb->ticket);
+    if (st != NTPU_OK)
+        return st;
+    for (size_t ptl = 0; ptl < rb->pc; ptl++) {
+        size_t p = (rb->p0 + ptl) * s->n, cnt = min_sz(s->n, s->P - p);
+        for (size_t m = 0; m < rb->mc; m++) {
+            const uint8_t *src = rb->stage + (ptl * rb->mc + m) * 4 * s->n;
+            size_t at = (rb->m0 + m) * s->P + p;
+            for (size_t j = 0; j < cnt; j++) {
+                uint32_t v = ntpu_rd32(src + 4 * j);
+                if (s->bf16)
+                    memcpy((float *)s->C + at + j, &v, sizeof v);
+                else
+                    ((int32_t *)s->C)[at + j] = (int32_t)v;
+            }
+        }
+    }
+    return NTPU_OK;
+}
+
+/* Chooses chunk sizes: as many rows as possible per chunk (fewer weight loads),
+ * all of K resident in UB when a reasonable chunk still fits (A sent once). */
+static void plan(mm *s)
+{
+    const ntpu_info *in = &s->dev->info;
+    size_t ub = in->ub_rows, acc = in->acc_rows, n = s->n;
+    s->KT = ceil_div(s->K, n);
+    s->PT = ceil_div(s->P, n);
+    size_t cap = min_sz(min_sz(s->M, 65535), min_sz(ub, acc));
+    size_t threshold = min_sz(s->M, 4 * n);
+    if (ub / s->KT >= threshold) {
+        s->Mc = min_sz(cap, ub / s->KT);
+        s->Kc = s->KT;
+    } else {
+        s->Mc = min_sz(cap, threshold);
+        s->Kc = min_sz(s->KT, ub / s->Mc);
+    }
+    s->Pc = min_sz(s->PT, acc / s->Mc);
+    /* Even out the pieces so the last one is not a sliver. */
+    s->nchunks = ceil_div(s->M, s->Mc);
+    s->Mc = ceil_div(s->M, s->nchunks);
+    s->Kc = ceil_div(s->KT, ceil_div(s->KT, s->Kc));
+    s->Pc = ceil_div(s->PT, ceil_div(s->PT, s->Pc));
+    s->T = s->KT * s->PT;
+    s->slots = in->wb_rows / n;
+    s->b_resident = s->T <= s->slots;
+    s->ub_alt = 2 * s->Mc * s->Kc <= ub;
+    s->acc_alt = 2 * s->Mc * s->Pc <= acc;
+}
+
+static ntpu_status run(mm *s)
+{
+    uint8_t *stage[2];
+    size_t stage_bytes = s->Mc * s->Pc * 4 * s->n;
+    stage[0] = malloc(stage_bytes);
+    stage[1] = malloc(stage_bytes);
+    if (!stage[0] || !stage[1]) {
+        free(stage[0]);
+        free(stage[1]);
+        return ntpu_fail(s->dev, NTPU_ERR_NO_MEMORY, "out of memory for %zu bytes of read-back buffers",
+                         2 * stage_bytes);
+    }
+    readback prev = {0};
+    struct {
+        int valid;
+        size_t m0, k0;
+    } ub_tag[2] = {{0}};
+    size_t ub_next = 0, group = 0;
+    ntpu_status st = NTPU_OK;
+    for (size_t mi = 0, m0 = 0; m0 < s->M && st == NTPU_OK; mi++, m0 += s->Mc) {
+        size_t mc = min_sz(s->Mc, s->M - m0), q = 0;
+        for (size_t p0 = 0; p0 < s->PT && st == NTPU_OK; p0 += s->Pc) {
+            size_t pc = min_sz(s->Pc, s->PT - p0);
+            size_t acc_base = s->acc_alt ? (group % 2) * s->Mc * s->Pc : 0;
+            for (size_t k0 = 0; k0 < s->KT && st == NTPU_OK; k0 += s->Kc) {
+                size_t kc = min_sz(s->Kc, s->KT - k0), half;
+                for (half = 0; half < 2; half++)
+                    if (ub_tag[half].valid && ub_tag[half].m0 == m0 && ub_tag[half].k0 == k0)
+                        break;
+                if (half == 2) {
+                    half = s->ub_alt ? ub_next++ % 2 : 0;
+                    s->blk_m0 = m0;
+                    s->blk_mc = mc;
+                    s->blk_k0 = k0;
+                    ub_tag[half].valid = 0;
+                    if ((st = write_block(s, NTPU_MEM_UB, half * s->Mc * s->Kc, kc * mc, fill_a)) != NTPU_OK)
+                        break;
+                    ub_tag[half].valid = 1;
+                    ub_tag[half].m0 = m0;
+                    ub_tag[half].k0 = k0;
+                }
+                size_t ub_base = half * s->Mc * s->Kc;
+                for (size_t pt = p0; pt < p0 + pc && st == NTPU_OK; pt++) {
+                    for (size_t kt = k0; kt < k0 + kc; kt++, q++) {
+                        uint64_t seq = s->b_resident ? q : (uint64_t)mi * s->T + q;
+                        if ((st = ensure_tile(s, seq)) != NTPU_OK ||
+                            (st = cmd_load_w(s, (size_t)(seq % s->slots) * s->n)) != NTPU_OK ||
+                            (st = cmd_matmul(s, ub_base + (kt - k0) * mc, acc_base + (pt - p0) * mc, mc, kt > 0)) !=
+                                NTPU_OK)
+                            break;
+                    }
+                }
+            }
+            if (st != NTPU_OK)
+                break;
+            readback cur = {0, 0, m0, mc, p0, pc, stage[group % 2]};
+            if ((st = read_block(s, acc_base, &cur)) != NTPU_OK)
+                break;
+            st = finish_block(s, &prev);
+            prev = cur;
+            group++;
+        }
+    }
+    if (st == NTPU_OK)
+        st = finish_block(s, &prev);
+    if (st != NTPU_OK && !s->l->broken) {
+        /* Replies still on their way point into the buffers freed below: take
+         * them off the link first, keeping the first error's text. */
+        char why[NTPU_ERRMSG_LEN];
+        memcpy(why, s->dev->err, sizeof why);
+        ntpu_link_sync(s->l);
+        memcpy(s->dev->err, why, sizeof why);
+    }
+    free(stage[0]);
+    free(stage[1]);
+    return st;
+}
+
+static ntpu_status matmul(ntpu_device *dev, enum src_kind src, const void *A, const void *B, void *C, size_t M,
+                          size_t K, size_t N)
+{
+    ntpu_status st = ntpu_check_dev(dev);
+    if (st != NTPU_OK)
+        return st;
+    if (!A || !B || !C)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "matmul: A, B and C must not be NULL");
+    if (M == 0 || K == 0 || N == 0)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "matmul: sizes must be at least 1 (M=%zu K=%zu N=%zu)", M, K, N);
+    if (M > SIZE_MAX / 4 / K || K > SIZE_MAX / 4 / N || M > SIZE_MAX / 4 / N)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "matmul: sizes M=%zu K=%zu N=%zu overflow", M, K, N);
+    int bf16 = src != SRC_INT8;
+    unsigned bit = bf16 ? NTPU_DTYPE_BF16_BIT : NTPU_DTYPE_INT8_BIT;
+    if (!(dev->info.dtypes & bit))
+        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "this device does not compute in %s", bf16 ? "bf16" : "int8");
+    mm s = {.dev = dev, .l = &dev->link, .n = dev->n, .bf16 = bf16, .src = src, .A = A, .B = B, .C = C,
+            .M = M, .K = K, .P = N};
+    plan(&s);
+    return run(&s);
+}
+
+ntpu_status ntpu_matmul(ntpu_device *dev, ntpu_dtype dtype, const void *A, const void *B, void *C, size_t M,
+                        size_t K, size_t N)
+{
+    if (dtype != NTPU_DTYPE_INT8 && dtype != NTPU_DTYPE_BF16) {
+        ntpu_status st = ntpu_check_dev(dev);
+        return st != NTPU_OK ? st : ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "matmul: unknown dtype %d", (int)dtype);
+    }
+    return matmul(dev, dtype == NTPU_DTYPE_INT8 ? SRC_INT8 : SRC_F32, A, B, C, M, K, N);
+}
+
+ntpu_status ntpu_matmul_bf16(ntpu_device *dev, const uint16_t *A, const uint16_t *B, float *C, size_t M, size_t K,
+                             size_t N)
+{
+    return matmul(dev, SRC_BF16, A, B, C, M, K, N);
+}

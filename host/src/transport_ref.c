@@ -1,0 +1,94 @@
+/* The "ref" transport: the golden model (sim/ref) in-process. It executes each
+ * frame the moment its last byte arrives, so a reply that is not queued when
+ * asked for will never come: recv gives up at once instead of waiting. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "ntpu_ref.h"
+
+static ntpu_status ref_send(void *ctx, const uint8_t *buf, size_t n, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    ntpu_ref_write(ctx, buf, n);
+    return NTPU_OK;
+}
+
+static ntpu_status ref_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeout_ms, size_t *got, char *err,
+                            size_t errlen)
+{
+    (void)timeout_ms;
+    (void)err;
+    (void)errlen;
+    *got = ntpu_ref_read(ctx, buf, n);
+    return *got == n ? NTPU_OK : NTPU_ERR_TIMEOUT;
+}
+
+static void ref_close(void *ctx) { ntpu_ref_free(ctx); }
+
+static const ntpu_transport_ops ref_ops = {
+    .name = "ref",
+    .send = ref_send,
+    .recv = ref_recv,
+    .close = ref_close,
+    .starts_in_sync = 1,
+};
+
+/* Parses "key=value,key=value" into cfg. */
+static int parse_opts(const char *opts, ntpu_ref_config *cfg, char *err, size_t errlen)
+{
+    static const struct {
+        const char *key;
+        size_t off;
+    } keys[] = {
+        {"n", offsetof(ntpu_ref_config, n)},
+        {"ub", offsetof(ntpu_ref_config, ub_rows)},
+        {"wb", offsetof(ntpu_ref_config, wb_rows)},
+        {"acc", offsetof(ntpu_ref_config, acc_rows)},
+        {"payload", offsetof(ntpu_ref_config, max_payload)},
+    };
+    const char *p = opts;
+    while (p && *p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        size_t i = 0, nk = sizeof keys / sizeof keys[0];
+        if (eq)
+            while (i < nk && !(strlen(keys[i].key) == (size_t)(eq - p) && !strncmp(keys[i].key, p, eq - p)))
+                i++;
+        if (!eq || i == nk) {
+            ntpu_errf(err, errlen, "unknown ref option '%.*s' (expected n=, ub=, wb=, acc=, payload=)", (int)len, p);
+            return -1;
+        }
+        char *stop;
+        errno = 0;
+        unsigned long v = strtoul(eq + 1, &stop, 10);
+        if (stop == eq + 1 || stop != p + len || errno || v > 0xFFFFFFFFul) {
+            ntpu_errf(err, errlen, "ref option '%.*s' needs a whole number", (int)len, p);
+            return -1;
+        }
+        *(unsigned *)((char *)cfg + keys[i].off) = (unsigned)v;
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+ntpu_status ntpu_transport_ref_open(const char *opts, ntpu_transport *out, char *err, size_t errlen)
+{
+    ntpu_ref_config cfg = ntpu_ref_default_config();
+    if (parse_opts(opts, &cfg, err, errlen))
+        return NTPU_ERR_INVALID_ARG;
+    ntpu_ref *ref = ntpu_ref_new(&cfg);
+    if (!ref) {
+        ntpu_errf(err, errlen,
+                  "cannot create the golden model with n=%u ub=%u wb=%u acc=%u payload=%u (out of range, or out of "
+                  "memory)",
+                  cfg.n, cfg.ub_rows, cfg.wb_rows, cfg.acc_rows, cfg.max_payload);
+        return NTPU_ERR_INVALID_ARG;
+    }
+    out->ops = &ref_ops;
+    out->ctx = ref;
+    return NTPU_OK;
+}

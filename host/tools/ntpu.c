@@ -1,0 +1,666 @@
+/* ntpu: the nanoTPU command-line tool (DESIGN.md section 3 is its contract).
+ *
+ *   ntpu [-d DEV] [--json] <command> [args]      (options may also follow the command)
+ *
+ * Every command takes -d DEV, --json and --help; an error is one line on stderr,
+ * "ntpu: <reason>", and exit status 1. To add a command, write a function
+ * `static int cmd_x(const common *cm, int argc, char **argv)` and add a row to
+ * `commands` at the bottom. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ntpu/ntpu.h"
+
+/* ------------------------------------------------------------------ plumbing */
+
+/* Options every command understands. */
+typedef struct common {
+    const char *device; /* NULL: the library's default (NTPU_DEVICE, else vsim) */
+    int json;
+    int help;
+} common;
+
+__attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("ntpu: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+/* One command-specific option: a flag (val NULL) or one taking a value. */
+typedef struct option {
+    const char *name; /* "--dtype" */
+    char short_name;  /* 'o', or 0 */
+    const char **val;
+    int *flag;
+} option;
+
+/* Parses argv (after the command name) into the common options, the command's
+ * options and up to max_pos positional arguments. "--opt=value", "-oVALUE" and
+ * "--" work as usual. Returns 0, or 1 after printing the error. */
+static int parse_args(int argc, char **argv, common *cm, const option *opts, size_t nopts, char **pos,
+                      int max_pos, int *npos)
+{
+    *npos = 0;
+    int only_pos = 0;
+    for (int i = 0; i < argc; i++) {
+        char *a = argv[i];
+        if (only_pos || a[0] != '-' || a[1] == 0) {
+            if (*npos == max_pos)
+                return fail("unexpected argument '%s'", a);
+            pos[(*npos)++] = a;
+            continue;
+        }
+        if (!strcmp(a, "--")) {
+            only_pos = 1;
+            continue;
+        }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            cm->help = 1;
+            continue;
+        }
+        if (!strcmp(a, "--json")) {
+            cm->json = 1;
+            continue;
+        }
+        /* Split "--name=value" and "-xVALUE". */
+        const char *inline_val = NULL;
+        char name[64];
+        if (a[1] == '-') {
+            const char *eq = strchr(a, '=');
+            size_t len = eq ? (size_t)(eq - a) : strlen(a);
+            if (len >= sizeof name)
+                return fail("unknown option '%s'", a);
+            memcpy(name, a, len);
+            name[len] = 0;
+            inline_val = eq ? eq + 1 : NULL;
+        } else {
+            name[0] = '-';
+            name[1] = a[1];
+            name[2] = 0;
+            inline_val = a[2] ? a + 2 : NULL;
+        }
+        const char **slot = NULL;
+        int *flag = NULL;
+        if (!strcmp(name, "-d") || !strcmp(name, "--device")) {
+            slot = &cm->device;
+        } else {
+            for (size_t k = 0; k < nopts; k++) {
+                if (!strcmp(name, opts[k].name) ||
+                    (opts[k].short_name && name[1] == opts[k].short_name && name[2] == 0)) {
+                    slot = opts[k].val;
+                    flag = opts[k].flag;
+                    break;
+                }
+            }
+        }
+        if (!slot && !flag)
+            return fail("unknown option '%s' (see --help)", a);
+        if (flag) {
+            if (inline_val)
+                return fail("option '%s' takes no value", name);
+            *flag = 1;
+            continue;
+        }
+        if (!inline_val) {
+            if (i + 1 >= argc)
+                return fail("option '%s' needs a value", name);
+            inline_val = argv[++i];
+        }
+        *slot = inline_val;
+    }
+    return 0;
+}
+
+/* A JSON string literal of s. */
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* 1234567 -> "1,234,567" */
+static const char *grouped(uint64_t v, char *buf, size_t len)
+{
+    char raw[32];
+    int n = snprintf(raw, sizeof raw, "%" PRIu64, v);
+    size_t o = 0;
+    for (int i = 0; i < n && o + 2 < len; i++) {
+        if (i > 0 && (n - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = raw[i];
+    }
+    buf[o] = 0;
+    return buf;
+}
+
+/* 1536 -> "1.5 KiB" */
+static const char *bytes_str(uint64_t v, char *buf, size_t len)
+{
+    const char *unit[] = {"B", "KiB", "MiB", "GiB"};
+    double x = (double)v;
+    int u = 0;
+    while (x >= 1024 && u < 3) {
+        x /= 1024;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", x, unit[u]);
+    return buf;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Opens the device or explains why not. */
+static ntpu_device *open_device(const char *device)
+{
+    ntpu_device *dev = NULL;
+    ntpu_status st = ntpu_open(device, &dev);
+    if (st == NTPU_OK)
+        return dev;
+    const char *name = device && *device ? device : getenv("NTPU_DEVICE");
+    fail("cannot open device '%s': %s", name && *name ? name : "vsim",
+         dev ? ntpu_last_error(dev) : ntpu_status_str(st));
+    ntpu_close(dev);
+    return NULL;
+}
+
+static const char *dtype_name(ntpu_dtype d) { return d == NTPU_DTYPE_BF16 ? "bf16" : "int8"; }
+
+/* ------------------------------------------------------------------ info */
+
+static const char info_help[] =
+    "usage: ntpu info [-d DEV] [--json]\n"
+    "\n"
+    "Shows the device's identity and configuration: protocol version, array size,\n"
+    "dtypes, features, buffer sizes, largest frame and clock.\n"
+    "\n"
+    "  -d, --device DEV  ref[:n=N,ub=R,wb=R,acc=R,payload=B], vsim[:trace=FILE],\n"
+    "                    ftdi[:serial=S], usb[:serial=S] (default: $NTPU_DEVICE, else vsim)\n"
+    "  --json            one JSON object on stdout\n";
+
+static int cmd_info(common *cm, int argc, char **argv)
+{
+    char *pos[1];
+    int npos;
+    if (parse_args(argc, argv, cm, NULL, 0, pos, 0, &npos))
+        return 1;
+    if (cm->help) {
+        fputs(info_help, stdout);
+        return 0;
+    }
+    ntpu_device *dev = open_device(cm->device);
+    if (!dev)
+        return 1;
+    ntpu_info in;
+    ntpu_get_info(dev, &in);
+    ntpu_close(dev);
+    int i8 = !!(in.dtypes & NTPU_DTYPE_INT8_BIT), b16 = !!(in.dtypes & NTPU_DTYPE_BF16_BIT);
+    int tr = !!(in.features & NTPU_FEATURE_TRANSPOSE_BIT);
+    if (cm->json) {
+        printf("{\"device\":");
+        json_str(stdout, in.device);
+        printf(",\"platform\":");
+        json_str(stdout, in.platform_name);
+        printf(",\"platform_id\":%u,\"version\":\"%u.%u\",\"rows\":%u,\"cols\":%u,\"dtypes\":[%s%s%s],"
+               "\"features\":[%s],\"ub_rows\":%" PRIu32 ",\"wb_rows\":%" PRIu32 ",\"acc_rows\":%" PRIu32
+               ",\"max_payload\":%u,\"clock_hz\":%" PRIu32 "}\n",
+               in.platform, in.version_major, in.version_minor, in.rows, in.cols, i8 ? "\"int8\"" : "",
+               i8 && b16 ? "," : "", b16 ? "\"bf16\"" : "", tr ? "\"transpose\"" : "", in.ub_rows, in.wb_rows,
+               in.acc_rows, in.max_payload, in.clock_hz);
+        return 0;
+    }
+    char b1[32], b2[32];
+    printf("device       %s\n", in.device);
+    printf("platform     %s\n", in.platform_name);
+    printf("protocol     %u.%u\n", in.version_major, in.version_minor);
+    printf("array        %u x %u\n", in.rows, in.cols);
+    printf("dtypes       %s%s%s\n", i8 ? "int8" : "", i8 && b16 ? ", " : "", b16 ? "bf16" : "");
+    printf("features     %s\n", tr ? "transposed weight load" : "-");
+    printf("UB           %s rows x %u lanes x 16 bit (%s)\n", grouped(in.ub_rows, b1, sizeof b1), in.cols,
+           bytes_str((uint64_t)in.ub_rows * in.cols * 2, b2, sizeof b2));
+    printf("WB           %s rows x %u lanes x 16 bit (%s)\n", grouped(in.wb_rows, b1, sizeof b1), in.cols,
+           bytes_str((uint64_t)in.wb_rows * in.cols * 2, b2, sizeof b2));
+    printf("ACC          %s rows x %u lanes x 32 bit (%s)\n", grouped(in.acc_rows, b1, sizeof b1), in.cols,
+           bytes_str((uint64_t)in.acc_rows * in.cols * 4, b2, sizeof b2));
+    printf("max payload  %u bytes per frame\n", in.max_payload);
+    if (in.clock_hz)
+        printf("clock        %.3f MHz\n", in.clock_hz / 1e6);
+    else
+        printf("clock        - (simulation)\n");
+    return 0;
+}
+
+/* ------------------------------------------------------------------ matmul */
+
+static const char matmul_help[] =
+    "usage: ntpu matmul [-d DEV] [--json] --dtype int8|bf16 A.npy B.npy -o C.npy\n"
+    "\n"
+    "C = A.B on the device, for any shapes (M x K).(K x N); the library tiles it.\n"
+    "  int8: A, B int8 -> C int32 (exact, wrapping like NumPy's int32 matmul)\n"
+    "  bf16: A, B float32, rounded to bf16 (nearest even) on the way in -> C float32;\n"
+    "        uint16 inputs are taken as raw bf16 bit patterns\n"
+    "A 1-D A is one row, a 1-D B one column (as numpy.matmul); C then drops that axis.\n"
+    "Prints one line with the device's counters: cycles, MACs, array utilization.\n"
+    "\n"
+    "  --dtype T         int8 or bf16 (default: from A's element type)\n"
+    "  -o, --output F    where to write C (.npy)\n"
+    "  -d, --device DEV  the device (default: $NTPU_DEVICE, else vsim)\n"
+    "  --json            one JSON object on stdout instead of the line\n";
+
+static const char *elem_name(ntpu_elem e)
+{
+    switch (e) {
+    case NTPU_ELEM_INT8: return "int8";
+    case NTPU_ELEM_INT32: return "int32";
+    case NTPU_ELEM_FLOAT32: return "float32";
+    case NTPU_ELEM_UINT16: return "uint16";
+    }
+    return "?";
+}
+
+static void shape_str(const ntpu_tensor *t, char *buf, size_t len)
+{
+    if (t->ndim == 1)
+        snprintf(buf, len, "(%zu,)", t->shape[0]);
+    else
+        snprintf(buf, len, "(%zu, %zu)", t->shape[0], t->shape[1]);
+}
+
+/* Raw bf16 copy of a float32 or uint16 tensor's data (NULL if out of memory). */
+static uint16_t *to_bf16(const ntpu_tensor *t)
+{
+    size_t count = t->shape[0] * t->shape[1];
+    uint16_t *h = malloc(count * 2 + 1);
+    for (size_t i = 0; h && i < count; i++)
+        h[i] = t->elem == NTPU_ELEM_UINT16 ? ((const uint16_t *)t->data)[i]
+                                           : ntpu_bf16_from_f32(((const float *)t->data)[i]);
+    return h;
+}
+
+static int cmd_matmul(common *cm, int argc, char **argv)
+{
+    const char *dtype_arg = NULL, *out_path = NULL;
+    const option opts[] = {{"--dtype", 0, &dtype_arg, NULL}, {"--output", 'o', &out_path, NULL}};
+    char *pos[2];
+    int npos;
+    if (parse_args(argc, argv, cm, opts, 2, pos, 2, &npos))
+        return 1;
+    if (cm->help) {
+        fputs(matmul_help, stdout);
+        return 0;
+    }
+    if (npos != 2)
+        return fail("matmul needs two input files, A.npy and B.npy (see --help)");
+    if (!out_path)
+        return fail("matmul needs -o C.npy (see --help)");
+    if (dtype_arg && strcmp(dtype_arg, "int8") && strcmp(dtype_arg, "bf16"))
+        return fail("unknown --dtype '%s' (expected int8 or bf16)", dtype_arg);
+
+    ntpu_tensor A = {0}, B = {0}, C = {0};
+    ntpu_device *dev = NULL;
+    void *abuf = NULL, *bbuf = NULL;
+    int rc = 1;
+    char err[512];
+    if (ntpu_npy_read(pos[0], &A, err, sizeof err) || ntpu_npy_read(pos[1], &B, err, sizeof err)) {
+        fail("%s", err);
+        goto out;
+    }
+    ntpu_dtype dtype = dtype_arg ? (strcmp(dtype_arg, "bf16") ? NTPU_DTYPE_INT8 : NTPU_DTYPE_BF16)
+                                 : (A.elem == NTPU_ELEM_INT8 ? NTPU_DTYPE_INT8 : NTPU_DTYPE_BF16);
+    const ntpu_tensor *in[2] = {&A, &B};
+    for (int i = 0; i < 2; i++) {
+        ntpu_elem e = in[i]->elem;
+        int good = dtype == NTPU_DTYPE_INT8 ? e == NTPU_ELEM_INT8 : (e == NTPU_ELEM_FLOAT32 || e == NTPU_ELEM_UINT16);
+        if (!good) {
+            fail("%s holds %s; --dtype %s needs %s", pos[i], elem_name(e), dtype_name(dtype),
+                 dtype == NTPU_DTYPE_INT8 ? "int8" : "float32 (or uint16 bf16 bits)");
+            goto out;
+        }
+    }
+    /* numpy.matmul's rules for 1-D operands. */
+    size_t M = A.ndim == 1 ? 1 : A.shape[0], K = A.ndim == 1 ? A.shape[0] : A.shape[1];
+    size_t KB = B.shape[0], N = B.ndim == 1 ? 1 : B.shape[1];
+    char sa[48], sb[48];
+    shape_str(&A, sa, sizeof sa);
+    shape_str(&B, sb, sizeof sb);
+    if (K != KB) {
+        fail("shapes %s and %s do not match: A has %zu columns, B has %zu rows", sa, sb, K, KB);
+        goto out;
+    }
+    if (M == 0 || K == 0 || N == 0) {
+        fail("shapes %s and %s: empty matrices are not supported", sa, sb);
+        goto out;
+    }
+    C.elem = dtype == NTPU_DTYPE_INT8 ? NTPU_ELEM_INT32 : NTPU_ELEM_FLOAT32;
+    C.ndim = A.ndim == 1 || B.ndim == 1 ? (A.ndim == 1 && B.ndim == 1 ? 0 : 1) : 2;
+    if (C.ndim == 0) {
+        fail("both inputs are 1-D: a dot product gives a scalar, which .npy output here does not support");
+        goto out;
+    }
+    C.shape[0] = A.ndim == 1 ? N : M;
+    C.shape[1] = C.ndim == 1 ? 1 : N;
+    C.data = M <= SIZE_MAX / 4 / N ? malloc(M * N * 4) : NULL;
+    if (!C.data) {
+        fail("out of memory for C (%zu x %zu)", M, N);
+        goto out;
+    }
+    if (!(dev = open_device(cm->device)))
+        goto out;
+    ntpu_info info;
+    ntpu_counters c0, c1;
+    ntpu_link_stats l0, l1;
+    ntpu_status st = ntpu_read_counters(dev, &c0, 1);
+    ntpu_get_link_stats(dev, &l0);
+    double t0 = now_s();
+    if (st == NTPU_OK) {
+        if (dtype == NTPU_DTYPE_INT8) {
+            st = ntpu_matmul(dev, dtype, A.data, B.data, C.data, M, K, N);
+        } else if (A.elem == NTPU_ELEM_FLOAT32 && B.elem == NTPU_ELEM_FLOAT32) {
+            st = ntpu_matmul(dev, dtype, A.data, B.data, C.data, M, K, N);
+        } else {
+            abuf = to_bf16(&A);
+            bbuf = to_bf16(&B);
+            st = abuf && bbuf ? ntpu_matmul_bf16(dev, abuf, bbuf, C.data, M, K, N) : NTPU_ERR_NO_MEMORY;
+        }
+    }
+    double secs = now_s() - t0;
+    if (st == NTPU_OK)
+        st = ntpu_read_counters(dev, &c1, 0);
+    if (st != NTPU_OK) {
+        fail("matmul on %s failed: %s", ntpu_get_info(dev, &info) == NTPU_OK ? info.device : "the device",
+             ntpu_last_error(dev)[0] ? ntpu_last_error(dev) : ntpu_status_str(st));
+        goto out;
+    }
+    ntpu_get_link_stats(dev, &l1);
+    if (ntpu_npy_write(out_path, &C, err, sizeof err)) {
+        fail("%s", err);
+        goto out;
+    }
+    ntpu_get_info(dev, &info);
+    double util = ntpu_counters_utilization(dev, &c1);
+    uint64_t tx = l1.tx_bytes - l0.tx_bytes, rx = l1.rx_bytes - l0.rx_bytes;
+    if (cm->json) {
+        printf("{\"device\":");
+        json_str(stdout, info.device);
+        printf(",\"dtype\":\"%s\",\"m\":%zu,\"k\":%zu,\"n\":%zu,\"output\":", dtype_name(dtype), M, K, N);
+        json_str(stdout, out_path);
+        printf(",\"cycles\":%" PRIu64 ",\"macs\":%" PRIu64 ",\"utilization\":%.6f,\"seconds\":%.6f,"
+               "\"link_tx_bytes\":%" PRIu64 ",\"link_rx_bytes\":%" PRIu64 "}\n",
+               c1.cycles, c1.macs, util, secs, tx, rx);
+    } else {
+        char b1[32], b2[32];
+        printf("%s (%zux%zu).(%zux%zu) -> %s on %s: %s cycles, %s MACs, array utilization %.1f%%\n",
+               dtype_name(dtype), M, K, K, N, out_path, info.device, grouped(c1.cycles, b1, sizeof b1),
+               grouped(c1.macs, b2, sizeof b2), 100.0 * util);
+    }
+    rc = 0;
+out:
+    ntpu_close(dev);
+    free(abuf);
+    free(bbuf);
+    ntpu_tensor_free(&A);
+    ntpu_tensor_free(&B);
+    ntpu_tensor_free(&C);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ bench */
+
+static const char bench_help[] =
+    "usage: ntpu bench [-d DEV] [--json] [--size S]\n"
+    "\n"
+    "Runs an S x S x S matmul (default 256) with random inputs in int8 and in bf16 on\n"
+    "ref and vsim (or only on DEV), checks each result against the host, and prints\n"
+    "device cycles, array utilization (MACs / (N^2 x cycles)), simulator speed in\n"
+    "MAC/s of wall-clock time, and the bytes that crossed the link.\n"
+    "\n"
+    "  --size S          matrix size (default 256)\n"
+    "  -d, --device DEV  bench only this device\n"
+    "  --json            one JSON object on stdout instead of the table\n";
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+typedef struct bench_row {
+    char device[128];
+    ntpu_dtype dtype;
+    unsigned n;
+    ntpu_counters c;
+    double util, secs;
+    uint64_t tx, rx;
+    int correct;
+} bench_row;
+
+/* One matmul of size s on dev, checked against the host's loop. */
+static int bench_one(ntpu_device *dev, ntpu_dtype dtype, size_t s, bench_row *row)
+{
+    size_t count = s * s;
+    int8_t *a8 = malloc(count), *b8 = malloc(count);
+    float *af = malloc(count * 4), *bf = malloc(count * 4);
+    uint32_t *c = malloc(count * 4);
+    int rc = 1;
+    if (!a8 || !b8 || !af || !bf || !c) {
+        fail("out of memory");
+        goto out;
+    }
+    uint64_t seed = 2026;
+    for (size_t i = 0; i < count; i++) {
+        a8[i] = (int8_t)splitmix(&seed);
+        b8[i] = (int8_t)splitmix(&seed);
+        af[i] = (float)((double)(splitmix(&seed) >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+        bf[i] = (float)((double)(splitmix(&seed) >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+    ntpu_link_stats l0, l1;
+    ntpu_status st = ntpu_read_counters(dev, &row->c, 1);
+    ntpu_get_link_stats(dev, &l0);
+    double t0 = now_s();
+    if (st == NTPU_OK)
+        st = ntpu_matmul(dev, dtype, dtype == NTPU_DTYPE_INT8 ? (void *)a8 : (void *)af,
+                         dtype == NTPU_DTYPE_INT8 ? (void *)b8 : (void *)bf, c, s, s, s);
+    row->secs = now_s() - t0;
+    ntpu_get_link_stats(dev, &l1);
+    if (st == NTPU_OK)
+        st = ntpu_read_counters(dev, &row->c, 0);
+    if (st != NTPU_OK) {
+        fail("bench on %s: %s", row->device, ntpu_last_error(dev));
+        goto out;
+    }
+    row->dtype = dtype;
+    row->util = ntpu_counters_utilization(dev, &row->c);
+    row->tx = l1.tx_bytes - l0.tx_bytes;
+    row->rx = l1.rx_bytes - l0.rx_bytes;
+    /* Check one row in 16 against the plain loops: the bench must not report
+     * speed for wrong answers, and the full check would dominate the run time. */
+    row->correct = 1;
+    for (size_t m = 0; m < s && row->correct; m += 16) {
+        for (size_t n = 0; n < s; n++) {
+            uint32_t want = 0;
+            if (dtype == NTPU_DTYPE_INT8) {
+                int32_t acc = 0;
+                for (size_t k = 0; k < s; k++)
+                    acc = ntpu_mac_int8(acc, a8[m * s + k], b8[k * s + n]);
+                want = (uint32_t)acc;
+            } else {
+                for (size_t k = 0; k < s; k++)
+                    want = ntpu_mac_bf16(want, ntpu_bf16_from_f32(af[m * s + k]), ntpu_bf16_from_f32(bf[k * s + n]));
+            }
+            if (c[m * s + n] != want) {
+                row->correct = 0;
+                break;
+            }
+        }
+    }
+    rc = 0;
+out:
+    free(a8);
+    free(b8);
+    free(af);
+    free(bf);
+    free(c);
+    return rc;
+}
+
+static int cmd_bench(common *cm, int argc, char **argv)
+{
+    const char *size_arg = NULL;
+    const option opts[] = {{"--size", 0, &size_arg, NULL}};
+    char *pos[1];
+    int npos;
+    if (parse_args(argc, argv, cm, opts, 1, pos, 0, &npos))
+        return 1;
+    if (cm->help) {
+        fputs(bench_help, stdout);
+        return 0;
+    }
+    size_t s = 256;
+    if (size_arg) {
+        char *end;
+        unsigned long v = strtoul(size_arg, &end, 10);
+        if (end == size_arg || *end || v < 1 || v > 4096)
+            return fail("--size must be a whole number from 1 to 4096, not '%s'", size_arg);
+        s = v;
+    }
+    const char *defaults[] = {"ref", "vsim"};
+    const char *const *devices = cm->device ? &cm->device : defaults;
+    int ndev = cm->device ? 1 : 2;
+    bench_row rows[4];
+    int nrows = 0;
+    for (int d = 0; d < ndev; d++) {
+        ntpu_device *dev = open_device(devices[d]);
+        if (!dev)
+            return 1;
+        ntpu_info info;
+        ntpu_get_info(dev, &info);
+        for (int t = 0; t < 2; t++) {
+            bench_row *r = &rows[nrows];
+            memset(r, 0, sizeof *r);
+            snprintf(r->device, sizeof r->device, "%s", info.device);
+            r->n = info.rows;
+            if (bench_one(dev, t ? NTPU_DTYPE_BF16 : NTPU_DTYPE_INT8, s, r)) {
+                ntpu_close(dev);
+                return 1;
+            }
+            nrows++;
+        }
+        ntpu_close(dev);
+    }
+    int all_ok = 1;
+    for (int i = 0; i < nrows; i++)
+        all_ok &= rows[i].correct;
+    if (cm->json) {
+        printf("{\"m\":%zu,\"k\":%zu,\"n\":%zu,\"runs\":[", s, s, s);
+        for (int i = 0; i < nrows; i++) {
+            const bench_row *r = &rows[i];
+            printf("%s{\"device\":", i ? "," : "");
+            json_str(stdout, r->device);
+            printf(",\"dtype\":\"%s\",\"array\":%u,\"cycles\":%" PRIu64 ",\"macs\":%" PRIu64
+                   ",\"utilization\":%.6f,\"seconds\":%.6f,\"mac_per_s\":%.6g,\"link_tx_bytes\":%" PRIu64
+                   ",\"link_rx_bytes\":%" PRIu64 ",\"correct\":%s}",
+                   dtype_name(r->dtype), r->n, r->c.cycles, r->c.macs, r->util, r->secs,
+                   r->secs > 0 ? r->c.macs / r->secs : 0.0, r->tx, r->rx, r->correct ? "true" : "false");
+        }
+        printf("]}\n");
+    } else {
+        printf("%zu x %zu x %zu matmul, random inputs\n\n", s, s, s);
+        printf("%-10s %-5s %-6s %14s %12s %7s %9s %11s %10s %10s  %s\n", "device", "dtype", "array", "cycles",
+               "MACs", "util", "wall s", "MAC/s", "link tx", "link rx", "check");
+        for (int i = 0; i < nrows; i++) {
+            const bench_row *r = &rows[i];
+            char cyc[32], macs[32], tx[32], rx[32], arr[16];
+            snprintf(arr, sizeof arr, "%ux%u", r->n, r->n);
+            printf("%-10s %-5s %-6s %14s %12s %6.1f%% %9.3f %11.3g %10s %10s  %s\n", r->device,
+                   dtype_name(r->dtype), arr, grouped(r->c.cycles, cyc, sizeof cyc),
+                   grouped(r->c.macs, macs, sizeof macs), 100.0 * r->util, r->secs,
+                   r->secs > 0 ? r->c.macs / r->secs : 0.0, bytes_str(r->tx, tx, sizeof tx),
+                   bytes_str(r->rx, rx, sizeof rx), r->correct ? "ok" : "WRONG");
+        }
+        printf("\nutil = MACs / (N^2 x cycles); MAC/s is wall-clock simulator speed; cycles on ref are the golden\n"
+               "model's estimate, on vsim measured on the RTL.\n");
+    }
+    if (!all_ok)
+        return fail("bench: a result differs from the host's reference computation");
+    return 0;
+}
+
+/* ------------------------------------------------------------------ main */
+
+static const struct command {
+    const char *name;
+    const char *summary;
+    int (*run)(common *cm, int argc, char **argv);
+} commands[] = {
+    {"info", "device identity and configuration", cmd_info},
+    {"matmul", "C = A.B on the device, from and to .npy files", cmd_matmul},
+    {"bench", "benchmark table: cycles, utilization, simulator speed, link traffic", cmd_bench},
+};
+
+static void usage(FILE *f)
+{
+    fputs("usage: ntpu [-d DEV] [--json] <command> [args]\n\ncommands:\n", f);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fputs("\n"
+          "devices: ref[:n=N,...] (golden model), vsim[:trace=FILE] (Verilator RTL),\n"
+          "         ftdi[:serial=S], usb[:serial=S] (boards); default $NTPU_DEVICE, else vsim\n"
+          "'ntpu <command> --help' describes a command.\n",
+          f);
+}
+
+int main(int argc, char **argv)
+{
+    common cm = {0};
+    int i = 1;
+    /* Options before the command. */
+    while (i < argc && argv[i][0] == '-') {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--json")) {
+            cm.json = 1;
+        } else if (!strcmp(a, "-d") || !strcmp(a, "--device")) {
+            if (++i >= argc)
+                return fail("option '%s' needs a value", a);
+            cm.device = argv[i];
+        } else if (!strncmp(a, "--device=", 9)) {
+            cm.device = a + 9;
+        } else if (!strncmp(a, "-d", 2)) {
+            cm.device = a + 2;
+        } else {
+            return fail("unknown option '%s' (try 'ntpu --help')", a);
+        }
+        i++;
+    }
+    if (i >= argc)
+        return fail("no command given (try 'ntpu --help')");
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
+        if (!strcmp(argv[i], commands[k].name))
+            return commands[k].run(&cm, argc - i - 1, argv + i + 1);
+    return fail("unknown command '%s' (try 'ntpu --help')", argv[i]);
+}

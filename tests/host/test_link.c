@@ -1,0 +1,341 @@
+/* The link layer (host/src/link.c): frame encoding and checking, CRC against a
+ * bit-by-bit reference, sequence numbers, pipelining, and recovery from every
+ * kind of link fault, over the golden model behind a transport that can
+ * corrupt, drop and inject bytes. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../host/src/internal.h"
+#include "ntpu_ref.h"
+
+/* CRC-32 (IEEE 802.3, reflected 0xEDB88320) one bit at a time: independent of zlib. */
+static uint32_t crc_bitwise(const uint8_t *p, size_t n)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int b = 0; b < 8; b++)
+            c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+
+Test(frame, crc_matches_the_standard)
+{
+    /* The standard check value: CRC-32 of "123456789" is 0xCBF43926. */
+    cr_assert_eq(crc_bitwise((const uint8_t *)"123456789", 9), 0xCBF43926u);
+    uint8_t f[64];
+    const uint8_t payload[5] = {NTPU_OP_READ_MEM, 2, 0x34, 0x12, 3};
+    size_t n = ntpu_frame_encode(f, NTPU_SOF_CMD, 200, payload, 5);
+    cr_assert_eq(n, 5 + NTPU_FRAME_OVERHEAD);
+    cr_assert_eq(f[0], 0xA5);
+    cr_assert_eq(f[1], 200);
+    cr_assert_eq(f[2], 5);
+    cr_assert_eq(f[3], 0);
+    cr_assert_arr_eq(f + 4, payload, 5);
+    uint32_t crc = crc_bitwise(f + 1, 3 + 5);
+    cr_assert_eq(ntpu_rd32(f + 9), crc);
+    cr_assert_eq(ntpu_frame_crc(f, 5), crc);
+}
+
+Test(frame, check_accepts_good_and_rejects_every_single_bit_flip)
+{
+    uint8_t f[64], g[64];
+    const uint8_t payload[7] = {NTPU_DEV_OK, 1, 2, 3, 4, 5, 6};
+    size_t n = ntpu_frame_encode(f, NTPU_SOF_REPLY, 7, payload, sizeof payload);
+    char err[128];
+    cr_assert_eq(ntpu_frame_check(f, n, NTPU_SOF_REPLY, 4112, err, sizeof err), 0, "%s", err);
+    for (size_t bit = 0; bit < n * 8; bit++) {
+        memcpy(g, f, n);
+        g[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        cr_assert_eq(ntpu_frame_check(g, n, NTPU_SOF_REPLY, 4112, err, sizeof err), -1, "flip of bit %zu passed",
+                     bit);
+    }
+    cr_assert_eq(ntpu_frame_check(f, n, NTPU_SOF_CMD, 4112, err, sizeof err), -1);
+    cr_assert_not_null(strstr(err, "0x5A"), "%s", err);
+    cr_assert_eq(ntpu_frame_check(f, n, NTPU_SOF_REPLY, 6, err, sizeof err), -1); /* LEN 7 > max 6 */
+    cr_assert_eq(ntpu_frame_check(f, n - 1, NTPU_SOF_REPLY, 4112, err, sizeof err), -1);
+}
+
+Test(frame, encode_in_place)
+{
+    uint8_t f[32];
+    f[4] = NTPU_OP_NOP;
+    size_t n = ntpu_frame_encode(f, NTPU_SOF_CMD, 3, f + 4, 1);
+    cr_assert_eq(n, 9);
+    cr_assert_eq(f[4], NTPU_OP_NOP);
+    cr_assert_eq(ntpu_rd32(f + 5), crc_bitwise(f + 1, 4));
+}
+
+/* ------------------------------------------------------------------ a faulty wire */
+
+typedef struct wire {
+    ntpu_ref *ref;
+    uint8_t sent[1 << 16]; /* the first bytes the host sent, for inspection */
+    size_t nsent;
+    size_t recv_calls;
+    long flip_rx_at;   /* flip a bit of the n-th reply byte (counting from 0), -1 none */
+    long flip_tx_at;   /* flip a bit of the n-th byte sent, -1 none */
+    int swallow;       /* drop every reply byte */
+    size_t rx_count, tx_count;
+} wire;
+
+static ntpu_status wire_send(void *ctx, const uint8_t *buf, size_t n, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    wire *w = ctx;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t b = buf[i];
+        if ((long)w->tx_count == w->flip_tx_at)
+            b ^= 0x10;
+        w->tx_count++;
+        if (w->nsent < sizeof w->sent)
+            w->sent[w->nsent++] = b;
+        ntpu_ref_write(w->ref, &b, 1);
+    }
+    return NTPU_OK;
+}
+
+static ntpu_status wire_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeout_ms, size_t *got, char *err,
+                             size_t errlen)
+{
+    (void)timeout_ms;
+    (void)err;
+    (void)errlen;
+    wire *w = ctx;
+    w->recv_calls++;
+    if (w->swallow) {
+        uint8_t junk[256];
+        while (ntpu_ref_read(w->ref, junk, sizeof junk))
+            ;
+        *got = 0;
+        return NTPU_ERR_TIMEOUT;
+    }
+    *got = ntpu_ref_read(w->ref, buf, n);
+    for (size_t i = 0; i < *got; i++, w->rx_count++)
+        if ((long)w->rx_count == w->flip_rx_at)
+            buf[i] ^= 0x01;
+    return *got == n ? NTPU_OK : NTPU_ERR_TIMEOUT;
+}
+
+static void wire_close(void *ctx) { (void)ctx; /* the test owns the wire */ }
+
+static const ntpu_transport_ops wire_ops = {"wire", wire_send, wire_recv, wire_close, 1};
+
+static wire *W;
+static ntpu_link L;
+static char errbuf[NTPU_ERRMSG_LEN];
+
+static void setup(void)
+{
+    W = calloc(1, sizeof *W);
+    W->ref = ntpu_ref_new(NULL);
+    W->flip_rx_at = W->flip_tx_at = -1;
+    ntpu_transport tp = {&wire_ops, W};
+    cr_assert_eq(ntpu_link_init(&L, tp, 4112, errbuf), NTPU_OK);
+}
+
+static void teardown(void)
+{
+    ntpu_link_free(&L);
+    ntpu_ref_free(W->ref);
+    free(W);
+}
+
+TestSuite(link, .init = setup, .fini = teardown);
+
+static ntpu_status nop(uint64_t *ticket)
+{
+    uint8_t op = NTPU_OP_NOP;
+    return ntpu_link_command(&L, &op, 1, 0, NULL, ticket);
+}
+
+static ntpu_status write_ub(uint16_t addr, uint16_t value)
+{
+    uint8_t cmd[6 + 16] = {NTPU_OP_WRITE_MEM, NTPU_MEM_UB};
+    ntpu_wr16(cmd + 2, addr);
+    ntpu_wr16(cmd + 4, 1);
+    for (int i = 0; i < 8; i++)
+        ntpu_wr16(cmd + 6 + 2 * i, value);
+    return ntpu_link_command(&L, cmd, sizeof cmd, 0, NULL, NULL);
+}
+
+static uint16_t read_ub(uint16_t addr, ntpu_status *st)
+{
+    uint8_t cmd[6] = {NTPU_OP_READ_MEM, NTPU_MEM_UB}, data[16] = {0};
+    ntpu_wr16(cmd + 2, addr);
+    ntpu_wr16(cmd + 4, 1);
+    uint64_t t;
+    *st = ntpu_link_command(&L, cmd, sizeof cmd, 16, data, &t);
+    if (*st == NTPU_OK)
+        *st = ntpu_link_wait(&L, t);
+    return ntpu_rd16(data);
+}
+
+Test(link, info_round_trip)
+{
+    uint8_t op = NTPU_OP_INFO, id[32];
+    uint64_t t;
+    cr_assert_eq(ntpu_link_command(&L, &op, 1, 32, id, &t), NTPU_OK);
+    cr_assert_eq(ntpu_link_wait(&L, t), NTPU_OK, "%s", errbuf);
+    cr_assert_eq(ntpu_rd32(id), NTPU_ID_MAGIC);
+    cr_assert_eq(L.stats.tx_frames, 1);
+    cr_assert_eq(L.stats.rx_frames, 1);
+    cr_assert_eq(L.stats.tx_bytes, 9);
+    cr_assert_eq(L.stats.rx_bytes, 8 + 33);
+}
+
+Test(link, sequence_numbers_wrap_and_replies_are_checked_in_order)
+{
+    for (int i = 0; i < 300; i++)
+        cr_assert_eq(nop(NULL), NTPU_OK, "%s", errbuf);
+    cr_assert_eq(ntpu_link_sync(&L), NTPU_OK, "%s", errbuf);
+    /* The frames on the wire carry 0, 1, ..., 255, 0, ... */
+    cr_assert_eq(W->nsent, 300 * 9);
+    for (int i = 0; i < 300; i++) {
+        cr_assert_eq(W->sent[9 * i], NTPU_SOF_CMD);
+        cr_assert_eq(W->sent[9 * i + 1], (uint8_t)i, "frame %d has SEQ %u", i, W->sent[9 * i + 1]);
+    }
+    cr_assert_eq(L.stats.rx_frames, 300);
+    cr_assert_eq(L.pend_count, 0);
+}
+
+Test(link, commands_are_pipelined)
+{
+    /* Fewer commands than the window: nothing is read until someone waits. */
+    for (unsigned i = 0; i < NTPU_LINK_WINDOW; i++)
+        cr_assert_eq(write_ub((uint16_t)i, (uint16_t)i), NTPU_OK);
+    cr_assert_eq(W->recv_calls, 0);
+    cr_assert_eq(W->nsent, 0, "frames should be batched until needed");
+    /* One more: the oldest reply is read to make room, no more. */
+    cr_assert_eq(write_ub(500, 1), NTPU_OK);
+    cr_assert_eq(L.pend_count, NTPU_LINK_WINDOW);
+    cr_assert_eq(L.answered_total, 1);
+    ntpu_status st;
+    cr_assert_eq(read_ub(77, &st), 77);
+    cr_assert_eq(st, NTPU_OK, "%s", errbuf);
+    cr_assert_eq(L.pend_count, 0);
+}
+
+Test(link, device_error_is_reported_at_the_next_check)
+{
+    /* MATMUL past the end of UB: the device says ERR_RANGE, the rest still runs. */
+    uint8_t bad[8] = {NTPU_OP_MATMUL, 0, 0xFF, 0xFF, 0, 0, 2, 0};
+    cr_assert_eq(write_ub(1, 11), NTPU_OK);
+    cr_assert_eq(ntpu_link_command(&L, bad, sizeof bad, 0, NULL, NULL), NTPU_OK);
+    cr_assert_eq(write_ub(2, 22), NTPU_OK);
+    cr_assert_eq(ntpu_link_sync(&L), NTPU_ERR_DEVICE);
+    cr_assert_not_null(strstr(errbuf, "ERR_RANGE"), "%s", errbuf);
+    cr_assert_not_null(strstr(errbuf, "MATMUL"), "%s", errbuf);
+    cr_assert_eq(L.stats.resyncs, 0);
+    ntpu_status st;
+    cr_assert_eq(read_ub(2, &st), 22);
+    cr_assert_eq(st, NTPU_OK, "the error must be reported once: %s", errbuf);
+    cr_assert_eq(read_ub(1, &st), 11);
+}
+
+Test(link, corrupted_reply_resyncs)
+{
+    cr_assert_eq(write_ub(3, 33), NTPU_OK);
+    W->flip_rx_at = 6; /* inside the first reply's CRC */
+    uint64_t t;
+    cr_assert_eq(nop(&t), NTPU_OK);
+    cr_assert_eq(ntpu_link_wait(&L, t), NTPU_ERR_IO);
+    cr_assert_not_null(strstr(errbuf, "CRC"), "%s", errbuf);
+    cr_assert_not_null(strstr(errbuf, "resynchronized"), "%s", errbuf);
+    cr_assert_eq(L.stats.resyncs, 1);
+    cr_assert_eq(L.pend_count, 0);
+    ntpu_status st;
+    cr_assert_eq(read_ub(3, &st), 33);
+    cr_assert_eq(st, NTPU_OK, "%s", errbuf);
+}
+
+Test(link, corrupted_command_is_discarded_by_the_device)
+{
+    W->flip_tx_at = 4 + 6; /* first data byte of the WRITE_MEM */
+    cr_assert_eq(write_ub(4, 44), NTPU_OK);
+    cr_assert_eq(ntpu_link_sync(&L), NTPU_ERR_IO);
+    cr_assert_not_null(strstr(errbuf, "bad CRC"), "%s", errbuf);
+    cr_assert_eq(L.stats.resyncs, 0, "SEQ still matched: no resync needed");
+    ntpu_status st;
+    cr_assert_eq(read_ub(4, &st), 0, "the corrupted write must not have landed");
+    cr_assert_eq(st, NTPU_OK, "%s", errbuf);
+}
+
+Test(link, unexpected_reply_means_lost_sync)
+{
+    /* A frame the link did not send: its reply arrives first, with a foreign SEQ. */
+    uint8_t f[16], op = NTPU_OP_NOP;
+    size_t n = ntpu_frame_encode(f, NTPU_SOF_CMD, 77, &op, 1);
+    wire_send(W, f, n, NULL, 0);
+    uint64_t t;
+    cr_assert_eq(nop(&t), NTPU_OK);
+    cr_assert_eq(ntpu_link_wait(&L, t), NTPU_ERR_IO);
+    cr_assert_not_null(strstr(errbuf, "SEQ 77"), "%s", errbuf);
+    cr_assert_eq(L.stats.resyncs, 1);
+    cr_assert_eq(nop(&t), NTPU_OK);
+    cr_assert_eq(ntpu_link_wait(&L, t), NTPU_OK, "%s", errbuf);
+}
+
+Test(link, resync_after_garbage_in_both_directions)
+{
+    /* Garbage that looks like the start of a long frame leaves the device
+     * waiting for thousands of bytes; resync must flush it. */
+    uint8_t junk[64];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (uint8_t)(i * 37 + 5);
+    junk[0] = NTPU_SOF_CMD;
+    junk[2] = 0x00;
+    junk[3] = 0x10; /* LEN 4096 */
+    wire_send(W, junk, sizeof junk, NULL, 0);
+    cr_assert_eq(ntpu_link_resync(&L), NTPU_OK, "%s", errbuf);
+    ntpu_status st;
+    cr_assert_eq(write_ub(9, 99), NTPU_OK);
+    cr_assert_eq(read_ub(9, &st), 99);
+    cr_assert_eq(st, NTPU_OK, "%s", errbuf);
+}
+
+Test(link, timeout_then_broken_until_reset)
+{
+    W->swallow = 1;
+    uint64_t t;
+    cr_assert_eq(nop(&t), NTPU_OK);
+    cr_assert_eq(ntpu_link_wait(&L, t), NTPU_ERR_TIMEOUT);
+    cr_assert_not_null(strstr(errbuf, "ntpu_reset_link"), "%s", errbuf);
+    cr_assert(L.broken);
+    /* Everything fails fast while broken, and nothing is sent. */
+    size_t before = W->tx_count;
+    cr_assert_eq(nop(&t), NTPU_ERR_IO);
+    cr_assert_eq(ntpu_link_sync(&L), NTPU_ERR_IO);
+    cr_assert_eq(W->tx_count, before);
+    /* The wire heals: an explicit resync brings the link back. */
+    W->swallow = 0;
+    cr_assert_eq(ntpu_link_resync(&L), NTPU_OK, "%s", errbuf);
+    cr_assert(!L.broken);
+    ntpu_status st;
+    cr_assert_eq(write_ub(5, 55), NTPU_OK);
+    cr_assert_eq(read_ub(5, &st), 55);
+    cr_assert_eq(st, NTPU_OK, "%s", errbuf);
+}
+
+Test(link, rejects_oversized_commands)
+{
+    ntpu_status st;
+    cr_assert_null(ntpu_link_begin(&L, 4113, 0, &st));
+    cr_assert_eq(st, NTPU_ERR_INVALID_ARG);
+    cr_assert_null(ntpu_link_begin(&L, 0, 0, &st));
+    cr_assert_eq(st, NTPU_ERR_INVALID_ARG);
+    cr_assert_null(ntpu_link_begin(&L, 6, 4112, &st));
+    cr_assert_eq(st, NTPU_ERR_INVALID_ARG);
+    cr_assert_eq(W->tx_count, 0);
+}
+
+Test(link, names)
+{
+    cr_assert_str_eq(ntpu_op_name(NTPU_OP_MATMUL), "MATMUL");
+    cr_assert_str_eq(ntpu_op_name(200), "unknown command");
+    cr_assert_str_eq(ntpu_dev_status_str(NTPU_DEV_ERR_RANGE), "ERR_RANGE");
+    cr_assert_str_eq(ntpu_dev_status_str(99), "unknown device status");
+}
