@@ -945,7 +945,7 @@ Test(ref_model, chunking_does_not_matter)
     for (int k = 0; k < 300; k++) {
         uint8_t c[600] = {0};
         size_t len;
-        switch (rnd() % 6) {
+        switch (rnd() % 8) {
         case 0:
             c[0] = NTPU_OP_WRITE_MEM;
             c[1] = (uint8_t)(rnd() % 3);
@@ -979,6 +979,24 @@ Test(ref_model, chunking_does_not_matter)
         case 4:
             c[0] = (uint8_t)(NTPU_OP_STATUS + rnd() % 2);
             len = c[0] == NTPU_OP_STATUS ? 1 : 2;
+            break;
+        case 5: /* MATMUL TRANSPOSE_A */
+            c[0] = NTPU_OP_MATMUL;
+            c[1] = (uint8_t)(NTPU_MATMUL_TRANSPOSE_A | (rnd() & 3));
+            put16(c + 2, (unsigned)(rnd() % 64));
+            put16(c + 4, (unsigned)(rnd() % 64));
+            put16(c + 6, (unsigned)(rnd() % 3) * N);
+            put16(c + 8, (unsigned)(rnd() % 20));
+            len = 10;
+            break;
+        case 6: /* the vector unit, some flags invalid */
+            c[0] = (uint8_t)(NTPU_OP_ACT + rnd() % 3);
+            c[1] = (uint8_t)(rnd() % 20);
+            put16(c + 2, (unsigned)(rnd() % 64));
+            put16(c + 4, (unsigned)(rnd() % 64));
+            put16(c + 6, (unsigned)(rnd() % 8));
+            put16(c + 8, (unsigned)(rnd() % 64));
+            len = c[0] == NTPU_OP_COLSUM ? 8 : 10;
             break;
         default: /* garbage */
             len = rnd() % 40;
