@@ -21,7 +21,7 @@ CPPFLAGS := -Ihost/include -Isim/ref -Isim/vsim -D_POSIX_C_SOURCE=200809L -DNTPU
 CFLAGS := -std=c11 $(WARN) -O2 -g -fPIC -fvisibility=hidden
 CXXFLAGS := -std=c++17 -Wall -Wextra -Werror -O2 -g -fPIC -fvisibility=hidden
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-LDLIBS := -lz -lm -lpthread
+LDLIBS := -lcjson -lz -lm -lpthread
 
 # ---------------------------------------------------------------- sources
 RTL_SRCS := rtl/ntpu_pkg.sv $(filter-out rtl/ntpu_pkg.sv,$(sort $(wildcard rtl/*.sv)))

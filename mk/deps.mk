@@ -2,7 +2,7 @@
 # when not root). Quick and silent when everything is there already.
 
 DEB_PACKAGES := gcc g++ make verilator iverilog pkg-config zlib1g-dev libcriterion-dev \
-                libusb-1.0-0-dev python3-numpy
+                libusb-1.0-0-dev libcjson-dev dataset-fashion-mnist python3-numpy
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: deps

@@ -178,4 +178,11 @@ ntpu_status ntpu_check_dev(ntpu_device *dev);
 uint32_t ntpu_mem_rows(const ntpu_device *dev, unsigned mem);
 size_t ntpu_row_bytes(const ntpu_device *dev, unsigned mem);
 
+/* NTPU_OK if rows addr .. addr+rows-1 exist in memory mem, else
+ * NTPU_ERR_INVALID_ARG with the reason set. */
+ntpu_status ntpu_check_range(ntpu_device *dev, unsigned mem, uint32_t addr, uint32_t rows);
+
+/* NTPU_OK if this device computes in dtype, else the status with the reason set. */
+ntpu_status ntpu_check_dtype(ntpu_device *dev, ntpu_dtype dtype);
+
 #endif

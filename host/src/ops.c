@@ -4,7 +4,7 @@
 
 #include "internal.h"
 
-static ntpu_status check_range(ntpu_device *dev, unsigned mem, uint32_t addr, uint32_t rows)
+ntpu_status ntpu_check_range(ntpu_device *dev, unsigned mem, uint32_t addr, uint32_t rows)
 {
     uint32_t size = ntpu_mem_rows(dev, mem);
     if (size == 0)
@@ -21,7 +21,7 @@ ntpu_status ntpu_write_rows(ntpu_device *dev, enum ntpu_mem mem, uint32_t addr, 
     ntpu_status st = ntpu_check_dev(dev);
     if (st != NTPU_OK)
         return st;
-    if ((st = check_range(dev, mem, addr, rows)) != NTPU_OK)
+    if ((st = ntpu_check_range(dev, mem, addr, rows)) != NTPU_OK)
         return st;
     if (!data && rows > 0)
         return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "data is NULL");
@@ -58,7 +58,7 @@ ntpu_status ntpu_read_rows(ntpu_device *dev, enum ntpu_mem mem, uint32_t addr, u
     ntpu_status st = ntpu_check_dev(dev);
     if (st != NTPU_OK)
         return st;
-    if ((st = check_range(dev, mem, addr, rows)) != NTPU_OK)
+    if ((st = ntpu_check_range(dev, mem, addr, rows)) != NTPU_OK)
         return st;
     if (!data && rows > 0)
         return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "data is NULL");
@@ -108,8 +108,7 @@ ntpu_status ntpu_load_w(ntpu_device *dev, uint32_t wb_addr, int transpose)
     return ntpu_link_command(&dev->link, cmd, sizeof cmd, 0, NULL, NULL);
 }
 
-/* Status for a dtype this handle cannot run (or NTPU_OK). */
-static ntpu_status check_dtype(ntpu_device *dev, ntpu_dtype dtype)
+ntpu_status ntpu_check_dtype(ntpu_device *dev, ntpu_dtype dtype)
 {
     if (dtype != NTPU_DTYPE_INT8 && dtype != NTPU_DTYPE_BF16)
         return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "unknown dtype %d", (int)dtype);
@@ -124,12 +123,12 @@ ntpu_status ntpu_matmul_tile(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_add
                              uint32_t rows, int accumulate)
 {
     ntpu_status st = ntpu_check_dev(dev);
-    if (st != NTPU_OK || (st = check_dtype(dev, dtype)) != NTPU_OK)
+    if (st != NTPU_OK || (st = ntpu_check_dtype(dev, dtype)) != NTPU_OK)
         return st;
     if (rows > 65535)
         return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "MATMUL takes at most 65535 rows, not %u", (unsigned)rows);
-    if ((st = check_range(dev, NTPU_MEM_UB, ub_addr, rows)) != NTPU_OK ||
-        (st = check_range(dev, NTPU_MEM_ACC, acc_addr, rows)) != NTPU_OK)
+    if ((st = ntpu_check_range(dev, NTPU_MEM_UB, ub_addr, rows)) != NTPU_OK ||
+        (st = ntpu_check_range(dev, NTPU_MEM_ACC, acc_addr, rows)) != NTPU_OK)
         return st;
     uint8_t cmd[NTPU_LEN_MATMUL] = {NTPU_OP_MATMUL, (uint8_t)((dtype == NTPU_DTYPE_BF16 ? NTPU_MATMUL_BF16 : 0) |
                                                              (accumulate ? NTPU_MATMUL_ACCUMULATE : 0))};

@@ -152,6 +152,34 @@ typedef enum ntpu_dtype {
 NTPU_API ntpu_status ntpu_matmul_tile(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t acc_addr,
                                       uint32_t rows, int accumulate);
 
+/* MATMUL with TRANSPOSE_A (protocol 1.1): row m of the stream is column m mod N
+ * of the N x N block of UB rows from ub_addr + (m / N) * stride; rows must be a
+ * multiple of N. With an activation X stored as k-tiles of bp rows, ub_addr =
+ * x + j*N and stride = bp stream the rows of X^T for batch block j: the weight
+ * gradient X^T.dY without a host transpose. Queued. Errors: as
+ * ntpu_matmul_tile, and NTPU_ERR_UNSUPPORTED without NTPU_FEATURE_TRANSPOSE_A_BIT. */
+NTPU_API ntpu_status ntpu_matmul_tile_t(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t stride,
+                                        uint32_t acc_addr, uint32_t rows, int accumulate);
+
+/* Vector unit (protocol 1.1, docs/isa.md). All queued; errors: NTPU_ERR_INVALID_ARG
+ * (a range past a memory's end, reserved flags), NTPU_ERR_UNSUPPORTED (no vector
+ * unit), link errors.
+ * ACT: for `rows` ACC rows from src: x (+ ACC[aux] with NTPU_ACT_BIAS) (ReLU with
+ * NTPU_ACT_RELU), written by the flags' output field: NTPU_OUT_UB / NTPU_OUT_WB
+ * (rounded to bf16), NTPU_OUT_ACC (fp32), NTPU_OUT_INT8 (int32 mode, requantized
+ * with ACC[aux+1] multipliers and ACC[aux+2] shifts, to UB). */
+NTPU_API ntpu_status ntpu_vec_act(ntpu_device *dev, unsigned flags, uint32_t src, uint32_t dst, uint32_t rows,
+                                  uint32_t aux);
+
+/* RELU_GRAD: ACC[src + r] where the bf16 UB[mask + r] is > 0, else +0, written
+ * per `out` (NTPU_OUT_UB, NTPU_OUT_WB or NTPU_OUT_ACC). */
+NTPU_API ntpu_status ntpu_vec_relu_grad(ntpu_device *dev, unsigned out, uint32_t src, uint32_t dst, uint32_t rows,
+                                        uint32_t mask);
+
+/* COLSUM: ACC[dst] = (accumulate ? ACC[dst] : +0) + the fp32 sum of ACC rows
+ * src .. src+rows-1, in ascending order. */
+NTPU_API ntpu_status ntpu_vec_colsum(ntpu_device *dev, uint32_t src, uint32_t dst, uint32_t rows, int accumulate);
+
 /* Waits until every earlier command has finished on the device and every reply
  * has been checked. Errors: NTPU_ERR_DEVICE (a queued command was rejected),
  * NTPU_ERR_IO, NTPU_ERR_TIMEOUT. */

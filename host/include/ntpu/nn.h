@@ -1,0 +1,104 @@
+/* Training and inference of multilayer perceptrons on the device.
+ *
+ * A model is a stack of dense layers, sizes[0] -> sizes[1] -> ... -> sizes[L],
+ * with ReLU between layers and softmax cross-entropy on the last. Where each
+ * step runs (docs/training.md):
+ *   device: every matmul (forward X·W, backward dZ·Wᵀ and Xᵀ·dZ through the
+ *           transposed operand paths), bias add, ReLU, ReLU backward, bias
+ *           gradients, rounding to bf16 -- bf16 operands, fp32 accumulation;
+ *   host:   softmax cross-entropy in fp32, and the optimizer on fp32 master
+ *           weights, whose bf16 copy is written to the device after each step.
+ * Results are bit-identical on every backend for the same seed and data.
+ */
+#ifndef NTPU_NN_H
+#define NTPU_NN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ntpu/ntpu.h"
+#include "ntpu/optim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NTPU_MAX_LAYERS 8
+
+typedef struct ntpu_model ntpu_model; /* opaque; bound to one device handle */
+
+/* Creates a model on dev with layer sizes sizes[0..n_sizes-1] (2 <= n_sizes <=
+ * NTPU_MAX_LAYERS + 1; sizes[0] inputs, sizes[n_sizes-1] classes), weights
+ * initialized like PyTorch's nn.Linear (uniform in ±1/sqrt(fan_in), weights and
+ * biases) from `seed`, optimizer state zero, for batches of up to max_batch
+ * samples. The device must hold the model: NTPU_ERR_UNSUPPORTED says which memory
+ * is too small. dev stays owned by the caller and must outlive the model.
+ * Errors: NTPU_ERR_INVALID_ARG, NTPU_ERR_UNSUPPORTED, NTPU_ERR_NO_MEMORY, device
+ * and link errors. */
+NTPU_API ntpu_status ntpu_model_create(ntpu_device *dev, const unsigned *sizes, size_t n_sizes, size_t max_batch,
+                                       uint64_t seed, const ntpu_optim_config *opt, ntpu_model **out);
+
+/* NULL is a no-op. */
+NTPU_API void ntpu_model_destroy(ntpu_model *m);
+
+/* What a training step reports. */
+typedef struct ntpu_step_result {
+    float loss;     /* mean softmax cross-entropy over the batch */
+    size_t correct; /* samples whose largest logit is the label */
+} ntpu_step_result;
+
+/* One training step on `batch` samples (1 <= batch <= max_batch): x is batch x
+ * sizes[0] floats (row-major; rounded to bf16 on the way in), labels batch values
+ * < classes. Forward, loss, backward, optimizer update. *res may be NULL.
+ * Errors: NTPU_ERR_INVALID_ARG, device and link errors (the model's weights are
+ * then unchanged unless the error came after the update: see ntpu_last_error). */
+NTPU_API ntpu_status ntpu_train_step(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch,
+                                     ntpu_step_result *res);
+
+/* Forward pass only: logits (batch x classes floats) for batch <= max_batch
+ * samples. Errors: as ntpu_train_step. */
+NTPU_API ntpu_status ntpu_predict(ntpu_model *m, const float *x, size_t batch, float *logits);
+
+/* Accuracy and mean loss over count samples, in batches of max_batch. */
+NTPU_API ntpu_status ntpu_model_evaluate(ntpu_model *m, const float *x, const uint8_t *labels, size_t count,
+                                         double *accuracy, double *loss);
+
+/* The model's shape and state. Arrays stay owned by the model; weights[l] is
+ * sizes[l] x sizes[l+1] (in x out, row-major), biases[l] sizes[l+1]; state1/2
+ * the optimizer's slots (NULL when the optimizer has fewer). */
+typedef struct ntpu_model_view {
+    size_t n_layers;
+    const unsigned *sizes; /* n_layers + 1 values */
+    float *weights[NTPU_MAX_LAYERS], *biases[NTPU_MAX_LAYERS];
+    float *w_state1[NTPU_MAX_LAYERS], *w_state2[NTPU_MAX_LAYERS];
+    float *b_state1[NTPU_MAX_LAYERS], *b_state2[NTPU_MAX_LAYERS];
+    ntpu_optim_config *opt;
+    uint64_t *step; /* optimizer steps taken */
+} ntpu_model_view;
+
+/* Fills *out with pointers into the model. After changing weights or biases
+ * through them, call ntpu_model_sync before the next step. */
+NTPU_API void ntpu_model_view_get(ntpu_model *m, ntpu_model_view *out);
+
+/* Writes the host's master weights to the device (bf16 copies and biases). */
+NTPU_API ntpu_status ntpu_model_sync(ntpu_model *m);
+
+/* Checkpoints: the weights (fc<l>.weight as [out, in] and fc<l>.bias, PyTorch's
+ * layout), optimizer state (.m/.v suffixes, or .momentum), the step, and the
+ * optimizer settings, plus the caller's own tensors and metadata (extra, meta:
+ * key, value, ..., NULL), written atomically (never a partial file). */
+struct ntpu_st_tensor;
+NTPU_API ntpu_status ntpu_model_save(ntpu_model *m, const char *path, const struct ntpu_st_tensor *extra,
+                                     size_t n_extra, const char *const *meta);
+
+/* Creates a model on dev from a checkpoint written by ntpu_model_save; the
+ * sizes, weights, optimizer and its state come from the file. Errors:
+ * NTPU_ERR_FILE, NTPU_ERR_FORMAT (truncated, missing tensors, wrong shapes: the
+ * reason is in ntpu_last_error(dev)), and as ntpu_model_create. */
+NTPU_API ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t max_batch, ntpu_model **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,156 @@
+/* IDX reader (the MNIST family's format): a big-endian header of magic
+ * (0, 0, type, rank) and `rank` u32 dimensions, then the data. zlib's gz* calls
+ * read plain and gzip'd files alike. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "ntpu/data.h"
+
+#define IDX_TYPE_UBYTE 0x08
+
+static ntpu_status fail(char *err, size_t errlen, ntpu_status st, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+/* Opens DIR/NAME or DIR/NAME.gz, whichever exists; path receives the name used. */
+static gzFile open_either(const char *dir, const char *name, char *path, size_t pathlen)
+{
+    snprintf(path, pathlen, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(path, pathlen, "%s/%s.gz", dir, name);
+        f = fopen(path, "rb");
+    }
+    if (!f)
+        return NULL;
+    fclose(f);
+    return gzopen(path, "rb");
+}
+
+/* Reads an IDX file of unsigned bytes with the given rank. dims receives the
+ * dimensions; *data a malloc'd array of their product. */
+static ntpu_status read_idx(const char *dir, const char *name, unsigned rank, size_t limit, uint32_t dims[3],
+                            uint8_t **data, char *err, size_t errlen)
+{
+    char path[4096];
+    gzFile gz = open_either(dir, name, path, sizeof path);
+    if (!gz)
+        return fail(err, errlen, NTPU_ERR_FILE, "%s/%s: no such file (nor %s.gz)", dir, name, name);
+    ntpu_status st = NTPU_OK;
+    uint8_t hdr[4 + 4 * 3];
+    int got = gzread(gz, hdr, 4);
+    if (got != 4 || hdr[0] != 0 || hdr[1] != 0) {
+        st = fail(err, errlen, NTPU_ERR_FORMAT, "%s: not an IDX file (bad magic)", path);
+        goto out;
+    }
+    if (hdr[2] != IDX_TYPE_UBYTE || hdr[3] != rank) {
+        st = fail(err, errlen, NTPU_ERR_FORMAT, "%s: IDX type 0x%02x rank %u, expected unsigned bytes of rank %u",
+                  path, hdr[2], hdr[3], rank);
+        goto out;
+    }
+    if (gzread(gz, hdr + 4, 4 * rank) != (int)(4 * rank)) {
+        st = fail(err, errlen, NTPU_ERR_FORMAT, "%s: truncated header", path);
+        goto out;
+    }
+    size_t total = 1;
+    for (unsigned i = 0; i < rank; i++) {
+        const uint8_t *p = hdr + 4 + 4 * i;
+        dims[i] = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+        if (dims[i] == 0 || (i > 0 && dims[i] > 65536)) {
+            st = fail(err, errlen, NTPU_ERR_FORMAT, "%s: dimension %u is %u", path, i, dims[i]);
+            goto out;
+        }
+    }
+    if (limit && dims[0] > limit)
+        dims[0] = (uint32_t)limit;
+    for (unsigned i = 0; i < rank; i++)
+        total *= dims[i];
+    *data = malloc(total);
+    if (!*data) {
+        st = fail(err, errlen, NTPU_ERR_NO_MEMORY, "%s: out of memory for %zu bytes", path, total);
+        goto out;
+    }
+    size_t have = 0;
+    while (have < total) {
+        size_t want = total - have > (1u << 30) ? (1u << 30) : total - have;
+        int n = gzread(gz, *data + have, (unsigned)want);
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+    }
+    if (have != total) {
+        int zerr;
+        const char *msg = gzerror(gz, &zerr);
+        st = fail(err, errlen, NTPU_ERR_FORMAT, "%s: truncated: %zu of %zu data bytes%s%s", path, have, total,
+                  zerr < 0 ? ": " : "", zerr < 0 ? msg : "");
+        free(*data);
+        *data = NULL;
+    }
+out:
+    gzclose(gz);
+    return st;
+}
+
+ntpu_status ntpu_dataset_load(const char *dir, const char *split, size_t limit, ntpu_dataset *out, char *err,
+                              size_t errlen)
+{
+    if (!out)
+        return fail(err, errlen, NTPU_ERR_INVALID_ARG, "no dataset to fill");
+    memset(out, 0, sizeof *out);
+    if (!dir || !split || (strcmp(split, "train") && strcmp(split, "test")))
+        return fail(err, errlen, NTPU_ERR_INVALID_ARG, "split must be \"train\" or \"test\"");
+    const char *prefix = strcmp(split, "train") == 0 ? "train" : "t10k";
+    char images_name[64], labels_name[64];
+    snprintf(images_name, sizeof images_name, "%s-images-idx3-ubyte", prefix);
+    snprintf(labels_name, sizeof labels_name, "%s-labels-idx1-ubyte", prefix);
+
+    uint32_t idims[3], ldims[3];
+    uint8_t *pixels = NULL, *labels = NULL;
+    ntpu_status st = read_idx(dir, images_name, 3, limit, idims, &pixels, err, errlen);
+    if (st == NTPU_OK)
+        st = read_idx(dir, labels_name, 1, limit, ldims, &labels, err, errlen);
+    if (st == NTPU_OK && idims[0] != ldims[0])
+        st = fail(err, errlen, NTPU_ERR_FORMAT, "%s/%s: %u labels for %u images", dir, labels_name, ldims[0],
+                  idims[0]);
+    if (st != NTPU_OK) {
+        free(pixels);
+        free(labels);
+        return st;
+    }
+    size_t count = idims[0], features = (size_t)idims[1] * idims[2];
+    float *images = malloc(count * features * sizeof *images);
+    if (!images) {
+        free(pixels);
+        free(labels);
+        return fail(err, errlen, NTPU_ERR_NO_MEMORY, "out of memory for %zu images", count);
+    }
+    for (size_t i = 0; i < count * features; i++)
+        images[i] = (float)pixels[i] / 255.0f;
+    free(pixels);
+    unsigned classes = 0;
+    for (size_t i = 0; i < count; i++)
+        if (labels[i] + 1u > classes)
+            classes = labels[i] + 1u;
+    *out = (ntpu_dataset){.count = count, .rows = idims[1], .cols = idims[2], .features = features,
+                          .classes = classes, .images = images, .labels = labels};
+    return NTPU_OK;
+}
+
+void ntpu_dataset_free(ntpu_dataset *ds)
+{
+    if (!ds)
+        return;
+    free(ds->images);
+    free(ds->labels);
+    memset(ds, 0, sizeof *ds);
+}

@@ -1,0 +1,710 @@
+/* Multilayer perceptron training on the device (see ntpu/nn.h and
+ * docs/training.md). The host plans where every tensor lives in the device's
+ * memories, streams the commands of each step, and keeps the fp32 master
+ * weights and optimizer state.
+ *
+ * Device layout, for a batch padded to bp rows (a multiple of N) and T(l) =
+ * ceil(sizes[l] / N) lane tiles:
+ *   UB  x[l]  layer l's input, as T(l) tiles of bp rows: UB[x + t*bp + b] = X[b][t*N ..]
+ *       g[l]  bf16 dZ of layer l (l >= 1), same layout over T(l+1): the dX operand
+ *   WB  w[l]  weight tiles: tile (kt, nt) at w + (kt*T(l+1) + nt)*N, row i = W[kt*N + i][nt*N ..]
+ *       g[l]  bf16 dZ of layer l as weight tiles: WB[g + nt*bp + b] = dZ[b][nt*N ..]
+ *   ACC z[l]  pre-activations, then logits (last layer), then dZ: T(l+1) tiles of bp rows
+ *       b[l], db[l]  biases and their gradients, one row per output tile
+ *       dw[l] weight gradients: ACC[dw + nt*T(l)*N + k][lane] = dW[k][nt*N + lane]
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "ntpu/nn.h"
+#include "ntpu/safetensors.h"
+
+struct ntpu_model {
+    ntpu_device *dev;
+    unsigned n;
+    size_t layers;
+    unsigned sizes[NTPU_MAX_LAYERS + 1];
+    unsigned tiles[NTPU_MAX_LAYERS + 1];
+    size_t max_batch, max_bp;
+    ntpu_optim_config opt;
+    uint64_t step;
+    /* fp32 master weights (in x out) and biases, and the optimizer's slots */
+    float *w[NTPU_MAX_LAYERS], *b[NTPU_MAX_LAYERS];
+    float *ws1[NTPU_MAX_LAYERS], *ws2[NTPU_MAX_LAYERS], *bs1[NTPU_MAX_LAYERS], *bs2[NTPU_MAX_LAYERS];
+    float *gw[NTPU_MAX_LAYERS], *gb[NTPU_MAX_LAYERS]; /* gradients of the last step */
+    /* device addresses (rows) */
+    uint32_t ub_x[NTPU_MAX_LAYERS], ub_g[NTPU_MAX_LAYERS];
+    uint32_t wb_w[NTPU_MAX_LAYERS], wb_g[NTPU_MAX_LAYERS];
+    uint32_t acc_z[NTPU_MAX_LAYERS], acc_b[NTPU_MAX_LAYERS], acc_db[NTPU_MAX_LAYERS], acc_dw[NTPU_MAX_LAYERS];
+    /* host staging for rows going to or coming from the device */
+    void *scratch;
+    size_t scratch_bytes;
+};
+
+static size_t round_up(size_t x, size_t n) { return (x + n - 1) / n * n; }
+
+/* Uniform in [-1, 1) from a splitmix64 stream: the weights' initial values. */
+static float uniform_pm1(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (float)((double)(z >> 40) / (double)(1ull << 23) - 1.0);
+}
+
+static void *grow_scratch(ntpu_model *m, size_t bytes)
+{
+    if (bytes > m->scratch_bytes) {
+        void *p = realloc(m->scratch, bytes);
+        if (!p)
+            return NULL;
+        m->scratch = p;
+        m->scratch_bytes = bytes;
+    }
+    return m->scratch;
+}
+
+void ntpu_model_destroy(ntpu_model *m)
+{
+    if (!m)
+        return;
+    for (size_t l = 0; l < NTPU_MAX_LAYERS; l++) {
+        free(m->w[l]);
+        free(m->b[l]);
+        free(m->ws1[l]);
+        free(m->ws2[l]);
+        free(m->bs1[l]);
+        free(m->bs2[l]);
+        free(m->gw[l]);
+        free(m->gb[l]);
+    }
+    free(m->scratch);
+    free(m);
+}
+
+/* Places every tensor in the device's memories; NTPU_ERR_UNSUPPORTED when one
+ * does not fit. */
+static ntpu_status plan(ntpu_model *m)
+{
+    ntpu_device *dev = m->dev;
+    const size_t n = m->n, bp = m->max_bp, L = m->layers;
+    size_t ub = 0, wb = 0, acc = 0;
+    for (size_t l = 0; l < L; l++) {
+        size_t ti = m->tiles[l], to = m->tiles[l + 1];
+        m->ub_x[l] = (uint32_t)ub;
+        ub += ti * bp;
+        m->ub_g[l] = (uint32_t)ub;
+        ub += l > 0 ? to * bp : 0;
+        m->wb_w[l] = (uint32_t)wb;
+        wb += ti * to * n;
+        m->wb_g[l] = (uint32_t)wb;
+        wb += to * bp;
+        m->acc_z[l] = (uint32_t)acc;
+        acc += to * bp;
+        m->acc_b[l] = (uint32_t)acc;
+        acc += to;
+        m->acc_db[l] = (uint32_t)acc;
+        acc += to;
+        m->acc_dw[l] = (uint32_t)acc;
+        acc += to * ti * n;
+    }
+    const struct { const char *name; size_t need, have; } mem[] = {
+        {"UB", ub, dev->info.ub_rows}, {"WB", wb, dev->info.wb_rows}, {"ACC", acc, dev->info.acc_rows}};
+    for (size_t i = 0; i < 3; i++)
+        if (mem[i].need > mem[i].have)
+            return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED,
+                             "the model needs %zu %s rows for batches of %zu; the device has %zu", mem[i].need,
+                             mem[i].name, m->max_batch, mem[i].have);
+    return NTPU_OK;
+}
+
+static ntpu_status alloc_model(ntpu_device *dev, const unsigned *sizes, size_t n_sizes, size_t max_batch,
+                               const ntpu_optim_config *opt, ntpu_model **out)
+{
+    ntpu_status st = ntpu_check_dev(dev);
+    if (st != NTPU_OK)
+        return st;
+    if (!out || !sizes || !opt || n_sizes < 2 || n_sizes > NTPU_MAX_LAYERS + 1 || max_batch == 0 ||
+        max_batch > 65535)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "model: need 2..%d layer sizes, a batch of 1..65535 and an "
+                         "optimizer", NTPU_MAX_LAYERS + 1);
+    for (size_t i = 0; i < n_sizes; i++)
+        if (sizes[i] == 0 || sizes[i] > 65536)
+            return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "model: layer size %u out of range", sizes[i]);
+    if (!(dev->info.dtypes & NTPU_DTYPE_BF16_BIT) || !(dev->info.features & NTPU_FEATURE_TRANSPOSE_BIT) ||
+        !(dev->info.features & NTPU_FEATURE_TRANSPOSE_A_BIT) || !(dev->info.features & NTPU_FEATURE_VECTOR_BIT))
+        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "training needs bf16, transposed operands and the vector "
+                         "unit (protocol 1.1); this device lacks them");
+    ntpu_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return ntpu_fail(dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
+    m->dev = dev;
+    m->n = dev->n;
+    m->layers = n_sizes - 1;
+    m->max_batch = max_batch;
+    m->max_bp = round_up(max_batch, m->n);
+    m->opt = *opt;
+    for (size_t i = 0; i < n_sizes; i++) {
+        m->sizes[i] = sizes[i];
+        m->tiles[i] = (unsigned)((sizes[i] + m->n - 1) / m->n);
+    }
+    if ((st = plan(m)) != NTPU_OK) {
+        ntpu_model_destroy(m);
+        return st;
+    }
+    unsigned slots = ntpu_optim_slots(opt->kind);
+    for (size_t l = 0; l < m->layers; l++) {
+        size_t nw = (size_t)sizes[l] * sizes[l + 1], nb = sizes[l + 1];
+        int bad = !(m->w[l] = calloc(nw, 4)) || !(m->b[l] = calloc(nb, 4)) || !(m->gw[l] = calloc(nw, 4)) ||
+                  !(m->gb[l] = calloc(nb, 4));
+        if (!bad && slots >= 1)
+            bad = !(m->ws1[l] = calloc(nw, 4)) || !(m->bs1[l] = calloc(nb, 4));
+        if (!bad && slots >= 2)
+            bad = !(m->ws2[l] = calloc(nw, 4)) || !(m->bs2[l] = calloc(nb, 4));
+        if (bad) {
+            ntpu_model_destroy(m);
+            return ntpu_fail(dev, NTPU_ERR_NO_MEMORY, "model: out of memory for layer %zu", l);
+        }
+    }
+    *out = m;
+    return NTPU_OK;
+}
+
+ntpu_status ntpu_model_sync(ntpu_model *m)
+{
+    if (!m)
+        return NTPU_ERR_INVALID_ARG;
+    ntpu_device *dev = m->dev;
+    const size_t n = m->n;
+    for (size_t l = 0; l < m->layers; l++) {
+        const size_t in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
+        uint16_t *rows = grow_scratch(m, ti * to * n * n * 2 + to * n * 4);
+        if (!rows)
+            return ntpu_fail(dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
+        for (size_t kt = 0; kt < ti; kt++)
+            for (size_t nt = 0; nt < to; nt++)
+                for (size_t i = 0; i < n; i++)
+                    for (size_t j = 0; j < n; j++) {
+                        size_t k = kt * n + i, o = nt * n + j;
+                        rows[((kt * to + nt) * n + i) * n + j] =
+                            k < in && o < out ? ntpu_bf16_from_f32(m->w[l][k * out + o]) : 0;
+                    }
+        ntpu_status st = ntpu_write_rows(dev, NTPU_MEM_WB, m->wb_w[l], (uint32_t)(ti * to * n), rows);
+        if (st != NTPU_OK)
+            return st;
+        uint32_t *brow = (uint32_t *)(rows + ti * to * n * n);
+        for (size_t o = 0; o < to * n; o++) {
+            float v = o < out ? m->b[l][o] : 0.0f;
+            memcpy(&brow[o], &v, 4);
+        }
+        if ((st = ntpu_write_rows(dev, NTPU_MEM_ACC, m->acc_b[l], (uint32_t)to, brow)) != NTPU_OK)
+            return st;
+    }
+    return NTPU_OK;
+}
+
+ntpu_status ntpu_model_create(ntpu_device *dev, const unsigned *sizes, size_t n_sizes, size_t max_batch,
+                              uint64_t seed, const ntpu_optim_config *opt, ntpu_model **out)
+{
+    ntpu_model *m;
+    ntpu_status st = alloc_model(dev, sizes, n_sizes, max_batch, opt, &m);
+    if (st != NTPU_OK)
+        return st;
+    uint64_t s = seed;
+    for (size_t l = 0; l < m->layers; l++) {
+        float bound = 1.0f / sqrtf((float)sizes[l]);
+        for (size_t i = 0; i < (size_t)sizes[l] * sizes[l + 1]; i++)
+            m->w[l][i] = bound * uniform_pm1(&s);
+        for (size_t i = 0; i < sizes[l + 1]; i++)
+            m->b[l][i] = bound * uniform_pm1(&s);
+    }
+    if ((st = ntpu_model_sync(m)) != NTPU_OK) {
+        ntpu_model_destroy(m);
+        return st;
+    }
+    *out = m;
+    return NTPU_OK;
+}
+
+void ntpu_model_view_get(ntpu_model *m, ntpu_model_view *v)
+{
+    memset(v, 0, sizeof *v);
+    if (!m)
+        return;
+    v->n_layers = m->layers;
+    v->sizes = m->sizes;
+    for (size_t l = 0; l < m->layers; l++) {
+        v->weights[l] = m->w[l];
+        v->biases[l] = m->b[l];
+        v->w_state1[l] = m->ws1[l];
+        v->w_state2[l] = m->ws2[l];
+        v->b_state1[l] = m->bs1[l];
+        v->b_state2[l] = m->bs2[l];
+    }
+    v->opt = &m->opt;
+    v->step = &m->step;
+}
+
+/* Writes a batch (rounded to bf16, padded to bp rows and whole tiles) to UB. */
+static ntpu_status upload_input(ntpu_model *m, const float *x, size_t batch, size_t bp)
+{
+    const size_t n = m->n, in = m->sizes[0], ti = m->tiles[0];
+    uint16_t *rows = grow_scratch(m, ti * bp * n * 2);
+    if (!rows)
+        return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
+    for (size_t t = 0; t < ti; t++)
+        for (size_t b = 0; b < bp; b++)
+            for (size_t j = 0; j < n; j++) {
+                size_t k = t * n + j;
+                rows[(t * bp + b) * n + j] = b < batch && k < in ? ntpu_bf16_from_f32(x[b * in + k]) : 0;
+            }
+    return ntpu_write_rows(m->dev, NTPU_MEM_UB, m->ub_x[0], (uint32_t)(ti * bp), rows);
+}
+
+/* Forward pass of every layer; the last layer's logits (with bias) stay in ACC. */
+static ntpu_status forward(ntpu_model *m, size_t bp)
+{
+    ntpu_device *dev = m->dev;
+    const size_t n = m->n;
+    ntpu_status st = NTPU_OK;
+    for (size_t l = 0; l < m->layers && st == NTPU_OK; l++) {
+        const size_t ti = m->tiles[l], to = m->tiles[l + 1];
+        const int last = l + 1 == m->layers;
+        for (size_t nt = 0; nt < to && st == NTPU_OK; nt++) {
+            for (size_t kt = 0; kt < ti && st == NTPU_OK; kt++) {
+                st = ntpu_load_w(dev, (uint32_t)(m->wb_w[l] + (kt * to + nt) * n), 0);
+                if (st == NTPU_OK)
+                    st = ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, (uint32_t)(m->ub_x[l] + kt * bp),
+                                          (uint32_t)(m->acc_z[l] + nt * bp), (uint32_t)bp, kt > 0);
+            }
+            if (st == NTPU_OK)
+                st = last ? ntpu_vec_act(dev, NTPU_ACT_BIAS | NTPU_OUT_ACC, (uint32_t)(m->acc_z[l] + nt * bp),
+                                         (uint32_t)(m->acc_z[l] + nt * bp), (uint32_t)bp, m->acc_b[l] + (uint32_t)nt)
+                          : ntpu_vec_act(dev, NTPU_ACT_BIAS | NTPU_ACT_RELU | NTPU_OUT_UB,
+                                         (uint32_t)(m->acc_z[l] + nt * bp), (uint32_t)(m->ub_x[l + 1] + nt * bp),
+                                         (uint32_t)bp, m->acc_b[l] + (uint32_t)nt);
+        }
+    }
+    return st;
+}
+
+/* Reads the logits of the last layer into logits (batch x classes). */
+static ntpu_status read_logits(ntpu_model *m, size_t batch, size_t bp, float *logits)
+{
+    const size_t n = m->n, L = m->layers, to = m->tiles[L], classes = m->sizes[L];
+    uint32_t *rows = grow_scratch(m, to * bp * n * 4);
+    if (!rows)
+        return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
+    ntpu_status st = ntpu_read_rows(m->dev, NTPU_MEM_ACC, m->acc_z[L - 1], (uint32_t)(to * bp), rows);
+    if (st != NTPU_OK)
+        return st;
+    for (size_t b = 0; b < batch; b++)
+        for (size_t c = 0; c < classes; c++)
+            memcpy(&logits[b * classes + c], &rows[((c / n) * bp + b) * n + c % n], 4);
+    return NTPU_OK;
+}
+
+/* Softmax cross-entropy in fp32: mean loss, correct count, and the gradient of
+ * the mean loss with respect to the logits (batch x classes). */
+static void softmax_xent(const float *logits, const uint8_t *labels, size_t batch, size_t classes, float *grad,
+                         float *loss, size_t *correct)
+{
+    float total = 0.0f;
+    size_t ok = 0;
+    for (size_t b = 0; b < batch; b++) {
+        const float *z = logits + b * classes;
+        size_t arg = 0;
+        for (size_t c = 1; c < classes; c++)
+            if (z[c] > z[arg])
+                arg = c;
+        float mx = z[arg], sum = 0.0f;
+        for (size_t c = 0; c < classes; c++)
+            sum += expf(z[c] - mx);
+        total += logf(sum) + mx - z[labels[b]];
+        ok += arg == labels[b];
+        for (size_t c = 0; c < classes; c++)
+            grad[b * classes + c] = (expf(z[c] - mx) / sum - (c == labels[b] ? 1.0f : 0.0f)) / (float)batch;
+    }
+    *loss = total / (float)batch;
+    *correct = ok;
+}
+
+static ntpu_status check_batch(ntpu_model *m, const float *x, size_t batch)
+{
+    if (!m)
+        return NTPU_ERR_INVALID_ARG;
+    if (!x || batch == 0 || batch > m->max_batch)
+        return ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "batch of %zu samples: need 1..%zu and data", batch,
+                         m->max_batch);
+    return NTPU_OK;
+}
+
+ntpu_status ntpu_predict(ntpu_model *m, const float *x, size_t batch, float *logits)
+{
+    ntpu_status st = check_batch(m, x, batch);
+    if (st != NTPU_OK)
+        return st;
+    if (!logits)
+        return ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "predict: logits is NULL");
+    size_t bp = round_up(batch, m->n);
+    if ((st = upload_input(m, x, batch, bp)) == NTPU_OK && (st = forward(m, bp)) == NTPU_OK)
+        st = read_logits(m, batch, bp, logits);
+    return st;
+}
+
+/* Backward pass: dZ of the last layer is in ACC at z[L-1]; leaves dW and db of
+ * every layer in ACC and reads them into gw / gb. */
+static ntpu_status backward(ntpu_model *m, size_t bp)
+{
+    ntpu_device *dev = m->dev;
+    const size_t n = m->n;
+    ntpu_status st = NTPU_OK;
+    for (size_t l = m->layers; l-- > 0 && st == NTPU_OK;) {
+        const size_t ti = m->tiles[l], to = m->tiles[l + 1];
+        for (size_t nt = 0; nt < to && st == NTPU_OK; nt++) {
+            uint32_t z = (uint32_t)(m->acc_z[l] + nt * bp);
+            st = ntpu_vec_colsum(dev, z, m->acc_db[l] + (uint32_t)nt, (uint32_t)bp, 0);
+            if (st == NTPU_OK)
+                st = ntpu_vec_act(dev, NTPU_OUT_WB, z, (uint32_t)(m->wb_g[l] + nt * bp), (uint32_t)bp, 0);
+            if (st == NTPU_OK && l > 0)
+                st = ntpu_vec_act(dev, NTPU_OUT_UB, z, (uint32_t)(m->ub_g[l] + nt * bp), (uint32_t)bp, 0);
+        }
+        /* dW = Xᵀ·dZ: batch blocks ascending, X streamed transposed from its k-tiles. */
+        for (size_t nt = 0; nt < to && st == NTPU_OK; nt++)
+            for (size_t j = 0; j < bp / n && st == NTPU_OK; j++) {
+                st = ntpu_load_w(dev, (uint32_t)(m->wb_g[l] + nt * bp + j * n), 0);
+                if (st == NTPU_OK)
+                    st = ntpu_matmul_tile_t(dev, NTPU_DTYPE_BF16, (uint32_t)(m->ub_x[l] + j * n), (uint32_t)bp,
+                                            (uint32_t)(m->acc_dw[l] + nt * ti * n), (uint32_t)(ti * n), j > 0);
+            }
+        /* dX = dZ·Wᵀ (weights loaded transposed), then ReLU backward against the
+         * forward activation, which is this layer's input. */
+        if (l > 0)
+            for (size_t it = 0; it < ti && st == NTPU_OK; it++) {
+                uint32_t z = (uint32_t)(m->acc_z[l - 1] + it * bp);
+                for (size_t ot = 0; ot < to && st == NTPU_OK; ot++) {
+                    st = ntpu_load_w(dev, (uint32_t)(m->wb_w[l] + (it * to + ot) * n), 1);
+                    if (st == NTPU_OK)
+                        st = ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, (uint32_t)(m->ub_g[l] + ot * bp), z,
+                                              (uint32_t)bp, ot > 0);
+                }
+                if (st == NTPU_OK)
+                    st = ntpu_vec_relu_grad(dev, NTPU_OUT_ACC, z, z, (uint32_t)bp,
+                                            (uint32_t)(m->ub_x[l] + it * bp));
+            }
+    }
+    /* Gradients back to the host. */
+    for (size_t l = 0; l < m->layers && st == NTPU_OK; l++) {
+        const size_t in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
+        uint32_t *rows = grow_scratch(m, (to * ti * n + to) * n * 4);
+        if (!rows)
+            return ntpu_fail(dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
+        st = ntpu_read_rows(dev, NTPU_MEM_ACC, m->acc_dw[l], (uint32_t)(to * ti * n), rows);
+        if (st == NTPU_OK)
+            st = ntpu_read_rows(dev, NTPU_MEM_ACC, m->acc_db[l], (uint32_t)to, rows + to * ti * n * n);
+        if (st != NTPU_OK)
+            break;
+        for (size_t k = 0; k < in; k++)
+            for (size_t o = 0; o < out; o++)
+                memcpy(&m->gw[l][k * out + o], &rows[((o / n) * ti * n + k) * n + o % n], 4);
+        memcpy(m->gb[l], rows + to * ti * n * n, out * 4);
+    }
+    return st;
+}
+
+ntpu_status ntpu_train_step(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch,
+                            ntpu_step_result *res)
+{
+    ntpu_status st = check_batch(m, x, batch);
+    if (st != NTPU_OK)
+        return st;
+    const size_t L = m->layers, classes = m->sizes[L], n = m->n, to = m->tiles[L];
+    if (!labels)
+        return ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "train: labels is NULL");
+    for (size_t b = 0; b < batch; b++)
+        if (labels[b] >= classes)
+            return ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "train: label %u of sample %zu is not below %zu",
+                             labels[b], b, classes);
+    size_t bp = round_up(batch, n);
+    float *logits = malloc(batch * classes * 2 * sizeof *logits);
+    if (!logits)
+        return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "train: out of memory");
+    float *grad = logits + batch * classes;
+    ntpu_step_result r = {0};
+    if ((st = upload_input(m, x, batch, bp)) == NTPU_OK && (st = forward(m, bp)) == NTPU_OK)
+        st = read_logits(m, batch, bp, logits);
+    if (st == NTPU_OK) {
+        softmax_xent(logits, labels, batch, classes, grad, &r.loss, &r.correct);
+        uint32_t *rows = grow_scratch(m, to * bp * n * 4);
+        if (!rows)
+            st = ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "train: out of memory");
+        else {
+            memset(rows, 0, to * bp * n * 4);
+            for (size_t b = 0; b < batch; b++)
+                for (size_t c = 0; c < classes; c++)
+                    memcpy(&rows[((c / n) * bp + b) * n + c % n], &grad[b * classes + c], 4);
+            st = ntpu_write_rows(m->dev, NTPU_MEM_ACC, m->acc_z[L - 1], (uint32_t)(to * bp), rows);
+        }
+    }
+    free(logits);
+    if (st == NTPU_OK)
+        st = backward(m, bp);
+    if (st != NTPU_OK)
+        return st;
+    for (size_t l = 0; l < L; l++) {
+        ntpu_optim_update(&m->opt, m->step, m->w[l], m->gw[l], m->ws1[l], m->ws2[l],
+                          (size_t)m->sizes[l] * m->sizes[l + 1]);
+        ntpu_optim_update(&m->opt, m->step, m->b[l], m->gb[l], m->bs1[l], m->bs2[l], m->sizes[l + 1]);
+    }
+    m->step++;
+    if (res)
+        *res = r;
+    return ntpu_model_sync(m);
+}
+
+ntpu_status ntpu_model_evaluate(ntpu_model *m, const float *x, const uint8_t *labels, size_t count,
+                                double *accuracy, double *loss)
+{
+    if (!m || !x || !labels || count == 0)
+        return m ? ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "evaluate: no samples") : NTPU_ERR_INVALID_ARG;
+    const size_t classes = m->sizes[m->layers], in = m->sizes[0];
+    float *logits = malloc(m->max_batch * classes * 2 * sizeof *logits);
+    if (!logits)
+        return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "evaluate: out of memory");
+    double total_loss = 0;
+    size_t correct = 0;
+    ntpu_status st = NTPU_OK;
+    for (size_t at = 0; at < count && st == NTPU_OK; at += m->max_batch) {
+        size_t b = count - at < m->max_batch ? count - at : m->max_batch;
+        st = ntpu_predict(m, x + at * in, b, logits);
+        if (st == NTPU_OK) {
+            float l;
+            size_t ok;
+            softmax_xent(logits, labels + at, b, classes, logits + m->max_batch * classes, &l, &ok);
+            total_loss += (double)l * (double)b;
+            correct += ok;
+        }
+    }
+    free(logits);
+    if (st == NTPU_OK) {
+        if (accuracy)
+            *accuracy = (double)correct / (double)count;
+        if (loss)
+            *loss = total_loss / (double)count;
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------------ checkpoints */
+
+#define CKPT_FORMAT "ntpu-mlp-1"
+
+static const char *slot_name(ntpu_optimizer kind, unsigned slot)
+{
+    if (kind == NTPU_OPT_MOMENTUM)
+        return "momentum_buffer";
+    return slot == 0 ? "exp_avg" : "exp_avg_sq"; /* PyTorch's names for Adam's m and v */
+}
+
+/* in x out (ours) <-> out x in (PyTorch's nn.Linear layout) */
+static void transpose(const float *src, float *dst, size_t rows, size_t cols)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++)
+            dst[c * rows + r] = src[r * cols + c];
+}
+
+ntpu_status ntpu_model_save(ntpu_model *m, const char *path, const ntpu_st_tensor *extra, size_t n_extra,
+                            const char *const *meta)
+{
+    if (!m || !path || (n_extra && !extra))
+        return m ? ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "save: no path") : NTPU_ERR_INVALID_ARG;
+    enum { PER_LAYER = 6, META_MAX = 64 };
+    const unsigned slots = ntpu_optim_slots(m->opt.kind);
+    size_t cap = m->layers * PER_LAYER + n_extra, count = 0, floats = 0;
+    for (size_t l = 0; l < m->layers; l++)
+        floats += (size_t)m->sizes[l] * m->sizes[l + 1] * (1 + slots);
+    ntpu_st_tensor *t = calloc(cap, sizeof *t);
+    float *buf = malloc((floats ? floats : 1) * sizeof *buf);
+    char (*names)[64] = calloc(cap, sizeof *names);
+    if (!t || !buf || !names) {
+        free(t);
+        free(buf);
+        free(names);
+        return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "save: out of memory");
+    }
+    float *at = buf;
+    for (size_t l = 0; l < m->layers; l++) {
+        const size_t in = m->sizes[l], out = m->sizes[l + 1];
+        const float *wsrc[3] = {m->w[l], m->ws1[l], m->ws2[l]}, *bsrc[3] = {m->b[l], m->bs1[l], m->bs2[l]};
+        for (unsigned s = 0; s <= slots; s++) {
+            transpose(wsrc[s], at, in, out);
+            if (s == 0)
+                snprintf(names[count], 64, "fc%zu.weight", l);
+            else
+                snprintf(names[count], 64, "fc%zu.weight.%s", l, slot_name(m->opt.kind, s - 1));
+            t[count] = (ntpu_st_tensor){names[count], "F32", 2, {out, in}, at, in * out * 4};
+            count++;
+            at += in * out;
+            if (s == 0)
+                snprintf(names[count], 64, "fc%zu.bias", l);
+            else
+                snprintf(names[count], 64, "fc%zu.bias.%s", l, slot_name(m->opt.kind, s - 1));
+            t[count] = (ntpu_st_tensor){names[count], "F32", 1, {out}, bsrc[s], out * 4};
+            count++;
+        }
+    }
+    for (size_t i = 0; i < n_extra; i++)
+        t[count++] = extra[i];
+
+    char sizes[256] = "", num[16][32];
+    for (size_t l = 0; l <= m->layers; l++)
+        snprintf(sizes + strlen(sizes), sizeof sizes - strlen(sizes), "%s%u", l ? "," : "", m->sizes[l]);
+    const ntpu_optim_config *o = &m->opt;
+    snprintf(num[0], 32, "%.9g", o->lr);
+    snprintf(num[1], 32, "%.9g", o->momentum);
+    snprintf(num[2], 32, "%.9g", o->beta1);
+    snprintf(num[3], 32, "%.9g", o->beta2);
+    snprintf(num[4], 32, "%.9g", o->eps);
+    snprintf(num[5], 32, "%.9g", o->weight_decay);
+    snprintf(num[6], 32, "%llu", (unsigned long long)o->step_size);
+    snprintf(num[7], 32, "%.9g", o->gamma);
+    snprintf(num[8], 32, "%llu", (unsigned long long)o->total_steps);
+    snprintf(num[9], 32, "%llu", (unsigned long long)m->step);
+    const char *kv[META_MAX + 1] = {
+        "format", CKPT_FORMAT, "sizes", sizes, "optimizer", ntpu_optimizer_name(o->kind),
+        "lr", num[0], "momentum", num[1], "beta1", num[2], "beta2", num[3], "eps", num[4],
+        "weight_decay", num[5], "schedule", ntpu_lr_schedule_name(o->schedule), "step_size", num[6],
+        "gamma", num[7], "total_steps", num[8], "step", num[9]};
+    size_t nkv = 28;
+    for (size_t i = 0; meta && meta[i] && meta[i + 1] && nkv + 2 <= META_MAX; i += 2) {
+        kv[nkv++] = meta[i];
+        kv[nkv++] = meta[i + 1];
+    }
+    kv[nkv] = NULL;
+    char err[NTPU_ERRMSG_LEN];
+    ntpu_status st = ntpu_safetensors_write(path, t, count, kv, err, sizeof err);
+    free(t);
+    free(buf);
+    free(names);
+    return st == NTPU_OK ? st : ntpu_fail(m->dev, st, "%s", err);
+}
+
+static int meta_u64(const ntpu_safetensors *f, const char *key, uint64_t *out)
+{
+    const char *v = ntpu_safetensors_meta(f, key);
+    char *end;
+    if (!v)
+        return -1;
+    *out = strtoull(v, &end, 10);
+    return *end ? -1 : 0;
+}
+
+static int meta_float(const ntpu_safetensors *f, const char *key, float *out)
+{
+    const char *v = ntpu_safetensors_meta(f, key);
+    char *end;
+    if (!v)
+        return -1;
+    *out = strtof(v, &end);
+    return *end ? -1 : 0;
+}
+
+/* Copies tensor `name` (F32, shape rows x cols, or a vector when cols is 0) into
+ * dst, transposing a matrix back to in x out. */
+static ntpu_status load_tensor(ntpu_device *dev, const ntpu_safetensors *f, const char *path, const char *name,
+                               size_t rows, size_t cols, float *dst)
+{
+    const ntpu_st_tensor *t = ntpu_safetensors_find(f, name);
+    int ok = t && strcmp(t->dtype, "F32") == 0 &&
+             (cols ? t->rank == 2 && t->shape[0] == rows && t->shape[1] == cols : t->rank == 1 && t->shape[0] == rows);
+    if (!ok)
+        return ntpu_fail(dev, NTPU_ERR_FORMAT, "%s: tensor %s is missing or not F32 of the model's shape", path, name);
+    if (cols) {
+        float *tmp = malloc(rows * cols * 4);
+        if (!tmp)
+            return ntpu_fail(dev, NTPU_ERR_NO_MEMORY, "load: out of memory");
+        memcpy(tmp, t->data, rows * cols * 4);
+        transpose(tmp, dst, rows, cols);
+        free(tmp);
+    } else {
+        memcpy(dst, t->data, rows * 4);
+    }
+    return NTPU_OK;
+}
+
+ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t max_batch, ntpu_model **out)
+{
+    ntpu_status st = ntpu_check_dev(dev);
+    if (st != NTPU_OK)
+        return st;
+    if (!path || !out)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "load: no path");
+    char err[NTPU_ERRMSG_LEN];
+    ntpu_safetensors *f;
+    if ((st = ntpu_safetensors_read(path, &f, err, sizeof err)) != NTPU_OK)
+        return ntpu_fail(dev, st, "%s", err);
+    const char *format = ntpu_safetensors_meta(f, "format"), *sizes_s = ntpu_safetensors_meta(f, "sizes");
+    unsigned sizes[NTPU_MAX_LAYERS + 2];
+    size_t n_sizes = 0;
+    ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_SGD);
+    uint64_t step = 0;
+    int bad = !format || strcmp(format, CKPT_FORMAT) != 0 || !sizes_s;
+    for (const char *p = sizes_s; !bad && *p && n_sizes < NTPU_MAX_LAYERS + 2;) {
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        bad = end == p || v == 0 || v > 65536 || (*end && *end != ',');
+        sizes[n_sizes++] = (unsigned)v;
+        p = *end ? end + 1 : end;
+    }
+    bad = bad || n_sizes < 2 || n_sizes > NTPU_MAX_LAYERS + 1 ||
+          ntpu_optimizer_parse(ntpu_safetensors_meta(f, "optimizer"), &opt.kind) ||
+          ntpu_lr_schedule_parse(ntpu_safetensors_meta(f, "schedule"), &opt.schedule) ||
+          meta_float(f, "lr", &opt.lr) || meta_float(f, "momentum", &opt.momentum) ||
+          meta_float(f, "beta1", &opt.beta1) || meta_float(f, "beta2", &opt.beta2) ||
+          meta_float(f, "eps", &opt.eps) || meta_float(f, "weight_decay", &opt.weight_decay) ||
+          meta_u64(f, "step_size", &opt.step_size) || meta_float(f, "gamma", &opt.gamma) ||
+          meta_u64(f, "total_steps", &opt.total_steps) || meta_u64(f, "step", &step);
+    if (bad) {
+        ntpu_safetensors_free(f);
+        return ntpu_fail(dev, NTPU_ERR_FORMAT, "%s: not an nanoTPU checkpoint (metadata missing or malformed)", path);
+    }
+    ntpu_model *m;
+    if ((st = alloc_model(dev, sizes, n_sizes, max_batch, &opt, &m)) != NTPU_OK) {
+        ntpu_safetensors_free(f);
+        return st;
+    }
+    m->step = step;
+    const unsigned slots = ntpu_optim_slots(opt.kind);
+    char name[64];
+    for (size_t l = 0; l < m->layers && st == NTPU_OK; l++) {
+        const size_t in = sizes[l], outn = sizes[l + 1];
+        float *wdst[3] = {m->w[l], m->ws1[l], m->ws2[l]}, *bdst[3] = {m->b[l], m->bs1[l], m->bs2[l]};
+        for (unsigned s = 0; s <= slots && st == NTPU_OK; s++) {
+            if (s == 0)
+                snprintf(name, sizeof name, "fc%zu.weight", l);
+            else
+                snprintf(name, sizeof name, "fc%zu.weight.%s", l, slot_name(opt.kind, s - 1));
+            st = load_tensor(dev, f, path, name, outn, in, wdst[s]);
+            if (s == 0)
+                snprintf(name, sizeof name, "fc%zu.bias", l);
+            else
+                snprintf(name, sizeof name, "fc%zu.bias.%s", l, slot_name(opt.kind, s - 1));
+            if (st == NTPU_OK)
+                st = load_tensor(dev, f, path, name, outn, 0, bdst[s]);
+        }
+    }
+    ntpu_safetensors_free(f);
+    if (st == NTPU_OK)
+        st = ntpu_model_sync(m);
+    if (st != NTPU_OK) {
+        ntpu_model_destroy(m);
+        return st;
+    }
+    *out = m;
+    return NTPU_OK;
+}

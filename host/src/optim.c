@@ -1,0 +1,106 @@
+/* fp32 optimizers and learning-rate schedules (see ntpu/optim.h). */
+#include <math.h>
+#include <string.h>
+
+#include "ntpu/optim.h"
+
+ntpu_optim_config ntpu_optim_defaults(ntpu_optimizer kind)
+{
+    int adam = kind == NTPU_OPT_ADAM || kind == NTPU_OPT_ADAMW;
+    return (ntpu_optim_config){
+        .kind = kind,
+        .lr = adam ? 1e-3f : 1e-2f,
+        .momentum = 0.9f,
+        .beta1 = 0.9f,
+        .beta2 = 0.999f,
+        .eps = 1e-8f,
+        .weight_decay = kind == NTPU_OPT_ADAMW ? 0.01f : 0.0f,
+        .schedule = NTPU_LR_CONSTANT,
+        .step_size = 1,
+        .gamma = 0.1f,
+        .total_steps = 1,
+    };
+}
+
+float ntpu_optim_lr(const ntpu_optim_config *cfg, uint64_t t)
+{
+    switch (cfg->schedule) {
+    case NTPU_LR_STEP:
+        return cfg->lr * powf(cfg->gamma, (float)(t / (cfg->step_size ? cfg->step_size : 1)));
+    case NTPU_LR_COSINE: {
+        uint64_t total = cfg->total_steps ? cfg->total_steps : 1;
+        double x = (double)(t < total ? t : total) / (double)total;
+        return (float)(cfg->lr * 0.5 * (1.0 + cos(3.14159265358979323846 * x)));
+    }
+    default:
+        return cfg->lr;
+    }
+}
+
+static const char *const optimizer_names[] = {"sgd", "momentum", "adam", "adamw"};
+static const char *const schedule_names[] = {"constant", "step", "cosine"};
+
+const char *ntpu_optimizer_name(ntpu_optimizer kind)
+{
+    return (unsigned)kind < 4 ? optimizer_names[kind] : "unknown";
+}
+
+int ntpu_optimizer_parse(const char *name, ntpu_optimizer *out)
+{
+    for (unsigned i = 0; name && i < 4; i++)
+        if (strcmp(name, optimizer_names[i]) == 0) {
+            *out = (ntpu_optimizer)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *ntpu_lr_schedule_name(ntpu_lr_schedule s) { return (unsigned)s < 3 ? schedule_names[s] : "unknown"; }
+
+int ntpu_lr_schedule_parse(const char *name, ntpu_lr_schedule *out)
+{
+    for (unsigned i = 0; name && i < 3; i++)
+        if (strcmp(name, schedule_names[i]) == 0) {
+            *out = (ntpu_lr_schedule)i;
+            return 0;
+        }
+    return -1;
+}
+
+unsigned ntpu_optim_slots(ntpu_optimizer kind)
+{
+    return kind == NTPU_OPT_SGD ? 0 : kind == NTPU_OPT_MOMENTUM ? 1 : 2;
+}
+
+void ntpu_optim_update(const ntpu_optim_config *cfg, uint64_t t, float *p, const float *g, float *s1, float *s2,
+                       size_t n)
+{
+    const float lr = ntpu_optim_lr(cfg, t), wd = cfg->weight_decay;
+    switch (cfg->kind) {
+    case NTPU_OPT_SGD:
+        for (size_t i = 0; i < n; i++)
+            p[i] -= lr * (g[i] + wd * p[i]);
+        break;
+    case NTPU_OPT_MOMENTUM:
+        for (size_t i = 0; i < n; i++) {
+            s1[i] = cfg->momentum * s1[i] + (g[i] + wd * p[i]);
+            p[i] -= lr * s1[i];
+        }
+        break;
+    case NTPU_OPT_ADAM:
+    case NTPU_OPT_ADAMW: {
+        const float b1 = cfg->beta1, b2 = cfg->beta2;
+        const float c1 = 1.0f - powf(b1, (float)(t + 1)), c2 = 1.0f - powf(b2, (float)(t + 1));
+        const int decoupled = cfg->kind == NTPU_OPT_ADAMW;
+        for (size_t i = 0; i < n; i++) {
+            float gi = decoupled ? g[i] : g[i] + wd * p[i];
+            if (decoupled)
+                p[i] *= 1.0f - lr * wd;
+            s1[i] = b1 * s1[i] + (1.0f - b1) * gi;
+            s2[i] = b2 * s2[i] + (1.0f - b2) * gi * gi;
+            p[i] -= lr * (s1[i] / c1) / (sqrtf(s2[i] / c2) + cfg->eps);
+        }
+        break;
+    }
+    }
+}

@@ -1,0 +1,251 @@
+/* safetensors reading and atomic writing (format: see ntpu/safetensors.h). */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ntpu/safetensors.h"
+
+#define ST_MAX_HEADER (100u << 20) /* the format's own limit on the JSON header */
+
+static ntpu_status fail(char *err, size_t errlen, ntpu_status st, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+static size_t dtype_size(const char *d)
+{
+    static const struct { const char *name; size_t size; } table[] = {
+        {"F64", 8}, {"F32", 4}, {"BF16", 2}, {"F16", 2}, {"I64", 8}, {"I32", 4}, {"I16", 2},
+        {"I8", 1},  {"U64", 8}, {"U32", 4},  {"U16", 2}, {"U8", 1},  {"BOOL", 1},
+    };
+    for (size_t i = 0; d && i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(d, table[i].name) == 0)
+            return table[i].size;
+    return 0;
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+ntpu_status ntpu_safetensors_write(const char *path, const ntpu_st_tensor *t, size_t n, const char *const *meta,
+                                   char *err, size_t errlen)
+{
+    if (!path || (n && !t))
+        return fail(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: no path or tensors");
+    cJSON *root = cJSON_CreateObject();
+    if (!root)
+        return fail(err, errlen, NTPU_ERR_NO_MEMORY, "safetensors: out of memory");
+    ntpu_status st = NTPU_OK;
+    if (meta && meta[0]) {
+        cJSON *m = cJSON_AddObjectToObject(root, "__metadata__");
+        for (size_t i = 0; m && meta[i] && meta[i + 1]; i += 2)
+            cJSON_AddStringToObject(m, meta[i], meta[i + 1]);
+    }
+    size_t offset = 0;
+    for (size_t i = 0; i < n && st == NTPU_OK; i++) {
+        size_t es = dtype_size(t[i].dtype), count = 1;
+        for (unsigned r = 0; r < t[i].rank && r < NTPU_ST_MAX_RANK; r++)
+            count *= t[i].shape[r];
+        if (!t[i].name || !t[i].name[0] || strcmp(t[i].name, "__metadata__") == 0 ||
+            cJSON_GetObjectItemCaseSensitive(root, t[i].name))
+            st = fail(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: empty or duplicate tensor name");
+        else if (!es || t[i].rank > NTPU_ST_MAX_RANK || count * es != t[i].nbytes || (t[i].nbytes && !t[i].data))
+            st = fail(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: tensor %s: bad dtype, shape or size", t[i].name);
+        else {
+            cJSON *o = cJSON_AddObjectToObject(root, t[i].name);
+            cJSON_AddStringToObject(o, "dtype", t[i].dtype);
+            cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+            for (unsigned r = 0; r < t[i].rank; r++)
+                cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t[i].shape[r]));
+            cJSON *off = cJSON_AddArrayToObject(o, "data_offsets");
+            cJSON_AddItemToArray(off, cJSON_CreateNumber((double)offset));
+            cJSON_AddItemToArray(off, cJSON_CreateNumber((double)(offset + t[i].nbytes)));
+            offset += t[i].nbytes;
+        }
+    }
+    char *json = st == NTPU_OK ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    if (st != NTPU_OK)
+        return st;
+    if (!json)
+        return fail(err, errlen, NTPU_ERR_NO_MEMORY, "safetensors: out of memory");
+
+    /* Pad the header with spaces so the data starts 8-byte aligned. */
+    size_t jlen = strlen(json), hlen = (jlen + 7) & ~(size_t)7;
+    uint8_t prefix[8];
+    for (int i = 0; i < 8; i++)
+        prefix[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
+    char *tmp = malloc(strlen(path) + 16);
+    if (!tmp) {
+        free(json);
+        return fail(err, errlen, NTPU_ERR_NO_MEMORY, "safetensors: out of memory");
+    }
+    sprintf(tmp, "%s.tmp%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int bad = fd < 0;
+    static const char spaces[8] = "        ";
+    if (!bad)
+        bad = write_all(fd, prefix, 8) || write_all(fd, json, jlen) || write_all(fd, spaces, hlen - jlen);
+    for (size_t i = 0; !bad && i < n; i++)
+        bad = write_all(fd, t[i].data, t[i].nbytes);
+    if (!bad)
+        bad = fsync(fd) != 0;
+    if (fd >= 0 && close(fd) != 0)
+        bad = 1;
+    if (!bad)
+        bad = rename(tmp, path) != 0;
+    if (bad) {
+        st = fail(err, errlen, NTPU_ERR_FILE, "%s: cannot write: %s", path, strerror(errno));
+        unlink(tmp);
+    }
+    free(tmp);
+    free(json);
+    return st;
+}
+
+struct ntpu_safetensors {
+    uint8_t *file;
+    size_t size;
+    ntpu_st_tensor *tensors;
+    size_t count;
+    cJSON *header;
+};
+
+void ntpu_safetensors_free(ntpu_safetensors *st)
+{
+    if (!st)
+        return;
+    cJSON_Delete(st->header);
+    free(st->tensors);
+    free(st->file);
+    free(st);
+}
+
+static ntpu_status parse(ntpu_safetensors *st, const char *path, char *err, size_t errlen)
+{
+    if (st->size < 8)
+        return fail(err, errlen, NTPU_ERR_FORMAT, "%s: truncated: no header length", path);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = hlen << 8 | st->file[i];
+    if (hlen > ST_MAX_HEADER || hlen > st->size - 8)
+        return fail(err, errlen, NTPU_ERR_FORMAT, "%s: truncated or corrupt: header of %llu bytes in a %zu-byte file",
+                    path, (unsigned long long)hlen, st->size);
+    st->header = cJSON_ParseWithLength((const char *)st->file + 8, (size_t)hlen);
+    if (!cJSON_IsObject(st->header))
+        return fail(err, errlen, NTPU_ERR_FORMAT, "%s: header is not a JSON object", path);
+    const uint8_t *data = st->file + 8 + hlen;
+    size_t data_size = st->size - 8 - (size_t)hlen;
+    st->tensors = calloc((size_t)cJSON_GetArraySize(st->header) + 1, sizeof *st->tensors);
+    if (!st->tensors)
+        return fail(err, errlen, NTPU_ERR_NO_MEMORY, "%s: out of memory", path);
+    const cJSON *item;
+    cJSON_ArrayForEach(item, st->header)
+    {
+        if (strcmp(item->string, "__metadata__") == 0)
+            continue;
+        ntpu_st_tensor *t = &st->tensors[st->count];
+        const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
+        const cJSON *shape = cJSON_GetObjectItemCaseSensitive(item, "shape");
+        const cJSON *offs = cJSON_GetObjectItemCaseSensitive(item, "data_offsets");
+        size_t es = cJSON_IsString(dtype) ? dtype_size(dtype->valuestring) : 0;
+        if (!es || !cJSON_IsArray(shape) || cJSON_GetArraySize(shape) > NTPU_ST_MAX_RANK || !cJSON_IsArray(offs) ||
+            cJSON_GetArraySize(offs) != 2)
+            return fail(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s: bad dtype, shape or data_offsets", path,
+                        item->string);
+        size_t count = 1;
+        t->rank = 0;
+        const cJSON *d;
+        cJSON_ArrayForEach(d, shape)
+        {
+            if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble > 1e15)
+                return fail(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s: bad shape", path, item->string);
+            t->shape[t->rank++] = (size_t)d->valuedouble;
+            count *= (size_t)d->valuedouble;
+        }
+        double b = cJSON_GetArrayItem(offs, 0)->valuedouble, e = cJSON_GetArrayItem(offs, 1)->valuedouble;
+        if (!(b >= 0 && e >= b && e <= (double)data_size) || (size_t)(e - b) != count * es)
+            return fail(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s: data range [%.0f, %.0f) outside the %zu data bytes "
+                        "or not matching its shape (file truncated?)", path, item->string, b, e, data_size);
+        t->name = item->string;
+        t->dtype = dtype->valuestring;
+        t->data = data + (size_t)b;
+        t->nbytes = (size_t)(e - b);
+        st->count++;
+    }
+    return NTPU_OK;
+}
+
+ntpu_status ntpu_safetensors_read(const char *path, ntpu_safetensors **out, char *err, size_t errlen)
+{
+    if (!out)
+        return fail(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: nowhere to put the result");
+    *out = NULL;
+    if (!path)
+        return fail(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: no path");
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return fail(err, errlen, NTPU_ERR_FILE, "%s: %s", path, strerror(errno));
+    ntpu_safetensors *st = calloc(1, sizeof *st);
+    ntpu_status s = NTPU_OK;
+    long size = -1;
+    if (!st)
+        s = fail(err, errlen, NTPU_ERR_NO_MEMORY, "%s: out of memory", path);
+    else if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
+        s = fail(err, errlen, NTPU_ERR_FILE, "%s: cannot read: %s", path, strerror(errno));
+    else if (!(st->file = malloc((size_t)size + 1)))
+        s = fail(err, errlen, NTPU_ERR_NO_MEMORY, "%s: out of memory", path);
+    else if (fread(st->file, 1, (size_t)size, f) != (size_t)size)
+        s = fail(err, errlen, NTPU_ERR_FILE, "%s: read error", path);
+    fclose(f);
+    if (s == NTPU_OK) {
+        st->size = (size_t)size;
+        s = parse(st, path, err, errlen);
+    }
+    if (s != NTPU_OK) {
+        ntpu_safetensors_free(st);
+        return s;
+    }
+    *out = st;
+    return NTPU_OK;
+}
+
+const ntpu_st_tensor *ntpu_safetensors_find(const ntpu_safetensors *st, const char *name)
+{
+    for (size_t i = 0; st && name && i < st->count; i++)
+        if (strcmp(st->tensors[i].name, name) == 0)
+            return &st->tensors[i];
+    return NULL;
+}
+
+const char *ntpu_safetensors_meta(const ntpu_safetensors *st, const char *key)
+{
+    if (!st || !key)
+        return NULL;
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(st->header, "__metadata__");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
