@@ -1,12 +1,15 @@
 /* Differential test: random command streams (every opcode, both dtypes, special
  * values, invalid commands mixed in) through the golden model and the RTL; the
- * reply streams must be bit-identical, frame for frame.
+ * reply streams must be bit-identical, frame for frame. The 1.1 commands
+ * (MATMUL TRANSPOSE_A, ACT, RELU_GRAD, COLSUM) join the streams when the
+ * device's feature bits announce them.
  * Usage: diff_random [streams=1000] [seed=1] */
 #include "pair.h"
 
 enum { UB_WIN = 128, WB_WIN = 64, ACC_WIN = 128 }; /* rows every stream works in */
 
 static unsigned N, UB_ROWS, WB_ROWS, ACC_ROWS, MAX_PAYLOAD;
+static int HAS_TRANSPOSE_A, HAS_VECTOR;
 
 static uint16_t rnd_bf16(void)
 {
@@ -72,11 +75,122 @@ static void mem_cmd(pair *p, unsigned op, unsigned mem, unsigned addr, unsigned 
 
 static unsigned window(unsigned mem) { return mem == NTPU_MEM_UB ? UB_WIN : mem == NTPU_MEM_WB ? WB_WIN : ACC_WIN; }
 
+static unsigned out_window(unsigned out) { return out == NTPU_OUT_WB ? WB_WIN : out == NTPU_OUT_ACC ? ACC_WIN : UB_WIN; }
+
+/* [op][flags][a u16][b u16][rows u16][d u16]: the layout of ACT, RELU_GRAD,
+ * COLSUM (no d) and MATMUL TRANSPOSE_A (d = stride). */
+static void cmd10(pair *p, unsigned op, unsigned flags, unsigned a, unsigned b, unsigned rows, unsigned d, size_t len)
+{
+    uint8_t c[10] = {(uint8_t)op, (uint8_t)flags};
+    put16(c + 2, a);
+    put16(c + 4, b);
+    put16(c + 6, rows);
+    put16(c + 8, d);
+    pair_cmd(p, c, len);
+}
+
+/* A destination near the source when both are in one memory, so in-place and
+ * overlapping rows (docs/isa.md, "Order") come up often. */
+static unsigned dst_near(unsigned src, unsigned rows, unsigned win)
+{
+    if (rnd_below(2) == 0)
+        return rnd_below(win - rows + 1);
+    int d = (int)src + (int)rnd_below(7) - 3;
+    return d < 0 ? 0 : d > (int)(win - rows) ? win - rows : (unsigned)d;
+}
+
+/* Multipliers and shifts for int8 ACT at ACC rows aux+1, aux+2: mostly
+ * normalized values, some outside (negative, zero, shifts past 31). */
+static void write_requant_params(pair *p, unsigned aux)
+{
+    static uint8_t cmd[6 + 2 * 4 * 64];
+    cmd[0] = NTPU_OP_WRITE_MEM;
+    cmd[1] = NTPU_MEM_ACC;
+    put16(cmd + 2, aux + 1);
+    put16(cmd + 4, 2);
+    for (unsigned n = 0; n < N; n++) {
+        uint32_t m = rnd_below(6) ? (1u << 30) | (uint32_t)(rnd() >> 34) : (uint32_t)rnd();
+        uint32_t s = rnd_below(6) ? rnd_below(32) : (uint32_t)rnd();
+        put32(cmd + 6 + 4 * n, m);
+        put32(cmd + 6 + 4 * (N + n), s);
+    }
+    pair_cmd(p, cmd, 6 + 2 * (size_t)row_bytes(NTPU_MEM_ACC));
+}
+
+/* One random 1.1 command, usually valid. */
+static void random_command_v11(pair *p)
+{
+    unsigned rows = rnd_below(3 * N + 1), kind = rnd_below(HAS_TRANSPOSE_A ? 12 : 9);
+    if (!HAS_VECTOR)
+        kind = 9 + rnd_below(3);
+    switch (kind) {
+    case 0: case 1: case 2: { /* ACT, every flag combination */
+        unsigned flags = rnd_below(16), out = flags & NTPU_OUT_MASK;
+        unsigned src = rnd_below(ACC_WIN - rows + 1), aux = rnd_below(ACC_WIN - 2);
+        unsigned dst = out == NTPU_OUT_ACC ? dst_near(src, rows, ACC_WIN) : rnd_below(out_window(out) - rows + 1);
+        if (out == NTPU_OUT_INT8 && rnd_below(2))
+            write_requant_params(p, aux);
+        cmd10(p, NTPU_OP_ACT, flags, src, dst, rows, aux, NTPU_LEN_ACT);
+        break;
+    }
+    case 3: case 4: { /* RELU_GRAD, OUT 0..2 */
+        unsigned out = rnd_below(3) << 2, src = rnd_below(ACC_WIN - rows + 1), mask = rnd_below(UB_WIN - rows + 1);
+        unsigned dst = out == NTPU_OUT_ACC ? dst_near(src, rows, ACC_WIN)
+                     : out == NTPU_OUT_UB  ? dst_near(mask, rows, UB_WIN)
+                                           : rnd_below(WB_WIN - rows + 1);
+        cmd10(p, NTPU_OP_RELU_GRAD, out, src, dst, rows, mask, NTPU_LEN_RELU_GRAD);
+        break;
+    }
+    case 5: case 6: { /* COLSUM, the result row sometimes inside the summed rows */
+        unsigned src = rnd_below(ACC_WIN - rows + 1);
+        unsigned dst = rows && rnd_below(3) == 0 ? src + rnd_below(rows) : rnd_below(ACC_WIN);
+        cmd10(p, NTPU_OP_COLSUM, rnd_below(2), src, dst, rows, 0, NTPU_LEN_COLSUM);
+        break;
+    }
+    case 7: case 8: { /* invalid vector commands: each kind of error */
+        unsigned e = rnd_below(9);
+        if (e == 0) cmd10(p, NTPU_OP_ACT, 0x10u << rnd_below(4), 0, 0, 1, 0, NTPU_LEN_ACT);
+        else if (e == 1) cmd10(p, NTPU_OP_RELU_GRAD, rnd_below(2) ? NTPU_OUT_INT8 : 1u << rnd_below(2), 0, 0, 1, 0, 10);
+        else if (e == 2) cmd10(p, NTPU_OP_COLSUM, 2u << rnd_below(7), 0, 0, 1, 0, NTPU_LEN_COLSUM);
+        else if (e == 3) cmd10(p, NTPU_OP_ACT + rnd_below(3), 0, 0, 0, 1, 0, 7 + rnd_below(2) * 2 + rnd_below(2) * 4);
+        else if (e == 4) /* int8 aux rows past the end; BIAS alone would fit */
+            cmd10(p, NTPU_OP_ACT, NTPU_OUT_INT8 | rnd_below(4), 0, 0, 1, ACC_ROWS - 2 + rnd_below(2), 10);
+        else if (e == 5) cmd10(p, NTPU_OP_ACT, NTPU_ACT_BIAS | (rnd_below(3) << 2), 0, 0, 1, ACC_ROWS, 10);
+        else if (e == 6) cmd10(p, NTPU_OP_RELU_GRAD, NTPU_OUT_ACC, 0, 0, 2, UB_ROWS - 1, 10);
+        else if (e == 7) cmd10(p, NTPU_OP_COLSUM, 0, 0, ACC_ROWS, 0, 0, 8);
+        else cmd10(p, NTPU_OP_ACT, rnd_below(3) << 2, 0, (rnd_below(3) == 0 ? WB_ROWS : UB_ROWS) - 1, 2, 0, 10);
+        break;
+    }
+    case 9: case 10: { /* MATMUL TRANSPOSE_A: blocks of N UB rows, stride from 0 to past N */
+        unsigned blocks = rnd_below(4), flags = NTPU_MATMUL_TRANSPOSE_A | rnd_below(4);
+        unsigned max_stride = blocks > 1 ? (UB_WIN - N) / (blocks - 1) : 3 * N;
+        unsigned stride = rnd_below(3) ? N + rnd_below(2) * rnd_below(N) : rnd_below(max_stride + 1);
+        if (stride > max_stride)
+            stride = max_stride;
+        unsigned span = blocks ? (blocks - 1) * stride + N : 0;
+        cmd10(p, NTPU_OP_MATMUL, flags, rnd_below(UB_WIN - span + 1), rnd_below(ACC_WIN - blocks * N + 1), blocks * N,
+              stride, NTPU_LEN_MATMUL_T);
+        break;
+    }
+    default: { /* invalid MATMUL TRANSPOSE_A */
+        unsigned e = rnd_below(4);
+        if (e == 0) cmd10(p, NTPU_OP_MATMUL, NTPU_MATMUL_TRANSPOSE_A, 0, 0, N + 1 + rnd_below(N - 1), N, 10);
+        else if (e == 1) cmd10(p, NTPU_OP_MATMUL, NTPU_MATMUL_TRANSPOSE_A, 0, 0, N, N, 8);
+        else if (e == 2) cmd10(p, NTPU_OP_MATMUL, 0, 0, 0, N, N, 10);
+        else cmd10(p, NTPU_OP_MATMUL, NTPU_MATMUL_TRANSPOSE_A, 1, 0, 2 * N, 0xFFFF, 10);
+    }
+    }
+}
+
 /* One random command, usually valid. */
 static void random_command(pair *p)
 {
     uint8_t c[16] = {0};
     unsigned mem = rnd_below(3), rows = 1 + rnd_below(3 * N);
+    if ((HAS_VECTOR || HAS_TRANSPOSE_A) && rnd_below(3) == 0) {
+        random_command_v11(p);
+        return;
+    }
     switch (rnd_below(24)) {
     case 0: case 1: case 2: case 3: /* WRITE_MEM inside the window */
         write_mem(p, mem, rnd_below(window(mem) - rows + 1), rows, rnd_below(4) != 0);
@@ -108,7 +222,11 @@ static void random_command(pair *p)
         break;
     default: { /* invalid: each kind of error */
         unsigned kind = rnd_below(8);
-        if (kind == 0) { c[0] = (uint8_t)(0x09 + rnd_below(0xF7)); pair_cmd(p, c, 1 + rnd_below(8)); }
+        if (kind == 0) { /* the first unknown opcode and beyond */
+            unsigned first = HAS_VECTOR ? NTPU_OP_COLSUM + 1 : NTPU_OP_COUNTERS + 1;
+            c[0] = (uint8_t)(first + rnd_below(0x100 - first));
+            pair_cmd(p, c, 1 + rnd_below(8));
+        }
         else if (kind == 1) { c[0] = NTPU_OP_MATMUL; pair_cmd(p, c, rnd_below(2) ? 7 : 9); }
         else if (kind == 2) { mem_cmd(p, NTPU_OP_READ_MEM, 3 + rnd_below(250), 0, 1); }
         else if (kind == 3) { c[0] = NTPU_OP_LOAD_W; c[1] = (uint8_t)(2 << rnd_below(7)); pair_cmd(p, c, 4); }
@@ -157,8 +275,19 @@ int main(int argc, char **argv)
     if (n != NTPU_FRAME_OVERHEAD + 1 + NTPU_ID_BYTES || p.ref_rx[4] != NTPU_DEV_OK)
         die("INFO reply malformed");
     const uint8_t *id = p.ref_rx + 5, *vid = p.vsim_rx + 5;
-    if (memcmp(id, vid, NTPU_ID_OFF_PLATFORM) != 0)
-        die("ID blocks differ between ref and vsim");
+    if (memcmp(id, vid, NTPU_ID_OFF_PLATFORM) != 0) {
+        for (unsigned i = 0; i < NTPU_ID_OFF_PLATFORM; i++) /* name the first field that differs */
+            if (id[i] != vid[i])
+                die("ID blocks differ between ref and vsim at byte %u: ref 0x%02x vsim 0x%02x (ref version %u.%u, "
+                    "vsim %u.%u; offsets in protocol.h)",
+                    i, id[i], vid[i], id[NTPU_ID_OFF_VERSION_MAJOR], id[NTPU_ID_OFF_VERSION_MINOR],
+                    vid[NTPU_ID_OFF_VERSION_MAJOR], vid[NTPU_ID_OFF_VERSION_MINOR]);
+    }
+    /* 1.0 and 1.1 devices both pass; the feature bits say what to test */
+    if (id[NTPU_ID_OFF_VERSION_MAJOR] != NTPU_VERSION_MAJOR || id[NTPU_ID_OFF_VERSION_MINOR] > NTPU_VERSION_MINOR)
+        die("unknown version %u.%u", id[NTPU_ID_OFF_VERSION_MAJOR], id[NTPU_ID_OFF_VERSION_MINOR]);
+    HAS_TRANSPOSE_A = (id[NTPU_ID_OFF_FEATURES] & NTPU_FEATURE_TRANSPOSE_A_BIT) != 0;
+    HAS_VECTOR = (id[NTPU_ID_OFF_FEATURES] & NTPU_FEATURE_VECTOR_BIT) != 0;
     if (id[NTPU_ID_OFF_PLATFORM] != 0 || vid[NTPU_ID_OFF_PLATFORM] != 1)
         die("platform bytes wrong: ref %u vsim %u", id[NTPU_ID_OFF_PLATFORM], vid[NTPU_ID_OFF_PLATFORM]);
     N = id[NTPU_ID_OFF_ROWS];
@@ -166,7 +295,9 @@ int main(int argc, char **argv)
     UB_ROWS = get32(id + NTPU_ID_OFF_UB_ROWS);
     WB_ROWS = get32(id + NTPU_ID_OFF_WB_ROWS);
     ACC_ROWS = get32(id + NTPU_ID_OFF_ACC_ROWS);
-    printf("device: N=%u ub=%u wb=%u acc=%u max_payload=%u\n", N, UB_ROWS, WB_ROWS, ACC_ROWS, MAX_PAYLOAD);
+    printf("device: version %u.%u N=%u ub=%u wb=%u acc=%u max_payload=%u%s%s\n", id[NTPU_ID_OFF_VERSION_MAJOR],
+           id[NTPU_ID_OFF_VERSION_MINOR], N, UB_ROWS, WB_ROWS, ACC_ROWS, MAX_PAYLOAD,
+           HAS_TRANSPOSE_A ? " +TRANSPOSE_A" : "", HAS_VECTOR ? " +VECTOR" : "");
 
     /* Give the windows defined contents (memory after reset is unspecified). */
     static uint8_t zero[65536];
@@ -185,14 +316,20 @@ int main(int argc, char **argv)
     unsigned long frames = 0, errors = 0;
     for (unsigned s = 0; s < streams; s++) {
         uint8_t status_frames[4096] = {0};
-        unsigned cmds = 4 + rnd_below(24);
+        unsigned cmds = 4 + rnd_below(24), nframes = 0;
         for (unsigned c = 0; c < cmds; c++) {
-            size_t before = p.tx_len;
+            size_t at = p.tx_len;
             random_command(&p);
-            status_frames[c] = p.tx[before + 4] == NTPU_OP_STATUS && get16(p.tx + before + 2) == 1;
+            for (; at < p.tx_len; at += NTPU_FRAME_OVERHEAD + get16(p.tx + at + 2)) /* a command may add frames */
+                status_frames[nframes++] = p.tx[at + 4] == NTPU_OP_STATUS && get16(p.tx + at + 2) == 1;
         }
         mem_cmd(&p, NTPU_OP_READ_MEM, NTPU_MEM_ACC, 0, ACC_WIN / 2);
         mem_cmd(&p, NTPU_OP_READ_MEM, NTPU_MEM_ACC, ACC_WIN / 2, ACC_WIN / 2);
+        for (unsigned mem = NTPU_MEM_UB; HAS_VECTOR && mem <= NTPU_MEM_WB; mem++) { /* ACT, RELU_GRAD write there */
+            unsigned per = (MAX_PAYLOAD - 1) / row_bytes(mem);
+            for (unsigned a = 0; a < window(mem); a += per)
+                mem_cmd(&p, NTPU_OP_READ_MEM, mem, a, window(mem) - a < per ? window(mem) - a : per);
+        }
         n = pair_exchange(&p);
         compare(&p, n, status_frames, s);
         size_t off[4096], len[4096];
