@@ -18,33 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "ntpu/nn.h"
+#include "nn_internal.h"
 #include "ntpu/safetensors.h"
 
-struct ntpu_model {
-    ntpu_device *dev;
-    unsigned n;
-    size_t layers;
-    unsigned sizes[NTPU_MAX_LAYERS + 1];
-    unsigned tiles[NTPU_MAX_LAYERS + 1];
-    size_t max_batch, max_bp;
-    ntpu_optim_config opt;
-    uint64_t step;
-    /* fp32 master weights (in x out) and biases, and the optimizer's slots */
-    float *w[NTPU_MAX_LAYERS], *b[NTPU_MAX_LAYERS];
-    float *ws1[NTPU_MAX_LAYERS], *ws2[NTPU_MAX_LAYERS], *bs1[NTPU_MAX_LAYERS], *bs2[NTPU_MAX_LAYERS];
-    float *gw[NTPU_MAX_LAYERS], *gb[NTPU_MAX_LAYERS]; /* gradients of the last step */
-    /* device addresses (rows) */
-    uint32_t ub_x[NTPU_MAX_LAYERS], ub_g[NTPU_MAX_LAYERS];
-    uint32_t wb_w[NTPU_MAX_LAYERS], wb_g[NTPU_MAX_LAYERS];
-    uint32_t acc_z[NTPU_MAX_LAYERS], acc_b[NTPU_MAX_LAYERS], acc_db[NTPU_MAX_LAYERS], acc_dw[NTPU_MAX_LAYERS];
-    /* host staging for rows going to or coming from the device */
-    void *scratch;
-    size_t scratch_bytes;
-};
 
-static size_t round_up(size_t x, size_t n) { return (x + n - 1) / n * n; }
+
 
 /* Uniform in [-1, 1) from a splitmix64 stream: the weights' initial values. */
 static float uniform_pm1(uint64_t *s)
@@ -146,7 +124,7 @@ static ntpu_status alloc_model(ntpu_device *dev, const unsigned *sizes, size_t n
     m->n = dev->n;
     m->layers = n_sizes - 1;
     m->max_batch = max_batch;
-    m->max_bp = round_up(max_batch, m->n);
+    m->max_bp = ntpu_round_up(max_batch, m->n);
     m->opt = *opt;
     for (size_t i = 0; i < n_sizes; i++) {
         m->sizes[i] = sizes[i];
@@ -350,7 +328,7 @@ ntpu_status ntpu_predict(ntpu_model *m, const float *x, size_t batch, float *log
         return st;
     if (!logits)
         return ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "predict: logits is NULL");
-    size_t bp = round_up(batch, m->n);
+    size_t bp = ntpu_round_up(batch, m->n);
     if ((st = upload_input(m, x, batch, bp)) == NTPU_OK && (st = forward(m, bp)) == NTPU_OK)
         st = read_logits(m, batch, bp, logits);
     return st;
@@ -429,7 +407,7 @@ ntpu_status ntpu_train_step(ntpu_model *m, const float *x, const uint8_t *labels
         if (labels[b] >= classes)
             return ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "train: label %u of sample %zu is not below %zu",
                              labels[b], b, classes);
-    size_t bp = round_up(batch, n);
+    size_t bp = ntpu_round_up(batch, n);
     float *logits = malloc(batch * classes * 2 * sizeof *logits);
     if (!logits)
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "train: out of memory");

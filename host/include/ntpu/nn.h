@@ -97,6 +97,31 @@ NTPU_API ntpu_status ntpu_model_save(ntpu_model *m, const char *path, const stru
  * reason is in ntpu_last_error(dev)), and as ntpu_model_create. */
 NTPU_API ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t max_batch, ntpu_model **out);
 
+/* ------------------------------------------------------------------ int8 inference */
+
+typedef struct ntpu_qmodel ntpu_qmodel; /* a quantized copy of a model, on the same device */
+
+/* Post-training quantization of m: weights per output channel (symmetric, scale
+ * max|w| / 127), activations per layer (symmetric, scale max / 127 over a host
+ * fp32 forward pass of the `count` calibration samples calib, count x sizes[0]),
+ * biases to int32. On the device: int8 matmuls with int32 accumulation, and
+ * bias + ReLU + requantization to int8 in the vector unit (ACT with NTPU_OUT_INT8);
+ * the last layer's int32 results are scaled to logits on the host. The
+ * quantized model takes over the device's memories: call ntpu_model_sync before
+ * training m again. Errors: NTPU_ERR_INVALID_ARG, NTPU_ERR_UNSUPPORTED (no int8
+ * or vector unit, or too little memory), NTPU_ERR_NO_MEMORY, device and link errors. */
+NTPU_API ntpu_status ntpu_qmodel_create(ntpu_model *m, const float *calib, size_t count, ntpu_qmodel **out);
+
+/* NULL is a no-op. */
+NTPU_API void ntpu_qmodel_destroy(ntpu_qmodel *q);
+
+/* Logits (batch x classes floats) of batch <= the model's max_batch samples. */
+NTPU_API ntpu_status ntpu_qmodel_predict(ntpu_qmodel *q, const float *x, size_t batch, float *logits);
+
+/* Accuracy over count samples, in batches of max_batch. */
+NTPU_API ntpu_status ntpu_qmodel_evaluate(ntpu_qmodel *q, const float *x, const uint8_t *labels, size_t count,
+                                          double *accuracy);
+
 #ifdef __cplusplus
 }
 #endif
