@@ -1722,7 +1722,7 @@ Test(ref_model, colsum_random_and_overlapping)
 Test(ref_model, colsum_by_hand)
 {
     /* 1, 2^24, -2^24: the sum in order is 0 (1 + 2^24 rounds back to 2^24); any other order gives 1 */
-    uint32_t v[3 * 64], got[64], start[64];
+    uint32_t v[3 * 64], got[3 * 64], start[64];
     for (unsigned n = 0; n < N; n++) {
         v[n] = 0x3F800000u;
         v[N + n] = 0x4B800000u;
