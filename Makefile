@@ -76,7 +76,9 @@ $(LIB_A): $(LIB_OBJS) $(VOBJ)/stamp
 $(LIB_SO): $(LIB_OBJS) $(VOBJ)/stamp
 	$(CXX) -shared -o $@ -Wl,-soname,libntpu.so.1 $(LIB_OBJS) $$(cat $(VOBJ)/objs.txt) $(LDLIBS)
 
-$(CLI): $(BUILD)/obj/host/tools/ntpu.o $(LIB_A)
+CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard host/tools/*.c)))
+
+$(CLI): $(CLI_OBJS) $(LIB_A)
 	$(CXX) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/ntpu.pc: host/ntpu.pc.in Makefile

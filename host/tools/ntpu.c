@@ -4,8 +4,8 @@
  *
  * Every command takes -d DEV, --json and --help; an error is one line on stderr,
  * "ntpu: <reason>", and exit status 1. To add a command, write a function
- * `static int cmd_x(const common *cm, int argc, char **argv)` and add a row to
- * `commands` at the bottom. */
+ * `int cmd_x(common *cm, int argc, char **argv)` (in its own file for a big one,
+ * declared in cli.h) and add a row to `commands` at the bottom. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,177 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "ntpu/ntpu.h"
-
-/* ------------------------------------------------------------------ plumbing */
-
-/* Options every command understands. */
-typedef struct common {
-    const char *device; /* NULL: the library's default (NTPU_DEVICE, else vsim) */
-    int json;
-    int help;
-} common;
-
-__attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("ntpu: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return 1;
-}
-
-/* One command-specific option: a flag (val NULL) or one taking a value. */
-typedef struct option {
-    const char *name; /* "--dtype" */
-    char short_name;  /* 'o', or 0 */
-    const char **val;
-    int *flag;
-} option;
-
-/* Parses argv (after the command name) into the common options, the command's
- * options and up to max_pos positional arguments. "--opt=value", "-oVALUE" and
- * "--" work as usual. Returns 0, or 1 after printing the error. */
-static int parse_args(int argc, char **argv, common *cm, const option *opts, size_t nopts, char **pos,
-                      int max_pos, int *npos)
-{
-    *npos = 0;
-    int only_pos = 0;
-    for (int i = 0; i < argc; i++) {
-        char *a = argv[i];
-        if (only_pos || a[0] != '-' || a[1] == 0) {
-            if (*npos == max_pos)
-                return fail("unexpected argument '%s'", a);
-            pos[(*npos)++] = a;
-            continue;
-        }
-        if (!strcmp(a, "--")) {
-            only_pos = 1;
-            continue;
-        }
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            cm->help = 1;
-            continue;
-        }
-        if (!strcmp(a, "--json")) {
-            cm->json = 1;
-            continue;
-        }
-        /* Split "--name=value" and "-xVALUE". */
-        const char *inline_val = NULL;
-        char name[64];
-        if (a[1] == '-') {
-            const char *eq = strchr(a, '=');
-            size_t len = eq ? (size_t)(eq - a) : strlen(a);
-            if (len >= sizeof name)
-                return fail("unknown option '%s'", a);
-            memcpy(name, a, len);
-            name[len] = 0;
-            inline_val = eq ? eq + 1 : NULL;
-        } else {
-            name[0] = '-';
-            name[1] = a[1];
-            name[2] = 0;
-            inline_val = a[2] ? a + 2 : NULL;
-        }
-        const char **slot = NULL;
-        int *flag = NULL;
-        if (!strcmp(name, "-d") || !strcmp(name, "--device")) {
-            slot = &cm->device;
-        } else {
-            for (size_t k = 0; k < nopts; k++) {
-                if (!strcmp(name, opts[k].name) ||
-                    (opts[k].short_name && name[1] == opts[k].short_name && name[2] == 0)) {
-                    slot = opts[k].val;
-                    flag = opts[k].flag;
-                    break;
-                }
-            }
-        }
-        if (!slot && !flag)
-            return fail("unknown option '%s' (see --help)", a);
-        if (flag) {
-            if (inline_val)
-                return fail("option '%s' takes no value", name);
-            *flag = 1;
-            continue;
-        }
-        if (!inline_val) {
-            if (i + 1 >= argc)
-                return fail("option '%s' needs a value", name);
-            inline_val = argv[++i];
-        }
-        *slot = inline_val;
-    }
-    return 0;
-}
-
-/* A JSON string literal of s. */
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
-/* 1234567 -> "1,234,567" */
-static const char *grouped(uint64_t v, char *buf, size_t len)
-{
-    char raw[32];
-    int n = snprintf(raw, sizeof raw, "%" PRIu64, v);
-    size_t o = 0;
-    for (int i = 0; i < n && o + 2 < len; i++) {
-        if (i > 0 && (n - i) % 3 == 0)
-            buf[o++] = ',';
-        buf[o++] = raw[i];
-    }
-    buf[o] = 0;
-    return buf;
-}
-
-/* 1536 -> "1.5 KiB" */
-static const char *bytes_str(uint64_t v, char *buf, size_t len)
-{
-    const char *unit[] = {"B", "KiB", "MiB", "GiB"};
-    double x = (double)v;
-    int u = 0;
-    while (x >= 1024 && u < 3) {
-        x /= 1024;
-        u++;
-    }
-    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", x, unit[u]);
-    return buf;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Opens the device or explains why not. */
-static ntpu_device *open_device(const char *device)
-{
-    ntpu_device *dev = NULL;
-    ntpu_status st = ntpu_open(device, &dev);
-    if (st == NTPU_OK)
-        return dev;
-    const char *name = device && *device ? device : getenv("NTPU_DEVICE");
-    fail("cannot open device '%s': %s", name && *name ? name : "vsim",
-         dev ? ntpu_last_error(dev) : ntpu_status_str(st));
-    ntpu_close(dev);
-    return NULL;
-}
+#include "cli.h"
 
 static const char *dtype_name(ntpu_dtype d) { return d == NTPU_DTYPE_BF16 ? "bf16" : "int8"; }
 
@@ -617,6 +447,8 @@ static const struct command {
 } commands[] = {
     {"info", "device identity and configuration", cmd_info},
     {"matmul", "C = A.B on the device, from and to .npy files", cmd_matmul},
+    {"train", "train an MLP on an IDX dataset (Fashion-MNIST by default)", cmd_train},
+    {"eval", "evaluate a checkpoint; --int8 runs quantized inference", cmd_eval},
     {"bench", "benchmark table: cycles, utilization, simulator speed, link traffic", cmd_bench},
 };
 

@@ -1,0 +1,45 @@
+/* The ntpu command-line tool's shared plumbing (cli.c) and its commands. */
+#ifndef NTPU_CLI_H
+#define NTPU_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ntpu/ntpu.h"
+
+/* Options every command understands. */
+typedef struct common {
+    const char *device; /* NULL: the library's default (NTPU_DEVICE, else vsim) */
+    int json;
+    int help;
+} common;
+
+/* One command-specific option: a flag (val NULL) or one taking a value. */
+typedef struct option {
+    const char *name; /* "--dtype" */
+    char short_name;  /* 'o', or 0 */
+    const char **val;
+    int *flag;
+} option;
+
+/* Prints "ntpu: <message>" on stderr; returns 1 (the exit status). */
+__attribute__((format(printf, 1, 2))) int fail(const char *fmt, ...);
+
+/* Parses argv (after the command name) into the common options, the command's
+ * options and up to max_pos positional arguments. "--opt=value", "-oVALUE" and
+ * "--" work as usual. Returns 0, or 1 after printing the error. */
+int parse_args(int argc, char **argv, common *cm, const option *opts, size_t nopts, char **pos, int max_pos,
+               int *npos);
+
+void json_str(FILE *f, const char *s);                        /* a JSON string literal of s */
+const char *grouped(uint64_t v, char *buf, size_t len);       /* 1234567 -> "1,234,567" */
+const char *bytes_str(uint64_t v, char *buf, size_t len);     /* 1536 -> "1.5 KiB" */
+double now_s(void);                                           /* monotonic seconds */
+ntpu_device *open_device(const char *device);                 /* NULL after printing why */
+
+/* The commands (argv: what follows the command's name). */
+int cmd_train(common *cm, int argc, char **argv);
+int cmd_eval(common *cm, int argc, char **argv);
+
+#endif

@@ -1,0 +1,673 @@
+/* ntpu train and ntpu eval: training an MLP on an IDX dataset on the device,
+ * with progress, per-epoch metrics, atomic checkpoints that resume bit for bit,
+ * a CSV log and an SVG plot; and evaluating a checkpoint, in bf16 or int8. */
+#define _DEFAULT_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ntpu/data.h"
+#include "ntpu/nn.h"
+#include "ntpu/safetensors.h"
+
+#define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
+
+/* ------------------------------------------------------------------ helpers */
+
+static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = s ? strtoull(s, &end, 10) : 0;
+    if (!s || !*s || *end || errno || s[0] == '-' || v < lo || v > hi)
+        return fail("%s: '%s' is not a whole number in %" PRIu64 "..%" PRIu64, opt, s ? s : "", lo, hi);
+    *out = v;
+    return 0;
+}
+
+static int parse_float(const char *opt, const char *s, float *out)
+{
+    char *end;
+    float v = s ? strtof(s, &end) : 0.0f;
+    if (!s || !*s || *end || !isfinite(v) || v < 0.0f)
+        return fail("%s: '%s' is not a non-negative number", opt, s ? s : "");
+    *out = v;
+    return 0;
+}
+
+/* "784,256,10" -> sizes; returns the count, or 0 after printing the error. */
+static size_t parse_layers(const char *s, unsigned *sizes)
+{
+    size_t n = 0;
+    for (const char *p = s; p && *p;) {
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p || v == 0 || v > 65536 || (*end && *end != ',') || n == NTPU_MAX_LAYERS + 1) {
+            fail("--layers: '%s' is not a list of 2 to %d sizes like 784,256,10", s, NTPU_MAX_LAYERS + 1);
+            return 0;
+        }
+        sizes[n++] = (unsigned)v;
+        p = *end ? end + 1 : end;
+    }
+    if (n < 2) {
+        fail("--layers: '%s' is not a list of 2 to %d sizes like 784,256,10", s ? s : "", NTPU_MAX_LAYERS + 1);
+        return 0;
+    }
+    return n;
+}
+
+static void layers_str(const unsigned *sizes, size_t n, char *buf, size_t len)
+{
+    buf[0] = 0;
+    for (size_t i = 0; i < n; i++)
+        snprintf(buf + strlen(buf), len - strlen(buf), "%s%u", i ? "," : "", sizes[i]);
+}
+
+/* The layer sizes must fit the data: as many inputs as pixels, at least as many
+ * outputs as classes. */
+static int check_layers(const unsigned *sizes, size_t n, const ntpu_dataset *d, const char *dir)
+{
+    if (sizes[0] != d->features)
+        return fail("--layers: the first size is %u but the images in %s have %zu pixels", sizes[0], dir,
+                    d->features);
+    if (sizes[n - 1] < d->classes)
+        return fail("--layers: the last size is %u but the labels in %s need %u classes", sizes[n - 1], dir,
+                    d->classes);
+    return 0;
+}
+
+/* Epoch e's order of the samples: Fisher-Yates from a splitmix64 stream that
+ * depends only on the seed and e, so a resumed run sees the same order. */
+static void epoch_order(uint64_t seed, uint64_t epoch, size_t *idx, size_t n)
+{
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull ^ (epoch + 1) * 0xD1B54A32D192ED03ull;
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
+    for (size_t i = n; i > 1; i--) {
+        uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        size_t j = (size_t)(z % i), t = idx[i - 1];
+        idx[i - 1] = idx[j];
+        idx[j] = t;
+    }
+}
+
+static volatile sig_atomic_t stop_requested;
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+/* ------------------------------------------------------------------ metrics */
+
+typedef struct epoch_row {
+    uint64_t epoch, steps;
+    double train_loss, train_acc, test_acc, utilization, seconds, link_bytes_per_step;
+} epoch_row;
+
+/* Writes the CSV log atomically (temporary file, then rename). */
+static int write_log(const char *path, const epoch_row *rows, size_t n)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return fail("--log: cannot write %s: %s", path, strerror(errno));
+    fprintf(f, "epoch,steps,train_loss,train_accuracy,test_accuracy,utilization,seconds,link_bytes_per_step\n");
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%" PRIu64 ",%" PRIu64 ",%.6f,%.6f,%.6f,%.6f,%.3f,%.0f\n", rows[i].epoch, rows[i].steps,
+                rows[i].train_loss, rows[i].train_acc, rows[i].test_acc, rows[i].utilization, rows[i].seconds,
+                rows[i].link_bytes_per_step);
+    int bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return fail("--log: cannot write %s: %s", path, strerror(errno));
+    }
+    return 0;
+}
+
+/* Reads the rows of an earlier log (for --resume), keeping epochs before `upto`. */
+static size_t read_log(const char *path, epoch_row *rows, size_t cap, uint64_t upto)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[512];
+    size_t n = 0;
+    while (n < cap && fgets(line, sizeof line, f)) {
+        epoch_row r;
+        if (sscanf(line, "%" SCNu64 ",%" SCNu64 ",%lf,%lf,%lf,%lf,%lf,%lf", &r.epoch, &r.steps, &r.train_loss,
+                   &r.train_acc, &r.test_acc, &r.utilization, &r.seconds, &r.link_bytes_per_step) == 8 &&
+            r.epoch <= upto)
+            rows[n++] = r;
+    }
+    fclose(f);
+    return n;
+}
+
+/* An SVG with the training loss per step (this run) and the per-epoch train loss
+ * and test accuracy, written atomically. */
+static int write_plot(const char *path, const float *step_loss, size_t nsteps, uint64_t first_step,
+                      const epoch_row *rows, size_t nrows, const char *title)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return fail("--plot: cannot write %s: %s", path, strerror(errno));
+    const double W = 720, H = 300, L = 60, R = 20, T = 40, B = 40, pw = W - L - R, ph = H - T - B;
+    float lmax = 0.0f;
+    for (size_t i = 0; i < nsteps; i++)
+        lmax = step_loss[i] > lmax ? step_loss[i] : lmax;
+    for (size_t i = 0; i < nrows; i++)
+        lmax = rows[i].train_loss > lmax ? (float)rows[i].train_loss : lmax;
+    if (lmax <= 0.0f)
+        lmax = 1.0f;
+    uint64_t last_step = first_step + nsteps;
+    for (size_t i = 0; i < nrows; i++)
+        last_step = rows[i].steps > last_step ? rows[i].steps : last_step;
+    if (last_step == 0)
+        last_step = 1;
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
+               "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H);
+    fprintf(f, "<text x=\"%.0f\" y=\"20\" font-size=\"14\">%s</text>\n", L, title);
+    fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#888\"/>\n", L, T,
+            pw, ph);
+    for (int k = 0; k <= 4; k++) {
+        double y = T + ph * (1.0 - k / 4.0);
+        fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#c33\">%.2f</text>\n", L - 6, y + 4,
+                lmax * k / 4.0);
+        fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" fill=\"#36c\">%.0f%%</text>\n", L + pw + 4, y + 4, 25.0 * k);
+    }
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">step (0 .. %" PRIu64 ")</text>\n", L + pw / 2,
+            H - 10, last_step);
+    if (nsteps) {
+        fprintf(f, "<polyline fill=\"none\" stroke=\"#e99\" stroke-width=\"1\" points=\"");
+        for (size_t i = 0; i < nsteps; i++)
+            fprintf(f, "%.1f,%.1f ", L + pw * (double)(first_step + i + 1) / (double)last_step,
+                    T + ph * (1.0 - step_loss[i] / lmax));
+        fprintf(f, "\"/>\n");
+    }
+    if (nrows) {
+        fprintf(f, "<polyline fill=\"none\" stroke=\"#c33\" stroke-width=\"2\" points=\"");
+        for (size_t i = 0; i < nrows; i++)
+            fprintf(f, "%.1f,%.1f ", L + pw * (double)rows[i].steps / (double)last_step,
+                    T + ph * (1.0 - rows[i].train_loss / lmax));
+        fprintf(f, "\"/>\n<polyline fill=\"none\" stroke=\"#36c\" stroke-width=\"2\" points=\"");
+        for (size_t i = 0; i < nrows; i++)
+            fprintf(f, "%.1f,%.1f ", L + pw * (double)rows[i].steps / (double)last_step,
+                    T + ph * (1.0 - rows[i].test_acc));
+        fprintf(f, "\"/>\n");
+    }
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" fill=\"#c33\">train loss</text>\n", L + 8, T + 16);
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" fill=\"#36c\">test accuracy</text>\n", L + 8, T + 32);
+    fprintf(f, "</svg>\n");
+    int bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return fail("--plot: cannot write %s: %s", path, strerror(errno));
+    }
+    return 0;
+}
+
+/* Progress on stderr: a bar redrawn in place on a terminal, a plain line every
+ * tenth of an epoch otherwise. */
+static void progress(int tty, uint64_t epoch, uint64_t epochs, size_t done, size_t total, double rate, float loss,
+                     int *last_tenth)
+{
+    double eta = rate > 0 ? (double)(total - done) / rate : 0;
+    if (tty) {
+        char bar[31];
+        size_t fill = total ? done * 30 / total : 30;
+        for (size_t i = 0; i < 30; i++)
+            bar[i] = i < fill ? '#' : '.';
+        bar[30] = 0;
+        fprintf(stderr, "\repoch %" PRIu64 "/%" PRIu64 " [%s] %zu/%zu  %.0f samples/s  loss %.4f  ETA %d:%02d ",
+                epoch + 1, epochs, bar, done, total, rate, loss, (int)eta / 60, (int)eta % 60);
+        fflush(stderr);
+    } else {
+        int tenth = total ? (int)(done * 10 / total) : 10;
+        if (tenth != *last_tenth && tenth < 10) {
+            fprintf(stderr, "epoch %" PRIu64 "/%" PRIu64 ": %zu/%zu samples, %.0f samples/s, loss %.4f, ETA %d:%02d\n",
+                    epoch + 1, epochs, done, total, rate, loss, (int)eta / 60, (int)eta % 60);
+            *last_tenth = tenth;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ train */
+
+static const char train_help[] =
+    "usage: ntpu train [-d DEV] [--data DIR] [--layers 784,256,10] [--epochs E] [--batch B]\n"
+    "                  [--optimizer sgd|momentum|adam|adamw] [--lr X] [--momentum M] [--weight-decay W]\n"
+    "                  [--schedule constant|step|cosine] [--step-size S] [--gamma G] [--seed S]\n"
+    "                  [--train-limit N] [--test-limit N] [--save FILE.safetensors] [--save-every STEPS]\n"
+    "                  [--resume FILE] [--log FILE.csv] [--plot FILE.svg] [--json]\n"
+    "\n"
+    "Trains a multilayer perceptron (ReLU between layers, softmax cross-entropy) on the device: bf16\n"
+    "matmuls with fp32 accumulation, fp32 master weights and optimizer on the host (docs/training.md).\n"
+    "Data: an IDX directory (MNIST family, plain or .gz); default " DEFAULT_DATA ".\n"
+    "Defaults: --layers 784,256,10 --epochs 5 --batch 64 --optimizer adam (lr 0.001; sgd and momentum 0.01)\n"
+    "--seed 0; all samples. --save writes a checkpoint (weights, optimizer state, step, data order) at the\n"
+    "end of every epoch, every --save-every steps, and on Ctrl-C; it is replaced atomically. --resume\n"
+    "continues a checkpoint's run exactly where it stopped (same result, bit for bit, as an uninterrupted\n"
+    "run); add --epochs to train longer.\n";
+
+int cmd_train(common *cm, int argc, char **argv)
+{
+    const char *data = DEFAULT_DATA, *layers_s = NULL, *epochs_s = NULL, *batch_s = NULL, *opt_s = NULL,
+               *lr_s = NULL, *mom_s = NULL, *wd_s = NULL, *sched_s = NULL, *stepsize_s = NULL, *gamma_s = NULL,
+               *seed_s = NULL, *trainlim_s = NULL, *testlim_s = NULL, *save = NULL, *save_every_s = NULL,
+               *resume = NULL, *log_path = NULL, *plot_path = NULL;
+    const option opts[] = {
+        {"--data", 0, &data, NULL},           {"--layers", 0, &layers_s, NULL},
+        {"--epochs", 0, &epochs_s, NULL},     {"--batch", 0, &batch_s, NULL},
+        {"--optimizer", 0, &opt_s, NULL},     {"--lr", 0, &lr_s, NULL},
+        {"--momentum", 0, &mom_s, NULL},      {"--weight-decay", 0, &wd_s, NULL},
+        {"--schedule", 0, &sched_s, NULL},    {"--step-size", 0, &stepsize_s, NULL},
+        {"--gamma", 0, &gamma_s, NULL},       {"--seed", 0, &seed_s, NULL},
+        {"--train-limit", 0, &trainlim_s, NULL}, {"--test-limit", 0, &testlim_s, NULL},
+        {"--save", 0, &save, NULL},           {"--save-every", 0, &save_every_s, NULL},
+        {"--resume", 0, &resume, NULL},       {"--log", 0, &log_path, NULL},
+        {"--plot", 0, &plot_path, NULL},
+    };
+    int npos;
+    char *pos[1];
+    if (parse_args(argc, argv, cm, opts, sizeof opts / sizeof opts[0], pos, 0, &npos))
+        return 1;
+    if (cm->help) {
+        fputs(train_help, stdout);
+        return 0;
+    }
+
+    /* Settings: the command line's, else the checkpoint's (when resuming), else defaults. */
+    uint64_t epochs = 5, batch = 64, seed = 0, train_limit = 0, test_limit = 0, save_every = 0;
+    uint64_t start_epoch = 0, start_batch = 0;
+    unsigned sizes[NTPU_MAX_LAYERS + 1] = {784, 256, 10};
+    size_t n_sizes = 3;
+    ntpu_optimizer kind = NTPU_OPT_ADAM;
+    if (opt_s && ntpu_optimizer_parse(opt_s, &kind))
+        return fail("--optimizer: '%s' is not sgd, momentum, adam or adamw", opt_s);
+    ntpu_optim_config opt = ntpu_optim_defaults(kind);
+    if ((layers_s && !(n_sizes = parse_layers(layers_s, sizes))) ||
+        (epochs_s && parse_u64("--epochs", epochs_s, 1, 1000000, &epochs)) ||
+        (batch_s && parse_u64("--batch", batch_s, 1, 4096, &batch)) ||
+        (seed_s && parse_u64("--seed", seed_s, 0, UINT64_MAX, &seed)) ||
+        (trainlim_s && parse_u64("--train-limit", trainlim_s, 1, UINT32_MAX, &train_limit)) ||
+        (testlim_s && parse_u64("--test-limit", testlim_s, 1, UINT32_MAX, &test_limit)) ||
+        (save_every_s && parse_u64("--save-every", save_every_s, 1, UINT64_MAX, &save_every)) ||
+        (lr_s && parse_float("--lr", lr_s, &opt.lr)) || (mom_s && parse_float("--momentum", mom_s, &opt.momentum)) ||
+        (wd_s && parse_float("--weight-decay", wd_s, &opt.weight_decay)) ||
+        (gamma_s && parse_float("--gamma", gamma_s, &opt.gamma)) ||
+        (stepsize_s && parse_u64("--step-size", stepsize_s, 1, UINT64_MAX, &opt.step_size)))
+        return 1;
+    if (sched_s && ntpu_lr_schedule_parse(sched_s, &opt.schedule))
+        return fail("--schedule: '%s' is not constant, step or cosine", sched_s);
+    if (save_every && !save)
+        return fail("--save-every needs --save FILE");
+
+    /* Data first: a bad dataset should fail before the device is opened. */
+    ntpu_dataset train = {0}, test = {0};
+    char err[512];
+    if (ntpu_dataset_load(data, "train", (size_t)train_limit, &train, err, sizeof err) != NTPU_OK ||
+        ntpu_dataset_load(data, "test", (size_t)test_limit, &test, err, sizeof err) != NTPU_OK) {
+        ntpu_dataset_free(&train);
+        return fail("%s", err);
+    }
+    int rc = 1;
+    ntpu_device *dev = NULL;
+    ntpu_model *model = NULL;
+    size_t *order = NULL;
+    float *xb = NULL, *step_loss = NULL;
+    uint8_t *yb = NULL;
+    epoch_row rows[1024];
+    size_t nrows = 0;
+    double loss_sum = 0;
+    uint64_t correct_sum = 0;
+
+    if (check_layers(sizes, n_sizes, &train, data) || test.features != train.features)
+        goto out;
+    if (!(dev = open_device(cm->device)))
+        goto out;
+    ntpu_info info;
+    ntpu_get_info(dev, &info);
+    if (resume) {
+        ntpu_safetensors *ck;
+        ntpu_status st = ntpu_safetensors_read(resume, &ck, err, sizeof err);
+        if (st != NTPU_OK) {
+            fail("--resume: %s", err);
+            goto out;
+        }
+        const char *keys[] = {"train.seed", "train.epoch", "train.batch_index", "train.batch", "train.train_limit"};
+        uint64_t vals[5];
+        int ok = 1;
+        for (int i = 0; i < 5 && ok; i++) {
+            const char *v = ntpu_safetensors_meta(ck, keys[i]);
+            char *end;
+            ok = v && (vals[i] = strtoull(v, &end, 10), *end == 0);
+        }
+        const char *ls = ntpu_safetensors_meta(ck, "train.loss_sum"), *cs = ntpu_safetensors_meta(ck, "train.correct");
+        if (ok && ls && cs) {
+            loss_sum = strtod(ls, NULL);
+            correct_sum = strtoull(cs, NULL, 10);
+        }
+        ntpu_safetensors_free(ck);
+        if (!ok || !ls || !cs) {
+            fail("--resume: %s is not a training checkpoint of ntpu train (no data-order state)", resume);
+            goto out;
+        }
+        if ((seed_s && seed != vals[0]) || (batch_s && batch != vals[3]) ||
+            (trainlim_s && train_limit != vals[4])) {
+            fail("--resume: %s was trained with --seed %" PRIu64 " --batch %" PRIu64 " --train-limit %" PRIu64
+                 "; resuming needs the same values", resume, vals[0], vals[3], vals[4]);
+            goto out;
+        }
+        seed = vals[0];
+        start_epoch = vals[1];
+        start_batch = vals[2];
+        batch = vals[3];
+        if (vals[4] != train.count) {
+            fail("--resume: %s was trained on %" PRIu64 " samples, the data has %zu (use the same --train-limit)",
+                 resume, vals[4], train.count);
+            goto out;
+        }
+        if ((st = ntpu_model_load(dev, resume, (size_t)batch, &model)) != NTPU_OK) {
+            fail("--resume: %s", ntpu_last_error(dev));
+            goto out;
+        }
+        ntpu_model_view v;
+        ntpu_model_view_get(model, &v);
+        if (layers_s && (v.n_layers + 1 != n_sizes || memcmp(v.sizes, sizes, n_sizes * sizeof *sizes))) {
+            fail("--resume: %s holds a model with other --layers", resume);
+            goto out;
+        }
+        n_sizes = v.n_layers + 1;
+        memcpy(sizes, v.sizes, n_sizes * sizeof *sizes);
+        if (check_layers(sizes, n_sizes, &train, data))
+            goto out;
+        if (opt_s || lr_s || mom_s || wd_s || sched_s || stepsize_s || gamma_s)
+            fprintf(stderr, "ntpu: note: --resume keeps the checkpoint's optimizer settings\n");
+        if (log_path)
+            nrows = read_log(log_path, rows, sizeof rows / sizeof rows[0], start_epoch);
+    } else {
+        size_t steps_per_epoch = (train.count + batch - 1) / batch;
+        opt.total_steps = epochs * steps_per_epoch;
+        ntpu_status st = ntpu_model_create(dev, sizes, n_sizes, (size_t)batch, seed, &opt, &model);
+        if (st != NTPU_OK) {
+            fail("%s", ntpu_last_error(dev));
+            goto out;
+        }
+    }
+    ntpu_model_view view;
+    ntpu_model_view_get(model, &view);
+
+    const size_t steps_per_epoch = (train.count + batch - 1) / batch, in = train.features;
+    order = malloc(train.count * sizeof *order);
+    xb = malloc((size_t)batch * in * sizeof *xb);
+    yb = malloc((size_t)batch);
+    step_loss = malloc((size_t)(epochs > start_epoch ? epochs - start_epoch : 1) * steps_per_epoch * sizeof *step_loss);
+    if (!order || !xb || !yb || !step_loss) {
+        fail("out of memory");
+        goto out;
+    }
+    char lstr[128];
+    layers_str(sizes, n_sizes, lstr, sizeof lstr);
+    const int tty = isatty(STDERR_FILENO);
+    if (!cm->json)
+        printf("training %s on %s (%s, %ux%u array): %zu train / %zu test samples from %s, batch %" PRIu64
+               ", %s lr %g\n",
+               lstr, info.device, info.platform_name, info.rows, info.cols, train.count, test.count, data, batch,
+               ntpu_optimizer_name(view.opt->kind), view.opt->lr);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+
+    const uint64_t first_step = *view.step;
+    size_t nloss = 0;
+    double t_run = now_s();
+    ntpu_counters c;
+    for (uint64_t e = start_epoch; e < epochs && !stop_requested; e++) {
+        epoch_order(seed, e, order, train.count);
+        ntpu_read_counters(dev, &c, 1);
+        double t0 = now_s();
+        size_t done_at_start = (size_t)(e == start_epoch ? start_batch : 0) * batch;
+        if (e != start_epoch) {
+            loss_sum = 0;
+            correct_sum = 0;
+        }
+        int last_tenth = -1;
+        uint64_t b = e == start_epoch ? start_batch : 0;
+        for (; b < steps_per_epoch && !stop_requested; b++) {
+            size_t at = (size_t)b * batch, nb = train.count - at < batch ? train.count - at : (size_t)batch;
+            for (size_t i = 0; i < nb; i++) {
+                memcpy(xb + i * in, train.images + order[at + i] * in, in * sizeof *xb);
+                yb[i] = train.labels[order[at + i]];
+            }
+            ntpu_step_result r;
+            if (ntpu_train_step(model, xb, yb, nb, &r) != NTPU_OK) {
+                if (tty)
+                    fputc('\n', stderr);
+                fail("training step %" PRIu64 ": %s", *view.step, ntpu_last_error(dev));
+                goto out;
+            }
+            loss_sum += (double)r.loss * (double)nb;
+            correct_sum += r.correct;
+            step_loss[nloss++] = r.loss;
+            size_t done = at + nb;
+            double dt = now_s() - t0;
+            progress(tty, e, epochs, done, train.count, dt > 0 ? (double)(done - done_at_start) / dt : 0,
+                     (float)(loss_sum / (double)done), &last_tenth);
+            int periodic = save_every && (*view.step - first_step) % save_every == 0;
+            if (save && (periodic || stop_requested) && b + 1 < steps_per_epoch) {
+                char ms[7][32];
+                snprintf(ms[0], 32, "%" PRIu64, seed);
+                snprintf(ms[1], 32, "%" PRIu64, e);
+                snprintf(ms[2], 32, "%" PRIu64, b + 1);
+                snprintf(ms[3], 32, "%" PRIu64, batch);
+                snprintf(ms[4], 32, "%zu", train.count);
+                snprintf(ms[5], 32, "%.17g", loss_sum);
+                snprintf(ms[6], 32, "%" PRIu64, correct_sum);
+                const char *meta[] = {"train.seed", ms[0], "train.epoch", ms[1], "train.batch_index", ms[2],
+                                      "train.batch", ms[3], "train.train_limit", ms[4], "train.loss_sum", ms[5],
+                                      "train.correct", ms[6], NULL};
+                if (ntpu_model_save(model, save, NULL, 0, meta) != NTPU_OK) {
+                    fail("--save: %s", ntpu_last_error(dev));
+                    goto out;
+                }
+            }
+        }
+        if (tty)
+            fputc('\n', stderr);
+        if (b < steps_per_epoch)
+            break; /* interrupted: the checkpoint above has the state */
+        double train_secs = now_s() - t0;
+        ntpu_read_counters(dev, &c, 1);
+        epoch_row row = {.epoch = e + 1, .steps = *view.step, .train_loss = loss_sum / (double)train.count,
+                         .train_acc = (double)correct_sum / (double)train.count,
+                         .utilization = ntpu_counters_utilization(dev, &c), .seconds = train_secs,
+                         .link_bytes_per_step = (double)(c.rx_bytes + c.tx_bytes) / (double)steps_per_epoch};
+        if (e == start_epoch && start_batch) /* resumed mid-epoch: rates cover only part of it */
+            row.link_bytes_per_step = (double)(c.rx_bytes + c.tx_bytes) / (double)(steps_per_epoch - start_batch);
+        if (ntpu_model_evaluate(model, test.images, test.labels, test.count, &row.test_acc, NULL) != NTPU_OK) {
+            fail("evaluation: %s", ntpu_last_error(dev));
+            goto out;
+        }
+        if (nrows < sizeof rows / sizeof rows[0])
+            rows[nrows++] = row;
+        if (!cm->json)
+            printf("epoch %" PRIu64 "/%" PRIu64 "  train loss %.4f  train accuracy %.4f  test accuracy %.4f  "
+                   "utilization %.1f%%  %.1f s (%.0f samples/s)\n",
+                   e + 1, epochs, row.train_loss, row.train_acc, row.test_acc, 100 * row.utilization, train_secs,
+                   (double)(train.count - done_at_start) / train_secs);
+        fflush(stdout);
+        if (save) {
+            char ms[5][32];
+            snprintf(ms[0], 32, "%" PRIu64, seed);
+            snprintf(ms[1], 32, "%" PRIu64, e + 1);
+            snprintf(ms[2], 32, "%d", 0);
+            snprintf(ms[3], 32, "%" PRIu64, batch);
+            snprintf(ms[4], 32, "%zu", train.count);
+            const char *meta[] = {"train.seed", ms[0], "train.epoch", ms[1], "train.batch_index", ms[2],
+                                  "train.batch", ms[3], "train.train_limit", ms[4], "train.loss_sum", "0",
+                                  "train.correct", "0", NULL};
+            if (ntpu_model_save(model, save, NULL, 0, meta) != NTPU_OK) {
+                fail("--save: %s", ntpu_last_error(dev));
+                goto out;
+            }
+        }
+        if (log_path && write_log(log_path, rows, nrows))
+            goto out;
+        if (plot_path && write_plot(plot_path, step_loss, nloss, first_step, rows, nrows, lstr))
+            goto out;
+    }
+    if (stop_requested) {
+        fail("interrupted%s", save ? "; the checkpoint holds the last completed step (--resume continues)" : "");
+        goto out;
+    }
+    double total = now_s() - t_run;
+    if (cm->json) {
+        const epoch_row *last = nrows ? &rows[nrows - 1] : NULL;
+        printf("{\"device\":");
+        json_str(stdout, info.device);
+        printf(",\"layers\":[");
+        for (size_t i = 0; i < n_sizes; i++)
+            printf("%s%u", i ? "," : "", sizes[i]);
+        printf("],\"epochs\":%" PRIu64 ",\"batch\":%" PRIu64 ",\"optimizer\":\"%s\",\"lr\":%g,\"seed\":%" PRIu64
+               ",\"train_samples\":%zu,\"test_samples\":%zu,\"steps\":%" PRIu64 ",\"seconds\":%.3f,\"history\":[",
+               epochs, batch, ntpu_optimizer_name(view.opt->kind), view.opt->lr, seed, train.count, test.count,
+               *view.step, total);
+        for (size_t i = 0; i < nrows; i++)
+            printf("%s{\"epoch\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"train_loss\":%.6f,\"train_accuracy\":%.6f,"
+                   "\"test_accuracy\":%.6f,\"utilization\":%.6f,\"seconds\":%.3f,\"link_bytes_per_step\":%.0f}",
+                   i ? "," : "", rows[i].epoch, rows[i].steps, rows[i].train_loss, rows[i].train_acc,
+                   rows[i].test_acc, rows[i].utilization, rows[i].seconds, rows[i].link_bytes_per_step);
+        printf("],\"train_loss\":%.6f,\"test_accuracy\":%.6f,\"utilization\":%.6f,\"link_bytes_per_step\":%.0f}\n",
+               last ? last->train_loss : 0, last ? last->test_acc : 0, last ? last->utilization : 0,
+               last ? last->link_bytes_per_step : 0);
+    } else {
+        printf("done: %" PRIu64 " steps in %.1f s%s%s\n", *view.step - first_step, total, save ? "; saved " : "",
+               save ? save : "");
+    }
+    rc = 0;
+out:
+    ntpu_model_destroy(model);
+    ntpu_close(dev);
+    ntpu_dataset_free(&train);
+    ntpu_dataset_free(&test);
+    free(order);
+    free(xb);
+    free(yb);
+    free(step_loss);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ eval */
+
+static const char eval_help[] =
+    "usage: ntpu eval [-d DEV] --model FILE.safetensors [--data DIR] [--test-limit N] [--int8]\n"
+    "                 [--calib N] [--batch B] [--json]\n"
+    "\n"
+    "Evaluates a checkpoint of ntpu train on the test split of an IDX directory (default " DEFAULT_DATA ").\n"
+    "--int8 also quantizes the model after training (per-channel int8 weights, activation scales\n"
+    "calibrated on the first --calib training samples, default 1000) and runs int8 inference on the\n"
+    "device: int8 matmuls, int32 accumulation, requantization in the vector unit.\n";
+
+int cmd_eval(common *cm, int argc, char **argv)
+{
+    const char *model_path = NULL, *data = DEFAULT_DATA, *testlim_s = NULL, *calib_s = NULL, *batch_s = NULL;
+    int int8 = 0;
+    const option opts[] = {
+        {"--model", 'm', &model_path, NULL}, {"--data", 0, &data, NULL}, {"--test-limit", 0, &testlim_s, NULL},
+        {"--calib", 0, &calib_s, NULL},      {"--batch", 0, &batch_s, NULL}, {"--int8", 0, NULL, &int8},
+    };
+    int npos;
+    char *pos[1];
+    if (parse_args(argc, argv, cm, opts, sizeof opts / sizeof opts[0], pos, 0, &npos))
+        return 1;
+    if (cm->help) {
+        fputs(eval_help, stdout);
+        return 0;
+    }
+    uint64_t test_limit = 0, calib = 1000, batch = 64;
+    if (!model_path)
+        return fail("eval needs --model FILE (see --help)");
+    if ((testlim_s && parse_u64("--test-limit", testlim_s, 1, UINT32_MAX, &test_limit)) ||
+        (calib_s && parse_u64("--calib", calib_s, 1, UINT32_MAX, &calib)) ||
+        (batch_s && parse_u64("--batch", batch_s, 1, 4096, &batch)))
+        return 1;
+    ntpu_dataset test = {0}, train = {0};
+    char err[512];
+    if (ntpu_dataset_load(data, "test", (size_t)test_limit, &test, err, sizeof err) != NTPU_OK ||
+        (int8 && ntpu_dataset_load(data, "train", (size_t)calib, &train, err, sizeof err) != NTPU_OK)) {
+        ntpu_dataset_free(&test);
+        return fail("%s", err);
+    }
+    int rc = 1;
+    ntpu_model *model = NULL;
+    ntpu_qmodel *q = NULL;
+    ntpu_device *dev = open_device(cm->device);
+    if (!dev)
+        goto out;
+    ntpu_info info;
+    ntpu_get_info(dev, &info);
+    if (ntpu_model_load(dev, model_path, (size_t)batch, &model) != NTPU_OK) {
+        fail("%s", ntpu_last_error(dev));
+        goto out;
+    }
+    ntpu_model_view v;
+    ntpu_model_view_get(model, &v);
+    if (v.sizes[0] != test.features || v.sizes[v.n_layers] < test.classes) {
+        fail("%s: the model takes %u inputs and gives %u classes; %s has %zu pixels and %u classes", model_path,
+             v.sizes[0], v.sizes[v.n_layers], data, test.features, test.classes);
+        goto out;
+    }
+    double t0 = now_s(), acc = 0, loss = 0, acc8 = 0, t_bf16, t_int8 = 0;
+    if (ntpu_model_evaluate(model, test.images, test.labels, test.count, &acc, &loss) != NTPU_OK) {
+        fail("evaluation: %s", ntpu_last_error(dev));
+        goto out;
+    }
+    t_bf16 = now_s() - t0;
+    if (int8) {
+        t0 = now_s();
+        if (ntpu_qmodel_create(model, train.images, train.count, &q) != NTPU_OK ||
+            ntpu_qmodel_evaluate(q, test.images, test.labels, test.count, &acc8) != NTPU_OK) {
+            fail("int8: %s", ntpu_last_error(dev));
+            goto out;
+        }
+        t_int8 = now_s() - t0;
+    }
+    if (cm->json) {
+        printf("{\"device\":");
+        json_str(stdout, info.device);
+        printf(",\"model\":");
+        json_str(stdout, model_path);
+        printf(",\"test_samples\":%zu,\"test_accuracy\":%.6f,\"test_loss\":%.6f", test.count, acc, loss);
+        if (int8)
+            printf(",\"int8_accuracy\":%.6f,\"calibration_samples\":%zu", acc8, train.count);
+        printf("}\n");
+    } else {
+        printf("%s on %s: %zu test samples\n", model_path, info.device, test.count);
+        printf("bf16  test accuracy %.4f  loss %.4f  (%.1f s)\n", acc, loss, t_bf16);
+        if (int8)
+            printf("int8  test accuracy %.4f  (%+.2f points; calibrated on %zu samples, %.1f s)\n", acc8,
+                   100 * (acc8 - acc), train.count, t_int8);
+    }
+    rc = 0;
+out:
+    ntpu_qmodel_destroy(q);
+    ntpu_model_destroy(model);
+    ntpu_close(dev);
+    ntpu_dataset_free(&test);
+    ntpu_dataset_free(&train);
+    return rc;
+}
