@@ -222,6 +222,8 @@ void ntpu_model_view_get(ntpu_model *m, ntpu_model_view *v)
         v->w_state2[l] = m->ws2[l];
         v->b_state1[l] = m->bs1[l];
         v->b_state2[l] = m->bs2[l];
+        v->grad_w[l] = m->gw[l];
+        v->grad_b[l] = m->gb[l];
     }
     v->opt = &m->opt;
     v->step = &m->step;

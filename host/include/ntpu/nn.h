@@ -72,6 +72,7 @@ typedef struct ntpu_model_view {
     float *weights[NTPU_MAX_LAYERS], *biases[NTPU_MAX_LAYERS];
     float *w_state1[NTPU_MAX_LAYERS], *w_state2[NTPU_MAX_LAYERS];
     float *b_state1[NTPU_MAX_LAYERS], *b_state2[NTPU_MAX_LAYERS];
+    const float *grad_w[NTPU_MAX_LAYERS], *grad_b[NTPU_MAX_LAYERS]; /* the last step's gradients */
     ntpu_optim_config *opt;
     uint64_t *step; /* optimizer steps taken */
 } ntpu_model_view;
