@@ -28,4 +28,4 @@ $(TEST_BUILD)/rtl/%/tb.vvp: tests/rtl/%/sources.f $(RTL_SRCS) $(wildcard tests/r
 test: deps all $(TEST_BUILD)/host_tests $(RTL_BENCHES:%=$(TEST_BUILD)/rtl/%/tb.vvp) \
       $(COSIM_SRCS:tests/cosim/%.c=$(TEST_BUILD)/cosim/%) ## run all tests (installs what is missing first)
 	@BUILD=$(BUILD) CC="$(CC)" CPPFLAGS="$(CPPFLAGS)" RTL_BENCHES="$(RTL_BENCHES)" \
-	  COSIM="$(COSIM_SRCS:tests/cosim/%.c=%)" bash tests/run.sh
+	  bash tests/run.sh

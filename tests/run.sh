@@ -40,13 +40,14 @@ for t in ${RTL_BENCHES:-}; do
 done
 
 echo "== Differential and end-to-end tests (ref vs vsim)"
-for t in ${COSIM:-}; do
-  log="$B/tests/cosim/$t.log"
-  timeout 1200 "$B/tests/cosim/$t" > "$log" 2>&1; rc=$?
+while read -r t args; do
+  case "$t" in ''|'#'*) continue ;; esac
+  name="$t${args:+ $args}"; log="$B/tests/cosim/${name// /_}.log"
+  timeout 1800 "$B/tests/cosim/$t" $args < /dev/null > "$log" 2>&1; rc=$?
   tail -3 "$log" | sed 's/^/     /'
-  if [ "$rc" = 0 ]; then echo "ok   $t"; else echo "FAIL $t (exit $rc)"; fi
-  record "$t" "$rc"
-done
+  if [ "$rc" = 0 ]; then echo "ok   $name"; else echo "FAIL $name (exit $rc)"; fi
+  record "$name" "$rc"
+done < tests/cosim/runs.txt
 
 echo "== Command-line tests"
 for t in tests/cli/*.sh; do

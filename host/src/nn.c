@@ -651,7 +651,7 @@ ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t max_batch
           meta_u64(f, "total_steps", &opt.total_steps) || meta_u64(f, "step", &step);
     if (bad) {
         ntpu_safetensors_free(f);
-        return ntpu_fail(dev, NTPU_ERR_FORMAT, "%s: not an nanoTPU checkpoint (metadata missing or malformed)", path);
+        return ntpu_fail(dev, NTPU_ERR_FORMAT, "%s: not a nanoTPU checkpoint (metadata missing or malformed)", path);
     }
     ntpu_model *m;
     if ((st = alloc_model(dev, sizes, n_sizes, max_batch, &opt, &m)) != NTPU_OK) {

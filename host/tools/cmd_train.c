@@ -246,6 +246,33 @@ static void progress(int tty, uint64_t epoch, uint64_t epochs, size_t done, size
     }
 }
 
+/* Reads the data-order state ntpu train stores in its checkpoints: seed, epoch,
+ * batch index, batch size, training samples; and the epoch's loss and correct
+ * sums so far. Returns 0, or 1 after printing the error. */
+static int read_resume_state(const char *path, uint64_t vals[5], double *loss_sum, uint64_t *correct)
+{
+    char err[512];
+    ntpu_safetensors *ck;
+    if (ntpu_safetensors_read(path, &ck, err, sizeof err) != NTPU_OK)
+        return fail("--resume: %s", err);
+    const char *keys[] = {"train.seed", "train.epoch", "train.batch_index", "train.batch", "train.train_limit"};
+    int ok = 1;
+    for (int i = 0; i < 5 && ok; i++) {
+        const char *v = ntpu_safetensors_meta(ck, keys[i]);
+        char *end;
+        ok = v && (vals[i] = strtoull(v, &end, 10), *end == 0);
+    }
+    const char *ls = ntpu_safetensors_meta(ck, "train.loss_sum"), *cs = ntpu_safetensors_meta(ck, "train.correct");
+    if (ok && ls && cs) {
+        *loss_sum = strtod(ls, NULL);
+        *correct = strtoull(cs, NULL, 10);
+    }
+    ntpu_safetensors_free(ck);
+    if (!ok || !ls || !cs)
+        return fail("--resume: %s is not a checkpoint of ntpu train (it has no data-order state)", path);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ train */
 
 static const char train_help[] =
@@ -317,6 +344,24 @@ int cmd_train(common *cm, int argc, char **argv)
     if (save_every && !save)
         return fail("--save-every needs --save FILE");
 
+    /* Resuming: the run's data order comes from the checkpoint. */
+    uint64_t resumed[5];
+    double loss_sum = 0;
+    uint64_t correct_sum = 0;
+    if (resume && read_resume_state(resume, resumed, &loss_sum, &correct_sum))
+        return 1;
+    if (resume) {
+        if ((seed_s && seed != resumed[0]) || (batch_s && batch != resumed[3]) ||
+            (trainlim_s && train_limit != resumed[4]))
+            return fail("--resume: %s was trained with --seed %" PRIu64 " --batch %" PRIu64 " --train-limit %" PRIu64
+                        "; resuming needs the same values", resume, resumed[0], resumed[3], resumed[4]);
+        seed = resumed[0];
+        start_epoch = resumed[1];
+        start_batch = resumed[2];
+        batch = resumed[3];
+        train_limit = resumed[4];
+    }
+
     /* Data first: a bad dataset should fail before the device is opened. */
     ntpu_dataset train = {0}, test = {0};
     char err[512];
@@ -333,55 +378,19 @@ int cmd_train(common *cm, int argc, char **argv)
     uint8_t *yb = NULL;
     epoch_row rows[1024];
     size_t nrows = 0;
-    double loss_sum = 0;
-    uint64_t correct_sum = 0;
 
-    if (check_layers(sizes, n_sizes, &train, data) || test.features != train.features)
+    if ((!resume || layers_s) && check_layers(sizes, n_sizes, &train, data))
         goto out;
+    if (test.features != train.features) {
+        fail("%s: the test images have %zu pixels, the training images %zu", data, test.features, train.features);
+        goto out;
+    }
     if (!(dev = open_device(cm->device)))
         goto out;
     ntpu_info info;
     ntpu_get_info(dev, &info);
     if (resume) {
-        ntpu_safetensors *ck;
-        ntpu_status st = ntpu_safetensors_read(resume, &ck, err, sizeof err);
-        if (st != NTPU_OK) {
-            fail("--resume: %s", err);
-            goto out;
-        }
-        const char *keys[] = {"train.seed", "train.epoch", "train.batch_index", "train.batch", "train.train_limit"};
-        uint64_t vals[5];
-        int ok = 1;
-        for (int i = 0; i < 5 && ok; i++) {
-            const char *v = ntpu_safetensors_meta(ck, keys[i]);
-            char *end;
-            ok = v && (vals[i] = strtoull(v, &end, 10), *end == 0);
-        }
-        const char *ls = ntpu_safetensors_meta(ck, "train.loss_sum"), *cs = ntpu_safetensors_meta(ck, "train.correct");
-        if (ok && ls && cs) {
-            loss_sum = strtod(ls, NULL);
-            correct_sum = strtoull(cs, NULL, 10);
-        }
-        ntpu_safetensors_free(ck);
-        if (!ok || !ls || !cs) {
-            fail("--resume: %s is not a training checkpoint of ntpu train (no data-order state)", resume);
-            goto out;
-        }
-        if ((seed_s && seed != vals[0]) || (batch_s && batch != vals[3]) ||
-            (trainlim_s && train_limit != vals[4])) {
-            fail("--resume: %s was trained with --seed %" PRIu64 " --batch %" PRIu64 " --train-limit %" PRIu64
-                 "; resuming needs the same values", resume, vals[0], vals[3], vals[4]);
-            goto out;
-        }
-        seed = vals[0];
-        start_epoch = vals[1];
-        start_batch = vals[2];
-        batch = vals[3];
-        if (vals[4] != train.count) {
-            fail("--resume: %s was trained on %" PRIu64 " samples, the data has %zu (use the same --train-limit)",
-                 resume, vals[4], train.count);
-            goto out;
-        }
+        ntpu_status st;
         if ((st = ntpu_model_load(dev, resume, (size_t)batch, &model)) != NTPU_OK) {
             fail("--resume: %s", ntpu_last_error(dev));
             goto out;

@@ -1,0 +1,20 @@
+"""Compares the tensors of two safetensors files bit for bit (metadata aside).
+Usage: st_compare.py A B  -- exit 0 when every tensor is identical."""
+import json, struct, sys
+
+def tensors(path):
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    data = blob[8 + n:]
+    return {k: (v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]])
+            for k, v in header.items() if k != "__metadata__"}
+
+a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
+if a.keys() != b.keys():
+    sys.exit(f"different tensors: {sorted(a.keys() ^ b.keys())}")
+diff = [k for k in a if a[k] != b[k]]
+if diff:
+    sys.exit(f"{len(diff)} of {len(a)} tensors differ: {', '.join(sorted(diff)[:6])}")
+print(f"{len(a)} tensors identical")

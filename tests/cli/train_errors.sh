@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Bad input to ntpu train / eval: malformed IDX files, --layers that do not fit the data, truncated or
+# foreign checkpoints, bad flags. Each must fail with exit status 1 and exactly one line on stderr.
+set -u
+B=${BUILD:-build}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+D=/usr/share/datasets/fashion-mnist
+failures=0
+
+expect_error() { # description, then the command
+  local what=$1; shift
+  "$@" > "$T/out" 2> "$T/err"
+  local rc=$? lines
+  lines=$(wc -l < "$T/err")
+  if [ "$rc" = 1 ] && [ "$lines" = 1 ] && grep -q '^ntpu: ' "$T/err"; then
+    echo "ok   $what: $(cat "$T/err")"
+  else
+    echo "FAIL $what: exit $rc, $lines lines on stderr:"; sed 's/^/     /' "$T/err"; failures=$((failures + 1))
+  fi
+}
+
+# IDX directories with one broken file each (the other files are the real ones)
+mkidx() { mkdir -p "$T/$1"; cp "$D"/t10k-* "$D"/train-labels-idx1-ubyte.gz "$T/$1/"; }
+mkidx badmagic; printf '\x12\x34\x08\x03\x00\x00\x00\x01\x00\x00\x00\x1c\x00\x00\x00\x1c' > "$T/badmagic/train-images-idx3-ubyte"
+mkidx badtype; printf '\x00\x00\x0d\x03\x00\x00\x00\x01\x00\x00\x00\x1c\x00\x00\x00\x1c' > "$T/badtype/train-images-idx3-ubyte"
+mkidx truncated; zcat "$D/train-images-idx3-ubyte.gz" | head -c 100000 > "$T/truncated/train-images-idx3-ubyte"
+mkidx badgzip; head -c 50000 "$D/train-images-idx3-ubyte.gz" > "$T/badgzip/train-images-idx3-ubyte.gz"
+mkidx missing
+mkidx mismatch; zcat "$D/train-images-idx3-ubyte.gz" | head -c $((16 + 784 * 10)) > "$T/mismatch/train-images-idx3-ubyte"
+zcat "$D/train-labels-idx1-ubyte.gz" | head -c 8 > "$T/mismatch/hdr"
+rm "$T/mismatch/train-labels-idx1-ubyte.gz"
+printf '\x00\x00\x08\x01\x00\x00\x00\x0c' > "$T/mismatch/train-labels-idx1-ubyte"; head -c 12 /dev/zero >> "$T/mismatch/train-labels-idx1-ubyte"
+python3 - "$T/mismatch/train-images-idx3-ubyte" <<'PY'
+import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[4:8]=(10).to_bytes(4,'big'); open(p,'wb').write(b)
+PY
+for d in badmagic badtype truncated badgzip missing mismatch; do
+  expect_error "IDX $d" "$B/ntpu" train -d ref --data "$T/$d" --epochs 1
+done
+
+expect_error "--layers with too few inputs" "$B/ntpu" train -d ref --layers 700,10 --train-limit 64
+expect_error "--layers with too few classes" "$B/ntpu" train -d ref --layers 784,32,5 --train-limit 64
+expect_error "--layers not a list" "$B/ntpu" train -d ref --layers 784,x,10
+expect_error "--optimizer unknown" "$B/ntpu" train -d ref --optimizer adagrad
+expect_error "--epochs zero" "$B/ntpu" train -d ref --epochs 0
+expect_error "--lr negative" "$B/ntpu" train -d ref --lr -1
+
+"$B/ntpu" train -d ref --train-limit 128 --test-limit 64 --epochs 1 --save "$T/ok.st" > /dev/null 2>&1 || { echo "FAIL training a checkpoint"; exit 1; }
+size=$(stat -c %s "$T/ok.st")
+head -c $((size / 2)) "$T/ok.st" > "$T/half.st"
+head -c 5 "$T/ok.st" > "$T/tiny.st"
+printf 'not a checkpoint at all, just text\n' > "$T/text.st"
+cp "$T/ok.st" "$T/foreign.st"; python3 - "$T/foreign.st" <<'PY'
+import sys; p=sys.argv[1]; b=open(p,'rb').read(); open(p,'wb').write(b.replace(b'ntpu-mlp-1', b'other-fmt1'))
+PY
+for f in half tiny text foreign; do
+  expect_error "eval of a $f checkpoint" "$B/ntpu" eval -d ref --model "$T/$f.st"
+  expect_error "resume from a $f checkpoint" "$B/ntpu" train -d ref --resume "$T/$f.st"
+done
+expect_error "eval without --model" "$B/ntpu" eval -d ref
+expect_error "eval of a missing file" "$B/ntpu" eval -d ref --model "$T/nope.st"
+expect_error "resume with another batch" "$B/ntpu" train -d ref --resume "$T/ok.st" --batch 32
+
+[ "$failures" = 0 ] && echo "PASS train_errors" || { echo "FAIL train_errors: $failures cases"; exit 1; }
