@@ -44,7 +44,9 @@ include mk/deps.mk
 
 # ---------------------------------------------------------------- build
 .PHONY: all
-all: $(CLI) $(LIB_A) $(LIB_SO) $(BUILD)/ntpu.pc ## build the library, the CLI and the Verilator model
+EXAMPLES := $(patsubst host/examples/%.c,$(BUILD)/examples/%,$(wildcard host/examples/*.c))
+
+all: $(CLI) $(LIB_A) $(LIB_SO) $(BUILD)/ntpu.pc $(EXAMPLES) ## build the library, the CLI, the examples and the Verilator model
 
 # Verilate when any RTL file changes; the model's own makefile then compiles it at -O2
 # (Verilator's default -Os is ~9x slower here, see ../shared/notes/simulation.md).
@@ -80,6 +82,11 @@ CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard host/tools/*.c)))
 
 $(CLI): $(CLI_OBJS) $(LIB_A)
 	$(CXX) -o $@ $^ $(LDLIBS)
+
+# The examples build as a user would build them: against the installed headers and the archive.
+$(BUILD)/examples/%: host/examples/%.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(WARN) -O2 -Ihost/include $< $(LIB_A) -lstdc++ $(LDLIBS) -o $@
 
 $(BUILD)/ntpu.pc: host/ntpu.pc.in Makefile
 	@mkdir -p $(BUILD)
