@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The same training run on the RTL (vsim) and on the golden model (ref): bit-identical losses, test
+# accuracies, weights and optimizer state.
+set -eu
+B=${BUILD:-build}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+ARGS=(--train-limit 320 --test-limit 128 --epochs 2 --batch 64 --seed 11 --optimizer momentum --lr 0.05)
+for dev in ref vsim; do
+  "$B/ntpu" train -d $dev "${ARGS[@]}" --save "$T/$dev.st" --log "$T/$dev.csv" > "$T/$dev.log" 2>&1 \
+    || { cat "$T/$dev.log"; exit 1; }
+done
+cut -d, -f1-5 "$T/ref.csv" > "$T/ref.metrics"   # epoch, steps, train loss and accuracy, test accuracy
+cut -d, -f1-5 "$T/vsim.csv" > "$T/vsim.metrics"
+cat "$T/vsim.metrics"
+cmp "$T/ref.metrics" "$T/vsim.metrics" || { echo "losses or accuracies differ between ref and vsim"; exit 1; }
+/usr/bin/python3 tests/cli/st_compare.py "$T/ref.st" "$T/vsim.st"
+grep -h "^epoch" "$T/vsim.log"
+echo "PASS train_vsim_ref"
