@@ -1,5 +1,6 @@
 // Command processor: decodes each received frame (docs/isa.md), executes the memory, status and
-// control commands itself, hands LOAD_W and MATMUL to the sequencer, and sends one reply per frame.
+// control commands itself, hands LOAD_W and MATMUL to the sequencer and ACT, RELU_GRAD and COLSUM
+// to the vector sequencer, and sends one reply per frame.
 //
 // Contract:
 // - Frames are taken from s_frm one at a time, in order; each is released (s_frm_ready) in the cycle
@@ -7,10 +8,12 @@
 // - A frame that arrived with ERR_CRC or ERR_LENGTH is answered with that status. A good frame is
 //   checked in the order of docs/isa.md (opcode, length, memory id, reserved flags, data length,
 //   address ranges); the first failing check gives the status and the command does nothing else.
-// - LOAD_W and MATMUL are answered once the sequencer accepts them. WRITE_MEM, READ_MEM, FENCE and
-//   COUNTERS first wait until the sequencer is idle (so they see every earlier command finished);
+// - LOAD_W and MATMUL are answered once the sequencer accepts them; they are handed over only while
+//   the vector sequencer is idle (they must see its writes). ACT, RELU_GRAD and COLSUM are
+//   answered once the vector sequencer accepts them; they, WRITE_MEM, READ_MEM, FENCE and COUNTERS
+//   first wait until both sequencers are idle (so they see every earlier command finished).
 //   NOP, INFO and STATUS do not wait (STATUS reports busy).
-// - Memory port: used only while the sequencer is idle; reads return data one cycle later.
+// - Memory port: used only while both sequencers are idle; reads return data one cycle later.
 // - STATUS counters: `commands` counts replies sent with DEV_OK, `errors` the others, both when the
 //   reply header is handed to the transmitter; a STATUS reports the values from before itself.
 `default_nettype none
@@ -55,7 +58,18 @@ module ntpu_cmd
   output logic [15:0]                m_seq_addr,
   output logic [15:0]                m_seq_acc_addr,
   output logic [15:0]                m_seq_rows,
+  output logic [15:0]                m_seq_stride,  // MATMUL with TRANSPOSE_A
   input  logic                       seq_idle,
+  // vector sequencer
+  output logic                       m_vec_valid,
+  input  logic                       m_vec_ready,
+  output logic [7:0]                 m_vec_op,      // OP_ACT, OP_RELU_GRAD, OP_COLSUM
+  output logic [7:0]                 m_vec_flags,
+  output logic [15:0]                m_vec_src,
+  output logic [15:0]                m_vec_dst,
+  output logic [15:0]                m_vec_rows,
+  output logic [15:0]                m_vec_aux,     // ACT: aux; RELU_GRAD: mask
+  input  logic                       vec_idle,
   // memories
   output logic [1:0]                 mem_sel,    // ntpu_pkg::MEM_*
   output logic                       mem_we,
@@ -96,6 +110,7 @@ module ntpu_cmd
     S_WRITE,     // WRITE_MEM: frame bytes -> rows -> memory
     S_CNT,       // COUNTERS: snapshot (and clear)
     S_DISPATCH,  // LOAD_W / MATMUL -> sequencer
+    S_VDISPATCH, // ACT / RELU_GRAD / COLSUM -> vector sequencer
     S_REPLY,     // reply header -> transmitter
     S_BLOCK,     // reply data from the shift register
     S_RD_ISSUE,  // READ_MEM: read a row
@@ -107,7 +122,7 @@ module ntpu_cmd
   state_e after_drain_q, after_drain_d;  // where S_DRAIN goes
   state_e after_reply_q, after_reply_d;  // where S_REPLY goes (S_IDLE: done)
 
-  logic [7:0] hdr_q [CMD_HDR_MAX];  // payload bytes 0..7, zero past LEN
+  logic [7:0] hdr_q [CMD_HDR_MAX];  // payload bytes 0..9, zero past LEN
   logic [15:0] fb_off_q;            // next frame byte to fetch
   logic fb_vld_q;                   // frm_rdata holds byte fb_idx_q
   logic [15:0] fb_idx_q;
@@ -128,19 +143,30 @@ module ntpu_cmd
   // ---------------------------------------------------------------- decode
   logic [7:0] op, f1;
   logic [15:0] len;
-  logic [15:0] a16, b16, c16;  // the u16 fields at payload offsets 2, 4, 6
+  logic [15:0] a16, b16, c16, d16;  // the u16 fields at payload offsets 2, 4, 6, 8
   logic [1:0] mem;
   logic is_acc;
   logic [7:0] row_bytes;
   logic [23:0] data_bytes;     // rows x row bytes for WRITE_MEM / READ_MEM
   logic [16:0] mem_rows;
   logic [7:0] err;
+  logic all_idle;              // both sequencers: every earlier command has finished
+  // MATMUL TRANSPOSE_A: rows / N blocks, the UB rows they span, and whether rows is a multiple of N.
+  logic tr_a;
+  logic [15:0] blocks;
+  logic [33:0] ub_end_t;
+  logic rows_whole;
+  // ACT / RELU_GRAD: rows of the OUT memory, and the aux rows ACT uses (end, exclusive; 0: none).
+  logic [1:0] out_f;
+  logic [16:0] out_rows;
+  logic [17:0] aux_end;
 
   assign op = hdr_q[0];
   assign f1 = hdr_q[1];
   assign a16 = {hdr_q[3], hdr_q[2]};
   assign b16 = {hdr_q[5], hdr_q[4]};
   assign c16 = {hdr_q[7], hdr_q[6]};
+  assign d16 = {hdr_q[9], hdr_q[8]};
   assign len = s_frm_len;
   assign mem = f1[1:0];
   assign is_acc = (mem == 2'(MEM_ACC));
@@ -153,6 +179,22 @@ module ntpu_cmd
       default: mem_rows = 17'(ACC_ROWS);
     endcase
   end
+
+  assign all_idle = seq_idle && vec_idle;
+
+  assign tr_a = (f1 & MATMUL_TRANSPOSE_A) != 8'd0;
+  assign blocks = c16 / 16'(N);
+  assign rows_whole = (c16 % 16'(N)) == 16'd0;
+  // The last block starts (blocks - 1) * stride after ub_addr and ends N rows later; no rows: the
+  // empty range at ub_addr. Below 2^32 for any fields, so 34 bits are exact.
+  assign ub_end_t = (c16 == 16'd0) ? 34'(a16)
+                                   : 34'(a16) + (34'(blocks) - 34'd1) * 34'(d16) + 34'(N);
+
+  assign out_f = f1[3:2];
+  assign out_rows = (out_f == OUT_WB[3:2]) ? 17'(WB_ROWS)
+                  : (out_f == OUT_ACC[3:2]) ? 17'(ACC_ROWS) : 17'(UB_ROWS);  // OUT_UB, OUT_INT8
+  assign aux_end = (out_f == OUT_INT8[3:2]) ? 18'(d16) + 18'd3
+                 : ((f1 & ACT_BIAS) != 8'd0) ? 18'(d16) + 18'd1 : 18'd0;
 
   always_comb begin
     err = DEV_OK;
@@ -178,10 +220,31 @@ module ntpu_cmd
         else if (17'(a16) + 17'(N) > 17'(WB_ROWS)) err = DEV_ERR_RANGE;
       end
       OP_MATMUL: begin
-        if (len != 16'(LEN_MATMUL)) err = DEV_ERR_LENGTH;
+        // Past LEN the fixed part reads as zero, so a MATMUL of LEN 1 asks for 8 bytes and fails.
+        if (len != (tr_a ? 16'(LEN_MATMUL_T) : 16'(LEN_MATMUL))) err = DEV_ERR_LENGTH;
         else if ((f1 & MATMUL_RESERVED) != 8'd0) err = DEV_ERR_ARG;
-        else if (17'(a16) + 17'(c16) > 17'(UB_ROWS) ||
+        else if (tr_a && !rows_whole) err = DEV_ERR_ARG;
+        else if ((tr_a ? ub_end_t > 34'(UB_ROWS) : 17'(a16) + 17'(c16) > 17'(UB_ROWS)) ||
                  17'(b16) + 17'(c16) > 17'(ACC_ROWS)) err = DEV_ERR_RANGE;
+      end
+      OP_ACT: begin
+        if (len != 16'(LEN_ACT)) err = DEV_ERR_LENGTH;
+        else if ((f1 & ACT_RESERVED) != 8'd0) err = DEV_ERR_ARG;
+        else if (17'(a16) + 17'(c16) > 17'(ACC_ROWS) || 17'(b16) + 17'(c16) > out_rows ||
+                 aux_end > 18'(ACC_ROWS)) err = DEV_ERR_RANGE;
+      end
+      OP_RELU_GRAD: begin
+        if (len != 16'(LEN_RELU_GRAD)) err = DEV_ERR_LENGTH;
+        else if ((f1 & RELU_GRAD_RESERVED) != 8'd0 || out_f == OUT_INT8[3:2]) err = DEV_ERR_ARG;
+        else if (17'(a16) + 17'(c16) > 17'(ACC_ROWS) || 17'(d16) + 17'(c16) > 17'(UB_ROWS) ||
+                 17'(b16) + 17'(c16) > out_rows) err = DEV_ERR_RANGE;
+      end
+      OP_COLSUM: begin
+        if (len != 16'(LEN_COLSUM)) err = DEV_ERR_LENGTH;
+        else if ((f1 & COLSUM_RESERVED) != 8'd0) err = DEV_ERR_ARG;
+        else if (17'(a16) + 17'(c16) > 17'(ACC_ROWS) || 17'(b16) + 17'd1 > 17'(ACC_ROWS)) begin
+          err = DEV_ERR_RANGE;
+        end
       end
       OP_COUNTERS: begin
         if (len != 16'(LEN_COUNTERS)) err = DEV_ERR_LENGTH;
@@ -196,9 +259,11 @@ module ntpu_cmd
   logic [8*STATUS_BYTES-1:0] status_block;
 
   assign id_block = {24'd0, PLATFORM_RTL, CLOCK_HZ, 32'(ACC_ROWS), 32'(WB_ROWS), 32'(UB_ROWS),
-                     16'(MAX_PAYLOAD), FEATURE_TRANSPOSE_BIT, DTYPE_INT8_BIT | DTYPE_BF16_BIT,
+                     16'(MAX_PAYLOAD),
+                     FEATURE_TRANSPOSE_BIT | FEATURE_TRANSPOSE_A_BIT | FEATURE_VECTOR_BIT,
+                     DTYPE_INT8_BIT | DTYPE_BF16_BIT,
                      8'(N), 8'(N), VERSION_MINOR, VERSION_MAJOR, ID_MAGIC};
-  assign status_block = {dropped_q, commands_q, errors_q, 16'd0, last_error_q, 7'd0, !seq_idle};
+  assign status_block = {dropped_q, commands_q, errors_q, 16'd0, last_error_q, 7'd0, !all_idle};
 
   // ---------------------------------------------------------------- control
   logic hdr_go;     // the reply header moves to the transmitter
@@ -208,7 +273,7 @@ module ntpu_cmd
   assign hdr_go = m_hdr_valid && m_hdr_ready;
   assign body_go = m_body_valid && m_body_ready;
   assign fb_take = fb_vld_q;
-  // The fixed part is at most 8 bytes; WRITE_MEM goes on to the end of the frame.
+  // The fixed part is at most CMD_HDR_MAX bytes; WRITE_MEM goes on to the end of the frame.
   assign fb_end = (state_q == S_WRITE) ? len : ((len < 16'(CMD_HDR_MAX)) ? len : 16'(CMD_HDR_MAX));
   assign frm_re = (state_q == S_HDR || state_q == S_WRITE) && (fb_off_q < fb_end);
   assign frm_raddr = OFF_W'(fb_off_q);
@@ -226,6 +291,7 @@ module ntpu_cmd
     m_hdr_valid = 1'b0;
     m_body_valid = 1'b0;
     m_seq_valid = 1'b0;
+    m_vec_valid = 1'b0;
     mem_we = 1'b0;
     mem_re = 1'b0;
     cnt_clear = 1'b0;
@@ -283,12 +349,16 @@ module ntpu_cmd
               state_d = S_DRAIN;
             end
             OP_LOAD_W, OP_MATMUL: state_d = S_DISPATCH;
+            OP_ACT, OP_RELU_GRAD, OP_COLSUM: begin
+              after_drain_d = S_VDISPATCH;
+              state_d = S_DRAIN;
+            end
             default: ;  // NOP
           endcase
         end
       end
       S_DRAIN: begin
-        if (seq_idle) state_d = after_drain_q;
+        if (all_idle) state_d = after_drain_q;
       end
       S_WRITE: begin
         mem_we = wr_pend_q;
@@ -308,8 +378,12 @@ module ntpu_cmd
         state_d = S_REPLY;
       end
       S_DISPATCH: begin
-        m_seq_valid = 1'b1;
-        if (m_seq_ready) state_d = S_REPLY;
+        m_seq_valid = vec_idle;
+        if (vec_idle && m_seq_ready) state_d = S_REPLY;
+      end
+      S_VDISPATCH: begin
+        m_vec_valid = 1'b1;
+        if (m_vec_ready) state_d = S_REPLY;
       end
       S_REPLY: begin
         m_hdr_valid = 1'b1;
@@ -386,7 +460,7 @@ module ntpu_cmd
     if (state_q == S_IDLE) begin
       for (int i = 0; i < CMD_HDR_MAX; i++) hdr_q[i] <= 8'd0;
     end else if (state_q == S_HDR && fb_take) begin
-      hdr_q[fb_idx_q[2:0]] <= frm_rdata;
+      hdr_q[fb_idx_q[3:0]] <= frm_rdata;
     end
 
     if (state_q == S_DECODE) row_byte_q <= '0;
@@ -440,6 +514,14 @@ module ntpu_cmd
   assign m_seq_addr = a16;
   assign m_seq_acc_addr = b16;
   assign m_seq_rows = c16;
+  assign m_seq_stride = d16;
+
+  assign m_vec_op = op;
+  assign m_vec_flags = f1;
+  assign m_vec_src = a16;
+  assign m_vec_dst = b16;
+  assign m_vec_rows = c16;
+  assign m_vec_aux = d16;
 
   assign mem_sel = mem;
   assign mem_addr = addr_q;
@@ -447,7 +529,7 @@ module ntpu_cmd
                             : {{(16 * N){1'b0}}, sh_q[SH_W-1 -: 16 * N]};
 
   assign wait_frame = (state_q == S_IDLE) && !s_frm_valid;
-  assign wait_drain = (state_q == S_DRAIN) && !seq_idle;
+  assign wait_drain = ((state_q == S_DRAIN) && !all_idle) || ((state_q == S_DISPATCH) && !vec_idle);
 
 endmodule
 

@@ -1,5 +1,5 @@
-// nanoTPU core: link framing, command processor, sequencer, memories and the systolic array, behind
-// one byte stream in and one byte stream out (docs/protocol.md, docs/isa.md).
+// nanoTPU core: link framing, command processor, sequencer, memories, the systolic array and the
+// vector unit, behind one byte stream in and one byte stream out (docs/protocol.md, docs/isa.md).
 //
 // Contract: s_rx carries the host -> device byte stream, m_tx the device -> host stream, both
 // valid/ready. Every frame gets exactly one reply, in order; any byte sequence leaves the core able
@@ -11,9 +11,9 @@ module ntpu_core
   import ntpu_pkg::*;
 #(
   parameter int N = 8,               // array size, 2..32
-  parameter int UB_ROWS = 8192,      // unified buffer rows (N x 16 bit)
-  parameter int WB_ROWS = 4096,      // weight buffer rows (N x 16 bit)
-  parameter int ACC_ROWS = 2048,     // accumulator rows (N x 32 bit)
+  parameter int UB_ROWS = 16384,     // unified buffer rows (N x 16 bit)
+  parameter int WB_ROWS = 32768,     // weight buffer rows (N x 16 bit)
+  parameter int ACC_ROWS = 32768,    // accumulator rows (N x 32 bit)
   parameter int MAX_PAYLOAD = 4112,  // largest frame payload in bytes
   parameter logic [31:0] CLOCK_HZ = 32'd0   // reported by INFO; 0 = simulation
 ) (
@@ -92,7 +92,10 @@ module ntpu_core
   // ---------------------------------------------------------------- command processor
   logic seq_valid, seq_ready, seq_matmul, seq_idle;
   logic [7:0] seq_flags;
-  logic [15:0] seq_addr, seq_acc_addr, seq_rows;
+  logic [15:0] seq_addr, seq_acc_addr, seq_rows, seq_stride;
+  logic vec_valid, vec_ready, vec_idle;
+  logic [7:0] vec_op, vec_flags;
+  logic [15:0] vec_src, vec_dst, vec_rows, vec_aux;
   logic [1:0] cmd_mem_sel;
   logic cmd_mem_we, cmd_mem_re;
   logic [15:0] cmd_mem_addr;
@@ -136,7 +139,17 @@ module ntpu_core
     .m_seq_addr    (seq_addr),
     .m_seq_acc_addr(seq_acc_addr),
     .m_seq_rows    (seq_rows),
+    .m_seq_stride  (seq_stride),
     .seq_idle      (seq_idle),
+    .m_vec_valid   (vec_valid),
+    .m_vec_ready   (vec_ready),
+    .m_vec_op      (vec_op),
+    .m_vec_flags   (vec_flags),
+    .m_vec_src     (vec_src),
+    .m_vec_dst     (vec_dst),
+    .m_vec_rows    (vec_rows),
+    .m_vec_aux     (vec_aux),
+    .vec_idle      (vec_idle),
     .mem_sel       (cmd_mem_sel),
     .mem_we        (cmd_mem_we),
     .mem_re        (cmd_mem_re),
@@ -177,6 +190,7 @@ module ntpu_core
     .s_cmd_addr    (seq_addr),
     .s_cmd_acc_addr(seq_acc_addr),
     .s_cmd_rows    (seq_rows),
+    .s_cmd_stride  (seq_stride),
     .idle          (seq_idle),
     .ub_re         (sq_ub_re),
     .ub_raddr      (sq_ub_raddr),
@@ -223,12 +237,54 @@ module ntpu_core
     .y_row      (y_row)
   );
 
+  // ---------------------------------------------------------------- vector unit
+  logic vs_acc_re, vs_ub_re, vs_we;
+  logic [ACC_AW-1:0] vs_acc_raddr;
+  logic [UB_AW-1:0] vs_ub_raddr;
+  logic [1:0] vs_wr_mem;
+  logic [15:0] vs_wr_addr;
+  logic [N*32-1:0] vs_wr_data;
+  logic vs_stall_hazard;
+
+  ntpu_vseq #(
+    .N       (N),
+    .UB_ROWS (UB_ROWS),
+    .ACC_ROWS(ACC_ROWS)
+  ) u_vseq (
+    .clk         (clk),
+    .rst         (rst),
+    .s_cmd_valid (vec_valid),
+    .s_cmd_ready (vec_ready),
+    .s_cmd_op    (vec_op),
+    .s_cmd_flags (vec_flags),
+    .s_cmd_src   (vec_src),
+    .s_cmd_dst   (vec_dst),
+    .s_cmd_rows  (vec_rows),
+    .s_cmd_aux   (vec_aux),
+    .idle        (vec_idle),
+    .acc_re      (vs_acc_re),
+    .acc_raddr   (vs_acc_raddr),
+    .acc_rdata   (acc_rdata),
+    .ub_re       (vs_ub_re),
+    .ub_raddr    (vs_ub_raddr),
+    .ub_rdata    (ub_rdata),
+    .wr_we       (vs_we),
+    .wr_mem      (vs_wr_mem),
+    .wr_addr     (vs_wr_addr),
+    .wr_data     (vs_wr_data),
+    .stall_hazard(vs_stall_hazard)
+  );
+
   // ---------------------------------------------------------------- memories
-  // The command processor touches memory only while the sequencer is idle, so the sequencer's
-  // accesses simply take precedence.
-  logic cmd_ub, cmd_wb, cmd_acc;
+  // The command processor touches memory only while both sequencers are idle, and it starts the
+  // vector sequencer only while the other one is idle and the other way round, so at most one of
+  // the three uses a port at a time: the muxes below are plain priorities.
+  logic cmd_ub, cmd_wb, cmd_acc, vs_ub, vs_wb, vs_acc;
   logic unused_addr_bits;  // above the memory's size: zero after the range check
-  assign unused_addr_bits = ^cmd_mem_addr;
+  assign unused_addr_bits = ^{cmd_mem_addr, vs_wr_addr};
+  assign vs_ub = vs_we && (vs_wr_mem == 2'(MEM_UB));
+  assign vs_wb = vs_we && (vs_wr_mem == 2'(MEM_WB));
+  assign vs_acc = vs_we && (vs_wr_mem == 2'(MEM_ACC));
   assign cmd_ub = (cmd_mem_sel == 2'(MEM_UB));
   assign cmd_wb = (cmd_mem_sel == 2'(MEM_WB));
   assign cmd_acc = (cmd_mem_sel == 2'(MEM_ACC));
@@ -238,11 +294,11 @@ module ntpu_core
     .DEPTH(UB_ROWS)
   ) u_ub (
     .clk  (clk),
-    .we   (cmd_mem_we && cmd_ub),
-    .waddr(UB_AW'(cmd_mem_addr)),
-    .wdata(cmd_mem_wdata[N*16-1:0]),
-    .re   (sq_ub_re || (cmd_mem_re && cmd_ub)),
-    .raddr(sq_ub_re ? sq_ub_raddr : UB_AW'(cmd_mem_addr)),
+    .we   (vs_ub || (cmd_mem_we && cmd_ub)),
+    .waddr(vs_ub ? UB_AW'(vs_wr_addr) : UB_AW'(cmd_mem_addr)),
+    .wdata(vs_ub ? vs_wr_data[N*16-1:0] : cmd_mem_wdata[N*16-1:0]),
+    .re   (sq_ub_re || vs_ub_re || (cmd_mem_re && cmd_ub)),
+    .raddr(sq_ub_re ? sq_ub_raddr : vs_ub_re ? vs_ub_raddr : UB_AW'(cmd_mem_addr)),
     .rdata(ub_rdata)
   );
 
@@ -251,9 +307,9 @@ module ntpu_core
     .DEPTH(WB_ROWS)
   ) u_wb (
     .clk  (clk),
-    .we   (cmd_mem_we && cmd_wb),
-    .waddr(WB_AW'(cmd_mem_addr)),
-    .wdata(cmd_mem_wdata[N*16-1:0]),
+    .we   (vs_wb || (cmd_mem_we && cmd_wb)),
+    .waddr(vs_wb ? WB_AW'(vs_wr_addr) : WB_AW'(cmd_mem_addr)),
+    .wdata(vs_wb ? vs_wr_data[N*16-1:0] : cmd_mem_wdata[N*16-1:0]),
     .re   (sq_wb_re || (cmd_mem_re && cmd_wb)),
     .raddr(sq_wb_re ? sq_wb_raddr : WB_AW'(cmd_mem_addr)),
     .rdata(wb_rdata)
@@ -264,11 +320,11 @@ module ntpu_core
     .DEPTH(ACC_ROWS)
   ) u_acc (
     .clk  (clk),
-    .we   (sq_acc_we || (cmd_mem_we && cmd_acc)),
-    .waddr(sq_acc_we ? sq_acc_waddr : ACC_AW'(cmd_mem_addr)),
-    .wdata(sq_acc_we ? sq_acc_wdata : cmd_mem_wdata),
-    .re   (sq_acc_re || (cmd_mem_re && cmd_acc)),
-    .raddr(sq_acc_re ? sq_acc_raddr : ACC_AW'(cmd_mem_addr)),
+    .we   (sq_acc_we || vs_acc || (cmd_mem_we && cmd_acc)),
+    .waddr(sq_acc_we ? sq_acc_waddr : vs_acc ? ACC_AW'(vs_wr_addr) : ACC_AW'(cmd_mem_addr)),
+    .wdata(sq_acc_we ? sq_acc_wdata : vs_acc ? vs_wr_data : cmd_mem_wdata),
+    .re   (sq_acc_re || vs_acc_re || (cmd_mem_re && cmd_acc)),
+    .raddr(sq_acc_re ? sq_acc_raddr : vs_acc_re ? vs_acc_raddr : ACC_AW'(cmd_mem_addr)),
     .rdata(acc_rdata)
   );
 
@@ -282,10 +338,10 @@ module ntpu_core
     .array_busy  (a_valid),
     .macs_add    (seq_valid && seq_ready && seq_matmul),
     .macs_rows   (seq_rows),
-    .stall_link  (wait_frame && seq_idle),
+    .stall_link  (wait_frame && seq_idle && vec_idle),
     .stall_weight(stall_weight),
     // Waiting to drain counts only while the array has nothing else to do.
-    .stall_hazard(stall_hazard || (wait_drain && !a_valid && !stall_weight)),
+    .stall_hazard(stall_hazard || vs_stall_hazard || (wait_drain && !a_valid && !stall_weight)),
     .stall_tx    (m_tx_valid && !m_tx_ready),
     .rx_byte     (s_rx_valid && s_rx_ready),
     .tx_byte     (m_tx_valid && m_tx_ready),

@@ -29,7 +29,10 @@ package ntpu_pkg;
     OP_MATMUL = 8'h05,
     OP_FENCE = 8'h06,
     OP_STATUS = 8'h07,
-    OP_COUNTERS = 8'h08
+    OP_COUNTERS = 8'h08,
+    OP_ACT = 8'h09,        // 1.1
+    OP_RELU_GRAD = 8'h0A,  // 1.1
+    OP_COLSUM = 8'h0B      // 1.1
   } opcode_e;
 
   // Whole payload lengths (opcode included); WRITE_MEM adds its row data.
@@ -37,11 +40,15 @@ package ntpu_pkg;
   localparam int LEN_INFO = 1;
   localparam int LEN_MEM_HDR = 6;
   localparam int LEN_LOAD_W = 4;
-  localparam int LEN_MATMUL = 8;
+  localparam int LEN_MATMUL = 8;     // without MATMUL_TRANSPOSE_A
+  localparam int LEN_MATMUL_T = 10;  // with MATMUL_TRANSPOSE_A: adds stride
   localparam int LEN_FENCE = 1;
   localparam int LEN_STATUS = 1;
   localparam int LEN_COUNTERS = 2;
-  localparam int CMD_HDR_MAX = 8;  // longest fixed part: MATMUL
+  localparam int LEN_ACT = 10;
+  localparam int LEN_RELU_GRAD = 10;
+  localparam int LEN_COLSUM = 8;
+  localparam int CMD_HDR_MAX = 10;  // longest fixed part: MATMUL with TRANSPOSE_A, ACT, RELU_GRAD
 
   // ---------------------------------------------------------------- memories
   typedef enum logic [7:0] {
@@ -55,9 +62,22 @@ package ntpu_pkg;
   localparam logic [7:0] LOADW_RESERVED = 8'hFE;
   localparam logic [7:0] MATMUL_BF16 = 8'h01;
   localparam logic [7:0] MATMUL_ACCUMULATE = 8'h02;
-  localparam logic [7:0] MATMUL_RESERVED = 8'hFC;
+  localparam logic [7:0] MATMUL_TRANSPOSE_A = 8'h04;
+  localparam logic [7:0] MATMUL_RESERVED = 8'hF8;
   localparam logic [7:0] COUNTERS_CLEAR = 8'h01;
   localparam logic [7:0] COUNTERS_RESERVED = 8'hFE;
+  // ACT, RELU_GRAD: OUT (bits 3:2) says where the result rows go.
+  localparam logic [7:0] ACT_BIAS = 8'h01;
+  localparam logic [7:0] ACT_RELU = 8'h02;
+  localparam logic [7:0] OUT_UB = 8'h00;    // bf16 -> UB
+  localparam logic [7:0] OUT_WB = 8'h04;    // bf16 -> WB
+  localparam logic [7:0] OUT_ACC = 8'h08;   // fp32 bits -> ACC
+  localparam logic [7:0] OUT_INT8 = 8'h0C;  // ACT only: requantized int8 -> UB
+  localparam logic [7:0] OUT_MASK = 8'h0C;
+  localparam logic [7:0] ACT_RESERVED = 8'hF0;
+  localparam logic [7:0] RELU_GRAD_RESERVED = 8'hF3;
+  localparam logic [7:0] COLSUM_ACCUMULATE = 8'h01;
+  localparam logic [7:0] COLSUM_RESERVED = 8'hFE;
 
   // ---------------------------------------------------------------- device status (reply byte 0)
   typedef enum logic [7:0] {
@@ -74,10 +94,12 @@ package ntpu_pkg;
   localparam int ID_BYTES = 32;
   localparam logic [31:0] ID_MAGIC = 32'h5550544E;  // "NTPU" little-endian
   localparam logic [7:0] VERSION_MAJOR = 8'd1;
-  localparam logic [7:0] VERSION_MINOR = 8'd0;
+  localparam logic [7:0] VERSION_MINOR = 8'd1;
   localparam logic [7:0] DTYPE_INT8_BIT = 8'h01;
   localparam logic [7:0] DTYPE_BF16_BIT = 8'h02;
-  localparam logic [7:0] FEATURE_TRANSPOSE_BIT = 8'h01;
+  localparam logic [7:0] FEATURE_TRANSPOSE_BIT = 8'h01;    // LOAD_W TRANSPOSE
+  localparam logic [7:0] FEATURE_TRANSPOSE_A_BIT = 8'h02;  // MATMUL TRANSPOSE_A (1.1)
+  localparam logic [7:0] FEATURE_VECTOR_BIT = 8'h04;       // ACT, RELU_GRAD, COLSUM (1.1)
   localparam logic [7:0] PLATFORM_RTL = 8'd1;
 
   // ---------------------------------------------------------------- status block (STATUS)

@@ -16,6 +16,9 @@
 //   row an earlier MATMUL still has in flight waits for that write (stall_hazard). The array's
 //   latency is not assumed anywhere: each a_valid is answered by one y_valid, in order, and a row
 //   no longer uses its weights once its y_valid has been seen.
+// - TRANSPOSE_A: the UB rows of the blocks (block j row i at ub_addr + j*stride + i) are read ahead
+//   into ntpu_transpose as it takes them, and the rows entering the array are its columns: the
+//   first issues N+2 cycles after the MATMUL is accepted, then one per cycle, blocks back to back.
 // - idle: nothing accepted is left to do, every ACC write has landed.
 `default_nettype none
 
@@ -39,6 +42,7 @@ module ntpu_seq #(
   input  logic [15:0]       s_cmd_addr,     // LOAD_W: wb_addr; MATMUL: ub_addr
   input  logic [15:0]       s_cmd_acc_addr, // MATMUL only
   input  logic [15:0]       s_cmd_rows,     // MATMUL only
+  input  logic [15:0]       s_cmd_stride,   // MATMUL with TRANSPOSE_A only
   output logic              idle,
   // memories (read data one cycle after the read)
   output logic              ub_re,
@@ -73,6 +77,7 @@ module ntpu_seq #(
   import ntpu_pkg::LOADW_TRANSPOSE;
   import ntpu_pkg::MATMUL_BF16;
   import ntpu_pkg::MATMUL_ACCUMULATE;
+  import ntpu_pkg::MATMUL_TRANSPOSE_A;
 
   if (N < 2 || N > 32) begin : g_bad_n
     initial $fatal(1, "ntpu_seq: N must be 2..32");
@@ -109,6 +114,21 @@ module ntpu_seq #(
   logic [15:0]      mm_left_q;    // rows left to issue
   logic             mm_wait_w, mm_hazard, mm_issue, mm_last, mm_free;
   logic             iss_q, iss_buf_q, iss_bf16_q, iss_accum_q;  // the row whose reads were issued
+  logic             mm_tr_q, iss_tr_q;  // TRANSPOSE_A: rows come from the transposer
+  logic [N*16-1:0]  iss_row_q;          // ... and this one was taken from it
+
+  // TRANSPOSE_A feeder: reads the UB rows of the blocks in order into the transposer. ub_rdata
+  // holds a row until the next UB read, so a row the transposer does not take at once simply
+  // waits there (fd_v_q).
+  logic              fd_busy_q;    // UB rows left to read
+  logic [15:0]       fd_left_q;
+  logic [UB_AW-1:0]  fd_addr_q, fd_base_q;
+  logic [UB_AW-1:0]  fd_stride_q;  // modulo 2^UB_AW, like the block starts
+  logic [NCNT_W-1:0] fd_i_q;       // row within the block
+  logic              fd_v_q;       // ub_rdata holds a row for the transposer
+  logic              fd_issue;
+  logic              tr_s_ready, tr_m_valid;
+  logic [N*16-1:0]   tr_m_data;
 
   // ---------------------------------------------------------------- in-flight MATMULs
   // One segment per MATMUL with rows still to write back: ACC rows [base, end), base being the next
@@ -197,6 +217,55 @@ module ntpu_seq #(
   assign w_transpose = ld_tr_q;
   assign w_row = ld_zero_q ? '0 : wb_rdata;
 
+  // ---------------------------------------------------------------- TRANSPOSE_A feeder
+  // The block starts ub_addr + j*stride are exact below UB_ROWS (the range check), so arithmetic
+  // modulo 2^UB_AW gives them; only the start after the last block may wrap, and it is not read.
+  assign fd_issue = fd_busy_q && (!fd_v_q || tr_s_ready);
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      fd_busy_q <= 1'b0;
+      fd_v_q <= 1'b0;
+    end else begin
+      fd_v_q <= fd_issue || (fd_v_q && !tr_s_ready);
+      if (seg_push && (s_cmd_flags & MATMUL_TRANSPOSE_A) != 8'd0) fd_busy_q <= 1'b1;
+      else if (fd_issue && fd_left_q == 16'd1) fd_busy_q <= 1'b0;
+    end
+  end
+
+  always_ff @(posedge clk) begin
+    if (seg_push) begin
+      fd_left_q <= s_cmd_rows;
+      fd_addr_q <= UB_AW'(s_cmd_addr);
+      fd_base_q <= UB_AW'(s_cmd_addr);
+      fd_stride_q <= UB_AW'(s_cmd_stride);
+      fd_i_q <= '0;
+    end else if (fd_issue) begin
+      fd_left_q <= fd_left_q - 16'd1;
+      if (fd_i_q == NCNT_W'(N - 1)) begin
+        fd_i_q <= '0;
+        fd_base_q <= fd_base_q + fd_stride_q;
+        fd_addr_q <= fd_base_q + fd_stride_q;
+      end else begin
+        fd_i_q <= fd_i_q + NCNT_W'(1);
+        fd_addr_q <= fd_addr_q + UB_AW'(1);
+      end
+    end
+  end
+
+  ntpu_transpose #(
+    .N(N)
+  ) u_tr (
+    .clk        (clk),
+    .rst        (rst),
+    .s_row_valid(fd_v_q),
+    .s_row_ready(tr_s_ready),
+    .s_row_data (ub_rdata),
+    .m_col_valid(tr_m_valid),
+    .m_col_ready(mm_issue && mm_tr_q),
+    .m_col_data (tr_m_data)
+  );
+
   // ---------------------------------------------------------------- hazard check
   assign seg_own = seg_tail_q - SP_W'(1);
 
@@ -214,7 +283,7 @@ module ntpu_seq #(
 
   // ---------------------------------------------------------------- streamer
   assign mm_wait_w = ld_active && (ld_buf_q == mm_buf_q);
-  assign mm_issue = mm_busy_q && !mm_wait_w && !mm_hazard;
+  assign mm_issue = mm_busy_q && !mm_wait_w && !mm_hazard && (!mm_tr_q || tr_m_valid);
 
   always_ff @(posedge clk) begin
     if (rst) begin
@@ -232,6 +301,7 @@ module ntpu_seq #(
       mm_buf_q <= new_act;
       mm_bf16_q <= (s_cmd_flags & MATMUL_BF16) != 8'd0;
       mm_accum_q <= (s_cmd_flags & MATMUL_ACCUMULATE) != 8'd0;
+      mm_tr_q <= (s_cmd_flags & MATMUL_TRANSPOSE_A) != 8'd0;
       mm_ub_q <= UB_AW'(s_cmd_addr);
       mm_acc_q <= EW'(s_cmd_acc_addr);
       mm_left_q <= s_cmd_rows;
@@ -244,18 +314,21 @@ module ntpu_seq #(
       iss_buf_q <= mm_buf_q;
       iss_bf16_q <= mm_bf16_q;
       iss_accum_q <= mm_accum_q;
+      iss_tr_q <= mm_tr_q;
     end
+    if (mm_issue && mm_tr_q) iss_row_q <= tr_m_data;
   end
 
-  assign ub_re = mm_issue;
-  assign ub_raddr = mm_ub_q;
+  // One MATMUL streams at a time, so the UB port serves either the transposer or the rows.
+  assign ub_re = mm_tr_q ? fd_issue : mm_issue;
+  assign ub_raddr = mm_tr_q ? fd_addr_q : mm_ub_q;
   assign acc_re = mm_issue && mm_accum_q;
   assign acc_raddr = mm_acc_q[ACC_AW-1:0];
 
   assign a_valid = iss_q;
   assign a_buf = iss_buf_q;
   assign a_bf16 = iss_bf16_q;
-  assign a_row = ub_rdata;
+  assign a_row = iss_tr_q ? iss_row_q : ub_rdata;
   assign a_acc = iss_accum_q ? acc_rdata : '0;
 
   // ---------------------------------------------------------------- write-back and segments
@@ -300,7 +373,7 @@ module ntpu_seq #(
 
   // Reserved flag bits and the address bits above a memory's size are zero in a checked command.
   logic unused_cmd_bits;
-  assign unused_cmd_bits = ^{s_cmd_flags, s_cmd_addr, s_cmd_acc_addr};
+  assign unused_cmd_bits = ^{s_cmd_flags, s_cmd_addr, s_cmd_acc_addr, s_cmd_stride};
 
 endmodule
 

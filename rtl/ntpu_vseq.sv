@@ -1,0 +1,228 @@
+// Vector sequencer: executes ACT, RELU_GRAD and COLSUM (docs/isa.md, "Version 1.1") on the lane
+// datapath ntpu_vec, reading ACC (and UB mask) rows and writing result rows to UB, WB or ACC.
+//
+// Contract:
+// - s_cmd: one command at a time, already checked by the command processor; taken only while idle.
+//   The command processor starts a vector command only once every earlier command has finished, and
+//   starts nothing else (nor touches memory) until this unit is idle again, so its memory ports
+//   are its own while it runs: the read data hold between its reads, and its writes never wait.
+// - Order: first the aux rows the command uses, read once (ACT: ACC[aux] with BIAS, ACC[aux+1] and
+//   ACC[aux+2] in int8 mode; COLSUM with ACCUMULATE: ACC[dst]); then one source row (and, for
+//   RELU_GRAD, mask row) per cycle into ntpu_vec, each result row written as it comes out. The
+//   results are those of the ISA's row-at-a-time order: where a destination range starts inside
+//   the source range further on in the same memory (d = dst - src, or dst - mask, with 0 < d), row r
+//   is read only after row r - d was written, i.e. while fewer than d rows are in flight. Other
+//   overlaps are harmless for a pipeline that reads every row before it writes it.
+// - idle: nothing accepted is left to do, every write has landed.
+`default_nettype none
+
+module ntpu_vseq
+  import ntpu_pkg::*;
+#(
+  parameter int N = 8,            // lanes
+  parameter int UB_ROWS = 16384,  // unified buffer rows
+  parameter int ACC_ROWS = 32768, // accumulator rows
+  parameter int UB_AW = (UB_ROWS > 1) ? $clog2(UB_ROWS) : 1,    // leave at the default
+  parameter int ACC_AW = (ACC_ROWS > 1) ? $clog2(ACC_ROWS) : 1  // leave at the default
+) (
+  input  logic              clk,
+  input  logic              rst,
+  // commands
+  input  logic              s_cmd_valid,
+  output logic              s_cmd_ready,
+  input  logic [7:0]        s_cmd_op,     // OP_ACT, OP_RELU_GRAD or OP_COLSUM
+  input  logic [7:0]        s_cmd_flags,
+  input  logic [15:0]       s_cmd_src,
+  input  logic [15:0]       s_cmd_dst,
+  input  logic [15:0]       s_cmd_rows,
+  input  logic [15:0]       s_cmd_aux,    // ACT: aux; RELU_GRAD: mask
+  output logic              idle,
+  // memories (read data one cycle after the read, held until the next read)
+  output logic              acc_re,
+  output logic [ACC_AW-1:0] acc_raddr,
+  input  logic [N*32-1:0]   acc_rdata,
+  output logic              ub_re,
+  output logic [UB_AW-1:0]  ub_raddr,
+  input  logic [N*16-1:0]   ub_rdata,
+  output logic              wr_we,
+  output logic [1:0]        wr_mem,       // MEM_UB, MEM_WB or MEM_ACC
+  output logic [15:0]       wr_addr,      // a row of wr_mem
+  output logic [N*32-1:0]   wr_data,      // UB and WB rows in the low N*16 bits
+  // events for the performance counters
+  output logic              stall_hazard  // a row waits for an earlier row's write
+);
+
+  typedef enum logic [2:0] {
+    S_IDLE,
+    S_AUX0,  // read aux row 0
+    S_AUX1,  // take it, read aux row 1
+    S_AUX2,  // take it, read aux row 2
+    S_AUX3,  // take it
+    S_RUN    // stream the rows
+  } state_e;
+
+  state_e state_q, state_d;
+
+  logic [7:0]  op_q;
+  logic [3:0]  flags_q;                     // the defined bits; the rest are 0 once checked
+  logic [15:0] dst_q;
+  logic [15:0] aux_base_q;
+  logic [2:0]  need_q;                      // aux rows 0..2 used
+  logic [N*32-1:0] aux0_q, mult_q, shift_q;
+  logic        is_colsum, is_rg, void_q;
+  logic [1:0]  out_q;
+
+  logic [16:0] beats_left_q;                // beats still to send into ntpu_vec
+  logic [16:0] results_left_q;              // result rows still to write
+  logic [15:0] rd_idx_q, wr_idx_q;          // rows read, rows written
+  logic [ACC_AW-1:0] rd_src_q;
+  logic [UB_AW-1:0]  rd_mask_q;
+  logic        hz_en_q;                     // the source and destination share a memory
+  logic signed [17:0] hz_d_q;               // destination start - source start
+  logic        in_v_q, in_last_q;           // a beat waits on the read data for ntpu_vec
+
+  logic        vec_ready, vec_out_valid, vec_busy;
+  logic [N*32-1:0] vec_out_data;
+  logic        issue, hazard;
+  logic [15:0] in_flight;
+
+  assign is_colsum = (op_q == OP_COLSUM);
+  assign is_rg = (op_q == OP_RELU_GRAD);
+  assign out_q = flags_q[3:2];
+
+  // ---------------------------------------------------------------- control
+  assign s_cmd_ready = (state_q == S_IDLE);
+
+  always_comb begin
+    state_d = state_q;
+    case (state_q)
+      S_IDLE: if (s_cmd_valid) state_d = S_AUX0;
+      S_AUX0: state_d = S_AUX1;
+      S_AUX1: state_d = S_AUX2;
+      S_AUX2: state_d = S_AUX3;
+      S_AUX3: state_d = S_RUN;
+      S_RUN: if (results_left_q == 17'd0 && beats_left_q == 17'd0) state_d = S_IDLE;
+      default: state_d = S_IDLE;
+    endcase
+  end
+
+  always_ff @(posedge clk) begin
+    if (rst) state_q <= S_IDLE;
+    else state_q <= state_d;
+  end
+
+  // ---------------------------------------------------------------- command fields
+  always_ff @(posedge clk) begin
+    if (s_cmd_valid && s_cmd_ready) begin
+      logic int8, colsum, rg;
+      logic [1:0] out;
+      int8 = (s_cmd_op == OP_ACT) && (s_cmd_flags[3:2] == OUT_INT8[3:2]);
+      colsum = (s_cmd_op == OP_COLSUM);
+      rg = (s_cmd_op == OP_RELU_GRAD);
+      out = s_cmd_flags[3:2];
+      op_q <= s_cmd_op;
+      flags_q <= s_cmd_flags[3:0];
+      dst_q <= s_cmd_dst;
+      aux_base_q <= colsum ? s_cmd_dst : s_cmd_aux;
+      need_q <= {int8, int8, s_cmd_flags[0] && s_cmd_op != OP_RELU_GRAD};
+      void_q <= colsum && s_cmd_rows == 16'd0;
+      beats_left_q <= (colsum && s_cmd_rows == 16'd0) ? 17'd1 : 17'(s_cmd_rows);
+      results_left_q <= colsum ? 17'd1 : 17'(s_cmd_rows);
+      rd_src_q <= ACC_AW'(s_cmd_src);
+      rd_mask_q <= UB_AW'(s_cmd_aux);
+      hz_en_q <= !colsum && (out == OUT_ACC[3:2] || (rg && out == OUT_UB[3:2]));
+      hz_d_q <= 18'(s_cmd_dst) - ((rg && out == OUT_UB[3:2]) ? 18'(s_cmd_aux) : 18'(s_cmd_src));
+    end else begin
+      if (issue) begin
+        beats_left_q <= beats_left_q - 17'd1;
+        rd_src_q <= rd_src_q + ACC_AW'(1);
+        rd_mask_q <= rd_mask_q + UB_AW'(1);
+      end
+      if (wr_we) results_left_q <= results_left_q - 17'd1;
+    end
+    if (state_q == S_AUX1 && need_q[0]) aux0_q <= acc_rdata;
+    if (state_q == S_AUX2 && need_q[1]) mult_q <= acc_rdata;
+    if (state_q == S_AUX3 && need_q[2]) shift_q <= acc_rdata;
+  end
+
+  // ---------------------------------------------------------------- reads
+  assign in_flight = rd_idx_q - wr_idx_q;
+  assign hazard = hz_en_q && hz_d_q > 18'sd0 && $signed({2'b00, in_flight}) >= hz_d_q;
+  assign issue = (state_q == S_RUN) && beats_left_q != 17'd0 && (!in_v_q || vec_ready) && !hazard;
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      in_v_q <= 1'b0;
+    end else begin
+      in_v_q <= issue || (in_v_q && !vec_ready);
+    end
+  end
+
+  always_ff @(posedge clk) begin
+    if (state_q == S_IDLE) begin
+      rd_idx_q <= '0;
+      wr_idx_q <= '0;
+    end else begin
+      if (issue) rd_idx_q <= rd_idx_q + 16'd1;
+      if (wr_we) wr_idx_q <= wr_idx_q + 16'd1;
+    end
+    if (issue) in_last_q <= (beats_left_q == 17'd1);
+  end
+
+  // Plain assigns, no default-then-override: a strobe must not glitch (see ntpu_cmd).
+  logic [1:0] aux_k;  // aux row read in this state
+  assign aux_k = (state_q == S_AUX1) ? 2'd1 : (state_q == S_AUX2) ? 2'd2 : 2'd0;
+  assign acc_re = (state_q == S_AUX0 || state_q == S_AUX1 || state_q == S_AUX2) ? need_q[aux_k]
+                                                                              : issue && !void_q;
+  assign acc_raddr = (state_q == S_RUN) ? rd_src_q : ACC_AW'(aux_base_q + 16'(aux_k));
+
+  assign ub_re = issue && is_rg;
+  assign ub_raddr = rd_mask_q;
+
+  // ---------------------------------------------------------------- lanes
+  logic [1:0] vop;
+  assign vop = is_colsum ? 2'd2 : is_rg ? 2'd1 : 2'd0;
+
+  ntpu_vec #(
+    .N(N)
+  ) u_vec (
+    .clk        (clk),
+    .rst        (rst),
+    .op         (vop),
+    .bias       (flags_q[0]),
+    .relu       (flags_q[1]),
+    .out        (out_q),
+    .accumulate (flags_q[0]),
+    .aux0       (aux0_q),
+    .mult       (mult_q),
+    .shift      (shift_q),
+    .s_in_valid (in_v_q),
+    .s_in_ready (vec_ready),
+    .s_in_acc   (acc_rdata),
+    .s_in_mask  (ub_rdata),
+    .s_in_last  (in_last_q),
+    .s_in_void  (void_q),
+    .m_out_valid(vec_out_valid),
+    .m_out_ready(1'b1),
+    .m_out_data (vec_out_data),
+    .busy       (vec_busy)
+  );
+
+  // ---------------------------------------------------------------- writes
+  assign wr_we = vec_out_valid;
+  assign wr_data = vec_out_data;
+  assign wr_addr = dst_q + wr_idx_q;
+  assign wr_mem = (is_colsum || out_q == OUT_ACC[3:2]) ? 2'(MEM_ACC)
+                : (out_q == OUT_WB[3:2]) ? 2'(MEM_WB) : 2'(MEM_UB);
+
+  assign idle = (state_q == S_IDLE);
+  assign stall_hazard = (state_q == S_RUN) && beats_left_q != 17'd0 && hazard;
+
+  // The unit is empty whenever the last result has been written: busy adds nothing here. Reserved
+  // flag bits are zero in a checked command.
+  logic unused_bits;
+  assign unused_bits = ^{vec_busy, s_cmd_flags[7:4]};
+
+endmodule
+
+`default_nettype wire
