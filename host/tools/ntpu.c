@@ -46,7 +46,18 @@ static int cmd_info(common *cm, int argc, char **argv)
     ntpu_get_info(dev, &in);
     ntpu_close(dev);
     int i8 = !!(in.dtypes & NTPU_DTYPE_INT8_BIT), b16 = !!(in.dtypes & NTPU_DTYPE_BF16_BIT);
-    int tr = !!(in.features & NTPU_FEATURE_TRANSPOSE_BIT);
+    static const struct { unsigned bit; const char *json, *text; } feats[] = {
+        {NTPU_FEATURE_TRANSPOSE_BIT, "transpose", "transposed weight load"},
+        {NTPU_FEATURE_TRANSPOSE_A_BIT, "transpose_a", "transposed activation stream"},
+        {NTPU_FEATURE_VECTOR_BIT, "vector", "vector unit"},
+    };
+    char fjson[128] = "", ftext[128] = "";
+    for (size_t k = 0; k < sizeof feats / sizeof feats[0]; k++)
+        if (in.features & feats[k].bit) {
+            snprintf(fjson + strlen(fjson), sizeof fjson - strlen(fjson), "%s\"%s\"", *fjson ? "," : "",
+                     feats[k].json);
+            snprintf(ftext + strlen(ftext), sizeof ftext - strlen(ftext), "%s%s", *ftext ? ", " : "", feats[k].text);
+        }
     if (cm->json) {
         printf("{\"device\":");
         json_str(stdout, in.device);
@@ -56,7 +67,7 @@ static int cmd_info(common *cm, int argc, char **argv)
                "\"features\":[%s],\"ub_rows\":%" PRIu32 ",\"wb_rows\":%" PRIu32 ",\"acc_rows\":%" PRIu32
                ",\"max_payload\":%u,\"clock_hz\":%" PRIu32 "}\n",
                in.platform, in.version_major, in.version_minor, in.rows, in.cols, i8 ? "\"int8\"" : "",
-               i8 && b16 ? "," : "", b16 ? "\"bf16\"" : "", tr ? "\"transpose\"" : "", in.ub_rows, in.wb_rows,
+               i8 && b16 ? "," : "", b16 ? "\"bf16\"" : "", fjson, in.ub_rows, in.wb_rows,
                in.acc_rows, in.max_payload, in.clock_hz);
         return 0;
     }
@@ -66,7 +77,7 @@ static int cmd_info(common *cm, int argc, char **argv)
     printf("protocol     %u.%u\n", in.version_major, in.version_minor);
     printf("array        %u x %u\n", in.rows, in.cols);
     printf("dtypes       %s%s%s\n", i8 ? "int8" : "", i8 && b16 ? ", " : "", b16 ? "bf16" : "");
-    printf("features     %s\n", tr ? "transposed weight load" : "-");
+    printf("features     %s\n", *ftext ? ftext : "-");
     printf("UB           %s rows x %u lanes x 16 bit (%s)\n", grouped(in.ub_rows, b1, sizeof b1), in.cols,
            bytes_str((uint64_t)in.ub_rows * in.cols * 2, b2, sizeof b2));
     printf("WB           %s rows x %u lanes x 16 bit (%s)\n", grouped(in.wb_rows, b1, sizeof b1), in.cols,
