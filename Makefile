@@ -116,8 +116,8 @@ lint: deps-quiet ## verilator -Wall on every RTL file; C and C++ with -Werror
 
 # ---------------------------------------------------------------- run
 .PHONY: demo
-demo: deps all ## run a matmul on the simulated RTL (vsim), check it against the golden model
-	@bash tools/demo.sh $(CLI)
+demo: deps all ## train an MLP on Fashion-MNIST on the simulated RTL (vsim), then run it in int8
+	@bash tools/demo.sh $(CLI) $(BUILD)/demo
 
 .PHONY: bench
 bench: deps all ## print the benchmark table (cycles, utilization, simulator speed)
