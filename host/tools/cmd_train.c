@@ -165,7 +165,7 @@ static int write_plot(const char *path, const float *step_loss, size_t nsteps, u
     FILE *f = fopen(tmp, "w");
     if (!f)
         return fail("--plot: cannot write %s: %s", path, strerror(errno));
-    const double W = 720, H = 300, L = 60, R = 20, T = 40, B = 40, pw = W - L - R, ph = H - T - B;
+    const double W = 740, H = 300, L = 60, R = 50, T = 40, B = 40, pw = W - L - R, ph = H - T - B;
     float lmax = 0.0f;
     for (size_t i = 0; i < nsteps; i++)
         lmax = step_loss[i] > lmax ? step_loss[i] : lmax;
@@ -180,7 +180,7 @@ static int write_plot(const char *path, const float *step_loss, size_t nsteps, u
         last_step = 1;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
                "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H);
-    fprintf(f, "<text x=\"%.0f\" y=\"20\" font-size=\"14\">%s</text>\n", L, title);
+    fprintf(f, "<text x=\"%.0f\" y=\"20\" font-size=\"14\">ntpu train, layers %s</text>\n", L, title);
     fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#888\"/>\n", L, T,
             pw, ph);
     for (int k = 0; k <= 4; k++) {
