@@ -10,9 +10,7 @@
 // - Latency: a block's column 0 is valid in the cycle after its row N-1 is taken.
 // - No reset of the data; rst empties both buffers.
 //
-// The buffers are shift registers, so no lane needs an N-way multiplexer: a row enters at the
-// bottom and the buffer moves up a row; a column leaves from the left edge and the buffer moves
-// left a column.
+// The buffers are shift registers, so no lane needs an N-way multiplexer.
 `default_nettype none
 
 module ntpu_transpose #(
@@ -33,31 +31,41 @@ module ntpu_transpose #(
   end
 
   localparam int CNT_W = $clog2(N + 1);
+  localparam int COL_W = N * 16;         // one column: element i at [16*i +: 16]
+  localparam int REST_W = (N - 1) * COL_W;
 
-  // buf_q[b][i] is row i of buffer b as it was taken, shifted left by the columns already sent.
-  logic [N*16-1:0] buf_q [2][N];
-  logic [CNT_W-1:0] cnt_q [2];  // filling: rows in; full: columns left
-  logic full_q [2];             // 1: complete, draining
-  logic wsel_q, rsel_q;         // buffer being filled, buffer being drained
-  logic take, give;
+  // Each buffer is kept column by column: head holds the column that goes out next, rest the
+  // others, column c+1 at [c*COL_W +: COL_W]. Taking a row shifts every column down one element
+  // and puts the row's lane c on top of column c, so after N rows element i of column c is lane c
+  // of row i; sending a column moves the next one into head.
+  //
+  // Simulation speed: the outside reads only head, and each part is one vector updated by one
+  // assignment under one enable, so that Verilator does no work for an idle buffer (otherwise it
+  // may keep a shadow copy of all 2N^2 elements every cycle).
+  logic [COL_W-1:0]      head0_q, head1_q;
+  logic [REST_W-1:0]     rest0_q, rest1_q;
+  logic [1:0][CNT_W-1:0] cnt_q;           // filling: rows in; full: columns left
+  logic [1:0]            full_q;          // 1: complete, draining
+  logic                  wsel_q, rsel_q;  // buffer being filled, buffer being drained
+  logic                  take, give;
+  logic                  fill0, fill1, drain0, drain1;
 
   assign s_row_ready = !full_q[wsel_q];
   assign m_col_valid = full_q[rsel_q];
+  assign m_col_data = rsel_q ? head1_q : head0_q;
   assign take = s_row_valid && s_row_ready;
   assign give = m_col_valid && m_col_ready;
-
-  for (genvar i = 0; i < N; i++) begin : g_out
-    assign m_col_data[16*i +: 16] = buf_q[rsel_q][i][15:0];
-  end
+  assign fill0 = take && !wsel_q;
+  assign fill1 = take && wsel_q;
+  assign drain0 = give && !rsel_q;
+  assign drain1 = give && rsel_q;
 
   always_ff @(posedge clk) begin
     if (rst) begin
       wsel_q <= 1'b0;
       rsel_q <= 1'b0;
-      for (int b = 0; b < 2; b++) begin
-        full_q[b] <= 1'b0;
-        cnt_q[b] <= '0;
-      end
+      full_q <= '0;
+      cnt_q <= '0;
     end else begin
       // The two events touch different buffers: a full buffer takes no rows.
       if (take) begin
@@ -81,19 +89,39 @@ module ntpu_transpose #(
     end
   end
 
-  for (genvar b = 0; b < 2; b++) begin : g_buf
-    logic fill, drain;
-    assign fill = take && (wsel_q == 1'(b));
-    assign drain = give && (rsel_q == 1'(b));
-
-    always_ff @(posedge clk) begin
-      if (fill) begin
-        for (int i = 0; i < N - 1; i++) buf_q[b][i] <= buf_q[b][i+1];
-        buf_q[b][N-1] <= s_row_data;
-      end else if (drain) begin
-        for (int i = 0; i < N; i++) buf_q[b][i] <= {16'd0, buf_q[b][i][N*16-1:16]};
-      end
+  // Columns 1 .. N-1 after taking `row`: each moves down one element, lane c of the row on top.
+  function automatic logic [REST_W-1:0] rest_fill(input logic [REST_W-1:0] r,
+                                                  input logic [COL_W-1:0] row);
+    logic [REST_W-1:0] o;
+    for (int c = 1; c < N; c++) begin
+      o[(c-1)*COL_W +: COL_W] = {row[16*c +: 16], r[(c-1)*COL_W + 16 +: COL_W - 16]};
     end
+    return o;
+  endfunction
+
+  // Columns 1 .. N-1 after sending one: each moves into the place of the one before.
+  function automatic logic [REST_W-1:0] rest_drain(input logic [REST_W-1:0] r);
+    return r >> COL_W;
+  endfunction
+
+  always_ff @(posedge clk) begin
+    if (fill0 || drain0) begin
+      head0_q <= fill0 ? {s_row_data[15:0], head0_q[COL_W-1:16]} : rest0_q[COL_W-1:0];
+    end
+  end
+
+  always_ff @(posedge clk) begin
+    if (fill0 || drain0) rest0_q <= fill0 ? rest_fill(rest0_q, s_row_data) : rest_drain(rest0_q);
+  end
+
+  always_ff @(posedge clk) begin
+    if (fill1 || drain1) begin
+      head1_q <= fill1 ? {s_row_data[15:0], head1_q[COL_W-1:16]} : rest1_q[COL_W-1:0];
+    end
+  end
+
+  always_ff @(posedge clk) begin
+    if (fill1 || drain1) rest1_q <= fill1 ? rest_fill(rest1_q, s_row_data) : rest_drain(rest1_q);
   end
 
 endmodule

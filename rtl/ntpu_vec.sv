@@ -98,53 +98,53 @@ module ntpu_vec #(
   // ---------------------------------------------------------------- stage B: add, ReLU, select
   // b_q doubles as COLSUM's running sum: it changes only when a beat passes, and sum_q says that
   // it holds a partial sum (otherwise the sum starts from aux0 or +0).
+  //
+  // Simulation speed: the lane logic of stages B and D is written as functions called inside the
+  // clocked blocks, under the enable of the stage, so that Verilator runs none of it while the unit
+  // is idle (always_comb logic would run every cycle). Only the adders are separate, as modules.
   logic            b_v_q, sum_q;
-  logic [N*32-1:0] b_q, b_d;
+  logic [N*32-1:0] b_q;
   logic            a_go;     // stage A's beat moves into stage B
   logic            add_en;
+  logic [N*32-1:0] s_cur;    // COLSUM: the sum so far
+  logic [N*32-1:0] add_a, add_b, add_s;
 
   assign a_go = adv && a_v_q;
   assign add_en = a_go && use_add && !a_void_q;
+  assign s_cur = sum_q ? b_q : (accumulate ? aux0 : '0);
+  assign add_a = is_colsum ? s_cur : a_x_q;
+  assign add_b = is_colsum ? a_x_q : aux0;
 
-  for (genvar n = 0; n < N; n++) begin : g_lane_b
-    logic [31:0] x, ax, s_cur, add_a, add_b, add_s, t;
-    logic [15:0] m;
-    logic        m_pos;
-
-    assign x = a_x_q[32*n +: 32];
-    assign ax = aux0[32*n +: 32];
-    assign m = a_m_q[16*n +: 16];
-    assign s_cur = sum_q ? b_q[32*n +: 32] : (accumulate ? ax : 32'd0);
-    assign add_a = is_colsum ? s_cur : x;
-    assign add_b = is_colsum ? x : ax;
-    assign m_pos = !m[15] && m[14:7] != 8'h00 && m[14:0] <= 15'h7F80;
-
+  for (genvar n = 0; n < N; n++) begin : g_add
     ntpu_fp32_add u_add (
       .en(add_en),
-      .x (add_a),
-      .y (add_b),
-      .s (add_s)
+      .x (add_a[32*n +: 32]),
+      .y (add_b[32*n +: 32]),
+      .s (add_s[32*n +: 32])
     );
-
-    // `always @*`: Icarus 11 would print a "constant selects" line per lane for always_comb.
-    always @* begin
-      t = x;
-      if (is_colsum) begin
-        t = a_void_q ? s_cur : add_s;
-      end else if (op == VOP_RELU_GRAD) begin
-        t = m_pos ? x : 32'd0;
-      end else if (is_int8) begin
-        t = bias ? x + ax : x;
-        if (relu && t[31]) t = 32'd0;
-      end else begin
-        if (bias) t = add_s;
-        // ReLU is a select: NaN keeps its bits, -0 and -Inf become +0.
-        if (relu && t[31] && !(t[30:23] == 8'hFF && t[22:0] != 23'd0)) t = 32'd0;
-      end
-    end
-
-    assign b_d[32*n +: 32] = t;
   end
+
+  // One lane of stage B. x: ACC lane, ax: aux0 lane, sc: the sum so far, sum: add_s, m: mask lane.
+  function automatic logic [31:0] lane_b(input logic [31:0] x, input logic [31:0] ax,
+                                         input logic [31:0] sc, input logic [31:0] sum,
+                                         input logic [15:0] m);
+    logic [31:0] t;
+    t = x;
+    if (is_colsum) begin
+      t = a_void_q ? sc : sum;
+    end else if (op == VOP_RELU_GRAD) begin
+      // bf16 m > 0, a subnormal being zero: sign clear, exponent not 0, not NaN.
+      t = (!m[15] && m[14:7] != 8'h00 && m[14:0] <= 15'h7F80) ? x : 32'd0;
+    end else if (is_int8) begin
+      t = bias ? x + ax : x;
+      if (relu && t[31]) t = 32'd0;
+    end else begin
+      if (bias) t = sum;
+      // ReLU is a select: NaN keeps its bits, -0 and -Inf become +0.
+      if (relu && t[31] && !(t[30:23] == 8'hFF && t[22:0] != 23'd0)) t = 32'd0;
+    end
+    return t;
+  endfunction
 
   always_ff @(posedge clk) begin
     if (rst) begin
@@ -157,26 +157,24 @@ module ntpu_vec #(
   end
 
   always_ff @(posedge clk) begin
-    if (a_go) b_q <= b_d;
+    if (a_go) begin
+      for (int n = 0; n < N; n++) begin
+        b_q[32*n +: 32] <= lane_b(a_x_q[32*n +: 32], aux0[32*n +: 32], s_cur[32*n +: 32],
+                                 add_s[32*n +: 32], a_m_q[16*n +: 16]);
+      end
+    end
   end
 
   // ---------------------------------------------------------------- stages C and D
   // fp32 results: C holds the value, D its output form. int8: the requantizer's two stages.
   logic            c_v_q, d_v_q;
-  logic [N*32-1:0] c_q, d_q, d_d;
-  logic [N*16-1:0] h16;   // bf16 form of c_q
+  logic [N*32-1:0] c_q, d_q;
   logic [N*8-1:0]  y8;
-  logic            rq_ce, cvt_en;
+  logic            rq_ce;
 
   assign rq_ce = adv && is_int8;
-  assign cvt_en = adv && c_v_q && bf16_out;
 
-  for (genvar n = 0; n < N; n++) begin : g_lane_cd
-    logic [31:0] c, f;
-    logic [15:0] h;
-
-    assign c = c_q[32*n +: 32];
-
+  for (genvar n = 0; n < N; n++) begin : g_rq
     ntpu_requant u_rq (
       .clk  (clk),
       .ce   (rq_ce),
@@ -185,24 +183,17 @@ module ntpu_vec #(
       .shift(shift[32*n +: 32]),
       .y    (y8[8*n +: 8])
     );
-
-    // fp32 -> bf16 as ntpu_bf16_from_f32_bits: NaN keeps sign and top fraction bits and is made
-    // quiet; a subnormal becomes zero of its sign; otherwise RNE on the 16 dropped bits (adding
-    // 0x7FFF plus the kept LSB), carrying into the exponent up to Inf. Never past 32 bits.
-    always @* begin
-      f = 32'd0;
-      h = 16'd0;
-      if (cvt_en) begin
-        f = (c[30:23] == 8'h00) ? {c[31], 31'd0} : c;
-        if (c[30:23] == 8'hFF && c[22:0] != 23'd0) h = c[31:16] | 16'h0040;
-        else h = 16'((f + 32'h0000_7FFF + {31'd0, f[16]}) >> 16);
-      end
-    end
-
-    assign h16[16*n +: 16] = h;
   end
 
-  assign d_d = bf16_out ? {{(N * 16){1'b0}}, h16} : c_q;
+  // fp32 -> bf16 as ntpu_bf16_from_f32_bits: NaN keeps sign and top fraction bits and is made
+  // quiet; a subnormal becomes zero of its sign; otherwise RNE on the 16 dropped bits (adding
+  // 0x7FFF plus the kept LSB), carrying into the exponent up to Inf. Never past 32 bits.
+  function automatic logic [15:0] bf16_of(input logic [31:0] c);
+    logic [31:0] f;
+    if (c[30:23] == 8'hFF && c[22:0] != 23'd0) return c[31:16] | 16'h0040;
+    f = (c[30:23] == 8'h00) ? {c[31], 31'd0} : c;
+    return 16'((f + 32'h0000_7FFF + {31'd0, f[16]}) >> 16);
+  endfunction
 
   always_ff @(posedge clk) begin
     if (rst) begin
@@ -214,9 +205,21 @@ module ntpu_vec #(
     end
   end
 
+  // Separate blocks for c_q and d_q: d_q reads the old c_q, and Verilator would otherwise keep a
+  // shadow copy of c_q every cycle.
   always_ff @(posedge clk) begin
     if (adv && b_v_q && !is_int8) c_q <= b_q;
-    if (adv && c_v_q && !is_int8) d_q <= d_d;
+  end
+
+  always_ff @(posedge clk) begin
+    if (adv && c_v_q && !is_int8) begin
+      if (bf16_out) begin
+        d_q[N*32-1:N*16] <= '0;
+        for (int n = 0; n < N; n++) d_q[16*n +: 16] <= bf16_of(c_q[32*n +: 32]);
+      end else begin
+        d_q <= c_q;
+      end
+    end
   end
 
   // 16-bit lanes of the int8 result: in the low N*16 bits, the rest 0.
