@@ -55,6 +55,9 @@ module ntpu_link_tx
 
   assign out_free = !m_tx_valid_q || m_tx_ready;
   assign s_hdr_ready = !hdr_full_q;
+  // Handshakes between modules are plain assigns: a default-then-override in always_comb would
+  // glitch, and two such blocks reading each other's glitches never settle in an event simulator.
+  assign s_body_ready = (state_q == S_BODY) && out_free;
 
   always_comb begin
     state_d = state_q;
@@ -63,7 +66,6 @@ module ntpu_link_tx
     load_data = 8'h00;
     start = 1'b0;
     crc_en = 1'b0;
-    s_body_ready = 1'b0;
     case (state_q)
       S_IDLE: begin
         if (hdr_full_q && out_free) begin
@@ -98,7 +100,6 @@ module ntpu_link_tx
         end
       end
       S_BODY: begin
-        s_body_ready = out_free;
         load = out_free && s_body_valid;
         load_data = s_body_data;
         if (load) begin

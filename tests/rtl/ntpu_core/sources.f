@@ -1,0 +1,14 @@
+rtl/ntpu_pkg.sv
+rtl/ntpu_crc32.sv
+rtl/ntpu_ram.sv
+rtl/ntpu_link_rx.sv
+rtl/ntpu_link_tx.sv
+rtl/ntpu_perf.sv
+rtl/ntpu_cmd.sv
+rtl/ntpu_seq.sv
+rtl/ntpu_bf16_mul.sv
+rtl/ntpu_fp32_add.sv
+rtl/ntpu_pe.sv
+rtl/ntpu_array.sv
+rtl/ntpu_core.sv
+tests/rtl/ntpu_core/tb.sv
