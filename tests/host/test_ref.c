@@ -265,12 +265,12 @@ Test(ref_model, info_block)
 
 Test(ref_model, config_limits)
 {
-    ntpu_ref_config ok = {4, 16, 8, 32, 64};
+    ntpu_ref_config ok = {4, 16, 8, 32, 73}; /* 73: the COUNTERS reply */
     ntpu_ref *r = ntpu_ref_new(&ok);
     cr_assert(r);
     cr_assert_eq(op0(r, NTPU_OP_INFO), NTPU_DEV_OK);
     cr_expect_eq(rep.data[6], 4);
-    cr_expect_eq(get16(rep.data + 10), 64);
+    cr_expect_eq(get16(rep.data + 10), 73);
     cr_expect_eq(get32(rep.data + 12), 16);
     cr_expect_eq(get32(rep.data + 16), 8);
     cr_expect_eq(get32(rep.data + 20), 32);
@@ -278,9 +278,9 @@ Test(ref_model, config_limits)
     ntpu_ref_free(NULL);
 
     const ntpu_ref_config bad[] = {
-        {1, 16, 8, 32, 64},  {65, 16, 65, 32, 64},   {4, 0, 8, 32, 64},     {4, 65537, 8, 32, 64},
-        {4, 16, 3, 32, 64},  {4, 16, 65537, 32, 64}, {4, 16, 8, 0, 64},     {4, 16, 8, 65537, 64},
-        {4, 16, 8, 32, 63},  {4, 16, 8, 32, 65536},
+        {1, 16, 8, 32, 73},  {65, 16, 65, 32, 73},   {4, 0, 8, 32, 73},     {4, 65537, 8, 32, 73},
+        {4, 16, 3, 32, 73},  {4, 16, 65537, 32, 73}, {4, 16, 8, 0, 73},     {4, 16, 8, 65537, 73},
+        {4, 16, 8, 32, 72},  {4, 16, 8, 32, 65536},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_expect_null(ntpu_ref_new(&bad[i]), "config %zu rejected", i);
@@ -1034,7 +1034,7 @@ Test(ref_model, fuzz_random_frames_one_reply_each)
 Test(ref_model, fuzz_random_bytes_never_crash)
 {
     static uint8_t junk[1 << 16], out[1 << 16];
-    ntpu_ref_config small = {2, 4, 2, 3, 64};
+    ntpu_ref_config small = {2, 4, 2, 3, 73};
     ntpu_ref *r = ntpu_ref_new(&small);
     cr_assert(r);
     for (int k = 0; k < 200; k++) {
