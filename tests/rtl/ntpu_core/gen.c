@@ -723,12 +723,16 @@ static void random_stream(int count)
         } else if (c < 34) {
             load_w(rnd_below(2), rnd_below(WB_ROWS - N + 1));
         } else if (c < 80) {
-            unsigned rows = rnd_below(4) == 0 ? rnd_below(3) : rnd_below(13);
+            /* Long MATMULs let the next commands arrive while rows are still in flight. */
+            unsigned rows = rnd_below(4) == 0 ? rnd_below(3) : rnd_below(3) == 0 ? 20 + rnd_below(21) : rnd_below(13);
             unsigned flags = rnd_below(4);
             unsigned ub_a = rnd_below(UB_ROWS - rows + 1);
             unsigned acc_a;
-            /* Mostly overlap the previous MATMUL's ACC rows: the hazard cases. */
-            if (rnd_below(3)) {
+            /* Mostly overlap the previous MATMUL's ACC rows, often its last ones (still in
+             * flight when this one starts): the hazard cases. */
+            if (rnd_below(3) == 0 && last_rows > 2 && last_acc + last_rows - 2 + rows <= ACC_ROWS) {
+                acc_a = last_acc + last_rows - 1 - rnd_below(2);
+            } else if (rnd_below(2)) {
                 int lo = (int)last_acc - (int)rows + 1, hi = (int)(last_acc + last_rows);
                 if (lo < 0)
                     lo = 0;
