@@ -1,4 +1,4 @@
-/* Vectors for the ntpu_core bench (N = 4, UB 48 rows, WB 20, ACC 40, max_payload 200).
+/* Vectors for the ntpu_core bench (N = 4, UB 48 rows, WB 20, ACC 40, max_payload 201).
  *
  * Writes a host -> device byte stream of command frames (directed tests, then random command
  * streams) and, from a device model written here from docs/protocol.md and docs/isa.md (the MACs
@@ -22,7 +22,7 @@
 #define UB_ROWS 48u
 #define WB_ROWS 20u
 #define ACC_ROWS 40u
-#define MAXP 200u
+#define MAXP 201u /* 1 + 25 UB rows: a READ_MEM reply can be exactly max_payload */
 
 #define MAX_STREAM (1u << 20)
 
@@ -658,6 +658,9 @@ static void directed(void)
     d[2] = (uint8_t)(ACC_ROWS - 1);
     frame(d, 6 + 4 * N);            /* the last ACC row: fine */
     read_mem(NTPU_MEM_ACC, ACC_ROWS - 1, 1);
+    /* A READ_MEM reply of exactly max_payload bytes, and one byte row more. */
+    read_mem(NTPU_MEM_UB, 0, (MAXP - 1) / row_bytes(NTPU_MEM_UB));
+    read_mem(NTPU_MEM_UB, 0, (MAXP - 1) / row_bytes(NTPU_MEM_UB) + 1);
     cmd1(NTPU_OP_STATUS);
 
     /* Link errors: bad CRC (payload or CRC bytes) never executes; LEN 0 or too long is answered

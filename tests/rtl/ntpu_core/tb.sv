@@ -1,4 +1,4 @@
-// Bench for ntpu_core (N = 4, UB 48 rows, WB 20, ACC 40, max_payload 200) with the real array.
+// Bench for ntpu_core (N = 4, UB 48 rows, WB 20, ACC 40, max_payload 201) with the real array.
 // Streams gen.c's command frames into s_rx with random gaps and takes the replies with random
 // m_tx_ready, in phases from none to heavy stalls on either side. Every reply byte is checked
 // against gen.c's device model (bytes the ISA leaves open are masked there), every reply frame's
@@ -26,7 +26,7 @@ module tb;
     .UB_ROWS    (48),
     .WB_ROWS    (20),
     .ACC_ROWS   (40),
-    .MAX_PAYLOAD(200)
+    .MAX_PAYLOAD(201)
   ) dut (
     .clk       (clk),
     .rst       (rst),
