@@ -133,6 +133,7 @@ module ntpu_cmd
   logic is_acc;
   logic [7:0] row_bytes;
   logic [23:0] data_bytes;     // rows x row bytes for WRITE_MEM / READ_MEM
+  logic [15:0] read_reply_len;
   logic [16:0] mem_rows;
   logic [7:0] err;
 
@@ -146,6 +147,7 @@ module ntpu_cmd
   assign is_acc = (mem == 2'(MEM_ACC));
   assign row_bytes = is_acc ? 8'(ROW32_BYTES) : 8'(ROW16_BYTES);
   assign data_bytes = 24'(b16) * 24'(row_bytes);
+  assign read_reply_len = 16'd1 + data_bytes[15:0];  // fits: checked against MAX_PAYLOAD
   always_comb begin
     case (mem)
       2'(MEM_UB): mem_rows = 17'(UB_ROWS);
@@ -277,7 +279,7 @@ module ntpu_cmd
               state_d = S_DRAIN;
             end
             OP_READ_MEM: begin
-              rep_len_d = 16'd1 + data_bytes[15:0];
+              rep_len_d = read_reply_len;
               if (b16 != 16'd0) after_reply_d = S_RD_ISSUE;
               after_drain_d = S_REPLY;
               state_d = S_DRAIN;
