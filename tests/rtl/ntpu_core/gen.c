@@ -1,4 +1,4 @@
-/* Vectors for the ntpu_core bench (N = 4, UB 48 rows, WB 20, ACC 40, max_payload 201).
+/* Vectors for the ntpu_core bench, for two core configurations (see configs[] in main).
  *
  * Writes a host -> device byte stream of command frames (directed tests, then random command
  * streams) and, from a device model written here from docs/protocol.md and docs/isa.md (the MACs
@@ -17,12 +17,18 @@
 #include "ntpu/numerics.h"
 #include "ntpu/protocol.h"
 
-/* Must match the parameters tb.sv gives ntpu_core. */
-#define N 4u
-#define UB_ROWS 48u
-#define WB_ROWS 20u
-#define ACC_ROWS 40u
-#define MAXP 201u /* 1 + 25 UB rows: a READ_MEM reply can be exactly max_payload */
+/* The core's parameters; tb.sv instantiates one core per entry of configs[] in main. */
+struct config {
+    unsigned n, ub_rows, wb_rows, acc_rows, maxp;
+};
+static struct config cfg;
+#define N cfg.n
+#define UB_ROWS cfg.ub_rows
+#define WB_ROWS cfg.wb_rows
+#define ACC_ROWS cfg.acc_rows
+#define MAXP cfg.maxp
+#define MAX_N 8u      /* array sizes for the largest configuration */
+#define MAX_ROWS 64u
 
 #define MAX_STREAM (1u << 20)
 
@@ -133,9 +139,9 @@ static void matmul(unsigned flags, unsigned ub, unsigned acc, unsigned rows)
 
 /* ================================================================ the device model */
 
-static uint16_t ub[UB_ROWS][N], wb[WB_ROWS][N];
-static uint32_t acc[ACC_ROWS][N];
-static uint16_t w_act[N][N], w_pend[N][N];
+static uint16_t ub[MAX_ROWS][MAX_N], wb[MAX_ROWS][MAX_N];
+static uint32_t acc[MAX_ROWS][MAX_N];
+static uint16_t w_act[MAX_N][MAX_N], w_pend[MAX_N][MAX_N];
 static int pending;
 static uint8_t last_error;
 static uint32_t errors, commands, dropped;
@@ -478,28 +484,37 @@ static void fill_rows32(uint8_t *d, unsigned rows, int bf16)
     }
 }
 
+/* Largest row count per WRITE_MEM frame (and, conservatively, READ_MEM). */
+static unsigned max_rows(unsigned mem) { return (MAXP - 6) / row_bytes(mem); }
+
+/* Random rows, in as many WRITE_MEM frames as max_payload needs. */
 static void write_random(unsigned mem, unsigned addr, unsigned rows, int bf16)
 {
     static uint8_t d[65536];
-    if (mem == NTPU_MEM_ACC)
-        fill_rows32(d, rows, bf16);
-    else
-        fill_rows16(d, rows, bf16);
-    write_mem(mem, addr, rows, d);
+    do {
+        unsigned r = rows < max_rows(mem) ? rows : max_rows(mem);
+        if (mem == NTPU_MEM_ACC)
+            fill_rows32(d, r, bf16);
+        else
+            fill_rows16(d, r, bf16);
+        write_mem(mem, addr, r, d);
+        addr += r;
+        rows -= r;
+    } while (rows > 0);
 }
 
-/* Largest row count per READ_MEM / WRITE_MEM frame. */
-static unsigned max_rows(unsigned mem) { return (MAXP - 6) / row_bytes(mem); }
-
-static void read_all(unsigned mem)
+/* READ_MEM of any number of rows, in frames that fit. */
+static void read_rows(unsigned mem, unsigned addr, unsigned rows)
 {
-    for (unsigned a = 0; a < mem_rows(mem); a += max_rows(mem)) {
-        unsigned r = mem_rows(mem) - a;
-        if (r > max_rows(mem))
-            r = max_rows(mem);
-        read_mem(mem, a, r);
-    }
+    do {
+        unsigned r = rows < max_rows(mem) ? rows : max_rows(mem);
+        read_mem(mem, addr, r);
+        addr += r;
+        rows -= r;
+    } while (rows > 0);
 }
+
+static void read_all(unsigned mem) { read_rows(mem, 0, mem_rows(mem)); }
 
 static void directed(void)
 {
@@ -517,11 +532,11 @@ static void directed(void)
     matmul(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE, 0, 0, 4);
     matmul(NTPU_MATMUL_ACCUMULATE, 4, 4, 2);
     matmul(0, 6, 6, 2);
-    read_mem(NTPU_MEM_ACC, 0, 8);
+    read_rows(NTPU_MEM_ACC, 0, 8);
 
     /* Round trips on all three memories, first and last rows, rows = 0. */
     for (unsigned mem = 0; mem < 3; mem++) {
-        write_random(mem, 0, max_rows(mem), rnd() & 1);
+        write_random(mem, 0, max_rows(mem) < mem_rows(mem) ? max_rows(mem) : mem_rows(mem), rnd() & 1);
         write_random(mem, mem_rows(mem) - 3, 3, rnd() & 1);
         write_mem(mem, 5, 0, d);
         read_mem(mem, 5, 0);
@@ -538,7 +553,7 @@ static void directed(void)
         write_random(NTPU_MEM_ACC, 12, 10, bf16);
         load_w(tr ? NTPU_LOADW_TRANSPOSE : 0, 4);
         matmul((bf16 ? NTPU_MATMUL_BF16 : 0) | (accu ? NTPU_MATMUL_ACCUMULATE : 0), 10, 12, 10);
-        read_mem(NTPU_MEM_ACC, 12, 10);
+        read_rows(NTPU_MEM_ACC, 12, 10);
     }
     /* The pending tile is taken by the next MATMUL only; a MATMUL with rows = 0 still swaps. */
     write_random(NTPU_MEM_WB, 0, N, 0);
@@ -552,7 +567,7 @@ static void directed(void)
     load_w(0, 8);       /* the second LOAD_W wins */
     matmul(0, 6, 6, 5);
     matmul(NTPU_MATMUL_ACCUMULATE, 6, 6, 5); /* same tile again, reads its own earlier writes */
-    read_mem(NTPU_MEM_ACC, 0, 11);
+    read_rows(NTPU_MEM_ACC, 0, 11);
     cmd1(NTPU_OP_FENCE);
     cmd1(NTPU_OP_STATUS);
     counters(0);
@@ -625,7 +640,7 @@ static void directed(void)
     p[4] = 0xFF;
     frame(p, 6);                    /* ERR_MEM before the reply size */
     p[1] = NTPU_MEM_ACC;
-    p[4] = (uint8_t)(max_rows(NTPU_MEM_ACC) + 1);
+    p[4] = (uint8_t)((MAXP - 1) / row_bytes(NTPU_MEM_ACC) + 1);
     p[2] = (uint8_t)ACC_ROWS;
     frame(p, 6);                    /* ERR_LENGTH: reply too long, before the range */
     p[4] = (uint8_t)((MAXP - 1) / row_bytes(NTPU_MEM_ACC));
@@ -698,12 +713,12 @@ static void directed(void)
         cmd1(NTPU_OP_STATUS);
     }
     /* A frame cut short, the resync, and everything still works. */
-    write_random(NTPU_MEM_ACC, 0, 10, 0);
+    write_random(NTPU_MEM_ACC, 0, max_rows(NTPU_MEM_ACC), 0);
     nin -= 20;
     for (unsigned i = 0; i < MAXP + 8; i++)
         put(0);
     cmd1(NTPU_OP_NOP);
-    read_mem(NTPU_MEM_ACC, 0, 10);
+    read_rows(NTPU_MEM_ACC, 0, 10);
     cmd1(NTPU_OP_STATUS);
 }
 
@@ -715,19 +730,24 @@ static void random_stream(int count)
         unsigned c = rnd_below(100);
         if (c < 8) {
             unsigned mem = rnd_below(3);
-            unsigned rows = rnd_below(max_rows(mem) + 1);
+            unsigned most = max_rows(mem) < mem_rows(mem) ? max_rows(mem) : mem_rows(mem);
+            unsigned rows = rnd_below(most + 1);
             unsigned addr = rnd_below(mem_rows(mem) - rows + 1);
             write_random(mem, addr, rows, rnd() & 1);
         } else if (c < 14) {
             unsigned mem = rnd_below(3);
-            unsigned rows = rnd_below(max_rows(mem) + 1);
+            unsigned most = max_rows(mem) < mem_rows(mem) ? max_rows(mem) : mem_rows(mem);
+            unsigned rows = rnd_below(most + 1);
             unsigned addr = rnd_below(mem_rows(mem) - rows + 1);
             read_mem(mem, addr, rows);
         } else if (c < 34) {
             load_w(rnd_below(2), rnd_below(WB_ROWS - N + 1));
         } else if (c < 80) {
             /* Long MATMULs let the next commands arrive while rows are still in flight. */
-            unsigned rows = rnd_below(4) == 0 ? rnd_below(3) : rnd_below(3) == 0 ? 20 + rnd_below(21) : rnd_below(13);
+            unsigned lim = UB_ROWS < ACC_ROWS ? UB_ROWS : ACC_ROWS;
+            unsigned rows = rnd_below(4) == 0   ? rnd_below(3)
+                            : rnd_below(3) == 0 ? lim / 2 + rnd_below(lim / 2 + 1)
+                                                : rnd_below(13);
             unsigned flags = rnd_below(4);
             unsigned ub_a = rnd_below(UB_ROWS - rows + 1);
             unsigned acc_a;
@@ -780,31 +800,41 @@ static void random_stream(int count)
     counters(NTPU_COUNTERS_CLEAR);
 }
 
-int main(int argc, char **argv)
+/* Everything one configuration's run leaves behind. */
+static void reset_state(void)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: gen OUTDIR\n");
-        return 2;
-    }
-    directed();
-    /* Fresh operands for the random part. */
-    write_random(NTPU_MEM_WB, 0, max_rows(NTPU_MEM_WB) < WB_ROWS ? max_rows(NTPU_MEM_WB) : WB_ROWS, 0);
-    write_random(NTPU_MEM_UB, 0, 24, 0);
-    write_random(NTPU_MEM_UB, 24, 24, 1);
-    random_stream(700);
+    nin = nout = 0;
+    nreplies = 0;
+    seq_next = 0;
+    memset(ub, 0, sizeof ub);
+    memset(wb, 0, sizeof wb);
+    memset(acc, 0, sizeof acc);
+    memset(w_act, 0, sizeof w_act);
+    memset(w_pend, 0, sizeof w_pend);
+    memset(dropped_ahead, 0, sizeof dropped_ahead);
+    pending = 0;
+    last_error = 0;
+    errors = commands = dropped = 0;
+    macs = 0;
+    maybe_busy = 1;
+}
+
+static int write_config(const char *dir, const char *prefix)
+{
     char path[4096];
-    snprintf(path, sizeof path, "%s/replies.txt", argv[1]);
+    snprintf(path, sizeof path, "%s/%sreplies.txt", dir, prefix);
     flog = fopen(path, "w");
     model(0);
     model(1);
     if (flog)
         fclose(flog);
+    flog = NULL;
 
-    snprintf(path, sizeof path, "%s/in.hex", argv[1]);
+    snprintf(path, sizeof path, "%s/%sin.hex", dir, prefix);
     FILE *fi = fopen(path, "w");
-    snprintf(path, sizeof path, "%s/exp.hex", argv[1]);
+    snprintf(path, sizeof path, "%s/%sexp.hex", dir, prefix);
     FILE *fe = fopen(path, "w");
-    snprintf(path, sizeof path, "%s/counts.hex", argv[1]);
+    snprintf(path, sizeof path, "%s/%scounts.hex", dir, prefix);
     FILE *fc = fopen(path, "w");
     if (!fi || !fe || !fc) {
         perror(path);
@@ -818,5 +848,31 @@ int main(int argc, char **argv)
     fclose(fi);
     fclose(fe);
     fclose(fc);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    /* Must match the two ntpu_core instances in tb.sv. n4: a READ_MEM reply of 25 UB rows is
+     * exactly max_payload (201). n3: an odd array size, memories that are not powers of two, and
+     * 21 UB rows filling max_payload (127). */
+    static const struct config configs[2] = {{4, 48, 20, 40, 201}, {3, 40, 14, 33, 127}};
+    static const char *prefixes[2] = {"n4_", "n3_"};
+    if (argc != 2) {
+        fprintf(stderr, "usage: gen OUTDIR\n");
+        return 2;
+    }
+    for (int c = 0; c < 2; c++) {
+        cfg = configs[c];
+        reset_state();
+        directed();
+        /* Fresh operands for the random part. */
+        write_random(NTPU_MEM_WB, 0, WB_ROWS, 0);
+        write_random(NTPU_MEM_UB, 0, UB_ROWS / 2, 0);
+        write_random(NTPU_MEM_UB, UB_ROWS / 2, UB_ROWS - UB_ROWS / 2, 1);
+        random_stream(c == 0 ? 700 : 400);
+        if (write_config(argv[1], prefixes[c]) != 0)
+            return 1;
+    }
     return 0;
 }
