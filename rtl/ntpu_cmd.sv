@@ -122,7 +122,7 @@ module ntpu_cmd
   state_e after_drain_q, after_drain_d;  // where S_DRAIN goes
   state_e after_reply_q, after_reply_d;  // where S_REPLY goes (S_IDLE: done)
 
-  logic [7:0] hdr_q [CMD_HDR_MAX];  // payload bytes 0..9, zero past LEN
+  logic [8*CMD_HDR_MAX-1:0] hdr_q;  // payload bytes 0..9 (byte k at [8k +: 8]), zero past LEN
   logic [15:0] fb_off_q;            // next frame byte to fetch
   logic fb_vld_q;                   // frm_rdata holds byte fb_idx_q
   logic [15:0] fb_idx_q;
@@ -148,6 +148,7 @@ module ntpu_cmd
   logic is_acc;
   logic [7:0] row_bytes;
   logic [23:0] data_bytes;     // rows x row bytes for WRITE_MEM / READ_MEM
+  logic [15:0] read_reply_len;
   logic [16:0] mem_rows;
   logic [7:0] err;
   logic all_idle;              // both sequencers: every earlier command has finished
@@ -161,17 +162,18 @@ module ntpu_cmd
   logic [16:0] out_rows;
   logic [17:0] aux_end;
 
-  assign op = hdr_q[0];
-  assign f1 = hdr_q[1];
-  assign a16 = {hdr_q[3], hdr_q[2]};
-  assign b16 = {hdr_q[5], hdr_q[4]};
-  assign c16 = {hdr_q[7], hdr_q[6]};
-  assign d16 = {hdr_q[9], hdr_q[8]};
+  assign op = hdr_q[7:0];
+  assign f1 = hdr_q[15:8];
+  assign a16 = hdr_q[31:16];
+  assign b16 = hdr_q[47:32];
+  assign c16 = hdr_q[63:48];
+  assign d16 = hdr_q[79:64];
   assign len = s_frm_len;
   assign mem = f1[1:0];
   assign is_acc = (mem == 2'(MEM_ACC));
   assign row_bytes = is_acc ? 8'(ROW32_BYTES) : 8'(ROW16_BYTES);
   assign data_bytes = 24'(b16) * 24'(row_bytes);
+  assign read_reply_len = 16'd1 + data_bytes[15:0];  // fits: checked against MAX_PAYLOAD
   always_comb begin
     case (mem)
       2'(MEM_UB): mem_rows = 17'(UB_ROWS);
@@ -278,6 +280,23 @@ module ntpu_cmd
   assign frm_re = (state_q == S_HDR || state_q == S_WRITE) && (fb_off_q < fb_end);
   assign frm_raddr = OFF_W'(fb_off_q);
 
+  // Handshakes and strobes are plain assigns of the state: a default-then-override inside the
+  // always_comb below would glitch them, and two modules' always_comb blocks reacting to each
+  // other's glitches never settle in an event-driven simulator.
+  assign m_hdr_valid = (state_q == S_REPLY);
+  assign m_body_valid = (state_q == S_BLOCK) || (state_q == S_RD_SEND);
+  // LOAD_W and MATMUL must see the vector unit's writes: they are handed over only while it is idle.
+  assign m_seq_valid = (state_q == S_DISPATCH) && vec_idle;
+  assign m_vec_valid = (state_q == S_VDISPATCH);
+  assign mem_we = (state_q == S_WRITE) && wr_pend_q;
+  assign mem_re = (state_q == S_RD_ISSUE);
+  assign cnt_clear = (state_q == S_CNT) && ((f1 & COUNTERS_CLEAR) != 8'd0);
+  // The frame is released with its last reply byte.
+  assign s_frm_ready = (state_q == S_REPLY && m_hdr_ready && after_reply_q == S_IDLE) ||
+                       (state_q == S_BLOCK && m_body_ready && left_q == 8'd1) ||
+                       (state_q == S_RD_SEND && m_body_ready && left_q == 8'd1 &&
+                        rows_left_q == 16'd0);
+
   always_comb begin
     state_d = state_q;
     after_drain_d = after_drain_q;
@@ -287,14 +306,6 @@ module ntpu_cmd
     left_d = left_q;
     rows_left_d = rows_left_q;
     addr_d = addr_q;
-    s_frm_ready = 1'b0;
-    m_hdr_valid = 1'b0;
-    m_body_valid = 1'b0;
-    m_seq_valid = 1'b0;
-    m_vec_valid = 1'b0;
-    mem_we = 1'b0;
-    mem_re = 1'b0;
-    cnt_clear = 1'b0;
     case (state_q)
       S_IDLE: begin
         if (s_frm_valid) begin
@@ -335,7 +346,7 @@ module ntpu_cmd
               state_d = S_DRAIN;
             end
             OP_READ_MEM: begin
-              rep_len_d = 16'd1 + data_bytes[15:0];
+              rep_len_d = read_reply_len;
               if (b16 != 16'd0) after_reply_d = S_RD_ISSUE;
               after_drain_d = S_REPLY;
               state_d = S_DRAIN;
@@ -361,7 +372,6 @@ module ntpu_cmd
         if (all_idle) state_d = after_drain_q;
       end
       S_WRITE: begin
-        mem_we = wr_pend_q;
         if (wr_pend_q) begin
           addr_d = addr_q + 16'd1;
           rows_left_d = rows_left_q - 16'd1;
@@ -371,39 +381,27 @@ module ntpu_cmd
         end
       end
       S_CNT: begin
-        cnt_clear = (f1 & COUNTERS_CLEAR) != 8'd0;
         rep_len_d = 16'(1 + COUNTERS_BYTES);
         left_d = 8'(COUNTERS_BYTES);
         after_reply_d = S_BLOCK;
         state_d = S_REPLY;
       end
       S_DISPATCH: begin
-        m_seq_valid = vec_idle;
-        if (vec_idle && m_seq_ready) state_d = S_REPLY;
+        if (m_seq_valid && m_seq_ready) state_d = S_REPLY;
       end
       S_VDISPATCH: begin
-        m_vec_valid = 1'b1;
         if (m_vec_ready) state_d = S_REPLY;
       end
       S_REPLY: begin
-        m_hdr_valid = 1'b1;
-        if (m_hdr_ready) begin
-          state_d = after_reply_q;
-          s_frm_ready = (after_reply_q == S_IDLE);
-        end
+        if (m_hdr_ready) state_d = after_reply_q;
       end
       S_BLOCK: begin
-        m_body_valid = 1'b1;
         if (m_body_ready) begin
           left_d = left_q - 8'd1;
-          if (left_q == 8'd1) begin
-            s_frm_ready = 1'b1;
-            state_d = S_IDLE;
-          end
+          if (left_q == 8'd1) state_d = S_IDLE;
         end
       end
       S_RD_ISSUE: begin
-        mem_re = 1'b1;
         state_d = S_RD_LOAD;
       end
       S_RD_LOAD: begin
@@ -413,16 +411,11 @@ module ntpu_cmd
         state_d = S_RD_SEND;
       end
       S_RD_SEND: begin
-        m_body_valid = 1'b1;
         if (m_body_ready) begin
           left_d = left_q - 8'd1;
           if (left_q == 8'd1) begin
-            if (rows_left_q == 16'd0) begin
-              s_frm_ready = 1'b1;
-              state_d = S_IDLE;
-            end else begin
-              state_d = S_RD_ISSUE;
-            end
+            if (rows_left_q == 16'd0) state_d = S_IDLE;
+            else state_d = S_RD_ISSUE;
           end
         end
       end
@@ -457,11 +450,8 @@ module ntpu_cmd
     else if (state_q == S_DECODE) fb_off_q <= 16'(LEN_MEM_HDR);
     else if (frm_re) fb_off_q <= fb_off_q + 16'd1;
 
-    if (state_q == S_IDLE) begin
-      for (int i = 0; i < CMD_HDR_MAX; i++) hdr_q[i] <= 8'd0;
-    end else if (state_q == S_HDR && fb_take) begin
-      hdr_q[fb_idx_q[3:0]] <= frm_rdata;
-    end
+    if (state_q == S_IDLE) hdr_q <= '0;
+    else if (state_q == S_HDR && fb_take) hdr_q[8*fb_idx_q[3:0] +: 8] <= frm_rdata;
 
     if (state_q == S_DECODE) row_byte_q <= '0;
     else if (state_q == S_WRITE && fb_take) begin

@@ -21,7 +21,10 @@ module ntpu_crc32 (
   logic [31:0] state_q;
 
   // Eight shift-and-conditionally-xor steps: the bit-serial LFSR unrolled over a byte.
-  function automatic logic [31:0] crc_byte(input logic [31:0] c_in, input logic [7:0] d);
+  // Static, not automatic: Icarus 11 stops updating continuous assignments that read unpacked-array
+  // words (the array's skew registers, for one) anywhere in a design that has an automatic function
+  // with a for loop. It is called from one process only, so static is safe.
+  function logic [31:0] crc_byte(input logic [31:0] c_in, input logic [7:0] d);
     logic [31:0] c;
     c = c_in ^ {24'd0, d};
     for (int i = 0; i < 8; i++) begin

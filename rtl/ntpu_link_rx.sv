@@ -71,11 +71,12 @@ module ntpu_link_rx
   assign take = s_rx_valid && s_rx_ready;
   assign len_rx = {s_rx_data, len_lo_q};
   assign release_frm = m_frm_valid && m_frm_ready;
+  // A plain assign, not part of the FSM's always_comb: handshakes must not glitch (see ntpu_link_tx).
+  assign s_rx_ready = !(state_q == S_CHECK || (state_q == S_LEN1 && nheld_q == 2'd2));
 
   always_comb begin
     state_d = state_q;
     cnt_d = cnt_q;
-    s_rx_ready = 1'b1;
     commit = 1'b0;
     commit_status = DEV_OK;
     crc_clear = 1'b0;
@@ -102,8 +103,8 @@ module ntpu_link_rx
         if (take) state_d = S_LEN1;
       end
       S_LEN1: begin
-        // The frame claims a slot here, so a bad LEN can be answered without waiting for a buffer.
-        s_rx_ready = (nheld_q != 2'd2);
+        // The frame claims a slot here (s_rx_ready waits for one), so a bad LEN can be answered
+        // without waiting for a buffer.
         crc_en = take;
         cnt_d = '0;
         if (take) begin
@@ -136,7 +137,6 @@ module ntpu_link_rx
       end
       S_CHECK: begin
         // The CRC register has taken the last byte; a wrong frame is kept out of execution here.
-        s_rx_ready = 1'b0;
         commit = 1'b1;
         commit_status = (crc == CRC_RESIDUE) ? DEV_OK : DEV_ERR_CRC;
         state_d = S_HUNT;

@@ -52,9 +52,16 @@ module ntpu_link_tx
   logic [31:0] crc;
   logic m_tx_valid_q;
   logic [7:0] m_tx_data_q;
+  // Byte views of the multi-byte fields (kept out of the always_comb, which Icarus prefers).
+  logic [7:0] len_b0, len_b1, crc_b0, crc_b1, crc_b2, crc_b3;
+  assign {len_b1, len_b0} = cur_len_q;
+  assign {crc_b3, crc_b2, crc_b1, crc_b0} = crc;
 
   assign out_free = !m_tx_valid_q || m_tx_ready;
   assign s_hdr_ready = !hdr_full_q;
+  // Handshakes between modules are plain assigns: a default-then-override in always_comb would
+  // glitch, and two such blocks reading each other's glitches never settle in an event simulator.
+  assign s_body_ready = (state_q == S_BODY) && out_free;
 
   always_comb begin
     state_d = state_q;
@@ -63,7 +70,6 @@ module ntpu_link_tx
     load_data = 8'h00;
     start = 1'b0;
     crc_en = 1'b0;
-    s_body_ready = 1'b0;
     case (state_q)
       S_IDLE: begin
         if (hdr_full_q && out_free) begin
@@ -80,12 +86,12 @@ module ntpu_link_tx
       end
       S_LEN0: begin
         load = out_free;
-        load_data = cur_len_q[7:0];
+        load_data = len_b0;
         if (out_free) state_d = S_LEN1;
       end
       S_LEN1: begin
         load = out_free;
-        load_data = cur_len_q[15:8];
+        load_data = len_b1;
         if (out_free) state_d = S_STATUS;
       end
       S_STATUS: begin
@@ -98,7 +104,6 @@ module ntpu_link_tx
         end
       end
       S_BODY: begin
-        s_body_ready = out_free;
         load = out_free && s_body_valid;
         load_data = s_body_data;
         if (load) begin
@@ -108,22 +113,22 @@ module ntpu_link_tx
       end
       S_CRC0: begin
         load = out_free;
-        load_data = crc[7:0];
+        load_data = crc_b0;
         if (out_free) state_d = S_CRC1;
       end
       S_CRC1: begin
         load = out_free;
-        load_data = crc[15:8];
+        load_data = crc_b1;
         if (out_free) state_d = S_CRC2;
       end
       S_CRC2: begin
         load = out_free;
-        load_data = crc[23:16];
+        load_data = crc_b2;
         if (out_free) state_d = S_CRC3;
       end
       S_CRC3: begin
         load = out_free;
-        load_data = crc[31:24];
+        load_data = crc_b3;
         if (out_free) state_d = S_IDLE;
       end
       default: state_d = S_IDLE;

@@ -282,7 +282,10 @@ module ntpu_seq #(
   end
 
   // ---------------------------------------------------------------- streamer
-  assign mm_wait_w = ld_active && (ld_buf_q == mm_buf_q);
+  // A row issued in the cycle of the tile's last beat enters the array one cycle later, after the
+  // beat: so only reads still to issue hold the streamer back. A transposed row is no different:
+  // its column is registered at issue (iss_row_q) and enters in the same cycle a UB row would.
+  assign mm_wait_w = ld_busy_q && (ld_buf_q == mm_buf_q);
   assign mm_issue = mm_busy_q && !mm_wait_w && !mm_hazard && (!mm_tr_q || tr_m_valid);
 
   always_ff @(posedge clk) begin

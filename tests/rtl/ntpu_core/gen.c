@@ -1,0 +1,878 @@
+/* Vectors for the ntpu_core bench, for two core configurations (see configs[] in main).
+ *
+ * Writes a host -> device byte stream of command frames (directed tests, then random command
+ * streams) and, from a device model written here from docs/protocol.md and docs/isa.md (the MACs
+ * are sim/ref/numerics.c's), the exact reply stream the core must send back. Reply bytes that the
+ * ISA leaves to the implementation (STATUS busy unless the device must be idle, COUNTERS other than
+ * macs) and the CRC of such replies are marked "don't care"; the bench checks every reply's CRC
+ * itself.
+ * Output in DIR: in.hex (one byte a line), exp.hex (one word a line: 0x1XX = must be XX, 0x0XX =
+ * don't care), counts.hex (input bytes, output bytes, replies).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ntpu/numerics.h"
+#include "ntpu/protocol.h"
+
+/* The core's parameters; tb.sv instantiates one core per entry of configs[] in main. */
+struct config {
+    unsigned n, ub_rows, wb_rows, acc_rows, maxp;
+};
+static struct config cfg;
+#define N cfg.n
+#define UB_ROWS cfg.ub_rows
+#define WB_ROWS cfg.wb_rows
+#define ACC_ROWS cfg.acc_rows
+#define MAXP cfg.maxp
+#define MAX_N 8u      /* array sizes for the largest configuration */
+#define MAX_ROWS 64u
+
+#define MAX_STREAM (1u << 20)
+
+static uint32_t crc32_bits(const uint8_t *p, size_t n)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = (c & 1u) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+    }
+    return ~c;
+}
+
+static uint32_t rng = 0x5EED1234u;
+static uint32_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 17;
+    rng ^= rng << 5;
+    return rng;
+}
+static unsigned rnd_below(unsigned n) { return n ? rnd() % n : 0; }
+
+/* ================================================================ the host -> device stream */
+
+static uint8_t in[MAX_STREAM];
+static size_t nin;
+static uint8_t seq_next;
+
+static void put(uint8_t b)
+{
+    if (nin >= MAX_STREAM) {
+        fprintf(stderr, "gen: stream too long\n");
+        exit(1);
+    }
+    in[nin++] = b;
+}
+
+/* corrupt: 0 good, 1 payload bit flipped, 2 CRC bit flipped */
+static void frame_ex(const uint8_t *p, unsigned len, int corrupt)
+{
+    static uint8_t f[4 + 65536 + 4];
+    f[0] = NTPU_SOF_CMD;
+    f[1] = seq_next++;
+    f[2] = (uint8_t)len;
+    f[3] = (uint8_t)(len >> 8);
+    memcpy(f + 4, p, len);
+    uint32_t c = crc32_bits(f + 1, 3 + len);
+    for (int i = 0; i < 4; i++)
+        f[4 + len + i] = (uint8_t)(c >> (8 * i));
+    if (corrupt == 1)
+        f[4 + rnd_below(len)] ^= (uint8_t)(1u << rnd_below(8));
+    if (corrupt == 2)
+        f[4 + len + rnd_below(4)] ^= (uint8_t)(1u << rnd_below(8));
+    for (unsigned i = 0; i < 8 + len; i++)
+        put(f[i]);
+}
+
+static void frame(const uint8_t *p, unsigned len) { frame_ex(p, len, 0); }
+
+static void cmd1(uint8_t op)
+{
+    frame(&op, 1);
+}
+
+static void counters(uint8_t flags)
+{
+    uint8_t p[2] = {NTPU_OP_COUNTERS, flags};
+    frame(p, 2);
+}
+
+static unsigned row_bytes(unsigned mem) { return mem == NTPU_MEM_ACC ? 4 * N : 2 * N; }
+
+static void write_mem(unsigned mem, unsigned addr, unsigned rows, const uint8_t *data)
+{
+    static uint8_t p[65536];
+    unsigned n = rows * row_bytes(mem);
+    p[0] = NTPU_OP_WRITE_MEM;
+    p[1] = (uint8_t)mem;
+    p[2] = (uint8_t)addr;
+    p[3] = (uint8_t)(addr >> 8);
+    p[4] = (uint8_t)rows;
+    p[5] = (uint8_t)(rows >> 8);
+    memcpy(p + 6, data, n);
+    frame(p, 6 + n);
+}
+
+static void read_mem(unsigned mem, unsigned addr, unsigned rows)
+{
+    uint8_t p[6] = {NTPU_OP_READ_MEM, (uint8_t)mem, (uint8_t)addr, (uint8_t)(addr >> 8), (uint8_t)rows,
+                    (uint8_t)(rows >> 8)};
+    frame(p, 6);
+}
+
+static void load_w(unsigned flags, unsigned addr)
+{
+    uint8_t p[4] = {NTPU_OP_LOAD_W, (uint8_t)flags, (uint8_t)addr, (uint8_t)(addr >> 8)};
+    frame(p, 4);
+}
+
+static void matmul(unsigned flags, unsigned ub, unsigned acc, unsigned rows)
+{
+    uint8_t p[8] = {NTPU_OP_MATMUL, (uint8_t)flags, (uint8_t)ub,  (uint8_t)(ub >> 8),
+                    (uint8_t)acc,   (uint8_t)(acc >> 8), (uint8_t)rows, (uint8_t)(rows >> 8)};
+    frame(p, 8);
+}
+
+/* ================================================================ the device model */
+
+static uint16_t ub[MAX_ROWS][MAX_N], wb[MAX_ROWS][MAX_N];
+static uint32_t acc[MAX_ROWS][MAX_N];
+static uint16_t w_act[MAX_N][MAX_N], w_pend[MAX_N][MAX_N];
+static int pending;
+static uint8_t last_error;
+static uint32_t errors, commands, dropped;
+static uint64_t macs;
+static int maybe_busy = 1; /* the loader zeroes the weights after reset */
+
+static uint16_t out[MAX_STREAM]; /* 0x100 | byte, or byte alone when any value is allowed */
+static size_t nout;
+static unsigned nreplies;
+
+static unsigned get16(const uint8_t *p) { return p[0] | (unsigned)p[1] << 8; }
+
+/* dropped_ahead[i]: some byte in (i, i + DROP_WINDOW] is dropped while hunting. STATUS reports
+ * `dropped` as counted when it executes, and the receiver runs ahead of execution by at most the
+ * next frame and the header of the one after it, plus whatever junk lies between them; with no junk
+ * in that window the count is exact. */
+#define DROP_WINDOW (2 * (MAXP + 8))
+static uint8_t dropped_ahead[MAX_STREAM];
+static size_t cur_pos; /* index of the byte that completed the frame being executed */
+
+/* replies.txt: one line per reply, what it answers, to find a failing reply's command. */
+static FILE *flog;
+static const uint8_t *cur_cmd;
+static unsigned cur_len;
+
+static void reply(uint8_t seq, uint8_t st, const uint8_t *data, unsigned n, const uint8_t *care)
+{
+    static uint8_t f[4 + 65536 + 4];
+    unsigned len = 1 + n;
+    int all_care = 1;
+    if (st == NTPU_DEV_OK) {
+        commands++;
+    } else {
+        errors++;
+        last_error = st;
+    }
+    f[0] = NTPU_SOF_REPLY;
+    f[1] = seq;
+    f[2] = (uint8_t)len;
+    f[3] = (uint8_t)(len >> 8);
+    f[4] = st;
+    memcpy(f + 5, data, n);
+    uint32_t c = crc32_bits(f + 1, 3 + len);
+    for (int i = 0; i < 4; i++)
+        f[4 + len + i] = (uint8_t)(c >> (8 * i));
+    for (unsigned i = 0; i < n; i++)
+        if (care && !care[i])
+            all_care = 0;
+    for (unsigned i = 0; i < 8 + len; i++) {
+        int k = 1;
+        if (i >= 5 && i < 4 + len && care)
+            k = care[i - 5];
+        if (i >= 4 + len)
+            k = all_care;
+        out[nout++] = (uint16_t)(f[i] | (k ? 0x100 : 0));
+    }
+    if (flog) {
+        fprintf(flog, "%u seq %u status %u len %u:", nreplies, seq, st, cur_len);
+        for (unsigned i = 0; i < cur_len && i < 8; i++)
+            fprintf(flog, " %02x", cur_cmd[i]);
+        fprintf(flog, "\n");
+    }
+    nreplies++;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static unsigned mem_rows(unsigned mem) { return mem == 0 ? UB_ROWS : mem == 1 ? WB_ROWS : ACC_ROWS; }
+
+static int exec(uint8_t seq, const uint8_t *p, unsigned len)
+{
+    uint8_t d[256], care[256];
+    unsigned op = p[0];
+    switch (op) {
+    case NTPU_OP_NOP:
+    case NTPU_OP_FENCE:
+        if (len != 1)
+            return NTPU_DEV_ERR_LENGTH;
+        if (op == NTPU_OP_FENCE)
+            maybe_busy = 0;
+        return NTPU_DEV_OK;
+    case NTPU_OP_INFO:
+        if (len != 1)
+            return NTPU_DEV_ERR_LENGTH;
+        memset(d, 0, 32);
+        put32(d, NTPU_ID_MAGIC);
+        d[4] = 1;
+        d[5] = 0;
+        d[6] = N;
+        d[7] = N;
+        d[8] = 3;
+        d[9] = 1;
+        d[10] = (uint8_t)MAXP;
+        d[11] = (uint8_t)(MAXP >> 8);
+        put32(d + 12, UB_ROWS);
+        put32(d + 16, WB_ROWS);
+        put32(d + 20, ACC_ROWS);
+        put32(d + 24, 0);
+        d[28] = 1; /* RTL */
+        reply(seq, NTPU_DEV_OK, d, 32, NULL);
+        return -1;
+    case NTPU_OP_STATUS:
+        if (len != 1)
+            return NTPU_DEV_ERR_LENGTH;
+        memset(d, 0, 16);
+        memset(care, 1, 16);
+        d[0] = 0;
+        care[0] = !maybe_busy;
+        d[1] = last_error;
+        put32(d + 4, errors);
+        put32(d + 8, commands);
+        put32(d + 12, dropped);
+        if (dropped_ahead[cur_pos])
+            memset(care + 12, 0, 4);
+        reply(seq, NTPU_DEV_OK, d, 16, care);
+        return -1;
+    case NTPU_OP_COUNTERS:
+        if (len != 2)
+            return NTPU_DEV_ERR_LENGTH;
+        if (p[1] & ~NTPU_COUNTERS_CLEAR)
+            return NTPU_DEV_ERR_ARG;
+        memset(d, 0, 72);
+        memset(care, 0, 72);
+        put32(d + 16, (uint32_t)macs);
+        put32(d + 20, (uint32_t)(macs >> 32));
+        memset(care + 16, 1, 8);
+        if (p[1] & NTPU_COUNTERS_CLEAR)
+            macs = 0;
+        maybe_busy = 0;
+        reply(seq, NTPU_DEV_OK, d, 72, care);
+        return -1;
+    case NTPU_OP_WRITE_MEM:
+    case NTPU_OP_READ_MEM: {
+        int wr = op == NTPU_OP_WRITE_MEM;
+        if (wr ? len < 6 : len != 6)
+            return NTPU_DEV_ERR_LENGTH;
+        unsigned mem = p[1], addr = get16(p + 2), rows = get16(p + 4);
+        if (mem > 2)
+            return NTPU_DEV_ERR_MEM;
+        unsigned long bytes = (unsigned long)rows * row_bytes(mem);
+        if (wr ? len != 6 + bytes : 1 + bytes > MAXP)
+            return NTPU_DEV_ERR_LENGTH;
+        if ((unsigned long)addr + rows > mem_rows(mem))
+            return NTPU_DEV_ERR_RANGE;
+        maybe_busy = 0;
+        if (wr) {
+            const uint8_t *s = p + 6;
+            for (unsigned r = 0; r < rows; r++)
+                for (unsigned n = 0; n < N; n++) {
+                    if (mem == 2) {
+                        acc[addr + r][n] = s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24;
+                        s += 4;
+                    } else {
+                        uint16_t v = (uint16_t)get16(s);
+                        if (mem == 0)
+                            ub[addr + r][n] = v;
+                        else
+                            wb[addr + r][n] = v;
+                        s += 2;
+                    }
+                }
+            return NTPU_DEV_OK;
+        }
+        uint8_t *o = d;
+        for (unsigned r = 0; r < rows; r++)
+            for (unsigned n = 0; n < N; n++) {
+                if (mem == 2) {
+                    put32(o, acc[addr + r][n]);
+                    o += 4;
+                } else {
+                    uint16_t v = mem == 0 ? ub[addr + r][n] : wb[addr + r][n];
+                    o[0] = (uint8_t)v;
+                    o[1] = (uint8_t)(v >> 8);
+                    o += 2;
+                }
+            }
+        reply(seq, NTPU_DEV_OK, d, (unsigned)bytes, NULL);
+        return -1;
+    }
+    case NTPU_OP_LOAD_W: {
+        if (len != 4)
+            return NTPU_DEV_ERR_LENGTH;
+        unsigned fl = p[1], a = get16(p + 2);
+        if (fl & ~NTPU_LOADW_TRANSPOSE)
+            return NTPU_DEV_ERR_ARG;
+        if ((unsigned long)a + N > WB_ROWS)
+            return NTPU_DEV_ERR_RANGE;
+        for (unsigned i = 0; i < N; i++)
+            for (unsigned n = 0; n < N; n++)
+                w_pend[i][n] = (fl & NTPU_LOADW_TRANSPOSE) ? wb[a + n][i] : wb[a + i][n];
+        pending = 1;
+        maybe_busy = 1;
+        return NTPU_DEV_OK;
+    }
+    case NTPU_OP_MATMUL: {
+        if (len != 8)
+            return NTPU_DEV_ERR_LENGTH;
+        unsigned fl = p[1], ua = get16(p + 2), aa = get16(p + 4), rows = get16(p + 6);
+        if (fl & ~(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE))
+            return NTPU_DEV_ERR_ARG;
+        if ((unsigned long)ua + rows > UB_ROWS || (unsigned long)aa + rows > ACC_ROWS)
+            return NTPU_DEV_ERR_RANGE;
+        if (pending) {
+            memcpy(w_act, w_pend, sizeof w_act);
+            pending = 0;
+        }
+        for (unsigned m = 0; m < rows; m++)
+            for (unsigned n = 0; n < N; n++) {
+                uint32_t a = (fl & NTPU_MATMUL_ACCUMULATE) ? acc[aa + m][n] : 0;
+                for (unsigned i = 0; i < N; i++) {
+                    if (fl & NTPU_MATMUL_BF16)
+                        a = ntpu_mac_bf16(a, ub[ua + m][i], w_act[i][n]);
+                    else
+                        a = (uint32_t)ntpu_mac_int8((int32_t)a, (int8_t)(ub[ua + m][i] & 0xFF),
+                                                    (int8_t)(w_act[i][n] & 0xFF));
+                }
+                acc[aa + m][n] = a;
+            }
+        macs += (uint64_t)rows * N * N;
+        maybe_busy = 1;
+        return NTPU_DEV_OK;
+    }
+    default:
+        return NTPU_DEV_ERR_OPCODE;
+    }
+}
+
+/* mode 0: only mark dropped bytes in dropped_ahead; mode 1: run the device. */
+static void model(int mode)
+{
+    enum { HUNT, HDR, BODY } st = HUNT;
+    static uint8_t f[3 + 65536 + 4];
+    size_t have = 0, need = 0;
+    for (size_t i = 0; i < nin; i++) {
+        uint8_t b = in[i];
+        cur_pos = i;
+        if (st == HUNT) {
+            if (b == NTPU_SOF_CMD) {
+                st = HDR;
+                have = 0;
+            } else if (mode == 0) {
+                for (size_t k = i > DROP_WINDOW ? i - DROP_WINDOW : 0; k < i; k++)
+                    dropped_ahead[k] = 1;
+            } else {
+                dropped++;
+            }
+            continue;
+        }
+        if (mode == 0) { /* framing only */
+            f[have++] = b;
+            if (st == HDR && have == 3) {
+                unsigned len = get16(f + 1);
+                if (len == 0 || len > MAXP) {
+                    st = HUNT;
+                } else {
+                    need = 3 + len + 4;
+                    st = BODY;
+                }
+            } else if (st == BODY && have == need) {
+                st = HUNT;
+            }
+            continue;
+        } else if (st == HDR) {
+            f[have++] = b;
+            if (have == 3) {
+                unsigned len = get16(f + 1);
+                if (len == 0 || len > MAXP) {
+                    cur_len = 0;
+                    reply(f[0], NTPU_DEV_ERR_LENGTH, NULL, 0, NULL);
+                    st = HUNT;
+                } else {
+                    need = 3 + len + 4;
+                    st = BODY;
+                }
+            }
+        } else {
+            f[have++] = b;
+            if (have == need) {
+                unsigned len = get16(f + 1);
+                uint32_t c = f[3 + len] | (uint32_t)f[4 + len] << 8 | (uint32_t)f[5 + len] << 16 |
+                             (uint32_t)f[6 + len] << 24;
+                cur_cmd = f + 3;
+                cur_len = len;
+                if (crc32_bits(f, 3 + len) != c) {
+                    reply(f[0], NTPU_DEV_ERR_CRC, NULL, 0, NULL);
+                } else {
+                    int s = exec(f[0], f + 3, len);
+                    if (s >= 0)
+                        reply(f[0], (uint8_t)s, NULL, 0, NULL);
+                }
+                st = HUNT;
+            }
+        }
+    }
+}
+
+/* ================================================================ test content */
+
+/* bf16 values: mostly normal with a spread of exponents, some signed zeros, subnormals, Inf, NaN. */
+static uint16_t rnd_bf16(void)
+{
+    unsigned k = rnd_below(64);
+    uint16_t s = (uint16_t)((rnd() & 1u) << 15);
+    if (k == 0)
+        return s;                                      /* +-0 */
+    if (k == 1)
+        return (uint16_t)(s | (1 + rnd_below(127)));   /* subnormal */
+    if (k == 2)
+        return (uint16_t)(s | 0x7F80);                 /* Inf */
+    if (k == 3)
+        return (uint16_t)(0x7FC0 | rnd_below(64));     /* NaN */
+    if (k == 4)
+        return (uint16_t)(s | (1u << 7) | rnd_below(128)); /* smallest exponent */
+    unsigned e = 120 + rnd_below(16);
+    return (uint16_t)(s | e << 7 | rnd_below(128));
+}
+
+static uint16_t rnd_lane(int bf16) { return bf16 ? rnd_bf16() : (uint16_t)rnd(); }
+
+static void fill_rows16(uint8_t *d, unsigned rows, int bf16)
+{
+    for (unsigned i = 0; i < rows * N; i++) {
+        uint16_t v = rnd_lane(bf16);
+        d[2 * i] = (uint8_t)v;
+        d[2 * i + 1] = (uint8_t)(v >> 8);
+    }
+}
+
+static void fill_rows32(uint8_t *d, unsigned rows, int bf16)
+{
+    for (unsigned i = 0; i < rows * N; i++) {
+        uint32_t v = bf16 ? ((uint32_t)rnd_bf16() << 16 | (rnd() & 0xFFFF)) : rnd();
+        if (bf16 && rnd_below(8) == 0)
+            v = rnd_below(2) ? 0x80000000u : 0; /* signed zero starts */
+        put32(d + 4 * i, v);
+    }
+}
+
+/* Largest row count per WRITE_MEM frame (and, conservatively, READ_MEM). */
+static unsigned max_rows(unsigned mem) { return (MAXP - 6) / row_bytes(mem); }
+
+/* Random rows, in as many WRITE_MEM frames as max_payload needs. */
+static void write_random(unsigned mem, unsigned addr, unsigned rows, int bf16)
+{
+    static uint8_t d[65536];
+    do {
+        unsigned r = rows < max_rows(mem) ? rows : max_rows(mem);
+        if (mem == NTPU_MEM_ACC)
+            fill_rows32(d, r, bf16);
+        else
+            fill_rows16(d, r, bf16);
+        write_mem(mem, addr, r, d);
+        addr += r;
+        rows -= r;
+    } while (rows > 0);
+}
+
+/* READ_MEM of any number of rows, in frames that fit. */
+static void read_rows(unsigned mem, unsigned addr, unsigned rows)
+{
+    do {
+        unsigned r = rows < max_rows(mem) ? rows : max_rows(mem);
+        read_mem(mem, addr, r);
+        addr += r;
+        rows -= r;
+    } while (rows > 0);
+}
+
+static void read_all(unsigned mem) { read_rows(mem, 0, mem_rows(mem)); }
+
+static void directed(void)
+{
+    static uint8_t d[65536];
+    uint8_t p[16];
+
+    cmd1(NTPU_OP_NOP);
+    cmd1(NTPU_OP_INFO);
+    cmd1(NTPU_OP_STATUS);
+
+    /* MATMULs before any LOAD_W use the zero weights of reset: ACC keeps its start value (int8), or
+     * becomes start + 0 (bf16: -0 turns +0). */
+    write_random(NTPU_MEM_UB, 0, 8, 1);
+    write_random(NTPU_MEM_ACC, 0, 8, 1);
+    matmul(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE, 0, 0, 4);
+    matmul(NTPU_MATMUL_ACCUMULATE, 4, 4, 2);
+    matmul(0, 6, 6, 2);
+    read_rows(NTPU_MEM_ACC, 0, 8);
+
+    /* Round trips on all three memories, first and last rows, rows = 0. */
+    for (unsigned mem = 0; mem < 3; mem++) {
+        write_random(mem, 0, max_rows(mem) < mem_rows(mem) ? max_rows(mem) : mem_rows(mem), rnd() & 1);
+        write_random(mem, mem_rows(mem) - 3, 3, rnd() & 1);
+        write_mem(mem, 5, 0, d);
+        read_mem(mem, 5, 0);
+        read_all(mem);
+    }
+    cmd1(NTPU_OP_FENCE);
+    cmd1(NTPU_OP_STATUS);
+
+    /* LOAD_W normal and transposed, int8 and bf16, with and without accumulate. */
+    for (int t = 0; t < 8; t++) {
+        int bf16 = t & 1, tr = (t >> 1) & 1, accu = (t >> 2) & 1;
+        write_random(NTPU_MEM_WB, 4, N, bf16);
+        write_random(NTPU_MEM_UB, 10, 10, bf16);
+        write_random(NTPU_MEM_ACC, 12, 10, bf16);
+        load_w(tr ? NTPU_LOADW_TRANSPOSE : 0, 4);
+        matmul((bf16 ? NTPU_MATMUL_BF16 : 0) | (accu ? NTPU_MATMUL_ACCUMULATE : 0), 10, 12, 10);
+        read_rows(NTPU_MEM_ACC, 12, 10);
+    }
+    /* The pending tile is taken by the next MATMUL only; a MATMUL with rows = 0 still swaps. */
+    write_random(NTPU_MEM_WB, 0, N, 0);
+    write_random(NTPU_MEM_WB, 8, N, 0);
+    load_w(0, 0);
+    matmul(0, 0, 0, 3);
+    load_w(NTPU_LOADW_TRANSPOSE, 8);
+    matmul(0, 0, 3, 0); /* swap, nothing else */
+    matmul(NTPU_MATMUL_ACCUMULATE, 3, 0, 3); /* the transposed tile */
+    load_w(0, 0);
+    load_w(0, 8);       /* the second LOAD_W wins */
+    matmul(0, 6, 6, 5);
+    matmul(NTPU_MATMUL_ACCUMULATE, 6, 6, 5); /* same tile again, reads its own earlier writes */
+    read_rows(NTPU_MEM_ACC, 0, 11);
+    cmd1(NTPU_OP_FENCE);
+    cmd1(NTPU_OP_STATUS);
+    counters(0);
+    counters(NTPU_COUNTERS_CLEAR);
+    counters(0);
+
+    /* Errors, each check in turn, and precedence between them. */
+    p[0] = 9;
+    frame(p, 1);                    /* ERR_OPCODE */
+    p[0] = 0xFF;
+    p[1] = 7;
+    frame(p, 2);                    /* ERR_OPCODE before LEN */
+    p[0] = NTPU_OP_NOP;
+    p[1] = 0;
+    frame(p, 2);                    /* ERR_LENGTH: NOP with 2 bytes */
+    p[0] = NTPU_OP_INFO;
+    frame(p, 3);
+    p[0] = NTPU_OP_FENCE;
+    frame(p, 2);
+    p[0] = NTPU_OP_STATUS;
+    frame(p, 8);
+    p[0] = NTPU_OP_COUNTERS;
+    frame(p, 1);
+    p[0] = NTPU_OP_COUNTERS;
+    p[1] = 0x80;
+    frame(p, 3);                    /* LEN before flags */
+    frame(p, 2);                    /* ERR_ARG */
+    memset(p, 0, sizeof p);
+    p[0] = NTPU_OP_LOAD_W;
+    frame(p, 3);
+    frame(p, 5);
+    p[1] = 2;
+    frame(p, 4);                    /* ERR_ARG */
+    p[1] = 1;
+    p[2] = (uint8_t)(WB_ROWS - N + 1);
+    frame(p, 4);                    /* ERR_RANGE */
+    p[1] = 0x81;
+    frame(p, 4);                    /* ERR_ARG before ERR_RANGE */
+    p[2] = 0xFF;
+    p[3] = 0xFF;
+    p[1] = 0;
+    frame(p, 4);                    /* ERR_RANGE, wb_addr 65535 */
+    memset(p, 0, sizeof p);
+    p[0] = NTPU_OP_MATMUL;
+    frame(p, 7);
+    frame(p, 9);
+    p[1] = 4;
+    frame(p, 8);                    /* ERR_ARG */
+    p[1] = 3;
+    p[6] = 1;
+    p[2] = (uint8_t)UB_ROWS;
+    frame(p, 8);                    /* ERR_RANGE: ub */
+    p[2] = (uint8_t)(UB_ROWS - 1);
+    frame(p, 8);                    /* fits: one row (bf16, accumulate) */
+    p[4] = (uint8_t)ACC_ROWS;
+    frame(p, 8);                    /* ERR_RANGE: acc */
+    p[4] = 0;
+    p[6] = 0xFF;
+    p[7] = 0xFF;
+    frame(p, 8);                    /* ERR_RANGE: rows 65535 */
+    p[1] = 0xF0;
+    frame(p, 8);                    /* ERR_ARG before ERR_RANGE */
+    memset(p, 0, sizeof p);
+    p[0] = NTPU_OP_READ_MEM;
+    frame(p, 5);
+    frame(p, 7);
+    p[1] = 3;
+    frame(p, 6);                    /* ERR_MEM */
+    p[1] = 0xFF;
+    p[4] = 0xFF;
+    frame(p, 6);                    /* ERR_MEM before the reply size */
+    p[1] = NTPU_MEM_ACC;
+    p[4] = (uint8_t)((MAXP - 1) / row_bytes(NTPU_MEM_ACC) + 1);
+    p[2] = (uint8_t)ACC_ROWS;
+    frame(p, 6);                    /* ERR_LENGTH: reply too long, before the range */
+    p[4] = (uint8_t)((MAXP - 1) / row_bytes(NTPU_MEM_ACC));
+    p[2] = 0;
+    frame(p, 6);                    /* the largest READ_MEM that fits */
+    p[2] = (uint8_t)(ACC_ROWS - p[4] + 1);
+    frame(p, 6);                    /* ERR_RANGE */
+    p[4] = 0;
+    p[2] = (uint8_t)(ACC_ROWS + 1);
+    frame(p, 6);                    /* ERR_RANGE with rows = 0 */
+    p[2] = (uint8_t)ACC_ROWS;
+    frame(p, 6);                    /* rows = 0 at the end: fine */
+    memset(d, 0x5A, sizeof d);
+    d[0] = NTPU_OP_WRITE_MEM;
+    d[1] = NTPU_MEM_UB;
+    d[2] = 0;
+    d[3] = 0;
+    d[4] = 1;
+    d[5] = 0;
+    frame(d, 5);                    /* ERR_LENGTH: short */
+    frame(d, 6 + 2 * N - 1);        /* ERR_LENGTH: data one short */
+    frame(d, 6 + 2 * N + 1);        /* ERR_LENGTH: data one long */
+    d[1] = 7;
+    frame(d, 5);                    /* LEN before mem */
+    frame(d, 6 + 2 * N + 1);        /* ERR_MEM before the data length */
+    d[1] = NTPU_MEM_WB;
+    d[2] = (uint8_t)WB_ROWS;
+    frame(d, 6 + 2 * N);            /* ERR_RANGE */
+    d[1] = NTPU_MEM_ACC;
+    d[2] = (uint8_t)(ACC_ROWS - 1);
+    frame(d, 6 + 4 * N);            /* the last ACC row: fine */
+    read_mem(NTPU_MEM_ACC, ACC_ROWS - 1, 1);
+    /* A READ_MEM reply of exactly max_payload bytes, and one byte row more. */
+    read_mem(NTPU_MEM_UB, 0, (MAXP - 1) / row_bytes(NTPU_MEM_UB));
+    read_mem(NTPU_MEM_UB, 0, (MAXP - 1) / row_bytes(NTPU_MEM_UB) + 1);
+    cmd1(NTPU_OP_STATUS);
+
+    /* Link errors: bad CRC (payload or CRC bytes) never executes; LEN 0 or too long is answered
+     * at once and the frame behind it is found. */
+    write_random(NTPU_MEM_UB, 0, 4, 0);
+    memset(d, 0x77, sizeof d);
+    d[0] = NTPU_OP_WRITE_MEM;
+    d[1] = NTPU_MEM_UB;
+    d[2] = 0;
+    d[3] = 0;
+    d[4] = 4;
+    d[5] = 0;
+    frame_ex(d, 6 + 4 * 2 * N, 1);
+    frame_ex(d, 6 + 4 * 2 * N, 2);
+    read_mem(NTPU_MEM_UB, 0, 4);
+    const unsigned bad_lens[] = {0, MAXP + 1, 0xFFFF};
+    for (int k = 0; k < 3; k++) {
+        put(NTPU_SOF_CMD);
+        put(seq_next++);
+        put((uint8_t)bad_lens[k]);
+        put((uint8_t)(bad_lens[k] >> 8));
+        cmd1(NTPU_OP_NOP);
+    }
+    memset(d, 0, MAXP);
+    frame(d, MAXP);                 /* the longest frame, a NOP: ERR_LENGTH */
+
+    /* Junk, then the host's resync: MAXP + 8 zeros, a NOP. */
+    for (int k = 0; k < 3; k++) {
+        unsigned n = 5 + rnd_below(60);
+        for (unsigned i = 0; i < n; i++)
+            put((uint8_t)(rnd_below(3) ? rnd() : NTPU_SOF_CMD));
+        for (unsigned i = 0; i < MAXP + 8; i++)
+            put(0);
+        cmd1(NTPU_OP_NOP);
+        cmd1(NTPU_OP_STATUS);
+    }
+    /* A frame cut short, the resync, and everything still works. */
+    write_random(NTPU_MEM_ACC, 0, max_rows(NTPU_MEM_ACC), 0);
+    nin -= 20;
+    for (unsigned i = 0; i < MAXP + 8; i++)
+        put(0);
+    cmd1(NTPU_OP_NOP);
+    read_rows(NTPU_MEM_ACC, 0, 10);
+    cmd1(NTPU_OP_STATUS);
+}
+
+/* Random command streams, heavy on LOAD_W / MATMUL overlap and ACC hazards. */
+static void random_stream(int count)
+{
+    unsigned last_acc = 0, last_rows = 1;
+    for (int k = 0; k < count; k++) {
+        unsigned c = rnd_below(100);
+        if (c < 8) {
+            unsigned mem = rnd_below(3);
+            unsigned most = max_rows(mem) < mem_rows(mem) ? max_rows(mem) : mem_rows(mem);
+            unsigned rows = rnd_below(most + 1);
+            unsigned addr = rnd_below(mem_rows(mem) - rows + 1);
+            write_random(mem, addr, rows, rnd() & 1);
+        } else if (c < 14) {
+            unsigned mem = rnd_below(3);
+            unsigned most = max_rows(mem) < mem_rows(mem) ? max_rows(mem) : mem_rows(mem);
+            unsigned rows = rnd_below(most + 1);
+            unsigned addr = rnd_below(mem_rows(mem) - rows + 1);
+            read_mem(mem, addr, rows);
+        } else if (c < 34) {
+            load_w(rnd_below(2), rnd_below(WB_ROWS - N + 1));
+        } else if (c < 80) {
+            /* Long MATMULs let the next commands arrive while rows are still in flight. */
+            unsigned lim = UB_ROWS < ACC_ROWS ? UB_ROWS : ACC_ROWS;
+            unsigned rows = rnd_below(4) == 0   ? rnd_below(3)
+                            : rnd_below(3) == 0 ? lim / 2 + rnd_below(lim / 2 + 1)
+                                                : rnd_below(13);
+            unsigned flags = rnd_below(4);
+            unsigned ub_a = rnd_below(UB_ROWS - rows + 1);
+            unsigned acc_a;
+            /* Mostly overlap the previous MATMUL's ACC rows, often its last ones (still in
+             * flight when this one starts): the hazard cases. */
+            if (rnd_below(3) == 0 && last_rows > 2 && last_acc + last_rows - 2 + rows <= ACC_ROWS) {
+                acc_a = last_acc + last_rows - 1 - rnd_below(2);
+            } else if (rnd_below(2)) {
+                int lo = (int)last_acc - (int)rows + 1, hi = (int)(last_acc + last_rows);
+                if (lo < 0)
+                    lo = 0;
+                if (hi > (int)(ACC_ROWS - rows))
+                    hi = (int)(ACC_ROWS - rows);
+                if (hi < lo)
+                    hi = lo;
+                acc_a = (unsigned)lo + rnd_below((unsigned)(hi - lo + 1));
+            } else {
+                acc_a = rnd_below(ACC_ROWS - rows + 1);
+            }
+            matmul(flags, ub_a, acc_a, rows);
+            last_acc = acc_a;
+            last_rows = rows ? rows : 1;
+        } else if (c < 84) {
+            cmd1(NTPU_OP_FENCE);
+        } else if (c < 88) {
+            cmd1(NTPU_OP_STATUS);
+        } else if (c < 90) {
+            counters(rnd_below(2));
+        } else if (c < 92) {
+            cmd1(NTPU_OP_NOP);
+        } else if (c < 93) {
+            cmd1(NTPU_OP_INFO);
+        } else if (c < 95) { /* an error of some kind */
+            uint8_t p[8];
+            for (int i = 0; i < 8; i++)
+                p[i] = (uint8_t)rnd();
+            p[0] = (uint8_t)rnd_below(12);
+            frame(p, 1 + rnd_below(8));
+        } else if (c < 96) {
+            uint8_t p[8] = {NTPU_OP_MATMUL, 0, 0, 0, 0, 0, 1, 0};
+            frame_ex(p, 8, 1 + rnd_below(2));
+        } else {
+            read_mem(NTPU_MEM_ACC, 0, max_rows(NTPU_MEM_ACC));
+            read_mem(NTPU_MEM_ACC, ACC_ROWS - max_rows(NTPU_MEM_ACC), max_rows(NTPU_MEM_ACC));
+        }
+    }
+    cmd1(NTPU_OP_FENCE);
+    read_all(NTPU_MEM_ACC);
+    cmd1(NTPU_OP_STATUS);
+    counters(NTPU_COUNTERS_CLEAR);
+}
+
+/* Everything one configuration's run leaves behind. */
+static void reset_state(void)
+{
+    nin = nout = 0;
+    nreplies = 0;
+    seq_next = 0;
+    memset(ub, 0, sizeof ub);
+    memset(wb, 0, sizeof wb);
+    memset(acc, 0, sizeof acc);
+    memset(w_act, 0, sizeof w_act);
+    memset(w_pend, 0, sizeof w_pend);
+    memset(dropped_ahead, 0, sizeof dropped_ahead);
+    pending = 0;
+    last_error = 0;
+    errors = commands = dropped = 0;
+    macs = 0;
+    maybe_busy = 1;
+}
+
+static int write_config(const char *dir, const char *prefix)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%sreplies.txt", dir, prefix);
+    flog = fopen(path, "w");
+    model(0);
+    model(1);
+    if (flog)
+        fclose(flog);
+    flog = NULL;
+
+    snprintf(path, sizeof path, "%s/%sin.hex", dir, prefix);
+    FILE *fi = fopen(path, "w");
+    snprintf(path, sizeof path, "%s/%sexp.hex", dir, prefix);
+    FILE *fe = fopen(path, "w");
+    snprintf(path, sizeof path, "%s/%scounts.hex", dir, prefix);
+    FILE *fc = fopen(path, "w");
+    if (!fi || !fe || !fc) {
+        perror(path);
+        return 1;
+    }
+    for (size_t i = 0; i < nin; i++)
+        fprintf(fi, "%02x\n", in[i]);
+    for (size_t i = 0; i < nout; i++)
+        fprintf(fe, "%03x\n", out[i]);
+    fprintf(fc, "%zx\n%zx\n%x\n", nin, nout, nreplies);
+    fclose(fi);
+    fclose(fe);
+    fclose(fc);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    /* Must match the two ntpu_core instances in tb.sv. n4: a READ_MEM reply of 25 UB rows is
+     * exactly max_payload (201). n3: an odd array size, memories that are not powers of two, and
+     * 21 UB rows filling max_payload (127). */
+    static const struct config configs[2] = {{4, 48, 20, 40, 201}, {3, 40, 14, 33, 127}};
+    static const char *prefixes[2] = {"n4_", "n3_"};
+    if (argc != 2) {
+        fprintf(stderr, "usage: gen OUTDIR\n");
+        return 2;
+    }
+    for (int c = 0; c < 2; c++) {
+        cfg = configs[c];
+        reset_state();
+        directed();
+        /* Fresh operands for the random part. */
+        write_random(NTPU_MEM_WB, 0, WB_ROWS, 0);
+        write_random(NTPU_MEM_UB, 0, UB_ROWS / 2, 0);
+        write_random(NTPU_MEM_UB, UB_ROWS / 2, UB_ROWS - UB_ROWS / 2, 1);
+        random_stream(c == 0 ? 700 : 400);
+        if (write_config(argv[1], prefixes[c]) != 0)
+            return 1;
+    }
+    return 0;
+}
