@@ -1,7 +1,8 @@
 // Bench for ntpu_seq with the real array (N = 4) and three ntpu_ram memories: gen.c's LOAD_W /
 // MATMUL stream is offered back to back (or after short random gaps), far faster than the link
 // could bring it, so MATMULs queue behind each other, tiles load while rows stream, MATMULs wait
-// for their tile and for ACC rows still in flight, and all hazard slots fill. At each CHECK the
+// for their tile and for ACC rows still in flight, all hazard slots fill, and TRANSPOSE_A MATMULs
+// take their rows from the transposer, also right at a tile's last beat. At each CHECK the
 // bench waits for `idle` and compares every ACC row with gen.c's model. It also checks that a
 // weight buffer never shifts while a row that uses it is inside the array, and that the streams
 // reach every stall path (coverage counts must be non-zero).
@@ -20,7 +21,7 @@ module tb;
 
   logic cmd_valid = 1'b0, cmd_ready, cmd_matmul, idle;
   logic [7:0] cmd_flags;
-  logic [15:0] cmd_addr, cmd_acc_addr, cmd_rows;
+  logic [15:0] cmd_addr, cmd_acc_addr, cmd_rows, cmd_stride;
   logic ub_re, wb_re, acc_re, acc_we;
   logic [5:0] ub_raddr, acc_raddr, acc_waddr;
   logic [4:0] wb_raddr;
@@ -35,7 +36,7 @@ module tb;
     .clk(clk), .rst(rst),
     .s_cmd_valid(cmd_valid), .s_cmd_ready(cmd_ready), .s_cmd_matmul(cmd_matmul),
     .s_cmd_flags(cmd_flags), .s_cmd_addr(cmd_addr), .s_cmd_acc_addr(cmd_acc_addr),
-    .s_cmd_rows(cmd_rows), .s_cmd_stride(16'd0), .idle(idle),
+    .s_cmd_rows(cmd_rows), .s_cmd_stride(cmd_stride), .idle(idle),
     .ub_re(ub_re), .ub_raddr(ub_raddr), .ub_rdata(ub_rdata),
     .wb_re(wb_re), .wb_raddr(wb_raddr), .wb_rdata(wb_rdata),
     .acc_re(acc_re), .acc_raddr(acc_raddr), .acc_rdata(acc_rdata),
@@ -79,6 +80,7 @@ module tb;
     last_use[1] = -1000;
   end
   int cov_hazard = 0, cov_weight = 0, cov_seg_full = 0, cov_overlap = 0, cov_b2b = 0;
+  int cov_tr_rows = 0, cov_tr_weight = 0, cov_edge = 0, cov_tr_edge = 0;
   logic a_valid_q = 1'b0;
   always @(posedge clk) begin
     if (!rst) begin
@@ -93,11 +95,19 @@ module tb;
       if (dut.seg_full) cov_seg_full++;
       if (w_valid && dut.mm_busy_q && !dut.ld_zero_q) cov_overlap++;
       if (a_valid && a_valid_q && dut.mm_busy_q && dut.mm_left_q == 16'd1) cov_b2b++;
+      if (dut.mm_issue && dut.mm_tr_q) cov_tr_rows++;
+      // A transposed row ready but held for its tile.
+      if (stall_weight && dut.mm_tr_q && dut.tr_m_valid) cov_tr_weight++;
+      // A row issued in the cycle of its own tile's last beat (the earliest the sequencer allows).
+      if (dut.mm_issue && w_valid && w_buf == dut.mm_buf_q) begin
+        if (dut.mm_tr_q) cov_tr_edge++;
+        else cov_edge++;
+      end
       a_valid_q <= a_valid;
     end
   end
 
-  logic [31:0] cmds [0:MAX_CMDS-1][0:5];
+  logic [31:0] cmds [0:MAX_CMDS-1][0:6];
   logic [N*32-1:0] want [0:MAX_CHECKS*ACC_ROWS-1];
 
   initial begin
@@ -110,7 +120,7 @@ module tb;
     $fclose(fd);
     fd = $fopen({dir, "/cmds.hex"}, "r");
     for (int i = 0; i < ncmds; i++) begin
-      for (int j = 0; j < 6; j++) begin
+      for (int j = 0; j < 7; j++) begin
         if ($fscanf(fd, "%h", word) != 1) $fatal(1, "FAIL ntpu_seq: cmds.hex");
         cmds[i][j] = word;
       end
@@ -141,13 +151,14 @@ module tb;
         end
         chk++;
       end else begin
-        repeat (cmds[i][5]) @(posedge clk);
+        repeat (cmds[i][6]) @(posedge clk);
         cmd_valid <= 1'b1;
         cmd_matmul <= cmds[i][0] == 1;
         cmd_flags <= 8'(cmds[i][1]);
         cmd_addr <= 16'(cmds[i][2]);
         cmd_acc_addr <= 16'(cmds[i][3]);
         cmd_rows <= 16'(cmds[i][4]);
+        cmd_stride <= 16'(cmds[i][5]);
         wait_cycles = 0;
         do begin
           @(posedge clk);
@@ -157,14 +168,21 @@ module tb;
         cmd_valid <= 1'b0;
         cmd_flags <= $urandom;
         cmd_addr <= $urandom;
+        cmd_stride <= $urandom;
       end
     end
     if (chk != nchecks) fail($sformatf("%0d checks, want %0d", chk, nchecks));
     $display("coverage: %0d cycles ACC-hazard stall, %0d weight stall, %0d hazard slots full,",
              cov_hazard, cov_weight, cov_seg_full);
-    $display("          %0d weight beats during a MATMUL, %0d back-to-back MATMUL rows", cov_overlap,
-             cov_b2b);
-    if (cov_hazard == 0 || cov_weight == 0 || cov_seg_full == 0 || cov_overlap == 0 || cov_b2b == 0) begin
+    $display("          %0d weight beats during a MATMUL, %0d back-to-back MATMUL rows,",
+             cov_overlap, cov_b2b);
+    $display("          %0d transposed rows, %0d cycles a transposed row waits for its tile,",
+             cov_tr_rows, cov_tr_weight);
+    $display("          rows issued at their tile's last beat: %0d plain, %0d transposed", cov_edge,
+             cov_tr_edge);
+    if (cov_hazard == 0 || cov_weight == 0 || cov_seg_full == 0 || cov_overlap == 0 ||
+        cov_b2b == 0 || cov_tr_rows == 0 || cov_tr_weight == 0 || cov_edge == 0 ||
+        cov_tr_edge == 0) begin
       fail("the stream no longer reaches every stall path");
     end
     if (errors != 0) $fatal(1, "FAIL ntpu_seq: %0d errors", errors);
