@@ -1,8 +1,9 @@
 /* Vectors for the ntpu_core bench, for two core configurations (see configs[] in main).
  *
- * Writes a host -> device byte stream of command frames (directed tests, then random command
- * streams) and, from a device model written here from docs/protocol.md and docs/isa.md (the MACs
- * are sim/ref/numerics.c's), the exact reply stream the core must send back. Reply bytes that the
+ * Writes a host -> device byte stream of command frames (directed tests of the 1.0 and the 1.1
+ * commands, then random command streams) and, from a device model written here from
+ * docs/protocol.md and docs/isa.md (the MACs, fadd, bf16 rounding and requantization are
+ * sim/ref/numerics.c's), the exact reply stream the core must send back. Reply bytes that the
  * ISA leaves to the implementation (STATUS busy unless the device must be idle, COUNTERS other than
  * macs) and the CRC of such replies are marked "don't care"; the bench checks every reply's CRC
  * itself.
@@ -137,6 +138,39 @@ static void matmul(unsigned flags, unsigned ub, unsigned acc, unsigned rows)
     frame(p, 8);
 }
 
+static void matmul_t(unsigned flags, unsigned ub, unsigned acc, unsigned rows, unsigned stride)
+{
+    uint8_t p[10] = {NTPU_OP_MATMUL, (uint8_t)(flags | NTPU_MATMUL_TRANSPOSE_A),
+                     (uint8_t)ub, (uint8_t)(ub >> 8), (uint8_t)acc, (uint8_t)(acc >> 8),
+                     (uint8_t)rows, (uint8_t)(rows >> 8), (uint8_t)stride, (uint8_t)(stride >> 8)};
+    frame(p, 10);
+}
+
+/* ACT, RELU_GRAD (LEN 10) and COLSUM (LEN 8): [op][flags][src][dst][rows]([aux]). */
+static void vcmd(uint8_t op, unsigned flags, unsigned src, unsigned dst, unsigned rows,
+                 unsigned aux)
+{
+    uint8_t p[10] = {op, (uint8_t)flags, (uint8_t)src, (uint8_t)(src >> 8), (uint8_t)dst,
+                     (uint8_t)(dst >> 8), (uint8_t)rows, (uint8_t)(rows >> 8), (uint8_t)aux,
+                     (uint8_t)(aux >> 8)};
+    frame(p, op == NTPU_OP_COLSUM ? NTPU_LEN_COLSUM : NTPU_LEN_ACT);
+}
+
+static void act(unsigned flags, unsigned src, unsigned dst, unsigned rows, unsigned aux)
+{
+    vcmd(NTPU_OP_ACT, flags, src, dst, rows, aux);
+}
+
+static void relu_grad(unsigned flags, unsigned src, unsigned dst, unsigned rows, unsigned mask)
+{
+    vcmd(NTPU_OP_RELU_GRAD, flags, src, dst, rows, mask);
+}
+
+static void colsum(unsigned flags, unsigned src, unsigned dst, unsigned rows)
+{
+    vcmd(NTPU_OP_COLSUM, flags, src, dst, rows, 0);
+}
+
 /* ================================================================ the device model */
 
 static uint16_t ub[MAX_ROWS][MAX_N], wb[MAX_ROWS][MAX_N];
@@ -200,7 +234,7 @@ static void reply(uint8_t seq, uint8_t st, const uint8_t *data, unsigned n, cons
     }
     if (flog) {
         fprintf(flog, "%u seq %u status %u len %u:", nreplies, seq, st, cur_len);
-        for (unsigned i = 0; i < cur_len && i < 8; i++)
+        for (unsigned i = 0; i < cur_len && i < 10; i++)
             fprintf(flog, " %02x", cur_cmd[i]);
         fprintf(flog, "\n");
     }
@@ -214,6 +248,37 @@ static void put32(uint8_t *p, uint32_t v)
 }
 
 static unsigned mem_rows(unsigned mem) { return mem == 0 ? UB_ROWS : mem == 1 ? WB_ROWS : ACC_ROWS; }
+
+/* OUT of ACT (fp32 mode) and RELU_GRAD: 0 UB, 1 WB, 2 ACC. */
+static unsigned out_rows(unsigned out)
+{
+    return out == 1 ? WB_ROWS : out == 2 ? ACC_ROWS : UB_ROWS;
+}
+
+static void put_out(unsigned out, unsigned row, unsigned n, uint32_t x)
+{
+    if (out == 2)
+        acc[row][n] = x;
+    else if (out == 1)
+        wb[row][n] = ntpu_bf16_from_f32_bits(x);
+    else
+        ub[row][n] = ntpu_bf16_from_f32_bits(x);
+}
+
+static int f32_is_nan(uint32_t x)
+{
+    return (x & 0x7F800000u) == 0x7F800000u && (x & 0x007FFFFFu) != 0;
+}
+
+/* ACT's ReLU is a select: +0 for a set sign bit unless NaN; everything else passes untouched. */
+static uint32_t relu_bits(uint32_t x) { return (x & 0x80000000u) && !f32_is_nan(x) ? 0 : x; }
+
+/* RELU_GRAD's mask test: m > 0 with a subnormal read as zero (so also false for NaN). */
+static int bf16_positive(uint16_t m)
+{
+    unsigned e = (m >> 7) & 0xFFu;
+    return !(m & 0x8000u) && e != 0 && !(e == 0xFF && (m & 0x7Fu) != 0);
+}
 
 static int exec(uint8_t seq, const uint8_t *p, unsigned len)
 {
@@ -233,11 +298,11 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
         memset(d, 0, 32);
         put32(d, NTPU_ID_MAGIC);
         d[4] = 1;
-        d[5] = 0;
+        d[5] = 1;
         d[6] = N;
         d[7] = N;
         d[8] = 3;
-        d[9] = 1;
+        d[9] = NTPU_FEATURE_TRANSPOSE_BIT | NTPU_FEATURE_TRANSPOSE_A_BIT | NTPU_FEATURE_VECTOR_BIT;
         d[10] = (uint8_t)MAXP;
         d[11] = (uint8_t)(MAXP >> 8);
         put32(d + 12, UB_ROWS);
@@ -341,30 +406,125 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
         return NTPU_DEV_OK;
     }
     case NTPU_OP_MATMUL: {
-        if (len != 8)
+        /* The fixed part's length depends on the flags; with LEN 1 there are none (zero). */
+        unsigned fl = len >= 2 ? p[1] : 0;
+        int tr = (fl & NTPU_MATMUL_TRANSPOSE_A) != 0;
+        if (len != (tr ? NTPU_LEN_MATMUL_T : NTPU_LEN_MATMUL))
             return NTPU_DEV_ERR_LENGTH;
-        unsigned fl = p[1], ua = get16(p + 2), aa = get16(p + 4), rows = get16(p + 6);
-        if (fl & ~(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE))
+        unsigned ua = get16(p + 2), aa = get16(p + 4), rows = get16(p + 6);
+        unsigned stride = tr ? get16(p + 8) : 0;
+        if (fl & ~(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE | NTPU_MATMUL_TRANSPOSE_A))
             return NTPU_DEV_ERR_ARG;
-        if ((unsigned long)ua + rows > UB_ROWS || (unsigned long)aa + rows > ACC_ROWS)
+        if (tr && rows % N != 0)
+            return NTPU_DEV_ERR_ARG;
+        unsigned long ub_end = !tr ? (unsigned long)ua + rows
+                               : rows == 0 ? ua
+                                           : ua + (unsigned long)(rows / N - 1) * stride + N;
+        if (ub_end > UB_ROWS || (unsigned long)aa + rows > ACC_ROWS)
             return NTPU_DEV_ERR_RANGE;
         if (pending) {
             memcpy(w_act, w_pend, sizeof w_act);
             pending = 0;
         }
-        for (unsigned m = 0; m < rows; m++)
+        for (unsigned m = 0; m < rows; m++) {
+            uint16_t x[MAX_N]; /* the activation row: UB row m, or column m % N of block m / N */
+            for (unsigned i = 0; i < N; i++)
+                x[i] = tr ? ub[ua + (m / N) * stride + i][m % N] : ub[ua + m][i];
             for (unsigned n = 0; n < N; n++) {
                 uint32_t a = (fl & NTPU_MATMUL_ACCUMULATE) ? acc[aa + m][n] : 0;
                 for (unsigned i = 0; i < N; i++) {
                     if (fl & NTPU_MATMUL_BF16)
-                        a = ntpu_mac_bf16(a, ub[ua + m][i], w_act[i][n]);
+                        a = ntpu_mac_bf16(a, x[i], w_act[i][n]);
                     else
-                        a = (uint32_t)ntpu_mac_int8((int32_t)a, (int8_t)(ub[ua + m][i] & 0xFF),
+                        a = (uint32_t)ntpu_mac_int8((int32_t)a, (int8_t)(x[i] & 0xFF),
                                                     (int8_t)(w_act[i][n] & 0xFF));
                 }
                 acc[aa + m][n] = a;
             }
+        }
         macs += (uint64_t)rows * N * N;
+        maybe_busy = 1;
+        return NTPU_DEV_OK;
+    }
+    case NTPU_OP_ACT: {
+        if (len != NTPU_LEN_ACT)
+            return NTPU_DEV_ERR_LENGTH;
+        unsigned fl = p[1], src = get16(p + 2), dst = get16(p + 4), rows = get16(p + 6);
+        unsigned aux = get16(p + 8), out = (fl & NTPU_OUT_MASK) >> 2;
+        int int8 = (fl & NTPU_OUT_MASK) == NTPU_OUT_INT8, bias = (fl & NTPU_ACT_BIAS) != 0;
+        int relu = (fl & NTPU_ACT_RELU) != 0;
+        if (fl & 0xF0)
+            return NTPU_DEV_ERR_ARG;
+        unsigned long aux_end = int8 ? aux + 3ul : bias ? aux + 1ul : 0;
+        if ((unsigned long)src + rows > ACC_ROWS ||
+            (unsigned long)dst + rows > out_rows(int8 ? 0 : out) || aux_end > ACC_ROWS)
+            return NTPU_DEV_ERR_RANGE;
+        uint32_t b[MAX_N] = {0}, mult[MAX_N] = {0}, shift[MAX_N] = {0};
+        for (unsigned n = 0; n < N; n++) { /* read once, before row 0 */
+            if (bias)
+                b[n] = acc[aux][n];
+            if (int8) {
+                mult[n] = acc[aux + 1][n];
+                shift[n] = acc[aux + 2][n];
+            }
+        }
+        for (unsigned r = 0; r < rows; r++) {
+            uint32_t x[MAX_N];
+            memcpy(x, acc[src + r], sizeof x);
+            for (unsigned n = 0; n < N; n++) {
+                if (int8) {
+                    int32_t v = (int32_t)(bias ? x[n] + b[n] : x[n]);
+                    int32_t sh = (int32_t)shift[n];
+                    if (relu && v < 0)
+                        v = 0;
+                    int8_t y = ntpu_requantize(v, (int32_t)mult[n], sh < 0 ? 0 : sh > 31 ? 31 : sh,
+                                               0);
+                    ub[dst + r][n] = (uint16_t)(int16_t)y;
+                } else {
+                    uint32_t v = bias ? ntpu_f32_add(x[n], b[n]) : x[n];
+                    put_out(out, dst + r, n, relu ? relu_bits(v) : v);
+                }
+            }
+        }
+        maybe_busy = 1;
+        return NTPU_DEV_OK;
+    }
+    case NTPU_OP_RELU_GRAD: {
+        if (len != NTPU_LEN_RELU_GRAD)
+            return NTPU_DEV_ERR_LENGTH;
+        unsigned fl = p[1], src = get16(p + 2), dst = get16(p + 4), rows = get16(p + 6);
+        unsigned mask = get16(p + 8), out = (fl & NTPU_OUT_MASK) >> 2;
+        if ((fl & ~NTPU_OUT_MASK) || out == 3)
+            return NTPU_DEV_ERR_ARG;
+        if ((unsigned long)src + rows > ACC_ROWS || (unsigned long)mask + rows > UB_ROWS ||
+            (unsigned long)dst + rows > out_rows(out))
+            return NTPU_DEV_ERR_RANGE;
+        for (unsigned r = 0; r < rows; r++) {
+            uint32_t x[MAX_N];
+            uint16_t m[MAX_N];
+            memcpy(x, acc[src + r], sizeof x);
+            memcpy(m, ub[mask + r], sizeof m);
+            for (unsigned n = 0; n < N; n++)
+                put_out(out, dst + r, n, bf16_positive(m[n]) ? x[n] : 0);
+        }
+        maybe_busy = 1;
+        return NTPU_DEV_OK;
+    }
+    case NTPU_OP_COLSUM: {
+        if (len != NTPU_LEN_COLSUM)
+            return NTPU_DEV_ERR_LENGTH;
+        unsigned fl = p[1], src = get16(p + 2), dst = get16(p + 4), rows = get16(p + 6);
+        if (fl & ~NTPU_COLSUM_ACCUMULATE)
+            return NTPU_DEV_ERR_ARG;
+        if ((unsigned long)src + rows > ACC_ROWS || (unsigned long)dst + 1 > ACC_ROWS)
+            return NTPU_DEV_ERR_RANGE;
+        uint32_t sum[MAX_N];
+        for (unsigned n = 0; n < N; n++) {
+            sum[n] = (fl & NTPU_COLSUM_ACCUMULATE) ? acc[dst][n] : 0;
+            for (unsigned r = 0; r < rows; r++)
+                sum[n] = ntpu_f32_add(sum[n], acc[src + r][n]);
+        }
+        memcpy(acc[dst], sum, sizeof sum);
         maybe_busy = 1;
         return NTPU_DEV_OK;
     }
@@ -516,6 +676,370 @@ static void read_rows(unsigned mem, unsigned addr, unsigned rows)
 
 static void read_all(unsigned mem) { read_rows(mem, 0, mem_rows(mem)); }
 
+
+/* fp32 bit patterns for the vector unit: every class of docs/numerics.md, both signs. */
+static uint32_t rnd_f32(void)
+{
+    uint32_t s = (rnd() & 1u) << 31;
+    switch (rnd_below(32)) {
+    case 0:
+        return s;                                                 /* +-0 */
+    case 1:
+        return s | (1 + rnd_below(0x7FFFFF));                     /* subnormal */
+    case 2:
+        return s | 0x7F800000u;                                   /* Inf */
+    case 3:
+        return s | 0x7F800000u | (1 + rnd_below(0x7FFFFF));       /* NaN, any payload */
+    case 4:
+        return s | (0x7F7FFFFFu - rnd_below(0x10000));            /* near the largest finite */
+    case 5:
+        return s | 0x00800000u | rnd_below(0x20000);              /* near the smallest normal */
+    case 6:
+        return s | (120 + rnd_below(16)) << 23 | (rnd() & 0x7F0000u) | 0x8000u; /* bf16 ties */
+    default:
+        return s | (110 + rnd_below(36)) << 23 | (rnd() & 0x7FFFFFu);
+    }
+}
+
+/* int32 accumulators for int8 mode: small, medium and any, with the extremes. */
+static uint32_t rnd_i32(void)
+{
+    unsigned k = rnd_below(16);
+    if (k == 0)
+        return 0x80000000u;
+    if (k == 1)
+        return 0x7FFFFFFFu;
+    if (k < 5)
+        return rnd();
+    uint32_t v = rnd() & (k < 10 ? 0xFFFu : 0xFFFFFu);
+    return (rnd() & 1u) ? 0u - v : v;
+}
+
+/* Requantization multipliers: mostly normalized ([2^30, 2^31)), and any int32. */
+static uint32_t rnd_mult(void)
+{
+    switch (rnd_below(10)) {
+    case 0:
+        return 0x80000000u;
+    case 1:
+        return 0;
+    case 2:
+        return rnd();
+    case 3:
+        return 0x7FFFFFFFu;
+    default:
+        return 0x40000000u | (rnd() & 0x3FFFFFFFu);
+    }
+}
+
+/* Shifts: mostly in range, and below 0 / above 31 (clamped). */
+static uint32_t rnd_shift(void)
+{
+    switch (rnd_below(10)) {
+    case 0:
+        return 0u - (1 + rnd_below(40));
+    case 1:
+        return 32 + rnd_below(1000);
+    case 2:
+        return rnd_below(2) ? 0x80000000u : 0x7FFFFFFFu;
+    case 3:
+        return rnd_below(2) ? 0 : 31;
+    default:
+        return 2 + rnd_below(14);
+    }
+}
+
+/* RELU_GRAD masks: the bf16 classes that decide positive(m), both signs. */
+static uint16_t rnd_mask(void)
+{
+    static const uint16_t special[] = {0x0000, 0x8000, 0x0001, 0x807F, 0x7F80, 0xFF80,
+                                       0x7FC0, 0xFFC1, 0x7F81, 0x0080, 0x8080, 0x7F7F};
+    unsigned k = rnd_below(24);
+    return k < 12 ? special[k] : rnd_bf16();
+}
+
+enum { V_F32, V_I32, V_MULT, V_SHIFT };
+
+/* ACC rows of one kind of value, in as many WRITE_MEM frames as needed. */
+static void write_acc(unsigned addr, unsigned rows, int kind)
+{
+    static uint8_t d[65536];
+    do {
+        unsigned r = rows < max_rows(NTPU_MEM_ACC) ? rows : max_rows(NTPU_MEM_ACC);
+        for (unsigned i = 0; i < r * N; i++)
+            put32(d + 4 * i, kind == V_F32 ? rnd_f32() : kind == V_I32 ? rnd_i32()
+                             : kind == V_MULT ? rnd_mult() : rnd_shift());
+        write_mem(NTPU_MEM_ACC, addr, r, d);
+        addr += r;
+        rows -= r;
+    } while (rows > 0);
+}
+
+/* UB rows of masks. */
+static void write_masks(unsigned addr, unsigned rows)
+{
+    static uint8_t d[65536];
+    do {
+        unsigned r = rows < max_rows(NTPU_MEM_UB) ? rows : max_rows(NTPU_MEM_UB);
+        for (unsigned i = 0; i < r * N; i++) {
+            uint16_t v = rnd_mask();
+            d[2 * i] = (uint8_t)v;
+            d[2 * i + 1] = (uint8_t)(v >> 8);
+        }
+        write_mem(NTPU_MEM_UB, addr, r, d);
+        addr += r;
+        rows -= r;
+    } while (rows > 0);
+}
+
+/* The destination rows of a vector command, read back. */
+static void read_out(unsigned out, unsigned addr, unsigned rows)
+{
+    if (rows)
+        read_rows(out == 1 ? NTPU_MEM_WB : out == 2 ? NTPU_MEM_ACC : NTPU_MEM_UB, addr, rows);
+}
+
+/* The 1.1 commands: MATMUL TRANSPOSE_A, ACT, RELU_GRAD, COLSUM, their checks, and their order with
+ * the 1.0 commands (no FENCE in between). Addresses scale with the configuration's memories. */
+static void directed_v11(void)
+{
+    const unsigned U = UB_ROWS, W = WB_ROWS, A = ACC_ROWS;
+    uint8_t p[16];
+
+    /* ---- MATMUL TRANSPOSE_A: strides 0 (one block again), below N (overlapping blocks), N,
+     * beyond N; int8 and bf16, with and without accumulate, normal and transposed tiles. */
+    write_random(NTPU_MEM_UB, 0, U / 2, 0);
+    write_random(NTPU_MEM_UB, U / 2, U - U / 2, 1);
+    write_random(NTPU_MEM_WB, 0, 2 * N, 0);
+    write_random(NTPU_MEM_WB, 2 * N, 2 * N, 1);
+    write_random(NTPU_MEM_ACC, 0, A, 1);
+    const unsigned strides[] = {0, 1, N - 1, N, N + 1, 2 * N + 1, 2, N};
+    for (unsigned t = 0; t < 8; t++) {
+        unsigned bf16 = t & 1, blocks = 1 + t % 3, rows = blocks * N;
+        unsigned aa = (t * 5) % (A - rows + 1);
+        load_w((t & 2) ? NTPU_LOADW_TRANSPOSE : 0, bf16 ? 2 * N : 0);
+        matmul_t((bf16 ? NTPU_MATMUL_BF16 : 0) | ((t & 4) ? NTPU_MATMUL_ACCUMULATE : 0),
+                 bf16 ? U / 2 : t, aa, rows, strides[t]);
+        read_rows(NTPU_MEM_ACC, aa, rows);
+    }
+    /* Plain and transposed MATMULs back to back on one tile, each accumulating onto rows the one
+     * before is still writing. */
+    load_w(0, 2 * N);
+    matmul(NTPU_MATMUL_BF16, U / 2, 0, 2 * N);
+    matmul_t(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE, U / 2 + 1, 0, 2 * N, N + 2);
+    matmul(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE, U / 2 + 3, N, 2 * N);
+    matmul_t(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE, U - N, N, N, 0);
+    read_rows(NTPU_MEM_ACC, 0, 3 * N);
+    /* The last block ends on UB's last row; rows = 0 only swaps in the pending tile (its ub_addr
+     * may be ub_rows); one block with the largest stride, which is never added. */
+    load_w(NTPU_LOADW_TRANSPOSE, 0);
+    matmul_t(NTPU_MATMUL_BF16, U - N - 2 * 5, 1, 3 * N, 5);
+    load_w(0, 2 * N);
+    matmul_t(0, U, 0, 0, 0xFFFF);
+    matmul_t(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE, U - N, A - N, N, 0xFFFF);
+    read_rows(NTPU_MEM_ACC, 0, 3 * N + 1);
+    read_rows(NTPU_MEM_ACC, A - N, N);
+    /* Checks: LEN for the flags, reserved bits, rows a multiple of N, the exact range. */
+    matmul_t(0, U - N - 2 * 5 + 1, 1, 3 * N, 5); /* ERR_RANGE: one row past UB */
+    matmul_t(0, 0, 0, 2 * N, 0xFFFF);            /* ERR_RANGE, no 16-bit wrap */
+    matmul_t(0, 0xFFFF, 0, 0, 0);                /* ERR_RANGE with rows = 0 */
+    matmul_t(0, 0, A - N + 1, N, 0);             /* ERR_RANGE: acc */
+    matmul_t(0, 0, 0, N + 1, 1);                 /* ERR_ARG: rows not a multiple of N */
+    matmul_t(0, 0xFFFF, 0, 1, 0);                /* ERR_ARG before ERR_RANGE */
+    matmul_t(0x08, 0, 0, N, 0);                  /* ERR_ARG: reserved */
+    memset(p, 0, sizeof p);
+    p[0] = NTPU_OP_MATMUL;
+    p[1] = NTPU_MATMUL_TRANSPOSE_A;
+    p[6] = (uint8_t)N;
+    frame(p, 9);                                 /* ERR_LENGTH */
+    frame(p, 11);
+    frame(p, 10);                                /* fine: one block at 0 */
+    p[1] = NTPU_MATMUL_ACCUMULATE;
+    frame(p, 10);                                /* ERR_LENGTH: 10 without TRANSPOSE_A */
+    read_rows(NTPU_MEM_ACC, 0, N);
+
+    /* ---- ACT, fp32 mode: every OUT, BIAS and RELU. */
+    write_acc(0, A, V_F32);
+    for (unsigned fl = 0; fl < 12; fl++) {
+        unsigned out = fl >> 2, rows = 1 + rnd_below(2 * N);
+        unsigned src = rnd_below(A - rows + 1), dst = rnd_below(out_rows(out) - rows + 1);
+        act(fl, src, dst, rows, rnd_below(A));
+        read_out(out, dst, rows);
+    }
+    /* x + (-x) is +0: a row and its negation as the bias. */
+    {
+        uint8_t d[8 * MAX_N];
+        for (unsigned n = 0; n < N; n++) {
+            uint32_t v = rnd_f32();
+            put32(d + 4 * n, v);
+            put32(d + 4 * (N + n), v ^ 0x80000000u);
+        }
+        write_mem(NTPU_MEM_ACC, 3, 2, d);
+        act(NTPU_ACT_BIAS | NTPU_OUT_ACC, 3, A - 1, 1, 4);
+        read_rows(NTPU_MEM_ACC, A - 1, 1);
+    }
+    /* Overlaps in ACC: in place, destinations starting 1, 2, 3 and N + 2 rows further on (each
+     * row reads what a row before it wrote), one before the source, and a bias row that the
+     * command itself overwrites (it is read once, before row 0). */
+    write_acc(0, A, V_F32);
+    act(NTPU_ACT_BIAS | NTPU_OUT_ACC, 2, 2, 6, 0);
+    act(NTPU_ACT_RELU | NTPU_OUT_ACC, 2, 3, 6, 0);
+    act(NTPU_ACT_BIAS | NTPU_OUT_ACC, 4, 6, 7, 1);
+    act(NTPU_OUT_ACC, 6, 9, 8, 0);
+    act(NTPU_ACT_BIAS | NTPU_ACT_RELU | NTPU_OUT_ACC, 9, 9 + N + 2, 10, 0);
+    act(NTPU_ACT_BIAS | NTPU_OUT_ACC, 12, 11, 6, 13);
+    act(NTPU_ACT_BIAS | NTPU_OUT_ACC, 20, 22, 6, 24);
+    read_rows(NTPU_MEM_ACC, 0, A);
+    /* Memory ends, rows = 0, an aux that is ignored. */
+    act(NTPU_OUT_UB, A - 2, U - 2, 2, 0xFFFF);
+    act(NTPU_ACT_BIAS | NTPU_OUT_WB, A - 3, W - 3, 3, A - 1);
+    act(NTPU_ACT_RELU | NTPU_OUT_ACC, A, A, 0, 0xFFFF);
+    read_rows(NTPU_MEM_UB, U - 2, 2);
+    read_rows(NTPU_MEM_WB, W - 3, 3);
+
+    /* ---- ACT, int8 mode: bias, ReLU, multipliers and shifts per lane, aux at ACC's end. */
+    for (unsigned t = 0; t < 6; t++) {
+        unsigned aux = t == 5 ? A - 3 : rnd_below(A - 3 + 1), rows = 1 + rnd_below(2 * N);
+        unsigned src = rnd_below(A - rows + 1), dst = rnd_below(U - rows + 1);
+        write_acc(0, A, V_I32);
+        write_acc(aux + 1, 1, V_MULT);
+        write_acc(aux + 2, 1, V_SHIFT);
+        act(NTPU_OUT_INT8 | (t & 3), src, dst, rows, aux);
+        read_rows(NTPU_MEM_UB, dst, rows);
+    }
+
+    /* ---- RELU_GRAD: every OUT; in place over the mask; overlaps in UB and ACC. */
+    write_acc(0, A, V_F32);
+    write_masks(0, U);
+    for (unsigned out = 0; out < 3; out++) {
+        unsigned rows = 1 + rnd_below(2 * N), src = rnd_below(A - rows + 1);
+        unsigned mask = rnd_below(U - rows + 1), dst = rnd_below(out_rows(out) - rows + 1);
+        relu_grad(out << 2, src, dst, rows, mask);
+        read_out(out, dst, rows);
+    }
+    relu_grad(NTPU_OUT_UB, 0, 4, 6, 4);
+    relu_grad(NTPU_OUT_UB, 1, 9, 6, 8);
+    relu_grad(NTPU_OUT_UB, 2, 15, 7, 12);
+    relu_grad(NTPU_OUT_UB, 3, 16, 4, 20);
+    relu_grad(NTPU_OUT_ACC, 5, 7, 8, 0);
+    relu_grad(NTPU_OUT_WB, A - 2, W - 2, 2, U - 2);
+    relu_grad(NTPU_OUT_ACC, 0, 0, 0, U);
+    read_rows(NTPU_MEM_UB, 0, 28);
+    read_rows(NTPU_MEM_ACC, 0, 16);
+    read_rows(NTPU_MEM_WB, W - 2, 2);
+
+    /* ---- COLSUM: with and without ACCUMULATE, rows = 0, dst inside the source, all of ACC. */
+    write_acc(0, A, V_F32);
+    colsum(0, 0, A - 1, 5);
+    colsum(NTPU_COLSUM_ACCUMULATE, 3, A - 1, 4);
+    colsum(0, 6, 1, 0);
+    colsum(NTPU_COLSUM_ACCUMULATE, 6, 2, 0);
+    colsum(NTPU_COLSUM_ACCUMULATE, 4, 6, 5);
+    colsum(0, 10, 12, 6);
+    colsum(NTPU_COLSUM_ACCUMULATE, 0, A - 2, A);
+    read_rows(NTPU_MEM_ACC, 0, A);
+
+    /* ---- Checks of the vector commands, in order. */
+    act(0x10, 0, 0, 1, 0);                                 /* ERR_ARG: reserved */
+    act(0x80 | NTPU_OUT_INT8, 0xFFFF, 0, 1, 0);            /* ERR_ARG before ERR_RANGE */
+    act(NTPU_OUT_ACC, A - 1, 0, 2, 0);                     /* ERR_RANGE: src */
+    act(NTPU_OUT_UB, 0, U - 1, 2, 0);                      /* ERR_RANGE: dst in UB */
+    act(NTPU_OUT_WB, 0, W - 1, 2, 0);                      /* ERR_RANGE: dst in WB */
+    act(NTPU_OUT_ACC, 0, A - 1, 2, 0);                     /* ERR_RANGE: dst in ACC */
+    act(NTPU_OUT_INT8, 0, U - 1, 2, 0);                    /* ERR_RANGE: int8 goes to UB */
+    act(NTPU_ACT_BIAS, 0, 0, 1, A);                        /* ERR_RANGE: bias row */
+    act(NTPU_ACT_BIAS | NTPU_OUT_ACC, 0, 0, 1, A - 1);     /* fine */
+    act(NTPU_OUT_INT8, 0, 0, 1, A - 2);                    /* ERR_RANGE: shift row */
+    act(NTPU_OUT_INT8 | NTPU_ACT_BIAS, 0, 0, 0, A - 2);    /* ERR_RANGE, also with rows = 0 */
+    act(NTPU_ACT_RELU, A + 1, 0, 0, 0);                    /* ERR_RANGE: empty range past the end */
+    relu_grad(NTPU_ACT_BIAS, 0, 0, 1, 0);                  /* ERR_ARG: reserved bit 0 */
+    relu_grad(NTPU_ACT_RELU, 0, 0, 1, 0);                  /* ERR_ARG: reserved bit 1 */
+    relu_grad(0x40, 0, 0, 1, 0);                           /* ERR_ARG: reserved bit 6 */
+    relu_grad(NTPU_OUT_INT8, 0, 0, 1, 0);                  /* ERR_ARG: OUT = 3 */
+    relu_grad(NTPU_OUT_INT8, 0xFFFF, 0xFFFF, 9, 0xFFFF);   /* ERR_ARG before ERR_RANGE */
+    relu_grad(NTPU_OUT_UB, 0, 0, 2, U - 1);                /* ERR_RANGE: mask */
+    relu_grad(NTPU_OUT_UB, A - 1, 0, 2, 0);                /* ERR_RANGE: src */
+    relu_grad(NTPU_OUT_WB, 0, W - 1, 2, 0);                /* ERR_RANGE: dst in WB */
+    relu_grad(NTPU_OUT_ACC, 0, A - 1, 2, 0);               /* ERR_RANGE: dst in ACC */
+    colsum(0x02, 0, 0, 1);                                 /* ERR_ARG */
+    colsum(0x80, 0xFFFF, 0, 1);                            /* ERR_ARG before ERR_RANGE */
+    colsum(0, 0, A, 1);                                    /* ERR_RANGE: dst */
+    colsum(0, A - 1, 0, 2);                                /* ERR_RANGE: src */
+    colsum(0, A, A - 1, 0);                                /* fine: empty range at the end */
+    memset(p, 0, sizeof p);
+    for (uint8_t op = NTPU_OP_ACT; op <= NTPU_OP_COLSUM; op++) {
+        unsigned fixed = op == NTPU_OP_COLSUM ? NTPU_LEN_COLSUM : NTPU_LEN_ACT;
+        p[0] = op;
+        frame(p, 1);                                       /* ERR_LENGTH */
+        frame(p, fixed - 1);
+        frame(p, fixed + 1);
+        p[1] = 0xFF;
+        frame(p, fixed + 1);                               /* LEN before flags */
+        p[1] = 0;
+    }
+    read_rows(NTPU_MEM_ACC, 0, 2);
+    cmd1(NTPU_OP_STATUS);
+
+    /* ---- Order between the units with no FENCE: each command sees the ones before it.
+     * MATMUL -> ACT of its rows into UB -> MATMUL of those -> COLSUM of the results -> ACT into
+     * WB -> LOAD_W of that tile -> MATMUL with it -> RELU_GRAD of its rows -> READ_MEM. */
+    write_random(NTPU_MEM_UB, 0, 2 * N, 1);
+    write_random(NTPU_MEM_WB, 0, N, 1);
+    load_w(0, 0);
+    matmul(NTPU_MATMUL_BF16, 0, 0, 2 * N);
+    act(NTPU_ACT_RELU | NTPU_OUT_UB, 0, 2 * N, 2 * N, 0);
+    matmul_t(NTPU_MATMUL_BF16, 2 * N, 2 * N, 2 * N, N);
+    colsum(0, 2 * N, 4 * N, 2 * N);
+    act(NTPU_ACT_BIAS | NTPU_OUT_WB, 2 * N, W - N, N, 4 * N);
+    load_w(NTPU_LOADW_TRANSPOSE, W - N);
+    matmul(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE, 0, 0, 2 * N);
+    relu_grad(NTPU_OUT_ACC, 0, 0, 2 * N, 2 * N);
+    cmd1(NTPU_OP_STATUS);
+    read_rows(NTPU_MEM_ACC, 0, 4 * N + 1);
+    read_rows(NTPU_MEM_WB, W - N, N);
+    cmd1(NTPU_OP_FENCE);
+    cmd1(NTPU_OP_STATUS);
+    counters(0);
+}
+
+/* One random vector command or TRANSPOSE_A MATMUL, mostly valid, sometimes out of range. */
+static void random_v11(void)
+{
+    unsigned c = rnd_below(10), big = rnd_below(8) == 0;
+    unsigned rows = big ? rnd_below(ACC_ROWS + 2) : rnd_below(2 * N + 1);
+    if (c < 3) {
+        unsigned blocks = (rows + N - 1) / N, stride = rnd_below(2 * N + 2);
+        if (blocks > 1 && (blocks - 1) * stride + N > UB_ROWS)
+            stride = (UB_ROWS - N) / (blocks - 1);
+        unsigned span = blocks ? (blocks - 1) * stride + N : 0;
+        unsigned ua = span <= UB_ROWS ? rnd_below(UB_ROWS - span + 1 + big) : 0;
+        unsigned aa = blocks * N <= ACC_ROWS ? rnd_below(ACC_ROWS - blocks * N + 1 + big) : 0;
+        matmul_t(rnd_below(4), ua, aa, rnd_below(6) ? blocks * N : rows, stride);
+    } else if (c < 6) {
+        unsigned fl = rnd_below(16), out = fl >> 2;
+        unsigned lim = out_rows(out == 3 ? 0 : out);
+        if (lim > ACC_ROWS)
+            lim = ACC_ROWS;
+        if (rows > lim)
+            rows = lim;
+        unsigned dst_rows = out_rows(out == 3 ? 0 : out);
+        act(fl, rnd_below(ACC_ROWS - rows + 1 + big), rnd_below(dst_rows - rows + 1 + big), rows,
+            rnd_below(ACC_ROWS - 2 + big));
+    } else if (c < 8) {
+        unsigned out = rnd_below(3), lim = out_rows(out) < UB_ROWS ? out_rows(out) : UB_ROWS;
+        if (lim > ACC_ROWS)
+            lim = ACC_ROWS;
+        if (rows > lim)
+            rows = lim;
+        relu_grad(out << 2, rnd_below(ACC_ROWS - rows + 1),
+                  rnd_below(out_rows(out) - rows + 1 + big), rows, rnd_below(UB_ROWS - rows + 1));
+    } else {
+        if (rows > ACC_ROWS)
+            rows = ACC_ROWS;
+        colsum(rnd_below(2), rnd_below(ACC_ROWS - rows + 1 + big), rnd_below(ACC_ROWS + big), rows);
+    }
+}
+
 static void directed(void)
 {
     static uint8_t d[65536];
@@ -575,8 +1099,8 @@ static void directed(void)
     counters(0);
 
     /* Errors, each check in turn, and precedence between them. */
-    p[0] = 9;
-    frame(p, 1);                    /* ERR_OPCODE */
+    p[0] = 0x0C;
+    frame(p, 1);                    /* ERR_OPCODE: the first opcode past 1.1's */
     p[0] = 0xFF;
     p[1] = 7;
     frame(p, 2);                    /* ERR_OPCODE before LEN */
@@ -614,7 +1138,9 @@ static void directed(void)
     p[0] = NTPU_OP_MATMUL;
     frame(p, 7);
     frame(p, 9);
-    p[1] = 4;
+    p[1] = NTPU_MATMUL_TRANSPOSE_A;
+    frame(p, 8);                    /* ERR_LENGTH in 1.1 (ERR_ARG in 1.0): TRANSPOSE_A needs 10 */
+    p[1] = 8;
     frame(p, 8);                    /* ERR_ARG */
     p[1] = 3;
     p[6] = 1;
@@ -722,7 +1248,8 @@ static void directed(void)
     cmd1(NTPU_OP_STATUS);
 }
 
-/* Random command streams, heavy on LOAD_W / MATMUL overlap and ACC hazards. */
+/* Random command streams, heavy on LOAD_W / MATMUL overlap and ACC hazards, with the 1.1
+ * commands in between. */
 static void random_stream(int count)
 {
     unsigned last_acc = 0, last_rows = 1;
@@ -742,6 +1269,8 @@ static void random_stream(int count)
             read_mem(mem, addr, rows);
         } else if (c < 34) {
             load_w(rnd_below(2), rnd_below(WB_ROWS - N + 1));
+        } else if (c < 50) {
+            random_v11();
         } else if (c < 80) {
             /* Long MATMULs let the next commands arrive while rows are still in flight. */
             unsigned lim = UB_ROWS < ACC_ROWS ? UB_ROWS : ACC_ROWS;
@@ -781,11 +1310,11 @@ static void random_stream(int count)
         } else if (c < 93) {
             cmd1(NTPU_OP_INFO);
         } else if (c < 95) { /* an error of some kind */
-            uint8_t p[8];
-            for (int i = 0; i < 8; i++)
+            uint8_t p[10];
+            for (int i = 0; i < 10; i++)
                 p[i] = (uint8_t)rnd();
-            p[0] = (uint8_t)rnd_below(12);
-            frame(p, 1 + rnd_below(8));
+            p[0] = (uint8_t)rnd_below(14);
+            frame(p, 1 + rnd_below(10));
         } else if (c < 96) {
             uint8_t p[8] = {NTPU_OP_MATMUL, 0, 0, 0, 0, 0, 1, 0};
             frame_ex(p, 8, 1 + rnd_below(2));
@@ -866,6 +1395,7 @@ int main(int argc, char **argv)
         cfg = configs[c];
         reset_state();
         directed();
+        directed_v11();
         /* Fresh operands for the random part. */
         write_random(NTPU_MEM_WB, 0, WB_ROWS, 0);
         write_random(NTPU_MEM_UB, 0, UB_ROWS / 2, 0);

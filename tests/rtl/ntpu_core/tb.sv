@@ -1,4 +1,5 @@
-// Bench for ntpu_core with the real array, in two configurations side by side (gen.c's configs[]):
+// Bench for ntpu_core with the real array and the 1.1 units (transposer, vector unit), in two
+// configurations side by side (gen.c's configs[]):
 // N = 4 with UB 48 / WB 20 / ACC 40 rows and max_payload 201, and N = 3 with UB 40 / WB 14 / ACC 33
 // and max_payload 127 (odd lanes, memories not powers of two). Each run streams gen.c's command
 // frames into s_rx with random gaps and takes the replies with random m_tx_ready, in phases from
@@ -21,7 +22,9 @@ module tb_core_run #(
   output int   cov_hazard,
   output int   cov_overlap,
   output int   cov_b2b,
-  output int   cov_rx_full
+  output int   cov_rx_full,
+  output int   cov_tr_rows,  // MATMUL TRANSPOSE_A rows into the array
+  output int   cov_vhazard   // cycles a vector row waits for an earlier row's write
 );
   localparam int MAX_BYTES = 1 << 20;
   localparam int QUIET_LIMIT = 20000;  // cycles without a byte moving before calling it a hang
@@ -105,6 +108,8 @@ module tb_core_run #(
       // A row of a new MATMUL right behind the previous one's last row.
       if (dut.a_valid && a_valid_q && dut.u_seq.mm_busy_q && dut.u_seq.mm_left_q == 16'd1) cov_b2b++;
       if (s_rx_valid && !s_rx_ready && dut.u_rx.state_q == 4'd3) cov_rx_full++;
+      if (dut.u_seq.mm_issue && dut.u_seq.mm_tr_q) cov_tr_rows++;
+      if (dut.u_vseq.stall_hazard) cov_vhazard++;
       a_valid_q <= dut.a_valid;
     end
   end
@@ -168,6 +173,8 @@ module tb_core_run #(
     cov_overlap = 0;
     cov_b2b = 0;
     cov_rx_full = 0;
+    cov_tr_rows = 0;
+    cov_vhazard = 0;
     if (!$value$plusargs("dir=%s", dir)) dir = ".";
     pre = $sformatf("%s/n%0d_", dir, N);
     fd = $fopen({pre, "counts.hex"}, "r");
@@ -203,7 +210,9 @@ module tb_core_run #(
              N, sent, replies, got, cycles, cov_hazard);
     $display("  stall cycles, %0d weight beats during a MATMUL, %0d back-to-back MATMUL rows, %0d cycles",
              cov_overlap, cov_b2b, cov_rx_full);
-    $display("  with both frame buffers full; %0d errors", errors);
+    $display("  with both frame buffers full, %0d transposed rows, %0d vector hazard stall cycles;",
+             cov_tr_rows, cov_vhazard);
+    $display("  %0d errors", errors);
     done = 1'b1;
   end
 endmodule
@@ -213,26 +222,27 @@ module tb;
   always #5 clk = ~clk;
 
   logic done4, done3;
-  int err4, err3, hz4, hz3, ov4, ov3, bb4, bb3, rf4, rf3;
+  int err4, err3, hz4, hz3, ov4, ov3, bb4, bb3, rf4, rf3, tr4, tr3, vh4, vh3;
 
   tb_core_run #(
     .N(4), .UB_ROWS(48), .WB_ROWS(20), .ACC_ROWS(40), .MAX_PAYLOAD(201)
   ) u_n4 (
     .clk(clk), .done(done4), .errors(err4), .cov_hazard(hz4), .cov_overlap(ov4), .cov_b2b(bb4),
-    .cov_rx_full(rf4)
+    .cov_rx_full(rf4), .cov_tr_rows(tr4), .cov_vhazard(vh4)
   );
 
   tb_core_run #(
     .N(3), .UB_ROWS(40), .WB_ROWS(14), .ACC_ROWS(33), .MAX_PAYLOAD(127)
   ) u_n3 (
     .clk(clk), .done(done3), .errors(err3), .cov_hazard(hz3), .cov_overlap(ov3), .cov_b2b(bb3),
-    .cov_rx_full(rf3)
+    .cov_rx_full(rf3), .cov_tr_rows(tr3), .cov_vhazard(vh3)
   );
 
   initial begin
     #1;
     wait (done4 === 1'b1 && done3 === 1'b1);
-    if (hz4 + hz3 == 0 || ov4 + ov3 == 0 || bb4 + bb3 == 0 || rf4 + rf3 == 0) begin
+    if (hz4 + hz3 == 0 || ov4 + ov3 == 0 || bb4 + bb3 == 0 || rf4 + rf3 == 0 ||
+        tr4 == 0 || tr3 == 0 || vh4 == 0 || vh3 == 0) begin
       $display("FAIL ntpu_core: the streams no longer reach every sequencer and receiver path");
       $fatal(1, "FAIL ntpu_core: coverage");
     end
