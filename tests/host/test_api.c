@@ -359,14 +359,16 @@ Test(api, bad_arguments_send_nothing)
     cr_assert_eq(ntpu_matmul(dev, NTPU_DTYPE_INT8, a, b, c, SIZE_MAX / 2, SIZE_MAX / 2, 2), NTPU_ERR_INVALID_ARG);
     cr_assert_eq(ntpu_matmul_bf16(dev, NULL, NULL, NULL, 1, 1, 1), NTPU_ERR_INVALID_ARG);
     cr_assert_eq(ntpu_write_rows(dev, (enum ntpu_mem)3, 0, 1, rows), NTPU_ERR_INVALID_ARG);
-    cr_assert_eq(ntpu_write_rows(dev, NTPU_MEM_UB, 8190, 4, rows), NTPU_ERR_INVALID_ARG);
+    ntpu_info info; /* ranges relative to this device's memories */
+    cr_assert_eq(ntpu_get_info(dev, &info), NTPU_OK);
+    cr_assert_eq(ntpu_write_rows(dev, NTPU_MEM_UB, info.ub_rows - 2, 4, rows), NTPU_ERR_INVALID_ARG);
     cr_assert_not_null(strstr(ntpu_last_error(dev), "UB"), "%s", ntpu_last_error(dev));
     cr_assert_eq(ntpu_write_rows(dev, NTPU_MEM_UB, 0xFFFFFFFFu, 2, rows), NTPU_ERR_INVALID_ARG);
     cr_assert_eq(ntpu_write_rows(dev, NTPU_MEM_UB, 0, 1, NULL), NTPU_ERR_INVALID_ARG);
-    cr_assert_eq(ntpu_read_rows(dev, NTPU_MEM_ACC, 2047, 2, rows), NTPU_ERR_INVALID_ARG);
-    cr_assert_eq(ntpu_load_w(dev, 4090, 0), NTPU_ERR_INVALID_ARG);
-    cr_assert_eq(ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, 8190, 0, 3, 0), NTPU_ERR_INVALID_ARG);
-    cr_assert_eq(ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, 0, 2047, 2, 0), NTPU_ERR_INVALID_ARG);
+    cr_assert_eq(ntpu_read_rows(dev, NTPU_MEM_ACC, info.acc_rows - 1, 2, rows), NTPU_ERR_INVALID_ARG);
+    cr_assert_eq(ntpu_load_w(dev, info.wb_rows - 6, 0), NTPU_ERR_INVALID_ARG);
+    cr_assert_eq(ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, info.ub_rows - 2, 0, 3, 0), NTPU_ERR_INVALID_ARG);
+    cr_assert_eq(ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, 0, info.acc_rows - 1, 2, 0), NTPU_ERR_INVALID_ARG);
     cr_assert_eq(ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, 0, 0, 70000, 0), NTPU_ERR_INVALID_ARG);
     cr_assert_eq(ntpu_matmul_tile(dev, (ntpu_dtype)-1, 0, 0, 1, 0), NTPU_ERR_INVALID_ARG);
     cr_assert_eq(ntpu_read_status(dev, NULL), NTPU_ERR_INVALID_ARG);
