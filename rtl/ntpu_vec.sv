@@ -24,8 +24,9 @@
 //   Latency 4 cycles from an accepted beat to its m_out_valid when nothing stalls; one row per
 //   cycle sustained, COLSUM included (its fp32 add closes the loop within one cycle).
 // - m_out_data comes from registers (through a 2:1 select held by the operation inputs).
-// - The fp32 adders and the requantizers are enabled only in cycles where their stage moves a row
-//   that uses them, which keeps simulation cheap for the other operations.
+// - Simulation cost: the fp32 adders are enabled only in cycles where stage B takes a row that
+//   adds, the requantizers only while an int8 ACT runs, and the rest of the lane logic sits in the
+//   clocked blocks under the stage enables, so an idle unit costs Verilator little.
 `default_nettype none
 
 module ntpu_vec #(

@@ -496,7 +496,7 @@ int cmd_train(common *cm, int argc, char **argv)
             }
         }
         if (tty)
-            fputc('\n', stderr);
+            fputs("\r\033[K", stderr); /* the epoch line replaces the bar */
         if (b < steps_per_epoch)
             break; /* interrupted: the checkpoint above has the state */
         double train_secs = now_s() - t0;
