@@ -8,25 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t crc32_bits(const uint8_t *p, size_t n)
-{
-    uint32_t c = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++)
-            c = (c & 1u) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
-    }
-    return ~c;
-}
-
-static uint32_t rng = 0x1234567u;
-static uint32_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 17;
-    rng ^= rng << 5;
-    return rng;
-}
+#define GEN_SEED 0x1234567u
+#include "../gen_common.h"
 
 static void emit(FILE *f, const uint8_t *p, size_t n)
 {

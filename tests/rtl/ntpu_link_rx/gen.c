@@ -14,25 +14,8 @@
 #define MAXP 100u
 #define MAX_STREAM (1u << 20)
 
-static uint32_t crc32_bits(const uint8_t *p, size_t n)
-{
-    uint32_t c = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++)
-            c = (c & 1u) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
-    }
-    return ~c;
-}
-
-static uint32_t rng = 0xC0FFEEu;
-static uint32_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 17;
-    rng ^= rng << 5;
-    return rng;
-}
+#define GEN_SEED 0xC0FFEEu
+#include "../gen_common.h"
 
 static uint8_t stream[MAX_STREAM];
 static size_t nstream;

@@ -8,25 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static uint32_t crc32_bits(const uint8_t *p, size_t n)
-{
-    uint32_t c = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++)
-            c = (c & 1u) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
-    }
-    return ~c;
-}
-
-static uint32_t rng = 0xBADC0DEu;
-static uint32_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 17;
-    rng ^= rng << 5;
-    return rng;
-}
+#define GEN_SEED 0xBADC0DEu
+#include "../gen_common.h"
 
 int main(int argc, char **argv)
 {

@@ -20,15 +20,8 @@
 #define WB_ROWS 32u
 #define ACC_ROWS 48u
 
-static uint32_t rng = 0xA11CE5u;
-static uint32_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 17;
-    rng ^= rng << 5;
-    return rng;
-}
-static unsigned rnd_below(unsigned n) { return n ? rnd() % n : 0; }
+#define GEN_SEED 0xA11CE5u
+#include "../gen_common.h"
 
 static uint16_t rnd_bf16(void)
 {
