@@ -11,8 +11,7 @@ static ntpu_status usb_open(const char *opts, ntpu_transport *out, char *err, si
     (void)opts;
     (void)out;
     ntpu_errf(err, errlen,
-              "this build has no 'usb' transport yet; use 'ftdi' (iCEBreaker), 'ref' (golden model) or 'vsim' (RTL "
-              "simulation)");
+              "this build has no board transport yet ('usb'); use 'ref' (golden model) or 'vsim' (RTL simulation)");
     return NTPU_ERR_NO_DEVICE;
 }
 

@@ -270,7 +270,8 @@ int ntpu_ftdi_parse_opts(const char *opts, ntpu_ftdi_opts *out, char *err, size_
         else if (eq && klen == 9 && !strncmp(p, "interface", 9))
             seen = &seen_iface;
         if (!seen) {
-            ntpu_errf(err, errlen, "unknown ftdi option '%.*s' (expected serial=S, baud=B or interface=A|B)", (int)len, p);
+            ntpu_errf(err, errlen, "unknown ftdi option '%.*s' (expected serial=S, baud=B or interface=A|B)",
+                      (int)len, p);
             return -1;
         }
         if (*seen) {
@@ -286,7 +287,7 @@ int ntpu_ftdi_parse_opts(const char *opts, ntpu_ftdi_opts *out, char *err, size_
             for (size_t i = 0; i < vlen; i++)
                 if ((unsigned char)v[i] <= ' ' || (unsigned char)v[i] > '~') {
                     ntpu_errf(err, errlen, "ftdi serial '%.*s' has a character that cannot be in a serial number",
-                         (int)vlen, v);
+                              (int)vlen, v);
                     return -1;
                 }
             memcpy(out->serial, v, vlen);
@@ -300,7 +301,7 @@ int ntpu_ftdi_parse_opts(const char *opts, ntpu_ftdi_opts *out, char *err, size_
                 b = strtoul(v, NULL, 10);
             if (!vlen || i != vlen || vlen > 9 || b < NTPU_FTDI_BAUD_MIN || b > NTPU_FTDI_BAUD_MAX) {
                 ntpu_errf(err, errlen, "ftdi baud '%.*s' is not a whole number from %u to %u", (int)vlen, v,
-                     NTPU_FTDI_BAUD_MIN, NTPU_FTDI_BAUD_MAX);
+                          NTPU_FTDI_BAUD_MIN, NTPU_FTDI_BAUD_MAX);
                 return -1;
             }
             ntpu_ftdi_baud enc;
@@ -308,9 +309,9 @@ int ntpu_ftdi_parse_opts(const char *opts, ntpu_ftdi_opts *out, char *err, size_
             uint32_t ppm = ntpu_ftdi_baud_error_ppm((uint32_t)b, enc.actual);
             if (ppm > NTPU_FTDI_BAUD_TOLERANCE_PPM) {
                 ntpu_errf(err, errlen,
-                     "the FT2232H cannot make %lu baud: the nearest it can is %u baud, %u.%u%% off (at most %u%%)", b,
-                     (unsigned)enc.actual, (unsigned)(ppm / 10000u), (unsigned)(ppm / 1000u % 10u),
-                     NTPU_FTDI_BAUD_TOLERANCE_PPM / 10000u);
+                          "the FT2232H cannot make %lu baud: the nearest it can is %u baud, %u.%u%% off (at most %u%%)",
+                          b, (unsigned)enc.actual, (unsigned)(ppm / 10000u), (unsigned)(ppm / 1000u % 10u),
+                          NTPU_FTDI_BAUD_TOLERANCE_PPM / 10000u);
                 return -1;
             }
             out->baud = (uint32_t)b;

@@ -480,7 +480,8 @@ static void test_open_errors(void)
     expect_open_error(FK_DENIED, "serial=FAKE0001", NTPU_ERR_NO_DEVICE, "udev rule (see docs/boards.md)");
     expect_open_error(FK_BUSY, NULL, NTPU_ERR_NO_DEVICE, "interface B of the FT2232H is in use");
     expect_open_error(FK_TWO, NULL, NTPU_ERR_INVALID_ARG, "more than one FT2232H");
-    expect_open_error(FK_TWO, "serial=NOPE", NTPU_ERR_NO_DEVICE, "with serial 'NOPE' on USB (found: FAKE0001, FAKE0002)");
+    expect_open_error(FK_TWO, "serial=NOPE", NTPU_ERR_NO_DEVICE,
+                      "with serial 'NOPE' on USB (found: FAKE0001, FAKE0002)");
     expect_open_error(FK_ECHO, "baud=fast", NTPU_ERR_INVALID_ARG, "baud 'fast'");
     CHECK(fk_inits == 0, "bad options must fail before libusb_init");
 }
