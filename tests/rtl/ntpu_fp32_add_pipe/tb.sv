@@ -1,6 +1,6 @@
-// Bench for ntpu_fp32_add_pipe at STAGES = 1 and 2: gen.c's vectors (those of the ntpu_fp32_add
+// Bench for ntpu_fp32_add_pipe at STAGES = 1 .. 4: gen.c's vectors (those of the ntpu_fp32_add
 // bench) stream in one pair per cycle, and each sum must come out bit for bit exactly STAGES
-// cycles later (plus the register the caller adds).
+// cycles later.
 `default_nettype none
 `timescale 1ns / 1ps
 
@@ -10,14 +10,16 @@ module tb;
   logic [95:0] vectors [0:MAX_VECTORS-1];
   logic [31:0] count [0:0];
   logic        clk = 1'b0;
-  logic [31:0] x, y, s1, s2;
+  logic [31:0] x, y;
+  logic [31:0] s [1:4];
   string       dir;
   int          errors = 0;
 
   always #5 clk = ~clk;
 
-  ntpu_fp32_add_pipe #(.STAGES(1)) dut1 (.clk(clk), .x(x), .y(y), .s(s1));
-  ntpu_fp32_add_pipe #(.STAGES(2)) dut2 (.clk(clk), .x(x), .y(y), .s(s2));
+  for (genvar k = 1; k <= 4; k++) begin : g_dut
+    ntpu_fp32_add_pipe #(.STAGES(k)) dut (.clk(clk), .x(x), .y(y), .s(s[k]));
+  end
 
   task automatic check(input int stages, input logic [31:0] s, input int k);
     if (k >= 0 && s !== vectors[k][31:0]) begin
@@ -37,15 +39,17 @@ module tb;
     if (n == 0 || n > MAX_VECTORS) $fatal(1, "FAIL ntpu_fp32_add_pipe: bad vector count %0d", n);
     $readmemh({dir, "/vectors.hex"}, vectors, 0, n - 1);
     // Cycle k: drive pair k before the edge; after it, stage outputs belong to pairs k-1, k-2.
-    for (int k = 0; k < n + 2; k++) begin
+    // Cycle k: pair k goes in before the edge; after it, stage count j shows pair k+1-j.
+    for (int k = 0; k < n + 4; k++) begin
       {x, y} = (k < n) ? vectors[k][95:32] : 64'd0;
       @(posedge clk);
       #1;
-      if (k < n + 1) check(1, s1, (k < n) ? k : -1);
-      if (k >= 1) check(2, s2, k - 1 < n ? k - 1 : -1);
+      for (int j = 1; j <= 4; j++) begin
+        if (k + 1 - j >= 0 && k + 1 - j < n) check(j, s[j], k + 1 - j);
+      end
     end
     if (errors != 0) $fatal(1, "FAIL ntpu_fp32_add_pipe: %0d errors", errors);
-    $display("PASS ntpu_fp32_add_pipe: %0d vectors bit-exact at STAGES 1 and 2, one per cycle", n);
+    $display("PASS ntpu_fp32_add_pipe: %0d vectors bit-exact at STAGES 1, 2, 3 and 4, one per cycle", n);
     $finish;
   end
 endmodule
