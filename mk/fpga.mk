@@ -59,7 +59,7 @@ BOARD_MHZ := $(shell awk "BEGIN { print $(BOARD_CLOCK_HZ) / 1e6 }")
 .PHONY: fpga
 fpga: $(BD)/ntpu.bin ## build the bitstream: make fpga BOARD=icebreaker
 
-# Synthesis. -defer: modules are elaborated only with the parameters the board uses (the core's
+# Synthesis, run inside $(BD): YoWASP's Yosys sees only the directory it starts in. -defer: modules are elaborated only with the parameters the board uses (the core's
 # simulation defaults would not fit the vendor RAMs). `delete t:$$scopeinfo`: nextpnr 0.4 does
 # not know the hierarchy markers that newer Yosys leaves in the netlist.
 $(BD)/ntpu.json: $(FPGA_SRCS) fpga/boards/$(BOARD)/board.mk fpga/tools/yosys_sv.py mk/fpga.mk \
@@ -69,14 +69,14 @@ $(BD)/ntpu.json: $(FPGA_SRCS) fpga/boards/$(BOARD)/board.mk fpga/tools/yosys_sv.
 	@printf '{"board": "%s", "device": "%s", "config": "%s", "clock_hz": %s, "baud": %s}\n' \
 	  $(BOARD)$(BOARD_SUFFIX) "$(BOARD_DEVICE)" "$(BOARD_CONFIG)" $(BOARD_CLOCK_HZ) $(BOARD_BAUD) > $(BD)/board.json
 	@rm -rf $(BD)/src && $(FPGA_PY) fpga/tools/yosys_sv.py $(BD)/src $(FPGA_SRCS)
-	@{ echo "read_verilog -sv -defer $(addprefix $(BD)/src/,$(notdir $(FPGA_SRCS)))"; \
+	@{ echo "read_verilog -sv -defer $(addprefix src/,$(notdir $(FPGA_SRCS)))"; \
 	   echo "hierarchy -top $(BOARD_TOP) $(foreach p,$(BOARD_PARAMS),-chparam $(subst =, ,$(p)))"; \
 	   echo "synth_ice40 -top $(BOARD_TOP) -dsp -abc9"; \
 	   echo "delete t:\$$scopeinfo"; \
-	   echo "tee -q -o $(BD)/synth_stat.json stat -json"; \
-	   echo "write_json $@.tmp"; } > $(BD)/synth.ys
+	   echo "tee -q -o synth_stat.json stat -json"; \
+	   echo "write_json ntpu.json.tmp"; } > $(BD)/synth.ys
 	@echo "yosys: synthesizing $(BOARD_TOP) ($(BOARD_CONFIG)); log in $(BD)/yosys.log"
-	@$(FPGA_YOSYS) -q -l $(BD)/yosys.log $(BD)/synth.ys >/dev/null 2>&1 \
+	@cd $(BD) && $(abspath $(FPGA_YOSYS)) -q -l yosys.log synth.ys >/dev/null 2>&1 \
 	  || { grep -m3 -i error $(BD)/yosys.log >&2; echo "make fpga: synthesis failed, see $(BD)/yosys.log" >&2; exit 1; }
 	@mv $@.tmp $@
 
@@ -97,7 +97,7 @@ fpga-modules: $(BD)/ntpu.json ## per-module cell counts of a board's design: mak
 	@sed -e 's/^synth_ice40 .*/synth_ice40 -top $(BOARD_TOP) -dsp -abc9 -noflatten/' \
 	     -e '/^write_json/d' -e 's|synth_stat.json|modules_stat.json|' $(BD)/synth.ys > $(BD)/modules.ys
 	@echo "yosys: synthesizing without flattening; log in $(BD)/modules.log"
-	@$(FPGA_YOSYS) -q -l $(BD)/modules.log $(BD)/modules.ys >/dev/null 2>&1 \
+	@cd $(BD) && $(abspath $(FPGA_YOSYS)) -q -l modules.log modules.ys >/dev/null 2>&1 \
 	  || { echo "make fpga-modules: synthesis failed, see $(BD)/modules.log" >&2; exit 1; }
 	@$(FPGA_PY) fpga/tools/fpga_report.py modules $(BD)/modules_stat.json
 
