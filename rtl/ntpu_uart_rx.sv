@@ -5,7 +5,8 @@
 // - A byte is sampled at the middle of each bit, CLKS_PER_BIT cycles apart, counted from the
 //   falling edge of its start bit; the receiver hunts for the next start bit right after the middle
 //   of the stop bit. So back-to-back bytes are fine, and the sender's bit rate may be off
-//   clk / CLKS_PER_BIT by up to 2.5 % fast (CLKS_PER_BIT = 4; 4.4 % at 7 and 16) and 4.7 % slow.
+//   clk / CLKS_PER_BIT by up to 2.5 % fast at CLKS_PER_BIT = 4 (3.9 % at 8, 4.4 % at 16) and
+//   4.7 % slow (5.5 % at even CLKS_PER_BIT): the middle-of-stop-bit sample must stay in the bit.
 // - m_rx is a valid/ready stream: a byte is offered from its stop bit until taken. A UART cannot
 //   wait, so a byte that completes while the previous one is still offered is dropped (one
 //   `overrun` pulse); the offered byte stays.
