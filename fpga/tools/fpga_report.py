@@ -75,7 +75,7 @@ def fmt_use(util, key):
     if not u:
         return "—"
     used, avail = u["used"], u["available"]
-    return f"{used} / {avail} ({100 * used / avail:.0f} %)" if avail else str(used)
+    return f"{used} / {avail} ({100 * used // avail} %)" if avail else str(used)
 
 
 def cmd_table(root):
