@@ -17,11 +17,11 @@ IVERILOG ?= iverilog
 VVP ?= vvp
 
 WARN := -Wall -Wextra -Wpedantic -Werror
-CPPFLAGS := -Ihost/include -Isim/ref -Isim/vsim -D_POSIX_C_SOURCE=200809L -DNTPU_DEFAULT_N=$(N)
+CPPFLAGS := -Ihost/include -Isim/ref -Isim/vsim -I/usr/include/libusb-1.0 -D_POSIX_C_SOURCE=200809L -DNTPU_DEFAULT_N=$(N)
 CFLAGS := -std=c11 $(WARN) -O2 -g -fPIC -fvisibility=hidden
 CXXFLAGS := -std=c++17 -Wall -Wextra -Werror -O2 -g -fPIC -fvisibility=hidden
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-LDLIBS := -lcjson -lz -lm -lpthread
+LDLIBS := -lusb-1.0 -lcjson -lz -lm -lpthread
 
 # ---------------------------------------------------------------- sources
 RTL_SRCS := rtl/ntpu_pkg.sv $(filter-out rtl/ntpu_pkg.sv,$(sort $(wildcard rtl/*.sv)))
@@ -103,6 +103,7 @@ install: all ## install the library, headers, pkg-config file and CLI under PREF
 	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/
 
 include mk/tests.mk
+include mk/fpga.mk
 
 # ---------------------------------------------------------------- lint
 .PHONY: lint

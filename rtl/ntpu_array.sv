@@ -11,6 +11,10 @@
 // Latency: y_valid (with y_row) is high exactly LATENCY = 2*N cycles after the matching a_valid:
 // one input register, i cycles of skew for lane i, one cycle per PE along the row and down the
 // column, and N-1-n cycles of de-skew for column n. Throughput one row per cycle.
+// With PE_STAGES = S > 1 (pipelined PEs for FPGAs, see ntpu_pe) a partial sum spends S cycles in
+// each PE and meets its activation one cycle after the activation enters the PE, so lane i is
+// skewed by i*S, column n's start value waits one cycle more, and LATENCY = N + 1 + N*S. The
+// results are the same bit for bit, and the weight-load limits below hold as written.
 //
 // Weight load: each w_valid beat shifts one WB row into buffer w_buf; a tile is N beats carrying WB
 // rows wb_addr+N-1, ..., wb_addr+0 (reverse order), with gaps allowed between beats.
@@ -33,7 +37,8 @@
 `default_nettype none
 
 module ntpu_array #(
-  parameter int N = 8                 // rows = columns, 2..64
+  parameter int N = 8,                // rows = columns, 2..64
+  parameter int PE_STAGES = 1         // cycles per PE down a column, 1..5 (see the header)
 ) (
   input  logic            clk,
   input  logic            rst,
@@ -51,10 +56,14 @@ module ntpu_array #(
   output logic            y_valid,    // exactly LATENCY cycles after the matching a_valid
   output logic [N*32-1:0] y_row       // column n's result at [32*n +: 32]
 );
-  localparam int LATENCY = 2 * N;     // cycles from a_valid to its y_valid (see the header)
+  localparam int PRE = (PE_STAGES > 1) ? 1 : 0;  // the pipelined PE's product register
+  localparam int LATENCY = N + PRE + N * PE_STAGES;  // a_valid to its y_valid (see the header)
 
   if (N < 2 || N > 64) begin : g_bad_cfg
     initial $fatal(1, "ntpu_array: N must be in 2..64");
+  end
+  if (PE_STAGES < 1 || PE_STAGES > 5) begin : g_bad_stages
+    initial $fatal(1, "ntpu_array: PE_STAGES must be in 1..5");
   end
 
   // Nets between PEs. PE(i,n) reads a_h[i][n] etc. from the left and writes a_h[i][n+1]; reads
@@ -80,39 +89,44 @@ module ntpu_array #(
 
   assign y_valid = valid_q[LATENCY-1];
 
-  // Activations: lane i (with the row's buffer and dtype bits) waits i+1 cycles before PE(i,0).
-  // The first register also keeps the PEs off the module inputs, so no PE logic is combinational
-  // from outside.
+  // Activations: lane i (with the row's buffer and dtype bits) waits i*PE_STAGES+1 cycles before
+  // PE(i,0). The first register also keeps the PEs off the module inputs, so no PE logic is
+  // combinational from outside.
   for (genvar i = 0; i < N; i++) begin : g_skew_a
-    logic [17:0] sr_q [0:i];  // {buf, bf16, lane}
+    localparam int DEPTH = i * PE_STAGES;
+    logic [17:0] sr_q [0:DEPTH];  // {buf, bf16, lane}
 
     always_ff @(posedge clk) begin
       sr_q[0] <= {a_buf, a_bf16, a_row[16*i +: 16]};
-      for (int k = 1; k <= i; k++) begin
+      for (int k = 1; k <= DEPTH; k++) begin
         sr_q[k] <= sr_q[k-1];
       end
     end
 
-    assign {buf_h[i][0], bf16_h[i][0], a_h[i][0]} = sr_q[i];
+    assign {buf_h[i][0], bf16_h[i][0], a_h[i][0]} = sr_q[DEPTH];
   end
 
-  // Chain start values: column n waits n+1 cycles, to meet its row at PE(0,n).
+  // Chain start values: column n waits n+1 cycles (one more with pipelined PEs), to meet its row
+  // at PE(0,n).
   for (genvar n = 0; n < N; n++) begin : g_skew_acc
-    logic [31:0] sr_q [0:n];
+    localparam int DEPTH = n + PRE;
+    logic [31:0] sr_q [0:DEPTH];
 
     always_ff @(posedge clk) begin
       sr_q[0] <= a_acc[32*n +: 32];
-      for (int k = 1; k <= n; k++) begin
+      for (int k = 1; k <= DEPTH; k++) begin
         sr_q[k] <= sr_q[k-1];
       end
     end
 
-    assign ps_v[0][n] = sr_q[n];
+    assign ps_v[0][n] = sr_q[DEPTH];
   end
 
   for (genvar i = 0; i < N; i++) begin : g_row
     for (genvar n = 0; n < N; n++) begin : g_col
-      logic [1:0][15:0] w_top, w_left;
+      // Flat vectors (the PE's ports are [1:0][15:0]): Yosys cannot size a packed 2-D signal
+      // declared in a generate block and driven from a nested one.
+      logic [31:0] w_top, w_left;
 
       if (i == 0) begin : g_top
         assign w_top = {2{w_row[16*n +: 16]}};
@@ -125,7 +139,9 @@ module ntpu_array #(
         assign w_left = w_q[i][n-1];
       end
 
-      ntpu_pe u_pe (
+      ntpu_pe #(
+        .STAGES(PE_STAGES)
+      ) u_pe (
         .clk        (clk),
         .w_valid    (w_valid),
         .w_buf      (w_buf),
@@ -151,7 +167,8 @@ module ntpu_array #(
     assign unused_right[i] = ^{a_h[i][N], buf_h[i][N], bf16_h[i][N]};
   end
 
-  // De-skew: column n's result leaves the bottom PE at cycle N+n+1 and waits N-1-n more cycles.
+  // De-skew: column n's result leaves the bottom PE at cycle n+1+PRE+N*PE_STAGES and waits
+  // N-1-n more cycles.
   for (genvar n = 0; n < N; n++) begin : g_deskew
     if (n == N - 1) begin : g_direct
       assign y_row[32*n +: 32] = ps_v[N][n];

@@ -15,7 +15,8 @@ module ntpu_core
   parameter int WB_ROWS = 32768,     // weight buffer rows (N x 16 bit)
   parameter int ACC_ROWS = 32768,    // accumulator rows (N x 32 bit)
   parameter int MAX_PAYLOAD = 4112,  // largest frame payload in bytes
-  parameter logic [31:0] CLOCK_HZ = 32'd0   // reported by INFO; 0 = simulation
+  parameter logic [31:0] CLOCK_HZ = 32'd0,  // reported by INFO; 0 = simulation
+  parameter int PE_STAGES = 1        // pipelined PEs for FPGAs (ntpu_array); same results
 ) (
   input  logic       clk,
   input  logic       rst,
@@ -220,7 +221,8 @@ module ntpu_core
   );
 
   ntpu_array #(
-    .N(N)
+    .N(N),
+    .PE_STAGES(PE_STAGES)
   ) u_array (
     .clk        (clk),
     .rst        (rst),

@@ -14,9 +14,18 @@
 // buffer holds. w_q exposes both buffers to the neighbours below and to the right.
 //
 // The weights have no reset (datapath registers): they are undefined until loaded.
+//
+// STAGES > 1 pipelines the MAC for FPGAs (the single-cycle fp32 add runs at ~7 MHz on an
+// iCE40UP5K): the product is registered on its own, so an activation (a_in) meets the partial sum
+// it is added to one cycle later (psum_in of the next cycle), and the add takes STAGES cycles
+// (ntpu_fp32_add_pipe with STAGES - 1 registers, then psum_q):
+//   psum_q(t + STAGES) = mac(psum_in(t), a_in(t - 1), w_q[a_buf_in(t - 1)] at t - 1)
+// Same results bit for bit; ntpu_array skews its rows to match.
 `default_nettype none
 
-module ntpu_pe (
+module ntpu_pe #(
+  parameter int STAGES = 1  // cycles from psum_in to psum_q: 1 (simulation) .. 5 (see above)
+) (
   input  logic             clk,
   // Weight shift
   input  logic             w_valid,      // shift buffer w_buf this cycle
@@ -36,37 +45,85 @@ module ntpu_pe (
   input  logic [31:0]      psum_in,      // fp32 or int32 bits
   output logic [31:0]      psum_q
 );
+  if (STAGES < 1 || STAGES > 5) begin : g_bad_cfg
+    initial $fatal(1, "ntpu_pe: STAGES must be 1..5");
+  end
+
   logic [15:0] w_sel;
   logic [31:0] prod_bf16;
-  logic [31:0] sum_bf16;
   logic [15:0] prod_int8;
-  logic [31:0] sum_int8;
 
   assign w_sel = a_buf_in ? w_q[1] : w_q[0];
-
-  // Enabled only for bf16 rows: in Verilator the fp units then cost nothing on int8 rows.
-  ntpu_bf16_mul u_mul (
-    .en(a_bf16_in),
-    .a (a_in),
-    .b (w_sel),
-    .p (prod_bf16)
-  );
-
-  ntpu_fp32_add u_add (
-    .en(a_bf16_in),
-    .x (psum_in),
-    .y (prod_bf16),
-    .s (sum_bf16)
-  );
-
   assign prod_int8 = 16'($signed(a_in[7:0]) * $signed(w_sel[7:0]));
-  assign sum_int8  = psum_in + {{16{prod_int8[15]}}, prod_int8};
 
   always_ff @(posedge clk) begin
     a_q      <= a_in;
     a_buf_q  <= a_buf_in;
     a_bf16_q <= a_bf16_in;
-    psum_q   <= a_bf16_in ? sum_bf16 : sum_int8;
+  end
+
+  if (STAGES == 1) begin : g_comb
+    logic [31:0] sum_bf16;
+    logic [31:0] sum_int8;
+
+    // Enabled only for bf16 rows: in Verilator the fp units then cost nothing on int8 rows.
+    ntpu_bf16_mul u_mul (
+      .en(a_bf16_in),
+      .a (a_in),
+      .b (w_sel),
+      .p (prod_bf16)
+    );
+
+    ntpu_fp32_add u_add (
+      .en(a_bf16_in),
+      .x (psum_in),
+      .y (prod_bf16),
+      .s (sum_bf16)
+    );
+
+    assign sum_int8 = psum_in + {{16{prod_int8[15]}}, prod_int8};
+
+    always_ff @(posedge clk) begin
+      psum_q <= a_bf16_in ? sum_bf16 : sum_int8;
+    end
+  end else begin : g_pipe
+    localparam int D = STAGES - 1;  // registers inside the adder, and on the int8 path to match
+    logic [31:0] prod_q;            // fp32 bits (bf16 row) or the sign-extended int8 product
+    logic        bf16_q;
+    logic [31:0] sum_bf16;
+    logic [31:0] int_q [D];
+    logic        bf16_d_q [D];
+
+    ntpu_bf16_mul u_mul (
+      .en(1'b1),
+      .a (a_in),
+      .b (w_sel),
+      .p (prod_bf16)
+    );
+
+    always_ff @(posedge clk) begin
+      prod_q <= a_bf16_in ? prod_bf16 : {{16{prod_int8[15]}}, prod_int8};
+      bf16_q <= a_bf16_in;
+    end
+
+    ntpu_fp32_add_pipe #(
+      .STAGES(D)
+    ) u_add (
+      .clk(clk),
+      .x  (psum_in),
+      .y  (prod_q),
+      .s  (sum_bf16)
+    );
+
+    always_ff @(posedge clk) begin
+      int_q[0] <= psum_in + prod_q;
+      bf16_d_q[0] <= bf16_q;
+      for (int k = 1; k < D; k++) begin
+        int_q[k] <= int_q[k-1];
+        bf16_d_q[k] <= bf16_d_q[k-1];
+      end
+      psum_q <= bf16_d_q[D-1] ? sum_bf16 : int_q[D-1];
+    end
   end
 
   always_ff @(posedge clk) begin

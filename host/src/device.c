@@ -1,30 +1,18 @@
 /* Device handles: device strings, the table of transports, open (reading the
  * ID block) and close. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-static ntpu_status board_open(const char *kind, char *err, size_t errlen)
-{
-    ntpu_errf(err, errlen,
-              "this build has no board transport yet ('%s'); use 'ref' (golden model) or 'vsim' (RTL simulation)",
-              kind);
-    return NTPU_ERR_NO_DEVICE;
-}
-
-static ntpu_status ftdi_open(const char *opts, ntpu_transport *out, char *err, size_t errlen)
-{
-    (void)opts;
-    (void)out;
-    return board_open("ftdi", err, errlen);
-}
-
 static ntpu_status usb_open(const char *opts, ntpu_transport *out, char *err, size_t errlen)
 {
     (void)opts;
     (void)out;
-    return board_open("usb", err, errlen);
+    ntpu_errf(err, errlen,
+              "this build has no board transport yet ('usb'); use 'ref' (golden model) or 'vsim' (RTL simulation)");
+    return NTPU_ERR_NO_DEVICE;
 }
 
 /* Every device kind a device string can name (DESIGN.md section 2). */
@@ -34,7 +22,7 @@ static const struct {
 } kinds[] = {
     {"ref", ntpu_transport_ref_open},
     {"vsim", ntpu_transport_vsim_open},
-    {"ftdi", ftdi_open},
+    {"ftdi", ntpu_transport_ftdi_open},
     {"usb", usb_open},
 };
 
@@ -142,6 +130,13 @@ ntpu_status ntpu_open(const char *device, ntpu_device **out)
     if (st == NTPU_OK)
         st = read_id(dev);
     if (st != NTPU_OK) {
+        /* A board that is reachable but silent is almost always one without the design on it. */
+        if (st == NTPU_ERR_TIMEOUT && !tp.ops->starts_in_sync) {
+            size_t used = strlen(dev->err);
+            if (used + 1 < sizeof dev->err)
+                snprintf(dev->err + used, sizeof dev->err - used,
+                         "; is the board configured with the nanoTPU bitstream (see docs/boards.md)?");
+        }
         ntpu_link_free(&dev->link);
         return st;
     }

@@ -393,7 +393,8 @@ Test(api, open_errors)
     cr_assert_eq(ntpu_open("ref", NULL), NTPU_ERR_INVALID_ARG);
     cr_assert_not_null(ntpu_last_error(NULL));
 
-    cr_assert_eq(ntpu_open("ftdi", &dev), NTPU_ERR_NO_DEVICE);
+    /* usb (boards behind a microcontroller) has no transport in this build yet; ftdi is tested in test_ftdi.c */
+    cr_assert_eq(ntpu_open("usb", &dev), NTPU_ERR_NO_DEVICE);
     cr_assert_not_null(dev);
     cr_assert_not_null(strstr(ntpu_last_error(dev), "no board transport"), "%s", ntpu_last_error(dev));
     cr_assert_not_null(strstr(ntpu_last_error(dev), "ref"));

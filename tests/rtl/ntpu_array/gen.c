@@ -83,13 +83,18 @@ static void put_lanes(FILE *f, const uint32_t *lane, int n, int hex_digits)
         fprintf(f, "%0*X", hex_digits, (unsigned)lane[j]);
 }
 
-static int generate(const char *dir, int n, unsigned cycles)
+/* stages: ntpu_array's PE_STAGES; files nN_*.hex for 1, nN_sS_*.hex otherwise. */
+static int generate(const char *dir, int n, int stages, unsigned cycles)
 {
-    const int latency = 2 * n; /* ntpu_array's LATENCY */
-    char path[3][4096];
-    snprintf(path[0], sizeof path[0], "%s/n%d_stim.hex", dir, n);
-    snprintf(path[1], sizeof path[1], "%s/n%d_exp.hex", dir, n);
-    snprintf(path[2], sizeof path[2], "%s/n%d_count.hex", dir, n);
+    const int latency = stages == 1 ? 2 * n : n + 1 + n * stages; /* ntpu_array's LATENCY */
+    char pre[4096], path[3][4200];
+    if (stages == 1)
+        snprintf(pre, sizeof pre, "%s/n%d_", dir, n);
+    else
+        snprintf(pre, sizeof pre, "%s/n%d_s%d_", dir, n, stages);
+    snprintf(path[0], sizeof path[0], "%sstim.hex", pre);
+    snprintf(path[1], sizeof path[1], "%sexp.hex", pre);
+    snprintf(path[2], sizeof path[2], "%scount.hex", pre);
     FILE *fs = fopen(path[0], "w"), *fe = fopen(path[1], "w");
     if (!fs || !fe) {
         perror(dir);
@@ -198,10 +203,10 @@ static int generate(const char *dir, int n, unsigned cycles)
         perror(dir);
         return 1;
     }
-    printf("gen N=%d: %u cycles, %u rows (%u bf16, %u while a buffer loaded, %u in the cycle of their "
+    printf("gen N=%d PE_STAGES=%d: %u cycles, %u rows (%u bf16, %u while a buffer loaded, %u in the cycle of their "
            "tile's last beat), loads normal/transposed into buffer 0: %u/%u, buffer 1: %u/%u (%u "
            "started LATENCY-1 after the buffer's last row)\n",
-           n, cycles, rows, rows_bf16, rows_during_load, tight_row, loads[0][0], loads[0][1],
+           n, stages, cycles, rows, rows_bf16, rows_during_load, tight_row, loads[0][0], loads[0][1],
            loads[1][0], loads[1][1], tight_load);
     /* The schedule must have exercised what the bench claims to test. */
     if (rows_during_load == 0 || tight_row == 0 || tight_load == 0 || rows_bf16 == 0 ||
@@ -212,6 +217,7 @@ static int generate(const char *dir, int n, unsigned cycles)
     return 0;
 }
 
+#ifndef NTPU_ARRAY_GEN_MAIN_ELSEWHERE
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -219,7 +225,8 @@ int main(int argc, char **argv)
         return 2;
     }
     rng_state = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x6E74707561727200ull;
-    if (generate(argv[1], 4, 8000) || generate(argv[1], 8, 8000))
+    if (generate(argv[1], 4, 1, 8000) || generate(argv[1], 8, 1, 8000))
         return 1;
     return 0;
 }
+#endif

@@ -1,0 +1,26 @@
+# iCEBreaker (iCE40UP5K-SG48): what mk/fpga.mk needs to build it. See docs/boards.md and
+# docs/decisions/0005-icebreaker-config.md for why these numbers.
+#   CONFIG=core (default): ntpu_core behind the UART link.
+#   CONFIG=echo: the same top without the core, echoing every byte: link bring-up.
+BOARD_FAMILY := ice40
+BOARD_DEVICE := iCE40UP5K-SG48
+BOARD_TOP := ntpu_icebreaker_top
+BOARD_SRCS := fpga/boards/icebreaker/ntpu_icebreaker_top.sv
+BOARD_PCF := fpga/boards/icebreaker/icebreaker.pcf
+BOARD_PNR := nextpnr-ice40 --up5k --package sg48
+BOARD_CLOCK_HZ := 24000000
+BOARD_BAUD := 3000000
+CONFIG ?= core
+BOARD_LINK := CLOCK_HZ=$(BOARD_CLOCK_HZ) BAUD=$(BOARD_BAUD) RX_FIFO_DEPTH=2048
+ifeq ($(CONFIG),core)
+# Top-level parameters (chparam): the core's configuration on this board.
+BOARD_PARAMS := $(BOARD_LINK) N=2 PE_STAGES=5 UB_ROWS=1024 WB_ROWS=16384 ACC_ROWS=512 MAX_PAYLOAD=516
+BOARD_CONFIG := N=2, PE_STAGES 5, UB 1024, WB 16384, ACC 512 rows, max_payload 516
+BOARD_SUFFIX :=
+else ifeq ($(CONFIG),echo)
+BOARD_PARAMS := $(BOARD_LINK) CORE_EN=0
+BOARD_CONFIG := UART echo, no core (bring-up)
+BOARD_SUFFIX := -echo
+else
+$(error BOARD=icebreaker: CONFIG must be core or echo)
+endif

@@ -1,0 +1,181 @@
+// iCEBreaker board top: the 12 MHz oscillator through the PLL, a power-on reset, the UART link on
+// the FT2232H's channel B (8N1 at BAUD), ntpu_core, and two LEDs.
+//
+// Contract:
+// - Host -> device: uart_rx -> ntpu_uart_rx -> RX FIFO (RX_FIFO_DEPTH bytes) -> ntpu_core.s_rx.
+//   The board has no flow-control wires, so the host keeps at most RX_FIFO_DEPTH bytes of frames
+//   whose replies it has not completely received in flight (docs/boards.md): then the FIFO cannot
+//   overflow, whatever the core is doing. A byte that does not fit is dropped and lights the red
+//   LED (as does a framing error); the link protocol's CRC and resync recover from either.
+// - Device -> host: ntpu_core.m_tx -> ntpu_uart_tx -> uart_tx, back to back at the line rate.
+// - Reset: the core is held in reset for 2^RESET_W cycles after configuration and after the PLL
+//   locks (longer than the SPRAM clear of the iCE40 ntpu_ram), and while the button is pressed.
+// - LEDs (active low): green blinks with link traffic, red lights for about half a second after a
+//   UART framing error or a dropped byte, and stays on while the core is in reset.
+// - PLL_EN = 0 runs everything on the oscillator (CLOCK_HZ must then be 12 MHz): that is how the
+//   top is simulated, with the generic rtl/ modules in place of fpga/prim/ice40/.
+// - CORE_EN = 0 leaves the core out and sends every received byte back (through the FIFO): a
+//   bring-up bitstream that tests the USB-UART link, the clock and the pins on their own.
+`default_nettype none
+
+module ntpu_icebreaker_top #(
+  parameter int PLL_EN = 1,                // 0: no PLL, the core runs on the 12 MHz oscillator
+  parameter int CORE_EN = 1,               // 0: no core, the link echoes (bring-up)
+  parameter int CLOCK_HZ = 24_000_000,     // core clock (reported by INFO)
+  parameter int BAUD = 3_000_000,          // UART bit rate; CLOCK_HZ / BAUD must be an integer >= 4
+  parameter int N = 2,                     // array size
+  parameter int PE_STAGES = 5,             // pipelined PEs (ntpu_array): the fp32 add in 4 stages
+  parameter int UB_ROWS = 1024,            // unified buffer rows (EBR)
+  parameter int WB_ROWS = 16384,           // weight buffer rows (SPRAM)
+  parameter int ACC_ROWS = 512,            // accumulator rows (EBR)
+  parameter int MAX_PAYLOAD = 516,         // largest frame payload; the frame buffers are EBR
+  parameter int RX_FIFO_DEPTH = 2048,      // host -> device bytes buffered (EBR)
+  parameter int RESET_W = 16               // power-on reset lasts 2^RESET_W cycles
+) (
+  input  logic clk_12m,  // pin 35: 12 MHz oscillator (the PLL's pad)
+  input  logic uart_rx,  // pin 6: FT2232H channel B TXD
+  output logic uart_tx,  // pin 9: FT2232H channel B RXD
+  input  logic btn_n,    // pin 10: user button, low when pressed (pulled up)
+  output logic led_r_n,  // pin 11: red LED, active low
+  output logic led_g_n   // pin 37: green LED, active low
+);
+
+  localparam int OSC_HZ = 12_000_000;
+  localparam int CLKS_PER_BIT = CLOCK_HZ / BAUD;
+
+  if (PLL_EN == 0 && CLOCK_HZ != OSC_HZ) begin : g_bad_clock
+    initial $fatal(1, "ntpu_icebreaker_top: without the PLL, CLOCK_HZ must be 12 MHz");
+  end
+  if (CLOCK_HZ % BAUD != 0 || CLKS_PER_BIT < 4) begin : g_bad_baud
+    initial $fatal(1, "ntpu_icebreaker_top: CLOCK_HZ / BAUD must be an integer >= 4");
+  end
+  if (RESET_W < 15) begin : g_bad_reset
+    initial $fatal(1, "ntpu_icebreaker_top: RESET_W must be >= 15 (the SPRAM clear takes 2^14 cycles)");
+  end
+
+  // ---------------------------------------------------------------- clock and reset
+  logic clk, locked;
+
+  if (PLL_EN != 0) begin : g_pll
+    ntpu_pll #(
+      .CLKIN_HZ (OSC_HZ),
+      .CLKOUT_HZ(CLOCK_HZ)
+    ) u_pll (
+      .clk_in (clk_12m),
+      .clk_out(clk),
+      .locked (locked)
+    );
+  end else begin : g_no_pll
+    assign clk = clk_12m;
+    assign locked = 1'b1;
+  end
+
+  // `locked` and the button are asynchronous to clk; the counter starts at 0 with the bitstream.
+  logic [1:0] lock_sync_q = 2'b00;
+  logic [1:0] btn_sync_q = 2'b00;
+  logic [RESET_W:0] por_q = '0;
+  logic rst;
+
+  always_ff @(posedge clk) begin
+    lock_sync_q <= {lock_sync_q[0], locked};
+    btn_sync_q <= {btn_sync_q[0], btn_n};
+    if (!lock_sync_q[1] || !btn_sync_q[1]) begin
+      por_q <= '0;
+    end else if (!por_q[RESET_W]) begin
+      por_q <= por_q + (RESET_W + 1)'(1);
+    end
+  end
+
+  assign rst = !por_q[RESET_W];
+
+  // ---------------------------------------------------------------- link
+  logic [7:0] urx_data, fifo_data, core_tx_data;
+  logic urx_valid, urx_ready, fifo_valid, fifo_ready, core_tx_valid, core_tx_ready;
+  logic frame_err, overrun;
+
+  ntpu_uart_rx #(
+    .CLKS_PER_BIT(CLKS_PER_BIT)
+  ) u_uart_rx (
+    .clk       (clk),
+    .rst       (rst),
+    .rxd       (uart_rx),
+    .m_rx_data (urx_data),
+    .m_rx_valid(urx_valid),
+    .m_rx_ready(urx_ready),
+    .frame_err (frame_err),
+    .overrun   (overrun)
+  );
+
+  ntpu_fifo #(
+    .WIDTH(8),
+    .DEPTH(RX_FIFO_DEPTH)
+  ) u_rx_fifo (
+    .clk        (clk),
+    .rst        (rst),
+    .s_in_data  (urx_data),
+    .s_in_valid (urx_valid),
+    .s_in_ready (urx_ready),
+    .m_out_data (fifo_data),
+    .m_out_valid(fifo_valid),
+    .m_out_ready(fifo_ready)
+  );
+
+  if (CORE_EN != 0) begin : g_core
+    ntpu_core #(
+      .N          (N),
+      .UB_ROWS    (UB_ROWS),
+      .WB_ROWS    (WB_ROWS),
+      .ACC_ROWS   (ACC_ROWS),
+      .MAX_PAYLOAD(MAX_PAYLOAD),
+      .CLOCK_HZ   (32'(CLOCK_HZ)),
+      .PE_STAGES  (PE_STAGES)
+    ) u_core (
+      .clk       (clk),
+      .rst       (rst),
+      .s_rx_data (fifo_data),
+      .s_rx_valid(fifo_valid),
+      .s_rx_ready(fifo_ready),
+      .m_tx_data (core_tx_data),
+      .m_tx_valid(core_tx_valid),
+      .m_tx_ready(core_tx_ready)
+    );
+  end else begin : g_echo
+    assign core_tx_data = fifo_data;
+    assign core_tx_valid = fifo_valid;
+    assign fifo_ready = core_tx_ready;
+  end
+
+  ntpu_uart_tx #(
+    .CLKS_PER_BIT(CLKS_PER_BIT)
+  ) u_uart_tx (
+    .clk       (clk),
+    .rst       (rst),
+    .s_tx_data (core_tx_data),
+    .s_tx_valid(core_tx_valid),
+    .s_tx_ready(core_tx_ready),
+    .txd       (uart_tx)
+  );
+
+  // ---------------------------------------------------------------- LEDs
+  // Pulse stretchers: about 40 ms of green per burst of traffic, 0.7 s of red per error (24 MHz).
+  logic [19:0] act_q;
+  logic [23:0] err_q;
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      act_q <= '0;
+      err_q <= '0;
+    end else begin
+      if ((urx_valid && urx_ready) || (core_tx_valid && core_tx_ready)) act_q <= '1;
+      else if (act_q != '0) act_q <= act_q - 20'd1;
+      if (frame_err || overrun) err_q <= '1;
+      else if (err_q != '0) err_q <= err_q - 24'd1;
+    end
+  end
+
+  assign led_g_n = !(act_q[19]);
+  assign led_r_n = !(rst || err_q != '0);
+
+endmodule
+
+`default_nettype wire

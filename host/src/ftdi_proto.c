@@ -1,0 +1,335 @@
+/* The FT2232H's USB protocol as pure functions (see ftdi_proto.h). */
+#include "ftdi_proto.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ------------------------------------------------------------------ baud rate */
+
+/* The chip's two baud clocks: 120 MHz / 10 and 48 MHz / 16. */
+#define FTDI_H_CLK 120000000u
+#define FTDI_H_DIV 10u
+#define FTDI_C_CLK 48000000u
+#define FTDI_C_DIV 16u
+/* Selects the 120 MHz clock in the encoded divisor. */
+#define FTDI_DIV_CLK10 0x20000u
+
+/* Encodes the divisor for one clock: base = clk / div is the fastest rate.
+ * Divisors below 2 are not allowed except 1 and 1.5, which have codes of their
+ * own (0 and 1). Otherwise the divisor is kept in eighths: the integer part in
+ * bits 0..13 and the eighths in bits 14..16, in a bit order of FTDI's own. */
+static uint32_t encode_clock(uint32_t baud, uint32_t clk, uint32_t div, uint32_t *actual)
+{
+    static const uint8_t frac_code[8] = {0, 3, 2, 4, 1, 5, 6, 7};
+    uint32_t base = clk / div;
+    if (baud >= base) {
+        *actual = base;
+        return 0;
+    }
+    if (baud >= clk / (div + div / 2)) {
+        *actual = clk / (div + div / 2);
+        return 1;
+    }
+    if (baud >= clk / (2 * div)) {
+        *actual = clk / (2 * div);
+        return 2;
+    }
+    /* The divisor in eighths, rounded to nearest (halves up). */
+    uint64_t base8 = (uint64_t)base * 8u;
+    uint64_t d8 = (2 * base8 / baud + 1) / 2;
+    if (d8 > 0x1FFFFu)
+        d8 = 0x1FFFFu;
+    *actual = (uint32_t)((2 * base8 + d8) / (2 * d8));
+    return (uint32_t)(d8 >> 3) | ((uint32_t)frac_code[d8 & 7u] << 14);
+}
+
+int ntpu_ftdi_baud_encode(uint32_t baud, unsigned iface, ntpu_ftdi_baud *out)
+{
+    if (baud < NTPU_FTDI_BAUD_MIN || baud > NTPU_FTDI_BAUD_MAX || iface > NTPU_FTDI_IFACE_B)
+        return -1;
+    uint32_t enc, actual;
+    /* The 120 MHz clock reaches every rate whose divisor fits 14 bits; only
+     * rates below ~733 baud need the 48 MHz one (libftdi draws the line at the
+     * same place). */
+    if ((uint64_t)baud * FTDI_H_DIV > FTDI_H_CLK / 0x3FFFu)
+        enc = encode_clock(baud, FTDI_H_CLK, FTDI_H_DIV, &actual) | FTDI_DIV_CLK10;
+    else
+        enc = encode_clock(baud, FTDI_C_CLK, FTDI_C_DIV, &actual);
+    out->divisor = enc;
+    out->actual = actual;
+    out->value = (uint16_t)(enc & 0xFFFFu);
+    /* H-series chips take divisor bits 16..17 in wIndex's high byte, next to the channel. */
+    out->index = (uint16_t)(((enc >> 8) & 0xFF00u) | ntpu_ftdi_chan_index(iface));
+    return 0;
+}
+
+uint32_t ntpu_ftdi_baud_error_ppm(uint32_t wanted, uint32_t actual)
+{
+    if (wanted == 0)
+        return actual ? UINT32_MAX : 0;
+    uint64_t diff = wanted > actual ? wanted - actual : actual - wanted;
+    uint64_t ppm = diff * 1000000u / wanted;
+    return ppm > UINT32_MAX ? UINT32_MAX : (uint32_t)ppm;
+}
+
+/* ------------------------------------------------------------------ control requests */
+
+static ntpu_ftdi_ctrl req(uint8_t request, uint16_t value, uint16_t index, const char *what)
+{
+    ntpu_ftdi_ctrl c = {NTPU_FTDI_REQTYPE_OUT, request, value, index, what};
+    return c;
+}
+
+ntpu_ftdi_ctrl ntpu_ftdi_req_reset(unsigned iface)
+{
+    return req(NTPU_FTDI_REQ_RESET, NTPU_FTDI_RESET_SIO, ntpu_ftdi_chan_index(iface), "reset");
+}
+
+ntpu_ftdi_ctrl ntpu_ftdi_req_purge(unsigned iface, unsigned which)
+{
+    return req(NTPU_FTDI_REQ_RESET, (uint16_t)which, ntpu_ftdi_chan_index(iface),
+               which == NTPU_FTDI_PURGE_RX ? "purge RX" : "purge TX");
+}
+
+ntpu_ftdi_ctrl ntpu_ftdi_req_latency(unsigned iface, uint8_t ms)
+{
+    return req(NTPU_FTDI_REQ_SET_LATENCY_TIMER, ms, ntpu_ftdi_chan_index(iface), "set latency timer");
+}
+
+ntpu_ftdi_ctrl ntpu_ftdi_req_bitmode(unsigned iface, uint8_t mode, uint8_t direction_mask)
+{
+    return req(NTPU_FTDI_REQ_SET_BITMODE, (uint16_t)(mode << 8 | direction_mask), ntpu_ftdi_chan_index(iface),
+               "set bit mode");
+}
+
+ntpu_ftdi_ctrl ntpu_ftdi_req_flow_none(unsigned iface)
+{
+    /* The flow-control kind would go in wIndex's high byte; none is 0. */
+    return req(NTPU_FTDI_REQ_SET_FLOW_CTRL, 0, ntpu_ftdi_chan_index(iface), "disable flow control");
+}
+
+ntpu_ftdi_ctrl ntpu_ftdi_req_line_8n1(unsigned iface)
+{
+    /* Bits 0..7: data bits; 8..10 parity (0 none); 11..12 stop bits (0 one); 14 break (0 off). */
+    return req(NTPU_FTDI_REQ_SET_DATA, 0x0008, ntpu_ftdi_chan_index(iface), "set line 8N1");
+}
+
+ntpu_ftdi_ctrl ntpu_ftdi_req_baud(const ntpu_ftdi_baud *b)
+{
+    return req(NTPU_FTDI_REQ_SET_BAUD_RATE, b->value, b->index, "set baud rate");
+}
+
+/* ------------------------------------------------------------------ bulk-IN status bytes */
+
+const char *ntpu_ftdi_line_errors_str(unsigned errors, char *buf, size_t len)
+{
+    static const struct {
+        unsigned bit;
+        const char *name;
+    } names[] = {
+        {NTPU_FTDI_LS_OE, "overrun"},
+        {NTPU_FTDI_LS_PE, "parity error"},
+        {NTPU_FTDI_LS_FE, "framing error"},
+        {NTPU_FTDI_LS_BI, "break"},
+        {NTPU_FTDI_LS_FIFO, "receive FIFO error"},
+    };
+    if (!buf || !len)
+        return buf;
+    buf[0] = 0;
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (!(errors & names[i].bit))
+            continue;
+        int w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", names[i].name);
+        if (w < 0 || (size_t)w >= len - used)
+            return buf; /* truncated, still terminated */
+        used += (size_t)w;
+    }
+    if (!used)
+        snprintf(buf, len, "none");
+    return buf;
+}
+
+size_t ntpu_ftdi_strip(const uint8_t *in, size_t n, size_t max_packet, uint8_t *out, ntpu_ftdi_status *st)
+{
+    if (max_packet < 2)
+        return 0;
+    size_t o = 0;
+    for (size_t off = 0; off < n; off += max_packet) {
+        size_t len = n - off < max_packet ? n - off : max_packet;
+        if (st)
+            st->packets++;
+        if (len < 2) {
+            /* A packet too short for its header: nothing in it can be trusted as data. */
+            if (st)
+                st->runts++;
+            continue;
+        }
+        if (st) {
+            st->modem = in[off];
+            st->line = in[off + 1];
+            unsigned e = ntpu_ftdi_line_errors(in[off + 1]);
+            if (e) {
+                st->errors |= e;
+                st->error_packets++;
+            }
+        }
+        if (len > 2) {
+            memmove(out + o, in + off + 2, len - 2);
+            o += len - 2;
+        }
+    }
+    return o;
+}
+
+/* ------------------------------------------------------------------ receive buffer */
+
+/* The data bytes ntpu_ftdi_strip would produce from a transfer of n bytes. */
+static size_t stripped_size(size_t n, size_t max_packet)
+{
+    if (max_packet < 2)
+        return 0;
+    size_t full = n / max_packet, tail = n % max_packet;
+    return full * (max_packet - 2) + (tail > 2 ? tail - 2 : 0);
+}
+
+int ntpu_ftdi_rx_push(ntpu_ftdi_rx *q, const uint8_t *xfer, size_t n, size_t max_packet, ntpu_ftdi_status *st)
+{
+    size_t add = stripped_size(n, max_packet);
+    if (add > q->limit || q->len > q->limit - add)
+        return -1;
+    if (q->head + q->len + add > q->cap) {
+        if (q->len + add <= q->cap) {
+            memmove(q->buf, q->buf + q->head, q->len);
+        } else {
+            size_t cap = q->cap ? q->cap : 4096;
+            while (cap < q->len + add)
+                cap *= 2;
+            uint8_t *nb = malloc(cap);
+            if (!nb)
+                return -1;
+            if (q->len)
+                memcpy(nb, q->buf + q->head, q->len);
+            free(q->buf);
+            q->buf = nb;
+            q->cap = cap;
+        }
+        q->head = 0;
+    }
+    /* Status-only transfers add nothing, and the queue may not have a buffer yet. */
+    uint8_t *dst = q->buf ? q->buf + q->head + q->len : NULL;
+    size_t got = ntpu_ftdi_strip(xfer, n, max_packet, dst, st);
+    q->len += got;
+    return 0;
+}
+
+size_t ntpu_ftdi_rx_take(ntpu_ftdi_rx *q, uint8_t *out, size_t n)
+{
+    size_t m = n < q->len ? n : q->len;
+    if (m) {
+        memcpy(out, q->buf + q->head, m);
+        q->head += m;
+        q->len -= m;
+    }
+    if (!q->len)
+        q->head = 0;
+    return m;
+}
+
+void ntpu_ftdi_rx_free(ntpu_ftdi_rx *q)
+{
+    free(q->buf);
+    q->buf = NULL;
+    q->head = q->len = q->cap = 0;
+}
+
+/* ------------------------------------------------------------------ device-string options */
+
+int ntpu_ftdi_parse_opts(const char *opts, ntpu_ftdi_opts *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    out->baud = NTPU_FTDI_DEFAULT_BAUD;
+    out->iface = NTPU_FTDI_IFACE_B;
+    int seen_serial = 0, seen_baud = 0, seen_iface = 0;
+    const char *p = opts;
+    while (p && *p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        size_t klen = eq ? (size_t)(eq - p) : len;
+        const char *v = eq ? eq + 1 : p + len;
+        size_t vlen = len - (size_t)(v - p);
+        int *seen = NULL;
+        if (eq && klen == 6 && !strncmp(p, "serial", 6))
+            seen = &seen_serial;
+        else if (eq && klen == 4 && !strncmp(p, "baud", 4))
+            seen = &seen_baud;
+        else if (eq && klen == 9 && !strncmp(p, "interface", 9))
+            seen = &seen_iface;
+        if (!seen) {
+            ntpu_errf(err, errlen, "unknown ftdi option '%.*s' (expected serial=S, baud=B or interface=A|B)",
+                      (int)len, p);
+            return -1;
+        }
+        if (*seen) {
+            ntpu_errf(err, errlen, "ftdi option '%.*s' is given twice", (int)klen, p);
+            return -1;
+        }
+        *seen = 1;
+        if (seen == &seen_serial) {
+            if (vlen == 0 || vlen >= sizeof out->serial) {
+                ntpu_errf(err, errlen, "ftdi serial= needs 1 to %zu characters", sizeof out->serial - 1);
+                return -1;
+            }
+            for (size_t i = 0; i < vlen; i++)
+                if ((unsigned char)v[i] <= ' ' || (unsigned char)v[i] > '~') {
+                    ntpu_errf(err, errlen, "ftdi serial '%.*s' has a character that cannot be in a serial number",
+                              (int)vlen, v);
+                    return -1;
+                }
+            memcpy(out->serial, v, vlen);
+            out->serial[vlen] = 0;
+        } else if (seen == &seen_baud) {
+            size_t i = 0;
+            while (i < vlen && v[i] >= '0' && v[i] <= '9')
+                i++;
+            unsigned long b = 0;
+            if (vlen && i == vlen && vlen <= 9) /* nine digits cannot overflow */
+                b = strtoul(v, NULL, 10);
+            if (!vlen || i != vlen || vlen > 9 || b < NTPU_FTDI_BAUD_MIN || b > NTPU_FTDI_BAUD_MAX) {
+                ntpu_errf(err, errlen, "ftdi baud '%.*s' is not a whole number from %u to %u", (int)vlen, v,
+                          NTPU_FTDI_BAUD_MIN, NTPU_FTDI_BAUD_MAX);
+                return -1;
+            }
+            ntpu_ftdi_baud enc;
+            ntpu_ftdi_baud_encode((uint32_t)b, NTPU_FTDI_IFACE_B, &enc);
+            uint32_t ppm = ntpu_ftdi_baud_error_ppm((uint32_t)b, enc.actual);
+            if (ppm > NTPU_FTDI_BAUD_TOLERANCE_PPM) {
+                ntpu_errf(err, errlen,
+                          "the FT2232H cannot make %lu baud: the nearest it can is %u baud, %u.%u%% off (at most %u%%)",
+                          b, (unsigned)enc.actual, (unsigned)(ppm / 10000u), (unsigned)(ppm / 1000u % 10u),
+                          NTPU_FTDI_BAUD_TOLERANCE_PPM / 10000u);
+                return -1;
+            }
+            out->baud = (uint32_t)b;
+        } else {
+            if (vlen == 1 && (v[0] == 'A' || v[0] == 'a')) {
+                out->iface = NTPU_FTDI_IFACE_A;
+            } else if (vlen == 1 && (v[0] == 'B' || v[0] == 'b')) {
+                out->iface = NTPU_FTDI_IFACE_B;
+            } else {
+                ntpu_errf(err, errlen, "ftdi interface '%.*s' is not A or B", (int)vlen, v);
+                return -1;
+            }
+        }
+        p = end ? end + 1 : NULL;
+        if (p && !*p) {
+            ntpu_errf(err, errlen, "ftdi options end with a stray ','");
+            return -1;
+        }
+    }
+    return 0;
+}

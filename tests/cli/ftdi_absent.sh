@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# `ntpu -d ftdi` with no board attached: exit status 1, nothing on stdout, exactly one line on stderr that
+# starts with "ntpu: " and names the FT2232H or the board. It must hold whether libusb can see USB at all
+# (no devices) or not (libusb_init fails), so the check is on the message, not on which of the two it was.
+# Bad ftdi options must fail the same way, before any USB access.
+set -u
+B=${BUILD:-build}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+failures=0
+
+# A real FT2232H on this machine would make "absent" untrue: then there is nothing to test here.
+for d in /sys/bus/usb/devices/*; do
+  if [ "$(cat "$d/idVendor" 2>/dev/null)" = 0403 ] && [ "$(cat "$d/idProduct" 2>/dev/null)" = 6010 ]; then
+    echo "skip: an FT2232H (0403:6010) is attached at $d"
+    exit 0
+  fi
+done
+
+expect_error() { # description, regex the stderr line must match, then the command
+  local what=$1 want=$2; shift 2
+  "$@" > "$T/out" 2> "$T/err"
+  local rc=$? lines bytes
+  lines=$(wc -l < "$T/err")
+  bytes=$(wc -c < "$T/out")
+  if [ "$rc" = 1 ] && [ "$lines" = 1 ] && [ "$bytes" = 0 ] && grep -q '^ntpu: ' "$T/err" && grep -Eq "$want" "$T/err"; then
+    echo "ok   $what: $(cat "$T/err")"
+  else
+    echo "FAIL $what: exit $rc, $lines lines on stderr, $bytes bytes on stdout:"
+    sed 's/^/     /' "$T/err" "$T/out"
+    failures=$((failures + 1))
+  fi
+}
+
+board='FT2232H|board'
+expect_error "info" "$board" "$B/ntpu" -d ftdi info
+expect_error "info --json" "$board" "$B/ntpu" -d ftdi info --json
+expect_error "info, device from NTPU_DEVICE" "$board" env NTPU_DEVICE=ftdi "$B/ntpu" info
+expect_error "info on interface A at 12 Mbaud" "$board" "$B/ntpu" -d ftdi:interface=A,baud=12000000 info
+expect_error "a serial that is not there" "$board" "$B/ntpu" -d ftdi:serial=NOPE123 info
+expect_error "a matmul" "$board" "$B/ntpu" -d ftdi bench
+expect_error "bad baud" "baud 'fast'" "$B/ntpu" -d ftdi:baud=fast info
+expect_error "impossible baud" "cannot make 9000000 baud" "$B/ntpu" -d ftdi:baud=9000000 info --json
+expect_error "bad interface" "interface 'C'" "$B/ntpu" -d ftdi:interface=C info
+expect_error "unknown option" "unknown ftdi option" "$B/ntpu" -d ftdi:port=/dev/ttyUSB1 info
+
+[ "$failures" = 0 ] && echo "ftdi without a board: all errors are one clear line"
+exit $((failures > 0))

@@ -1,0 +1,668 @@
+/* The "ftdi" transport (host/src/transport_ftdi.c) against a fake libusb: this
+ * file defines every libusb function the transport calls, and behind them a
+ * simulated FT2232H that packs what the "board" sends into 512-byte bulk-IN
+ * packets with two status bytes each (a status-only packet every 1 ms latency
+ * period when there is nothing), completes transfers on an event loop like
+ * libusb's, and can be unplugged. The board behind it is either a loopback
+ * FIFO or the golden model (sim/ref), so the second half of the test runs
+ * ntpu_open("ftdi") and a matmul through the whole library.
+ *
+ * Built and run by ftdi_fakeusb.sh, linked against libntpu.a but not against
+ * libusb. No real USB is touched. Exit status 0 when every check passes. */
+#include <libusb.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+#include "ntpu/ntpu.h"
+#include "ntpu_ref.h"
+
+/* ------------------------------------------------------------------ the fake chip */
+
+enum fk_mode { FK_NONE, FK_INITFAIL, FK_LISTFAIL, FK_DENIED, FK_BUSY, FK_TWO, FK_ECHO, FK_REF, FK_SILENT };
+
+struct libusb_context {
+    int unused;
+};
+struct libusb_device {
+    int id; /* 0 or 1 */
+};
+struct libusb_device_handle {
+    struct libusb_device *dev;
+};
+
+#define FK_MAXQ 64
+#define FK_LOG 64
+
+static pthread_mutex_t fk_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fk_cv = PTHREAD_COND_INITIALIZER;
+static int fk_mode;
+static struct libusb_device fk_devs[2] = {{0}, {1}};
+static int fk_unplugged, fk_interrupted;
+static uint8_t fk_line = 0x60; /* line status of the next packet with data */
+static struct {
+    uint8_t *buf;
+    size_t len, cap;
+} fk_fifo; /* loopback: bytes written, waiting to be read back */
+static ntpu_ref *fk_ref;
+static struct {
+    struct libusb_transfer *t;
+    uint64_t at_ms;
+    int cancelled;
+} fk_q[FK_MAXQ];
+static size_t fk_nq;
+typedef struct fk_req {
+    uint8_t rt, req;
+    uint16_t value, index;
+} fk_req;
+static fk_req fk_ctrl[FK_LOG];
+static size_t fk_nctrl;
+static int fk_inits, fk_exits, fk_opens, fk_closes, fk_claims, fk_releases, fk_detaches, fk_attaches;
+static int fk_allocs, fk_frees;
+static uint8_t fk_eps_seen[256];
+static size_t fk_written; /* bytes the board received */
+
+static uint64_t ms_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void fk_reset(int mode)
+{
+    pthread_mutex_lock(&fk_mu);
+    fk_mode = mode;
+    fk_unplugged = fk_interrupted = 0;
+    fk_line = 0x60;
+    free(fk_fifo.buf);
+    memset(&fk_fifo, 0, sizeof fk_fifo);
+    ntpu_ref_free(fk_ref);
+    fk_ref = mode == FK_REF ? ntpu_ref_new(NULL) : NULL;
+    fk_nq = fk_nctrl = 0;
+    fk_inits = fk_exits = fk_opens = fk_closes = fk_claims = fk_releases = fk_detaches = fk_attaches = 0;
+    fk_allocs = fk_frees = 0;
+    memset(fk_eps_seen, 0, sizeof fk_eps_seen);
+    fk_written = 0;
+    pthread_mutex_unlock(&fk_mu);
+}
+
+static void fk_unplug(void)
+{
+    pthread_mutex_lock(&fk_mu);
+    fk_unplugged = 1;
+    pthread_cond_broadcast(&fk_cv);
+    pthread_mutex_unlock(&fk_mu);
+}
+
+static void fk_set_line(uint8_t line)
+{
+    pthread_mutex_lock(&fk_mu);
+    fk_line = line;
+    pthread_mutex_unlock(&fk_mu);
+}
+
+/* Bytes the board has ready for the host (fk_mu held). */
+static size_t board_pending(void)
+{
+    if (fk_mode == FK_ECHO)
+        return fk_fifo.len;
+    if (fk_mode == FK_REF)
+        return ntpu_ref_pending(fk_ref);
+    return 0;
+}
+
+static void board_read(uint8_t *out, size_t n)
+{
+    if (fk_mode == FK_ECHO) {
+        memcpy(out, fk_fifo.buf, n);
+        memmove(fk_fifo.buf, fk_fifo.buf + n, fk_fifo.len - n);
+        fk_fifo.len -= n;
+    } else if (fk_mode == FK_REF) {
+        ntpu_ref_read(fk_ref, out, n);
+    }
+}
+
+static void board_write(const uint8_t *in, size_t n)
+{
+    fk_written += n;
+    if (fk_mode == FK_ECHO) {
+        if (fk_fifo.len + n > fk_fifo.cap) {
+            fk_fifo.cap = (fk_fifo.len + n) * 2;
+            fk_fifo.buf = realloc(fk_fifo.buf, fk_fifo.cap);
+            if (!fk_fifo.buf)
+                abort();
+        }
+        memcpy(fk_fifo.buf + fk_fifo.len, in, n);
+        fk_fifo.len += n;
+    } else if (fk_mode == FK_REF) {
+        ntpu_ref_write(fk_ref, in, n);
+    }
+}
+
+/* Fills a bulk-IN transfer the way the chip does: 510 data bytes per 512-byte
+ * packet, a short packet ends the transfer (fk_mu held). */
+static int fill_in(struct libusb_transfer *t)
+{
+    int o = 0;
+    for (;;) {
+        size_t avail = board_pending();
+        if (avail == 0 || t->length - o < 3)
+            break;
+        size_t n = avail < 510 ? avail : 510;
+        if (n > (size_t)(t->length - o - 2))
+            n = (size_t)(t->length - o - 2);
+        t->buffer[o] = 0x31;
+        t->buffer[o + 1] = fk_line;
+        fk_line = 0x60;
+        board_read(t->buffer + o + 2, n);
+        o += (int)n + 2;
+        if (n < 510)
+            break;
+    }
+    return o;
+}
+
+int LIBUSB_CALL libusb_init(libusb_context **ctx)
+{
+    if (fk_mode == FK_INITFAIL)
+        return LIBUSB_ERROR_OTHER;
+    *ctx = calloc(1, sizeof **ctx);
+    fk_inits++;
+    return 0;
+}
+
+void LIBUSB_CALL libusb_exit(libusb_context *ctx)
+{
+    free(ctx);
+    fk_exits++;
+}
+
+const char *LIBUSB_CALL libusb_strerror(int code)
+{
+    switch (code) {
+    case LIBUSB_ERROR_ACCESS: return "Access denied (insufficient permissions)";
+    case LIBUSB_ERROR_NO_DEVICE: return "No such device (it may have been disconnected)";
+    case LIBUSB_ERROR_BUSY: return "Resource busy";
+    case LIBUSB_ERROR_PIPE: return "Pipe error";
+    case LIBUSB_ERROR_OTHER: return "Other error";
+    }
+    return "fake error";
+}
+
+ssize_t LIBUSB_CALL libusb_get_device_list(libusb_context *ctx, libusb_device ***list)
+{
+    (void)ctx;
+    if (fk_mode == FK_LISTFAIL)
+        return LIBUSB_ERROR_NO_MEM;
+    size_t n = fk_mode == FK_NONE ? 0 : fk_mode == FK_TWO ? 2 : 1;
+    *list = calloc(n + 1, sizeof **list);
+    for (size_t i = 0; i < n; i++)
+        (*list)[i] = &fk_devs[i];
+    return (ssize_t)n;
+}
+
+void LIBUSB_CALL libusb_free_device_list(libusb_device **list, int unref)
+{
+    (void)unref;
+    free(list);
+}
+
+int LIBUSB_CALL libusb_get_device_descriptor(libusb_device *dev, struct libusb_device_descriptor *d)
+{
+    (void)dev;
+    memset(d, 0, sizeof *d);
+    d->idVendor = 0x0403;
+    d->idProduct = 0x6010;
+    d->iSerialNumber = 3;
+    return 0;
+}
+
+uint8_t LIBUSB_CALL libusb_get_bus_number(libusb_device *dev) { return (uint8_t)(1 + dev->id); }
+uint8_t LIBUSB_CALL libusb_get_device_address(libusb_device *dev) { return (uint8_t)(5 + dev->id); }
+int LIBUSB_CALL libusb_get_max_packet_size(libusb_device *dev, unsigned char endpoint)
+{
+    (void)dev;
+    return endpoint == 0x81 || endpoint == 0x83 ? 512 : LIBUSB_ERROR_NOT_FOUND;
+}
+
+int LIBUSB_CALL libusb_open(libusb_device *dev, libusb_device_handle **h)
+{
+    if (fk_mode == FK_DENIED)
+        return LIBUSB_ERROR_ACCESS;
+    *h = calloc(1, sizeof **h);
+    (*h)->dev = dev;
+    fk_opens++;
+    return 0;
+}
+
+void LIBUSB_CALL libusb_close(libusb_device_handle *h)
+{
+    free(h);
+    fk_closes++;
+}
+
+libusb_device *LIBUSB_CALL libusb_get_device(libusb_device_handle *h) { return h->dev; }
+
+int LIBUSB_CALL libusb_get_string_descriptor_ascii(libusb_device_handle *h, uint8_t idx, unsigned char *data,
+                                                   int length)
+{
+    if (idx != 3)
+        return LIBUSB_ERROR_INVALID_PARAM;
+    return snprintf((char *)data, (size_t)length, "FAKE%04d", 1 + h->dev->id);
+}
+
+int LIBUSB_CALL libusb_kernel_driver_active(libusb_device_handle *h, int iface)
+{
+    (void)h;
+    (void)iface;
+    return fk_detaches > fk_attaches ? 0 : 1; /* ftdi_sio holds it until we detach */
+}
+
+int LIBUSB_CALL libusb_detach_kernel_driver(libusb_device_handle *h, int iface)
+{
+    (void)h;
+    (void)iface;
+    fk_detaches++;
+    return 0;
+}
+
+int LIBUSB_CALL libusb_attach_kernel_driver(libusb_device_handle *h, int iface)
+{
+    (void)h;
+    (void)iface;
+    fk_attaches++;
+    return 0;
+}
+
+int LIBUSB_CALL libusb_claim_interface(libusb_device_handle *h, int iface)
+{
+    (void)h;
+    (void)iface;
+    if (fk_mode == FK_BUSY)
+        return LIBUSB_ERROR_BUSY;
+    fk_claims++;
+    return 0;
+}
+
+int LIBUSB_CALL libusb_release_interface(libusb_device_handle *h, int iface)
+{
+    (void)h;
+    (void)iface;
+    fk_releases++;
+    return 0;
+}
+
+int LIBUSB_CALL libusb_control_transfer(libusb_device_handle *h, uint8_t rt, uint8_t req, uint16_t value,
+                                        uint16_t index, unsigned char *data, uint16_t len, unsigned int timeout)
+{
+    (void)h;
+    (void)data;
+    (void)timeout;
+    pthread_mutex_lock(&fk_mu);
+    int r = 0;
+    if (fk_unplugged)
+        r = LIBUSB_ERROR_NO_DEVICE;
+    else if (fk_nctrl < FK_LOG)
+        fk_ctrl[fk_nctrl++] = (fk_req){rt, req, value, index};
+    pthread_mutex_unlock(&fk_mu);
+    return r ? r : len;
+}
+
+struct libusb_transfer *LIBUSB_CALL libusb_alloc_transfer(int iso)
+{
+    (void)iso;
+    fk_allocs++;
+    return calloc(1, sizeof(struct libusb_transfer));
+}
+
+void LIBUSB_CALL libusb_free_transfer(struct libusb_transfer *t)
+{
+    if (!t)
+        return;
+    fk_frees++;
+    free(t);
+}
+
+int LIBUSB_CALL libusb_submit_transfer(struct libusb_transfer *t)
+{
+    pthread_mutex_lock(&fk_mu);
+    int r = 0;
+    if (fk_unplugged)
+        r = LIBUSB_ERROR_NO_DEVICE;
+    else if (fk_nq == FK_MAXQ)
+        r = LIBUSB_ERROR_BUSY;
+    else {
+        for (size_t i = 0; i < fk_nq; i++)
+            if (fk_q[i].t == t)
+                abort(); /* submitted twice */
+        fk_q[fk_nq].t = t;
+        fk_q[fk_nq].at_ms = ms_now();
+        fk_q[fk_nq].cancelled = 0;
+        fk_nq++;
+        fk_eps_seen[t->endpoint] = 1;
+        pthread_cond_broadcast(&fk_cv);
+    }
+    pthread_mutex_unlock(&fk_mu);
+    return r;
+}
+
+int LIBUSB_CALL libusb_cancel_transfer(struct libusb_transfer *t)
+{
+    pthread_mutex_lock(&fk_mu);
+    int r = LIBUSB_ERROR_NOT_FOUND;
+    for (size_t i = 0; i < fk_nq; i++)
+        if (fk_q[i].t == t) {
+            fk_q[i].cancelled = 1;
+            r = 0;
+        }
+    pthread_cond_broadcast(&fk_cv);
+    pthread_mutex_unlock(&fk_mu);
+    return r;
+}
+
+void LIBUSB_CALL libusb_interrupt_event_handler(libusb_context *ctx)
+{
+    (void)ctx;
+    pthread_mutex_lock(&fk_mu);
+    fk_interrupted = 1;
+    pthread_cond_broadcast(&fk_cv);
+    pthread_mutex_unlock(&fk_mu);
+}
+
+/* One round of USB: waits up to a microframe-ish 1 ms (or tv), then completes
+ * what the chip would have by now, in submission order per endpoint, and runs
+ * the callbacks outside the lock as libusb does. */
+int LIBUSB_CALL libusb_handle_events_timeout_completed(libusb_context *ctx, struct timeval *tv, int *completed)
+{
+    (void)ctx;
+    (void)completed;
+    uint64_t wait_ms = (uint64_t)tv->tv_sec * 1000u + (uint64_t)tv->tv_usec / 1000u;
+    if (wait_ms > 1)
+        wait_ms = 1;
+    struct libusb_transfer *done[FK_MAXQ];
+    size_t ndone = 0;
+    pthread_mutex_lock(&fk_mu);
+    if (!fk_interrupted) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += (long)wait_ms * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&fk_cv, &fk_mu, &ts);
+    }
+    fk_interrupted = 0;
+    uint64_t now = ms_now();
+    int in_blocked = 0;
+    size_t keep = 0;
+    for (size_t i = 0; i < fk_nq; i++) {
+        struct libusb_transfer *t = fk_q[i].t;
+        int is_in = (t->endpoint & 0x80) != 0;
+        int finish = 1;
+        t->actual_length = 0;
+        if (fk_q[i].cancelled) {
+            t->status = LIBUSB_TRANSFER_CANCELLED;
+        } else if (fk_unplugged) {
+            t->status = LIBUSB_TRANSFER_NO_DEVICE;
+        } else if (!is_in) {
+            board_write(t->buffer, (size_t)t->length);
+            t->actual_length = t->length;
+            t->status = LIBUSB_TRANSFER_COMPLETED;
+        } else if (in_blocked) {
+            finish = 0;
+        } else if (board_pending()) {
+            t->actual_length = fill_in(t);
+            t->status = LIBUSB_TRANSFER_COMPLETED;
+        } else if (now >= fk_q[i].at_ms + 1) {
+            /* The latency timer ran out with nothing to say: status bytes only. */
+            t->buffer[0] = 0x31;
+            t->buffer[1] = 0x60;
+            t->actual_length = 2;
+            t->status = LIBUSB_TRANSFER_COMPLETED;
+        } else {
+            finish = 0;
+        }
+        if (is_in && !finish)
+            in_blocked = 1; /* later reads wait behind this one */
+        if (finish)
+            done[ndone++] = t;
+        else
+            fk_q[keep++] = fk_q[i];
+    }
+    fk_nq = keep;
+    pthread_mutex_unlock(&fk_mu);
+    for (size_t i = 0; i < ndone; i++)
+        done[i]->callback(done[i]);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ checks */
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                                               \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                                \
+            printf(__VA_ARGS__);                                                                                       \
+            printf("\n");                                                                                              \
+            failures++;                                                                                                \
+        }                                                                                                              \
+    } while (0)
+
+static void expect_open_error(int mode, const char *opts, ntpu_status want, const char *needle)
+{
+    fk_reset(mode);
+    ntpu_transport tp = {0};
+    char err[NTPU_ERRMSG_LEN] = "";
+    ntpu_status st = ntpu_transport_ftdi_open(opts, &tp, err, sizeof err);
+    CHECK(st == want, "mode %d opts '%s': status %d, expected %d (%s)", mode, opts ? opts : "", st, want, err);
+    CHECK(strstr(err, needle) != NULL, "mode %d: message '%s' lacks '%s'", mode, err, needle);
+    CHECK(!strchr(err, '\n'), "mode %d: message has a newline", mode);
+    CHECK(fk_inits == fk_exits && fk_opens == fk_closes && fk_claims == fk_releases && fk_detaches == fk_attaches,
+          "mode %d: something left open: init %d/%d open %d/%d claim %d/%d detach %d/%d", mode, fk_inits, fk_exits,
+          fk_opens, fk_closes, fk_claims, fk_releases, fk_detaches, fk_attaches);
+    printf("ok   open error (mode %d, '%s'): %s\n", mode, opts ? opts : "", err);
+}
+
+static void test_open_errors(void)
+{
+    expect_open_error(FK_NONE, NULL, NTPU_ERR_NO_DEVICE, "no FT2232H (0403:6010) found on USB");
+    expect_open_error(FK_INITFAIL, NULL, NTPU_ERR_NO_DEVICE, "libusb_init: Other error");
+    expect_open_error(FK_LISTFAIL, NULL, NTPU_ERR_NO_DEVICE, "cannot list USB devices");
+    expect_open_error(FK_DENIED, NULL, NTPU_ERR_NO_DEVICE, "permission denied opening 0403:6010");
+    expect_open_error(FK_DENIED, "serial=FAKE0001", NTPU_ERR_NO_DEVICE, "udev rule (see docs/boards.md)");
+    expect_open_error(FK_BUSY, NULL, NTPU_ERR_NO_DEVICE, "interface B of the FT2232H is in use");
+    expect_open_error(FK_TWO, NULL, NTPU_ERR_INVALID_ARG, "more than one FT2232H");
+    expect_open_error(FK_TWO, "serial=NOPE", NTPU_ERR_NO_DEVICE,
+                      "with serial 'NOPE' on USB (found: FAKE0001, FAKE0002)");
+    expect_open_error(FK_ECHO, "baud=fast", NTPU_ERR_INVALID_ARG, "baud 'fast'");
+    CHECK(fk_inits == 0, "bad options must fail before libusb_init");
+}
+
+static int open_tp(const char *opts, ntpu_transport *tp)
+{
+    char err[NTPU_ERRMSG_LEN] = "";
+    ntpu_status st = ntpu_transport_ftdi_open(opts, tp, err, sizeof err);
+    CHECK(st == NTPU_OK, "open '%s': %s", opts ? opts : "", err);
+    return st == NTPU_OK;
+}
+
+static void test_setup_requests(void)
+{
+    fk_reset(FK_ECHO);
+    ntpu_transport tp;
+    if (!open_tp(NULL, &tp))
+        return;
+    /* reset, bit mode reset, 3 Mbaud, 8N1, no flow control, latency 1 ms, purge both */
+    static const uint16_t want[][4] = {{0x00, 0x0000, 0x0002}, {0x0B, 0x0000, 0x0002}, {0x03, 0x0004, 0x0202},
+                                       {0x04, 0x0008, 0x0002}, {0x02, 0x0000, 0x0002}, {0x09, 0x0001, 0x0002},
+                                       {0x00, 0x0001, 0x0002}, {0x00, 0x0002, 0x0002}};
+    CHECK(fk_nctrl == 8, "%zu control requests at open, expected 8", fk_nctrl);
+    for (size_t i = 0; i < fk_nctrl && i < 8; i++)
+        CHECK(fk_ctrl[i].rt == 0x40 && fk_ctrl[i].req == want[i][0] && fk_ctrl[i].value == want[i][1] &&
+                  fk_ctrl[i].index == want[i][2],
+              "request %zu: 0x%02X 0x%02X 0x%04X 0x%04X", i, fk_ctrl[i].rt, fk_ctrl[i].req, fk_ctrl[i].value,
+              fk_ctrl[i].index);
+    CHECK(fk_detaches == 1 && fk_claims == 1, "kernel driver detached %d, claimed %d", fk_detaches, fk_claims);
+    CHECK(tp.ops->starts_in_sync == 0, "a board must be resynchronized at open");
+    tp.ops->close(tp.ctx);
+    CHECK(fk_releases == 1 && fk_attaches == 1 && fk_closes == 1 && fk_exits == 1,
+          "close: released %d, reattached %d, closed %d, exited %d", fk_releases, fk_attaches, fk_closes, fk_exits);
+    CHECK(fk_allocs == fk_frees, "transfers: %d allocated, %d freed", fk_allocs, fk_frees);
+    CHECK(fk_eps_seen[0x83] && !fk_eps_seen[0x81], "interface B reads endpoint 0x83");
+
+    fk_reset(FK_ECHO);
+    if (!open_tp("interface=A,baud=115200", &tp))
+        return;
+    CHECK(fk_nctrl == 8 && fk_ctrl[2].req == 0x03 && fk_ctrl[2].value == 0xC068 && fk_ctrl[2].index == 0x0201,
+          "115200 baud on A: value 0x%04X index 0x%04X", fk_ctrl[2].value, fk_ctrl[2].index);
+    CHECK(fk_ctrl[0].index == 1 && fk_ctrl[5].index == 1, "channel A is index 1");
+    uint8_t b = 0x5A, r = 0;
+    size_t got = 0;
+    char err[NTPU_ERRMSG_LEN];
+    CHECK(tp.ops->send(tp.ctx, &b, 1, err, sizeof err) == NTPU_OK, "send on A: %s", err);
+    CHECK(tp.ops->recv(tp.ctx, &r, 1, 1000, &got, err, sizeof err) == NTPU_OK && r == 0x5A, "recv on A: %s", err);
+    CHECK(fk_eps_seen[0x81] && fk_eps_seen[0x02] && !fk_eps_seen[0x83] && !fk_eps_seen[0x04],
+          "interface A uses endpoints 0x02 and 0x81");
+    tp.ops->close(tp.ctx);
+    printf("ok   setup requests, endpoints and close\n");
+}
+
+static void test_data_path(void)
+{
+    fk_reset(FK_ECHO);
+    ntpu_transport tp;
+    if (!open_tp(NULL, &tp))
+        return;
+    char err[NTPU_ERRMSG_LEN];
+    size_t got;
+    /* 300 KB out in one call (several bulk-OUT chunks), back in reads of every size. */
+    enum { TOTAL = 300000 };
+    uint8_t *out = malloc(TOTAL), *in = malloc(TOTAL);
+    for (size_t i = 0; i < TOTAL; i++)
+        out[i] = (uint8_t)(i * 131u + (i >> 9));
+    CHECK(tp.ops->send(tp.ctx, out, TOTAL, err, sizeof err) == NTPU_OK, "send: %s", err);
+    size_t have = 0, step = 0;
+    while (have < TOTAL) {
+        size_t n = (size_t[]){1, 7, 509, 510, 511, 4096, 40000}[step++ % 7];
+        if (n > TOTAL - have)
+            n = TOTAL - have;
+        ntpu_status st = tp.ops->recv(tp.ctx, in + have, n, 2000, &got, err, sizeof err);
+        CHECK(st == NTPU_OK && got == n, "recv %zu at %zu: status %d got %zu (%s)", n, have, st, got, err);
+        if (st != NTPU_OK)
+            break;
+        have += n;
+    }
+    CHECK(have == TOTAL && !memcmp(in, out, TOTAL), "the bytes came back changed");
+
+    /* Nothing to read: a timeout after about the time asked for. */
+    uint64_t t0 = ms_now();
+    ntpu_status st = tp.ops->recv(tp.ctx, in, 1, 200, &got, err, sizeof err);
+    uint64_t dt = ms_now() - t0;
+    CHECK(st == NTPU_ERR_TIMEOUT && got == 0, "idle recv: status %d got %zu", st, got);
+    CHECK(dt >= 195 && dt < 1500, "idle recv took %llu ms for a 200 ms timeout", (unsigned long long)dt);
+
+    /* Part of a read: what came is delivered, and the count says how much. */
+    CHECK(tp.ops->send(tp.ctx, out, 10, err, sizeof err) == NTPU_OK, "send 10: %s", err);
+    st = tp.ops->recv(tp.ctx, in, 20, 300, &got, err, sizeof err);
+    CHECK(st == NTPU_ERR_TIMEOUT && got == 10 && !memcmp(in, out, 10), "short recv: status %d got %zu", st, got);
+    CHECK(strstr(err, "10 of 20") != NULL, "short recv message: %s", err);
+
+    /* The chip reports an overrun: the next error message says so. */
+    fk_set_line(0x62);
+    tp.ops->send(tp.ctx, out, 5, err, sizeof err);
+    st = tp.ops->recv(tp.ctx, in, 6, 200, &got, err, sizeof err);
+    CHECK(st == NTPU_ERR_TIMEOUT && got == 5 && strstr(err, "overrun"), "overrun: status %d got %zu: %s", st, got,
+          err);
+
+    /* Unplugged: bytes already queued still come, then NTPU_ERR_IO, on every later call too. */
+    tp.ops->send(tp.ctx, out, 3, err, sizeof err);
+    st = tp.ops->recv(tp.ctx, in, 3, 1000, &got, err, sizeof err); /* let them reach the queue */
+    CHECK(st == NTPU_OK && got == 3, "before unplug: status %d", st);
+    fk_unplug();
+    st = tp.ops->recv(tp.ctx, in, 1, 1000, &got, err, sizeof err);
+    CHECK(st == NTPU_ERR_IO && strstr(err, "unplugged"), "recv after unplug: status %d: %s", st, err);
+    st = tp.ops->send(tp.ctx, out, 100, err, sizeof err);
+    CHECK(st == NTPU_ERR_IO && strstr(err, "unplugged"), "send after unplug: status %d: %s", st, err);
+    tp.ops->close(tp.ctx);
+    CHECK(fk_allocs == fk_frees && fk_closes == 1 && fk_exits == 1, "close after unplug: transfers %d/%d",
+          fk_allocs, fk_frees);
+    free(out);
+    free(in);
+    printf("ok   data path: 300 KB round trip, timeouts, partial reads, overrun report, unplug\n");
+}
+
+/* The whole library over the fake chip with the golden model as the board. */
+static void test_library(void)
+{
+    fk_reset(FK_REF);
+    ntpu_device *dev = NULL;
+    ntpu_status st = ntpu_open("ftdi", &dev);
+    CHECK(st == NTPU_OK, "ntpu_open(\"ftdi\"): %s", ntpu_last_error(dev));
+    if (st != NTPU_OK) {
+        ntpu_close(dev);
+        return;
+    }
+    ntpu_info info;
+    ntpu_get_info(dev, &info);
+    CHECK(info.rows >= 2 && info.rows == info.cols, "info: %ux%u", info.rows, info.cols);
+    /* Open resynchronizes: max_payload + 8 zeros, then a NOP. */
+    CHECK(fk_written >= 65535 + 8, "open wrote only %zu bytes", fk_written);
+    enum { M = 37, K = 53, N = 29 };
+    int8_t A[M * K], B[K * N];
+    int32_t C[M * N];
+    for (int i = 0; i < M * K; i++)
+        A[i] = (int8_t)(i * 37 % 251 - 125);
+    for (int i = 0; i < K * N; i++)
+        B[i] = (int8_t)(i * 91 % 253 - 126);
+    st = ntpu_matmul(dev, NTPU_DTYPE_INT8, A, B, C, M, K, N);
+    CHECK(st == NTPU_OK, "matmul: %s", ntpu_last_error(dev));
+    int bad = 0;
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            int32_t s = 0;
+            for (int k = 0; k < K; k++)
+                s += A[m * K + k] * B[k * N + n];
+            bad += C[m * N + n] != s;
+        }
+    CHECK(bad == 0, "matmul through ftdi: %d wrong elements", bad);
+    ntpu_close(dev);
+    CHECK(fk_allocs == fk_frees && fk_exits == 1 && fk_attaches == 1, "ntpu_close did not close the transport");
+    printf("ok   ntpu_open(\"ftdi\") and a %dx%dx%d int8 matmul through the fake FT2232H and the golden model\n", M, K,
+           N);
+
+    /* A board that answers nothing (FPGA not configured): one line, with a hint. */
+    fk_reset(FK_SILENT);
+    uint64_t t0 = ms_now();
+    st = ntpu_open("ftdi", &dev);
+    char e[NTPU_ERRMSG_LEN];
+    snprintf(e, sizeof e, "%s", ntpu_last_error(dev));
+    CHECK(st == NTPU_ERR_TIMEOUT, "silent board: status %d (%s)", st, e);
+    CHECK(strstr(e, "bitstream") && !strchr(e, '\n'), "silent board message: %s", e);
+    ntpu_close(dev);
+    CHECK(fk_allocs == fk_frees && fk_exits == 1, "silent board: transport not closed");
+    printf("ok   silent board: %s (%.1f s)\n", e, (ms_now() - t0) / 1000.0);
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0); /* keep the lines before a sanitizer abort */
+    test_open_errors();
+    test_setup_requests();
+    test_data_path();
+    test_library();
+    fk_reset(FK_NONE);
+    if (failures) {
+        printf("FAIL: %d checks failed\n", failures);
+        return 1;
+    }
+    printf("PASS ftdi transport over a fake libusb\n");
+    return 0;
+}
