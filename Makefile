@@ -46,7 +46,7 @@ include mk/deps.mk
 .PHONY: all
 EXAMPLES := $(patsubst host/examples/%.c,$(BUILD)/examples/%,$(wildcard host/examples/*.c))
 
-all: $(CLI) $(LIB_A) $(LIB_SO) $(BUILD)/ntpu.pc $(EXAMPLES) ## build the library, the CLI, the examples and the Verilator model
+all: $(CLI) $(LIB_A) $(LIB_SO) $(EXAMPLES) ## build the library, the CLI, the examples and the Verilator model
 
 # Verilate when any RTL file changes; the model's own makefile then compiles it at -O2
 # (Verilator's default -Os is ~9x slower here, see ../shared/notes/simulation.md).
@@ -88,10 +88,6 @@ $(BUILD)/examples/%: host/examples/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 $(WARN) -O2 -Ihost/include $< $(LIB_A) -lstdc++ $(LDLIBS) -o $@
 
-$(BUILD)/ntpu.pc: host/ntpu.pc.in Makefile
-	@mkdir -p $(BUILD)
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
-
 .PHONY: install
 install: all ## install the library, headers, pkg-config file and CLI under PREFIX
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/ntpu $(DESTDIR)$(PREFIX)/bin
@@ -99,7 +95,7 @@ install: all ## install the library, headers, pkg-config file and CLI under PREF
 	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libntpu.so.1
 	ln -sf libntpu.so.1 $(DESTDIR)$(PREFIX)/lib/libntpu.so
 	install -m 644 host/include/ntpu/*.h $(DESTDIR)$(PREFIX)/include/ntpu/
-	install -m 644 $(BUILD)/ntpu.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' host/ntpu.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ntpu.pc
 	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/
 
 include mk/tests.mk

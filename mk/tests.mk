@@ -25,7 +25,8 @@ $(TEST_BUILD)/rtl/%/tb.vvp: tests/rtl/%/sources.f $(RTL_SRCS) $(wildcard tests/r
 	$(IVERILOG) -g2012 -Wall -Wno-timescale -o $@ -f $<
 
 .PHONY: test
-test: deps all $(TEST_BUILD)/host_tests $(RTL_BENCHES:%=$(TEST_BUILD)/rtl/%/tb.vvp) \
-      $(COSIM_SRCS:tests/cosim/%.c=$(TEST_BUILD)/cosim/%) ## run all tests (installs what is missing first)
+TEST_PARTS := $(TEST_BUILD)/host_tests $(RTL_BENCHES:%=$(TEST_BUILD)/rtl/%/tb.vvp) \
+              $(COSIM_SRCS:tests/cosim/%.c=$(TEST_BUILD)/cosim/%)
+test: deps all $(TEST_PARTS) ## run every test (installs what is missing first)
 	@BUILD=$(BUILD) CC="$(CC)" CPPFLAGS="$(CPPFLAGS)" RTL_BENCHES="$(RTL_BENCHES)" \
 	  bash tests/run.sh

@@ -53,9 +53,9 @@ int main(int argc, char **argv)
         printf("epoch %d: train loss %.4f, test accuracy %.4f\n", e + 1, loss / (double)train.count, accuracy);
     }
 
-    ntpu_qmodel *q; /* int8: calibrate on 1000 training images */
+    ntpu_qmodel *q; /* int8: calibrate on up to 1000 training images */
     double accuracy8;
-    if (ntpu_qmodel_create(model, train.images, 1000, &q) != NTPU_OK ||
+    if (ntpu_qmodel_create(model, train.images, train.count < 1000 ? train.count : 1000, &q) != NTPU_OK ||
         ntpu_qmodel_evaluate(q, test.images, test.labels, test.count, &accuracy8) != NTPU_OK)
         goto fail;
     printf("int8 inference: test accuracy %.4f\n", accuracy8);
