@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "ntpu/nn.h"
 
 static const char selftest_help[] =
     "usage: ntpu selftest [-d DEV] [--json]\n"
@@ -15,7 +16,9 @@ static const char selftest_help[] =
     "Checks a device in well under a minute: its ID block, the link (100 fence round\n"
     "trips and STATUS), a memory test of UB, WB and ACC (walking ones and address\n"
     "patterns over the first and last rows, a stride and every power-of-two row), and\n"
-    "small int8 and bf16 matmuls compared bit for bit with the golden model (ref).\n"
+    "small int8 and bf16 matmuls compared bit for bit with the golden model (ref);\n"
+    "with the vector unit also two training steps of a tiny MLP, loss and logits\n"
+    "compared bit for bit with ref.\n"
     "Prints one line per check, 'PASS <name>: <detail>' or 'FAIL <name>: <detail>'.\n"
     "Exit status 0 when every check passes, else 1. The memory test and the matmuls\n"
     "overwrite the device's memories.\n"
@@ -284,6 +287,70 @@ out:
     free(R);
 }
 
+/* ------------------------------------------------------------------ 5. training */
+
+/* Creates a small model with `seed` on dev and runs two Adam steps on x;
+ * losses[2] and the logits after them come back. */
+static ntpu_status train_two(ntpu_device *dev, const float *x, const uint8_t *y, float *losses, float *logits)
+{
+    static const unsigned sizes[] = {20, 12, 5};
+    ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_ADAM);
+    ntpu_model *m = NULL;
+    ntpu_status st = ntpu_model_create(dev, sizes, 3, 8, 7, &opt, &m);
+    for (int i = 0; i < 2 && st == NTPU_OK; i++) {
+        ntpu_step_result res;
+        st = ntpu_train_step(m, x, y, 8, &res);
+        losses[i] = res.loss;
+    }
+    if (st == NTPU_OK)
+        st = ntpu_predict(m, x, 8, logits);
+    ntpu_model_destroy(m);
+    return st;
+}
+
+static void check_train(run *r, ntpu_device *dev, ntpu_device *ref, const ntpu_info *in)
+{
+    const char *name = "train step";
+    if (!(in->features & NTPU_FEATURE_VECTOR_BIT) || !(in->dtypes & NTPU_DTYPE_BF16_BIT)) {
+        record(r, name, 1, "skipped: the device has no vector unit or no bf16");
+        return;
+    }
+    float x[8 * 20], ld[2], lr[2], pd[8 * 5], pr[8 * 5];
+    uint8_t y[8];
+    uint64_t s = 5;
+    for (size_t i = 0; i < 8 * 20; i++)
+        x[i] = (float)(rng_next(&s) >> 40) / (float)(1u << 24) * 2.0f - 1.0f;
+    for (size_t i = 0; i < 8; i++)
+        y[i] = (uint8_t)(rng_next(&s) % 5);
+    ntpu_status st = train_two(dev, x, y, ld, pd);
+    if (st == NTPU_ERR_UNSUPPORTED) {
+        record(r, name, 1, "skipped: %s", ntpu_last_error(dev));
+        return;
+    }
+    if (st != NTPU_OK) {
+        record(r, name, 0, "device: %s", ntpu_last_error(dev));
+        return;
+    }
+    if ((st = train_two(ref, x, y, lr, pr)) != NTPU_OK) {
+        record(r, name, 0, "golden model: %s", ntpu_last_error(ref));
+        return;
+    }
+    for (int i = 0; i < 2; i++)
+        if (memcmp(&ld[i], &lr[i], sizeof ld[i])) {
+            record(r, name, 0, "loss of step %d is %.9g, the golden model's %.9g", i + 1, (double)ld[i],
+                   (double)lr[i]);
+            return;
+        }
+    for (size_t i = 0; i < 8 * 5; i++)
+        if (memcmp(&pd[i], &pr[i], sizeof pd[i])) {
+            record(r, name, 0, "logit %zu after two steps is %.9g, the golden model's %.9g", i, (double)pd[i],
+                   (double)pr[i]);
+            return;
+        }
+    record(r, name, 1, "20-12-5 MLP, two Adam steps: losses %.6f, %.6f and the logits equal the golden model's bit "
+           "for bit", (double)ld[0], (double)ld[1]);
+}
+
 /* ------------------------------------------------------------------ the command */
 
 int cmd_selftest(common *cm, int argc, char **argv)
@@ -329,6 +396,7 @@ int cmd_selftest(common *cm, int argc, char **argv)
                 check_matmul(r, dev, ref, &in, dt, 17, 23, 19, 1 + d);
                 check_matmul(r, dev, ref, &in, dt, 2 * n, n, 3 * n, 3 + d);
             }
+            check_train(r, dev, ref, &in);
         }
         ntpu_close(ref);
     }
