@@ -44,6 +44,27 @@ else
   echo "FAIL selftest -d nosuch: exit $rc"; sed 's/^/     /' "$T/err"; failures=$((failures + 1))
 fi
 
+# The checks can fail: the CLI relinked against a device with one wrong bit (selftest_fault.c).
+if gcc -std=c11 -Wall -Wextra -Wpedantic -Werror -O1 -Ihost/include host/tools/*.c tests/cli/selftest_fault.c \
+     -Wl,--wrap=ntpu_read_rows,--wrap=ntpu_matmul "$B/libntpu.a" -lstdc++ -lusb-1.0 -lcjson -lz -lm -lpthread \
+     -o "$T/ntpu-fault" 2> "$T/cc.log"; then
+  for f in "mem:FAIL memory ACC: walking ones: row 4096 lane 3 wrote 0x00000008, read 0x00000028:1" \
+           "matmul:FAIL matmul int8 17x23x19: C[0][5] is :4"; do
+    fault=${f%%:*}; rest=${f#*:}; want=${rest%:*}; nfail=${rest##*:}
+    NTPU_FAULT=$fault "$T/ntpu-fault" selftest -d ref > "$T/out" 2> "$T/err"
+    rc=$?
+    if [ "$rc" = 1 ] && grep -qF "$want" "$T/out" && [ "$(grep -c '^FAIL ' "$T/out")" = "$nfail" ] &&
+       [ "$(tail -1 "$T/err")" = "ntpu: selftest: $nfail of 10 checks failed" ]; then
+      echo "ok   fault $fault: $(tail -1 "$T/err")"
+    else
+      echo "FAIL fault $fault: exit $rc, expected '$want' and $nfail FAIL lines:"; sed 's/^/     /' "$T/out" "$T/err"
+      failures=$((failures + 1))
+    fi
+  done
+else
+  echo "FAIL building the fault-injecting ntpu:"; sed 's/^/     /' "$T/cc.log" | head -20; failures=$((failures + 1))
+fi
+
 "$B/ntpu" selftest --help | grep -q '^usage: ntpu selftest' || { echo "FAIL selftest --help"; failures=$((failures + 1)); }
 
 [ "$failures" = 0 ] && echo "PASS selftest.sh" || { echo "FAIL selftest.sh: $failures failures"; exit 1; }
