@@ -41,5 +41,6 @@ ntpu_device *open_device(const char *device);                 /* NULL after prin
 /* The commands (argv: what follows the command's name). */
 int cmd_train(common *cm, int argc, char **argv);
 int cmd_eval(common *cm, int argc, char **argv);
+int cmd_selftest(common *cm, int argc, char **argv);
 
 #endif

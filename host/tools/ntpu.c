@@ -461,6 +461,7 @@ static const struct command {
     {"train", "train an MLP on an IDX dataset (Fashion-MNIST by default)", cmd_train},
     {"eval", "evaluate a checkpoint; --int8 runs quantized inference", cmd_eval},
     {"bench", "benchmark table: cycles, utilization, simulator speed, link traffic", cmd_bench},
+    {"selftest", "short on-device check: ID block, link, memories, matmuls vs ref", cmd_selftest},
 };
 
 static void usage(FILE *f)
