@@ -42,7 +42,9 @@ typedef struct ntpu_transport_ops {
     /* Non-zero: the host uses at most this max_payload, whatever the ID block
      * says, so every frame (and open's resync, max_payload + 8 zeros and a NOP)
      * fits the FIFO behind max_unanswered_tx_bytes. The device's own max_payload
-     * must not be larger, or resync could not flush a garbage frame. */
+     * must not be larger, or resync could not flush a garbage frame. A FIFO for
+     * limit L and cap P must hold L + P + 17 bytes: frames abandoned by a resync
+     * plus its zeros and NOP (docs/boards.md). 0: no cap. */
     unsigned max_payload_cap;
 } ntpu_transport_ops;
 
