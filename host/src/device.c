@@ -62,6 +62,10 @@ static ntpu_status read_id(ntpu_device *dev)
     in->dtypes = id[NTPU_ID_OFF_DTYPES];
     in->features = id[NTPU_ID_OFF_FEATURES];
     in->max_payload = ntpu_rd16(id + NTPU_ID_OFF_MAX_PAYLOAD);
+    /* A link without flow control sends no frame its FIFO could not hold. */
+    unsigned cap = dev->link.tp.ops->max_payload_cap;
+    if (cap && in->max_payload > cap)
+        in->max_payload = cap;
     in->ub_rows = ntpu_rd32(id + NTPU_ID_OFF_UB_ROWS);
     in->wb_rows = ntpu_rd32(id + NTPU_ID_OFF_WB_ROWS);
     in->acc_rows = ntpu_rd32(id + NTPU_ID_OFF_ACC_ROWS);

@@ -32,6 +32,20 @@ typedef struct ntpu_transport_ops {
     /* Non-zero when a freshly opened device is known to be at a frame boundary
      * (in-process models start from reset), so open needs no resync. */
     int starts_in_sync;
+    /* For a link without flow control (a UART into a small receive FIFO): at
+     * most this many bytes of command frames whose replies have not all been
+     * read may be outstanding, since only a reply proves the device took the
+     * frame out of its FIFO. 0: unlimited (in-process models, USB with flow
+     * control). A single frame larger than this is still sent when nothing else
+     * is outstanding. */
+    size_t max_unanswered_tx_bytes;
+    /* Non-zero: the host uses at most this max_payload, whatever the ID block
+     * says, so every frame (and open's resync, max_payload + 8 zeros and a NOP)
+     * fits the FIFO behind max_unanswered_tx_bytes. The device's own max_payload
+     * must not be larger, or resync could not flush a garbage frame. A FIFO for
+     * limit L and cap P must hold L + P + 17 bytes: frames abandoned by a resync
+     * plus its zeros and NOP (docs/boards.md). 0: no cap. */
+    unsigned max_payload_cap;
 } ntpu_transport_ops;
 
 typedef struct ntpu_transport {
@@ -87,6 +101,7 @@ typedef struct ntpu_pending {
     uint8_t seq;
     uint8_t op;
     uint32_t data_len; /* reply data bytes expected after the status byte */
+    uint32_t tx_bytes; /* the command frame's length on the wire */
     void *dst;         /* where the data goes (NULL: none expected) */
 } ntpu_pending;
 
@@ -114,6 +129,7 @@ typedef struct ntpu_link {
     ntpu_pending pend[NTPU_LINK_WINDOW];
     unsigned pend_head, pend_count;
     size_t pend_reply_bytes;
+    size_t pend_tx_bytes; /* command frame bytes of the unanswered frames, sent or queued */
     uint64_t sent_total, answered_total; /* frames; a frame's ticket is its sent_total */
     uint8_t *rx;                         /* one reply frame */
     /* The first device error since the last check. */
@@ -124,7 +140,8 @@ typedef struct ntpu_link {
     char *err; /* the owner's error text buffer, NTPU_ERRMSG_LEN bytes */
 } ntpu_link;
 
-/* Sets up l over an opened transport (l takes it over: ntpu_link_free closes it). */
+/* Sets up l over an opened transport (l takes it over: ntpu_link_free closes it).
+ * max_payload is lowered to the transport's max_payload_cap, if it has one. */
 ntpu_status ntpu_link_init(ntpu_link *l, ntpu_transport tp, unsigned max_payload, char *err);
 void ntpu_link_free(ntpu_link *l);
 

@@ -69,6 +69,8 @@ ntpu_status ntpu_link_init(ntpu_link *l, ntpu_transport tp, unsigned max_payload
     memset(l, 0, sizeof *l);
     l->tp = tp;
     l->err = err;
+    if (tp.ops->max_payload_cap && max_payload > tp.ops->max_payload_cap)
+        max_payload = tp.ops->max_payload_cap;
     l->max_payload = max_payload;
     l->timeout_ms = NTPU_LINK_TIMEOUT_MS;
     l->open_frame = SIZE_MAX;
@@ -183,6 +185,7 @@ static ntpu_status read_reply(ntpu_link *l)
         l->dev_error_seq = p->seq;
     }
     l->pend_reply_bytes -= 1 + (size_t)p->data_len;
+    l->pend_tx_bytes -= p->tx_bytes;
     l->pend_head = (l->pend_head + 1) % NTPU_LINK_WINDOW;
     l->pend_count--;
     l->answered_total++;
@@ -203,8 +206,12 @@ uint8_t *ntpu_link_begin(ntpu_link *l, size_t len, uint32_t reply_len, ntpu_stat
         *st = NTPU_ERR_INVALID_ARG;
         return NULL;
     }
+    /* Without flow control, a frame may go out only once the device has
+     * provably drained enough older ones; alone, any frame may go. */
+    size_t tx_limit = l->tp.ops->max_unanswered_tx_bytes;
     while (l->pend_count >= NTPU_LINK_WINDOW ||
-           (l->pend_count > 0 && l->pend_reply_bytes + 1 + reply_len > NTPU_LINK_REPLY_BUDGET)) {
+           (l->pend_count > 0 && l->pend_reply_bytes + 1 + reply_len > NTPU_LINK_REPLY_BUDGET) ||
+           (l->pend_count > 0 && tx_limit && l->pend_tx_bytes + len + NTPU_FRAME_OVERHEAD > tx_limit)) {
         if ((*st = read_reply(l)) != NTPU_OK)
             return NULL;
     }
@@ -235,8 +242,11 @@ uint64_t ntpu_link_commit(ntpu_link *l, void *dst)
 {
     uint8_t *f = l->tx + l->open_frame;
     uint8_t seq = l->next_seq++;
-    l->tx_len += ntpu_frame_encode(f, NTPU_SOF_CMD, seq, f + NTPU_FRAME_HEADER, l->open_len);
+    size_t flen = ntpu_frame_encode(f, NTPU_SOF_CMD, seq, f + NTPU_FRAME_HEADER, l->open_len);
+    l->tx_len += flen;
     ntpu_pending *p = &l->pend[(l->pend_head + l->pend_count) % NTPU_LINK_WINDOW];
+    p->tx_bytes = (uint32_t)flen;
+    l->pend_tx_bytes += flen;
     p->seq = seq;
     p->op = f[NTPU_FRAME_HEADER];
     p->data_len = l->open_reply;
@@ -342,6 +352,7 @@ ntpu_status ntpu_link_resync(ntpu_link *l)
     }
     l->pend_head = l->pend_count = 0;
     l->pend_reply_bytes = 0;
+    l->pend_tx_bytes = 0;
     l->answered_total = ++l->sent_total;
     l->dev_error = 0;
     if (st != NTPU_OK) {

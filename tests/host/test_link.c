@@ -122,7 +122,7 @@ static ntpu_status wire_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeout
 
 static void wire_close(void *ctx) { (void)ctx; /* the test owns the wire */ }
 
-static const ntpu_transport_ops wire_ops = {"wire", wire_send, wire_recv, wire_close, 1};
+static const ntpu_transport_ops wire_ops = {"wire", wire_send, wire_recv, wire_close, 1, 0, 0};
 
 static wire *W;
 static ntpu_link L;
@@ -338,4 +338,167 @@ Test(link, names)
     cr_assert_str_eq(ntpu_op_name(200), "unknown command");
     cr_assert_str_eq(ntpu_dev_status_str(NTPU_DEV_ERR_RANGE), "ERR_RANGE");
     cr_assert_str_eq(ntpu_dev_status_str(99), "unknown device status");
+}
+
+/* ------------------------------------------------------------------ a link without flow control */
+
+/* Wraps a transport and watches the wire as a board's receive FIFO would:
+ * a command frame stays unanswered until its whole reply has been read. At
+ * every send it checks the bytes unanswered against the limit; more is only
+ * allowed for a single frame alone. */
+typedef struct meter {
+    ntpu_transport inner;
+    size_t limit;
+    uint32_t frame_len[1024]; /* unanswered command frames' lengths, a ring */
+    size_t head, count, unanswered, peak, sends;
+    uint8_t tx_hdr[4];
+    size_t tx_pos, tx_want; /* position in the command frame being sent, its length */
+    uint8_t rx_hdr[4];
+    size_t rx_pos, rx_want; /* the same for the reply being read */
+    int violated;
+} meter;
+
+static ntpu_status meter_send(void *ctx, const uint8_t *buf, size_t n, char *err, size_t errlen)
+{
+    meter *m = ctx;
+    for (size_t i = 0; i < n; i++) {
+        if (m->tx_pos == 0 && buf[i] != NTPU_SOF_CMD)
+            continue; /* resync's zeros: dropped by the device at once */
+        if (m->tx_pos < 4)
+            m->tx_hdr[m->tx_pos] = buf[i];
+        if (++m->tx_pos == 4)
+            m->tx_want = ntpu_rd16(m->tx_hdr + 2) + (size_t)NTPU_FRAME_OVERHEAD;
+        if (m->tx_pos >= 4 && m->tx_pos == m->tx_want) {
+            m->frame_len[(m->head + m->count++) % 1024] = (uint32_t)m->tx_want;
+            m->unanswered += m->tx_want;
+            m->tx_pos = 0;
+        }
+    }
+    m->sends++;
+    if (m->unanswered > m->peak)
+        m->peak = m->unanswered;
+    if (m->unanswered > m->limit && m->count > 1)
+        m->violated = 1;
+    return m->inner.ops->send(m->inner.ctx, buf, n, err, errlen);
+}
+
+static ntpu_status meter_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeout_ms, size_t *got, char *err,
+                              size_t errlen)
+{
+    meter *m = ctx;
+    ntpu_status st = m->inner.ops->recv(m->inner.ctx, buf, n, timeout_ms, got, err, errlen);
+    for (size_t i = 0; i < *got; i++) {
+        if (m->rx_pos < 4)
+            m->rx_hdr[m->rx_pos] = buf[i];
+        if (++m->rx_pos == 4)
+            m->rx_want = ntpu_rd16(m->rx_hdr + 2) + (size_t)NTPU_FRAME_OVERHEAD;
+        if (m->rx_pos >= 4 && m->rx_pos == m->rx_want) {
+            cr_assert_gt(m->count, 0, "a reply with no frame outstanding");
+            m->unanswered -= m->frame_len[m->head];
+            m->head = (m->head + 1) % 1024;
+            m->count--;
+            m->rx_pos = 0;
+        }
+    }
+    return st;
+}
+
+static void meter_close(void *ctx)
+{
+    meter *m = ctx;
+    m->inner.ops->close(m->inner.ctx);
+}
+
+/* Puts a meter with this limit between an opened device and its transport. */
+static void meter_install(ntpu_device *dev, meter *m, ntpu_transport_ops *ops, size_t limit)
+{
+    memset(m, 0, sizeof *m);
+    m->inner = dev->link.tp;
+    m->limit = limit;
+    *ops = (ntpu_transport_ops){"meter", meter_send, meter_recv, meter_close, 1, limit, 0};
+    dev->link.tp = (ntpu_transport){ops, m};
+}
+
+static uint16_t bf16_of(unsigned i) { return (uint16_t)(0x3C00u + (i * 2654435761u >> 20) % 0x0700u) ^ (i & 1u) << 15; }
+
+static void limited_matmul_and_rows(size_t limit)
+{
+    ntpu_device *ref = NULL, *dev = NULL;
+    cr_assert_eq(ntpu_open("ref", &ref), NTPU_OK);
+    /* The board's frame size: payload 516, as the ftdi transport caps it. */
+    cr_assert_eq(ntpu_open("ref:payload=516", &dev), NTPU_OK, "%s", ntpu_last_error(dev));
+    static meter m;
+    static ntpu_transport_ops ops;
+    meter_install(dev, &m, &ops, limit);
+
+    enum { M = 40, K = 136, N = 72 };
+    static uint16_t A[M * K], B[K * N];
+    static float C[M * N], want[M * N];
+    for (unsigned i = 0; i < M * K; i++)
+        A[i] = bf16_of(i);
+    for (unsigned i = 0; i < K * N; i++)
+        B[i] = bf16_of(i + 7777);
+    cr_assert_eq(ntpu_matmul_bf16(ref, A, B, want, M, K, N), NTPU_OK, "%s", ntpu_last_error(ref));
+    cr_assert_eq(ntpu_matmul_bf16(dev, A, B, C, M, K, N), NTPU_OK, "%s", ntpu_last_error(dev));
+    cr_assert_arr_eq(C, want, sizeof C, "the metered device must compute the same bits");
+
+    /* Many full frames of rows queued back to back. */
+    enum { ROWS = 600 };
+    static uint16_t rows[ROWS * 8], back[ROWS * 8];
+    for (unsigned i = 0; i < ROWS * 8; i++)
+        rows[i] = (uint16_t)(i * 40503u);
+    cr_assert_eq(ntpu_write_rows(dev, NTPU_MEM_UB, 3, ROWS, rows), NTPU_OK, "%s", ntpu_last_error(dev));
+    cr_assert_eq(ntpu_write_rows(dev, NTPU_MEM_UB, 3 + ROWS, ROWS, rows), NTPU_OK, "%s", ntpu_last_error(dev));
+    cr_assert_eq(ntpu_read_rows(dev, NTPU_MEM_UB, 3 + ROWS, ROWS, back), NTPU_OK, "%s", ntpu_last_error(dev));
+    cr_assert_arr_eq(back, rows, sizeof rows);
+
+    cr_assert(!m.violated, "%zu bytes unanswered, limit %zu", m.peak, limit);
+    cr_assert_gt(m.sends, 20, "the test should have sent many batches");
+    cr_assert_eq(m.count, 0);
+    ntpu_close(dev);
+    ntpu_close(ref);
+}
+
+Test(flow, unanswered_bytes_stay_under_the_limit)
+{
+    limited_matmul_and_rows(1500);
+}
+
+Test(flow, a_frame_larger_than_the_limit_goes_alone)
+{
+    /* Full frames are 524 bytes: each must wait for every older one to be answered. */
+    limited_matmul_and_rows(300);
+}
+
+Test(flow, the_meter_catches_an_unlimited_link)
+{
+    /* The check itself must be able to fail: without a limit the link batches far more. */
+    ntpu_device *dev = NULL;
+    cr_assert_eq(ntpu_open("ref:payload=516", &dev), NTPU_OK, "%s", ntpu_last_error(dev));
+    static meter m;
+    static ntpu_transport_ops ops;
+    meter_install(dev, &m, &ops, 1500);
+    ops.max_unanswered_tx_bytes = 0;
+    static uint16_t rows[600 * 8];
+    cr_assert_eq(ntpu_write_rows(dev, NTPU_MEM_UB, 0, 600, rows), NTPU_OK, "%s", ntpu_last_error(dev));
+    cr_assert_eq(ntpu_fence(dev), NTPU_OK, "%s", ntpu_last_error(dev));
+    cr_assert(m.violated);
+    ntpu_close(dev);
+}
+
+Test(flow, the_transport_caps_max_payload)
+{
+    static const ntpu_transport_ops capped = {"capped", wire_send, wire_recv, wire_close, 1, 2048, 516};
+    wire *w = calloc(1, sizeof *w);
+    w->ref = ntpu_ref_new(NULL);
+    ntpu_link l;
+    char err[NTPU_ERRMSG_LEN];
+    cr_assert_eq(ntpu_link_init(&l, (ntpu_transport){&capped, w}, 4112, err), NTPU_OK);
+    cr_assert_eq(l.max_payload, 516);
+    ntpu_status st;
+    cr_assert_null(ntpu_link_begin(&l, 517, 0, &st));
+    cr_assert_eq(st, NTPU_ERR_INVALID_ARG);
+    ntpu_link_free(&l);
+    ntpu_ref_free(w->ref);
+    free(w);
 }
