@@ -1,4 +1,4 @@
-// ULX3S (LFE5U-85F-CABGA381) board top: the 25 MHz oscillator runs everything (no PLL), a
+// ULX3S (LFE5U-85F-CABGA381) board top: the 25 MHz oscillator halved runs everything (no PLL), a
 // power-on reset, the UART link on the FT231X (8N1 at BAUD), ntpu_core, and two of the LEDs.
 //
 // Contract (as ntpu_icebreaker_top's, docs/boards.md):
@@ -11,15 +11,17 @@
 //   power button (btn_pwr_n, low when pressed) is held.
 // - LEDs (active high): led[0] blinks with link traffic, led[1] lights for about half a second
 //   after a link error and stays on while the core is in reset; led[7:2] are off.
-// - The clock is the oscillator itself: 25 MHz is not a multiple of 3 MHz, so the FT231X's top
-//   rate (3 Mbaud) is out of reach without a PLL; BAUD = 1 Mbaud divides 25 MHz exactly.
+// - The clock is the oscillator halved (CLK_DIV = 2: 12.5 MHz; the core misses 25 MHz). Neither is
+//   a multiple of 3 MHz, so the FT231X's top rate (3 Mbaud) is out of reach without a PLL; BAUD =
+//   500 kbaud divides 12.5 MHz exactly and is an exact FT231X rate (3 MHz / 6).
 // - CORE_EN = 0 leaves the core out and sends every received byte back (bring-up).
 `default_nettype none
 
 module ntpu_ulx3s_top #(
   parameter int CORE_EN = 1,               // 0: no core, the link echoes (bring-up)
-  parameter int CLOCK_HZ = 25_000_000,     // core clock = the oscillator (reported by INFO)
-  parameter int BAUD = 1_000_000,          // UART bit rate; CLOCK_HZ / BAUD must be an integer >= 4
+  parameter int CLK_DIV = 2,               // core clock = the oscillator / CLK_DIV (1 or 2)
+  parameter int CLOCK_HZ = 12_500_000,     // core clock (reported by INFO)
+  parameter int BAUD = 500_000,            // UART bit rate; CLOCK_HZ / BAUD must be an integer >= 4
   parameter int N = 4,                     // array size
   parameter int PE_STAGES = 5,             // pipelined PEs (ntpu_array)
   parameter int UB_ROWS = 4096,            // unified buffer rows (DP16KD)
@@ -39,16 +41,25 @@ module ntpu_ulx3s_top #(
   localparam int OSC_HZ = 25_000_000;
   localparam int CLKS_PER_BIT = CLOCK_HZ / BAUD;
 
-  if (CLOCK_HZ != OSC_HZ) begin : g_bad_clock
-    initial $fatal(1, "ntpu_ulx3s_top: there is no PLL, CLOCK_HZ must be 25 MHz");
+  if ((CLK_DIV != 1 && CLK_DIV != 2) || CLOCK_HZ * CLK_DIV != OSC_HZ) begin : g_bad_clock
+    initial $fatal(1, "ntpu_ulx3s_top: CLOCK_HZ must be 25 MHz / CLK_DIV, CLK_DIV 1 or 2");
   end
   if (CLOCK_HZ % BAUD != 0 || CLKS_PER_BIT < 4) begin : g_bad_baud
     initial $fatal(1, "ntpu_ulx3s_top: CLOCK_HZ / BAUD must be an integer >= 4");
   end
 
   // ---------------------------------------------------------------- clock and reset
+  // The core misses 25 MHz (about 19 MHz at N = 4), so a flip-flop halves the oscillator; nextpnr
+  // puts the divided clock on a global net. No PLL: 12.5 MHz keeps an exact FT231X baud rate.
   logic clk;
-  assign clk = clk_25mhz;
+
+  if (CLK_DIV == 2) begin : g_div2
+    logic div_q = 1'b0;
+    always_ff @(posedge clk_25mhz) div_q <= !div_q;
+    assign clk = div_q;
+  end else begin : g_div1
+    assign clk = clk_25mhz;
+  end
 
   // The button is asynchronous to clk; the counter starts at 0 with the bitstream.
   logic [1:0] btn_sync_q = 2'b00;
