@@ -89,92 +89,31 @@ module ntpu_icebreaker_top #(
   assign rst = !por_q[RESET_W];
 
   // ---------------------------------------------------------------- link
-  logic [7:0] urx_data, fifo_data, core_tx_data;
-  logic urx_valid, urx_ready, fifo_valid, fifo_ready, core_tx_valid, core_tx_ready;
-  logic frame_err, overrun;
+  logic link_activity, link_error;
 
-  ntpu_uart_rx #(
-    .CLKS_PER_BIT(CLKS_PER_BIT)
-  ) u_uart_rx (
-    .clk       (clk),
-    .rst       (rst),
-    .rxd       (uart_rx),
-    .m_rx_data (urx_data),
-    .m_rx_valid(urx_valid),
-    .m_rx_ready(urx_ready),
-    .frame_err (frame_err),
-    .overrun   (overrun)
+  // About 40 ms of activity and 0.7 s of error per event at 24 MHz.
+  ntpu_uart_device #(
+    .CLKS_PER_BIT (CLKS_PER_BIT),
+    .RX_FIFO_DEPTH(RX_FIFO_DEPTH),
+    .CORE_EN      (CORE_EN),
+    .N            (N),
+    .UB_ROWS      (UB_ROWS),
+    .WB_ROWS      (WB_ROWS),
+    .ACC_ROWS     (ACC_ROWS),
+    .MAX_PAYLOAD  (MAX_PAYLOAD),
+    .PE_STAGES    (PE_STAGES),
+    .CLOCK_HZ     (32'(CLOCK_HZ))
+  ) u_device (
+    .clk     (clk),
+    .rst     (rst),
+    .rxd     (uart_rx),
+    .txd     (uart_tx),
+    .activity(link_activity),
+    .error   (link_error)
   );
 
-  ntpu_fifo #(
-    .WIDTH(8),
-    .DEPTH(RX_FIFO_DEPTH)
-  ) u_rx_fifo (
-    .clk        (clk),
-    .rst        (rst),
-    .s_in_data  (urx_data),
-    .s_in_valid (urx_valid),
-    .s_in_ready (urx_ready),
-    .m_out_data (fifo_data),
-    .m_out_valid(fifo_valid),
-    .m_out_ready(fifo_ready)
-  );
-
-  if (CORE_EN != 0) begin : g_core
-    ntpu_core #(
-      .N          (N),
-      .UB_ROWS    (UB_ROWS),
-      .WB_ROWS    (WB_ROWS),
-      .ACC_ROWS   (ACC_ROWS),
-      .MAX_PAYLOAD(MAX_PAYLOAD),
-      .CLOCK_HZ   (32'(CLOCK_HZ)),
-      .PE_STAGES  (PE_STAGES)
-    ) u_core (
-      .clk       (clk),
-      .rst       (rst),
-      .s_rx_data (fifo_data),
-      .s_rx_valid(fifo_valid),
-      .s_rx_ready(fifo_ready),
-      .m_tx_data (core_tx_data),
-      .m_tx_valid(core_tx_valid),
-      .m_tx_ready(core_tx_ready)
-    );
-  end else begin : g_echo
-    assign core_tx_data = fifo_data;
-    assign core_tx_valid = fifo_valid;
-    assign fifo_ready = core_tx_ready;
-  end
-
-  ntpu_uart_tx #(
-    .CLKS_PER_BIT(CLKS_PER_BIT)
-  ) u_uart_tx (
-    .clk       (clk),
-    .rst       (rst),
-    .s_tx_data (core_tx_data),
-    .s_tx_valid(core_tx_valid),
-    .s_tx_ready(core_tx_ready),
-    .txd       (uart_tx)
-  );
-
-  // ---------------------------------------------------------------- LEDs
-  // Pulse stretchers: about 40 ms of green per burst of traffic, 0.7 s of red per error (24 MHz).
-  logic [19:0] act_q;
-  logic [23:0] err_q;
-
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      act_q <= '0;
-      err_q <= '0;
-    end else begin
-      if ((urx_valid && urx_ready) || (core_tx_valid && core_tx_ready)) act_q <= '1;
-      else if (act_q != '0) act_q <= act_q - 20'd1;
-      if (frame_err || overrun) err_q <= '1;
-      else if (err_q != '0) err_q <= err_q - 24'd1;
-    end
-  end
-
-  assign led_g_n = !(act_q[19]);
-  assign led_r_n = !(rst || err_q != '0);
+  assign led_g_n = !link_activity;
+  assign led_r_n = !(rst || link_error);
 
 endmodule
 
