@@ -26,7 +26,8 @@ static const char info_help[] =
     "dtypes, features, buffer sizes, largest frame and clock.\n"
     "\n"
     "  -d, --device DEV  ref[:n=N,ub=R,wb=R,acc=R,payload=B], vsim[:trace=FILE],\n"
-    "                    ftdi[:serial=S], usb[:serial=S] (default: $NTPU_DEVICE, else vsim)\n"
+    "                    ftdi[:serial=S,board=icebreaker|ulx3s], usb[:serial=S]\n"
+    "                    (default: $NTPU_DEVICE, else vsim)\n"
     "  --json            one JSON object on stdout\n";
 
 static int cmd_info(common *cm, int argc, char **argv)
@@ -471,7 +472,8 @@ static void usage(FILE *f)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fputs("\n"
           "devices: ref[:n=N,...] (golden model), vsim[:trace=FILE] (Verilator RTL),\n"
-          "         ftdi[:serial=S], usb[:serial=S] (boards); default $NTPU_DEVICE, else vsim\n"
+          "         ftdi[:serial=S,board=icebreaker|ulx3s], usb[:serial=S] (boards);\n"
+          "         default $NTPU_DEVICE, else vsim\n"
           "'ntpu <command> --help' describes a command.\n",
           f);
 }

@@ -65,8 +65,11 @@ typedef struct ntpu_device ntpu_device; /* opaque; one thread at a time per hand
  *   "ref[:n=N,ub=R,wb=R,acc=R,payload=B]"  the C golden model, in-process; the
  *                                          options override its configuration
  *   "vsim[:trace=FILE]"                    the Verilator model of the RTL
- *   "ftdi[:serial=S]", "usb[:serial=S]"    boards (not in this build yet:
- *                                          NTPU_ERR_NO_DEVICE)
+ *   "ftdi[:serial=S,board=B,baud=R,interface=A|B]"
+ *                                          a board behind an FTDI chip over
+ *                                          libusb (iCEBreaker, ULX3S; docs/boards.md)
+ *   "usb[:serial=S]"                       a board behind a microcontroller
+ *                                          (not in this build yet: NTPU_ERR_NO_DEVICE)
  * NULL or "" means the NTPU_DEVICE environment variable if it is set and not
  * empty, else "vsim".
  * On NTPU_OK, *out is a ready handle (the ID block has been read). On failure,
