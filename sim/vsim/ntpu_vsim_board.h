@@ -55,6 +55,10 @@ typedef struct ntpu_vsim_board_stats {
     uint64_t flipped_bits;  /* bits the noise inverted, both ways */
     uint64_t dropped_bytes; /* bytes the noise dropped, both ways */
     uint64_t framing_errors; /* bytes the host's receiver lost to a low stop bit */
+    /* Times the board's red LED lit after power-up: its receiver saw a framing
+     * error or its FIFO had no room for a byte. The LED stays lit for 2^24
+     * cycles, so further errors meanwhile do not count again. */
+    uint64_t red_led;
 } ntpu_vsim_board_stats;
 
 void ntpu_vsim_board_get_stats(const ntpu_vsim_board *b, ntpu_vsim_board_stats *out);

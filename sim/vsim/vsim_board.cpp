@@ -94,6 +94,7 @@ struct ntpu_vsim_board {
     unsigned rx_bit = 0, rx_wait = 0, rx_shift = 0;
     std::vector<uint8_t> out; // received and not yet read, [out_head, end)
     size_t out_head = 0;
+    bool red_q = false; // the red LED was lit last cycle (after power-up)
 
     ntpu_vsim_board_stats st{};
 
@@ -244,6 +245,9 @@ struct ntpu_vsim_board {
     {
         top->uart_rx = tx_level();
         clock();
+        bool red = !top->led_r_n;
+        st.red_led += red && !red_q;
+        red_q = red;
         bool moved = rx_cycle(wire_level(top->uart_tx != 0));
         moved |= tx_advance();
         return moved;

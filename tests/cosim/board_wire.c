@@ -2,6 +2,7 @@
  * host library: bytes really take 10 bits of CLOCK_HZ / BAUD cycles each way
  * and go back to back; memory traffic through the UART, the FIFO and the core
  * comes back byte for byte as from the golden model configured like the board;
+ * more bytes in flight than the FIFO holds are lost (the host's limit is real);
  * the noise options drop and flip at the rates asked for.
  * Usage: board_wire */
 #include <stdarg.h>
@@ -140,8 +141,52 @@ static void memory_traffic(void)
         same &= got == n && extra == 0 && memcmp(rx_ref, rx_board, n) == 0;
         total += n;
     }
-    check(same, "%zu memory commands, %zu reply bytes: the board's replies are the golden model's, byte for byte",
+    ntpu_vsim_board_stats s;
+    ntpu_vsim_board_get_stats(b, &s);
+    check(same && s.red_led == 0,
+          "%zu memory commands, %zu reply bytes: the board's replies are the golden model's, byte for byte; red LED "
+          "dark",
           frames, total);
+    ntpu_ref_free(ref);
+    ntpu_vsim_board_free(b);
+}
+
+/* A host that ignores the board's limit: ten READ_MEMs whose replies take 42k cycles each on the
+ * line, then 4 KB of WRITE_MEMs, all at once. The core takes no new frame while a reply waits for
+ * the line, so the FIFO (2,048 bytes) overflows: the red LED lights and replies go missing or
+ * report bad CRCs. The host library never does this (at most 1,500 bytes unanswered). */
+static void overrun(void)
+{
+    ntpu_vsim_board *b = board("board=icebreaker");
+    ntpu_ref_config cfg = {.n = 2, .ub_rows = 1024, .wb_rows = 16384, .acc_rows = 512, .max_payload = 516};
+    ntpu_ref *ref = ntpu_ref_new(&cfg);
+    if (!ref) {
+        puts("FAIL cannot create the golden model");
+        exit(1);
+    }
+    static uint8_t tx[8192], rx_ref[8192], rx_board[8192];
+    size_t len = 0;
+    uint8_t seq = 0;
+    for (unsigned i = 0; i < 10; i++) {
+        uint8_t p[NTPU_LEN_MEM_HDR] = {NTPU_OP_READ_MEM, NTPU_MEM_UB, 0, 0, 128, 0};
+        len += frame(tx + len, seq++, p, sizeof p);
+    }
+    for (unsigned i = 0; i < 8; i++) {
+        uint8_t p[NTPU_LEN_MEM_HDR + 127 * 4] = {NTPU_OP_WRITE_MEM, NTPU_MEM_UB, (uint8_t)i, 0, 127, 0};
+        for (size_t k = NTPU_LEN_MEM_HDR; k < sizeof p; k++)
+            p[k] = (uint8_t)rnd();
+        len += frame(tx + len, seq++, p, sizeof p);
+    }
+    ntpu_ref_write(ref, tx, len);
+    ntpu_vsim_board_write(b, tx, len);
+    size_t n = ntpu_ref_pending(ref);
+    ntpu_ref_read(ref, rx_ref, n);
+    size_t got = ntpu_vsim_board_read(b, rx_board, n, IDLE);
+    ntpu_vsim_board_stats s;
+    ntpu_vsim_board_get_stats(b, &s);
+    check(s.red_led >= 1 && (got != n || memcmp(rx_ref, rx_board, n) != 0),
+          "%zu bytes sent at once overrun the FIFO: red LED lit %llu times, %zu of %zu reply bytes came", len,
+          (unsigned long long)s.red_led, got, n);
     ntpu_ref_free(ref);
     ntpu_vsim_board_free(b);
 }
@@ -185,6 +230,7 @@ int main(void)
 {
     line_rate();
     memory_traffic();
+    overrun();
     noise();
     if (failures) {
         printf("FAIL board_wire: %d checks failed\n", failures);
