@@ -57,6 +57,8 @@ typedef struct ntpu_transport {
  * On failure: a status and a one-line reason in err. */
 ntpu_status ntpu_transport_ref_open(const char *opts, ntpu_transport *out, char *err, size_t errlen);
 ntpu_status ntpu_transport_vsim_open(const char *opts, ntpu_transport *out, char *err, size_t errlen);
+/* A board top simulated behind its UART pins; vsim_open hands over when opts has board=. */
+ntpu_status ntpu_transport_vsim_board_open(const char *opts, ntpu_transport *out, char *err, size_t errlen);
 /* An FT2232H over libusb (transport_ftdi.c); opts as in ftdi_proto.h. */
 ntpu_status ntpu_transport_ftdi_open(const char *opts, ntpu_transport *out, char *err, size_t errlen);
 

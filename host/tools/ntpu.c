@@ -26,6 +26,7 @@ static const char info_help[] =
     "dtypes, features, buffer sizes, largest frame and clock.\n"
     "\n"
     "  -d, --device DEV  ref[:n=N,ub=R,wb=R,acc=R,payload=B], vsim[:trace=FILE],\n"
+    "                    vsim:board=icebreaker[,ber=P,drop=P,seed=N,trace=FILE],\n"
     "                    ftdi[:serial=S,board=icebreaker|ulx3s], usb[:serial=S]\n"
     "                    (default: $NTPU_DEVICE, else vsim)\n"
     "  --json            one JSON object on stdout\n";
@@ -472,6 +473,7 @@ static void usage(FILE *f)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fputs("\n"
           "devices: ref[:n=N,...] (golden model), vsim[:trace=FILE] (Verilator RTL),\n"
+          "         vsim:board=icebreaker[,...] (the board top behind a bit-level UART),\n"
           "         ftdi[:serial=S,board=icebreaker|ulx3s], usb[:serial=S] (boards);\n"
           "         default $NTPU_DEVICE, else vsim\n"
           "'ntpu <command> --help' describes a command.\n",

@@ -65,6 +65,11 @@ typedef struct ntpu_device ntpu_device; /* opaque; one thread at a time per hand
  *   "ref[:n=N,ub=R,wb=R,acc=R,payload=B]"  the C golden model, in-process; the
  *                                          options override its configuration
  *   "vsim[:trace=FILE]"                    the Verilator model of the RTL
+ *   "vsim:board=icebreaker[,trace=FILE,ber=P,drop=P,seed=N]"
+ *                                          the iCEBreaker board top simulated
+ *                                          behind its UART pins at bit level,
+ *                                          optionally with bit errors and lost
+ *                                          bytes (docs/boards.md)
  *   "ftdi[:serial=S,board=B,baud=R,interface=A|B]"
  *                                          a board behind an FTDI chip over
  *                                          libusb (iCEBreaker, ULX3S; docs/boards.md)
