@@ -125,7 +125,8 @@ static void check_link(run *r, ntpu_device *dev)
     ntpu_link_stats ls;
     ntpu_get_link_stats(dev, &ls);
     record(r, "link", 1, "100 fences in %.3f s (%.2f ms each), STATUS readable, %" PRIu64 " frames out, %" PRIu64
-           " in, %" PRIu64 " resyncs", dt, dt * 10.0, ls.tx_frames, ls.rx_frames, ls.resyncs);
+           " in, %" PRIu64 " resyncs, %" PRIu64 " recoveries", dt, dt * 10.0, ls.tx_frames, ls.rx_frames,
+           ls.resyncs, ls.recoveries);
 }
 
 /* ------------------------------------------------------------------ 3. memories */
