@@ -251,7 +251,7 @@ static ntpu_status requeue(ntpu_link *l, uint8_t e)
     if (ran > count) {
         l->broken = 1;
         ntpu_errf(l->err, NTPU_ERRMSG_LEN,
-                  "the device expects SEQ %u, outside the %u frames in flight from SEQ %u (another host?): call "
+                  "the device expects SEQ %u, outside the %u frames in flight from SEQ %u (was it reset?): call "
                   "ntpu_reset_link",
                   e, count, oldest);
         return NTPU_ERR_IO;

@@ -224,10 +224,11 @@ NTPU_API ntpu_status ntpu_read_counters(ntpu_device *dev, ntpu_counters *out, in
 NTPU_API double ntpu_counters_utilization(const ntpu_device *dev, const ntpu_counters *c);
 
 /* Resynchronizes the link (docs/protocol.md): flushes whatever frame the device
- * may be part-way through, then waits for the reply to a fresh NOP. Replies
- * still outstanding are dropped: their commands may or may not have run. Use it
- * after NTPU_ERR_IO or NTPU_ERR_TIMEOUT if the library could not resync itself
- * (then every call fails with NTPU_ERR_IO until this succeeds).
+ * may be part-way through, then asks it with SYNC which SEQ it expects next.
+ * Commands still unanswered are abandoned: they may or may not have run. Use it
+ * after NTPU_ERR_IO or NTPU_ERR_TIMEOUT, when the library's own recovery (it
+ * sends lost frames again) gave up; every call fails with NTPU_ERR_IO until
+ * this succeeds.
  * Errors: NTPU_ERR_IO, NTPU_ERR_TIMEOUT, NTPU_ERR_INVALID_ARG. */
 NTPU_API ntpu_status ntpu_reset_link(ntpu_device *dev);
 
