@@ -199,7 +199,7 @@ static ntpu_status sync_once(ntpu_link *l, uint8_t *e, int *heard)
 }
 
 /* SYNC until the device answers; gives up as docs/protocol.md says. why is
- * the fault that started it, for the message. */
+ * the fault that started it, for the message (NULL: none, a resync). */
 static ntpu_status learn_expected_seq(ntpu_link *l, const char *why, uint8_t *e)
 {
     unsigned silent = 0;
@@ -210,13 +210,17 @@ static ntpu_status learn_expected_seq(ntpu_link *l, const char *why, uint8_t *e)
             memcpy(last, l->err, sizeof last);
             last[sizeof last - 1] = 0;
             l->broken = 1;
-            ntpu_errf(l->err, NTPU_ERRMSG_LEN, "%s; no answer to SYNC either (%s): call ntpu_reset_link", why, last);
+            if (why)
+                ntpu_errf(l->err, NTPU_ERRMSG_LEN, "%s; no answer to SYNC either (%s): call ntpu_reset_link", why,
+                          last);
+            else
+                ntpu_errf(l->err, NTPU_ERRMSG_LEN, "no answer to SYNC (%s)", last);
             return st;
         }
         if (l->no_progress >= NTPU_LINK_MAX_RECOVERIES) {
             l->broken = 1;
-            ntpu_errf(l->err, NTPU_ERRMSG_LEN, "%s; no frame got through in %u recoveries: call ntpu_reset_link", why,
-                      l->no_progress);
+            ntpu_errf(l->err, NTPU_ERRMSG_LEN, "%s; no frame got through in %u recoveries: call ntpu_reset_link",
+                      why ? why : "resynchronizing", l->no_progress);
             return NTPU_ERR_IO;
         }
         l->no_progress++;
@@ -616,7 +620,7 @@ ntpu_status ntpu_link_resync(ntpu_link *l)
     l->broken = 0;
     l->no_progress = 0;
     uint8_t e;
-    ntpu_status st = learn_expected_seq(l, "resynchronizing", &e);
+    ntpu_status st = learn_expected_seq(l, NULL, &e);
     if (st != NTPU_OK)
         return st;
     l->next_seq = e;

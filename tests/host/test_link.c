@@ -658,3 +658,54 @@ Test(flow, the_transport_caps_max_payload)
     ntpu_ref_free(w->ref);
     free(w);
 }
+
+/* ------------------------------------------------------------------ injected faults */
+
+Test(faults, device_options)
+{
+    ntpu_device *dev = NULL;
+    cr_assert_eq(ntpu_open("ref:faults=1.5", &dev), NTPU_ERR_INVALID_ARG);
+    cr_assert_not_null(strstr(ntpu_last_error(dev), "probability"), "%s", ntpu_last_error(dev));
+    ntpu_close(dev);
+    cr_assert_eq(ntpu_open("ref:fault_seed=x", &dev), NTPU_ERR_INVALID_ARG);
+    ntpu_close(dev);
+    cr_assert_eq(ntpu_open("ref:timeout_ms=0", &dev), NTPU_ERR_INVALID_ARG);
+    ntpu_close(dev);
+    cr_assert_eq(ntpu_open("ref:faults=0", &dev), NTPU_OK, "%s", ntpu_last_error(dev));
+    cr_assert_str_eq(dev->link.tp.ops->name, "ref", "no faults, no wrapper");
+    ntpu_close(dev);
+    cr_assert_eq(ntpu_open("ref:n=4,faults=0.0002,fault_seed=7,timeout_ms=20", &dev), NTPU_OK, "%s",
+                 ntpu_last_error(dev));
+    cr_assert_str_eq(dev->link.tp.ops->name, "faulty");
+    cr_assert(dev->link.tp.ops->lossy);
+    cr_assert_eq(dev->link.timeout_ms, 20);
+    ntpu_info info;
+    cr_assert_eq(ntpu_get_info(dev, &info), NTPU_OK);
+    cr_assert_eq(info.rows, 4, "the model's own options still apply");
+    ntpu_close(dev);
+}
+
+Test(faults, matmuls_under_faults_equal_a_clean_run)
+{
+    ntpu_device *clean = NULL, *dev = NULL;
+    cr_assert_eq(ntpu_open("ref", &clean), NTPU_OK);
+    cr_assert_eq(ntpu_open("ref:faults=0.001,fault_seed=3,payload=516", &dev), NTPU_OK, "%s", ntpu_last_error(dev));
+    enum { M = 45, K = 70, N = 33 };
+    static int8_t A[M * K], B[K * N];
+    static int32_t C[M * N], want[M * N];
+    for (int t = 0; t < 5; t++) {
+        for (int i = 0; i < M * K; i++)
+            A[i] = (int8_t)(i * 37 + t * 11);
+        for (int i = 0; i < K * N; i++)
+            B[i] = (int8_t)(i * 91 - t * 5);
+        cr_assert_eq(ntpu_matmul(clean, NTPU_DTYPE_INT8, A, B, want, M, K, N), NTPU_OK);
+        cr_assert_eq(ntpu_matmul(dev, NTPU_DTYPE_INT8, A, B, C, M, K, N), NTPU_OK, "%s", ntpu_last_error(dev));
+        cr_assert_arr_eq(C, want, sizeof C, "round %d", t);
+    }
+    ntpu_link_stats ls;
+    cr_assert_eq(ntpu_get_link_stats(dev, &ls), NTPU_OK);
+    cr_assert_gt(ls.recoveries, 0, "one fault per 1000 bytes must have hit");
+    cr_assert_gt(ls.retransmits, 0);
+    ntpu_close(dev);
+    ntpu_close(clean);
+}
