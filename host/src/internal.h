@@ -136,9 +136,13 @@ typedef struct ntpu_pending {
 /* Pending frames are written to the transport once this many bytes queue up. */
 #define NTPU_LINK_TX_FLUSH (64u * 1024u)
 #define NTPU_LINK_TIMEOUT_MS 5000u
-/* Recoveries in a row without a frame getting through before the link gives
- * up; and SYNCs in a row that got no byte at all back (a silent device). */
-#define NTPU_LINK_MAX_RECOVERIES 16u
+/* The link gives up after this many recoveries in a row without a frame
+ * getting through (at one fault per 3,000 bytes a 4 KB frame gets through
+ * about one time in four: 32 tries fail together once in 10^4 or so); after
+ * this many SYNCs in a row without a reply; or after this many in a row that
+ * got no byte at all back (a silent device, e.g. a board not configured). */
+#define NTPU_LINK_MAX_RECOVERIES 32u
+#define NTPU_LINK_MAX_SYNC_FAILS 4u
 #define NTPU_LINK_MAX_SILENT 2u
 
 typedef struct ntpu_link {

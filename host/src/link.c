@@ -202,10 +202,10 @@ static ntpu_status sync_once(ntpu_link *l, uint8_t *e, int *heard)
  * the fault that started it, for the message (NULL: none, a resync). */
 static ntpu_status learn_expected_seq(ntpu_link *l, const char *why, uint8_t *e)
 {
-    unsigned silent = 0;
+    unsigned silent = 0, failed = 0;
     ntpu_status st = NTPU_ERR_IO;
     for (;;) {
-        if (silent >= NTPU_LINK_MAX_SILENT) {
+        if (silent >= NTPU_LINK_MAX_SILENT || failed >= NTPU_LINK_MAX_SYNC_FAILS) {
             char last[NTPU_ERRMSG_LEN];
             memcpy(last, l->err, sizeof last);
             last[sizeof last - 1] = 0;
@@ -233,6 +233,7 @@ static ntpu_status learn_expected_seq(ntpu_link *l, const char *why, uint8_t *e)
             return st;
         }
         silent = heard ? 0 : silent + 1;
+        failed++;
     }
 }
 

@@ -38,7 +38,7 @@ typedef enum ntpu_status {
     NTPU_ERR_NO_DEVICE = -2,   /* no such device, or this build cannot reach it; no handle usable  */
     NTPU_ERR_IO = -3,          /* the link failed and did not recover: corrupted and lost frames
                                 * are sent again by the library itself (docs/protocol.md), so
-                                * this means 16 recoveries in a row got nothing through, or the
+                                * this means 32 recoveries in a row got nothing through, or the
                                 * transport itself failed. Commands since the last successful
                                 * call may or may not have run; every call fails so until
                                 * ntpu_reset_link succeeds                                       */
