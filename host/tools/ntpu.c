@@ -480,7 +480,9 @@ static void usage(FILE *f)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fputs("\n"
           "devices: ref[:n=N,...] (golden model), vsim[:trace=FILE] (Verilator RTL),\n"
-          "         ftdi[:serial=S], usb[:serial=S] (boards); default $NTPU_DEVICE, else vsim\n"
+          "         ftdi[:serial=S], usb[:serial=S] (boards); default $NTPU_DEVICE, else vsim;\n"
+          "         any of them also takes faults=RATE[,fault_seed=S] (flip and drop link bytes)\n"
+          "         and timeout_ms=T\n"
           "'ntpu <command> --help' describes a command.\n",
           f);
 }
