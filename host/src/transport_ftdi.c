@@ -408,11 +408,13 @@ static const ntpu_transport_ops ftdi_ops = {
     .starts_in_sync = 0,
     /* The iCEBreaker's UART has no flow control and feeds a 2,048-byte FIFO
      * (docs/boards.md). Worst case, after a link fault, the FIFO holds the
-     * abandoned frames (up to this limit) plus resync's max_payload + 8 zeros
-     * and its 9-byte NOP: 1,500 + 524 + 9 = 2,033 bytes still fit. */
+     * abandoned frames (up to this limit) plus recovery's max_payload + 8 zeros
+     * and its 9-byte SYNC: 1,500 + 524 + 9 = 2,033 bytes still fit. */
     .max_unanswered_tx_bytes = 1500,
     /* The board's own max_payload (decision 0006). */
     .max_payload_cap = 516,
+    /* A UART can lose and corrupt bytes. */
+    .lossy = 1,
 };
 
 /* ------------------------------------------------------------------ open */

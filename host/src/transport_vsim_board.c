@@ -40,6 +40,9 @@ static const ntpu_transport_ops board_ops = {
      * control into a 2,048-byte FIFO, and the board's max_payload. */
     .max_unanswered_tx_bytes = 1500,
     .max_payload_cap = 516,
+    /* A UART can lose and flip bytes (ber=, drop= make it happen): the link
+     * keeps the read-hazard rule as on the real board. */
+    .lossy = 1,
 };
 
 ntpu_status ntpu_transport_vsim_board_open(const char *opts, ntpu_transport *out, char *err, size_t errlen)

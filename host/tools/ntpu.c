@@ -249,8 +249,9 @@ static int cmd_matmul(common *cm, int argc, char **argv)
         printf(",\"dtype\":\"%s\",\"m\":%zu,\"k\":%zu,\"n\":%zu,\"output\":", dtype_name(dtype), M, K, N);
         json_str(stdout, out_path);
         printf(",\"cycles\":%" PRIu64 ",\"macs\":%" PRIu64 ",\"utilization\":%.6f,\"seconds\":%.6f,"
-               "\"link_tx_bytes\":%" PRIu64 ",\"link_rx_bytes\":%" PRIu64 "}\n",
-               c1.cycles, c1.macs, util, secs, tx, rx);
+               "\"link_tx_bytes\":%" PRIu64 ",\"link_rx_bytes\":%" PRIu64 ",\"link_recoveries\":%" PRIu64
+               ",\"link_retransmits\":%" PRIu64 "}\n",
+               c1.cycles, c1.macs, util, secs, tx, rx, l1.recoveries - l0.recoveries, l1.retransmits - l0.retransmits);
     } else {
         char b1[32], b2[32];
         printf("%s (%zux%zu).(%zux%zu) -> %s on %s: %s cycles, %s MACs, array utilization %.1f%%\n",
@@ -297,6 +298,7 @@ typedef struct bench_row {
     ntpu_counters c;
     double util, secs;
     uint64_t tx, rx;
+    uint64_t recoveries, retransmits; /* link faults recovered from, frames sent again */
     int correct;
 } bench_row;
 
@@ -338,6 +340,8 @@ static int bench_one(ntpu_device *dev, ntpu_dtype dtype, size_t s, bench_row *ro
     row->util = ntpu_counters_utilization(dev, &row->c);
     row->tx = l1.tx_bytes - l0.tx_bytes;
     row->rx = l1.rx_bytes - l0.rx_bytes;
+    row->recoveries = l1.recoveries - l0.recoveries;
+    row->retransmits = l1.retransmits - l0.retransmits;
     /* Check one row in 16 against the plain loops: the bench must not report
      * speed for wrong answers, and the full check would dominate the run time. */
     row->correct = 1;
@@ -424,9 +428,11 @@ static int cmd_bench(common *cm, int argc, char **argv)
             json_str(stdout, r->device);
             printf(",\"dtype\":\"%s\",\"array\":%u,\"cycles\":%" PRIu64 ",\"macs\":%" PRIu64
                    ",\"utilization\":%.6f,\"seconds\":%.6f,\"mac_per_s\":%.6g,\"link_tx_bytes\":%" PRIu64
-                   ",\"link_rx_bytes\":%" PRIu64 ",\"correct\":%s}",
+                   ",\"link_rx_bytes\":%" PRIu64 ",\"link_recoveries\":%" PRIu64 ",\"link_retransmits\":%" PRIu64
+                   ",\"correct\":%s}",
                    dtype_name(r->dtype), r->n, r->c.cycles, r->c.macs, r->util, r->secs,
-                   r->secs > 0 ? r->c.macs / r->secs : 0.0, r->tx, r->rx, r->correct ? "true" : "false");
+                   r->secs > 0 ? r->c.macs / r->secs : 0.0, r->tx, r->rx, r->recoveries, r->retransmits,
+                   r->correct ? "true" : "false");
         }
         printf("]}\n");
     } else {
@@ -442,6 +448,9 @@ static int cmd_bench(common *cm, int argc, char **argv)
                    grouped(r->c.macs, macs, sizeof macs), 100.0 * r->util, r->secs,
                    r->secs > 0 ? r->c.macs / r->secs : 0.0, bytes_str(r->tx, tx, sizeof tx),
                    bytes_str(r->rx, rx, sizeof rx), r->correct ? "ok" : "WRONG");
+            if (r->recoveries)
+                printf("%-10s %" PRIu64 " link recoveries, %" PRIu64 " frames sent again\n", "", r->recoveries,
+                       r->retransmits);
         }
         printf("\nutil = MACs / (N^2 x cycles); MAC/s is wall-clock simulator speed; cycles on ref are the golden\n"
                "model's estimate, on vsim measured on the RTL.\n");
@@ -475,7 +484,8 @@ static void usage(FILE *f)
           "devices: ref[:n=N,...] (golden model), vsim[:trace=FILE] (Verilator RTL),\n"
           "         vsim:board=icebreaker[,...] (the board top behind a bit-level UART),\n"
           "         ftdi[:serial=S,board=icebreaker|ulx3s], usb[:serial=S] (boards);\n"
-          "         default $NTPU_DEVICE, else vsim\n"
+          "         default $NTPU_DEVICE, else vsim; any of them also takes\n"
+          "         faults=RATE[,fault_seed=S] (flip and drop link bytes) and timeout_ms=T\n"
           "'ntpu <command> --help' describes a command.\n",
           f);
 }

@@ -71,6 +71,9 @@ struct ntpu_ref {
     uint8_t *tx;
     size_t tx_head, tx_tail, tx_cap;
 
+    /* The SEQ of the next frame to run (docs/protocol.md, "Sequence numbers"). */
+    uint8_t expected_seq;
+
     /* STATUS block fields. */
     uint8_t last_error;
     uint32_t errors;
@@ -608,7 +611,27 @@ static void frame_done(ntpu_ref *r)
         reply_status(r, seq, NTPU_DEV_ERR_CRC);
         return;
     }
-    int st = execute(r, seq, f + 3, len);
+    const uint8_t *p = f + 3;
+    if (p[0] == NTPU_OP_SYNC) {
+        /* Any SEQ: SYNC is how a host that lost track learns expected_seq. */
+        if (len != NTPU_LEN_SYNC) {
+            reply_status(r, seq, NTPU_DEV_ERR_LENGTH);
+            return;
+        }
+        uint8_t *d = reply_begin(r, seq, NTPU_DEV_OK, 1);
+        if (d) {
+            d[0] = r->expected_seq;
+            reply_end(r);
+        }
+        return;
+    }
+    if (seq != r->expected_seq) {
+        /* A frame before this one was lost: run nothing until it comes again. */
+        reply_status(r, seq, NTPU_DEV_ERR_SEQ);
+        return;
+    }
+    r->expected_seq++;
+    int st = execute(r, seq, p, len);
     if (st >= 0)
         reply_status(r, seq, (uint8_t)st);
 }

@@ -679,7 +679,7 @@ static void test_library(void)
     ntpu_info info;
     ntpu_get_info(dev, &info);
     CHECK(info.rows >= 2 && info.rows == info.cols, "info: %ux%u", info.rows, info.cols);
-    /* Open resynchronizes: max_payload (capped at 516 for this transport) + 8 zeros, then a NOP; the
+    /* Open resynchronizes: max_payload (capped at 516 for this transport) + 8 zeros, then a SYNC; the
      * bytes in flight stay under the transport's limit. */
     CHECK(fk_written >= 516 + 8 + 9 && fk_written <= 1500, "open wrote %zu bytes", fk_written);
     enum { M = 37, K = 53, N = 29 };

@@ -7,7 +7,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 failures=0
 
-for dev in ref vsim ref:n=2,ub=100,wb=64,acc=50; do
+for dev in ref vsim ref:n=2,ub=100,wb=64,acc=50 ref:faults=0.0003,fault_seed=2; do
   "$B/ntpu" selftest -d "$dev" > "$T/out" 2> "$T/err"
   rc=$?
   checks=$(grep -c '^PASS ' "$T/out")
