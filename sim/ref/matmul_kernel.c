@@ -1,0 +1,165 @@
+/* MATMUL's arithmetic over many rows at once: fast, and bit-exact with the
+ * scalar MACs of numerics.c.
+ *
+ * The device's bf16 chain (docs/numerics.md) differs from plain IEEE fp32
+ * arithmetic only where a subnormal appears (it reads and writes them as zero)
+ * and in NaN payloads. If every term of a chain is a multiple of 2^-126 (an
+ * accumulator that is zero or has a biased exponent >= 24; products whose two
+ * bf16 biased exponents sum to >= 142, as two 8-bit significands put the
+ * product's last bit at 2^(Ea+Eb-268)), then every exact sum is one too, and
+ * so is its rounding, which only coarsens the grid: no subnormal can arise,
+ * and IEEE multiply and add give the device's bits. Blocks of rows that fail
+ * this test (none in ordinary training data) take the scalar path. A NaN is
+ * made canonical once at the end: once NaN, a chain stays NaN.
+ *
+ * The speed comes from doing a block of rows together: their chains are
+ * independent, so the adders never wait for one another, and the columns of a
+ * row map onto SIMD lanes. Each chain still sees k (the array row i) ascending. */
+#include <string.h>
+
+#include "ntpu/numerics.h"
+#include "numerics_internal.h"
+
+#define MAX_N 64u
+
+/* GCC/Clang vector types: eight lanes, which the compiler maps onto whatever
+ * SIMD the target has (two SSE registers, or one AVX register). */
+typedef float f32x8 __attribute__((vector_size(32)));
+typedef uint32_t u32x8 __attribute__((vector_size(32)));
+typedef uint16_t u16x8 __attribute__((vector_size(16)));
+
+/* Eight bf16 lanes as fp32 bits, a subnormal read as zero of its sign; and
+ * whether any nonzero one has an exponent field below `thr` + 1. */
+#define LOAD_BF16(dst_bits, bad, src, thr)                                                        \
+    do {                                                                                          \
+        u16x8 h_;                                                                                 \
+        memcpy(&h_, (src), sizeof h_);                                                            \
+        u32x8 u_ = __builtin_convertvector(h_, u32x8) << 16;                                      \
+        u32x8 e_ = (u_ >> 23) & 0xFFu;                                                            \
+        (bad) |= (u32x8)((e_ - 1u) < (thr));                                                      \
+        (dst_bits) = u_ & ((u32x8)(e_ != 0u) | 0x80000000u);                                      \
+    } while (0)
+
+/* The chains of `block` rows of acc (rows x n) with activations a against the
+ * tile w (flushed fp32, w_thr from its smallest exponent), for n a multiple of
+ * 8; returns 0 when some row of the block needs the scalar path, having
+ * written nothing. */
+static inline __attribute__((always_inline)) int block_fast(uint32_t *acc, const uint16_t *a, const float *wf,
+                                                            uint32_t a_thr, unsigned n, unsigned block)
+{
+    float af[8 * MAX_N];
+    const u32x8 thr = (u32x8){0} + a_thr;
+    u32x8 bad = {0};
+    for (unsigned k = 0; k < block * n; k += 8) {
+        u32x8 bits;
+        LOAD_BF16(bits, bad, a + k, thr);
+        memcpy(af + k, &bits, sizeof bits);
+        u32x8 c;
+        memcpy(&c, acc + k, sizeof c);
+        bad |= (u32x8)((c & 0x7FFFFFFFu) != 0u) & (u32x8)(((c >> 23) & 0xFFu) < 24u);
+    }
+    for (unsigned l = 0; l < 8; l++)
+        if (bad[l])
+            return 0;
+    /* Unrolled over r so that the accumulators live in registers. */
+    for (unsigned q = 0; q < n; q += 8) {
+        f32x8 c[8];
+#pragma GCC unroll 8
+        for (unsigned r = 0; r < block; r++)
+            memcpy(&c[r], acc + (size_t)r * n + q, sizeof c[r]);
+        for (unsigned i = 0; i < n; i++) {
+            f32x8 wv;
+            memcpy(&wv, wf + (size_t)i * n + q, sizeof wv);
+#pragma GCC unroll 8
+            for (unsigned r = 0; r < block; r++)
+                c[r] += af[r * n + i] * wv;
+        }
+#pragma GCC unroll 8
+        for (unsigned r = 0; r < block; r++) {
+            u32x8 bits = (u32x8)c[r];
+            u32x8 nan = (u32x8)(c[r] != c[r]);
+            bits = (bits & ~nan) | (NTPU_F32_CANONICAL_NAN & nan);
+            memcpy(acc + (size_t)r * n + q, &bits, sizeof bits);
+        }
+    }
+    return 1;
+}
+
+/* The whole MATMUL for one block size; `block` rows share the checks. */
+static inline __attribute__((always_inline)) void rows_impl(uint32_t *acc, const uint16_t *a, const uint16_t *w,
+                                                           unsigned n, size_t rows, unsigned block)
+{
+    size_t m = 0;
+    if (n % 8 == 0) {
+        float wf[MAX_N * MAX_N];
+        u32x8 wmin = {255, 255, 255, 255, 255, 255, 255, 255}, dummy = {0};
+        for (unsigned k = 0; k < n * n; k += 8) {
+            u32x8 bits;
+            LOAD_BF16(bits, dummy, w + k, (u32x8){0});
+            memcpy(wf + k, &bits, sizeof bits);
+            u32x8 e = (((bits >> 23) & 0xFFu) - 1u) & 0xFFu; /* 0 -> 255: zeros never limit */
+            u32x8 lt = (u32x8)(e < wmin);
+            wmin = (e & lt) | (wmin & ~lt);
+        }
+        unsigned w_exp = 255;
+        for (unsigned l = 0; l < 8; l++)
+            if (wmin[l] + 1u < w_exp)
+                w_exp = wmin[l] + 1u;
+        /* A product is on the 2^-126 grid when Ea + Ew >= 142: bad when Ea - 1 < 141 - w_exp. */
+        const uint32_t a_thr = w_exp < 141 ? 141u - w_exp : 0u;
+        for (; m + block <= rows; m += block) {
+            int done = n == 8    ? block_fast(acc + m * n, a + m * n, wf, a_thr, 8, block)
+                       : n == 16 ? block_fast(acc + m * n, a + m * n, wf, a_thr, 16, block)
+                                 : block_fast(acc + m * n, a + m * n, wf, a_thr, n, block);
+            if (!done)
+                for (unsigned r = 0; r < block; r++)
+                    ntpu_mac_bf16_row(acc + (m + r) * n, a + (m + r) * n, w, n);
+        }
+    }
+    for (; m < rows; m++)
+        ntpu_mac_bf16_row(acc + m * n, a + m * n, w, n);
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+/* Eight AVX accumulators, one row each at N = 8; chosen at run time. */
+__attribute__((target("avx2"))) static void rows_avx2(uint32_t *acc, const uint16_t *a, const uint16_t *w,
+                                                      unsigned n, size_t rows)
+{
+    rows_impl(acc, a, w, n, rows, 8);
+}
+#endif
+
+/* Four rows: their 8-lane accumulators fill the 16 SSE registers. */
+void ntpu_mac_bf16_rows_generic(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n, size_t rows)
+{
+    rows_impl(acc, a, w, n, rows, 4);
+}
+
+void ntpu_mac_bf16_rows(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n, size_t rows)
+{
+#if defined(__GNUC__) && defined(__x86_64__)
+    if (__builtin_cpu_supports("avx2")) {
+        rows_avx2(acc, a, w, n, rows);
+        return;
+    }
+#endif
+    ntpu_mac_bf16_rows_generic(acc, a, w, n, rows);
+}
+
+/* int32 additions wrap, so any order gives the same bits: plain lanes. */
+void ntpu_mac_int8_rows(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n, size_t rows)
+{
+    int32_t wi[MAX_N * MAX_N];
+    for (size_t k = 0; k < (size_t)n * n; k++)
+        wi[k] = (int8_t)(w[k] & 0xFFu);
+    for (size_t m = 0; m < rows; m++) {
+        uint32_t *c = acc + m * n;
+        const uint16_t *am = a + m * n;
+        for (unsigned i = 0; i < n; i++) {
+            const uint32_t ai = (uint32_t)(int32_t)(int8_t)(am[i] & 0xFFu);
+            const int32_t *wr = wi + (size_t)i * n;
+            for (unsigned j = 0; j < n; j++)
+                c[j] += ai * (uint32_t)wr[j];
+        }
+    }
+}
