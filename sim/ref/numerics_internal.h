@@ -20,8 +20,9 @@ void ntpu_mac_int8_row(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsi
  * (matmul_kernel.c); what MATMUL runs. */
 void ntpu_mac_bf16_rows(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n, size_t rows);
 void ntpu_mac_int8_rows(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n, size_t rows);
-/* ntpu_mac_bf16_rows without the AVX2 variant it picks when the CPU has it: for tests. */
+/* The same without the AVX2 variants they pick when the CPU has it: for tests. */
 void ntpu_mac_bf16_rows_generic(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n, size_t rows);
+void ntpu_mac_int8_rows_generic(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n, size_t rows);
 
 /* n lanes of the vector unit's fp32 add: acc[j] = ntpu_f32_add(acc[j], x[j]). */
 void ntpu_f32_add_row(uint32_t *acc, const uint32_t *x, unsigned n);

@@ -165,7 +165,8 @@ Test(matmul_kernel, bf16_accumulator_off_grid_is_flushed)
         }
 }
 
-Test(matmul_kernel, int8_rows_match_scalar_chain)
+static void check_int8(void (*kernel)(uint32_t *, const uint16_t *, const uint16_t *, unsigned, size_t),
+                       const char *kname)
 {
     static const unsigned sizes[] = {8, 16, 4, 3};
     for (unsigned iter = 0; iter < 400; iter++) {
@@ -182,13 +183,20 @@ Test(matmul_kernel, int8_rows_match_scalar_chain)
         }
         for (size_t m = 0; m < rows; m++)
             ntpu_mac_int8_row(want + m * n, a + m * n, w, n);
-        ntpu_mac_int8_rows(got, a, w, n, rows);
+        kernel(got, a, w, n, rows);
         for (size_t k = 0; k < rows * n; k++)
-            cr_assert_eq(got[k], want[k], "n=%u rows=%zu: lane %zu is 0x%08x, want 0x%08x", n, rows, k,
+            cr_assert_eq(got[k], want[k], "%s, n=%u rows=%zu: lane %zu is 0x%08x, want 0x%08x", kname, n, rows, k,
                          (unsigned)got[k], (unsigned)want[k]);
         free(a);
         free(w);
         free(want);
         free(got);
     }
+}
+
+Test(matmul_kernel, int8_rows_match_scalar_chain) { check_int8(ntpu_mac_int8_rows, "ntpu_mac_int8_rows"); }
+
+Test(matmul_kernel, int8_rows_generic_match_scalar_chain)
+{
+    check_int8(ntpu_mac_int8_rows_generic, "ntpu_mac_int8_rows_generic");
 }
