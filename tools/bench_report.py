@@ -80,8 +80,8 @@ def main():
                      rows) + "\n")
 
     out.append("## (c) Simulator speed\n")
-    out.append("MACs of simulated work per wall-clock second: the largest matmul of (a) in each dtype, and the\n"
-               "training step of (b).\n")
+    out.append("MACs of simulated work per wall-clock second (host work included): 16N × 16N × 16N matmuls of\n"
+               "each dtype repeated for at least 0.3 s, and the training step of (b).\n")
     rows = [[r["device"], f'{r["int8_mac_per_s"]:.3g}', f'{r["bf16_mac_per_s"]:.3g}',
              f'{r["train_step_mac_per_s"]:.3g}'] for r in b["sim_speed"]]
     out.append(table(["device", "int8 matmul", "bf16 matmul", "training step"], rows) + "\n")
