@@ -40,20 +40,30 @@ typedef uint16_t u16x8 __attribute__((vector_size(16)));
         (dst_bits) = u_ & ((u32x8)(e_ != 0u) | 0x80000000u);                                      \
     } while (0)
 
-/* The chains of `block` rows of acc (rows x n) with activations a against the
- * tile w (flushed fp32, w_thr from its smallest exponent), for n a multiple of
- * 8; returns 0 when some row of the block needs the scalar path, having
- * written nothing. */
-static inline __attribute__((always_inline)) int block_fast(uint32_t *acc, const uint16_t *a, const float *wf,
-                                                            uint32_t a_thr, unsigned n, unsigned block)
+/* bf16 lanes to flushed fp32 in af; 0 when some nonzero one has an exponent
+ * field below thr + 1 (its products could leave the 2^-126 grid). */
+static inline __attribute__((always_inline)) int convert_a(float *af, const uint16_t *a, size_t count, u32x8 thr)
 {
-    float af[8 * MAX_N];
-    const u32x8 thr = (u32x8){0} + a_thr;
     u32x8 bad = {0};
-    for (unsigned k = 0; k < block * n; k += 8) {
+    for (size_t k = 0; k < count; k += 8) {
         u32x8 bits;
         LOAD_BF16(bits, bad, a + k, thr);
         memcpy(af + k, &bits, sizeof bits);
+    }
+    for (unsigned l = 0; l < 8; l++)
+        if (bad[l])
+            return 0;
+    return 1;
+}
+
+/* The chains of `block` rows of acc (block x n) against the flushed tile wf,
+ * with a(r, i) = af[r * rs + i * is], for n a multiple of 8. Returns 0 when an
+ * accumulator is off the 2^-126 grid, having written nothing. */
+static inline __attribute__((always_inline)) int chains(uint32_t *acc, const float *af, size_t rs, size_t is,
+                                                        const float *wf, unsigned n, unsigned block)
+{
+    u32x8 bad = {0};
+    for (unsigned k = 0; k < block * n; k += 8) {
         u32x8 c;
         memcpy(&c, acc + k, sizeof c);
         bad |= (u32x8)((c & 0x7FFFFFFFu) != 0u) & (u32x8)(((c >> 23) & 0xFFu) < 24u);
@@ -72,7 +82,7 @@ static inline __attribute__((always_inline)) int block_fast(uint32_t *acc, const
             memcpy(&wv, wf + (size_t)i * n + q, sizeof wv);
 #pragma GCC unroll 8
             for (unsigned r = 0; r < block; r++)
-                c[r] += af[r * n + i] * wv;
+                c[r] += af[r * rs + i * is] * wv;
         }
 #pragma GCC unroll 8
         for (unsigned r = 0; r < block; r++) {
@@ -85,13 +95,38 @@ static inline __attribute__((always_inline)) int block_fast(uint32_t *acc, const
     return 1;
 }
 
-/* The whole MATMUL for one block size; `block` rows share the checks. */
-static inline __attribute__((always_inline)) void rows_impl(uint32_t *acc, const uint16_t *a, const uint16_t *w,
-                                                           unsigned n, size_t rows, unsigned block)
+/* The same with n a constant where it is the common size: then the compiler
+ * unrolls the lanes of a row completely. */
+static inline __attribute__((always_inline)) int chains_n(uint32_t *acc, const float *af, size_t rs, size_t is,
+                                                          const float *wf, unsigned n, unsigned block)
+{
+    return n == 8    ? chains(acc, af, rs, is, wf, 8, block)
+           : n == 16 ? chains(acc, af, rs, is, wf, 16, block)
+                     : chains(acc, af, rs, is, wf, n, block);
+}
+
+/* Row m of a transposed-A MATMUL (tiles of n x n at a + t * t_stride, row m
+ * being column m % n of tile m / n) through the scalar kernel. */
+static void scalar_row_t(uint32_t *acc_row, const uint16_t *a, size_t t_stride, const uint16_t *w, unsigned n,
+                         size_t m)
+{
+    uint16_t row[MAX_N];
+    const uint16_t *tile = a + (m / n) * t_stride;
+    for (unsigned i = 0; i < n; i++)
+        row[i] = tile[(size_t)i * n + m % n];
+    ntpu_mac_bf16_row(acc_row, row, w, n);
+}
+
+/* The whole MATMUL for one block size; `block` rows share the checks. With
+ * `transposed`, A comes in n x n tiles t_stride lanes apart, read column by
+ * column (MATMUL's TRANSPOSE_A), and rows is a multiple of n. */
+static inline __attribute__((always_inline)) void rows_impl(uint32_t *acc, const uint16_t *a, size_t t_stride,
+                                                           const uint16_t *w, unsigned n, size_t rows,
+                                                           unsigned block, int transposed)
 {
     size_t m = 0;
     if (n % 8 == 0) {
-        float wf[MAX_N * MAX_N];
+        float wf[MAX_N * MAX_N], af[MAX_N * MAX_N];
         u32x8 wmin = {255, 255, 255, 255, 255, 255, 255, 255}, dummy = {0};
         for (unsigned k = 0; k < n * n; k += 8) {
             u32x8 bits;
@@ -106,44 +141,77 @@ static inline __attribute__((always_inline)) void rows_impl(uint32_t *acc, const
             if (wmin[l] + 1u < w_exp)
                 w_exp = wmin[l] + 1u;
         /* A product is on the 2^-126 grid when Ea + Ew >= 142: bad when Ea - 1 < 141 - w_exp. */
-        const uint32_t a_thr = w_exp < 141 ? 141u - w_exp : 0u;
-        for (; m + block <= rows; m += block) {
-            int done = n == 8    ? block_fast(acc + m * n, a + m * n, wf, a_thr, 8, block)
-                       : n == 16 ? block_fast(acc + m * n, a + m * n, wf, a_thr, 16, block)
-                                 : block_fast(acc + m * n, a + m * n, wf, a_thr, n, block);
-            if (!done)
-                for (unsigned r = 0; r < block; r++)
-                    ntpu_mac_bf16_row(acc + (m + r) * n, a + (m + r) * n, w, n);
+        const u32x8 thr = (u32x8){0} + (w_exp < 141 ? 141u - w_exp : 0u);
+        if (!transposed) {
+            for (; m + block <= rows; m += block)
+                if (!convert_a(af, a + m * n, (size_t)block * n, thr) ||
+                    !chains_n(acc + m * n, af, n, 1, wf, n, block))
+                    for (unsigned r = 0; r < block; r++)
+                        ntpu_mac_bf16_row(acc + (m + r) * n, a + (m + r) * n, w, n);
+        } else {
+            /* One tile is n rows: converted once, its columns are the rows. */
+            for (; m < rows; m += n) {
+                int tile_ok = convert_a(af, a + (m / n) * t_stride, (size_t)n * n, thr);
+                for (unsigned r0 = 0; r0 < n; r0 += block)
+                    if (!tile_ok || !chains_n(acc + (m + r0) * n, af + r0, 1, n, wf, n, block))
+                        for (unsigned r = 0; r < block; r++)
+                            scalar_row_t(acc + (m + r0 + r) * n, a, t_stride, w, n, m + r0 + r);
+            }
         }
     }
     for (; m < rows; m++)
-        ntpu_mac_bf16_row(acc + m * n, a + m * n, w, n);
+        if (transposed)
+            scalar_row_t(acc + m * n, a, t_stride, w, n, m);
+        else
+            ntpu_mac_bf16_row(acc + m * n, a + m * n, w, n);
 }
 
 #if defined(__GNUC__) && defined(__x86_64__)
 /* Eight AVX accumulators, one row each at N = 8; chosen at run time. */
-__attribute__((target("avx2"))) static void rows_avx2(uint32_t *acc, const uint16_t *a, const uint16_t *w,
-                                                      unsigned n, size_t rows)
+__attribute__((target("avx2"))) static void rows_avx2(uint32_t *acc, const uint16_t *a, size_t t_stride,
+                                                      const uint16_t *w, unsigned n, size_t rows, int transposed)
 {
-    rows_impl(acc, a, w, n, rows, 8);
+    if (transposed)
+        rows_impl(acc, a, t_stride, w, n, rows, 8, 1);
+    else
+        rows_impl(acc, a, 0, w, n, rows, 8, 0);
 }
+#define HAVE_AVX2_VARIANT 1
 #endif
 
 /* Four rows: their 8-lane accumulators fill the 16 SSE registers. */
 void ntpu_mac_bf16_rows_generic(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n, size_t rows)
 {
-    rows_impl(acc, a, w, n, rows, 4);
+    rows_impl(acc, a, 0, w, n, rows, 4, 0);
+}
+
+void ntpu_mac_bf16_rows_t_generic(uint32_t *acc, const uint16_t *a, size_t t_stride, const uint16_t *w, unsigned n,
+                                  size_t rows)
+{
+    rows_impl(acc, a, t_stride, w, n, rows, 4, 1);
 }
 
 void ntpu_mac_bf16_rows(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n, size_t rows)
 {
-#if defined(__GNUC__) && defined(__x86_64__)
+#ifdef HAVE_AVX2_VARIANT
     if (__builtin_cpu_supports("avx2")) {
-        rows_avx2(acc, a, w, n, rows);
+        rows_avx2(acc, a, 0, w, n, rows, 0);
         return;
     }
 #endif
     ntpu_mac_bf16_rows_generic(acc, a, w, n, rows);
+}
+
+void ntpu_mac_bf16_rows_t(uint32_t *acc, const uint16_t *a, size_t t_stride, const uint16_t *w, unsigned n,
+                          size_t rows)
+{
+#ifdef HAVE_AVX2_VARIANT
+    if (__builtin_cpu_supports("avx2")) {
+        rows_avx2(acc, a, t_stride, w, n, rows, 1);
+        return;
+    }
+#endif
+    ntpu_mac_bf16_rows_t_generic(acc, a, t_stride, w, n, rows);
 }
 
 /* int32 additions wrap, so any order gives the same bits: eight lanes of
@@ -190,7 +258,7 @@ static inline __attribute__((always_inline)) void int8_impl(uint32_t *acc, const
         ntpu_mac_int8_row(acc + m * n, a + m * n, w, n);
 }
 
-#if defined(__GNUC__) && defined(__x86_64__)
+#ifdef HAVE_AVX2_VARIANT
 __attribute__((target("avx2"))) static void int8_avx2(uint32_t *acc, const uint16_t *a, const uint16_t *w,
                                                       unsigned n, size_t rows)
 {
@@ -205,7 +273,7 @@ void ntpu_mac_int8_rows_generic(uint32_t *acc, const uint16_t *a, const uint16_t
 
 void ntpu_mac_int8_rows(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n, size_t rows)
 {
-#if defined(__GNUC__) && defined(__x86_64__)
+#ifdef HAVE_AVX2_VARIANT
     if (__builtin_cpu_supports("avx2")) {
         int8_avx2(acc, a, w, n, rows);
         return;

@@ -317,7 +317,8 @@ static void load_w(ntpu_ref *r, unsigned flags, unsigned wb_addr)
 
 /* Without TRANSPOSE_A row m is UB[ub_addr + m]. With it, rows come in blocks
  * of N: block j is the N x N tile at UB[ub_addr + j*stride] read column by
- * column, gathered once into a_block so that the row kernels stay the same.
+ * column: the bf16 kernel reads the tiles in place; int8 gathers each into
+ * a_block for the row kernel.
  * Rows are independent chains, so the kernels take as many at once as are
  * contiguous in UB. */
 static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_addr, unsigned rows, unsigned stride)
@@ -334,6 +335,8 @@ static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_a
         memset(acc, 0, (size_t)rows * n * sizeof *acc); /* int32 0 and fp32 +0.0 alike */
     if (!(flags & NTPU_MATMUL_TRANSPOSE_A)) {
         kernel(acc, r->ub + (size_t)ub_addr * n, r->w_active, n, rows);
+    } else if (flags & NTPU_MATMUL_BF16) { /* training's dW: reads the tiles in place */
+        ntpu_mac_bf16_rows_t(acc, r->ub + (size_t)ub_addr * n, (size_t)stride * n, r->w_active, n, rows);
     } else {
         for (unsigned m = 0; m < rows; m += n) {
             const uint16_t *blk = r->ub + ((size_t)ub_addr + (size_t)(m / n) * stride) * n;

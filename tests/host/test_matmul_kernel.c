@@ -110,6 +110,53 @@ Test(matmul_kernel, bf16_rows_generic_match_scalar_chain)
     check_bf16(ntpu_mac_bf16_rows_generic, "ntpu_mac_bf16_rows_generic");
 }
 
+/* TRANSPOSE_A: rows taken column by column from n x n tiles t_stride lanes
+ * apart (overlapping, or all the same tile when the stride is small). */
+static void check_bf16_t(void (*kernel)(uint32_t *, const uint16_t *, size_t, const uint16_t *, unsigned, size_t),
+                         const char *kname)
+{
+    static const unsigned sizes[] = {8, 16, 4};
+    for (size_t gi = 0; gi < sizeof regimes / sizeof regimes[0]; gi++) {
+        const struct regime *g = &regimes[gi];
+        for (unsigned iter = 0; iter < 120; iter++) {
+            const unsigned n = sizes[iter % 3];
+            const size_t tiles = urange(1, 5), stride_rows = urange(0, 2 * n), rows = tiles * n;
+            const size_t a_lanes = ((tiles - 1) * stride_rows + n) * n;
+            uint16_t *a = malloc(a_lanes * 2), *w = malloc((size_t)n * n * 2), row[64];
+            uint32_t *want = malloc(rows * n * 4), *got = malloc(rows * n * 4);
+            cr_assert(a && w && want && got);
+            for (size_t k = 0; k < (size_t)n * n; k++)
+                w[k] = gen_bf16(g->w_lo, g->w_hi, g->special);
+            for (size_t k = 0; k < a_lanes; k++)
+                a[k] = gen_bf16(g->a_lo, g->a_hi, g->special);
+            for (size_t k = 0; k < rows * n; k++)
+                want[k] = got[k] = gen_acc(g);
+            for (size_t m = 0; m < rows; m++) {
+                const uint16_t *tile = a + (m / n) * stride_rows * n;
+                for (unsigned i = 0; i < n; i++)
+                    row[i] = tile[(size_t)i * n + m % n];
+                ntpu_mac_bf16_row(want + m * n, row, w, n);
+            }
+            kernel(got, a, stride_rows * n, w, n, rows);
+            for (size_t k = 0; k < rows * n; k++)
+                cr_assert_eq(got[k], want[k], "%s, regime %s, n=%u tiles=%zu stride=%zu: lane %zu is 0x%08x, "
+                             "want 0x%08x", kname, g->name, n, tiles, stride_rows, k, (unsigned)got[k],
+                             (unsigned)want[k]);
+            free(a);
+            free(w);
+            free(want);
+            free(got);
+        }
+    }
+}
+
+Test(matmul_kernel, bf16_rows_t_match_scalar_chain) { check_bf16_t(ntpu_mac_bf16_rows_t, "ntpu_mac_bf16_rows_t"); }
+
+Test(matmul_kernel, bf16_rows_t_generic_match_scalar_chain)
+{
+    check_bf16_t(ntpu_mac_bf16_rows_t_generic, "ntpu_mac_bf16_rows_t_generic");
+}
+
 /* Two products that cancel to a subnormal, which must be flushed to zero of its
  * sign: 2^-60 * 1.5*2^-60 then 2^-60 * -1.4921875*2^-60 leave 2^-127; the
  * rest of the tile is -0, so a -0 survives. Values worked out by hand. */
