@@ -149,8 +149,11 @@ demo: deps all ## train an MLP on Fashion-MNIST on the simulated RTL (vsim), the
 	@bash tools/demo.sh $(CLI) $(BUILD)/demo
 
 .PHONY: bench
-bench: deps all ## print the benchmark table (cycles, utilization, simulator speed)
-	$(CLI) bench
+bench: deps-bench all ## run the whole benchmark, with a PyTorch epoch, and write docs/benchmarks.md
+	$(CLI) bench --epoch --json > $(BUILD)/bench.json
+	/usr/bin/python3 tools/bench_report.py $(BUILD)/bench.json > $(BUILD)/benchmarks.md
+	mv $(BUILD)/benchmarks.md docs/benchmarks.md
+	@cat docs/benchmarks.md
 
 .PHONY: clean
 clean: ## remove build/
