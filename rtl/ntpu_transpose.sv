@@ -89,20 +89,20 @@ module ntpu_transpose #(
     end
   end
 
-  // Columns 1 .. N-1 after taking `row`: each moves down one element, lane c of the row on top.
-  function automatic logic [REST_W-1:0] rest_fill(input logic [REST_W-1:0] r,
-                                                  input logic [COL_W-1:0] row);
-    logic [REST_W-1:0] o;
-    for (int c = 1; c < N; c++) begin
-      o[(c-1)*COL_W +: COL_W] = {row[16*c +: 16], r[(c-1)*COL_W + 16 +: COL_W - 16]};
-    end
-    return o;
-  endfunction
+  // Taking a row moves every column of rest down one element and puts lane c of the row on top of
+  // column c: rest shifted down 16 bits, where each column's top 16 bits (the low element of the
+  // column above, or zeros) are replaced by row_tops. Sending a column moves the next one into
+  // the place of the one before. Plain vector expressions rather than a function with a loop: a
+  // Verilated model zeroes a function's wide locals on every evaluation, which cost ~10 % of the
+  // core's simulation time (docs/decisions/0010-fast-vsim.md).
+  localparam logic [COL_W-1:0] COL_LOW = {16'h0000, {(COL_W - 16){1'b1}}};  // all but the top
+  localparam logic [REST_W-1:0] REST_LOW = {(N - 1){COL_LOW}};
 
-  // Columns 1 .. N-1 after sending one: each moves into the place of the one before.
-  function automatic logic [REST_W-1:0] rest_drain(input logic [REST_W-1:0] r);
-    return r >> COL_W;
-  endfunction
+  logic [REST_W-1:0] row_tops;  // lane c of s_row_data at the top of column c, zeros elsewhere
+
+  for (genvar c = 1; c < N; c++) begin : g_tops
+    assign row_tops[(c-1)*COL_W +: COL_W] = {s_row_data[16*c +: 16], {(COL_W - 16){1'b0}}};
+  end
 
   always_ff @(posedge clk) begin
     if (fill0 || drain0) begin
@@ -111,7 +111,7 @@ module ntpu_transpose #(
   end
 
   always_ff @(posedge clk) begin
-    if (fill0 || drain0) rest0_q <= fill0 ? rest_fill(rest0_q, s_row_data) : rest_drain(rest0_q);
+    if (fill0 || drain0) rest0_q <= fill0 ? ((rest0_q >> 16) & REST_LOW) | row_tops : rest0_q >> COL_W;
   end
 
   always_ff @(posedge clk) begin
@@ -121,7 +121,7 @@ module ntpu_transpose #(
   end
 
   always_ff @(posedge clk) begin
-    if (fill1 || drain1) rest1_q <= fill1 ? rest_fill(rest1_q, s_row_data) : rest_drain(rest1_q);
+    if (fill1 || drain1) rest1_q <= fill1 ? ((rest1_q >> 16) & REST_LOW) | row_tops : rest1_q >> COL_W;
   end
 
 endmodule
