@@ -31,9 +31,17 @@ LIB_OBJS := $(LIB_C_SRCS:%.c=$(BUILD)/obj/%.o) $(VSIM_CXX_SRCS:%.cpp=$(BUILD)/ob
 LIB_SAN_OBJS := $(LIB_C_SRCS:%.c=$(BUILD)/san/%.o)
 
 VOBJ := $(BUILD)/vobj
+# C++ flags of the Verilated models (docs/decisions/0010-fast-vsim.md).
+VOPT := OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2
+VCXXFLAGS := -fPIC -std=c++17
 VMODEL := $(VOBJ)/Vntpu_core__ALL.a
+# Two models of the core: Vntpu_core without tracing, which lets Verilator keep internal signals in
+# C++ locals (~15 % faster), for every run; Vntpu_core_trace for vsim:trace=FILE only.
 VFLAGS := --cc --top-module ntpu_core --prefix Vntpu_core -GN=$(N) -O3 --x-assign fast --x-initial fast \
-          --noassert --trace-fst -Wno-fatal -Mdir $(VOBJ)
+          --noassert -Wno-fatal -Mdir $(VOBJ)
+VOBJ_TRACE := $(BUILD)/vobj-trace
+VFLAGS_TRACE := --cc --top-module ntpu_core --prefix Vntpu_core_trace -GN=$(N) -O3 --x-assign fast \
+                --x-initial fast --noassert --trace-fst -Wno-fatal -Mdir $(VOBJ_TRACE)
 
 # The iCEBreaker board top, a second model for vsim:board=icebreaker (sim/vsim/vsim_board.cpp): built
 # with the parameters of the board's bitstream (its board.mk, CONFIG=core), the generic rtl/ modules
@@ -45,8 +53,8 @@ BOARD_SIM_PARAMS = $(shell MAKEFLAGS= $(MAKE) -s --no-print-directory -f $(BOARD
                      CONFIG=core board-params)
 VFLAGS_BOARD := --cc --top-module ntpu_icebreaker_top --prefix Vntpu_icebreaker_top -GPLL_EN=0 -O3 \
                 --x-assign fast --x-initial fast --noassert --trace-fst -Wno-fatal -Mdir $(VOBJ_BOARD)
-VOBJS_ALL := $(VOBJ)/objs.txt $(VOBJ_BOARD)/objs.txt
-VSTAMPS := $(VOBJ)/stamp $(VOBJ_BOARD)/stamp
+VOBJS_ALL := $(VOBJ)/objs.txt $(VOBJ_TRACE)/objs.txt $(VOBJ_BOARD)/objs.txt
+VSTAMPS := $(VOBJ)/stamp $(VOBJ_TRACE)/stamp $(VOBJ_BOARD)/stamp
 
 LIB_A := $(BUILD)/libntpu.a
 LIB_SO := $(BUILD)/libntpu.so
@@ -63,11 +71,19 @@ all: $(CLI) $(LIB_A) $(LIB_SO) $(EXAMPLES) ## build the library, the CLI, the ex
 
 # Verilate when any RTL file changes; the model's own makefile then compiles it at -O2
 # (Verilator's default -Os is ~9x slower here, see ../shared/notes/simulation.md).
-$(VOBJ)/stamp: $(RTL_SRCS) Makefile
+$(VOBJ)/stamp: $(RTL_SRCS) Makefile sim/vsim/vobj.mk
 	@mkdir -p $(VOBJ)
 	$(VERILATOR) $(VFLAGS) $(RTL_SRCS)
-	$(MAKE) -s -C $(VOBJ) -f $(CURDIR)/sim/vsim/vobj.mk -j$(JOBS) OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2 \
-	        CXXFLAGS="-fPIC -std=c++17" vsim-objs
+	$(MAKE) -s -C $(VOBJ) -f $(CURDIR)/sim/vsim/vobj.mk -j$(JOBS) $(VOPT) CXXFLAGS="$(VCXXFLAGS)" vsim-objs
+	@touch $@
+
+# The traced core brings the FST writer (VRUNTIME=trace) for itself and the board model. Compiled
+# at -O1: it only runs for waveforms, and -O1 builds it in about half the time.
+$(VOBJ_TRACE)/stamp: $(RTL_SRCS) Makefile sim/vsim/vobj.mk
+	@mkdir -p $(VOBJ_TRACE)
+	$(VERILATOR) $(VFLAGS_TRACE) $(RTL_SRCS)
+	$(MAKE) -s -C $(VOBJ_TRACE) -f $(CURDIR)/sim/vsim/vobj.mk -j$(JOBS) VMODEL=Vntpu_core_trace VRUNTIME=trace \
+	        OPT_FAST=-O1 OPT_SLOW=-O1 OPT_GLOBAL=-O2 CXXFLAGS="$(VCXXFLAGS)" vsim-objs
 	@touch $@
 
 # The model's objects only: Verilator's run-time comes with the core model's. The harness learns
@@ -81,16 +97,16 @@ $(VOBJ_BOARD)/stamp: $(BOARD_SIM_SRCS) $(BOARD_SIM_MK) mk/board_params.mk sim/vs
 	  $(BOARD_SIM_MK) $(patsubst CLOCK_HZ=%,%,$(filter CLOCK_HZ=%,$(BOARD_SIM_PARAMS))) \
 	  $(patsubst BAUD=%,%,$(filter BAUD=%,$(BOARD_SIM_PARAMS))) > $(VOBJ_BOARD)/ntpu_board_params.h
 	$(MAKE) -s -C $(VOBJ_BOARD) -f $(CURDIR)/sim/vsim/vobj.mk -j$(JOBS) VMODEL=Vntpu_icebreaker_top VRUNTIME=0 \
-	        OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2 CXXFLAGS="-fPIC -std=c++17" vsim-objs
+	        $(VOPT) CXXFLAGS="$(VCXXFLAGS)" vsim-objs
 	@touch $@
 
 $(BUILD)/obj/%.o: %.c | deps-quiet
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/sim/vsim/%.o: sim/vsim/%.cpp $(VOBJ)/stamp
+$(BUILD)/obj/sim/vsim/%.o: sim/vsim/%.cpp $(VOBJ)/stamp $(VOBJ_TRACE)/stamp
 	@mkdir -p $(dir $@)
-	$(CXX) $(CPPFLAGS) -I$(VOBJ) -isystem /usr/share/verilator/include -isystem /usr/share/verilator/include/vltstd \
+	$(CXX) $(CPPFLAGS) -I$(VOBJ) -I$(VOBJ_TRACE) -isystem /usr/share/verilator/include -isystem /usr/share/verilator/include/vltstd \
 	       $(CXXFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/sim/vsim/vsim_board.o: sim/vsim/vsim_board.cpp $(VOBJ_BOARD)/stamp
@@ -114,6 +130,17 @@ CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard host/tools/*.c)))
 
 $(CLI): $(CLI_OBJS) $(LIB_A)
 	$(CXX) -o $@ $^ $(LDLIBS)
+
+# vsim_speed: the Verilated core's speed without the host library in the loop (tools/vsim_speed.c).
+# It records the library's byte stream by wrapping the harness's write and read.
+.PHONY: vsim-speed
+vsim-speed: $(BUILD)/tools/vsim_speed ## cycles/s and MAC/s of the Verilated core (int8 and bf16 128^3 matmuls)
+	$(BUILD)/tools/vsim_speed int8 $(if $(S),$(S),128) 3
+	$(BUILD)/tools/vsim_speed bf16 $(if $(S),$(S),128) 1
+
+$(BUILD)/tools/vsim_speed: tools/vsim_speed.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIB_A) -Wl,--wrap=ntpu_vsim_write -Wl,--wrap=ntpu_vsim_read -lstdc++ $(LDLIBS) -o $@
 
 # The examples build as a user would build them: against the installed headers and the archive.
 $(BUILD)/examples/%: host/examples/%.c $(LIB_A)

@@ -1,6 +1,9 @@
 // The Verilated rtl/ntpu_core behind the C ABI of ntpu_vsim.h.
 //
 // Each model owns its VerilatedContext, so several can live in one process.
+// Two builds of the same RTL: Vntpu_core, without tracing (Verilator then keeps
+// internal signals in C++ locals, which makes it faster), and Vntpu_core_trace,
+// used only for trace=FILE.
 // One clock cycle is two evals: the low phase, where this cycle's inputs are
 // driven and valid/ready/data settle, then the rising edge, where a transfer
 // happens on each stream whose valid and ready were both high. The byte the
@@ -21,6 +24,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #include "Vntpu_core.h"
+#include "Vntpu_core_trace.h"
 #include "verilated.h"
 #include "verilated_fst_c.h"
 #pragma GCC diagnostic pop
@@ -46,8 +50,9 @@ void set_err(char *err, size_t errlen, const char *fmt, ...)
 
 struct ntpu_vsim {
     std::unique_ptr<VerilatedContext> ctx;
-    std::unique_ptr<Vntpu_core> top;
-    std::unique_ptr<VerilatedFstC> fst; // null unless trace=FILE
+    std::unique_ptr<Vntpu_core> top;           // null with trace=FILE
+    std::unique_ptr<Vntpu_core_trace> top_tr;  // null unless trace=FILE
+    std::unique_ptr<VerilatedFstC> fst;        // null unless trace=FILE
 
     std::vector<uint8_t> in; // bytes for s_rx, [in_head, end) not yet accepted
     size_t in_head = 0;
@@ -63,9 +68,10 @@ struct ntpu_vsim {
 
     // One clock cycle. Returns bit 0 if a byte entered the core, bit 1 if one
     // left it (then in *tx).
-    unsigned step(uint8_t *tx)
+    unsigned step(uint8_t *tx) { return top ? step_on(top.get(), tx) : step_on(top_tr.get(), tx); }
+
+    template <class Model> unsigned step_on(Model *t, uint8_t *tx)
     {
-        Vntpu_core *t = top.get();
         const bool have = in_head < in.size();
         t->s_rx_valid = have;
         if (have)
@@ -84,6 +90,26 @@ struct ntpu_vsim {
         cycles++;
         in_head += rx;
         return (rx ? 1u : 0u) | (txv ? 2u : 0u);
+    }
+
+    template <class Model> void reset_on(Model *t)
+    {
+        t->rst = 1;
+        t->s_rx_valid = 0;
+        t->s_rx_data = 0;
+        t->m_tx_ready = 1;
+        for (unsigned i = 0; i < kResetCycles; i++) {
+            t->clk = 0;
+            t->eval();
+            if (fst)
+                dump();
+            t->clk = 1;
+            t->eval();
+            if (fst)
+                dump();
+            cycles++;
+        }
+        t->rst = 0;
     }
 
     void compact_in()
@@ -137,10 +163,12 @@ extern "C" ntpu_vsim *ntpu_vsim_new(const char *opts, char *err, size_t errlen)
         s->ctx.reset(new VerilatedContext);
         if (!trace_path.empty())
             s->ctx->traceEverOn(true); // before the model exists, so it computes every traced signal
-        s->top.reset(new Vntpu_core(s->ctx.get()));
-        if (!trace_path.empty()) {
+        if (trace_path.empty()) {
+            s->top.reset(new Vntpu_core(s->ctx.get()));
+        } else {
+            s->top_tr.reset(new Vntpu_core_trace(s->ctx.get()));
             s->fst.reset(new VerilatedFstC);
-            s->top->trace(s->fst.get(), 99);
+            s->top_tr->trace(s->fst.get(), 99);
             s->fst->open(trace_path.c_str());
         }
         s->in.reserve(1 << 16);
@@ -151,23 +179,10 @@ extern "C" ntpu_vsim *ntpu_vsim_new(const char *opts, char *err, size_t errlen)
         return nullptr;
     }
 
-    Vntpu_core *t = s->top.get();
-    t->rst = 1;
-    t->s_rx_valid = 0;
-    t->s_rx_data = 0;
-    t->m_tx_ready = 1;
-    for (unsigned i = 0; i < kResetCycles; i++) {
-        t->clk = 0;
-        t->eval();
-        if (s->fst)
-            s->dump();
-        t->clk = 1;
-        t->eval();
-        if (s->fst)
-            s->dump();
-        s->cycles++;
-    }
-    t->rst = 0;
+    if (s->top)
+        s->reset_on(s->top.get());
+    else
+        s->reset_on(s->top_tr.get());
     return s;
 }
 
@@ -175,7 +190,10 @@ extern "C" void ntpu_vsim_free(ntpu_vsim *s)
 {
     if (!s)
         return;
-    s->top->final();
+    if (s->top)
+        s->top->final();
+    else
+        s->top_tr->final();
     if (s->fst)
         s->fst->close();
     delete s;
