@@ -27,6 +27,7 @@ module ntpu_cmd
   parameter int ACC_ROWS = 2048,              // accumulator rows
   parameter int MAX_PAYLOAD = 4112,           // largest frame payload, bytes
   parameter logic [31:0] CLOCK_HZ = 32'd0,    // reported by INFO
+  parameter int VEC_EN = 1,                   // 0: no vector unit, its opcodes are unknown
   parameter int OFF_W = $clog2(MAX_PAYLOAD)   // payload offset bits; leave at the default
 ) (
   input  logic                       clk,
@@ -230,19 +231,22 @@ module ntpu_cmd
                  17'(b16) + 17'(c16) > 17'(ACC_ROWS)) err = DEV_ERR_RANGE;
       end
       OP_ACT: begin
-        if (len != 16'(LEN_ACT)) err = DEV_ERR_LENGTH;
+        if (VEC_EN == 0) err = DEV_ERR_OPCODE;
+        else if (len != 16'(LEN_ACT)) err = DEV_ERR_LENGTH;
         else if ((f1 & ACT_RESERVED) != 8'd0) err = DEV_ERR_ARG;
         else if (17'(a16) + 17'(c16) > 17'(ACC_ROWS) || 17'(b16) + 17'(c16) > out_rows ||
                  aux_end > 18'(ACC_ROWS)) err = DEV_ERR_RANGE;
       end
       OP_RELU_GRAD: begin
-        if (len != 16'(LEN_RELU_GRAD)) err = DEV_ERR_LENGTH;
+        if (VEC_EN == 0) err = DEV_ERR_OPCODE;
+        else if (len != 16'(LEN_RELU_GRAD)) err = DEV_ERR_LENGTH;
         else if ((f1 & RELU_GRAD_RESERVED) != 8'd0 || out_f == OUT_INT8[3:2]) err = DEV_ERR_ARG;
         else if (17'(a16) + 17'(c16) > 17'(ACC_ROWS) || 17'(d16) + 17'(c16) > 17'(UB_ROWS) ||
                  17'(b16) + 17'(c16) > out_rows) err = DEV_ERR_RANGE;
       end
       OP_COLSUM: begin
-        if (len != 16'(LEN_COLSUM)) err = DEV_ERR_LENGTH;
+        if (VEC_EN == 0) err = DEV_ERR_OPCODE;
+        else if (len != 16'(LEN_COLSUM)) err = DEV_ERR_LENGTH;
         else if ((f1 & COLSUM_RESERVED) != 8'd0) err = DEV_ERR_ARG;
         else if (17'(a16) + 17'(c16) > 17'(ACC_ROWS) || 17'(b16) + 17'd1 > 17'(ACC_ROWS)) begin
           err = DEV_ERR_RANGE;
@@ -262,7 +266,8 @@ module ntpu_cmd
 
   assign id_block = {24'd0, PLATFORM_RTL, CLOCK_HZ, 32'(ACC_ROWS), 32'(WB_ROWS), 32'(UB_ROWS),
                      16'(MAX_PAYLOAD),
-                     FEATURE_TRANSPOSE_BIT | FEATURE_TRANSPOSE_A_BIT | FEATURE_VECTOR_BIT,
+                     FEATURE_TRANSPOSE_BIT | FEATURE_TRANSPOSE_A_BIT |
+                     ((VEC_EN != 0) ? FEATURE_VECTOR_BIT : 8'd0),
                      DTYPE_INT8_BIT | DTYPE_BF16_BIT,
                      8'(N), 8'(N), VERSION_MINOR, VERSION_MAJOR, ID_MAGIC};
   assign status_block = {dropped_q, commands_q, errors_q, 16'd0, last_error_q, 7'd0, !all_idle};

@@ -16,7 +16,8 @@ module ntpu_core
   parameter int ACC_ROWS = 32768,    // accumulator rows (N x 32 bit)
   parameter int MAX_PAYLOAD = 4112,  // largest frame payload in bytes
   parameter logic [31:0] CLOCK_HZ = 32'd0,  // reported by INFO; 0 = simulation
-  parameter int PE_STAGES = 1        // pipelined PEs for FPGAs (ntpu_array); same results
+  parameter int PE_STAGES = 1,       // pipelined PEs for FPGAs (ntpu_array); same results
+  parameter int VEC_EN = 1           // the vector unit; 0: ACT, RELU_GRAD, COLSUM are unknown opcodes
 ) (
   input  logic       clk,
   input  logic       rst,
@@ -112,7 +113,8 @@ module ntpu_core
     .WB_ROWS    (WB_ROWS),
     .ACC_ROWS   (ACC_ROWS),
     .MAX_PAYLOAD(MAX_PAYLOAD),
-    .CLOCK_HZ   (CLOCK_HZ)
+    .CLOCK_HZ   (CLOCK_HZ),
+    .VEC_EN     (VEC_EN)
   ) u_cmd (
     .clk           (clk),
     .rst           (rst),
@@ -248,34 +250,51 @@ module ntpu_core
   logic [N*32-1:0] vs_wr_data;
   logic vs_stall_hazard;
 
-  ntpu_vseq #(
-    .N       (N),
-    .UB_ROWS (UB_ROWS),
-    .ACC_ROWS(ACC_ROWS)
-  ) u_vseq (
-    .clk         (clk),
-    .rst         (rst),
-    .s_cmd_valid (vec_valid),
-    .s_cmd_ready (vec_ready),
-    .s_cmd_op    (vec_op),
-    .s_cmd_flags (vec_flags),
-    .s_cmd_src   (vec_src),
-    .s_cmd_dst   (vec_dst),
-    .s_cmd_rows  (vec_rows),
-    .s_cmd_aux   (vec_aux),
-    .idle        (vec_idle),
-    .acc_re      (vs_acc_re),
-    .acc_raddr   (vs_acc_raddr),
-    .acc_rdata   (acc_rdata),
-    .ub_re       (vs_ub_re),
-    .ub_raddr    (vs_ub_raddr),
-    .ub_rdata    (ub_rdata),
-    .wr_we       (vs_we),
-    .wr_mem      (vs_wr_mem),
-    .wr_addr     (vs_wr_addr),
-    .wr_data     (vs_wr_data),
-    .stall_hazard(vs_stall_hazard)
-  );
+  if (VEC_EN != 0) begin : g_vec
+    ntpu_vseq #(
+      .N       (N),
+      .UB_ROWS (UB_ROWS),
+      .ACC_ROWS(ACC_ROWS)
+    ) u_vseq (
+      .clk         (clk),
+      .rst         (rst),
+      .s_cmd_valid (vec_valid),
+      .s_cmd_ready (vec_ready),
+      .s_cmd_op    (vec_op),
+      .s_cmd_flags (vec_flags),
+      .s_cmd_src   (vec_src),
+      .s_cmd_dst   (vec_dst),
+      .s_cmd_rows  (vec_rows),
+      .s_cmd_aux   (vec_aux),
+      .idle        (vec_idle),
+      .acc_re      (vs_acc_re),
+      .acc_raddr   (vs_acc_raddr),
+      .acc_rdata   (acc_rdata),
+      .ub_re       (vs_ub_re),
+      .ub_raddr    (vs_ub_raddr),
+      .ub_rdata    (ub_rdata),
+      .wr_we       (vs_we),
+      .wr_mem      (vs_wr_mem),
+      .wr_addr     (vs_wr_addr),
+      .wr_data     (vs_wr_data),
+      .stall_hazard(vs_stall_hazard)
+    );
+  end else begin : g_no_vec
+    // The command processor answers vector opcodes with ERR_OPCODE and never starts this unit.
+    logic unused_vec;
+    assign unused_vec = ^{vec_valid, vec_op, vec_flags, vec_src, vec_dst, vec_rows, vec_aux};
+    assign vec_ready = 1'b0;
+    assign vec_idle = 1'b1;
+    assign vs_acc_re = 1'b0;
+    assign vs_acc_raddr = '0;
+    assign vs_ub_re = 1'b0;
+    assign vs_ub_raddr = '0;
+    assign vs_we = 1'b0;
+    assign vs_wr_mem = '0;
+    assign vs_wr_addr = '0;
+    assign vs_wr_data = '0;
+    assign vs_stall_hazard = 1'b0;
+  end
 
   // ---------------------------------------------------------------- memories
   // The command processor touches memory only while both sequencers are idle, and it starts the

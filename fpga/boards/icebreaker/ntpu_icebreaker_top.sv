@@ -25,6 +25,7 @@ module ntpu_icebreaker_top #(
   parameter int BAUD = 3_000_000,          // UART bit rate; CLOCK_HZ / BAUD must be an integer >= 4
   parameter int N = 2,                     // array size
   parameter int PE_STAGES = 5,             // pipelined PEs (ntpu_array): the fp32 add in 4 stages
+  parameter int VEC_EN = 0,                // no vector unit: the host does ACT, RELU_GRAD, COLSUM
   parameter int UB_ROWS = 1024,            // unified buffer rows (EBR)
   parameter int WB_ROWS = 16384,           // weight buffer rows (SPRAM)
   parameter int ACC_ROWS = 512,            // accumulator rows (EBR)
@@ -102,6 +103,7 @@ module ntpu_icebreaker_top #(
     .ACC_ROWS     (ACC_ROWS),
     .MAX_PAYLOAD  (MAX_PAYLOAD),
     .PE_STAGES    (PE_STAGES),
+    .VEC_EN       (VEC_EN),
     .CLOCK_HZ     (32'(CLOCK_HZ))
   ) u_device (
     .clk     (clk),

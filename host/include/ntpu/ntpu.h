@@ -162,8 +162,11 @@ NTPU_API ntpu_status ntpu_matmul_tile_t(ntpu_device *dev, ntpu_dtype dtype, uint
                                         uint32_t acc_addr, uint32_t rows, int accumulate);
 
 /* Vector unit (protocol 1.1, docs/isa.md). All queued; errors: NTPU_ERR_INVALID_ARG
- * (a range past a memory's end, reserved flags), NTPU_ERR_UNSUPPORTED (no vector
- * unit), link errors.
+ * (a range past a memory's end, reserved flags), link errors. On a device without
+ * the unit (NTPU_FEATURE_VECTOR_BIT clear) the library does the same work on the
+ * host, bit for bit: it reads the operands (waiting for earlier commands, so an
+ * earlier device error shows here as NTPU_ERR_DEVICE), computes, and queues the
+ * write of the result; NTPU_ERR_NO_MEMORY if the host runs out.
  * ACT: for `rows` ACC rows from src: x (+ ACC[aux] with NTPU_ACT_BIAS) (ReLU with
  * NTPU_ACT_RELU), written by the flags' output field: NTPU_OUT_UB / NTPU_OUT_WB
  * (rounded to bf16), NTPU_OUT_ACC (fp32), NTPU_OUT_INT8 (int32 mode, requantized
