@@ -28,6 +28,7 @@ module ntpu_cmd
   parameter int MAX_PAYLOAD = 4112,           // largest frame payload, bytes
   parameter logic [31:0] CLOCK_HZ = 32'd0,    // reported by INFO
   parameter int VEC_EN = 1,                   // 0: no vector unit, its opcodes are unknown
+  parameter int COUNTER_W = 64,               // performance counter width (zero-extended to u64)
   parameter int OFF_W = $clog2(MAX_PAYLOAD)   // payload offset bits; leave at the default
 ) (
   input  logic                       clk,
@@ -81,8 +82,8 @@ module ntpu_cmd
   input  logic [N*16-1:0]            wb_rdata,
   input  logic [N*32-1:0]            acc_rdata,
   // performance counters
-  input  logic [CNT_COUNT*CNT_W-1:0] cnt,
-  output logic                       cnt_clear,
+  input  logic [CNT_COUNT*COUNTER_W-1:0] cnt,
+  output logic [CNT_COUNT-1:0]       cnt_clear,  // COUNTERS CLEAR: counter k is read out now
   output logic                       wait_frame,  // no frame to work on
   output logic                       wait_drain   // waiting for earlier commands to finish
 );
@@ -100,8 +101,9 @@ module ntpu_cmd
 
   localparam int ROW16_BYTES = 2 * N;  // UB and WB rows on the wire
   localparam int ROW32_BYTES = 4 * N;  // ACC rows on the wire
-  // One register serializes every reply block and every memory row (both ways).
-  localparam int SH_W = (32 * N > 8 * BLOCK_BYTES_MAX) ? 32 * N : 8 * BLOCK_BYTES_MAX;
+  // One register serializes every reply block and every memory row (both ways). The COUNTERS
+  // reply passes through it one counter at a time, so the ID block is the longest block in it.
+  localparam int SH_W = (32 * N > 8 * ID_BYTES) ? 32 * N : 8 * ID_BYTES;
 
   typedef enum logic [3:0] {
     S_IDLE,      // wait for a frame
@@ -109,7 +111,7 @@ module ntpu_cmd
     S_DECODE,    // check it and pick the action
     S_DRAIN,     // wait for the sequencer to finish earlier commands
     S_WRITE,     // WRITE_MEM: frame bytes -> rows -> memory
-    S_CNT,       // COUNTERS: snapshot (and clear)
+    S_CNT,       // COUNTERS: take counter 0 (and clear it)
     S_DISPATCH,  // LOAD_W / MATMUL -> sequencer
     S_VDISPATCH, // ACT / RELU_GRAD / COLSUM -> vector sequencer
     S_REPLY,     // reply header -> transmitter
@@ -137,6 +139,11 @@ module ntpu_cmd
   logic [15:0] addr_q, addr_d;
   logic [7:0] row_byte_q;           // WRITE_MEM: bytes of the current row taken so far
   logic wr_pend_q;                  // WRITE_MEM: a complete row waits in sh_q
+
+  logic [3:0] cnt_idx_q;            // COUNTERS: the counter being sent
+  logic cnt_load;                   // a counter moves into sh_q (and is cleared with CLEAR)
+  logic [3:0] cnt_load_idx;
+  logic [COUNTER_W-1:0] cnt_sel;    // counter cnt_load_idx
 
   logic [31:0] errors_q, commands_q, dropped_q;
   logic [7:0] last_error_q;
@@ -295,7 +302,21 @@ module ntpu_cmd
   assign m_vec_valid = (state_q == S_VDISPATCH);
   assign mem_we = (state_q == S_WRITE) && wr_pend_q;
   assign mem_re = (state_q == S_RD_ISSUE);
-  assign cnt_clear = (state_q == S_CNT) && ((f1 & COUNTERS_CLEAR) != 8'd0);
+  // COUNTERS: counter 0 in S_CNT, counter k+1 as the last byte of counter k leaves. Each counter
+  // is read whole into sh_q (no torn values) and, with CLEAR, zeroed in the same cycle.
+  assign cnt_load = (state_q == S_CNT) ||
+                    (state_q == S_BLOCK && op == OP_COUNTERS && body_go && left_q[2:0] == 3'd1 &&
+                     left_q != 8'd1);
+  assign cnt_load_idx = (state_q == S_CNT) ? 4'd0 : cnt_idx_q + 4'd1;
+  always @* begin
+    cnt_sel = '0;
+    for (int k = 0; k < CNT_COUNT; k++) begin
+      if (cnt_load_idx == 4'(k)) cnt_sel = cnt[k*COUNTER_W +: COUNTER_W];
+    end
+  end
+  for (genvar k = 0; k < CNT_COUNT; k++) begin : g_cnt_clear
+    assign cnt_clear[k] = cnt_load && cnt_load_idx == 4'(k) && ((f1 & COUNTERS_CLEAR) != 8'd0);
+  end
   // The frame is released with its last reply byte.
   assign s_frm_ready = (state_q == S_REPLY && m_hdr_ready && after_reply_q == S_IDLE) ||
                        (state_q == S_BLOCK && m_body_ready && left_q == 8'd1) ||
@@ -449,6 +470,7 @@ module ntpu_cmd
     rows_left_q <= rows_left_d;
     addr_q <= addr_d;
     fb_idx_q <= fb_off_q;
+    if (cnt_load) cnt_idx_q <= cnt_load_idx;
 
     // Frame fetch: the fixed part from offset 0, then WRITE_MEM's rows from offset 6.
     if (state_q == S_IDLE) fb_off_q <= '0;
@@ -467,7 +489,7 @@ module ntpu_cmd
     // top, so a complete row sits in the top bits with lane 0's low byte lowest.
     if (state_q == S_DECODE && op == OP_INFO) sh_q <= SH_W'(id_block);
     else if (state_q == S_DECODE && op == OP_STATUS) sh_q <= SH_W'(status_block);
-    else if (state_q == S_CNT) sh_q <= SH_W'(cnt);
+    else if (cnt_load) sh_q <= SH_W'(cnt_sel);  // zero-extended to the u64 on the wire
     else if (state_q == S_RD_LOAD) begin
       case (mem)
         2'(MEM_UB): sh_q <= SH_W'(ub_rdata);

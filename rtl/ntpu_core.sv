@@ -17,7 +17,8 @@ module ntpu_core
   parameter int MAX_PAYLOAD = 4112,  // largest frame payload in bytes
   parameter logic [31:0] CLOCK_HZ = 32'd0,  // reported by INFO; 0 = simulation
   parameter int PE_STAGES = 1,       // pipelined PEs for FPGAs (ntpu_array); same results
-  parameter int VEC_EN = 1           // the vector unit; 0: ACT, RELU_GRAD, COLSUM are unknown opcodes
+  parameter int VEC_EN = 1,          // the vector unit; 0: ACT, RELU_GRAD, COLSUM are unknown opcodes
+  parameter int COUNTER_W = 64       // performance counter width, 16..64 (zero-extended on the wire)
 ) (
   input  logic       clk,
   input  logic       rst,
@@ -34,6 +35,9 @@ module ntpu_core
   end
   if (MAX_PAYLOAD < 1 + COUNTERS_BYTES || MAX_PAYLOAD > 65535) begin : g_bad_payload
     initial $fatal(1, "ntpu_core: MAX_PAYLOAD must be 73..65535");
+  end
+  if (COUNTER_W < 16 || COUNTER_W > CNT_W) begin : g_bad_counter_w
+    initial $fatal(1, "ntpu_core: COUNTER_W must be 16..64");
   end
 
   localparam int OFF_W = $clog2(MAX_PAYLOAD);
@@ -104,8 +108,9 @@ module ntpu_core
   logic [N*32-1:0] cmd_mem_wdata;
   logic [N*16-1:0] ub_rdata, wb_rdata;
   logic [N*32-1:0] acc_rdata;
-  logic [CNT_COUNT*CNT_W-1:0] cnt;
-  logic cnt_clear, wait_frame, wait_drain;
+  logic [CNT_COUNT*COUNTER_W-1:0] cnt;
+  logic [CNT_COUNT-1:0] cnt_clear;
+  logic wait_frame, wait_drain;
 
   ntpu_cmd #(
     .N          (N),
@@ -114,7 +119,8 @@ module ntpu_core
     .ACC_ROWS   (ACC_ROWS),
     .MAX_PAYLOAD(MAX_PAYLOAD),
     .CLOCK_HZ   (CLOCK_HZ),
-    .VEC_EN     (VEC_EN)
+    .VEC_EN     (VEC_EN),
+    .COUNTER_W  (COUNTER_W)
   ) u_cmd (
     .clk           (clk),
     .rst           (rst),
@@ -351,7 +357,8 @@ module ntpu_core
 
   // ---------------------------------------------------------------- performance counters
   ntpu_perf #(
-    .N(N)
+    .N        (N),
+    .COUNTER_W(COUNTER_W)
   ) u_perf (
     .clk         (clk),
     .rst         (rst),

@@ -13,6 +13,7 @@ module ntpu_uart_device #(
   parameter int N = 2,                   // ntpu_core parameters, passed through
   parameter int PE_STAGES = 1,
   parameter int VEC_EN = 1,
+  parameter int COUNTER_W = 64,
   parameter int UB_ROWS = 1024,
   parameter int WB_ROWS = 1024,
   parameter int ACC_ROWS = 512,
@@ -69,7 +70,8 @@ module ntpu_uart_device #(
       .MAX_PAYLOAD(MAX_PAYLOAD),
       .CLOCK_HZ   (CLOCK_HZ),
       .PE_STAGES  (PE_STAGES),
-      .VEC_EN     (VEC_EN)
+      .VEC_EN     (VEC_EN),
+      .COUNTER_W  (COUNTER_W)
     ) u_core (
       .clk       (clk),
       .rst       (rst),

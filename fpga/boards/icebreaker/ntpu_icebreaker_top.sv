@@ -26,6 +26,7 @@ module ntpu_icebreaker_top #(
   parameter int N = 2,                     // array size
   parameter int PE_STAGES = 5,             // pipelined PEs (ntpu_array): the fp32 add in 4 stages
   parameter int VEC_EN = 0,                // no vector unit: the host does ACT, RELU_GRAD, COLSUM
+  parameter int COUNTER_W = 32,            // performance counters wrap after 179 s at 24 MHz
   parameter int UB_ROWS = 1024,            // unified buffer rows (EBR)
   parameter int WB_ROWS = 16384,           // weight buffer rows (SPRAM)
   parameter int ACC_ROWS = 512,            // accumulator rows (EBR)
@@ -104,6 +105,7 @@ module ntpu_icebreaker_top #(
     .MAX_PAYLOAD  (MAX_PAYLOAD),
     .PE_STAGES    (PE_STAGES),
     .VEC_EN       (VEC_EN),
+    .COUNTER_W    (COUNTER_W),
     .CLOCK_HZ     (32'(CLOCK_HZ))
   ) u_device (
     .clk     (clk),

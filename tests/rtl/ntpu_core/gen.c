@@ -21,7 +21,8 @@
 /* The core's parameters; tb.sv instantiates one core per entry of configs[] in main. */
 struct config {
     unsigned n, ub_rows, wb_rows, acc_rows, maxp;
-    unsigned novec; /* 1: built with VEC_EN = 0 */
+    unsigned novec;     /* 1: built with VEC_EN = 0 */
+    unsigned counter_w; /* COUNTER_W: counters wrap at 2^counter_w, upper bytes read 0 */
 };
 static struct config cfg;
 #define N cfg.n
@@ -317,9 +318,16 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
             return NTPU_DEV_ERR_ARG;
         memset(d, 0, 72);
         memset(care, 0, 72);
-        put32(d + 16, (uint32_t)macs);
-        put32(d + 20, (uint32_t)(macs >> 32));
+        {
+            uint64_t m = cfg.counter_w < 64 ? macs & ((1ull << cfg.counter_w) - 1) : macs;
+            put32(d + 16, (uint32_t)m);
+            put32(d + 20, (uint32_t)(m >> 32));
+        }
         memset(care + 16, 1, 8);
+        /* A narrower counter is zero-extended: its upper bytes are 0 in every counter. */
+        for (unsigned k = 0; k < 9; k++)
+            for (unsigned b = cfg.counter_w / 8; b < 8; b++)
+                care[8 * k + b] = 1;
         if (p[1] & NTPU_COUNTERS_CLEAR)
             macs = 0;
         maybe_busy = 0;
@@ -1373,10 +1381,10 @@ int main(int argc, char **argv)
 {
     /* Must match the three ntpu_core instances in tb.sv. n4: a READ_MEM reply of 25 UB rows is
      * exactly max_payload (201). n3: an odd array size, memories that are not powers of two, and
-     * 21 UB rows filling max_payload (127). n2: the iCEBreaker's options (no vector unit), a
-     * shorter random stream. */
+     * 21 UB rows filling max_payload (127). n2: the iCEBreaker's options (no vector unit, narrow
+     * counters), a shorter random stream. */
     static const struct config configs[3] = {
-        {4, 48, 20, 40, 201, 0}, {3, 40, 14, 33, 127, 0}, {2, 24, 12, 20, 97, 1}};
+        {4, 48, 20, 40, 201, 0, 64}, {3, 40, 14, 33, 127, 0, 64}, {2, 24, 12, 20, 97, 1, 24}};
     static const char *prefixes[3] = {"n4_", "n3_", "n2_"};
     if (argc != 2) {
         fprintf(stderr, "usage: gen OUTDIR\n");
