@@ -18,7 +18,8 @@ module ntpu_core
   parameter logic [31:0] CLOCK_HZ = 32'd0,  // reported by INFO; 0 = simulation
   parameter int PE_STAGES = 1,       // pipelined PEs for FPGAs (ntpu_array); same results
   parameter int VEC_EN = 1,          // the vector unit; 0: ACT, RELU_GRAD, COLSUM are unknown opcodes
-  parameter int COUNTER_W = 64       // performance counter width, 16..64 (zero-extended on the wire)
+  parameter int COUNTER_W = 64,      // performance counter width, 16..64 (zero-extended on the wire)
+  parameter int BF16_SHARED = 0      // 1: one fp32 adder for the array's bf16 rows (ntpu_array); same results
 ) (
   input  logic       clk,
   input  logic       rst,
@@ -44,6 +45,9 @@ module ntpu_core
   localparam int UB_AW = (UB_ROWS > 1) ? $clog2(UB_ROWS) : 1;
   localparam int WB_AW = (WB_ROWS > 1) ? $clog2(WB_ROWS) : 1;
   localparam int ACC_AW = (ACC_ROWS > 1) ? $clog2(ACC_ROWS) : 1;
+  // ntpu_array's BF16_LATENCY with BF16_SHARED (ntpu_bf16_shared's header; the array checks it).
+  localparam int SH_P = (N > PE_STAGES) ? N : PE_STAGES;
+  localparam int BF16_GAP = (BF16_SHARED != 0) ? 2 + (N - 1) * SH_P + N + PE_STAGES - 1 : 0;
 
   // ---------------------------------------------------------------- link
   logic frm_valid, frm_ready;
@@ -188,7 +192,8 @@ module ntpu_core
     .N       (N),
     .UB_ROWS (UB_ROWS),
     .WB_ROWS (WB_ROWS),
-    .ACC_ROWS(ACC_ROWS)
+    .ACC_ROWS(ACC_ROWS),
+    .BF16_GAP(BF16_GAP)
   ) u_seq (
     .clk           (clk),
     .rst           (rst),
@@ -230,7 +235,9 @@ module ntpu_core
 
   ntpu_array #(
     .N(N),
-    .PE_STAGES(PE_STAGES)
+    .PE_STAGES(PE_STAGES),
+    .BF16_SHARED(BF16_SHARED),
+    .BF16_GAP(BF16_GAP)
   ) u_array (
     .clk        (clk),
     .rst        (rst),

@@ -14,6 +14,7 @@ module ntpu_uart_device #(
   parameter int PE_STAGES = 1,
   parameter int VEC_EN = 1,
   parameter int COUNTER_W = 64,
+  parameter int BF16_SHARED = 0,
   parameter int UB_ROWS = 1024,
   parameter int WB_ROWS = 1024,
   parameter int ACC_ROWS = 512,
@@ -71,7 +72,8 @@ module ntpu_uart_device #(
       .CLOCK_HZ   (CLOCK_HZ),
       .PE_STAGES  (PE_STAGES),
       .VEC_EN     (VEC_EN),
-      .COUNTER_W  (COUNTER_W)
+      .COUNTER_W  (COUNTER_W),
+      .BF16_SHARED(BF16_SHARED)
     ) u_core (
       .clk       (clk),
       .rst       (rst),

@@ -24,9 +24,10 @@ module ntpu_icebreaker_top #(
   parameter int CLOCK_HZ = 24_000_000,     // core clock (reported by INFO)
   parameter int BAUD = 3_000_000,          // UART bit rate; CLOCK_HZ / BAUD must be an integer >= 4
   parameter int N = 2,                     // array size
-  parameter int PE_STAGES = 5,             // pipelined PEs (ntpu_array): the fp32 add in 4 stages
+  parameter int PE_STAGES = 5,             // the fp32 add in 4 stages (ntpu_array)
   parameter int VEC_EN = 0,                // no vector unit: the host does ACT, RELU_GRAD, COLSUM
   parameter int COUNTER_W = 32,            // performance counters wrap after 179 s at 24 MHz
+  parameter int BF16_SHARED = 1,           // one fp32 adder for the array's bf16 rows
   parameter int UB_ROWS = 1024,            // unified buffer rows (EBR)
   parameter int WB_ROWS = 16384,           // weight buffer rows (SPRAM)
   parameter int ACC_ROWS = 512,            // accumulator rows (EBR)
@@ -106,6 +107,7 @@ module ntpu_icebreaker_top #(
     .PE_STAGES    (PE_STAGES),
     .VEC_EN       (VEC_EN),
     .COUNTER_W    (COUNTER_W),
+    .BF16_SHARED  (BF16_SHARED),
     .CLOCK_HZ     (32'(CLOCK_HZ))
   ) u_device (
     .clk     (clk),
