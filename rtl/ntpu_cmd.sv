@@ -101,9 +101,10 @@ module ntpu_cmd
 
   localparam int ROW16_BYTES = 2 * N;  // UB and WB rows on the wire
   localparam int ROW32_BYTES = 4 * N;  // ACC rows on the wire
-  // One register serializes every reply block and every memory row (both ways). The COUNTERS
-  // reply passes through it one counter at a time, so the ID block is the longest block in it.
-  localparam int SH_W = (32 * N > 8 * ID_BYTES) ? 32 * N : 8 * ID_BYTES;
+  // One register serializes the STATUS block and every memory row (both ways). The COUNTERS
+  // reply passes through it one counter at a time; the ID block, all constants, is sent straight
+  // from a byte multiplexer instead.
+  localparam int SH_W = (32 * N > 8 * STATUS_BYTES) ? 32 * N : 8 * STATUS_BYTES;
 
   typedef enum logic [3:0] {
     S_IDLE,      // wait for a frame
@@ -180,7 +181,8 @@ module ntpu_cmd
   assign mem = f1[1:0];
   assign is_acc = (mem == 2'(MEM_ACC));
   assign row_bytes = is_acc ? 8'(ROW32_BYTES) : 8'(ROW16_BYTES);
-  assign data_bytes = 24'(b16) * 24'(row_bytes);
+  // Two constant factors (shifts when N is a power of two) rather than one multiplier.
+  assign data_bytes = is_acc ? 24'(b16) * 24'(ROW32_BYTES) : 24'(b16) * 24'(ROW16_BYTES);
   assign read_reply_len = 16'd1 + data_bytes[15:0];  // fits: checked against MAX_PAYLOAD
   always_comb begin
     case (mem)
@@ -487,8 +489,7 @@ module ntpu_cmd
 
     // The shift register: blocks load whole and leave low byte first; WRITE_MEM rows enter at the
     // top, so a complete row sits in the top bits with lane 0's low byte lowest.
-    if (state_q == S_DECODE && op == OP_INFO) sh_q <= SH_W'(id_block);
-    else if (state_q == S_DECODE && op == OP_STATUS) sh_q <= SH_W'(status_block);
+    if (state_q == S_DECODE && op == OP_STATUS) sh_q <= SH_W'(status_block);
     else if (cnt_load) sh_q <= SH_W'(cnt_sel);  // zero-extended to the u64 on the wire
     else if (state_q == S_RD_LOAD) begin
       case (mem)
@@ -524,7 +525,10 @@ module ntpu_cmd
   assign m_hdr_seq = s_frm_seq;
   assign m_hdr_len = rep_len_q;
   assign m_hdr_status = rep_status_q;
-  assign m_body_data = sh_q[7:0];
+  // INFO: byte ID_BYTES - left_q of the constant ID block; everything else from the register.
+  logic [$clog2(ID_BYTES)-1:0] id_idx;
+  assign id_idx = $clog2(ID_BYTES)'(8'(ID_BYTES) - left_q);
+  assign m_body_data = (op == OP_INFO) ? id_block[8*id_idx +: 8] : sh_q[7:0];
 
   assign m_seq_matmul = (op == OP_MATMUL);
   assign m_seq_flags = f1;

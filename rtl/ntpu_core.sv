@@ -19,7 +19,8 @@ module ntpu_core
   parameter int PE_STAGES = 1,       // pipelined PEs for FPGAs (ntpu_array); same results
   parameter int VEC_EN = 1,          // the vector unit; 0: ACT, RELU_GRAD, COLSUM are unknown opcodes
   parameter int COUNTER_W = 64,      // performance counter width, 16..64 (zero-extended on the wire)
-  parameter int BF16_SHARED = 0      // 1: one fp32 adder for the array's bf16 rows (ntpu_array); same results
+  parameter int BF16_SHARED = 0,     // 1: one fp32 adder for the array's bf16 rows (ntpu_array); same results
+  parameter int SEG_DEPTH = 4        // MATMULs with rows in flight at once (ntpu_seq), power of 2 >= 2
 ) (
   input  logic       clk,
   input  logic       rst,
@@ -193,6 +194,7 @@ module ntpu_core
     .UB_ROWS (UB_ROWS),
     .WB_ROWS (WB_ROWS),
     .ACC_ROWS(ACC_ROWS),
+    .SEG_DEPTH(SEG_DEPTH),
     .BF16_GAP(BF16_GAP)
   ) u_seq (
     .clk           (clk),

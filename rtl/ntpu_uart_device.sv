@@ -15,6 +15,7 @@ module ntpu_uart_device #(
   parameter int VEC_EN = 1,
   parameter int COUNTER_W = 64,
   parameter int BF16_SHARED = 0,
+  parameter int SEG_DEPTH = 4,
   parameter int UB_ROWS = 1024,
   parameter int WB_ROWS = 1024,
   parameter int ACC_ROWS = 512,
@@ -73,7 +74,8 @@ module ntpu_uart_device #(
       .PE_STAGES  (PE_STAGES),
       .VEC_EN     (VEC_EN),
       .COUNTER_W  (COUNTER_W),
-      .BF16_SHARED(BF16_SHARED)
+      .BF16_SHARED(BF16_SHARED),
+      .SEG_DEPTH  (SEG_DEPTH)
     ) u_core (
       .clk       (clk),
       .rst       (rst),

@@ -28,6 +28,7 @@ module ntpu_icebreaker_top #(
   parameter int VEC_EN = 0,                // no vector unit: the host does ACT, RELU_GRAD, COLSUM
   parameter int COUNTER_W = 32,            // performance counters wrap after 179 s at 24 MHz
   parameter int BF16_SHARED = 1,           // one fp32 adder for the array's bf16 rows
+  parameter int SEG_DEPTH = 2,             // MATMULs with rows in flight at once
   parameter int UB_ROWS = 1024,            // unified buffer rows (EBR)
   parameter int WB_ROWS = 16384,           // weight buffer rows (SPRAM)
   parameter int ACC_ROWS = 512,            // accumulator rows (EBR)
@@ -108,6 +109,7 @@ module ntpu_icebreaker_top #(
     .VEC_EN       (VEC_EN),
     .COUNTER_W    (COUNTER_W),
     .BF16_SHARED  (BF16_SHARED),
+    .SEG_DEPTH    (SEG_DEPTH),
     .CLOCK_HZ     (32'(CLOCK_HZ))
   ) u_device (
     .clk     (clk),

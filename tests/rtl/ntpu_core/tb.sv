@@ -18,7 +18,8 @@ module tb_core_run #(
   parameter int VEC_EN = 1,
   parameter int COUNTER_W = 64,
   parameter int PE_STAGES = 1,
-  parameter int BF16_SHARED = 0
+  parameter int BF16_SHARED = 0,
+  parameter int SEG_DEPTH = 4
 ) (
   input  logic clk,
   output logic done,    // 1 once every reply came or the core went quiet
@@ -48,7 +49,8 @@ module tb_core_run #(
     .VEC_EN     (VEC_EN),
     .COUNTER_W  (COUNTER_W),
     .PE_STAGES  (PE_STAGES),
-    .BF16_SHARED(BF16_SHARED)
+    .BF16_SHARED(BF16_SHARED),
+    .SEG_DEPTH  (SEG_DEPTH)
   ) dut (
     .clk       (clk),
     .rst       (rst),
@@ -248,10 +250,10 @@ module tb;
   );
 
   // The board configuration's options: no vector unit (its opcodes are unknown), 24-bit counters,
-  // one shared fp32 adder in 4 stages.
+  // one shared fp32 adder in 4 stages, 2 MATMULs in flight.
   tb_core_run #(
     .N(2), .UB_ROWS(24), .WB_ROWS(12), .ACC_ROWS(20), .MAX_PAYLOAD(97), .VEC_EN(0), .COUNTER_W(24),
-    .PE_STAGES(5), .BF16_SHARED(1)
+    .PE_STAGES(5), .BF16_SHARED(1), .SEG_DEPTH(2)
   ) u_n2 (
     .clk(clk), .done(done2), .errors(err2), .cov_hazard(hz2), .cov_overlap(ov2), .cov_b2b(bb2),
     .cov_rx_full(rf2), .cov_tr_rows(tr2), .cov_vhazard(vh2)
