@@ -14,8 +14,9 @@
 //   first wait until both sequencers are idle (so they see every earlier command finished).
 //   NOP, INFO and STATUS do not wait (STATUS reports busy).
 // - Memory port: used only while both sequencers are idle; reads return data one cycle later.
-// - STATUS counters: `commands` counts replies sent with DEV_OK, `errors` the others, both when the
-//   reply header is handed to the transmitter; a STATUS reports the values from before itself.
+// - STATUS counters: `commands` counts replies sent with DEV_OK (when the frame is released),
+//   `errors` the others (when the reply header is handed to the transmitter); a STATUS reports the
+//   values from before itself.
 `default_nettype none
 
 module ntpu_cmd
@@ -101,10 +102,10 @@ module ntpu_cmd
 
   localparam int ROW16_BYTES = 2 * N;  // UB and WB rows on the wire
   localparam int ROW32_BYTES = 4 * N;  // ACC rows on the wire
-  // One register serializes the STATUS block and every memory row (both ways). The COUNTERS
-  // reply passes through it one counter at a time; the ID block, all constants, is sent straight
-  // from a byte multiplexer instead.
-  localparam int SH_W = (32 * N > 8 * STATUS_BYTES) ? 32 * N : 8 * STATUS_BYTES;
+  // One register serializes every memory row (both ways). The COUNTERS reply passes through it one
+  // counter at a time (COUNTER_W <= 64 <= 32 * N); the ID block (constants) and the STATUS block
+  // (registers that hold still while it is sent) go out through byte multiplexers instead.
+  localparam int SH_W = 32 * N;
 
   typedef enum logic [3:0] {
     S_IDLE,      // wait for a frame
@@ -147,6 +148,8 @@ module ntpu_cmd
   logic [COUNTER_W-1:0] cnt_sel;    // counter cnt_load_idx
 
   logic [31:0] errors_q, commands_q, dropped_q;
+  logic [31:0] st_dropped_q;        // STATUS: dropped_q and busy when it was decoded
+  logic st_busy_q;
   logic [7:0] last_error_q;
 
   // ---------------------------------------------------------------- decode
@@ -279,7 +282,8 @@ module ntpu_cmd
                      ((VEC_EN != 0) ? FEATURE_VECTOR_BIT : 8'd0),
                      DTYPE_INT8_BIT | DTYPE_BF16_BIT,
                      8'(N), 8'(N), VERSION_MINOR, VERSION_MAJOR, ID_MAGIC};
-  assign status_block = {dropped_q, commands_q, errors_q, 16'd0, last_error_q, 7'd0, !all_idle};
+  // commands_q and the error fields cannot change before this STATUS frame is released.
+  assign status_block = {st_dropped_q, commands_q, errors_q, 16'd0, last_error_q, 7'd0, st_busy_q};
 
   // ---------------------------------------------------------------- control
   logic hdr_go;     // the reply header moves to the transmitter
@@ -489,8 +493,11 @@ module ntpu_cmd
 
     // The shift register: blocks load whole and leave low byte first; WRITE_MEM rows enter at the
     // top, so a complete row sits in the top bits with lane 0's low byte lowest.
-    if (state_q == S_DECODE && op == OP_STATUS) sh_q <= SH_W'(status_block);
-    else if (cnt_load) sh_q <= SH_W'(cnt_sel);  // zero-extended to the u64 on the wire
+    if (state_q == S_DECODE && op == OP_STATUS) begin
+      st_dropped_q <= dropped_q;
+      st_busy_q <= !all_idle;
+    end
+    if (cnt_load) sh_q <= SH_W'(cnt_sel);  // zero-extended to the u64 on the wire
     else if (state_q == S_RD_LOAD) begin
       case (mem)
         2'(MEM_UB): sh_q <= SH_W'(ub_rdata);
@@ -510,13 +517,10 @@ module ntpu_cmd
       last_error_q <= '0;
     end else begin
       if (drop) dropped_q <= dropped_q + 32'd1;
-      if (hdr_go) begin
-        if (m_hdr_status == DEV_OK) begin
-          commands_q <= commands_q + 32'd1;
-        end else begin
-          errors_q <= errors_q + 32'd1;
-          last_error_q <= m_hdr_status;
-        end
+      if (s_frm_ready && rep_status_q == DEV_OK) commands_q <= commands_q + 32'd1;
+      if (hdr_go && m_hdr_status != DEV_OK) begin
+        errors_q <= errors_q + 32'd1;
+        last_error_q <= m_hdr_status;
       end
     end
   end
@@ -525,10 +529,13 @@ module ntpu_cmd
   assign m_hdr_seq = s_frm_seq;
   assign m_hdr_len = rep_len_q;
   assign m_hdr_status = rep_status_q;
-  // INFO: byte ID_BYTES - left_q of the constant ID block; everything else from the register.
+  // INFO, STATUS: byte BYTES - left_q of the block; everything else from the register.
   logic [$clog2(ID_BYTES)-1:0] id_idx;
+  logic [$clog2(STATUS_BYTES)-1:0] st_idx;
   assign id_idx = $clog2(ID_BYTES)'(8'(ID_BYTES) - left_q);
-  assign m_body_data = (op == OP_INFO) ? id_block[8*id_idx +: 8] : sh_q[7:0];
+  assign st_idx = $clog2(STATUS_BYTES)'(8'(STATUS_BYTES) - left_q);
+  assign m_body_data = (op == OP_INFO) ? id_block[8*id_idx +: 8]
+                     : (op == OP_STATUS) ? status_block[8*st_idx +: 8] : sh_q[7:0];
 
   assign m_seq_matmul = (op == OP_MATMUL);
   assign m_seq_flags = f1;
