@@ -1,4 +1,4 @@
-// iCEBreaker board top: the 12 MHz oscillator through the PLL, a power-on reset, the UART link on
+// iCEBreaker board top: the 12 MHz oscillator (through the PLL when PLL_EN), a power-on reset, the UART link on
 // the FT2232H's channel B (8N1 at BAUD), ntpu_core, and two LEDs.
 //
 // Contract:
@@ -19,14 +19,14 @@
 `default_nettype none
 
 module ntpu_icebreaker_top #(
-  parameter int PLL_EN = 1,                // 0: no PLL, the core runs on the 12 MHz oscillator
+  parameter int PLL_EN = 0,                // 0: no PLL, the core runs on the 12 MHz oscillator
   parameter int CORE_EN = 1,               // 0: no core, the link echoes (bring-up)
-  parameter int CLOCK_HZ = 24_000_000,     // core clock (reported by INFO)
+  parameter int CLOCK_HZ = 12_000_000,     // core clock (reported by INFO)
   parameter int BAUD = 3_000_000,          // UART bit rate; CLOCK_HZ / BAUD must be an integer >= 4
   parameter int N = 2,                     // array size
-  parameter int PE_STAGES = 5,             // the fp32 add in 4 stages (ntpu_array)
+  parameter int PE_STAGES = 2,             // the shared fp32 add in 2 parts, 1 register (ntpu_array)
   parameter int VEC_EN = 0,                // no vector unit: the host does ACT, RELU_GRAD, COLSUM
-  parameter int COUNTER_W = 32,            // performance counters wrap after 179 s at 24 MHz
+  parameter int COUNTER_W = 32,            // performance counters wrap after 358 s at 12 MHz
   parameter int BF16_SHARED = 1,           // one fp32 adder for the array's bf16 rows
   parameter int SEG_DEPTH = 2,             // MATMULs with rows in flight at once
   parameter int UB_ROWS = 1024,            // unified buffer rows (EBR)
