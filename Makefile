@@ -35,6 +35,19 @@ VMODEL := $(VOBJ)/Vntpu_core__ALL.a
 VFLAGS := --cc --top-module ntpu_core --prefix Vntpu_core -GN=$(N) -O3 --x-assign fast --x-initial fast \
           --noassert --trace-fst -Wno-fatal -Mdir $(VOBJ)
 
+# The iCEBreaker board top, a second model for vsim:board=icebreaker (sim/vsim/vsim_board.cpp): built
+# with the parameters of the board's bitstream (its board.mk, CONFIG=core), the generic rtl/ modules
+# and the PLL left out (PLL_EN=0), so the harness clocks it at the board's CLOCK_HZ.
+VOBJ_BOARD := $(BUILD)/vobj-icebreaker
+BOARD_SIM_MK := fpga/boards/icebreaker/board.mk
+BOARD_SIM_SRCS := $(RTL_SRCS) fpga/boards/icebreaker/ntpu_icebreaker_top.sv
+BOARD_SIM_PARAMS = $(shell MAKEFLAGS= $(MAKE) -s --no-print-directory -f $(BOARD_SIM_MK) -f mk/board_params.mk \
+                     CONFIG=core board-params)
+VFLAGS_BOARD := --cc --top-module ntpu_icebreaker_top --prefix Vntpu_icebreaker_top -GPLL_EN=0 -O3 \
+                --x-assign fast --x-initial fast --noassert --trace-fst -Wno-fatal -Mdir $(VOBJ_BOARD)
+VOBJS_ALL := $(VOBJ)/objs.txt $(VOBJ_BOARD)/objs.txt
+VSTAMPS := $(VOBJ)/stamp $(VOBJ_BOARD)/stamp
+
 LIB_A := $(BUILD)/libntpu.a
 LIB_SO := $(BUILD)/libntpu.so
 CLI := $(BUILD)/ntpu
@@ -57,6 +70,20 @@ $(VOBJ)/stamp: $(RTL_SRCS) Makefile
 	        CXXFLAGS="-fPIC -std=c++17" vsim-objs
 	@touch $@
 
+# The model's objects only: Verilator's run-time comes with the core model's. The harness learns
+# the board's clock and bit rate from ntpu_board_params.h.
+$(VOBJ_BOARD)/stamp: $(BOARD_SIM_SRCS) $(BOARD_SIM_MK) mk/board_params.mk sim/vsim/vobj.mk Makefile
+	@mkdir -p $(VOBJ_BOARD)
+	@params="$(BOARD_SIM_PARAMS)"; echo "$$params" | grep -q 'CLOCK_HZ=.*BAUD=' \
+	  || { echo "$(BOARD_SIM_MK): no CLOCK_HZ and BAUD in BOARD_PARAMS ('$$params')" >&2; exit 1; }
+	$(VERILATOR) $(VFLAGS_BOARD) $(addprefix -G,$(BOARD_SIM_PARAMS)) $(BOARD_SIM_SRCS)
+	@printf '/* Generated from %s by the Makefile. */\n#define NTPU_BOARD_CLOCK_HZ %su\n#define NTPU_BOARD_BAUD %su\n' \
+	  $(BOARD_SIM_MK) $(patsubst CLOCK_HZ=%,%,$(filter CLOCK_HZ=%,$(BOARD_SIM_PARAMS))) \
+	  $(patsubst BAUD=%,%,$(filter BAUD=%,$(BOARD_SIM_PARAMS))) > $(VOBJ_BOARD)/ntpu_board_params.h
+	$(MAKE) -s -C $(VOBJ_BOARD) -f $(CURDIR)/sim/vsim/vobj.mk -j$(JOBS) VMODEL=Vntpu_icebreaker_top VRUNTIME=0 \
+	        OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2 CXXFLAGS="-fPIC -std=c++17" vsim-objs
+	@touch $@
+
 $(BUILD)/obj/%.o: %.c | deps-quiet
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
@@ -66,17 +93,22 @@ $(BUILD)/obj/sim/vsim/%.o: sim/vsim/%.cpp $(VOBJ)/stamp
 	$(CXX) $(CPPFLAGS) -I$(VOBJ) -isystem /usr/share/verilator/include -isystem /usr/share/verilator/include/vltstd \
 	       $(CXXFLAGS) -MMD -MP -c $< -o $@
 
+$(BUILD)/obj/sim/vsim/vsim_board.o: sim/vsim/vsim_board.cpp $(VOBJ_BOARD)/stamp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) -I$(VOBJ_BOARD) -isystem /usr/share/verilator/include \
+	       -isystem /usr/share/verilator/include/vltstd $(CXXFLAGS) -MMD -MP -c $< -o $@
+
 $(BUILD)/san/%.o: %.c | deps-quiet
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -MMD -MP -c $< -o $@
 
 # The static library carries the Verilated model, so users link one archive.
-$(LIB_A): $(LIB_OBJS) $(VOBJ)/stamp
+$(LIB_A): $(LIB_OBJS) $(VSTAMPS)
 	@rm -f $@
-	ar rcs $@ $(LIB_OBJS) $$(cat $(VOBJ)/objs.txt)
+	ar rcs $@ $(LIB_OBJS) $$(cat $(VOBJS_ALL))
 
-$(LIB_SO): $(LIB_OBJS) $(VOBJ)/stamp
-	$(CXX) -shared -o $@ -Wl,-soname,libntpu.so.1 $(LIB_OBJS) $$(cat $(VOBJ)/objs.txt) $(LDLIBS)
+$(LIB_SO): $(LIB_OBJS) $(VSTAMPS)
+	$(CXX) -shared -o $@ -Wl,-soname,libntpu.so.1 $(LIB_OBJS) $$(cat $(VOBJS_ALL)) $(LDLIBS)
 
 CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard host/tools/*.c)))
 
@@ -117,8 +149,11 @@ demo: deps all ## train an MLP on Fashion-MNIST on the simulated RTL (vsim), the
 	@bash tools/demo.sh $(CLI) $(BUILD)/demo
 
 .PHONY: bench
-bench: deps all ## print the benchmark table (cycles, utilization, simulator speed)
-	$(CLI) bench
+bench: deps-bench all ## run the whole benchmark, with a PyTorch epoch, and write docs/benchmarks.md
+	$(CLI) bench --epoch --json > $(BUILD)/bench.json
+	/usr/bin/python3 tools/bench_report.py $(BUILD)/bench.json > $(BUILD)/benchmarks.md
+	mv $(BUILD)/benchmarks.md docs/benchmarks.md
+	@cat docs/benchmarks.md
 
 .PHONY: clean
 clean: ## remove build/

@@ -1,21 +1,32 @@
 # `make deps`: install the Debian packages the build and tests need, with apt-get (through sudo
-# when not root). Quick and silent when everything is there already.
+# when not root). Quick and silent when everything is there already. `make bench` also needs
+# PyTorch for its CPU reference (deps-bench); the tests never do.
 
 DEB_PACKAGES := gcc g++ make verilator iverilog pkg-config zlib1g-dev libcriterion-dev \
                 libusb-1.0-0-dev libcjson-dev dataset-fashion-mnist python3-numpy
+BENCH_DEB_PACKAGES := python3-torch
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps
-deps: ## install missing Debian packages (quick when all are present)
-	@missing=$$(for p in $(DEB_PACKAGES); do \
+# $(call apt_install,TARGET,PACKAGES): installs those of PACKAGES that are missing.
+define apt_install
+	@missing=$$(for p in $(2); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
 	  done); \
 	if [ -n "$$missing" ]; then \
-	  echo "make deps: installing" $$missing; \
+	  echo "make $(1): installing" $$missing; \
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null \
-	    || { echo "make deps: apt-get failed; install these by hand:" $$missing; exit 1; }; \
+	    || { echo "make $(1): apt-get failed; install these by hand:" $$missing; exit 1; }; \
 	fi
+endef
+
+.PHONY: deps
+deps: ## install missing Debian packages (quick when all are present)
+	$(call apt_install,deps,$(DEB_PACKAGES))
+
+.PHONY: deps-bench
+deps-bench: deps ## also install PyTorch (python3-torch), the CPU reference of make bench
+	$(call apt_install,deps-bench,$(BENCH_DEB_PACKAGES))
 
 .PHONY: deps-quiet
 deps-quiet: deps

@@ -8,9 +8,9 @@ RTL_BENCHES := $(sort $(patsubst tests/rtl/%/sources.f,%,$(wildcard tests/rtl/*/
 VSIM_OBJS := $(VSIM_CXX_SRCS:%.cpp=$(BUILD)/obj/%.o)
 
 # Criterion binary: sanitized C objects; the Verilated model and its harness stay unsanitized.
-$(TEST_BUILD)/host_tests: $(HOST_TEST_SRCS:%.c=$(BUILD)/san/%.o) $(LIB_SAN_OBJS) $(VSIM_OBJS) $(VOBJ)/stamp
+$(TEST_BUILD)/host_tests: $(HOST_TEST_SRCS:%.c=$(BUILD)/san/%.o) $(LIB_SAN_OBJS) $(VSIM_OBJS) $(VSTAMPS)
 	@mkdir -p $(dir $@)
-	$(CXX) $(SAN) -o $@ $(filter %.o,$^) $$(cat $(VOBJ)/objs.txt) -lcriterion $(LDLIBS)
+	$(CXX) $(SAN) -o $@ $(filter %.o,$^) $$(cat $(VOBJS_ALL)) -lcriterion $(LDLIBS)
 
 $(TEST_BUILD)/cosim/%: tests/cosim/%.c $(LIB_A)
 	@mkdir -p $(dir $@)

@@ -5,8 +5,10 @@
 // Contract:
 // - Frames are taken from s_frm one at a time, in order; each is released (s_frm_ready) in the cycle
 //   its last reply byte goes to the transmitter, so replies leave in frame order.
-// - A frame that arrived with ERR_CRC or ERR_LENGTH is answered with that status. A good frame is
-//   checked in the order of docs/isa.md (opcode, length, memory id, reserved flags, data length,
+// - A frame that arrived with ERR_CRC or ERR_LENGTH is answered with that status. A good SYNC frame
+//   is answered with expected_seq, whatever its SEQ. Any other good frame whose SEQ is not
+//   expected_seq is answered with ERR_SEQ and not run; one whose SEQ is expected_seq advances it and
+//   is checked in the order of docs/isa.md (opcode, length, memory id, reserved flags, data length,
 //   address ranges); the first failing check gives the status and the command does nothing else.
 // - LOAD_W and MATMUL are answered once the sequencer accepts them; they are handed over only while
 //   the vector sequencer is idle (they must see its writes). ACT, RELU_GRAD and COLSUM are
@@ -151,6 +153,7 @@ module ntpu_cmd
   logic [31:0] st_dropped_q;        // STATUS: dropped_q and busy when it was decoded
   logic st_busy_q;
   logic [7:0] last_error_q;
+  logic [7:0] expected_seq_q;       // SEQ of the next frame to run (docs/protocol.md)
 
   // ---------------------------------------------------------------- decode
   logic [7:0] op, f1;
@@ -163,6 +166,7 @@ module ntpu_cmd
   logic [15:0] read_reply_len;
   logic [16:0] mem_rows;
   logic [7:0] err;
+  logic [7:0] dec_status;      // err, unless SEQ is out of order
   logic all_idle;              // both sequencers: every earlier command has finished
   // MATMUL TRANSPOSE_A: rows / N blocks, the UB rows they span, and whether rows is a multiple of N.
   logic tr_a;
@@ -268,9 +272,15 @@ module ntpu_cmd
         if (len != 16'(LEN_COUNTERS)) err = DEV_ERR_LENGTH;
         else if ((f1 & COUNTERS_RESERVED) != 8'd0) err = DEV_ERR_ARG;
       end
+      OP_SYNC: begin
+        if (len != 16'(LEN_SYNC)) err = DEV_ERR_LENGTH;
+      end
       default: err = DEV_ERR_OPCODE;
     endcase
   end
+
+  // A frame after a lost one must not run until the lost one comes again; SYNC runs with any SEQ.
+  assign dec_status = (op != OP_SYNC && s_frm_seq != expected_seq_q) ? DEV_ERR_SEQ : err;
 
   // ---------------------------------------------------------------- reply blocks
   logic [8*ID_BYTES-1:0] id_block;
@@ -355,13 +365,13 @@ module ntpu_cmd
         if (fb_take && fb_idx_q + 16'd1 == fb_end) state_d = S_DECODE;
       end
       S_DECODE: begin
-        rep_status_d = err;
+        rep_status_d = dec_status;
         rep_len_d = 16'd1;
         after_reply_d = S_IDLE;
         addr_d = a16;
         rows_left_d = b16;
         state_d = S_REPLY;
-        if (err == DEV_OK) begin
+        if (dec_status == DEV_OK) begin
           case (op)
             OP_INFO: begin
               rep_len_d = 16'(1 + ID_BYTES);
@@ -390,6 +400,11 @@ module ntpu_cmd
             OP_COUNTERS: begin
               after_drain_d = S_CNT;
               state_d = S_DRAIN;
+            end
+            OP_SYNC: begin
+              rep_len_d = 16'd2;
+              left_d = 8'd1;
+              after_reply_d = S_BLOCK;
             end
             OP_LOAD_W, OP_MATMUL: state_d = S_DISPATCH;
             OP_ACT, OP_RELU_GRAD, OP_COLSUM: begin
@@ -498,6 +513,7 @@ module ntpu_cmd
       st_busy_q <= !all_idle;
     end
     if (cnt_load) sh_q <= SH_W'(cnt_sel);  // zero-extended to the u64 on the wire
+    else if (state_q == S_DECODE && op == OP_SYNC) sh_q <= SH_W'(expected_seq_q);
     else if (state_q == S_RD_LOAD) begin
       case (mem)
         2'(MEM_UB): sh_q <= SH_W'(ub_rdata);
@@ -506,6 +522,14 @@ module ntpu_cmd
       endcase
     end else if (state_q == S_WRITE && fb_take) sh_q <= {frm_rdata, sh_q[SH_W-1:8]};
     else if (body_go) sh_q <= {8'd0, sh_q[SH_W-1:8]};
+  end
+
+  // ---------------------------------------------------------------- sequence numbers
+  always_ff @(posedge clk) begin
+    if (rst) expected_seq_q <= '0;
+    else if (state_q == S_DECODE && op != OP_SYNC && s_frm_seq == expected_seq_q) begin
+      expected_seq_q <= expected_seq_q + 8'd1;
+    end
   end
 
   // ---------------------------------------------------------------- STATUS bookkeeping

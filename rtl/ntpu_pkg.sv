@@ -32,7 +32,8 @@ package ntpu_pkg;
     OP_COUNTERS = 8'h08,
     OP_ACT = 8'h09,        // 1.1
     OP_RELU_GRAD = 8'h0A,  // 1.1
-    OP_COLSUM = 8'h0B      // 1.1
+    OP_COLSUM = 8'h0B,     // 1.1
+    OP_SYNC = 8'h0C        // 1.2
   } opcode_e;
 
   // Whole payload lengths (opcode included); WRITE_MEM adds its row data.
@@ -48,6 +49,7 @@ package ntpu_pkg;
   localparam int LEN_ACT = 10;
   localparam int LEN_RELU_GRAD = 10;
   localparam int LEN_COLSUM = 8;
+  localparam int LEN_SYNC = 1;
   localparam int CMD_HDR_MAX = 10;  // longest fixed part: MATMUL with TRANSPOSE_A, ACT, RELU_GRAD
 
   // ---------------------------------------------------------------- memories
@@ -87,14 +89,15 @@ package ntpu_pkg;
     DEV_ERR_OPCODE = 8'd3,
     DEV_ERR_MEM = 8'd4,
     DEV_ERR_RANGE = 8'd5,
-    DEV_ERR_ARG = 8'd6
+    DEV_ERR_ARG = 8'd6,
+    DEV_ERR_SEQ = 8'd7     // 1.2
   } dev_status_e;
 
   // ---------------------------------------------------------------- ID block (INFO)
   localparam int ID_BYTES = 32;
   localparam logic [31:0] ID_MAGIC = 32'h5550544E;  // "NTPU" little-endian
   localparam logic [7:0] VERSION_MAJOR = 8'd1;
-  localparam logic [7:0] VERSION_MINOR = 8'd1;
+  localparam logic [7:0] VERSION_MINOR = 8'd2;
   localparam logic [7:0] DTYPE_INT8_BIT = 8'h01;
   localparam logic [7:0] DTYPE_BF16_BIT = 8'h02;
   localparam logic [7:0] FEATURE_TRANSPOSE_BIT = 8'h01;    // LOAD_W TRANSPOSE

@@ -42,6 +42,55 @@ static const char *platform_name(unsigned p)
     return "unknown";
 }
 
+/* The options every device kind accepts: faults=RATE and fault_seed=S put the
+ * faulty transport (transport_faulty.c) in front of the device; timeout_ms=T
+ * sets how long the link waits for a reply (default NTPU_LINK_TIMEOUT_MS). */
+typedef struct link_opts {
+    double faults;
+    uint64_t seed;
+    unsigned timeout_ms;
+} link_opts;
+
+/* Takes the link options out of opts (edited in place). Returns 0, or -1 with
+ * the reason in err. */
+static int take_link_opts(char *opts, link_opts *o, char *err, size_t errlen)
+{
+    char *out = opts, *p = opts;
+    while (*p) {
+        char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char *stop;
+        if (!strncmp(p, "faults=", 7)) {
+            o->faults = strtod(p + 7, &stop);
+            if (stop == p + 7 || stop != p + len || !(o->faults >= 0.0 && o->faults <= 1.0)) {
+                ntpu_errf(err, errlen, "option '%.*s' needs a probability in 0..1", (int)len, p);
+                return -1;
+            }
+        } else if (!strncmp(p, "fault_seed=", 11)) {
+            o->seed = strtoull(p + 11, &stop, 0);
+            if (stop == p + 11 || stop != p + len) {
+                ntpu_errf(err, errlen, "option '%.*s' needs a whole number", (int)len, p);
+                return -1;
+            }
+        } else if (!strncmp(p, "timeout_ms=", 11)) {
+            unsigned long t = strtoul(p + 11, &stop, 10);
+            if (stop == p + 11 || stop != p + len || t == 0 || t > 3600000ul) {
+                ntpu_errf(err, errlen, "option '%.*s' needs a whole number of milliseconds, 1..3600000", (int)len, p);
+                return -1;
+            }
+            o->timeout_ms = (unsigned)t;
+        } else {
+            if (out != opts)
+                *out++ = ',';
+            memmove(out, p, len);
+            out += len;
+        }
+        p = end ? end + 1 : p + len;
+    }
+    *out = 0;
+    return 0;
+}
+
 /* Reads the ID block and checks that this library can drive the device. */
 static ntpu_status read_id(ntpu_device *dev)
 {
@@ -123,12 +172,22 @@ ntpu_status ntpu_open(const char *device, ntpu_device **out)
     if (k == nk)
         return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "unknown device '%s' (expected ref, vsim, ftdi or usb)", kind);
 
+    link_opts lo = {0.0, 1, NTPU_LINK_TIMEOUT_MS};
+    if (opts && take_link_opts(colon + 1, &lo, dev->err, sizeof dev->err))
+        return NTPU_ERR_INVALID_ARG;
+    if (opts && !*opts)
+        opts = NULL;
     ntpu_transport tp = {0};
     ntpu_status st = kinds[k].open(opts, &tp, dev->err, sizeof dev->err);
     if (st != NTPU_OK)
         return st;
+    if (lo.faults > 0.0 && (st = ntpu_transport_faulty_wrap(tp, lo.faults, lo.seed, &tp, dev->err, sizeof dev->err))) {
+        tp.ops->close(tp.ctx);
+        return st;
+    }
     /* Until the ID block says otherwise, accept any frame the LEN field can describe. */
     st = ntpu_link_init(&dev->link, tp, 65535, dev->err);
+    dev->link.timeout_ms = lo.timeout_ms;
     if (st == NTPU_OK && !tp.ops->starts_in_sync)
         st = ntpu_link_resync(&dev->link);
     if (st == NTPU_OK)

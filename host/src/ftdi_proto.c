@@ -1,4 +1,4 @@
-/* The FT2232H's USB protocol as pure functions (see ftdi_proto.h). */
+/* The USB protocol of the boards' FTDI chips as pure functions (see ftdi_proto.h). */
 #include "ftdi_proto.h"
 
 #include <stdio.h>
@@ -7,9 +7,25 @@
 
 #include "internal.h"
 
+/* ------------------------------------------------------------------ chips */
+
+const ntpu_ftdi_chip ntpu_ftdi_chips[NTPU_FTDI_NCHIPS] = {
+    {NTPU_FTDI_PID_2232H, "FT2232H", "icebreaker", "iCEBreaker", 2, 1, 12000000u, 3000000u, NTPU_FTDI_IFACE_B},
+    /* The ULX3S core runs at 12.5 MHz: 500 kbaud is 25 clocks a bit, and 3 MHz / 6 on the chip. */
+    {NTPU_FTDI_PID_231X, "FT231X", "ulx3s", "ULX3S", 1, 0, 3000000u, 500000u, NTPU_FTDI_IFACE_A},
+};
+
+const ntpu_ftdi_chip *ntpu_ftdi_chip_by_pid(uint16_t pid)
+{
+    for (size_t i = 0; i < NTPU_FTDI_NCHIPS; i++)
+        if (ntpu_ftdi_chips[i].pid == pid)
+            return &ntpu_ftdi_chips[i];
+    return NULL;
+}
+
 /* ------------------------------------------------------------------ baud rate */
 
-/* The chip's two baud clocks: 120 MHz / 10 and 48 MHz / 16. */
+/* An H-series chip's two baud clocks: 120 MHz / 10 and 48 MHz / 16. */
 #define FTDI_H_CLK 120000000u
 #define FTDI_H_DIV 10u
 #define FTDI_C_CLK 48000000u
@@ -46,11 +62,20 @@ static uint32_t encode_clock(uint32_t baud, uint32_t clk, uint32_t div, uint32_t
     return (uint32_t)(d8 >> 3) | ((uint32_t)frac_code[d8 & 7u] << 14);
 }
 
-int ntpu_ftdi_baud_encode(uint32_t baud, unsigned iface, ntpu_ftdi_baud *out)
+int ntpu_ftdi_baud_encode(const ntpu_ftdi_chip *chip, uint32_t baud, unsigned iface, ntpu_ftdi_baud *out)
 {
-    if (baud < NTPU_FTDI_BAUD_MIN || baud > NTPU_FTDI_BAUD_MAX || iface > NTPU_FTDI_IFACE_B)
+    if (!chip || baud < NTPU_FTDI_BAUD_MIN || baud > chip->baud_max || iface >= chip->channels)
         return -1;
     uint32_t enc, actual;
+    if (!chip->h_series) {
+        /* FT-X: the 48 MHz clock only, and divisor bit 16 alone in wIndex (no channel). */
+        enc = encode_clock(baud, FTDI_C_CLK, FTDI_C_DIV, &actual);
+        out->divisor = enc;
+        out->actual = actual;
+        out->value = (uint16_t)(enc & 0xFFFFu);
+        out->index = (uint16_t)(enc >> 16);
+        return 0;
+    }
     /* The 120 MHz clock reaches every rate whose divisor fits 14 bits; only
      * rates below ~733 baud need the 48 MHz one (libftdi draws the line at the
      * same place). */
@@ -248,12 +273,44 @@ void ntpu_ftdi_rx_free(ntpu_ftdi_rx *q)
 
 /* ------------------------------------------------------------------ device-string options */
 
+/* Whether chip can make baud closely enough; if not, says why in err. */
+static int baud_ok(const ntpu_ftdi_chip *chip, uint32_t baud, char *err, size_t errlen)
+{
+    if (baud > chip->baud_max) {
+        ntpu_errf(err, errlen, "the %s cannot make %u baud: %u is its fastest", chip->name, (unsigned)baud,
+                  (unsigned)chip->baud_max);
+        return 0;
+    }
+    ntpu_ftdi_baud enc;
+    ntpu_ftdi_baud_encode(chip, baud, 0, &enc);
+    uint32_t ppm = ntpu_ftdi_baud_error_ppm(baud, enc.actual);
+    if (ppm > NTPU_FTDI_BAUD_TOLERANCE_PPM) {
+        ntpu_errf(err, errlen, "the %s cannot make %u baud: the nearest it can is %u baud, %u.%u%% off (at most %u%%)",
+                  chip->name, (unsigned)baud, (unsigned)enc.actual, (unsigned)(ppm / 10000u),
+                  (unsigned)(ppm / 1000u % 10u), NTPU_FTDI_BAUD_TOLERANCE_PPM / 10000u);
+        return 0;
+    }
+    return 1;
+}
+
+int ntpu_ftdi_settle(const ntpu_ftdi_opts *o, const ntpu_ftdi_chip *chip, uint32_t *baud, unsigned *iface, char *err,
+                     size_t errlen)
+{
+    *baud = o->baud ? o->baud : chip->default_baud;
+    *iface = o->iface == NTPU_FTDI_IFACE_DEFAULT ? chip->default_iface : o->iface;
+    if (*iface >= chip->channels) {
+        ntpu_errf(err, errlen, "the %s of the %s has no interface %c", chip->name, chip->board_name,
+                  *iface == NTPU_FTDI_IFACE_A ? 'A' : 'B');
+        return -1;
+    }
+    return baud_ok(chip, *baud, err, errlen) ? 0 : -1;
+}
+
 int ntpu_ftdi_parse_opts(const char *opts, ntpu_ftdi_opts *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    out->baud = NTPU_FTDI_DEFAULT_BAUD;
-    out->iface = NTPU_FTDI_IFACE_B;
-    int seen_serial = 0, seen_baud = 0, seen_iface = 0;
+    out->iface = NTPU_FTDI_IFACE_DEFAULT;
+    int seen_serial = 0, seen_baud = 0, seen_iface = 0, seen_board = 0;
     const char *p = opts;
     while (p && *p) {
         const char *end = strchr(p, ',');
@@ -269,8 +326,12 @@ int ntpu_ftdi_parse_opts(const char *opts, ntpu_ftdi_opts *out, char *err, size_
             seen = &seen_baud;
         else if (eq && klen == 9 && !strncmp(p, "interface", 9))
             seen = &seen_iface;
+        else if (eq && klen == 5 && !strncmp(p, "board", 5))
+            seen = &seen_board;
         if (!seen) {
-            ntpu_errf(err, errlen, "unknown ftdi option '%.*s' (expected serial=S, baud=B or interface=A|B)",
+            ntpu_errf(err, errlen,
+                      "unknown ftdi option '%.*s' (expected serial=S, board=icebreaker|ulx3s, baud=B or "
+                      "interface=A|B)",
                       (int)len, p);
             return -1;
         }
@@ -304,17 +365,15 @@ int ntpu_ftdi_parse_opts(const char *opts, ntpu_ftdi_opts *out, char *err, size_
                           NTPU_FTDI_BAUD_MIN, NTPU_FTDI_BAUD_MAX);
                 return -1;
             }
-            ntpu_ftdi_baud enc;
-            ntpu_ftdi_baud_encode((uint32_t)b, NTPU_FTDI_IFACE_B, &enc);
-            uint32_t ppm = ntpu_ftdi_baud_error_ppm((uint32_t)b, enc.actual);
-            if (ppm > NTPU_FTDI_BAUD_TOLERANCE_PPM) {
-                ntpu_errf(err, errlen,
-                          "the FT2232H cannot make %lu baud: the nearest it can is %u baud, %u.%u%% off (at most %u%%)",
-                          b, (unsigned)enc.actual, (unsigned)(ppm / 10000u), (unsigned)(ppm / 1000u % 10u),
-                          NTPU_FTDI_BAUD_TOLERANCE_PPM / 10000u);
+            out->baud = (uint32_t)b;
+        } else if (seen == &seen_board) {
+            for (size_t i = 0; i < NTPU_FTDI_NCHIPS && !out->chip; i++)
+                if (strlen(ntpu_ftdi_chips[i].board) == vlen && !strncmp(v, ntpu_ftdi_chips[i].board, vlen))
+                    out->chip = &ntpu_ftdi_chips[i];
+            if (!out->chip) {
+                ntpu_errf(err, errlen, "ftdi board '%.*s' is not icebreaker or ulx3s", (int)vlen, v);
                 return -1;
             }
-            out->baud = (uint32_t)b;
         } else {
             if (vlen == 1 && (v[0] == 'A' || v[0] == 'a')) {
                 out->iface = NTPU_FTDI_IFACE_A;
@@ -331,5 +390,9 @@ int ntpu_ftdi_parse_opts(const char *opts, ntpu_ftdi_opts *out, char *err, size_
             return -1;
         }
     }
-    return 0;
+    /* Refuse what no chip could do before touching USB: without board= the
+     * FT2232H, the more capable chip, is the yardstick. */
+    uint32_t baud;
+    unsigned iface;
+    return ntpu_ftdi_settle(out, out->chip ? out->chip : &ntpu_ftdi_chips[0], &baud, &iface, err, errlen);
 }

@@ -1,7 +1,8 @@
-/* The FT2232H's USB protocol as pure functions, for the "ftdi" transport
- * (transport_ftdi.c): the baud-rate divisor, the vendor control requests, the
- * two status bytes at the start of every bulk-IN packet, and the options of the
- * device string. Nothing here touches libusb, so all of it is unit-tested
+/* The USB protocol of the FTDI UART chips on the boards (the iCEBreaker's
+ * FT2232H, the ULX3S's FT231X) as pure functions, for the "ftdi" transport
+ * (transport_ftdi.c): which chip is on which board, the baud-rate divisor, the
+ * vendor control requests, the two status bytes at the start of every bulk-IN
+ * packet, and the options of the device string. Nothing here touches libusb, so all of it is unit-tested
  * (tests/host/test_ftdi.c). Facts: /work/shared/notes/boards.md, which agree
  * with libftdi1 1.5's headers and encoder. Not installed. */
 #ifndef NTPU_FTDI_PROTO_H
@@ -12,6 +13,25 @@
 
 #define NTPU_FTDI_VID 0x0403u
 #define NTPU_FTDI_PID_2232H 0x6010u
+#define NTPU_FTDI_PID_231X 0x6015u /* every FT-X chip: FT230X, FT231X, FT234X */
+
+/* A chip the transport can drive, and the board it sits on. */
+typedef struct ntpu_ftdi_chip {
+    uint16_t pid;
+    const char *name;       /* "FT2232H" */
+    const char *board;      /* "icebreaker": the board= option, lower case */
+    const char *board_name; /* "iCEBreaker": for messages */
+    unsigned channels;      /* 2: interfaces A and B; 1: A only */
+    int h_series;           /* a 120 MHz baud clock besides the 48 MHz one, and the channel in the baud wIndex */
+    uint32_t baud_max;      /* fastest rate (the slowest is NTPU_FTDI_BAUD_MIN on every chip) */
+    uint32_t default_baud;  /* the rate the board's bitstream runs at (fpga/boards/<board>/board.mk) */
+    unsigned default_iface; /* the channel wired to the FPGA's UART */
+} ntpu_ftdi_chip;
+
+/* The known chips, FT2232H first; NTPU_FTDI_NCHIPS of them. */
+#define NTPU_FTDI_NCHIPS 2u
+extern const ntpu_ftdi_chip ntpu_ftdi_chips[NTPU_FTDI_NCHIPS];
+const ntpu_ftdi_chip *ntpu_ftdi_chip_by_pid(uint16_t pid); /* NULL if unknown */
 
 /* Interface 0 is channel A, interface 1 channel B. Control requests name a
  * channel as interface + 1 (wIndex), and each channel has its own endpoints. */
@@ -23,8 +43,9 @@ static inline uint8_t ntpu_ftdi_ep_in(unsigned iface) { return (uint8_t)(0x81u +
 
 /* ------------------------------------------------------------------ baud rate */
 
-/* The rates an H-series chip can make: 12 MHz / 1 at the top; at the bottom the
- * divisor register (17 bits, in eighths) runs out on the 3 MHz clock. */
+/* The rates the chips can make: an H-series one reaches 12 MHz / 1, an FT-X one
+ * 3 MHz / 1; at the bottom the divisor register (17 bits, in eighths) runs out
+ * on the 3 MHz clock both have. */
 #define NTPU_FTDI_BAUD_MAX 12000000u
 #define NTPU_FTDI_BAUD_MIN 184u
 /* The farthest the achieved rate may be from the asked-for one: a UART
@@ -34,16 +55,16 @@ static inline uint8_t ntpu_ftdi_ep_in(unsigned iface) { return (uint8_t)(0x81u +
 
 typedef struct ntpu_ftdi_baud {
     uint16_t value;   /* wValue of request 0x03 */
-    uint16_t index;   /* wIndex of request 0x03: divisor high bits | channel index */
-    uint32_t divisor; /* 17-bit encoded divisor including the clock-select bit (bit 17) */
+    uint16_t index;   /* wIndex of request 0x03: H-series, divisor bits 16..17 << 8 | channel; FT-X, bit 16 */
+    uint32_t divisor; /* encoded divisor: 17 bits, and on H-series the clock-select bit (bit 17) */
     uint32_t actual;  /* the rate the chip will really run at, rounded to the nearest baud */
 } ntpu_ftdi_baud;
 
-/* Encodes baud (NTPU_FTDI_BAUD_MIN .. NTPU_FTDI_BAUD_MAX) for the channel of
- * interface iface. Returns 0, or -1 for a rate outside that range or an
- * interface other than A or B. The achieved rate may be far from baud (9 Mbaud
- * gives 8); check it with ntpu_ftdi_baud_error_ppm. */
-int ntpu_ftdi_baud_encode(uint32_t baud, unsigned iface, ntpu_ftdi_baud *out);
+/* Encodes baud (NTPU_FTDI_BAUD_MIN .. chip->baud_max) for the channel of
+ * interface iface of chip. Returns 0, or -1 for a rate outside that range or an
+ * interface the chip does not have. The achieved rate may be far from baud
+ * (9 Mbaud gives 8 on an FT2232H); check it with ntpu_ftdi_baud_error_ppm. */
+int ntpu_ftdi_baud_encode(const ntpu_ftdi_chip *chip, uint32_t baud, unsigned iface, ntpu_ftdi_baud *out);
 
 /* |actual - wanted| / wanted in parts per million. */
 uint32_t ntpu_ftdi_baud_error_ppm(uint32_t wanted, uint32_t actual);
@@ -160,14 +181,23 @@ void ntpu_ftdi_rx_free(ntpu_ftdi_rx *q);
 
 typedef struct ntpu_ftdi_opts {
     char serial[NTPU_FTDI_SERIAL_MAX]; /* "" = any */
-    uint32_t baud;
-    unsigned iface; /* NTPU_FTDI_IFACE_A or _B */
+    const ntpu_ftdi_chip *chip;        /* from board=; NULL = whichever known chip is plugged in */
+    uint32_t baud;                     /* 0 = the chip's default_baud */
+    unsigned iface;                    /* NTPU_FTDI_IFACE_A or _B; NTPU_FTDI_IFACE_DEFAULT = the chip's */
 } ntpu_ftdi_opts;
+#define NTPU_FTDI_IFACE_DEFAULT 0xFFu
 
-/* Parses the part of "ftdi[:serial=S][,baud=B][,interface=A|B]" after the
- * colon (NULL or "" for the defaults: any serial, 3,000,000 baud, interface B).
- * Returns 0, or -1 with a one-line reason in err. A baud rate the chip cannot
- * make within NTPU_FTDI_BAUD_TOLERANCE_PPM is refused. */
+/* Parses the part of "ftdi[:serial=S][,board=icebreaker|ulx3s][,baud=B]
+ * [,interface=A|B]" after the colon (NULL or "" for the defaults: any serial,
+ * any known chip, its board's rate and channel). Returns 0, or -1 with a
+ * one-line reason in err. Without board= the rate and channel are checked
+ * against the FT2232H here and against the chip found by ntpu_ftdi_settle. */
 int ntpu_ftdi_parse_opts(const char *opts, ntpu_ftdi_opts *out, char *err, size_t errlen);
+
+/* The rate and channel to use on chip: the options' or the chip's defaults.
+ * Returns 0, or -1 with a one-line reason in err when the chip lacks the
+ * channel or cannot make the rate within NTPU_FTDI_BAUD_TOLERANCE_PPM. */
+int ntpu_ftdi_settle(const ntpu_ftdi_opts *o, const ntpu_ftdi_chip *chip, uint32_t *baud, unsigned *iface, char *err,
+                     size_t errlen);
 
 #endif

@@ -46,6 +46,12 @@ typedef struct ntpu_transport_ops {
      * limit L and cap P must hold L + P + 17 bytes: frames abandoned by a resync
      * plus its zeros and NOP (docs/boards.md). 0: no cap. */
     unsigned max_payload_cap;
+    /* Non-zero when bytes can be lost or corrupted on the way (a UART, a
+     * board): the link then keeps every write that overlaps a READ_MEM whose
+     * reply is still to come back until the reply is in, so a lost reply can be
+     * replaced by reading again (docs/protocol.md, "Retransmission"). 0 for the
+     * in-process models, which keep their full pipelining. */
+    int lossy;
 } ntpu_transport_ops;
 
 typedef struct ntpu_transport {
@@ -57,8 +63,18 @@ typedef struct ntpu_transport {
  * On failure: a status and a one-line reason in err. */
 ntpu_status ntpu_transport_ref_open(const char *opts, ntpu_transport *out, char *err, size_t errlen);
 ntpu_status ntpu_transport_vsim_open(const char *opts, ntpu_transport *out, char *err, size_t errlen);
+/* A board top simulated behind its UART pins; vsim_open hands over when opts has board=. */
+ntpu_status ntpu_transport_vsim_board_open(const char *opts, ntpu_transport *out, char *err, size_t errlen);
 /* An FT2232H over libusb (transport_ftdi.c); opts as in ftdi_proto.h. */
 ntpu_status ntpu_transport_ftdi_open(const char *opts, ntpu_transport *out, char *err, size_t errlen);
+
+/* Wraps an opened transport in one that, in both directions, drops each byte
+ * with probability rate/2 and flips one bit of it with probability rate/2,
+ * from a generator seeded with seed (transport_faulty.c). It takes `inner`
+ * over (closing it on close) and is lossy. For tests and for trying the
+ * link's recovery: device option faults=RATE[,fault_seed=S]. */
+ntpu_status ntpu_transport_faulty_wrap(ntpu_transport inner, double rate, uint64_t seed, ntpu_transport *out,
+                                       char *err, size_t errlen);
 
 /* ------------------------------------------------------------------ frames */
 
@@ -103,6 +119,15 @@ typedef struct ntpu_pending {
     uint32_t data_len; /* reply data bytes expected after the status byte */
     uint32_t tx_bytes; /* the command frame's length on the wire */
     void *dst;         /* where the data goes (NULL: none expected) */
+    uint64_t ticket;
+    /* A copy of the payload, to send again after a recovery. The buffer
+     * belongs to the ring slot and is reused. */
+    uint8_t *payload;
+    size_t len, cap;
+    /* READ_MEM: the rows it reads, [rd_lo, rd_hi) of memory rd_mem (the
+     * hazard rule of lossy links); rd_hi == rd_lo for any other command. */
+    uint8_t rd_mem;
+    uint32_t rd_lo, rd_hi;
 } ntpu_pending;
 
 /* At most this many frames unanswered: well under 256, so a SEQ always names
@@ -113,12 +138,21 @@ typedef struct ntpu_pending {
 /* Pending frames are written to the transport once this many bytes queue up. */
 #define NTPU_LINK_TX_FLUSH (64u * 1024u)
 #define NTPU_LINK_TIMEOUT_MS 5000u
+/* The link gives up after this many recoveries in a row without a frame
+ * getting through (at one fault per 3,000 bytes a 4 KB frame gets through
+ * about one time in four: 32 tries fail together once in 10^4 or so); after
+ * this many SYNCs in a row without a reply; or after this many in a row that
+ * got no byte at all back (a silent device, e.g. a board not configured). */
+#define NTPU_LINK_MAX_RECOVERIES 32u
+#define NTPU_LINK_MAX_SYNC_FAILS 4u
+#define NTPU_LINK_MAX_SILENT 2u
 
 typedef struct ntpu_link {
     ntpu_transport tp;
     unsigned max_payload;
     unsigned timeout_ms;
-    uint8_t next_seq;
+    uint8_t next_seq; /* SEQ of the next new frame: the device's expected_seq once all have run */
+    uint8_t sync_seq; /* SEQ of the next SYNC; each SYNC gets a new one, so a late reply cannot pass for it */
     /* Frames not yet handed to the transport. */
     uint8_t *tx;
     size_t tx_len, tx_cap;
@@ -130,7 +164,14 @@ typedef struct ntpu_link {
     unsigned pend_head, pend_count;
     size_t pend_reply_bytes;
     size_t pend_tx_bytes; /* command frame bytes of the unanswered frames, sent or queued */
+    unsigned pend_reads;  /* unanswered READ_MEMs */
     uint64_t sent_total, answered_total; /* frames; a frame's ticket is its sent_total */
+    unsigned no_progress; /* recoveries since a frame last got through */
+    /* The oldest frame's reply said ERR_LENGTH: a command the device ran and
+     * rejected, or a header the link garbled; recovery tells which. */
+    int len_err_pending;
+    uint8_t *hold; /* an open frame's payload while commit waits on a hazard */
+    size_t hold_cap;
     uint8_t *rx;                         /* one reply frame */
     /* The first device error since the last check. */
     int dev_error;
@@ -153,8 +194,11 @@ void ntpu_link_free(ntpu_link *l);
 uint8_t *ntpu_link_begin(ntpu_link *l, size_t len, uint32_t reply_len, ntpu_status *st);
 
 /* Seals the frame begun last; its reply data will be copied to dst (NULL to
- * drop it). Returns the frame's ticket (for ntpu_link_wait). */
-uint64_t ntpu_link_commit(ntpu_link *l, void *dst);
+ * drop it). Sets *ticket (may be NULL) for ntpu_link_wait. On a lossy link it
+ * first reads replies until no READ_MEM whose rows the frame writes is
+ * unanswered, so it can fail as ntpu_link_wait does (then the frame is not
+ * sent). */
+ntpu_status ntpu_link_commit(ntpu_link *l, void *dst, uint64_t *ticket);
 
 /* Sends a whole command payload (begin + copy + commit). */
 ntpu_status ntpu_link_command(ntpu_link *l, const uint8_t *payload, size_t len, uint32_t reply_len, void *dst,
@@ -171,7 +215,9 @@ ntpu_status ntpu_link_wait(ntpu_link *l, uint64_t ticket);
 /* Reads every outstanding reply; result as ntpu_link_wait. */
 ntpu_status ntpu_link_sync(ntpu_link *l);
 
-/* Resynchronizes (docs/protocol.md) and empties the queue of replies. */
+/* Abandons every unanswered frame, resynchronizes (zeros, then SYNC: docs/protocol.md)
+ * and numbers the next frame with the device's expected SEQ. Clears `broken`
+ * on success. */
 ntpu_status ntpu_link_resync(ntpu_link *l);
 
 /* Name of an opcode ("MATMUL", ...), never NULL. */

@@ -1,12 +1,18 @@
 /* The host end of the link (docs/protocol.md): frames, sequence numbers, the
- * pipelined queue of commands whose replies are still to come, reply checking
- * and resynchronization.
+ * pipelined queue of commands whose replies are still to come, reply checking,
+ * and recovery by retransmission.
  *
  * Commands are appended to a transmit buffer and written to the transport in
  * large batches; replies are read only when the caller needs data, when the
  * window of unanswered frames is full, or at a check point. Device errors are
  * remembered and reported at the next check point, so a long stream of
- * commands costs no round trips. */
+ * commands costs no round trips.
+ *
+ * The device runs frames strictly in SEQ order. When a reply is bad or
+ * missing, the link flushes the device's receiver, asks it with SYNC which
+ * SEQ it expects next, and sends again, renumbered, every frame from there on
+ * (plus the reads among the frames that ran, whose data was lost). Nothing
+ * here knows which transport it talks to. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +23,8 @@
 const char *ntpu_op_name(unsigned op)
 {
     static const char *const names[] = {"NOP",    "INFO",  "WRITE_MEM", "READ_MEM", "LOAD_W",
-                                        "MATMUL", "FENCE", "STATUS",    "COUNTERS"};
+                                        "MATMUL", "FENCE", "STATUS",    "COUNTERS",
+                                        "ACT",    "RELU_GRAD", "COLSUM", "SYNC"};
     return op < sizeof names / sizeof names[0] ? names[op] : "unknown command";
 }
 
@@ -87,9 +94,14 @@ void ntpu_link_free(ntpu_link *l)
     if (l->tp.ops)
         l->tp.ops->close(l->tp.ctx);
     l->tp.ops = NULL;
+    for (unsigned i = 0; i < NTPU_LINK_WINDOW; i++) {
+        free(l->pend[i].payload);
+        l->pend[i].payload = NULL;
+    }
     free(l->tx);
     free(l->rx);
-    l->tx = l->rx = NULL;
+    free(l->hold);
+    l->tx = l->rx = l->hold = NULL;
 }
 
 static ntpu_status raw_send(ntpu_link *l, const uint8_t *buf, size_t n)
@@ -111,20 +123,216 @@ static ntpu_status raw_recv(ntpu_link *l, uint8_t *buf, size_t n)
     return st;
 }
 
-/* The link is out of sync: keep the reason, try to resync, and say how that went. */
-static ntpu_status link_failed(ntpu_link *l, ntpu_status st)
+/* Room for `extra` more bytes at the end of the transmit buffer. */
+static ntpu_status tx_reserve(ntpu_link *l, size_t extra)
+{
+    size_t need = l->tx_len + extra;
+    if (need <= l->tx_cap)
+        return NTPU_OK;
+    size_t cap = l->tx_cap ? l->tx_cap : 4096;
+    while (cap < need)
+        cap *= 2;
+    uint8_t *tx = realloc(l->tx, cap);
+    if (!tx) {
+        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "out of memory for the transmit buffer");
+        return NTPU_ERR_NO_MEMORY;
+    }
+    l->tx = tx;
+    l->tx_cap = cap;
+    return NTPU_OK;
+}
+
+/* ------------------------------------------------------------------ recovery */
+
+/* One SYNC exchange: max_payload + 8 zeros complete whatever frame a garbled
+ * header left the device waiting for (it fails its CRC; the rest are dropped
+ * while hunting for SOF), then SYNC. Its reply is known up to the one byte E,
+ * so the reply stream is scanned for it and everything before it (older
+ * replies, garbage) is discarded. *heard: some byte came back. */
+static ntpu_status sync_once(ntpu_link *l, uint8_t *e, int *heard)
+{
+    *heard = 0;
+    size_t nzero = (size_t)l->max_payload + NTPU_FRAME_OVERHEAD;
+    uint8_t *zeros = calloc(nzero, 1);
+    if (!zeros) {
+        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "out of memory while resynchronizing");
+        return NTPU_ERR_NO_MEMORY;
+    }
+    uint8_t seq = l->sync_seq++, op = NTPU_OP_SYNC;
+    uint8_t sync[NTPU_FRAME_OVERHEAD + NTPU_LEN_SYNC];
+    ntpu_frame_encode(sync, NTPU_SOF_CMD, seq, &op, 1);
+    ntpu_status st = raw_send(l, zeros, nzero);
+    free(zeros);
+    if (st == NTPU_OK)
+        st = raw_send(l, sync, sizeof sync);
+    if (st != NTPU_OK)
+        return st;
+    l->stats.tx_frames++;
+    /* A babbling device cannot keep us here forever: at most every reply the
+     * window can owe, twice over, precedes the SYNC's. */
+    size_t limit = 2 * ((size_t)NTPU_LINK_WINDOW * (l->max_payload + NTPU_FRAME_OVERHEAD) + NTPU_LINK_REPLY_BUDGET) +
+                   l->max_payload + 64;
+    enum { REPLY = NTPU_FRAME_OVERHEAD + 2 };
+    uint8_t w[REPLY];
+    size_t have = 0;
+    for (size_t scanned = 0;; scanned++) {
+        uint8_t b;
+        if ((st = raw_recv(l, &b, 1)) != NTPU_OK)
+            return st;
+        *heard = 1;
+        if (have == REPLY) {
+            memmove(w, w + 1, REPLY - 1);
+            have--;
+        }
+        w[have++] = b;
+        if (have == REPLY && w[0] == NTPU_SOF_REPLY && w[1] == seq && ntpu_rd16(w + 2) == 2 && w[4] == NTPU_DEV_OK &&
+            ntpu_rd32(w + 6) == ntpu_frame_crc(w, 2)) {
+            *e = w[5];
+            l->stats.rx_frames++;
+            return NTPU_OK;
+        }
+        if (scanned > limit) {
+            ntpu_errf(l->err, NTPU_ERRMSG_LEN, "no reply to SYNC in %zu bytes", scanned);
+            return NTPU_ERR_IO;
+        }
+    }
+}
+
+/* SYNC until the device answers; gives up as docs/protocol.md says. why is
+ * the fault that started it, for the message (NULL: none, a resync). */
+static ntpu_status learn_expected_seq(ntpu_link *l, const char *why, uint8_t *e)
+{
+    unsigned silent = 0, failed = 0;
+    ntpu_status st = NTPU_ERR_IO;
+    for (;;) {
+        if (silent >= NTPU_LINK_MAX_SILENT || failed >= NTPU_LINK_MAX_SYNC_FAILS) {
+            char last[NTPU_ERRMSG_LEN];
+            memcpy(last, l->err, sizeof last);
+            last[sizeof last - 1] = 0;
+            l->broken = 1;
+            if (why)
+                ntpu_errf(l->err, NTPU_ERRMSG_LEN, "%s; no answer to SYNC either (%s): call ntpu_reset_link", why,
+                          last);
+            else
+                ntpu_errf(l->err, NTPU_ERRMSG_LEN, "no answer to SYNC (%s)", last);
+            return st;
+        }
+        if (l->no_progress >= NTPU_LINK_MAX_RECOVERIES) {
+            l->broken = 1;
+            ntpu_errf(l->err, NTPU_ERRMSG_LEN, "%s; no frame got through in %u recoveries: call ntpu_reset_link",
+                      why ? why : "resynchronizing", l->no_progress);
+            return NTPU_ERR_IO;
+        }
+        l->no_progress++;
+        int heard;
+        st = sync_once(l, e, &heard);
+        if (st == NTPU_OK)
+            return NTPU_OK;
+        if (st == NTPU_ERR_NO_MEMORY) {
+            l->broken = 1;
+            return st;
+        }
+        silent = heard ? 0 : silent + 1;
+        failed++;
+    }
+}
+
+static void slot_forget(ntpu_link *l, const ntpu_pending *p)
+{
+    l->pend_reply_bytes -= 1 + (size_t)p->data_len;
+    l->pend_tx_bytes -= p->tx_bytes;
+    l->pend_reads -= p->rd_hi > p->rd_lo;
+}
+
+/* The device expects SEQ e. Frames before it ran: those whose reply carries
+ * data go again (a read is idempotent, see the hazard rule), the others are
+ * done. Frames from e on did not run: they go again, renumbered from e, in
+ * their order, after the reads. */
+static ntpu_status requeue(ntpu_link *l, uint8_t e)
+{
+    unsigned count = l->pend_count, head = l->pend_head;
+    uint8_t oldest = count ? l->pend[head].seq : l->next_seq;
+    unsigned ran = (uint8_t)(e - oldest);
+    if (ran > count) {
+        l->broken = 1;
+        ntpu_errf(l->err, NTPU_ERRMSG_LEN,
+                  "the device expects SEQ %u, outside the %u frames in flight from SEQ %u (was it reset?): call "
+                  "ntpu_reset_link",
+                  e, count, oldest);
+        return NTPU_ERR_IO;
+    }
+    /* The new ring, from slot 0: the frames to send, then every other slot
+     * (their payload buffers are reused). */
+    ntpu_pending ring[NTPU_LINK_WINDOW];
+    uint8_t keep[NTPU_LINK_WINDOW];
+    unsigned kept = 0, n;
+    for (unsigned i = 0; i < count; i++) {
+        ntpu_pending *p = &l->pend[(head + i) % NTPU_LINK_WINDOW];
+        keep[i] = !(i < ran && (p->data_len == 0 || (i == 0 && l->len_err_pending)));
+        if (keep[i])
+            ring[kept++] = *p;
+    }
+    n = kept;
+    for (unsigned i = 0; i < count; i++) {
+        ntpu_pending *p = &l->pend[(head + i) % NTPU_LINK_WINDOW];
+        if (keep[i])
+            continue;
+        if (i == 0 && l->len_err_pending && !l->dev_error) {
+            /* It ran, so its ERR_LENGTH was the device's verdict on the command. */
+            l->dev_error = 1;
+            l->dev_error_status = NTPU_DEV_ERR_LENGTH;
+            l->dev_error_op = p->op;
+            l->dev_error_seq = p->seq;
+        }
+        slot_forget(l, p);
+        l->answered_total++;
+        l->no_progress = 0;
+        ring[n++] = *p;
+    }
+    for (unsigned i = count; i < NTPU_LINK_WINDOW; i++)
+        ring[n++] = l->pend[(head + i) % NTPU_LINK_WINDOW];
+    memcpy(l->pend, ring, sizeof ring);
+    l->len_err_pending = 0;
+    l->pend_head = 0;
+    l->pend_count = kept;
+
+    l->tx_len = 0;
+    size_t bytes = 0;
+    for (unsigned i = 0; i < kept; i++)
+        bytes += l->pend[i].len + NTPU_FRAME_OVERHEAD;
+    ntpu_status st = tx_reserve(l, bytes);
+    if (st != NTPU_OK) {
+        l->broken = 1;
+        return st;
+    }
+    for (unsigned i = 0; i < kept; i++) {
+        ntpu_pending *p = &l->pend[i];
+        p->seq = (uint8_t)(e + i);
+        l->tx_len += ntpu_frame_encode(l->tx + l->tx_len, NTPU_SOF_CMD, p->seq, p->payload, p->len);
+    }
+    l->next_seq = (uint8_t)(e + kept);
+    l->stats.retransmits += kept;
+    l->stats.tx_frames += kept;
+    return NTPU_OK;
+}
+
+/* After a fault (reason in l->err): SYNC, then send again what did not get
+ * through. NTPU_OK when the frames are on their way again. */
+static ntpu_status recover(ntpu_link *l)
 {
     char why[NTPU_ERRMSG_LEN];
     memcpy(why, l->err, sizeof why);
     why[sizeof why - 1] = 0;
-    if (ntpu_link_resync(l) == NTPU_OK) {
-        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "%s (link resynchronized; recent commands may not have run)", why);
-    } else {
-        char again[NTPU_ERRMSG_LEN];
-        memcpy(again, l->err, sizeof again);
-        again[sizeof again - 1] = 0;
-        l->broken = 1;
-        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "%s; resync failed too (%s): call ntpu_reset_link", why, again);
+    l->stats.recoveries++;
+    uint8_t e;
+    ntpu_status st = learn_expected_seq(l, why, &e);
+    if (st == NTPU_OK)
+        st = requeue(l, e);
+    if (st == NTPU_OK && l->tx_len) {
+        st = raw_send(l, l->tx, l->tx_len);
+        l->tx_len = 0;
+        if (st != NTPU_OK)
+            l->broken = 1;
     }
     return st;
 }
@@ -135,62 +343,87 @@ ntpu_status ntpu_link_flush(ntpu_link *l)
         return NTPU_OK;
     ntpu_status st = raw_send(l, l->tx, l->tx_len);
     l->tx_len = 0;
-    return st == NTPU_OK ? NTPU_OK : link_failed(l, st);
+    return st == NTPU_OK ? NTPU_OK : recover(l);
 }
 
-/* Reads and checks the reply to the oldest unanswered frame. */
+/* Reads and checks the reply to the oldest unanswered frame. NTPU_OK: it was
+ * good and is consumed; otherwise a link fault, reason in l->err. */
+static ntpu_status take_reply(ntpu_link *l)
+{
+    const ntpu_pending *p = &l->pend[l->pend_head];
+    uint8_t *f = l->rx;
+    ntpu_status st = raw_recv(l, f, NTPU_FRAME_HEADER);
+    if (st != NTPU_OK)
+        return st;
+    size_t len = ntpu_rd16(f + 2);
+    if (f[0] != NTPU_SOF_REPLY) {
+        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "reply starts with 0x%02X, not 0x%02X", f[0], NTPU_SOF_REPLY);
+        return NTPU_ERR_IO;
+    }
+    if (f[1] != p->seq) {
+        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "reply has SEQ %u, expected %u (the reply to %s)", f[1], p->seq,
+                  ntpu_op_name(p->op));
+        return NTPU_ERR_IO;
+    }
+    if (len == 0 || len > l->max_payload) {
+        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "reply LEN %zu outside 1..%u", len, l->max_payload);
+        return NTPU_ERR_IO;
+    }
+    if ((st = raw_recv(l, f + NTPU_FRAME_HEADER, len + NTPU_FRAME_TRAILER)) != NTPU_OK)
+        return st;
+    if (ntpu_frame_check(f, len + NTPU_FRAME_OVERHEAD, NTPU_SOF_REPLY, l->max_payload, l->err, NTPU_ERRMSG_LEN))
+        return NTPU_ERR_IO;
+    uint8_t status = f[NTPU_FRAME_HEADER];
+    switch (status) {
+    case NTPU_DEV_OK:
+        if (len != 1 + (size_t)p->data_len) {
+            ntpu_errf(l->err, NTPU_ERRMSG_LEN, "reply to %s has %zu data bytes, expected %u", ntpu_op_name(p->op),
+                      len - 1, (unsigned)p->data_len);
+            return NTPU_ERR_IO;
+        }
+        if (p->dst)
+            memcpy(p->dst, f + NTPU_FRAME_HEADER + 1, p->data_len);
+        break;
+    case NTPU_DEV_ERR_CRC:
+    case NTPU_DEV_ERR_SEQ:
+        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "the device answered %s (SEQ %u) with %s", ntpu_op_name(p->op), p->seq,
+                  ntpu_dev_status_str(status));
+        return NTPU_ERR_IO;
+    case NTPU_DEV_ERR_LENGTH:
+        /* Also the answer to a header whose LEN was garbled on the way, which
+         * did not run: SYNC tells which. */
+        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "the device answered %s (SEQ %u) with ERR_LENGTH", ntpu_op_name(p->op),
+                  p->seq);
+        l->len_err_pending = 1;
+        return NTPU_ERR_IO;
+    default:
+        if (!l->dev_error) {
+            l->dev_error = 1;
+            l->dev_error_status = status;
+            l->dev_error_op = p->op;
+            l->dev_error_seq = p->seq;
+        }
+    }
+    slot_forget(l, p);
+    l->pend_head = (l->pend_head + 1) % NTPU_LINK_WINDOW;
+    l->pend_count--;
+    l->answered_total++;
+    l->stats.rx_frames++;
+    l->no_progress = 0;
+    return NTPU_OK;
+}
+
+/* Reads the reply to the oldest unanswered frame, or recovers from a fault
+ * (after which the caller looks again at what is unanswered). */
 static ntpu_status read_reply(ntpu_link *l)
 {
     ntpu_status st = ntpu_link_flush(l);
     if (st != NTPU_OK)
         return st;
-    const ntpu_pending *p = &l->pend[l->pend_head];
-    uint8_t *f = l->rx;
-    st = raw_recv(l, f, NTPU_FRAME_HEADER);
-    if (st != NTPU_OK)
-        return link_failed(l, st);
-    size_t len = ntpu_rd16(f + 2);
-    if (f[0] != NTPU_SOF_REPLY) {
-        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "reply starts with 0x%02X, not 0x%02X", f[0], NTPU_SOF_REPLY);
-        return link_failed(l, NTPU_ERR_IO);
-    }
-    if (f[1] != p->seq) {
-        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "reply has SEQ %u, expected %u (the reply to %s)", f[1], p->seq,
-                  ntpu_op_name(p->op));
-        return link_failed(l, NTPU_ERR_IO);
-    }
-    if (len == 0 || len > l->max_payload) {
-        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "reply LEN %zu outside 1..%u", len, l->max_payload);
-        return link_failed(l, NTPU_ERR_IO);
-    }
-    st = raw_recv(l, f + NTPU_FRAME_HEADER, len + NTPU_FRAME_TRAILER);
-    if (st != NTPU_OK)
-        return link_failed(l, st);
-    if (ntpu_frame_check(f, len + NTPU_FRAME_OVERHEAD, NTPU_SOF_REPLY, l->max_payload, l->err, NTPU_ERRMSG_LEN)) {
-        return link_failed(l, NTPU_ERR_IO);
-    }
-    uint8_t status = f[NTPU_FRAME_HEADER];
-    if (status == NTPU_DEV_OK) {
-        if (len != 1 + (size_t)p->data_len) {
-            ntpu_errf(l->err, NTPU_ERRMSG_LEN, "reply to %s has %zu data bytes, expected %u", ntpu_op_name(p->op),
-                      len - 1, (unsigned)p->data_len);
-            return link_failed(l, NTPU_ERR_IO);
-        }
-        if (p->dst)
-            memcpy(p->dst, f + NTPU_FRAME_HEADER + 1, p->data_len);
-    } else if (!l->dev_error) {
-        l->dev_error = 1;
-        l->dev_error_status = status;
-        l->dev_error_op = p->op;
-        l->dev_error_seq = p->seq;
-    }
-    l->pend_reply_bytes -= 1 + (size_t)p->data_len;
-    l->pend_tx_bytes -= p->tx_bytes;
-    l->pend_head = (l->pend_head + 1) % NTPU_LINK_WINDOW;
-    l->pend_count--;
-    l->answered_total++;
-    l->stats.rx_frames++;
-    return NTPU_OK;
+    if (l->pend_count == 0)
+        return NTPU_OK;
+    l->len_err_pending = 0;
+    return take_reply(l) == NTPU_OK ? NTPU_OK : recover(l);
 }
 
 uint8_t *ntpu_link_begin(ntpu_link *l, size_t len, uint32_t reply_len, ntpu_status *st)
@@ -217,45 +450,124 @@ uint8_t *ntpu_link_begin(ntpu_link *l, size_t len, uint32_t reply_len, ntpu_stat
     }
     if (l->tx_len >= NTPU_LINK_TX_FLUSH && (*st = ntpu_link_flush(l)) != NTPU_OK)
         return NULL;
-    size_t need = l->tx_len + len + NTPU_FRAME_OVERHEAD;
-    if (need > l->tx_cap) {
-        size_t cap = l->tx_cap ? l->tx_cap : 4096;
-        while (cap < need)
-            cap *= 2;
-        uint8_t *tx = realloc(l->tx, cap);
-        if (!tx) {
-            ntpu_errf(l->err, NTPU_ERRMSG_LEN, "out of memory for the transmit buffer");
-            *st = NTPU_ERR_NO_MEMORY;
-            return NULL;
-        }
-        l->tx = tx;
-        l->tx_cap = cap;
-    }
+    if ((*st = tx_reserve(l, len + NTPU_FRAME_OVERHEAD)) != NTPU_OK)
+        return NULL;
     l->open_frame = l->tx_len;
     l->open_len = len;
     l->open_reply = reply_len;
-    *st = NTPU_OK;
     return l->tx + l->tx_len + NTPU_FRAME_HEADER;
 }
 
-uint64_t ntpu_link_commit(ntpu_link *l, void *dst)
+/* The rows a command writes, per docs/isa.md: 0 if it writes no memory. */
+static int written_rows(const uint8_t *p, size_t len, unsigned *mem, uint32_t *lo, uint32_t *hi)
 {
+    if (len < 8 && !(p[0] == NTPU_OP_WRITE_MEM && len >= NTPU_LEN_MEM_HDR))
+        return 0;
+    uint32_t a = ntpu_rd16(p + 2), b = ntpu_rd16(p + 4), c = len >= 8 ? ntpu_rd16(p + 6) : 0;
+    unsigned out = p[1] & NTPU_OUT_MASK;
+    unsigned out_mem = out == NTPU_OUT_WB ? NTPU_MEM_WB : out == NTPU_OUT_ACC ? NTPU_MEM_ACC : NTPU_MEM_UB;
+    switch (p[0]) {
+    case NTPU_OP_WRITE_MEM: *mem = p[1]; *lo = a; *hi = a + b; return 1;
+    case NTPU_OP_MATMUL: *mem = NTPU_MEM_ACC; *lo = b; *hi = b + c; return 1;
+    case NTPU_OP_ACT:
+    case NTPU_OP_RELU_GRAD: *mem = out_mem; *lo = b; *hi = b + c; return 1;
+    case NTPU_OP_COLSUM: *mem = NTPU_MEM_ACC; *lo = b; *hi = b + 1; return 1;
+    }
+    return 0;
+}
+
+/* Would a frame writing these rows change what an unanswered READ_MEM reads? */
+static int read_hazard(const ntpu_link *l, unsigned mem, uint32_t lo, uint32_t hi)
+{
+    for (unsigned i = 0; i < l->pend_count; i++) {
+        const ntpu_pending *p = &l->pend[(l->pend_head + i) % NTPU_LINK_WINDOW];
+        if (p->rd_hi > p->rd_lo && p->rd_mem == mem && lo < p->rd_hi && p->rd_lo < hi)
+            return 1;
+    }
+    return 0;
+}
+
+/* Lossy links only: a lost READ_MEM reply is replaced by reading again, which
+ * is right only if nothing that ran after the read wrote its rows. So such a
+ * write waits until the read is answered. The open payload is parked in
+ * l->hold meanwhile: recovery rewrites the transmit buffer. */
+static ntpu_status wait_read_hazard(ntpu_link *l)
+{
+    const uint8_t *p = l->tx + l->open_frame + NTPU_FRAME_HEADER;
+    unsigned mem;
+    uint32_t lo, hi;
+    if (!written_rows(p, l->open_len, &mem, &lo, &hi) || lo >= hi || !read_hazard(l, mem, lo, hi))
+        return NTPU_OK;
+    size_t len = l->open_len;
+    uint32_t reply = l->open_reply;
+    if (l->hold_cap < len) {
+        uint8_t *h = realloc(l->hold, len);
+        if (!h) {
+            ntpu_errf(l->err, NTPU_ERRMSG_LEN, "out of memory for the link buffers");
+            return NTPU_ERR_NO_MEMORY;
+        }
+        l->hold = h;
+        l->hold_cap = len;
+    }
+    memcpy(l->hold, p, len);
+    l->open_frame = SIZE_MAX;
+    ntpu_status st = NTPU_OK;
+    while (st == NTPU_OK && read_hazard(l, mem, lo, hi))
+        st = read_reply(l);
+    if (st == NTPU_OK)
+        st = tx_reserve(l, len + NTPU_FRAME_OVERHEAD);
+    if (st != NTPU_OK)
+        return st;
+    memcpy(l->tx + l->tx_len + NTPU_FRAME_HEADER, l->hold, len);
+    l->open_frame = l->tx_len;
+    l->open_len = len;
+    l->open_reply = reply;
+    return NTPU_OK;
+}
+
+ntpu_status ntpu_link_commit(ntpu_link *l, void *dst, uint64_t *ticket)
+{
+    ntpu_status st;
+    if (l->tp.ops->lossy && l->pend_reads > 0 && (st = wait_read_hazard(l)) != NTPU_OK)
+        return st;
+    ntpu_pending *p = &l->pend[(l->pend_head + l->pend_count) % NTPU_LINK_WINDOW];
+    if (p->cap < l->open_len) {
+        uint8_t *b = realloc(p->payload, l->open_len);
+        if (!b) {
+            l->open_frame = SIZE_MAX;
+            ntpu_errf(l->err, NTPU_ERRMSG_LEN, "out of memory for the link buffers");
+            return NTPU_ERR_NO_MEMORY;
+        }
+        p->payload = b;
+        p->cap = l->open_len;
+    }
     uint8_t *f = l->tx + l->open_frame;
+    memcpy(p->payload, f + NTPU_FRAME_HEADER, l->open_len);
+    p->len = l->open_len;
     uint8_t seq = l->next_seq++;
     size_t flen = ntpu_frame_encode(f, NTPU_SOF_CMD, seq, f + NTPU_FRAME_HEADER, l->open_len);
     l->tx_len += flen;
-    ntpu_pending *p = &l->pend[(l->pend_head + l->pend_count) % NTPU_LINK_WINDOW];
     p->tx_bytes = (uint32_t)flen;
     l->pend_tx_bytes += flen;
     p->seq = seq;
-    p->op = f[NTPU_FRAME_HEADER];
+    p->op = p->payload[0];
     p->data_len = l->open_reply;
     p->dst = dst;
+    p->rd_lo = p->rd_hi = 0;
+    if (p->op == NTPU_OP_READ_MEM && p->len == NTPU_LEN_MEM_HDR) {
+        p->rd_mem = p->payload[1];
+        p->rd_lo = ntpu_rd16(p->payload + 2);
+        p->rd_hi = p->rd_lo + ntpu_rd16(p->payload + 4);
+        l->pend_reads += p->rd_hi > p->rd_lo;
+    }
+    p->ticket = ++l->sent_total;
     l->pend_count++;
     l->pend_reply_bytes += 1 + (size_t)l->open_reply;
     l->open_frame = SIZE_MAX;
     l->stats.tx_frames++;
-    return ++l->sent_total;
+    if (ticket)
+        *ticket = p->ticket;
+    return NTPU_OK;
 }
 
 ntpu_status ntpu_link_command(ntpu_link *l, const uint8_t *payload, size_t len, uint32_t reply_len, void *dst,
@@ -266,10 +578,7 @@ ntpu_status ntpu_link_command(ntpu_link *l, const uint8_t *payload, size_t len, 
     if (!p)
         return st;
     memcpy(p, payload, len);
-    uint64_t t = ntpu_link_commit(l, dst);
-    if (ticket)
-        *ticket = t;
-    return NTPU_OK;
+    return ntpu_link_commit(l, dst, ticket);
 }
 
 static ntpu_status take_dev_error(ntpu_link *l)
@@ -277,12 +586,6 @@ static ntpu_status take_dev_error(ntpu_link *l)
     if (!l->dev_error)
         return NTPU_OK;
     l->dev_error = 0;
-    if (l->dev_error_status == NTPU_DEV_ERR_CRC) {
-        /* Our frame was corrupted on the way: a link fault, though SEQ kept us in sync. */
-        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "the device received %s (SEQ %u) with a bad CRC and discarded it",
-                  ntpu_op_name(l->dev_error_op), l->dev_error_seq);
-        return NTPU_ERR_IO;
-    }
     ntpu_errf(l->err, NTPU_ERRMSG_LEN, "device replied %s to %s (SEQ %u)",
               ntpu_dev_status_str(l->dev_error_status), ntpu_op_name(l->dev_error_op), l->dev_error_seq);
     return NTPU_ERR_DEVICE;
@@ -294,7 +597,7 @@ ntpu_status ntpu_link_wait(ntpu_link *l, uint64_t ticket)
         ntpu_errf(l->err, NTPU_ERRMSG_LEN, "the link is out of sync: call ntpu_reset_link");
         return NTPU_ERR_IO;
     }
-    while (l->answered_total < ticket && l->pend_count > 0) {
+    while (l->pend_count > 0 && l->pend[l->pend_head].ticket <= ticket) {
         ntpu_status st = read_reply(l);
         if (st != NTPU_OK)
             return st;
@@ -304,63 +607,25 @@ ntpu_status ntpu_link_wait(ntpu_link *l, uint64_t ticket)
 
 ntpu_status ntpu_link_sync(ntpu_link *l) { return ntpu_link_wait(l, l->sent_total); }
 
-/* The whole reply to a NOP is known in advance, so resync looks for exactly
- * those bytes in the stream; anything before them is the tail of older replies
- * or garbage. */
 ntpu_status ntpu_link_resync(ntpu_link *l)
 {
     l->tx_len = 0; /* frames never sent are dropped with the rest */
     l->open_frame = SIZE_MAX;
-    size_t nzero = (size_t)l->max_payload + NTPU_FRAME_OVERHEAD;
-    uint8_t *zeros = calloc(nzero, 1);
-    if (!zeros) {
-        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "out of memory while resynchronizing");
-        l->broken = 1;
-        return NTPU_ERR_NO_MEMORY;
-    }
-    uint8_t seq = l->next_seq++;
-    uint8_t nop[NTPU_FRAME_OVERHEAD + 1], want[NTPU_FRAME_OVERHEAD + 1];
-    uint8_t op = NTPU_OP_NOP, ok = NTPU_DEV_OK;
-    ntpu_frame_encode(nop, NTPU_SOF_CMD, seq, &op, 1);
-    ntpu_frame_encode(want, NTPU_SOF_REPLY, seq, &ok, 1);
-    ntpu_status st = raw_send(l, zeros, nzero);
-    free(zeros);
-    if (st == NTPU_OK)
-        st = raw_send(l, nop, sizeof nop);
-    l->stats.tx_frames++;
-    /* Everything unanswered is abandoned; a babbling device cannot keep us here forever. */
-    size_t limit = (size_t)NTPU_LINK_WINDOW * (l->max_payload + NTPU_FRAME_OVERHEAD) + NTPU_LINK_REPLY_BUDGET +
-                   l->max_payload + 2 * sizeof want;
-    uint8_t win[sizeof want];
-    size_t have = 0, scanned = 0;
-    while (st == NTPU_OK) {
-        uint8_t b;
-        st = raw_recv(l, &b, 1);
-        if (st != NTPU_OK)
-            break;
-        if (have == sizeof win) {
-            memmove(win, win + 1, sizeof win - 1);
-            have--;
-        }
-        win[have++] = b;
-        if (have == sizeof want && memcmp(win, want, sizeof want) == 0)
-            break;
-        if (++scanned > limit) {
-            ntpu_errf(l->err, NTPU_ERRMSG_LEN, "no reply to the resync NOP in %zu bytes", scanned);
-            st = NTPU_ERR_IO;
-        }
-    }
     l->pend_head = l->pend_count = 0;
     l->pend_reply_bytes = 0;
     l->pend_tx_bytes = 0;
-    l->answered_total = ++l->sent_total;
+    l->pend_reads = 0;
+    l->answered_total = l->sent_total;
     l->dev_error = 0;
-    if (st != NTPU_OK) {
-        l->broken = 1;
-        return st;
-    }
+    l->len_err_pending = 0;
     l->broken = 0;
-    l->stats.rx_frames++;
+    l->no_progress = 0;
+    uint8_t e;
+    ntpu_status st = learn_expected_seq(l, NULL, &e);
+    if (st != NTPU_OK)
+        return st;
+    l->next_seq = e;
+    l->no_progress = 0;
     l->stats.resyncs++;
     return NTPU_OK;
 }

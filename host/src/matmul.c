@@ -122,7 +122,8 @@ static ntpu_status write_block(mm *s, unsigned mem, size_t addr, size_t rows,
         ntpu_wr16(p + 4, (uint32_t)cnt);
         for (size_t r = 0; r < cnt; r++)
             fill(s, done + r, p + NTPU_LEN_MEM_HDR + r * rb);
-        ntpu_link_commit(s->l, NULL);
+        if ((st = ntpu_link_commit(s->l, NULL, NULL)) != NTPU_OK)
+            return st;
         done += cnt;
     }
     return NTPU_OK;

@@ -389,9 +389,12 @@ static ntpu_status backward(ntpu_model *m, size_t bp)
             st = ntpu_read_rows(dev, NTPU_MEM_ACC, m->acc_db[l], (uint32_t)to, rows + to * ti * n * n);
         if (st != NTPU_OK)
             break;
-        for (size_t k = 0; k < in; k++)
-            for (size_t o = 0; o < out; o++)
-                memcpy(&m->gw[l][k * out + o], &rows[((o / n) * ti * n + k) * n + o % n], 4);
+        /* Output tile nt's ACC rows hold dW[k][nt*N ..]: one copy per run of lanes. */
+        for (size_t nt = 0; nt < to; nt++) {
+            size_t lanes = out - nt * n < n ? out - nt * n : n;
+            for (size_t k = 0; k < in; k++)
+                memcpy(&m->gw[l][k * out + nt * n], &rows[(nt * ti * n + k) * n], lanes * 4);
+        }
         memcpy(m->gb[l], rows + to * ti * n * n, out * 4);
     }
     return st;

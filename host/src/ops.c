@@ -47,7 +47,8 @@ ntpu_status ntpu_write_rows(ntpu_device *dev, enum ntpu_mem mem, uint32_t addr, 
             for (size_t i = 0; i < count; i++)
                 ntpu_wr16(q + 2 * i, src[i]);
         }
-        ntpu_link_commit(&dev->link, NULL);
+        if ((st = ntpu_link_commit(&dev->link, NULL, NULL)) != NTPU_OK)
+            return st;
         done += cnt;
     }
     return NTPU_OK;

@@ -23,7 +23,7 @@ const char *ntpu_status_str(ntpu_status s)
 const char *ntpu_dev_status_str(unsigned dev_status)
 {
     static const char *const names[] = {"OK",        "ERR_CRC", "ERR_LENGTH", "ERR_OPCODE",
-                                        "ERR_MEM",   "ERR_RANGE", "ERR_ARG"};
+                                        "ERR_MEM",   "ERR_RANGE", "ERR_ARG",    "ERR_SEQ"};
     return dev_status < sizeof names / sizeof names[0] ? names[dev_status] : "unknown device status";
 }
 

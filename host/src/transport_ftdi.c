@@ -1,5 +1,6 @@
-/* The "ftdi" transport: a board behind an FT2232H (the iCEBreaker's USB chip),
- * one channel of it used as a UART to the FPGA, driven through libusb.
+/* The "ftdi" transport: a board behind an FTDI USB-UART chip (the
+ * iCEBreaker's FT2232H, the ULX3S's FT231X), one channel of it used as a UART
+ * to the FPGA, driven through libusb.
  *
  * The board's UART has two wires and so no flow control: once the chip's 4 KB
  * receive buffer is full, bytes from the FPGA are lost (about 13 ms at
@@ -47,6 +48,7 @@ typedef struct ftdi_in_slot {
 struct ftdi_ctx {
     libusb_context *usb;
     libusb_device_handle *h;
+    const ntpu_ftdi_chip *chip; /* the one found */
     unsigned iface;
     uint8_t ep_in, ep_out;
     size_t max_packet;
@@ -113,17 +115,18 @@ static void fail_transfer(ftdi_ctx *c, enum libusb_transfer_status s, uint8_t ep
 {
     switch (s) {
     case LIBUSB_TRANSFER_NO_DEVICE:
-        set_fail(c, NTPU_ERR_IO, "the board was unplugged (the FT2232H left the USB bus)");
+        set_fail(c, NTPU_ERR_IO, "the board was unplugged (the %s left the USB bus)", c->chip->name);
         break;
     case LIBUSB_TRANSFER_STALL:
-        set_fail(c, NTPU_ERR_IO, "USB pipe error: endpoint 0x%02X of the FT2232H stalled (board unplugged or reset?)",
-                 ep);
+        set_fail(c, NTPU_ERR_IO, "USB pipe error: endpoint 0x%02X of the %s stalled (board unplugged or reset?)",
+                 ep, c->chip->name);
         break;
     case LIBUSB_TRANSFER_OVERFLOW:
-        set_fail(c, NTPU_ERR_IO, "USB overflow on endpoint 0x%02X of the FT2232H", ep);
+        set_fail(c, NTPU_ERR_IO, "USB overflow on endpoint 0x%02X of the %s", ep, c->chip->name);
         break;
     default:
-        set_fail(c, NTPU_ERR_IO, "USB transfer on endpoint 0x%02X of the FT2232H failed (board unplugged?)", ep);
+        set_fail(c, NTPU_ERR_IO, "USB transfer on endpoint 0x%02X of the %s failed (board unplugged?)", ep,
+                 c->chip->name);
         break;
     }
 }
@@ -132,9 +135,10 @@ static void fail_transfer(ftdi_ctx *c, enum libusb_transfer_status s, uint8_t ep
 static void fail_call(ftdi_ctx *c, int r, const char *what)
 {
     if (r == LIBUSB_ERROR_NO_DEVICE)
-        set_fail(c, NTPU_ERR_IO, "the board was unplugged (the FT2232H left the USB bus)");
+        set_fail(c, NTPU_ERR_IO, "the board was unplugged (the %s left the USB bus)", c->chip->name);
     else
-        set_fail(c, NTPU_ERR_IO, "%s on the FT2232H failed: %s (board unplugged?)", what, libusb_strerror(r));
+        set_fail(c, NTPU_ERR_IO, "%s on the %s failed: %s (board unplugged?)", what, c->chip->name,
+                 libusb_strerror(r));
 }
 
 /* Appends what the UART reported since the last message, if anything, to err. */
@@ -147,7 +151,7 @@ static void add_line_errors(ftdi_ctx *c, char *err, size_t errlen)
     char names[96];
     size_t used = strlen(err);
     if (used + 1 < errlen)
-        snprintf(err + used, errlen - used, " (the FT2232H's UART reported: %s)",
+        snprintf(err + used, errlen - used, " (the %s's UART reported: %s)", c->chip->name,
                  ntpu_ftdi_line_errors_str(fresh, names, sizeof names));
 }
 
@@ -233,7 +237,7 @@ static ntpu_status ftdi_send(void *ctx, const uint8_t *buf, size_t n, char *err,
         unsigned timeout = (unsigned)((uint64_t)chunk * 10u * 2000u / c->baud) + FTDI_OUT_MARGIN_MS;
         pthread_mutex_lock(&c->mu);
         if (c->fail == NTPU_OK && c->out_busy)
-            set_fail(c, NTPU_ERR_IO, "an earlier write to the FT2232H never finished");
+            set_fail(c, NTPU_ERR_IO, "an earlier write to the %s never finished", c->chip->name);
         if (c->fail != NTPU_OK) {
             ntpu_errf(err, errlen, "%s", c->fail_msg);
             pthread_mutex_unlock(&c->mu);
@@ -264,8 +268,8 @@ static ntpu_status ftdi_send(void *ctx, const uint8_t *buf, size_t n, char *err,
             deadline = now_ms() + FTDI_CLOSE_WAIT_MS;
             while (c->out_busy && now_ms() < deadline)
                 wait_until(c, deadline);
-            set_fail(c, NTPU_ERR_IO, "a write to the FT2232H did not finish in %u ms; the USB stack is stuck",
-                     timeout + FTDI_CLOSE_WAIT_MS);
+            set_fail(c, NTPU_ERR_IO, "a write to the %s did not finish in %u ms; the USB stack is stuck",
+                     c->chip->name, timeout + FTDI_CLOSE_WAIT_MS);
             ntpu_errf(err, errlen, "%s", c->fail_msg);
             pthread_mutex_unlock(&c->mu);
             return NTPU_ERR_IO;
@@ -275,12 +279,12 @@ static ntpu_status ftdi_send(void *ctx, const uint8_t *buf, size_t n, char *err,
         ntpu_status st = NTPU_OK;
         if (s == LIBUSB_TRANSFER_TIMED_OUT) {
             /* Not fatal: the chip stopped taking bytes, which a later call may see differently. */
-            ntpu_errf(err, errlen, "the FT2232H took %d of %zu bytes in %u ms (is the board's UART stuck?)", actual,
-                      chunk, timeout);
+            ntpu_errf(err, errlen, "the %s took %d of %zu bytes in %u ms (is the board's UART stuck?)",
+                      c->chip->name, actual, chunk, timeout);
             st = NTPU_ERR_TIMEOUT;
         } else if (s != LIBUSB_TRANSFER_COMPLETED || (size_t)actual != chunk) {
             if (s == LIBUSB_TRANSFER_COMPLETED)
-                set_fail(c, NTPU_ERR_IO, "the FT2232H took %d of %zu bytes", actual, chunk);
+                set_fail(c, NTPU_ERR_IO, "the %s took %d of %zu bytes", c->chip->name, actual, chunk);
             else
                 fail_transfer(c, s, c->ep_out);
             ntpu_errf(err, errlen, "%s", c->fail_msg);
@@ -404,11 +408,13 @@ static const ntpu_transport_ops ftdi_ops = {
     .starts_in_sync = 0,
     /* The iCEBreaker's UART has no flow control and feeds a 2,048-byte FIFO
      * (docs/boards.md). Worst case, after a link fault, the FIFO holds the
-     * abandoned frames (up to this limit) plus resync's max_payload + 8 zeros
-     * and its 9-byte NOP: 1,500 + 524 + 9 = 2,033 bytes still fit. */
+     * abandoned frames (up to this limit) plus recovery's max_payload + 8 zeros
+     * and its 9-byte SYNC: 1,500 + 524 + 9 = 2,033 bytes still fit. */
     .max_unanswered_tx_bytes = 1500,
     /* The board's own max_payload (decision 0006). */
     .max_payload_cap = 516,
+    /* A UART can lose and corrupt bytes. */
+    .lossy = 1,
 };
 
 /* ------------------------------------------------------------------ open */
@@ -434,15 +440,42 @@ static void list_add(char *list, size_t len, const char *name)
         snprintf(list + used, len - used, "%s%s", used ? ", " : "", name);
 }
 
-/* Finds and opens the FT2232H the options name: the one with that serial, or
+/* The chip of a USB device if it is one the options accept, else NULL. */
+static const ntpu_ftdi_chip *wanted_chip(libusb_device *dev, const ntpu_ftdi_opts *o)
+{
+    struct libusb_device_descriptor d;
+    if (libusb_get_device_descriptor(dev, &d) || d.idVendor != NTPU_FTDI_VID)
+        return NULL;
+    const ntpu_ftdi_chip *chip = ntpu_ftdi_chip_by_pid(d.idProduct);
+    return chip && (!o->chip || o->chip == chip) ? chip : NULL;
+}
+
+/* "FT2232H (0403:6010)", or every known chip when the options name no board. */
+static const char *wanted_str(const ntpu_ftdi_opts *o, char *buf, size_t len)
+{
+    buf[0] = 0;
+    for (size_t i = 0; i < NTPU_FTDI_NCHIPS; i++) {
+        const ntpu_ftdi_chip *chip = &ntpu_ftdi_chips[i];
+        if (o->chip && o->chip != chip)
+            continue;
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%s%s (%04x:%04x)", used ? " or " : "", chip->name, NTPU_FTDI_VID,
+                 chip->pid);
+    }
+    return buf;
+}
+
+/* Finds and opens the board the options name: the one with that serial, or
  * the only one there is. */
 static ntpu_status find_device(ftdi_ctx *c, const ntpu_ftdi_opts *o, char *err, size_t errlen)
 {
+    char what[96];
+    wanted_str(o, what, sizeof what);
     libusb_device **list;
     ssize_t cnt = libusb_get_device_list(c->usb, &list);
     if (cnt < 0) {
-        ntpu_errf(err, errlen, "cannot list USB devices to look for the board's FT2232H (%04x:%04x): %s",
-                  NTPU_FTDI_VID, NTPU_FTDI_PID_2232H, libusb_strerror((int)cnt));
+        ntpu_errf(err, errlen, "cannot list USB devices to look for the board's %s: %s", what,
+                  libusb_strerror((int)cnt));
         return NTPU_ERR_NO_DEVICE;
     }
     unsigned found = 0, denied = 0;
@@ -450,9 +483,8 @@ static ntpu_status find_device(ftdi_ctx *c, const ntpu_ftdi_opts *o, char *err, 
     libusb_device *denied_dev = NULL;
     ntpu_status st = NTPU_OK;
     for (ssize_t i = 0; i < cnt && !c->h; i++) {
-        struct libusb_device_descriptor d;
-        if (libusb_get_device_descriptor(list[i], &d) || d.idVendor != NTPU_FTDI_VID ||
-            d.idProduct != NTPU_FTDI_PID_2232H)
+        const ntpu_ftdi_chip *chip = wanted_chip(list[i], o);
+        if (!chip)
             continue;
         found++;
         libusb_device_handle *h;
@@ -465,33 +497,34 @@ static ntpu_status find_device(ftdi_ctx *c, const ntpu_ftdi_opts *o, char *err, 
         if (r == LIBUSB_ERROR_NO_DEVICE) /* unplugged while we looked */
             continue;
         if (r) {
-            ntpu_errf(err, errlen, "cannot open the FT2232H (%04x:%04x) at USB bus %u device %u: %s", NTPU_FTDI_VID,
-                      NTPU_FTDI_PID_2232H, libusb_get_bus_number(list[i]), libusb_get_device_address(list[i]),
+            ntpu_errf(err, errlen, "cannot open the %s (%04x:%04x) at USB bus %u device %u: %s", chip->name,
+                      NTPU_FTDI_VID, chip->pid, libusb_get_bus_number(list[i]), libusb_get_device_address(list[i]),
                       libusb_strerror(r));
             st = NTPU_ERR_NO_DEVICE;
             break;
         }
+        struct libusb_device_descriptor d;
+        libusb_get_device_descriptor(list[i], &d);
         char serial[NTPU_FTDI_SERIAL_MAX];
         read_serial(h, &d, serial, sizeof serial);
         if (!o->serial[0] || !strcmp(serial, o->serial)) {
             c->h = h;
+            c->chip = chip;
         } else {
             list_add(seen, sizeof seen, serial[0] ? serial : "(no serial)");
             libusb_close(h);
         }
     }
-    /* Without a serial, a second FT2232H makes the choice ambiguous: a JTAG
+    /* Without a serial, a second board makes the choice ambiguous: a JTAG
      * adapter on the same chip would be sent the link's bytes. */
     if (st == NTPU_OK && c->h && !o->serial[0]) {
         for (ssize_t i = 0; i < cnt; i++) {
-            struct libusb_device_descriptor d;
-            if (list[i] == libusb_get_device(c->h) || libusb_get_device_descriptor(list[i], &d) ||
-                d.idVendor != NTPU_FTDI_VID || d.idProduct != NTPU_FTDI_PID_2232H)
+            if (list[i] == libusb_get_device(c->h) || !wanted_chip(list[i], o))
                 continue;
             ntpu_errf(err, errlen,
-                      "more than one FT2232H (%04x:%04x) on USB: name the board with ftdi:serial=S "
-                      "(lsusb -v -d %04x:%04x shows the serials)",
-                      NTPU_FTDI_VID, NTPU_FTDI_PID_2232H, NTPU_FTDI_VID, NTPU_FTDI_PID_2232H);
+                      "more than one %s on USB: name the board with ftdi:serial=S (lsusb -v -d 0403: shows the "
+                      "serials)",
+                      what);
             st = NTPU_ERR_INVALID_ARG;
             break;
         }
@@ -499,14 +532,14 @@ static ntpu_status find_device(ftdi_ctx *c, const ntpu_ftdi_opts *o, char *err, 
     if (st == NTPU_OK && !c->h) {
         if (denied)
             ntpu_errf(err, errlen, "permission denied opening %04x:%04x (USB bus %u device %u): %s", NTPU_FTDI_VID,
-                      NTPU_FTDI_PID_2232H, libusb_get_bus_number(denied_dev), libusb_get_device_address(denied_dev),
-                      udev_hint);
+                      wanted_chip(denied_dev, o)->pid, libusb_get_bus_number(denied_dev),
+                      libusb_get_device_address(denied_dev), udev_hint);
         else if (!found)
-            ntpu_errf(err, errlen, "no FT2232H (%04x:%04x) found on USB: is the iCEBreaker plugged in?",
-                      NTPU_FTDI_VID, NTPU_FTDI_PID_2232H);
+            ntpu_errf(err, errlen, "no %s found on USB: is the %s plugged in?", what,
+                      o->chip ? o->chip->board_name : "iCEBreaker or ULX3S");
         else
-            ntpu_errf(err, errlen, "no FT2232H (%04x:%04x) with serial '%s' on USB (found: %s)", NTPU_FTDI_VID,
-                      NTPU_FTDI_PID_2232H, o->serial, seen[0] ? seen : "none that could be opened");
+            ntpu_errf(err, errlen, "no %s with serial '%s' on USB (found: %s)", what, o->serial,
+                      seen[0] ? seen : "none that could be opened");
         st = NTPU_ERR_NO_DEVICE;
     }
     if (st != NTPU_OK && c->h) {
@@ -526,8 +559,8 @@ static ntpu_status claim(ftdi_ctx *c, char *err, size_t errlen)
         if (r == 0)
             c->detached = 1;
         else if (r != LIBUSB_ERROR_NOT_FOUND) {
-            ntpu_errf(err, errlen, "cannot detach the kernel's serial driver from interface %c of the FT2232H: %s%s%s",
-                      iface_letter(c->iface), libusb_strerror(r), r == LIBUSB_ERROR_ACCESS ? "; " : "",
+            ntpu_errf(err, errlen, "cannot detach the kernel's serial driver from interface %c of the %s: %s%s%s",
+                      iface_letter(c->iface), c->chip->name, libusb_strerror(r), r == LIBUSB_ERROR_ACCESS ? "; " : "",
                       r == LIBUSB_ERROR_ACCESS ? udev_hint : "");
             return NTPU_ERR_NO_DEVICE;
         }
@@ -536,13 +569,13 @@ static ntpu_status claim(ftdi_ctx *c, char *err, size_t errlen)
     r = libusb_claim_interface(c->h, (int)c->iface);
     if (r == LIBUSB_ERROR_BUSY) {
         ntpu_errf(err, errlen,
-                  "interface %c of the FT2232H is in use by another program (another ntpu, iceprog, openFPGALoader "
+                  "interface %c of the %s is in use by another program (another ntpu, iceprog, openFPGALoader "
                   "or a serial terminal?)",
-                  iface_letter(c->iface));
+                  iface_letter(c->iface), c->chip->name);
         return NTPU_ERR_NO_DEVICE;
     }
     if (r) {
-        ntpu_errf(err, errlen, "cannot claim interface %c of the FT2232H: %s%s%s", iface_letter(c->iface),
+        ntpu_errf(err, errlen, "cannot claim interface %c of the %s: %s%s%s", iface_letter(c->iface), c->chip->name,
                   libusb_strerror(r), r == LIBUSB_ERROR_ACCESS ? "; " : "", r == LIBUSB_ERROR_ACCESS ? udev_hint : "");
         return NTPU_ERR_NO_DEVICE;
     }
@@ -557,10 +590,10 @@ static ntpu_status control(ftdi_ctx *c, ntpu_ftdi_ctrl q, char *err, size_t errl
     if (r >= 0)
         return NTPU_OK;
     if (r == LIBUSB_ERROR_NO_DEVICE) {
-        ntpu_errf(err, errlen, "the FT2232H left the USB bus while being set up (%s)", q.what);
+        ntpu_errf(err, errlen, "the %s left the USB bus while being set up (%s)", c->chip->name, q.what);
         return NTPU_ERR_NO_DEVICE;
     }
-    ntpu_errf(err, errlen, "the FT2232H refused '%s' (request 0x%02X, value 0x%04X, index 0x%04X): %s", q.what,
+    ntpu_errf(err, errlen, "the %s refused '%s' (request 0x%02X, value 0x%04X, index 0x%04X): %s", c->chip->name, q.what,
               q.request, q.value, q.index, libusb_strerror(r));
     return NTPU_ERR_IO;
 }
@@ -570,8 +603,8 @@ static ntpu_status control(ftdi_ctx *c, ntpu_ftdi_ctrl q, char *err, size_t errl
 static ntpu_status configure(ftdi_ctx *c, char *err, size_t errlen)
 {
     ntpu_ftdi_baud b;
-    if (ntpu_ftdi_baud_encode(c->baud, c->iface, &b)) {
-        ntpu_errf(err, errlen, "the FT2232H cannot run at %u baud", (unsigned)c->baud);
+    if (ntpu_ftdi_baud_encode(c->chip, c->baud, c->iface, &b)) {
+        ntpu_errf(err, errlen, "the %s cannot run at %u baud", c->chip->name, (unsigned)c->baud);
         return NTPU_ERR_INVALID_ARG;
     }
     const ntpu_ftdi_ctrl steps[] = {
@@ -631,7 +664,7 @@ static ntpu_status start_io(ftdi_ctx *c, char *err, size_t errlen)
             c->in[i].busy = 0;
             c->in_busy--;
             pthread_mutex_unlock(&c->mu);
-            ntpu_errf(err, errlen, "cannot start reading from the FT2232H: %s", libusb_strerror(r));
+            ntpu_errf(err, errlen, "cannot start reading from the %s: %s", c->chip->name, libusb_strerror(r));
             return r == LIBUSB_ERROR_NO_DEVICE ? NTPU_ERR_NO_DEVICE : NTPU_ERR_IO;
         }
     }
@@ -643,10 +676,6 @@ static ntpu_status open_ctx(ftdi_ctx *c, const char *opts, char *err, size_t err
     ntpu_ftdi_opts o;
     if (ntpu_ftdi_parse_opts(opts, &o, err, errlen))
         return NTPU_ERR_INVALID_ARG;
-    c->iface = o.iface;
-    c->baud = o.baud;
-    c->ep_in = ntpu_ftdi_ep_in(o.iface);
-    c->ep_out = ntpu_ftdi_ep_out(o.iface);
 
     pthread_condattr_t ca;
     if (pthread_mutex_init(&c->mu, NULL)) {
@@ -671,16 +700,22 @@ static ntpu_status open_ctx(ftdi_ctx *c, const char *opts, char *err, size_t err
     int r = libusb_init(&c->usb);
     if (r) {
         c->usb = NULL;
-        ntpu_errf(err, errlen, "cannot use USB here to look for the board's FT2232H (%04x:%04x): libusb_init: %s",
-                  NTPU_FTDI_VID, NTPU_FTDI_PID_2232H, libusb_strerror(r));
+        char what[96];
+        ntpu_errf(err, errlen, "cannot use USB here to look for the board's %s: libusb_init: %s",
+                  wanted_str(&o, what, sizeof what), libusb_strerror(r));
         return NTPU_ERR_NO_DEVICE;
     }
     ntpu_status st = find_device(c, &o, err, errlen);
     if (st != NTPU_OK)
         return st;
+    /* The rate and channel follow the chip found, unless the options chose them. */
+    if (ntpu_ftdi_settle(&o, c->chip, &c->baud, &c->iface, err, errlen))
+        return NTPU_ERR_INVALID_ARG;
+    c->ep_in = ntpu_ftdi_ep_in(c->iface);
+    c->ep_out = ntpu_ftdi_ep_out(c->iface);
     r = libusb_get_max_packet_size(libusb_get_device(c->h), c->ep_in);
     if (r < 3) {
-        ntpu_errf(err, errlen, "the FT2232H has no usable bulk-IN endpoint 0x%02X for interface %c (%s)", c->ep_in,
+        ntpu_errf(err, errlen, "the %s has no usable bulk-IN endpoint 0x%02X for interface %c (%s)", c->chip->name, c->ep_in,
                   iface_letter(c->iface), r < 0 ? libusb_strerror(r) : "packets too small");
         return NTPU_ERR_NO_DEVICE;
     }

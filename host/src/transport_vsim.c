@@ -1,6 +1,8 @@
 /* The "vsim" transport: the Verilator model of the RTL (sim/vsim) in-process.
  * Time is simulated, so a timeout is counted in clock cycles in which no byte
  * moves either way, not in wall-clock time. */
+#include <string.h>
+
 #include "internal.h"
 #include "ntpu_vsim.h"
 
@@ -29,6 +31,18 @@ static ntpu_status vsim_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeout
 
 static void vsim_close(void *ctx) { ntpu_vsim_free(ctx); }
 
+/* Non-zero if one of the comma-separated options is board=...: a whole board. */
+static int names_board(const char *opts)
+{
+    for (const char *p = opts; p && *p;) {
+        if (strncmp(p, "board=", 6) == 0)
+            return 1;
+        p = strchr(p, ',');
+        p = p ? p + 1 : NULL;
+    }
+    return 0;
+}
+
 static const ntpu_transport_ops vsim_ops = {
     .name = "vsim",
     .send = vsim_send,
@@ -39,6 +53,8 @@ static const ntpu_transport_ops vsim_ops = {
 
 ntpu_status ntpu_transport_vsim_open(const char *opts, ntpu_transport *out, char *err, size_t errlen)
 {
+    if (names_board(opts))
+        return ntpu_transport_vsim_board_open(opts, out, err, errlen);
     if (err && errlen)
         err[0] = 0;
     ntpu_vsim *sim = ntpu_vsim_new(opts, err, errlen);

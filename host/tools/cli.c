@@ -165,3 +165,5 @@ ntpu_device *open_device(const char *device)
     return NULL;
 }
 
+
+const char *dtype_name(ntpu_dtype d) { return d == NTPU_DTYPE_BF16 ? "bf16" : "int8"; }

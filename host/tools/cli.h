@@ -37,10 +37,12 @@ const char *grouped(uint64_t v, char *buf, size_t len);       /* 1234567 -> "1,2
 const char *bytes_str(uint64_t v, char *buf, size_t len);     /* 1536 -> "1.5 KiB" */
 double now_s(void);                                           /* monotonic seconds */
 ntpu_device *open_device(const char *device);                 /* NULL after printing why */
+const char *dtype_name(ntpu_dtype d);                        /* "int8" or "bf16" */
 
 /* The commands (argv: what follows the command's name). */
 int cmd_train(common *cm, int argc, char **argv);
 int cmd_eval(common *cm, int argc, char **argv);
 int cmd_selftest(common *cm, int argc, char **argv);
+int cmd_bench(common *cm, int argc, char **argv);
 
 #endif

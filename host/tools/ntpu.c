@@ -15,7 +15,6 @@
 
 #include "cli.h"
 
-static const char *dtype_name(ntpu_dtype d) { return d == NTPU_DTYPE_BF16 ? "bf16" : "int8"; }
 
 /* ------------------------------------------------------------------ info */
 
@@ -26,7 +25,9 @@ static const char info_help[] =
     "dtypes, features, buffer sizes, largest frame and clock.\n"
     "\n"
     "  -d, --device DEV  ref[:n=N,ub=R,wb=R,acc=R,payload=B], vsim[:trace=FILE],\n"
-    "                    ftdi[:serial=S], usb[:serial=S] (default: $NTPU_DEVICE, else vsim)\n"
+    "                    vsim:board=icebreaker[,ber=P,drop=P,seed=N,trace=FILE],\n"
+    "                    ftdi[:serial=S,board=icebreaker|ulx3s], usb[:serial=S]\n"
+    "                    (default: $NTPU_DEVICE, else vsim)\n"
     "  --json            one JSON object on stdout\n";
 
 static int cmd_info(common *cm, int argc, char **argv)
@@ -247,8 +248,9 @@ static int cmd_matmul(common *cm, int argc, char **argv)
         printf(",\"dtype\":\"%s\",\"m\":%zu,\"k\":%zu,\"n\":%zu,\"output\":", dtype_name(dtype), M, K, N);
         json_str(stdout, out_path);
         printf(",\"cycles\":%" PRIu64 ",\"macs\":%" PRIu64 ",\"utilization\":%.6f,\"seconds\":%.6f,"
-               "\"link_tx_bytes\":%" PRIu64 ",\"link_rx_bytes\":%" PRIu64 "}\n",
-               c1.cycles, c1.macs, util, secs, tx, rx);
+               "\"link_tx_bytes\":%" PRIu64 ",\"link_rx_bytes\":%" PRIu64 ",\"link_recoveries\":%" PRIu64
+               ",\"link_retransmits\":%" PRIu64 "}\n",
+               c1.cycles, c1.macs, util, secs, tx, rx, l1.recoveries - l0.recoveries, l1.retransmits - l0.retransmits);
     } else {
         char b1[32], b2[32];
         printf("%s (%zux%zu).(%zux%zu) -> %s on %s: %s cycles, %s MACs, array utilization %.1f%%\n",
@@ -264,189 +266,6 @@ out:
     ntpu_tensor_free(&B);
     ntpu_tensor_free(&C);
     return rc;
-}
-
-/* ------------------------------------------------------------------ bench */
-
-static const char bench_help[] =
-    "usage: ntpu bench [-d DEV] [--json] [--size S]\n"
-    "\n"
-    "Runs an S x S x S matmul (default 256) with random inputs in int8 and in bf16 on\n"
-    "ref and vsim (or only on DEV), checks each result against the host, and prints\n"
-    "device cycles, array utilization (MACs / (N^2 x cycles)), simulator speed in\n"
-    "MAC/s of wall-clock time, and the bytes that crossed the link.\n"
-    "\n"
-    "  --size S          matrix size (default 256)\n"
-    "  -d, --device DEV  bench only this device\n"
-    "  --json            one JSON object on stdout instead of the table\n";
-
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-typedef struct bench_row {
-    char device[128];
-    ntpu_dtype dtype;
-    unsigned n;
-    ntpu_counters c;
-    double util, secs;
-    uint64_t tx, rx;
-    int correct;
-} bench_row;
-
-/* One matmul of size s on dev, checked against the host's loop. */
-static int bench_one(ntpu_device *dev, ntpu_dtype dtype, size_t s, bench_row *row)
-{
-    size_t count = s * s;
-    int8_t *a8 = malloc(count), *b8 = malloc(count);
-    float *af = malloc(count * 4), *bf = malloc(count * 4);
-    uint32_t *c = malloc(count * 4);
-    int rc = 1;
-    if (!a8 || !b8 || !af || !bf || !c) {
-        fail("out of memory");
-        goto out;
-    }
-    uint64_t seed = 2026;
-    for (size_t i = 0; i < count; i++) {
-        a8[i] = (int8_t)splitmix(&seed);
-        b8[i] = (int8_t)splitmix(&seed);
-        af[i] = (float)((double)(splitmix(&seed) >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-        bf[i] = (float)((double)(splitmix(&seed) >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-    }
-    ntpu_link_stats l0, l1;
-    ntpu_status st = ntpu_read_counters(dev, &row->c, 1);
-    ntpu_get_link_stats(dev, &l0);
-    double t0 = now_s();
-    if (st == NTPU_OK)
-        st = ntpu_matmul(dev, dtype, dtype == NTPU_DTYPE_INT8 ? (void *)a8 : (void *)af,
-                         dtype == NTPU_DTYPE_INT8 ? (void *)b8 : (void *)bf, c, s, s, s);
-    row->secs = now_s() - t0;
-    ntpu_get_link_stats(dev, &l1);
-    if (st == NTPU_OK)
-        st = ntpu_read_counters(dev, &row->c, 0);
-    if (st != NTPU_OK) {
-        fail("bench on %s: %s", row->device, ntpu_last_error(dev));
-        goto out;
-    }
-    row->dtype = dtype;
-    row->util = ntpu_counters_utilization(dev, &row->c);
-    row->tx = l1.tx_bytes - l0.tx_bytes;
-    row->rx = l1.rx_bytes - l0.rx_bytes;
-    /* Check one row in 16 against the plain loops: the bench must not report
-     * speed for wrong answers, and the full check would dominate the run time. */
-    row->correct = 1;
-    for (size_t m = 0; m < s && row->correct; m += 16) {
-        for (size_t n = 0; n < s; n++) {
-            uint32_t want = 0;
-            if (dtype == NTPU_DTYPE_INT8) {
-                int32_t acc = 0;
-                for (size_t k = 0; k < s; k++)
-                    acc = ntpu_mac_int8(acc, a8[m * s + k], b8[k * s + n]);
-                want = (uint32_t)acc;
-            } else {
-                for (size_t k = 0; k < s; k++)
-                    want = ntpu_mac_bf16(want, ntpu_bf16_from_f32(af[m * s + k]), ntpu_bf16_from_f32(bf[k * s + n]));
-            }
-            if (c[m * s + n] != want) {
-                row->correct = 0;
-                break;
-            }
-        }
-    }
-    rc = 0;
-out:
-    free(a8);
-    free(b8);
-    free(af);
-    free(bf);
-    free(c);
-    return rc;
-}
-
-static int cmd_bench(common *cm, int argc, char **argv)
-{
-    const char *size_arg = NULL;
-    const option opts[] = {{"--size", 0, &size_arg, NULL}};
-    char *pos[1];
-    int npos;
-    if (parse_args(argc, argv, cm, opts, 1, pos, 0, &npos))
-        return 1;
-    if (cm->help) {
-        fputs(bench_help, stdout);
-        return 0;
-    }
-    size_t s = 256;
-    if (size_arg) {
-        char *end;
-        unsigned long v = strtoul(size_arg, &end, 10);
-        if (end == size_arg || *end || v < 1 || v > 4096)
-            return fail("--size must be a whole number from 1 to 4096, not '%s'", size_arg);
-        s = v;
-    }
-    const char *defaults[] = {"ref", "vsim"};
-    const char *const *devices = cm->device ? &cm->device : defaults;
-    int ndev = cm->device ? 1 : 2;
-    bench_row rows[4];
-    int nrows = 0;
-    for (int d = 0; d < ndev; d++) {
-        ntpu_device *dev = open_device(devices[d]);
-        if (!dev)
-            return 1;
-        ntpu_info info;
-        ntpu_get_info(dev, &info);
-        for (int t = 0; t < 2; t++) {
-            bench_row *r = &rows[nrows];
-            memset(r, 0, sizeof *r);
-            snprintf(r->device, sizeof r->device, "%s", info.device);
-            r->n = info.rows;
-            if (bench_one(dev, t ? NTPU_DTYPE_BF16 : NTPU_DTYPE_INT8, s, r)) {
-                ntpu_close(dev);
-                return 1;
-            }
-            nrows++;
-        }
-        ntpu_close(dev);
-    }
-    int all_ok = 1;
-    for (int i = 0; i < nrows; i++)
-        all_ok &= rows[i].correct;
-    if (cm->json) {
-        printf("{\"m\":%zu,\"k\":%zu,\"n\":%zu,\"runs\":[", s, s, s);
-        for (int i = 0; i < nrows; i++) {
-            const bench_row *r = &rows[i];
-            printf("%s{\"device\":", i ? "," : "");
-            json_str(stdout, r->device);
-            printf(",\"dtype\":\"%s\",\"array\":%u,\"cycles\":%" PRIu64 ",\"macs\":%" PRIu64
-                   ",\"utilization\":%.6f,\"seconds\":%.6f,\"mac_per_s\":%.6g,\"link_tx_bytes\":%" PRIu64
-                   ",\"link_rx_bytes\":%" PRIu64 ",\"correct\":%s}",
-                   dtype_name(r->dtype), r->n, r->c.cycles, r->c.macs, r->util, r->secs,
-                   r->secs > 0 ? r->c.macs / r->secs : 0.0, r->tx, r->rx, r->correct ? "true" : "false");
-        }
-        printf("]}\n");
-    } else {
-        printf("%zu x %zu x %zu matmul, random inputs\n\n", s, s, s);
-        printf("%-10s %-5s %-6s %14s %12s %7s %9s %11s %10s %10s  %s\n", "device", "dtype", "array", "cycles",
-               "MACs", "util", "wall s", "MAC/s", "link tx", "link rx", "check");
-        for (int i = 0; i < nrows; i++) {
-            const bench_row *r = &rows[i];
-            char cyc[32], macs[32], tx[32], rx[32], arr[16];
-            snprintf(arr, sizeof arr, "%ux%u", r->n, r->n);
-            printf("%-10s %-5s %-6s %14s %12s %6.1f%% %9.3f %11.3g %10s %10s  %s\n", r->device,
-                   dtype_name(r->dtype), arr, grouped(r->c.cycles, cyc, sizeof cyc),
-                   grouped(r->c.macs, macs, sizeof macs), 100.0 * r->util, r->secs,
-                   r->secs > 0 ? r->c.macs / r->secs : 0.0, bytes_str(r->tx, tx, sizeof tx),
-                   bytes_str(r->rx, rx, sizeof rx), r->correct ? "ok" : "WRONG");
-        }
-        printf("\nutil = MACs / (N^2 x cycles); MAC/s is wall-clock simulator speed; cycles on ref are the golden\n"
-               "model's estimate, on vsim measured on the RTL.\n");
-    }
-    if (!all_ok)
-        return fail("bench: a result differs from the host's reference computation");
-    return 0;
 }
 
 /* ------------------------------------------------------------------ main */
@@ -471,7 +290,10 @@ static void usage(FILE *f)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fputs("\n"
           "devices: ref[:n=N,...] (golden model), vsim[:trace=FILE] (Verilator RTL),\n"
-          "         ftdi[:serial=S], usb[:serial=S] (boards); default $NTPU_DEVICE, else vsim\n"
+          "         vsim:board=icebreaker[,...] (the board top behind a bit-level UART),\n"
+          "         ftdi[:serial=S,board=icebreaker|ulx3s], usb[:serial=S] (boards);\n"
+          "         default $NTPU_DEVICE, else vsim; any of them also takes\n"
+          "         faults=RATE[,fault_seed=S] (flip and drop link bytes) and timeout_ms=T\n"
           "'ntpu <command> --help' describes a command.\n",
           f);
 }

@@ -4,6 +4,7 @@
 #ifndef NTPU_NUMERICS_INTERNAL_H
 #define NTPU_NUMERICS_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* One activation row through the array: for i = 0 .. n-1 (ascending), for
@@ -13,6 +14,22 @@
  *   w:   n x n lanes, row i = array row i */
 void ntpu_mac_bf16_row(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n);
 void ntpu_mac_int8_row(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n);
+
+/* The same for `rows` consecutive rows (acc and a: rows x n lanes) against one
+ * weight tile, bit-exact with the row kernels but much faster
+ * (matmul_kernel.c); what MATMUL runs. */
+void ntpu_mac_bf16_rows(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n, size_t rows);
+void ntpu_mac_int8_rows(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n, size_t rows);
+/* The same for MATMUL's TRANSPOSE_A: `rows` (a multiple of n) rows taken from
+ * n x n tiles of a, t_stride lanes apart, row m being column m % n of tile m / n. */
+void ntpu_mac_bf16_rows_t(uint32_t *acc, const uint16_t *a, size_t t_stride, const uint16_t *w, unsigned n,
+                          size_t rows);
+
+/* The same without the AVX2 variants they pick when the CPU has it: for tests. */
+void ntpu_mac_bf16_rows_generic(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n, size_t rows);
+void ntpu_mac_int8_rows_generic(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n, size_t rows);
+void ntpu_mac_bf16_rows_t_generic(uint32_t *acc, const uint16_t *a, size_t t_stride, const uint16_t *w, unsigned n,
+                                  size_t rows);
 
 /* n lanes of the vector unit's fp32 add: acc[j] = ntpu_f32_add(acc[j], x[j]). */
 void ntpu_f32_add_row(uint32_t *acc, const uint32_t *x, unsigned n);

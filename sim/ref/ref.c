@@ -71,6 +71,9 @@ struct ntpu_ref {
     uint8_t *tx;
     size_t tx_head, tx_tail, tx_cap;
 
+    /* The SEQ of the next frame to run (docs/protocol.md, "Sequence numbers"). */
+    uint8_t expected_seq;
+
     /* STATUS block fields. */
     uint8_t last_error;
     uint32_t errors;
@@ -257,9 +260,22 @@ static size_t row_bytes(const ntpu_ref *r, unsigned mem)
     return (size_t)r->cfg.n * (mem == NTPU_MEM_ACC ? 4u : 2u);
 }
 
+/* The wire is little-endian: on such a host, lanes are copied as they are. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define REF_WIRE_ORDER 1
+#else
+#define REF_WIRE_ORDER 0
+#endif
+
 static void write_rows(ntpu_ref *r, unsigned mem, unsigned addr, unsigned rows, const uint8_t *src)
 {
     size_t lanes = (size_t)rows * r->cfg.n;
+    if (REF_WIRE_ORDER) {
+        void *dst = mem == NTPU_MEM_ACC ? (void *)(r->acc + (size_t)addr * r->cfg.n)
+                                        : (void *)((mem == NTPU_MEM_UB ? r->ub : r->wb) + (size_t)addr * r->cfg.n);
+        memcpy(dst, src, lanes * (mem == NTPU_MEM_ACC ? 4u : 2u));
+        return;
+    }
     if (mem == NTPU_MEM_ACC) {
         uint32_t *dst = r->acc + (size_t)addr * r->cfg.n;
         for (size_t i = 0; i < lanes; i++)
@@ -274,6 +290,13 @@ static void write_rows(ntpu_ref *r, unsigned mem, unsigned addr, unsigned rows, 
 static void read_rows(const ntpu_ref *r, unsigned mem, unsigned addr, unsigned rows, uint8_t *dst)
 {
     size_t lanes = (size_t)rows * r->cfg.n;
+    if (REF_WIRE_ORDER) {
+        const void *src = mem == NTPU_MEM_ACC
+                              ? (const void *)(r->acc + (size_t)addr * r->cfg.n)
+                              : (const void *)((mem == NTPU_MEM_UB ? r->ub : r->wb) + (size_t)addr * r->cfg.n);
+        memcpy(dst, src, lanes * (mem == NTPU_MEM_ACC ? 4u : 2u));
+        return;
+    }
     if (mem == NTPU_MEM_ACC) {
         const uint32_t *src = r->acc + (size_t)addr * r->cfg.n;
         for (size_t i = 0; i < lanes; i++)
@@ -298,7 +321,10 @@ static void load_w(ntpu_ref *r, unsigned flags, unsigned wb_addr)
 
 /* Without TRANSPOSE_A row m is UB[ub_addr + m]. With it, rows come in blocks
  * of N: block j is the N x N tile at UB[ub_addr + j*stride] read column by
- * column, gathered once into a_block so that the row kernels stay the same. */
+ * column: the bf16 kernel reads the tiles in place; int8 gathers each into
+ * a_block for the row kernel.
+ * Rows are independent chains, so the kernels take as many at once as are
+ * contiguous in UB. */
 static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_addr, unsigned rows, unsigned stride)
 {
     unsigned n = r->cfg.n;
@@ -306,28 +332,23 @@ static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_a
         memcpy(r->w_active, r->w_pending, (size_t)n * n * sizeof *r->w_active);
         r->pending = 0;
     }
-    const int transpose = (flags & NTPU_MATMUL_TRANSPOSE_A) != 0;
-    for (unsigned m = 0; m < rows; m++) {
-        uint32_t *acc = r->acc + (size_t)(acc_addr + m) * n;
-        const uint16_t *a;
-        if (transpose) {
-            unsigned col = m % n;
-            if (col == 0) {
-                const uint16_t *blk = r->ub + ((size_t)ub_addr + (size_t)(m / n) * stride) * n;
-                for (unsigned i = 0; i < n; i++)
-                    for (unsigned c = 0; c < n; c++)
-                        r->a_block[(size_t)c * n + i] = blk[(size_t)i * n + c];
-            }
-            a = r->a_block + (size_t)col * n;
-        } else {
-            a = r->ub + (size_t)(ub_addr + m) * n;
+    void (*kernel)(uint32_t *, const uint16_t *, const uint16_t *, unsigned, size_t) =
+        (flags & NTPU_MATMUL_BF16) ? ntpu_mac_bf16_rows : ntpu_mac_int8_rows;
+    uint32_t *acc = r->acc + (size_t)acc_addr * n;
+    if (!(flags & NTPU_MATMUL_ACCUMULATE))
+        memset(acc, 0, (size_t)rows * n * sizeof *acc); /* int32 0 and fp32 +0.0 alike */
+    if (!(flags & NTPU_MATMUL_TRANSPOSE_A)) {
+        kernel(acc, r->ub + (size_t)ub_addr * n, r->w_active, n, rows);
+    } else if (flags & NTPU_MATMUL_BF16) { /* training's dW: reads the tiles in place */
+        ntpu_mac_bf16_rows_t(acc, r->ub + (size_t)ub_addr * n, (size_t)stride * n, r->w_active, n, rows);
+    } else {
+        for (unsigned m = 0; m < rows; m += n) {
+            const uint16_t *blk = r->ub + ((size_t)ub_addr + (size_t)(m / n) * stride) * n;
+            for (unsigned i = 0; i < n; i++)
+                for (unsigned c = 0; c < n; c++)
+                    r->a_block[(size_t)c * n + i] = blk[(size_t)i * n + c];
+            kernel(acc + (size_t)m * n, r->a_block, r->w_active, n, n);
         }
-        if (!(flags & NTPU_MATMUL_ACCUMULATE))
-            memset(acc, 0, n * sizeof *acc); /* int32 0 and fp32 +0.0 alike */
-        if (flags & NTPU_MATMUL_BF16)
-            ntpu_mac_bf16_row(acc, a, r->w_active, n);
-        else
-            ntpu_mac_int8_row(acc, a, r->w_active, n);
     }
     r->cnt[NTPU_CNT_MACS] += (uint64_t)rows * n * n;
     r->cnt[NTPU_CNT_ARRAY_BUSY] += rows;
@@ -613,7 +634,27 @@ static void frame_done(ntpu_ref *r)
         reply_status(r, seq, NTPU_DEV_ERR_CRC);
         return;
     }
-    int st = execute(r, seq, f + 3, len);
+    const uint8_t *p = f + 3;
+    if (p[0] == NTPU_OP_SYNC) {
+        /* Any SEQ: SYNC is how a host that lost track learns expected_seq. */
+        if (len != NTPU_LEN_SYNC) {
+            reply_status(r, seq, NTPU_DEV_ERR_LENGTH);
+            return;
+        }
+        uint8_t *d = reply_begin(r, seq, NTPU_DEV_OK, 1);
+        if (d) {
+            d[0] = r->expected_seq;
+            reply_end(r);
+        }
+        return;
+    }
+    if (seq != r->expected_seq) {
+        /* A frame before this one was lost: run nothing until it comes again. */
+        reply_status(r, seq, NTPU_DEV_ERR_SEQ);
+        return;
+    }
+    r->expected_seq++;
+    int st = execute(r, seq, p, len);
     if (st >= 0)
         reply_status(r, seq, (uint8_t)st);
 }

@@ -114,7 +114,7 @@ extern "C" ntpu_vsim *ntpu_vsim_new(const char *opts, char *err, size_t errlen)
                 return nullptr;
             }
         } else {
-            set_err(err, errlen, "vsim: unknown option '%s' (known: trace=FILE)", opt.c_str());
+            set_err(err, errlen, "vsim: unknown option '%s' (known: trace=FILE, board=icebreaker)", opt.c_str());
             return nullptr;
         }
     }

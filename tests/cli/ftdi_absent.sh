@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `ntpu -d ftdi` with no board attached: exit status 1, nothing on stdout, exactly one line on stderr that
-# starts with "ntpu: " and names the FT2232H or the board. It must hold whether libusb can see USB at all
+# starts with "ntpu: " and names the chip (FT2232H, FT231X) or the board. It must hold whether libusb can see USB at all
 # (no devices) or not (libusb_init fails), so the check is on the message, not on which of the two it was.
 # Bad ftdi options must fail the same way, before any USB access.
 set -u
@@ -9,10 +9,12 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 failures=0
 
-# A real FT2232H on this machine would make "absent" untrue: then there is nothing to test here.
+# A real board's chip (FT2232H 0403:6010, FT231X 0403:6015) on this machine would make "absent" untrue:
+# then there is nothing to test here.
 for d in /sys/bus/usb/devices/*; do
-  if [ "$(cat "$d/idVendor" 2>/dev/null)" = 0403 ] && [ "$(cat "$d/idProduct" 2>/dev/null)" = 6010 ]; then
-    echo "skip: an FT2232H (0403:6010) is attached at $d"
+  pid=$(cat "$d/idProduct" 2>/dev/null)
+  if [ "$(cat "$d/idVendor" 2>/dev/null)" = 0403 ] && { [ "$pid" = 6010 ] || [ "$pid" = 6015 ]; }; then
+    echo "skip: an FTDI board chip (0403:$pid) is attached at $d"
     exit 0
   fi
 done
@@ -39,6 +41,9 @@ expect_error "info, device from NTPU_DEVICE" "$board" env NTPU_DEVICE=ftdi "$B/n
 expect_error "info on interface A at 12 Mbaud" "$board" "$B/ntpu" -d ftdi:interface=A,baud=12000000 info
 expect_error "a serial that is not there" "$board" "$B/ntpu" -d ftdi:serial=NOPE123 info
 expect_error "a matmul" "$board" "$B/ntpu" -d ftdi bench
+expect_error "the ULX3S" "no FT231X \(0403:6015\) found on USB: is the ULX3S plugged in" "$B/ntpu" -d ftdi:board=ulx3s info
+expect_error "the ULX3S on a channel it lacks" "FT231X of the ULX3S has no interface B" "$B/ntpu" \
+  -d ftdi:board=ulx3s,interface=B info
 expect_error "bad baud" "baud 'fast'" "$B/ntpu" -d ftdi:baud=fast info
 expect_error "impossible baud" "cannot make 9000000 baud" "$B/ntpu" -d ftdi:baud=9000000 info --json
 expect_error "bad interface" "interface 'C'" "$B/ntpu" -d ftdi:interface=C info

@@ -1,6 +1,6 @@
 /* The "ftdi" transport (host/src/transport_ftdi.c) against a fake libusb: this
  * file defines every libusb function the transport calls, and behind them a
- * simulated FT2232H that packs what the "board" sends into 512-byte bulk-IN
+ * simulated FT2232H (or FT231X) that packs what the "board" sends into 512-byte (64) bulk-IN
  * packets with two status bytes each (a status-only packet every 1 ms latency
  * period when there is nothing), completes transfers on an event loop like
  * libusb's, and can be unplugged. The board behind it is either a loopback
@@ -41,6 +41,9 @@ struct libusb_device_handle {
 static pthread_mutex_t fk_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t fk_cv = PTHREAD_COND_INITIALIZER;
 static int fk_mode;
+/* The chip: an FT2232H at high speed (512-byte packets, two channels), or an FT231X (64, one). */
+static uint16_t fk_pid = 0x6010;
+static size_t fk_packet = 512;
 static struct libusb_device fk_devs[2] = {{0}, {1}};
 static int fk_unplugged, fk_interrupted;
 static uint8_t fk_line = 0x60; /* line status of the next packet with data */
@@ -83,10 +86,12 @@ static int fk_seen(int ep)
     return seen;
 }
 
-static void fk_reset(int mode)
+static void fk_reset_chip(int mode, uint16_t pid)
 {
     pthread_mutex_lock(&fk_mu);
     fk_mode = mode;
+    fk_pid = pid;
+    fk_packet = pid == 0x6015 ? 64 : 512;
     fk_unplugged = fk_interrupted = 0;
     fk_line = 0x60;
     free(fk_fifo.buf);
@@ -115,6 +120,8 @@ static void fk_set_line(uint8_t line)
     fk_line = line;
     pthread_mutex_unlock(&fk_mu);
 }
+
+static void fk_reset(int mode) { fk_reset_chip(mode, 0x6010); }
 
 /* Bytes the board has ready for the host (fk_mu held). */
 static size_t board_pending(void)
@@ -154,7 +161,7 @@ static void board_write(const uint8_t *in, size_t n)
     }
 }
 
-/* Fills a bulk-IN transfer the way the chip does: 510 data bytes per 512-byte
+/* Fills a bulk-IN transfer the way the chip does: fk_packet - 2 data bytes per
  * packet, a short packet ends the transfer (fk_mu held). */
 static int fill_in(struct libusb_transfer *t)
 {
@@ -163,7 +170,8 @@ static int fill_in(struct libusb_transfer *t)
         size_t avail = board_pending();
         if (avail == 0 || t->length - o < 3)
             break;
-        size_t n = avail < 510 ? avail : 510;
+        size_t data = fk_packet - 2;
+        size_t n = avail < data ? avail : data;
         if (n > (size_t)(t->length - o - 2))
             n = (size_t)(t->length - o - 2);
         t->buffer[o] = 0x31;
@@ -171,7 +179,7 @@ static int fill_in(struct libusb_transfer *t)
         fk_line = 0x60;
         board_read(t->buffer + o + 2, n);
         o += (int)n + 2;
-        if (n < 510)
+        if (n < data)
             break;
     }
     return o;
@@ -227,7 +235,7 @@ int LIBUSB_CALL libusb_get_device_descriptor(libusb_device *dev, struct libusb_d
     (void)dev;
     memset(d, 0, sizeof *d);
     d->idVendor = 0x0403;
-    d->idProduct = 0x6010;
+    d->idProduct = fk_pid;
     d->iSerialNumber = 3;
     return 0;
 }
@@ -237,7 +245,9 @@ uint8_t LIBUSB_CALL libusb_get_device_address(libusb_device *dev) { return (uint
 int LIBUSB_CALL libusb_get_max_packet_size(libusb_device *dev, unsigned char endpoint)
 {
     (void)dev;
-    return endpoint == 0x81 || endpoint == 0x83 ? 512 : LIBUSB_ERROR_NOT_FOUND;
+    if (fk_pid == 0x6015)
+        return endpoint == 0x81 ? (int)fk_packet : LIBUSB_ERROR_NOT_FOUND;
+    return endpoint == 0x81 || endpoint == 0x83 ? (int)fk_packet : LIBUSB_ERROR_NOT_FOUND;
 }
 
 int LIBUSB_CALL libusb_open(libusb_device *dev, libusb_device_handle **h)
@@ -483,13 +493,13 @@ static void expect_open_error(int mode, const char *opts, ntpu_status want, cons
 
 static void test_open_errors(void)
 {
-    expect_open_error(FK_NONE, NULL, NTPU_ERR_NO_DEVICE, "no FT2232H (0403:6010) found on USB");
+    expect_open_error(FK_NONE, NULL, NTPU_ERR_NO_DEVICE, "no FT2232H (0403:6010) or FT231X (0403:6015) found on USB");
     expect_open_error(FK_INITFAIL, NULL, NTPU_ERR_NO_DEVICE, "libusb_init: Other error");
     expect_open_error(FK_LISTFAIL, NULL, NTPU_ERR_NO_DEVICE, "cannot list USB devices");
     expect_open_error(FK_DENIED, NULL, NTPU_ERR_NO_DEVICE, "permission denied opening 0403:6010");
     expect_open_error(FK_DENIED, "serial=FAKE0001", NTPU_ERR_NO_DEVICE, "udev rule (see docs/boards.md)");
     expect_open_error(FK_BUSY, NULL, NTPU_ERR_NO_DEVICE, "interface B of the FT2232H is in use");
-    expect_open_error(FK_TWO, NULL, NTPU_ERR_INVALID_ARG, "more than one FT2232H");
+    expect_open_error(FK_TWO, NULL, NTPU_ERR_INVALID_ARG, "more than one FT2232H (0403:6010) or FT231X");
     expect_open_error(FK_TWO, "serial=NOPE", NTPU_ERR_NO_DEVICE,
                       "with serial 'NOPE' on USB (found: FAKE0001, FAKE0002)");
     expect_open_error(FK_ECHO, "baud=fast", NTPU_ERR_INVALID_ARG, "baud 'fast'");
@@ -543,6 +553,52 @@ static void test_setup_requests(void)
           "interface A uses endpoints 0x02 and 0x81");
     tp.ops->close(tp.ctx);
     printf("ok   setup requests, endpoints and close\n");
+}
+
+/* The ULX3S's FT231X: found without options, one channel (A: index 1, endpoints 0x02 and 0x81), the
+ * FT-X baud encoding at the board's 500 kbaud, 64-byte packets on the way in. */
+static void test_ft231x(void)
+{
+    fk_reset_chip(FK_ECHO, 0x6015);
+    ntpu_transport tp;
+    if (!open_tp(NULL, &tp))
+        return;
+    static const uint16_t want[][4] = {{0x00, 0x0000, 0x0001}, {0x0B, 0x0000, 0x0001}, {0x03, 0x0006, 0x0000},
+                                       {0x04, 0x0008, 0x0001}, {0x02, 0x0000, 0x0001}, {0x09, 0x0001, 0x0001},
+                                       {0x00, 0x0001, 0x0001}, {0x00, 0x0002, 0x0001}};
+    CHECK(fk_nctrl == 8, "FT231X: %zu control requests at open, expected 8", fk_nctrl);
+    for (size_t i = 0; i < fk_nctrl && i < 8; i++)
+        CHECK(fk_ctrl[i].req == want[i][0] && fk_ctrl[i].value == want[i][1] && fk_ctrl[i].index == want[i][2],
+              "FT231X request %zu: 0x%02X 0x%04X 0x%04X", i, fk_ctrl[i].req, fk_ctrl[i].value, fk_ctrl[i].index);
+    enum { TOTAL = 20000 };
+    uint8_t *out = malloc(TOTAL), *in = malloc(TOTAL);
+    for (size_t i = 0; i < TOTAL; i++)
+        out[i] = (uint8_t)(i * 37u + (i >> 6));
+    char err[NTPU_ERRMSG_LEN];
+    size_t got = 0;
+    CHECK(tp.ops->send(tp.ctx, out, TOTAL, err, sizeof err) == NTPU_OK, "FT231X send: %s", err);
+    CHECK(tp.ops->recv(tp.ctx, in, TOTAL, 2000, &got, err, sizeof err) == NTPU_OK && got == TOTAL,
+          "FT231X recv: %zu of %d bytes: %s", got, TOTAL, err);
+    CHECK(memcmp(in, out, TOTAL) == 0, "FT231X: the bytes came back changed (status bytes not stripped per 64?)");
+    CHECK(fk_seen(0x81) && fk_seen(0x02) && !fk_seen(0x83), "FT231X uses endpoints 0x02 and 0x81");
+    free(out);
+    free(in);
+    tp.ops->close(tp.ctx);
+    CHECK(fk_allocs == fk_frees && fk_releases == 1, "FT231X: not closed cleanly");
+
+    /* Naming the other board, or a channel the chip lacks, is a clear error. */
+    fk_reset_chip(FK_ECHO, 0x6015);
+    char e2[NTPU_ERRMSG_LEN] = "";
+    CHECK(ntpu_transport_ftdi_open("board=icebreaker", &tp, e2, sizeof e2) == NTPU_ERR_NO_DEVICE &&
+              strstr(e2, "no FT2232H (0403:6010) found on USB: is the iCEBreaker plugged in?"),
+          "board=icebreaker with only a ULX3S: '%s'", e2);
+    fk_reset_chip(FK_ECHO, 0x6015);
+    CHECK(ntpu_transport_ftdi_open("interface=B", &tp, e2, sizeof e2) == NTPU_ERR_INVALID_ARG &&
+              strstr(e2, "the FT231X of the ULX3S has no interface B"),
+          "interface=B on an FT231X: '%s'", e2);
+    CHECK(fk_opens == fk_closes && fk_inits == fk_exits, "FT231X: open error left something open");
+    fk_reset(FK_NONE);
+    printf("ok   FT231X (ULX3S): setup requests, 64-byte packets, wrong board and channel\n");
 }
 
 static void test_data_path(void)
@@ -623,7 +679,7 @@ static void test_library(void)
     ntpu_info info;
     ntpu_get_info(dev, &info);
     CHECK(info.rows >= 2 && info.rows == info.cols, "info: %ux%u", info.rows, info.cols);
-    /* Open resynchronizes: max_payload (capped at 516 for this transport) + 8 zeros, then a NOP; the
+    /* Open resynchronizes: max_payload (capped at 516 for this transport) + 8 zeros, then a SYNC; the
      * bytes in flight stay under the transport's limit. */
     CHECK(fk_written >= 516 + 8 + 9 && fk_written <= 1500, "open wrote %zu bytes", fk_written);
     enum { M = 37, K = 53, N = 29 };
@@ -667,6 +723,7 @@ int main(void)
     setvbuf(stdout, NULL, _IOLBF, 0); /* keep the lines before a sanitizer abort */
     test_open_errors();
     test_setup_requests();
+    test_ft231x();
     test_data_path();
     test_library();
     fk_reset(FK_NONE);

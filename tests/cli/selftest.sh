@@ -7,9 +7,10 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 failures=0
 
-# The last is the iCEBreaker's shape without a vector unit: the training check runs through the
+# ref:...,novec=1 is the iCEBreaker's shape without a vector unit: the training check runs through the
 # library's host fallback and must not be skipped.
-for dev in ref vsim ref:n=2,ub=100,wb=64,acc=50 ref:n=2,ub=1024,wb=16384,acc=512,payload=516,novec=1; do
+for dev in ref vsim ref:n=2,ub=100,wb=64,acc=50 ref:n=2,ub=1024,wb=16384,acc=512,payload=516,novec=1 \
+  ref:faults=0.0003,fault_seed=2; do
   "$B/ntpu" selftest -d "$dev" > "$T/out" 2> "$T/err"
   rc=$?
   checks=$(grep -c '^PASS ' "$T/out")

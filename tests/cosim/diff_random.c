@@ -221,9 +221,9 @@ static void random_command(pair *p)
         write_mem(p, mem, (mem == NTPU_MEM_UB ? UB_ROWS : mem == NTPU_MEM_WB ? WB_ROWS : ACC_ROWS) - rows, rows, 1);
         break;
     default: { /* invalid: each kind of error */
-        unsigned kind = rnd_below(8);
+        unsigned kind = rnd_below(10);
         if (kind == 0) { /* the first unknown opcode and beyond */
-            unsigned first = HAS_VECTOR ? NTPU_OP_COLSUM + 1 : NTPU_OP_COUNTERS + 1;
+            unsigned first = HAS_VECTOR ? NTPU_OP_SYNC + 1 : NTPU_OP_COUNTERS + 1;
             c[0] = (uint8_t)(first + rnd_below(0x100 - first));
             pair_cmd(p, c, 1 + rnd_below(8));
         }
@@ -233,6 +233,11 @@ static void random_command(pair *p)
         else if (kind == 4) { c[0] = NTPU_OP_LOAD_W; put16(c + 2, WB_ROWS - N + 1 + rnd_below(N)); pair_cmd(p, c, 4); }
         else if (kind == 5) { c[0] = NTPU_OP_MATMUL; put16(c + 4, ACC_ROWS - 1); put16(c + 6, 2); pair_cmd(p, c, 8); }
         else if (kind == 6) { mem_cmd(p, NTPU_OP_READ_MEM, NTPU_MEM_ACC, 0, MAX_PAYLOAD / (4 * N) + 1); }
+        else if (kind == 7) { /* out of SEQ order (1.2): ERR_SEQ, nothing runs */
+            c[0] = NTPU_OP_READ_MEM; c[1] = (uint8_t)mem; put16(c + 4, 1);
+            pair_frame(p, (uint8_t)(p->seq + 1 + rnd_below(255)), c, 6);
+        }
+        else if (kind == 8) { c[0] = NTPU_OP_SYNC; pair_frame(p, (uint8_t)rnd(), c, 1); } /* any SEQ (1.2) */
         else { c[0] = NTPU_OP_WRITE_MEM; c[1] = (uint8_t)mem; put16(c + 4, 2); pair_cmd(p, c, 6 + row_bytes(mem)); }
     }
     }

@@ -1,7 +1,8 @@
-/* Garbage on the link: random bytes (with fake headers among them) and
- * well-framed invalid commands go to the golden model and the RTL. Both must
- * answer with the same error replies, byte for byte, and after the host's
- * resynchronization (docs/protocol.md) a matmul must still give the right answer.
+/* Garbage on the link: random bytes (with fake headers among them), well-framed
+ * invalid commands, frames out of SEQ order and SYNCs go to the golden model and
+ * the RTL. Both must answer with the same replies, byte for byte; after the
+ * host's resynchronization (docs/protocol.md) SYNC must report the SEQ the device
+ * expects, and a matmul must still give the right answer.
  * Usage: link_garbage [rounds=200] [seed=7] */
 #include "pair.h"
 
@@ -26,13 +27,30 @@ static void garbage(pair *p)
 static void invalid_command(pair *p)
 {
     uint8_t c[16] = {0};
-    switch (rnd_below(6)) {
-    case 0: c[0] = (uint8_t)(0x09 + rnd_below(0xF7)); pair_cmd(p, c, 1 + rnd_below(16)); break;
+    switch (rnd_below(8)) {
+    case 0: c[0] = (uint8_t)(0x0D + rnd_below(0xF3)); pair_cmd(p, c, 1 + rnd_below(16)); break;
+    case 6: /* out of order: ERR_SEQ, nothing runs, the expected SEQ stays */
+        c[0] = NTPU_OP_NOP;
+        pair_frame(p, (uint8_t)(p->seq + 1 + rnd_below(255)), c, 1);
+        break;
+    case 7: /* SYNC with any SEQ (LEN 1), or a bad LEN: neither takes a place in the order */
+        c[0] = NTPU_OP_SYNC;
+        pair_frame(p, (uint8_t)rnd(), c, rnd_below(4) ? 1 : 2 + rnd_below(8));
+        break;
     case 1: c[0] = (uint8_t)rnd_below(9); pair_cmd(p, c, 10 + rnd_below(6)); break; /* wrong length */
     case 2: c[0] = NTPU_OP_READ_MEM; c[1] = (uint8_t)(3 + rnd_below(253)); put16(c + 4, 1); pair_cmd(p, c, 6); break;
     case 3: c[0] = NTPU_OP_MATMUL; c[1] = (uint8_t)(4 << rnd_below(6)); pair_cmd(p, c, 8); break;
     case 4: c[0] = NTPU_OP_MATMUL; put16(c + 2, 0xFFFF); put16(c + 6, 2); pair_cmd(p, c, 8); break;
     default: c[0] = NTPU_OP_COUNTERS; c[1] = 0x80; pair_cmd(p, c, 2); break;
+    }
+}
+
+static void same_streams(const pair *p, size_t n, unsigned round)
+{
+    if (memcmp(p->ref_rx, p->vsim_rx, n) != 0) {
+        size_t i = 0;
+        while (p->ref_rx[i] == p->vsim_rx[i]) i++;
+        die("round %u: reply streams differ at byte %zu of %zu", round, i, n);
     }
 }
 
@@ -58,10 +76,25 @@ int main(int argc, char **argv)
             else
                 invalid_command(&p);
         }
-        /* Resynchronize: zeros complete any pending frame, then a NOP. */
+        /* Resynchronize: zeros complete any pending frame, then SYNC. */
         pair_raw(&p, zeros, MAX_PAYLOAD + 8);
-        uint8_t nop = NTPU_OP_NOP;
-        uint8_t nop_seq = pair_cmd(&p, &nop, 1);
+        uint8_t sync = NTPU_OP_SYNC, sync_seq = (uint8_t)rnd();
+        pair_frame(&p, sync_seq, &sync, 1);
+        size_t n = pair_exchange(&p);
+        same_streams(&p, n, r);
+        size_t k = split_replies(p.ref_rx, n, off, len, 65536);
+        if (k == 0)
+            die("round %u: no reply at all", r);
+        const uint8_t *sync_reply = p.ref_rx + off[k - 1];
+        if (sync_reply[-3] != sync_seq || len[k - 1] != 2 || sync_reply[0] != NTPU_DEV_OK)
+            die("round %u: the resync SYNC's reply is missing", r);
+        for (size_t i = 0; i + 1 < k; i++)
+            error_replies += p.ref_rx[off[i]] != NTPU_DEV_OK;
+        /* A frame swallowed by a garbage header never ran, nor did any after it
+         * (ERR_SEQ): the device expects at most the SEQ after the last one sent. */
+        if ((uint8_t)(p.seq - sync_reply[1]) > 8)
+            die("round %u: SYNC says the device expects SEQ %u, after %u", r, sync_reply[1], p.seq);
+        p.seq = sync_reply[1];
 
         /* A valid int8 matmul: M rows x N by an N x N tile. */
         unsigned M = 1 + rnd_below(3 * N);
@@ -82,21 +115,12 @@ int main(int argc, char **argv)
         put16(rd + 4, M);
         pair_cmd(&p, rd, 6);
 
-        size_t n = pair_exchange(&p);
-        if (memcmp(p.ref_rx, p.vsim_rx, n) != 0) {
-            size_t i = 0;
-            while (p.ref_rx[i] == p.vsim_rx[i]) i++;
-            die("round %u: reply streams differ at byte %zu of %zu", r, i, n);
-        }
-        size_t k = split_replies(p.ref_rx, n, off, len, 65536);
-        if (k < 6)
-            die("round %u: only %zu replies", r, k);
-        const uint8_t *nop_reply = p.ref_rx + off[k - 6];
-        if (nop_reply[-3] != nop_seq || nop_reply[0] != NTPU_DEV_OK)
-            die("round %u: the resync NOP's reply is missing", r);
-        for (size_t i = 0; i + 6 < k; i++)
-            error_replies += p.ref_rx[off[i]] != NTPU_DEV_OK;
-        for (size_t i = k - 5; i < k; i++)
+        n = pair_exchange(&p);
+        same_streams(&p, n, r);
+        k = split_replies(p.ref_rx, n, off, len, 65536);
+        if (k != 5)
+            die("round %u: %zu replies to 5 commands", r, k);
+        for (size_t i = 0; i < k; i++)
             if (p.ref_rx[off[i]] != NTPU_DEV_OK)
                 die("round %u: command after resync failed with status %u", r, p.ref_rx[off[i]]);
         const uint8_t *c = p.vsim_rx + off[k - 1] + 1;

@@ -74,16 +74,22 @@ static void pair_raw(pair *p, const uint8_t *buf, size_t n)
     p->tx_len += n;
 }
 
-/* Appends one command frame; returns its SEQ. */
-static uint8_t pair_cmd(pair *p, const uint8_t *payload, size_t len)
+/* Appends one frame with this SEQ. */
+static void pair_frame(pair *p, uint8_t seq, const uint8_t *payload, size_t len)
 {
-    uint8_t hdr[4] = {NTPU_SOF_CMD, p->seq, (uint8_t)len, (uint8_t)(len >> 8)};
+    uint8_t hdr[4] = {NTPU_SOF_CMD, seq, (uint8_t)len, (uint8_t)(len >> 8)};
     uint32_t crc = crc32(crc32(0, hdr + 1, 3), payload, (uInt)len);
     uint8_t tail[4];
     put32(tail, crc);
     pair_raw(p, hdr, 4);
     pair_raw(p, payload, len);
     pair_raw(p, tail, 4);
+}
+
+/* Appends one command frame with the SEQ the device expects next; returns it. */
+static uint8_t pair_cmd(pair *p, const uint8_t *payload, size_t len)
+{
+    pair_frame(p, p->seq, payload, len);
     return p->seq++;
 }
 

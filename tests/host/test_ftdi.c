@@ -1,5 +1,6 @@
-/* The FT2232H protocol functions of the "ftdi" transport (host/src/ftdi_proto.c):
- * baud divisors against the worked examples in the notes and against a decoder
+/* The FTDI protocol functions of the "ftdi" transport (host/src/ftdi_proto.c):
+ * the chip table, baud divisors (FT2232H and FT231X) against the worked
+ * examples in the notes and FTDI's application note, and against a decoder
  * written from FTDI's table of fractional codes, status-byte stripping on every
  * packet shape, the receive queue, line status, control requests, and the
  * options of the device string. No USB is touched. */
@@ -13,11 +14,61 @@
 
 /* ------------------------------------------------------------------ baud */
 
+static const ntpu_ftdi_chip *const h2232 = &ntpu_ftdi_chips[0];
+
 static ntpu_ftdi_baud enc(uint32_t baud, unsigned iface)
 {
     ntpu_ftdi_baud b;
-    cr_assert_eq(ntpu_ftdi_baud_encode(baud, iface, &b), 0, "encoding %u baud failed", (unsigned)baud);
+    cr_assert_eq(ntpu_ftdi_baud_encode(h2232, baud, iface, &b), 0, "encoding %u baud failed", (unsigned)baud);
     return b;
+}
+
+Test(ftdi_chips, the_table_knows_both_boards)
+{
+    const ntpu_ftdi_chip *h = ntpu_ftdi_chip_by_pid(0x6010), *x = ntpu_ftdi_chip_by_pid(0x6015);
+    cr_assert_eq(h, h2232);
+    cr_assert_str_eq(h->name, "FT2232H");
+    cr_assert_str_eq(h->board, "icebreaker");
+    cr_assert_eq(h->channels, 2u);
+    cr_assert_eq(h->default_iface, NTPU_FTDI_IFACE_B);
+    cr_assert_eq(h->default_baud, 3000000u);
+    cr_assert_not_null(x);
+    cr_assert_str_eq(x->name, "FT231X");
+    cr_assert_str_eq(x->board, "ulx3s");
+    cr_assert_eq(x->channels, 1u);
+    cr_assert_eq(x->default_iface, NTPU_FTDI_IFACE_A);
+    cr_assert_eq(x->default_baud, 500000u);
+    cr_assert_eq(x->baud_max, 3000000u);
+    cr_assert_null(ntpu_ftdi_chip_by_pid(0x6001), "an FT232R is on no supported board");
+}
+
+/* FT-X chips: one 3 MHz baud clock, divisor bit 16 alone in wIndex, no channel
+ * (FTDI AN232B-05's table: 115200 -> 0x001A). */
+Test(ftdi_baud, ft231x_divisors)
+{
+    const ntpu_ftdi_chip *x = ntpu_ftdi_chip_by_pid(NTPU_FTDI_PID_231X);
+    ntpu_ftdi_baud b;
+    cr_assert_eq(ntpu_ftdi_baud_encode(x, 500000, NTPU_FTDI_IFACE_A, &b), 0);
+    cr_assert_eq(b.value, 0x0006);
+    cr_assert_eq(b.index, 0x0000);
+    cr_assert_eq(b.actual, 500000u);
+    cr_assert_eq(ntpu_ftdi_baud_encode(x, 3000000, NTPU_FTDI_IFACE_A, &b), 0);
+    cr_assert_eq(b.value, 0x0000);
+    cr_assert_eq(b.index, 0x0000);
+    cr_assert_eq(b.actual, 3000000u);
+    cr_assert_eq(ntpu_ftdi_baud_encode(x, 2000000, NTPU_FTDI_IFACE_A, &b), 0); /* 3 MHz / 1.5: code 1 */
+    cr_assert_eq(b.value, 0x0001);
+    cr_assert_eq(b.actual, 2000000u);
+    cr_assert_eq(ntpu_ftdi_baud_encode(x, 115200, NTPU_FTDI_IFACE_A, &b), 0);
+    cr_assert_eq(b.value, 0x001A);
+    cr_assert_eq(b.index, 0x0000);
+    cr_assert_eq(b.actual, 115385u); /* 3 MHz / 26 */
+    /* 184 baud: 16304 and 3/8, whose fraction code (4) reaches divisor bit 16, which goes into wIndex. */
+    cr_assert_eq(ntpu_ftdi_baud_encode(x, 184, NTPU_FTDI_IFACE_A, &b), 0);
+    cr_assert_eq(b.index, 0x0001);
+    cr_assert_eq(b.value, (uint16_t)(b.divisor & 0xFFFFu));
+    cr_assert_eq(ntpu_ftdi_baud_encode(x, 3000001, NTPU_FTDI_IFACE_A, &b), -1, "an FT-X tops out at 3 Mbaud");
+    cr_assert_eq(ntpu_ftdi_baud_encode(x, 500000, NTPU_FTDI_IFACE_B, &b), -1, "an FT231X has one channel");
 }
 
 Test(ftdi_baud, worked_examples_from_the_notes)
@@ -45,7 +96,7 @@ Test(ftdi_baud, channel_goes_into_the_low_byte_of_index)
     cr_assert_eq(a.index, 0x0201);
     cr_assert_eq(b.index, 0x0202);
     ntpu_ftdi_baud x;
-    cr_assert_eq(ntpu_ftdi_baud_encode(3000000, 2, &x), -1, "there is no interface C on a 2232H");
+    cr_assert_eq(ntpu_ftdi_baud_encode(h2232, 3000000, 2, &x), -1, "there is no interface C on a 2232H");
 }
 
 Test(ftdi_baud, the_special_divisors_one_and_one_and_a_half)
@@ -145,9 +196,9 @@ Test(ftdi_baud, every_rate_decodes_to_the_nearest_legal_divisor)
 Test(ftdi_baud, rates_outside_the_chip_are_refused)
 {
     ntpu_ftdi_baud b;
-    cr_assert_eq(ntpu_ftdi_baud_encode(0, NTPU_FTDI_IFACE_B, &b), -1);
-    cr_assert_eq(ntpu_ftdi_baud_encode(NTPU_FTDI_BAUD_MIN - 1, NTPU_FTDI_IFACE_B, &b), -1);
-    cr_assert_eq(ntpu_ftdi_baud_encode(NTPU_FTDI_BAUD_MAX + 1, NTPU_FTDI_IFACE_B, &b), -1);
+    cr_assert_eq(ntpu_ftdi_baud_encode(h2232, 0, NTPU_FTDI_IFACE_B, &b), -1);
+    cr_assert_eq(ntpu_ftdi_baud_encode(h2232, NTPU_FTDI_BAUD_MIN - 1, NTPU_FTDI_IFACE_B, &b), -1);
+    cr_assert_eq(ntpu_ftdi_baud_encode(h2232, NTPU_FTDI_BAUD_MAX + 1, NTPU_FTDI_IFACE_B, &b), -1);
     /* The slowest rate still fits the 17-bit divisor in eighths. */
     b = enc(NTPU_FTDI_BAUD_MIN, NTPU_FTDI_IFACE_B);
     cr_assert_leq(decode_eighths(b.divisor), 0x1FFFFu);
@@ -423,15 +474,35 @@ Test(ftdi_opts, defaults_and_good_strings)
 {
     ntpu_ftdi_opts o;
     char err[256];
+    uint32_t baud;
+    unsigned iface;
     cr_assert_eq(ntpu_ftdi_parse_opts(NULL, &o, err, sizeof err), 0);
     cr_assert_str_eq(o.serial, "");
-    cr_assert_eq(o.baud, 3000000u);
-    cr_assert_eq(o.iface, NTPU_FTDI_IFACE_B);
+    cr_assert_null(o.chip, "no board= means any known chip");
+    cr_assert_eq(o.baud, 0u);
+    cr_assert_eq(o.iface, NTPU_FTDI_IFACE_DEFAULT);
+    /* The defaults follow the chip found: the board's bitstream rate and UART channel. */
+    cr_assert_eq(ntpu_ftdi_settle(&o, h2232, &baud, &iface, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(baud, 3000000u);
+    cr_assert_eq(iface, NTPU_FTDI_IFACE_B);
+    cr_assert_eq(ntpu_ftdi_settle(&o, &ntpu_ftdi_chips[1], &baud, &iface, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(baud, 500000u);
+    cr_assert_eq(iface, NTPU_FTDI_IFACE_A);
     cr_assert_eq(ntpu_ftdi_parse_opts("", &o, err, sizeof err), 0);
-    cr_assert_eq(o.baud, 3000000u);
+    cr_assert_eq(o.baud, 0u);
     cr_assert_eq(ntpu_ftdi_parse_opts("serial=FT4ZGU9X", &o, err, sizeof err), 0, "%s", err);
     cr_assert_str_eq(o.serial, "FT4ZGU9X");
-    cr_assert_eq(o.iface, NTPU_FTDI_IFACE_B);
+    cr_assert_eq(ntpu_ftdi_parse_opts("board=ulx3s", &o, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(o.chip, ntpu_ftdi_chip_by_pid(NTPU_FTDI_PID_231X));
+    cr_assert_eq(ntpu_ftdi_parse_opts("board=icebreaker,serial=ib-7", &o, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(o.chip, h2232);
+    /* A rate only the FT2232H makes passes parsing but not the FT231X found later. */
+    cr_assert_eq(ntpu_ftdi_parse_opts("baud=12000000", &o, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(ntpu_ftdi_settle(&o, &ntpu_ftdi_chips[1], &baud, &iface, err, sizeof err), -1);
+    cr_assert_not_null(strstr(err, "the FT231X cannot make 12000000 baud"), "%s", err);
+    cr_assert_eq(ntpu_ftdi_parse_opts("interface=B", &o, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(ntpu_ftdi_settle(&o, &ntpu_ftdi_chips[1], &baud, &iface, err, sizeof err), -1);
+    cr_assert_not_null(strstr(err, "no interface B"), "%s", err);
     cr_assert_eq(ntpu_ftdi_parse_opts("baud=12000000", &o, err, sizeof err), 0, "%s", err);
     cr_assert_eq(o.baud, 12000000u);
     cr_assert_eq(ntpu_ftdi_parse_opts("interface=A", &o, err, sizeof err), 0, "%s", err);
@@ -477,6 +548,10 @@ Test(ftdi_opts, bad_strings_are_refused_with_a_reason)
     expect_bad("baud=100", "184");
     expect_bad("baud=13000000", "12000000");
     expect_bad("baud=9000000", "nearest it can is 8000000");
+    expect_bad("board=ulx3s,baud=6000000", "the FT231X cannot make 6000000 baud: 3000000 is its fastest");
+    expect_bad("board=ulx3s,interface=B", "the FT231X of the ULX3S has no interface B");
+    expect_bad("board=tinyfpga", "board 'tinyfpga' is not icebreaker or ulx3s");
+    expect_bad("board=ulx3s,board=ulx3s", "given twice");
     expect_bad("baud=7000000", "6000000");
     expect_bad("interface=C", "interface 'C'");
     expect_bad("interface=", "interface ''");

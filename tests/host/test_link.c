@@ -1,7 +1,7 @@
 /* The link layer (host/src/link.c): frame encoding and checking, CRC against a
- * bit-by-bit reference, sequence numbers, pipelining, and recovery from every
- * kind of link fault, over the golden model behind a transport that can
- * corrupt, drop and inject bytes. */
+ * bit-by-bit reference, sequence numbers, pipelining, and recovery by
+ * retransmission from every kind of link fault, over the golden model behind a
+ * transport that can corrupt, drop and inject bytes. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +78,7 @@ typedef struct wire {
     long flip_rx_at;   /* flip a bit of the n-th reply byte (counting from 0), -1 none */
     long flip_tx_at;   /* flip a bit of the n-th byte sent, -1 none */
     int swallow;       /* drop every reply byte */
+    int mangle_frames; /* corrupt byte 20 of every send of 30+ bytes that starts with SOF */
     size_t rx_count, tx_count;
 } wire;
 
@@ -86,9 +87,10 @@ static ntpu_status wire_send(void *ctx, const uint8_t *buf, size_t n, char *err,
     (void)err;
     (void)errlen;
     wire *w = ctx;
+    int mangle = w->mangle_frames && n >= 30 && buf[0] == NTPU_SOF_CMD;
     for (size_t i = 0; i < n; i++) {
         uint8_t b = buf[i];
-        if ((long)w->tx_count == w->flip_tx_at)
+        if ((long)w->tx_count == w->flip_tx_at || (mangle && i == 20))
             b ^= 0x10;
         w->tx_count++;
         if (w->nsent < sizeof w->sent)
@@ -122,7 +124,8 @@ static ntpu_status wire_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeout
 
 static void wire_close(void *ctx) { (void)ctx; /* the test owns the wire */ }
 
-static const ntpu_transport_ops wire_ops = {"wire", wire_send, wire_recv, wire_close, 1, 0, 0};
+static const ntpu_transport_ops wire_ops = {"wire", wire_send, wire_recv, wire_close, 1, 0, 0, 0};
+static const ntpu_transport_ops lossy_wire_ops = {"lossy wire", wire_send, wire_recv, wire_close, 1, 0, 0, 1};
 
 static wire *W;
 static ntpu_link L;
@@ -236,47 +239,133 @@ Test(link, device_error_is_reported_at_the_next_check)
     cr_assert_eq(read_ub(1, &st), 11);
 }
 
-Test(link, corrupted_reply_resyncs)
+Test(link, corrupted_reply_is_recovered)
 {
     cr_assert_eq(write_ub(3, 33), NTPU_OK);
     W->flip_rx_at = 6; /* inside the first reply's CRC */
     uint64_t t;
     cr_assert_eq(nop(&t), NTPU_OK);
-    cr_assert_eq(ntpu_link_wait(&L, t), NTPU_ERR_IO);
-    cr_assert_not_null(strstr(errbuf, "CRC"), "%s", errbuf);
-    cr_assert_not_null(strstr(errbuf, "resynchronized"), "%s", errbuf);
-    cr_assert_eq(L.stats.resyncs, 1);
+    cr_assert_eq(ntpu_link_wait(&L, t), NTPU_OK, "%s", errbuf);
+    cr_assert_eq(L.stats.recoveries, 1);
+    cr_assert_eq(L.stats.retransmits, 0, "both frames ran; only their replies were lost");
     cr_assert_eq(L.pend_count, 0);
     ntpu_status st;
     cr_assert_eq(read_ub(3, &st), 33);
     cr_assert_eq(st, NTPU_OK, "%s", errbuf);
 }
 
-Test(link, corrupted_command_is_discarded_by_the_device)
+Test(link, corrupted_command_is_sent_again)
 {
     W->flip_tx_at = 4 + 6; /* first data byte of the WRITE_MEM */
     cr_assert_eq(write_ub(4, 44), NTPU_OK);
-    cr_assert_eq(ntpu_link_sync(&L), NTPU_ERR_IO);
-    cr_assert_not_null(strstr(errbuf, "bad CRC"), "%s", errbuf);
-    cr_assert_eq(L.stats.resyncs, 0, "SEQ still matched: no resync needed");
+    cr_assert_eq(write_ub(5, 55), NTPU_OK);
+    cr_assert_eq(ntpu_link_sync(&L), NTPU_OK, "%s", errbuf);
+    cr_assert_eq(L.stats.recoveries, 1);
+    cr_assert_eq(L.stats.retransmits, 2, "the discarded frame and the one refused after it");
     ntpu_status st;
-    cr_assert_eq(read_ub(4, &st), 0, "the corrupted write must not have landed");
+    cr_assert_eq(read_ub(4, &st), 44, "the write must have landed on the second try");
     cr_assert_eq(st, NTPU_OK, "%s", errbuf);
+    cr_assert_eq(read_ub(5, &st), 55);
+}
+
+Test(link, the_device_runs_nothing_after_a_lost_frame)
+{
+    /* Lose the SOF of the first frame: the device never sees it, and refuses
+     * the two behind it with ERR_SEQ until the host sends all three again. */
+    uint8_t info = NTPU_OP_STATUS, blk[16];
+    cr_assert_eq(write_ub(6, 1), NTPU_OK);
+    cr_assert_eq(write_ub(6, 2), NTPU_OK);
+    cr_assert_eq(write_ub(6, 3), NTPU_OK);
+    W->flip_tx_at = 0;
+    cr_assert_eq(ntpu_link_sync(&L), NTPU_OK, "%s", errbuf);
+    cr_assert_eq(L.stats.retransmits, 3);
+    ntpu_status st;
+    cr_assert_eq(read_ub(6, &st), 3, "the writes ran once each, in order");
+    uint64_t t;
+    cr_assert_eq(ntpu_link_command(&L, &info, 1, 16, blk, &t), NTPU_OK);
+    cr_assert_eq(ntpu_link_wait(&L, t), NTPU_OK, "%s", errbuf);
+    cr_assert_geq(ntpu_rd32(blk + NTPU_STATUS_OFF_ERRORS), 2, "two ERR_SEQ replies at least");
+    cr_assert_eq(blk[NTPU_STATUS_OFF_LAST_ERROR], NTPU_DEV_ERR_SEQ);
+}
+
+Test(link, a_lost_read_reply_is_read_again)
+{
+    cr_assert_eq(write_ub(7, 77), NTPU_OK);
+    uint8_t cmd[6] = {NTPU_OP_READ_MEM, NTPU_MEM_UB, 7, 0, 1, 0}, data[16] = {0};
+    uint64_t t;
+    cr_assert_eq(ntpu_link_command(&L, cmd, sizeof cmd, 16, data, &t), NTPU_OK);
+    cr_assert_eq(write_ub(8, 88), NTPU_OK);
+    W->flip_rx_at = 9 + 10; /* the READ_MEM reply's data: it ran, its data is lost */
+    cr_assert_eq(ntpu_link_wait(&L, t), NTPU_OK, "%s", errbuf);
+    cr_assert_eq(ntpu_rd16(data), 77);
+    cr_assert_eq(L.stats.recoveries, 1);
+    cr_assert_eq(L.stats.retransmits, 1, "the read, and not the write after it, which ran");
+    ntpu_status st;
+    cr_assert_eq(read_ub(8, &st), 88);
+}
+
+Test(link, garbled_len_is_a_link_fault_but_a_bad_length_is_the_devices_answer)
+{
+    /* LEN's high byte hit on the way: the device answers ERR_LENGTH at the
+     * header without running the frame; the host must send it again. */
+    W->flip_tx_at = 3;
+    cr_assert_eq(write_ub(9, 99), NTPU_OK);
+    cr_assert_eq(ntpu_link_sync(&L), NTPU_OK, "%s", errbuf);
+    ntpu_status st;
+    cr_assert_eq(read_ub(9, &st), 99);
+    cr_assert_eq(st, NTPU_OK, "%s", errbuf);
+    cr_assert_eq(L.stats.recoveries, 1);
+    /* A NOP of LEN 2 reaches the device intact and is rejected: a device error. */
+    uint8_t bad[2] = {NTPU_OP_NOP, 0};
+    cr_assert_eq(ntpu_link_command(&L, bad, 2, 0, NULL, NULL), NTPU_OK);
+    cr_assert_eq(write_ub(10, 100), NTPU_OK);
+    cr_assert_eq(ntpu_link_sync(&L), NTPU_ERR_DEVICE);
+    cr_assert_not_null(strstr(errbuf, "ERR_LENGTH"), "%s", errbuf);
+    cr_assert_not_null(strstr(errbuf, "NOP"), "%s", errbuf);
+    cr_assert_eq(read_ub(10, &st), 100, "the rest still ran");
 }
 
 Test(link, unexpected_reply_means_lost_sync)
 {
-    /* A frame the link did not send: its reply arrives first, with a foreign SEQ. */
+    /* A frame the link did not send: the device refuses it (ERR_SEQ, SEQ 77),
+     * and that reply arrives where the link expects its own. */
     uint8_t f[16], op = NTPU_OP_NOP;
     size_t n = ntpu_frame_encode(f, NTPU_SOF_CMD, 77, &op, 1);
     wire_send(W, f, n, NULL, 0);
     uint64_t t;
     cr_assert_eq(nop(&t), NTPU_OK);
-    cr_assert_eq(ntpu_link_wait(&L, t), NTPU_ERR_IO);
-    cr_assert_not_null(strstr(errbuf, "SEQ 77"), "%s", errbuf);
-    cr_assert_eq(L.stats.resyncs, 1);
+    cr_assert_eq(ntpu_link_wait(&L, t), NTPU_OK, "%s", errbuf);
+    cr_assert_eq(L.stats.recoveries, 1);
+    cr_assert_eq(L.stats.retransmits, 0, "the NOP ran; only its reply was out of place");
     cr_assert_eq(nop(&t), NTPU_OK);
     cr_assert_eq(ntpu_link_wait(&L, t), NTPU_OK, "%s", errbuf);
+}
+
+Test(link, sync_reports_expected_seq_for_any_seq)
+{
+    for (int i = 0; i < 37; i++)
+        cr_assert_eq(nop(NULL), NTPU_OK);
+    cr_assert_eq(ntpu_link_sync(&L), NTPU_OK, "%s", errbuf);
+    uint8_t f[16], op = NTPU_OP_SYNC, r[16];
+    wire_send(W, f, ntpu_frame_encode(f, NTPU_SOF_CMD, 200, &op, 1), NULL, 0);
+    cr_assert_eq(ntpu_ref_read(W->ref, r, sizeof r), 10);
+    cr_assert_eq(r[1], 200, "the SEQ as received");
+    cr_assert_eq(ntpu_rd16(r + 2), 2);
+    cr_assert_eq(r[4], NTPU_DEV_OK);
+    cr_assert_eq(r[5], 37, "expected_seq");
+    cr_assert_eq(ntpu_frame_check(r, 10, NTPU_SOF_REPLY, 4112, errbuf, NTPU_ERRMSG_LEN), 0);
+    /* A fresh link (a program started against a running board) learns it. */
+    ntpu_link l2;
+    char err2[NTPU_ERRMSG_LEN];
+    cr_assert_eq(ntpu_link_init(&l2, (ntpu_transport){&wire_ops, W}, 4112, err2), NTPU_OK);
+    cr_assert_eq(ntpu_link_resync(&l2), NTPU_OK, "%s", err2);
+    cr_assert_eq(l2.next_seq, 37);
+    uint64_t t;
+    cr_assert_eq(ntpu_link_command(&l2, (const uint8_t[]){NTPU_OP_NOP}, 1, 0, NULL, &t), NTPU_OK);
+    cr_assert_eq(ntpu_link_wait(&l2, t), NTPU_OK, "%s", err2);
+    cr_assert_eq(l2.stats.recoveries, 0, "numbered as the device expects");
+    l2.tp.ops = NULL; /* the wire belongs to L */
+    ntpu_link_free(&l2);
 }
 
 Test(link, resync_after_garbage_in_both_directions)
@@ -304,6 +393,7 @@ Test(link, timeout_then_broken_until_reset)
     cr_assert_eq(nop(&t), NTPU_OK);
     cr_assert_eq(ntpu_link_wait(&L, t), NTPU_ERR_TIMEOUT);
     cr_assert_not_null(strstr(errbuf, "ntpu_reset_link"), "%s", errbuf);
+    cr_assert_not_null(strstr(errbuf, "no answer to SYNC"), "%s", errbuf);
     cr_assert(L.broken);
     /* Everything fails fast while broken, and nothing is sent. */
     size_t before = W->tx_count;
@@ -318,6 +408,98 @@ Test(link, timeout_then_broken_until_reset)
     cr_assert_eq(write_ub(5, 55), NTPU_OK);
     cr_assert_eq(read_ub(5, &st), 55);
     cr_assert_eq(st, NTPU_OK, "%s", errbuf);
+}
+
+Test(link, gives_up_when_nothing_gets_through)
+{
+    W->mangle_frames = 1; /* SYNC gets through, the WRITE_MEM never does */
+    cr_assert_eq(write_ub(11, 1), NTPU_OK);
+    cr_assert_eq(ntpu_link_sync(&L), NTPU_ERR_IO);
+    cr_assert_not_null(strstr(errbuf, "no frame got through in 32 recoveries"), "%s", errbuf);
+    cr_assert(L.broken);
+    cr_assert_eq(L.stats.retransmits, NTPU_LINK_MAX_RECOVERIES);
+    W->mangle_frames = 0;
+    cr_assert_eq(ntpu_link_resync(&L), NTPU_OK, "%s", errbuf);
+    ntpu_status st;
+    cr_assert_eq(read_ub(11, &st), 0, "reset abandons the frame that never ran");
+    cr_assert_eq(st, NTPU_OK, "%s", errbuf);
+}
+
+/* READ_MEM of `rows` rows of mem from addr, reply into data; no wait. */
+static void read_async(unsigned mem, uint16_t addr, uint16_t rows, uint8_t *data)
+{
+    uint8_t cmd[6] = {NTPU_OP_READ_MEM, (uint8_t)mem};
+    ntpu_wr16(cmd + 2, addr);
+    ntpu_wr16(cmd + 4, rows);
+    cr_assert_eq(ntpu_link_command(&L, cmd, 6, rows * (mem == NTPU_MEM_ACC ? 32u : 16u), data, NULL), NTPU_OK);
+}
+
+static void matmul_async(uint16_t acc_addr, uint16_t rows)
+{
+    uint8_t cmd[8] = {NTPU_OP_MATMUL, 0, 0, 0};
+    ntpu_wr16(cmd + 4, acc_addr);
+    ntpu_wr16(cmd + 6, rows);
+    cr_assert_eq(ntpu_link_command(&L, cmd, 8, 0, NULL, NULL), NTPU_OK);
+}
+
+Test(link, on_a_lossy_link_a_write_waits_for_the_read_of_its_rows)
+{
+    L.tp.ops = &lossy_wire_ops;
+    static uint8_t d1[48], d2[160];
+    cr_assert_eq(write_ub(20, 1), NTPU_OK);
+    read_async(NTPU_MEM_UB, 19, 3, d1);
+    cr_assert_eq(write_ub(30, 2), NTPU_OK);     /* rows the read does not cover: no wait */
+    read_async(NTPU_MEM_ACC, 100, 5, d2);
+    matmul_async(105, 4);                       /* just past the ACC read */
+    cr_assert_eq(W->recv_calls, 0);
+    cr_assert_eq(L.pend_count, 5);
+    cr_assert_eq(write_ub(21, 3), NTPU_OK); /* inside the UB read: waits for its reply */
+    cr_assert_eq(L.pend_count, 4, "the reads of UB 19..21 and the write before it answered");
+    cr_assert_eq(ntpu_rd16(d1 + 16), 1, "UB 20 as written");
+    cr_assert_eq(ntpu_rd16(d1 + 32), 0, "UB 21 before the write");
+    matmul_async(104, 1); /* writes ACC 104, which the ACC read covers */
+    cr_assert_eq(L.pend_reads, 0);
+    cr_assert_eq(ntpu_link_sync(&L), NTPU_OK, "%s", errbuf);
+    ntpu_status st;
+    cr_assert_eq(read_ub(21, &st), 3);
+}
+
+/* A read whose reply is lost, then a write to its row: the read sent again
+ * must still see the value from before the write. */
+static uint16_t lost_read_then_write(void)
+{
+    static uint8_t d[16];
+    cr_assert_eq(write_ub(40, 1), NTPU_OK);
+    read_async(NTPU_MEM_UB, 40, 1, d);
+    W->flip_rx_at = 9 + 6; /* the read's reply: it ran, its data is lost */
+    cr_assert_eq(write_ub(40, 2), NTPU_OK);
+    cr_assert_eq(ntpu_link_sync(&L), NTPU_OK, "%s", errbuf);
+    cr_assert_eq(L.stats.recoveries, 1);
+    return ntpu_rd16(d);
+}
+
+Test(link, the_hazard_rule_keeps_a_read_sent_again_exact)
+{
+    L.tp.ops = &lossy_wire_ops;
+    cr_assert_eq(lost_read_then_write(), 1);
+}
+
+Test(link, without_the_hazard_rule_a_read_sent_again_sees_a_later_write)
+{
+    /* The reason for the rule: pipelined, the read sent again runs after the write. */
+    cr_assert_eq(lost_read_then_write(), 2);
+}
+
+Test(link, on_a_lossless_link_nothing_waits)
+{
+    static uint8_t d1[48];
+    read_async(NTPU_MEM_UB, 19, 3, d1);
+    cr_assert_eq(write_ub(21, 3), NTPU_OK);
+    matmul_async(0, 8);
+    cr_assert_eq(W->recv_calls, 0);
+    cr_assert_eq(L.pend_count, 3);
+    cr_assert_eq(ntpu_link_sync(&L), NTPU_OK, "%s", errbuf);
+    cr_assert_eq(ntpu_rd16(d1 + 32), 0, "the read ran before the write");
 }
 
 Test(link, rejects_oversized_commands)
@@ -415,7 +597,7 @@ static void meter_install(ntpu_device *dev, meter *m, ntpu_transport_ops *ops, s
     memset(m, 0, sizeof *m);
     m->inner = dev->link.tp;
     m->limit = limit;
-    *ops = (ntpu_transport_ops){"meter", meter_send, meter_recv, meter_close, 1, limit, 0};
+    *ops = (ntpu_transport_ops){"meter", meter_send, meter_recv, meter_close, 1, limit, 0, 0};
     dev->link.tp = (ntpu_transport){ops, m};
 }
 
@@ -488,7 +670,7 @@ Test(flow, the_meter_catches_an_unlimited_link)
 
 Test(flow, the_transport_caps_max_payload)
 {
-    static const ntpu_transport_ops capped = {"capped", wire_send, wire_recv, wire_close, 1, 2048, 516};
+    static const ntpu_transport_ops capped = {"capped", wire_send, wire_recv, wire_close, 1, 2048, 516, 0};
     wire *w = calloc(1, sizeof *w);
     w->ref = ntpu_ref_new(NULL);
     ntpu_link l;
@@ -501,4 +683,55 @@ Test(flow, the_transport_caps_max_payload)
     ntpu_link_free(&l);
     ntpu_ref_free(w->ref);
     free(w);
+}
+
+/* ------------------------------------------------------------------ injected faults */
+
+Test(faults, device_options)
+{
+    ntpu_device *dev = NULL;
+    cr_assert_eq(ntpu_open("ref:faults=1.5", &dev), NTPU_ERR_INVALID_ARG);
+    cr_assert_not_null(strstr(ntpu_last_error(dev), "probability"), "%s", ntpu_last_error(dev));
+    ntpu_close(dev);
+    cr_assert_eq(ntpu_open("ref:fault_seed=x", &dev), NTPU_ERR_INVALID_ARG);
+    ntpu_close(dev);
+    cr_assert_eq(ntpu_open("ref:timeout_ms=0", &dev), NTPU_ERR_INVALID_ARG);
+    ntpu_close(dev);
+    cr_assert_eq(ntpu_open("ref:faults=0", &dev), NTPU_OK, "%s", ntpu_last_error(dev));
+    cr_assert_str_eq(dev->link.tp.ops->name, "ref", "no faults, no wrapper");
+    ntpu_close(dev);
+    cr_assert_eq(ntpu_open("ref:n=4,faults=0.0002,fault_seed=7,timeout_ms=20", &dev), NTPU_OK, "%s",
+                 ntpu_last_error(dev));
+    cr_assert_str_eq(dev->link.tp.ops->name, "faulty");
+    cr_assert(dev->link.tp.ops->lossy);
+    cr_assert_eq(dev->link.timeout_ms, 20);
+    ntpu_info info;
+    cr_assert_eq(ntpu_get_info(dev, &info), NTPU_OK);
+    cr_assert_eq(info.rows, 4, "the model's own options still apply");
+    ntpu_close(dev);
+}
+
+Test(faults, matmuls_under_faults_equal_a_clean_run)
+{
+    ntpu_device *clean = NULL, *dev = NULL;
+    cr_assert_eq(ntpu_open("ref", &clean), NTPU_OK);
+    cr_assert_eq(ntpu_open("ref:faults=0.001,fault_seed=3,payload=516", &dev), NTPU_OK, "%s", ntpu_last_error(dev));
+    enum { M = 45, K = 70, N = 33 };
+    static int8_t A[M * K], B[K * N];
+    static int32_t C[M * N], want[M * N];
+    for (int t = 0; t < 5; t++) {
+        for (int i = 0; i < M * K; i++)
+            A[i] = (int8_t)(i * 37 + t * 11);
+        for (int i = 0; i < K * N; i++)
+            B[i] = (int8_t)(i * 91 - t * 5);
+        cr_assert_eq(ntpu_matmul(clean, NTPU_DTYPE_INT8, A, B, want, M, K, N), NTPU_OK);
+        cr_assert_eq(ntpu_matmul(dev, NTPU_DTYPE_INT8, A, B, C, M, K, N), NTPU_OK, "%s", ntpu_last_error(dev));
+        cr_assert_arr_eq(C, want, sizeof C, "round %d", t);
+    }
+    ntpu_link_stats ls;
+    cr_assert_eq(ntpu_get_link_stats(dev, &ls), NTPU_OK);
+    cr_assert_gt(ls.recoveries, 0, "one fault per 1000 bytes must have hit");
+    cr_assert_gt(ls.retransmits, 0);
+    ntpu_close(dev);
+    ntpu_close(clean);
 }

@@ -63,6 +63,13 @@ static size_t make_frame(uint8_t *out, uint8_t seq, const uint8_t *payload, size
     return len + NTPU_FRAME_OVERHEAD;
 }
 
+/* A new model expects SEQ 0 first: every frame after it is numbered from there. */
+static ntpu_ref *new_model(const ntpu_ref_config *cfg)
+{
+    next_seq = 0;
+    return ntpu_ref_new(cfg);
+}
+
 static uint8_t send(ntpu_ref *r, const uint8_t *payload, size_t len)
 {
     uint8_t seq = next_seq++;
@@ -255,7 +262,7 @@ Test(ref_model, info_block)
     cr_expect_eq(get32(id + 0), 0x5550544Eu);
     cr_expect_eq(memcmp(id, "NTPU", 4), 0);
     cr_expect_eq(id[4], 1);
-    cr_expect_eq(id[5], 1, "version 1.1");
+    cr_expect_eq(id[5], 2, "version 1.2");
     cr_expect_eq(id[6], N);
     cr_expect_eq(id[7], N);
     cr_expect_eq(id[8], 3);
@@ -272,7 +279,7 @@ Test(ref_model, info_block)
 Test(ref_model, config_limits)
 {
     ntpu_ref_config ok = {4, 16, 8, 32, 73, 0}; /* 73: the COUNTERS reply */
-    ntpu_ref *r = ntpu_ref_new(&ok);
+    ntpu_ref *r = new_model(&ok);
     cr_assert(r);
     cr_assert_eq(op0(r, NTPU_OP_INFO), NTPU_DEV_OK);
     cr_expect_eq(rep.data[6], 4);
@@ -291,7 +298,7 @@ Test(ref_model, config_limits)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_expect_null(ntpu_ref_new(&bad[i]), "config %zu rejected", i);
     ntpu_ref_config big = {64, 65536, 65536, 65536, 65535, 0};
-    r = ntpu_ref_new(&big);
+    r = new_model(&big);
     cr_assert(r, "largest config accepted");
     uint8_t c[6] = {NTPU_OP_READ_MEM, NTPU_MEM_UB};
     put16(c + 2, 65535);
@@ -647,17 +654,18 @@ Test(ref_model, error_length_in_header_is_immediate)
     uint8_t buf[64];
     memcpy(buf, hdr, 4);
     put16(buf + 2, 0xFFFF);
-    size_t n = 4 + make_frame(buf + 4, 0x44, (const uint8_t[]){NTPU_OP_NOP}, 1);
+    uint8_t seq = next_seq++;
+    size_t n = 4 + make_frame(buf + 4, seq, (const uint8_t[]){NTPU_OP_NOP}, 1);
     ntpu_ref_write(dev, buf, n);
     get_reply(dev, &rep);
     cr_assert_eq(rep.status, NTPU_DEV_ERR_LENGTH);
     get_reply(dev, &rep);
-    cr_assert_eq(rep.seq, 0x44);
+    cr_assert_eq(rep.seq, seq);
     cr_assert_eq(rep.status, NTPU_DEV_OK);
 
     /* LEN = max_payload passes the header check: the opcode check answers */
     static uint8_t big[4112];
-    big[0] = 0x0C;
+    big[0] = 0x0D;
     cr_assert_eq(run_len(big, sizeof big), NTPU_DEV_ERR_OPCODE);
 }
 
@@ -666,7 +674,7 @@ Test(ref_model, every_error_status)
     uint8_t c[6 + 4 * 64 + 8] = {0};
 
     /* ERR_OPCODE, whatever the length */
-    for (unsigned op = 0x0C; op <= 0xFF; op++) {
+    for (unsigned op = 0x0D; op <= 0xFF; op++) {
         c[0] = (uint8_t)op;
         cr_assert_eq(run_len(c, 1 + op % 7), NTPU_DEV_ERR_OPCODE, "op 0x%02x", op);
     }
@@ -771,7 +779,7 @@ Test(ref_model, error_check_order)
     cr_assert_eq(rep.status, NTPU_DEV_ERR_CRC);
     cr_assert_eq(rep.seq, 9);
     /* opcode before length */
-    c[0] = 0x0C;
+    c[0] = 0x0D;
     cr_assert_eq(run_len(c, 40), NTPU_DEV_ERR_OPCODE);
     /* fixed-part length before memory id */
     c[0] = NTPU_OP_READ_MEM;
@@ -844,6 +852,53 @@ Test(ref_model, status_block_counts)
 
 /* ---------------------------------------------------------------- the link */
 
+Test(ref_model, frames_run_strictly_in_seq_order)
+{
+    uint16_t v[64] = {0};
+    for (unsigned k = 0; k < N; k++)
+        v[k] = 0x1111;
+    cr_assert_eq(write_lanes16(dev, N, NTPU_MEM_UB, 3, 1, v), NTPU_DEV_OK);
+    /* a frame out of order (here: the one after a lost frame) is refused, not run */
+    uint8_t c[6 + 2 * 64] = {NTPU_OP_WRITE_MEM, NTPU_MEM_UB, 3, 0, 1, 0};
+    memset(c + 6, 0x22, 2 * N);
+    uint8_t ahead = (uint8_t)(next_seq + 1);
+    ntpu_ref_write(dev, txbuf, make_frame(txbuf, ahead, c, 6 + 2 * N));
+    get_reply(dev, &rep);
+    cr_assert_eq(rep.status, NTPU_DEV_ERR_SEQ);
+    cr_assert_eq(rep.seq, ahead, "the SEQ as received");
+    cr_assert_eq(rep.len, 0);
+    /* an old SEQ (a frame sent again that had already run) is refused too */
+    ntpu_ref_write(dev, txbuf, make_frame(txbuf, (uint8_t)(next_seq - 1), c, 6 + 2 * N));
+    get_reply(dev, &rep);
+    cr_assert_eq(rep.status, NTPU_DEV_ERR_SEQ);
+    /* SYNC: any SEQ, runs nothing, reports expected_seq, changes nothing */
+    for (unsigned s = 0; s < 256; s += 51) {
+        ntpu_ref_write(dev, txbuf, make_frame(txbuf, (uint8_t)s, (const uint8_t[]){NTPU_OP_SYNC}, 1));
+        get_reply(dev, &rep);
+        cr_assert_eq(rep.status, NTPU_DEV_OK);
+        cr_assert_eq(rep.seq, s);
+        cr_assert_eq(rep.len, 1);
+        cr_assert_eq(rep.data[0], next_seq);
+    }
+    ntpu_ref_write(dev, txbuf, make_frame(txbuf, next_seq, (const uint8_t[]){NTPU_OP_SYNC, 0}, 2));
+    get_reply(dev, &rep);
+    cr_assert_eq(rep.status, NTPU_DEV_ERR_LENGTH, "SYNC's LEN is 1");
+    cr_assert_eq(read_mem(dev, NTPU_MEM_UB, 3, 1), NTPU_DEV_OK);
+    cr_assert_eq(get16(rep.data), 0x1111, "neither refused write ran");
+    /* the expected SEQ runs, and so does the one after it */
+    cr_assert_eq(run(dev, c, 6 + 2 * N), NTPU_DEV_OK);
+    cr_assert_eq(read_mem(dev, NTPU_MEM_UB, 3, 1), NTPU_DEV_OK);
+    cr_assert_eq(get16(rep.data), 0x2222);
+    /* errors count ERR_SEQ; a command rejected with a status still took its place in the order */
+    uint8_t last;
+    uint32_t errors, commands, dropped;
+    status_block(dev, &last, &errors, &commands, &dropped);
+    cr_assert_eq(errors, 3);
+    cr_assert_eq(last, NTPU_DEV_ERR_LENGTH);
+    cr_assert_eq(run_len((const uint8_t[]){NTPU_OP_NOP, 0}, 2), NTPU_DEV_ERR_LENGTH);
+    cr_assert_eq(op0(dev, NTPU_OP_NOP), NTPU_DEV_OK);
+}
+
 Test(ref_model, flipped_bit_frame_is_not_executed)
 {
     uint8_t before[4096 + 6];
@@ -893,12 +948,12 @@ Test(ref_model, garbage_then_resync)
                 put16(junk + at + 2, (unsigned)(rnd() % 5000));
         }
         ntpu_ref_write(dev, junk, n);
-        /* the recipe of docs/protocol.md: max_payload + 8 zeros, then a NOP */
+        /* the recipe of docs/protocol.md: max_payload + 8 zeros, then SYNC (any SEQ) */
         static uint8_t zeros[4112 + 8];
         ntpu_ref_write(dev, zeros, sizeof zeros);
-        uint8_t nop_seq = (uint8_t)(0x80 + round);
-        ntpu_ref_write(dev, txbuf, make_frame(txbuf, nop_seq, (const uint8_t[]){NTPU_OP_NOP}, 1));
-        /* discard replies until the NOP's: they must still be well-formed frames */
+        uint8_t sync_seq = (uint8_t)(0x80 + round);
+        ntpu_ref_write(dev, txbuf, make_frame(txbuf, sync_seq, (const uint8_t[]){NTPU_OP_SYNC}, 1));
+        /* discard replies until the SYNC's: they must still be well-formed frames */
         size_t have = ntpu_ref_read(dev, replies, sizeof replies);
         cr_assert_eq(ntpu_ref_pending(dev), 0);
         size_t i = 0;
@@ -908,11 +963,14 @@ Test(ref_model, garbage_then_resync)
             size_t len = get16(replies + i + 2);
             cr_assert_leq(i + len + 8, have);
             cr_assert_eq(get32(replies + i + 4 + len), (uint32_t)crc32(0L, replies + i + 1, (uInt)(3 + len)));
-            if (replies[i + 1] == nop_seq && len == 1 && replies[i + 4] == NTPU_DEV_OK && i + 9 == have)
+            if (replies[i + 1] == sync_seq && len == 2 && replies[i + 4] == NTPU_DEV_OK && i + 10 == have) {
+                /* junk has a valid CRC only by a 2^-32 chance: nothing ran */
+                cr_assert_eq(replies[i + 5], next_seq, "round %d: SYNC says expected_seq", round);
                 found = 1;
+            }
             i += len + 8;
         }
-        cr_assert(found, "round %d: the NOP's reply comes last", round);
+        cr_assert(found, "round %d: the SYNC's reply comes last", round);
         /* and the link works */
         uint16_t v[64];
         for (unsigned k = 0; k < N; k++)
@@ -1042,7 +1100,7 @@ Test(ref_model, fuzz_random_frames_one_reply_each)
         size_t len = 1 + (rnd() % 4 ? rnd() % 12 : rnd() % 4112);
         for (size_t i = 0; i < len; i++)
             c[i] = (uint8_t)rnd();
-        c[0] = (uint8_t)(rnd() % 14); /* every opcode and 0x0C, the first unknown one */
+        c[0] = (uint8_t)(rnd() % 15); /* every opcode and 0x0D, the first unknown one */
         if (rnd() & 1) { /* small fields, so some pass the checks */
             c[1] = (uint8_t)(rnd() % 4);
             if (len > 5) {
@@ -1053,9 +1111,13 @@ Test(ref_model, fuzz_random_frames_one_reply_each)
                 c[7] = 0;
         }
         uint8_t seq = send(dev, c, len);
+        if (c[0] == NTPU_OP_SYNC)
+            next_seq--; /* SYNC takes no place in the order */
         get_reply(dev, &rep);
         cr_assert_eq(rep.seq, seq);
-        cr_assert_leq(rep.status, NTPU_DEV_ERR_ARG);
+        cr_assert_leq(rep.status, NTPU_DEV_ERR_ARG, "in order, so never ERR_SEQ");
+        if (c[0] == NTPU_OP_SYNC && rep.status == NTPU_DEV_OK)
+            cr_assert_eq(rep.data[0], next_seq);
         cr_assert_eq(ntpu_ref_pending(dev), 0);
     }
 }
@@ -1110,7 +1172,7 @@ Test(ref_model, small_and_large_arrays)
     for (size_t s = 0; s < 4; s++) {
         unsigned n = sizes[s];
         ntpu_ref_config cfg = {n, 64, 2 * n, 64, 65535, 0};
-        ntpu_ref *r = ntpu_ref_new(&cfg);
+        ntpu_ref *r = new_model(&cfg);
         cr_assert(r);
         enum { M = 5 };
         static uint16_t a[M * 64], w[64 * 64];

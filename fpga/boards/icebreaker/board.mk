@@ -2,6 +2,7 @@
 # docs/decisions/0006-icebreaker-config.md for why these numbers.
 #   CONFIG=core (default): ntpu_core behind the UART link.
 #   CONFIG=echo: the same top without the core, echoing every byte: link bring-up.
+# BOARD_PARAMS (CONFIG=core) also builds the simulated board, vsim:board=icebreaker (Makefile, docs/boards.md).
 BOARD_FAMILY := ice40
 BOARD_DEVICE := iCE40UP5K-SG48
 BOARD_TOP := ntpu_icebreaker_top

@@ -36,10 +36,12 @@ typedef enum ntpu_status {
     NTPU_OK = 0,
     NTPU_ERR_INVALID_ARG = -1, /* a bad argument; nothing was sent, device state unchanged       */
     NTPU_ERR_NO_DEVICE = -2,   /* no such device, or this build cannot reach it; no handle usable  */
-    NTPU_ERR_IO = -3,          /* the link failed (a corrupted or lost frame): commands since the
-                                * last successful call may or may not have run, so device memory
-                                * is unknown. The library resyncs the link itself; if it cannot,
-                                * every call fails so until ntpu_reset_link succeeds            */
+    NTPU_ERR_IO = -3,          /* the link failed and did not recover: corrupted and lost frames
+                                * are sent again by the library itself (docs/protocol.md), so
+                                * this means 32 recoveries in a row got nothing through, or the
+                                * transport itself failed. Commands since the last successful
+                                * call may or may not have run; every call fails so until
+                                * ntpu_reset_link succeeds                                       */
     NTPU_ERR_TIMEOUT = -4,     /* the device did not answer in time; as NTPU_ERR_IO              */
     NTPU_ERR_DEVICE = -5,      /* the device rejected a command (ntpu_last_error names the status
                                 * and the command); that command did nothing, the link is in sync
@@ -65,8 +67,16 @@ typedef struct ntpu_device ntpu_device; /* opaque; one thread at a time per hand
  *   "ref[:n=N,ub=R,wb=R,acc=R,payload=B]"  the C golden model, in-process; the
  *                                          options override its configuration
  *   "vsim[:trace=FILE]"                    the Verilator model of the RTL
- *   "ftdi[:serial=S]", "usb[:serial=S]"    boards (not in this build yet:
- *                                          NTPU_ERR_NO_DEVICE)
+ *   "vsim:board=icebreaker[,trace=FILE,ber=P,drop=P,seed=N]"
+ *                                          the iCEBreaker board top simulated
+ *                                          behind its UART pins at bit level,
+ *                                          optionally with bit errors and lost
+ *                                          bytes (docs/boards.md)
+ *   "ftdi[:serial=S,board=B,baud=R,interface=A|B]"
+ *                                          a board behind an FTDI chip over
+ *                                          libusb (iCEBreaker, ULX3S; docs/boards.md)
+ *   "usb[:serial=S]"                       a board behind a microcontroller
+ *                                          (not in this build yet: NTPU_ERR_NO_DEVICE)
  * NULL or "" means the NTPU_DEVICE environment variable if it is set and not
  * empty, else "vsim".
  * On NTPU_OK, *out is a ready handle (the ID block has been read). On failure,
@@ -225,10 +235,11 @@ NTPU_API ntpu_status ntpu_read_counters(ntpu_device *dev, ntpu_counters *out, in
 NTPU_API double ntpu_counters_utilization(const ntpu_device *dev, const ntpu_counters *c);
 
 /* Resynchronizes the link (docs/protocol.md): flushes whatever frame the device
- * may be part-way through, then waits for the reply to a fresh NOP. Replies
- * still outstanding are dropped: their commands may or may not have run. Use it
- * after NTPU_ERR_IO or NTPU_ERR_TIMEOUT if the library could not resync itself
- * (then every call fails with NTPU_ERR_IO until this succeeds).
+ * may be part-way through, then asks it with SYNC which SEQ it expects next.
+ * Commands still unanswered are abandoned: they may or may not have run. Use it
+ * after NTPU_ERR_IO or NTPU_ERR_TIMEOUT, when the library's own recovery (it
+ * sends lost frames again) gave up; every call fails with NTPU_ERR_IO until
+ * this succeeds.
  * Errors: NTPU_ERR_IO, NTPU_ERR_TIMEOUT, NTPU_ERR_INVALID_ARG. */
 NTPU_API ntpu_status ntpu_reset_link(ntpu_device *dev);
 
@@ -236,7 +247,9 @@ NTPU_API ntpu_status ntpu_reset_link(ntpu_device *dev);
 typedef struct ntpu_link_stats {
     uint64_t tx_bytes, rx_bytes;   /* bytes sent to / received from the device */
     uint64_t tx_frames, rx_frames; /* frames sent / replies received */
-    uint64_t resyncs;              /* link resynchronizations */
+    uint64_t resyncs;              /* explicit resynchronizations: at open, ntpu_reset_link */
+    uint64_t recoveries;           /* faults recovered from: SYNC exchanges after a bad or missing reply */
+    uint64_t retransmits;          /* frames sent again after a recovery */
 } ntpu_link_stats;
 
 /* Fills *out. Sends nothing. Errors: NTPU_ERR_INVALID_ARG, NTPU_ERR_NO_DEVICE. */

@@ -32,6 +32,8 @@ enum ntpu_opcode {
     NTPU_OP_ACT = 0x09,       /* [op][flags][src u16][dst u16][rows u16][aux u16]  -> status       */
     NTPU_OP_RELU_GRAD = 0x0A, /* [op][flags][src u16][dst u16][rows u16][mask u16] -> status       */
     NTPU_OP_COLSUM = 0x0B,    /* [op][flags][src u16][dst u16][rows u16]           -> status       */
+    /* version 1.2 */
+    NTPU_OP_SYNC = 0x0C,      /* [op], any SEQ; executes nothing   -> status, expected_seq u8      */
 };
 
 /* Command lengths (whole payload, opcode included). WRITE_MEM adds its data. */
@@ -47,6 +49,7 @@ enum ntpu_opcode {
 #define NTPU_LEN_ACT 10u
 #define NTPU_LEN_RELU_GRAD 10u
 #define NTPU_LEN_COLSUM 8u
+#define NTPU_LEN_SYNC 1u
 
 /* Memory ids of WRITE_MEM / READ_MEM. UB and WB rows are N lanes of 16 bits,
  * ACC rows are N lanes of 32 bits; lane 0 first, each lane little-endian. */
@@ -81,6 +84,7 @@ enum ntpu_dev_status {
     NTPU_DEV_ERR_MEM = 4,    /* unknown memory id                                           */
     NTPU_DEV_ERR_RANGE = 5,  /* address + rows past the end of the memory                   */
     NTPU_DEV_ERR_ARG = 6,    /* reserved flag bits set, or a field value the command forbids */
+    NTPU_DEV_ERR_SEQ = 7,    /* SEQ is not the one the device expects; the frame was not run (1.2) */
 };
 
 /* ID block returned by INFO (32 bytes after the status byte). */
@@ -105,7 +109,7 @@ enum ntpu_dev_status {
 #define NTPU_FEATURE_TRANSPOSE_A_BIT 0x02u /* MATMUL TRANSPOSE_A (1.1) */
 #define NTPU_FEATURE_VECTOR_BIT 0x04u      /* ACT, RELU_GRAD, COLSUM (1.1) */
 #define NTPU_VERSION_MAJOR 1u
-#define NTPU_VERSION_MINOR 1u
+#define NTPU_VERSION_MINOR 2u
 
 /* Status block returned by STATUS (16 bytes after the status byte). */
 #define NTPU_STATUS_BYTES 16u

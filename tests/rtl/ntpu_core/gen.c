@@ -42,7 +42,7 @@ static struct config cfg;
 
 static uint8_t in[MAX_STREAM];
 static size_t nin;
-static uint8_t seq_next;
+static uint8_t seq_next; /* the SEQ the device expects next (1.2: it runs frames in SEQ order) */
 
 static void put(uint8_t b)
 {
@@ -54,11 +54,11 @@ static void put(uint8_t b)
 }
 
 /* corrupt: 0 good, 1 payload bit flipped, 2 CRC bit flipped */
-static void frame_ex(const uint8_t *p, unsigned len, int corrupt)
+static void frame_at(const uint8_t *p, unsigned len, int corrupt, uint8_t seq)
 {
     static uint8_t f[4 + 65536 + 4];
     f[0] = NTPU_SOF_CMD;
-    f[1] = seq_next++;
+    f[1] = seq;
     f[2] = (uint8_t)len;
     f[3] = (uint8_t)(len >> 8);
     memcpy(f + 4, p, len);
@@ -71,6 +71,15 @@ static void frame_ex(const uint8_t *p, unsigned len, int corrupt)
         f[4 + len + rnd_below(4)] ^= (uint8_t)(1u << rnd_below(8));
     for (unsigned i = 0; i < 8 + len; i++)
         put(f[i]);
+}
+
+/* A frame with the expected SEQ; it takes its place in the order unless it is
+ * corrupted (never runs) or a SYNC (runs nothing). */
+static void frame_ex(const uint8_t *p, unsigned len, int corrupt)
+{
+    frame_at(p, len, corrupt, seq_next);
+    if (!corrupt && p[0] != NTPU_OP_SYNC)
+        seq_next++;
 }
 
 static void frame(const uint8_t *p, unsigned len) { frame_ex(p, len, 0); }
@@ -165,6 +174,7 @@ static uint8_t last_error;
 static uint32_t errors, commands, dropped;
 static uint64_t macs;
 static int maybe_busy = 1; /* the loader zeroes the weights after reset */
+static uint8_t expected_seq;
 
 static uint16_t out[MAX_STREAM]; /* 0x100 | byte, or byte alone when any value is allowed */
 static size_t nout;
@@ -281,8 +291,8 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
             return NTPU_DEV_ERR_LENGTH;
         memset(d, 0, 32);
         put32(d, NTPU_ID_MAGIC);
-        d[4] = 1;
-        d[5] = 1;
+        d[4] = NTPU_VERSION_MAJOR;
+        d[5] = NTPU_VERSION_MINOR;
         d[6] = N;
         d[7] = N;
         d[8] = 3;
@@ -588,7 +598,15 @@ static void model(int mode)
                 cur_len = len;
                 if (crc32_bits(f, 3 + len) != c) {
                     reply(f[0], NTPU_DEV_ERR_CRC, NULL, 0, NULL);
+                } else if (f[3] == NTPU_OP_SYNC) {
+                    if (len != 1)
+                        reply(f[0], NTPU_DEV_ERR_LENGTH, NULL, 0, NULL);
+                    else
+                        reply(f[0], NTPU_DEV_OK, &expected_seq, 1, NULL);
+                } else if (f[0] != expected_seq) {
+                    reply(f[0], NTPU_DEV_ERR_SEQ, NULL, 0, NULL);
                 } else {
+                    expected_seq++;
                     int s = exec(f[0], f + 3, len);
                     if (s >= 0)
                         reply(f[0], (uint8_t)s, NULL, 0, NULL);
@@ -1096,8 +1114,8 @@ static void directed(void)
     counters(0);
 
     /* Errors, each check in turn, and precedence between them. */
-    p[0] = 0x0C;
-    frame(p, 1);                    /* ERR_OPCODE: the first opcode past 1.1's */
+    p[0] = 0x0D;
+    frame(p, 1);                    /* ERR_OPCODE: the first opcode past 1.2's */
     p[0] = 0xFF;
     p[1] = 7;
     frame(p, 2);                    /* ERR_OPCODE before LEN */
@@ -1217,7 +1235,7 @@ static void directed(void)
     const unsigned bad_lens[] = {0, MAXP + 1, 0xFFFF};
     for (int k = 0; k < 3; k++) {
         put(NTPU_SOF_CMD);
-        put(seq_next++);
+        put(seq_next);              /* never runs: the SEQ stays expected */
         put((uint8_t)bad_lens[k]);
         put((uint8_t)(bad_lens[k] >> 8));
         cmd1(NTPU_OP_NOP);
@@ -1225,22 +1243,49 @@ static void directed(void)
     memset(d, 0, MAXP);
     frame(d, MAXP);                 /* the longest frame, a NOP: ERR_LENGTH */
 
-    /* Junk, then the host's resync: MAXP + 8 zeros, a NOP. */
+    /* 1.2: frames out of SEQ order are refused (ERR_SEQ) and run nothing; SYNC answers
+     * expected_seq whatever its own SEQ, and changes nothing. */
+    p[0] = NTPU_OP_NOP;
+    frame_at(p, 1, 0, (uint8_t)(seq_next + 1));
+    frame_at(p, 1, 0, (uint8_t)(seq_next - 1));
+    write_random(NTPU_MEM_UB, 1, 1, 0);
+    d[0] = NTPU_OP_WRITE_MEM;       /* the same rows again, one SEQ ahead: must not land */
+    d[1] = NTPU_MEM_UB;
+    d[2] = 1;
+    d[3] = 0;
+    d[4] = 1;
+    d[5] = 0;
+    for (unsigned i = 0; i < 2 * N; i++)
+        d[6 + i] = (uint8_t)rnd();
+    frame_at(d, 6 + 2 * N, 0, (uint8_t)(seq_next + 1));
+    read_mem(NTPU_MEM_UB, 1, 1);
+    p[0] = NTPU_OP_SYNC;
+    frame_at(p, 1, 0, 0xA5);
+    frame_at(p, 1, 0, seq_next);
+    frame_at(p, 1, 0, (uint8_t)(seq_next + 77));
+    frame_at(p, 2, 0, seq_next);    /* SYNC of LEN 2: ERR_LENGTH, changes nothing either */
+    cmd1(NTPU_OP_NOP);
+    cmd1(NTPU_OP_STATUS);
+
+    /* Junk, then the host's resync: MAXP + 8 zeros, a SYNC with its own SEQ. */
     for (int k = 0; k < 3; k++) {
         unsigned n = 5 + rnd_below(60);
         for (unsigned i = 0; i < n; i++)
             put((uint8_t)(rnd_below(3) ? rnd() : NTPU_SOF_CMD));
         for (unsigned i = 0; i < MAXP + 8; i++)
             put(0);
-        cmd1(NTPU_OP_NOP);
+        p[0] = NTPU_OP_SYNC;
+        frame_at(p, 1, 0, (uint8_t)rnd());
         cmd1(NTPU_OP_STATUS);
     }
-    /* A frame cut short, the resync, and everything still works. */
+    /* A frame cut short (it never runs), the resync, and everything still works. */
     write_random(NTPU_MEM_ACC, 0, max_rows(NTPU_MEM_ACC), 0);
     nin -= 20;
+    seq_next--;
     for (unsigned i = 0; i < MAXP + 8; i++)
         put(0);
-    cmd1(NTPU_OP_NOP);
+    p[0] = NTPU_OP_SYNC;
+    frame_at(p, 1, 0, 0x33);
     read_rows(NTPU_MEM_ACC, 0, 10);
     cmd1(NTPU_OP_STATUS);
 }
@@ -1332,6 +1377,7 @@ static void reset_state(void)
     nin = nout = 0;
     nreplies = 0;
     seq_next = 0;
+    expected_seq = 0;
     memset(ub, 0, sizeof ub);
     memset(wb, 0, sizeof wb);
     memset(acc, 0, sizeof acc);

@@ -1,0 +1,595 @@
+/* ntpu bench: the project's benchmark (`make bench` writes docs/benchmarks.md
+ * from its JSON).
+ *   (a) matmul sweep, M = K = N from the array size N to 16N, int8 and bf16,
+ *       every result row checked against the host's loops;
+ *   (b) one training step of the 784-256-10 MLP, batch 64, Adam: cycles,
+ *       utilization, bytes over the link; ref and vsim must agree bit for bit;
+ *   (c) simulator speed in MACs per wall-clock second, from (a) and (b);
+ *   (d) with --epoch: one Fashion-MNIST epoch of `ntpu train -d ref` beside
+ *       the same model in PyTorch on one CPU thread (tools/bench_torch.py),
+ *       both run here, back to back, as a ratio of wall times.
+ * Utilization counts every device cycle from the first command to the last
+ * result read (the counters are cleared just before and read just after). */
+#define _DEFAULT_SOURCE
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ntpu/nn.h"
+#include "ntpu/numerics.h"
+
+static const char bench_help[] =
+    "usage: ntpu bench [-d DEV] [--json] [--size S] [--epoch] [--data DIR] [--torch-script FILE]\n"
+    "\n"
+    "The benchmark, on ref and vsim (or only on DEV):\n"
+    "  (a) matmuls M = K = N from the array size N to 16N (or only S), int8 and bf16, random\n"
+    "      inputs, each result checked against the host: device cycles, array utilization\n"
+    "      (MACs / (N^2 x cycles), every cycle from the first command to the last result read),\n"
+    "      simulator speed in MAC/s of wall-clock time, and the bytes that crossed the link;\n"
+    "  (b) one training step of the 784-256-10 MLP, batch 64, Adam, random data: the same\n"
+    "      figures per step, and ref and vsim must agree bit for bit;\n"
+    "  (c) simulator speed of each device, from (a) and (b);\n"
+    "  (d) with --epoch: one full epoch of `ntpu train -d ref` on Fashion-MNIST beside the same\n"
+    "      model in PyTorch on one CPU thread (/usr/bin/python3, python3-torch), as a ratio of\n"
+    "      wall times (training and test evaluation). Takes a minute or more.\n"
+    "\n"
+    "  --size S             one S x S x S matmul instead of the sweep\n"
+    "  --epoch              add (d)\n"
+    "  --data DIR           dataset for (d) (default /usr/share/datasets/fashion-mnist)\n"
+    "  --torch-script FILE  the PyTorch reference (default tools/bench_torch.py, here or beside\n"
+    "                       the ntpu binary's ../tools)\n"
+    "  -d, --device DEV     bench only this device\n"
+    "  --json               one JSON object on stdout instead of the tables\n";
+
+#define MAX_DEVICES 2
+#define SWEEP_STEPS 5 /* N, 2N, 4N, 8N, 16N */
+#define MLP_BATCH 64
+static const unsigned mlp_sizes[] = {784, 256, 10};
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Cycles, traffic and wall time of one measured piece of work. */
+typedef struct measure {
+    ntpu_counters c;
+    double util, secs;
+    uint64_t tx, rx;                  /* link bytes seen by the host */
+    uint64_t recoveries, retransmits; /* link faults recovered from, frames sent again */
+} measure;
+
+typedef struct mm_row {
+    char device[128];
+    ntpu_dtype dtype;
+    unsigned n; /* array size */
+    size_t s;   /* M = K = N */
+    measure m;
+    int correct;
+} mm_row;
+
+typedef struct step_row {
+    char device[128];
+    unsigned n;
+    measure m;
+    float loss;
+    uint64_t digest; /* of the loss and every weight after the step */
+} step_row;
+
+/* (c): MACs per wall second of one device, each dtype from repeated 16N matmuls. */
+typedef struct speed_row {
+    double mac_per_s[2]; /* int8, bf16 */
+    int correct;
+} speed_row;
+
+typedef struct epoch_res {
+    double ref_secs, ref_train_secs, ref_test_acc, ref_loss;
+    double torch_secs, torch_train_secs, torch_test_acc, torch_loss;
+    char torch_version[32];
+    long steps;
+} epoch_res;
+
+static ntpu_status measure_begin(ntpu_device *dev, measure *m, ntpu_link_stats *l0)
+{
+    ntpu_status st = ntpu_read_counters(dev, &m->c, 1);
+    ntpu_get_link_stats(dev, l0);
+    m->secs = now_s();
+    return st;
+}
+
+static ntpu_status measure_end(ntpu_device *dev, measure *m, const ntpu_link_stats *l0)
+{
+    ntpu_link_stats l1;
+    m->secs = now_s() - m->secs;
+    ntpu_get_link_stats(dev, &l1);
+    m->tx = l1.tx_bytes - l0->tx_bytes;
+    m->rx = l1.rx_bytes - l0->rx_bytes;
+    m->recoveries = l1.recoveries - l0->recoveries;
+    m->retransmits = l1.retransmits - l0->retransmits;
+    ntpu_status st = ntpu_read_counters(dev, &m->c, 0);
+    m->util = ntpu_counters_utilization(dev, &m->c);
+    return st;
+}
+
+/* ------------------------------------------------------------------ (a) matmul */
+
+/* One s x s x s matmul on dev, checked against the host's loop. */
+static int bench_matmul(ntpu_device *dev, ntpu_dtype dtype, size_t s, mm_row *row)
+{
+    size_t count = s * s;
+    int8_t *a8 = malloc(count), *b8 = malloc(count);
+    float *af = malloc(count * 4), *bf = malloc(count * 4);
+    uint32_t *c = malloc(count * 4);
+    int rc = 1;
+    if (!a8 || !b8 || !af || !bf || !c) {
+        fail("out of memory");
+        goto out;
+    }
+    uint64_t seed = 2026;
+    for (size_t i = 0; i < count; i++) {
+        a8[i] = (int8_t)splitmix(&seed);
+        b8[i] = (int8_t)splitmix(&seed);
+        af[i] = (float)((double)(splitmix(&seed) >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+        bf[i] = (float)((double)(splitmix(&seed) >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+    ntpu_link_stats l0;
+    ntpu_status st = measure_begin(dev, &row->m, &l0);
+    if (st == NTPU_OK)
+        st = ntpu_matmul(dev, dtype, dtype == NTPU_DTYPE_INT8 ? (void *)a8 : (void *)af,
+                         dtype == NTPU_DTYPE_INT8 ? (void *)b8 : (void *)bf, c, s, s, s);
+    if (st == NTPU_OK)
+        st = measure_end(dev, &row->m, &l0);
+    if (st != NTPU_OK) {
+        fail("bench on %s: %s", row->device, ntpu_last_error(dev));
+        goto out;
+    }
+    row->dtype = dtype;
+    row->s = s;
+    /* Check one row in 16 against the plain loops: the bench must not report
+     * speed for wrong answers, and the full check would dominate the run time. */
+    row->correct = 1;
+    for (size_t m = 0; m < s && row->correct; m += 16) {
+        for (size_t n = 0; n < s; n++) {
+            uint32_t want = 0;
+            if (dtype == NTPU_DTYPE_INT8) {
+                int32_t acc = 0;
+                for (size_t k = 0; k < s; k++)
+                    acc = ntpu_mac_int8(acc, a8[m * s + k], b8[k * s + n]);
+                want = (uint32_t)acc;
+            } else {
+                for (size_t k = 0; k < s; k++)
+                    want = ntpu_mac_bf16(want, ntpu_bf16_from_f32(af[m * s + k]), ntpu_bf16_from_f32(bf[k * s + n]));
+            }
+            if (c[m * s + n] != want) {
+                row->correct = 0;
+                break;
+            }
+        }
+    }
+    rc = 0;
+out:
+    free(a8);
+    free(b8);
+    free(af);
+    free(bf);
+    free(c);
+    return rc;
+}
+
+/* Repeats the s x s x s matmul until SPEED_SECS of wall time have passed:
+ * one short run is too noisy a clock for a fast simulator. */
+#define SPEED_SECS 0.3
+#define SPEED_MAX_REPS 200
+static int bench_speed(ntpu_device *dev, const char *device, ntpu_dtype dtype, size_t s, double *mac_per_s,
+                       int *correct)
+{
+    double secs = 0, macs = 0;
+    for (int rep = 0; rep < SPEED_MAX_REPS && secs < SPEED_SECS; rep++) {
+        mm_row r;
+        memset(&r, 0, sizeof r);
+        snprintf(r.device, sizeof r.device, "%s", device);
+        if (bench_matmul(dev, dtype, s, &r))
+            return 1;
+        secs += r.m.secs;
+        macs += (double)r.m.c.macs;
+        *correct &= r.correct;
+    }
+    *mac_per_s = secs > 0 ? macs / secs : 0;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ (b) training step */
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001B3ull;
+    return h;
+}
+
+/* One Adam step of the MLP on random data; the model's creation (its first
+ * weight upload) is not part of the measurement. */
+static int bench_step(ntpu_device *dev, step_row *row)
+{
+    const size_t in = mlp_sizes[0], classes = mlp_sizes[2];
+    float *x = malloc(MLP_BATCH * in * sizeof *x);
+    uint8_t y[MLP_BATCH];
+    ntpu_model *model = NULL;
+    int rc = 1;
+    if (!x) {
+        fail("out of memory");
+        goto out;
+    }
+    uint64_t seed = 64;
+    for (size_t i = 0; i < MLP_BATCH * in; i++)
+        x[i] = (float)((double)(splitmix(&seed) >> 11) / 9007199254740992.0);
+    for (size_t i = 0; i < MLP_BATCH; i++)
+        y[i] = (uint8_t)(splitmix(&seed) % classes);
+    ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_ADAM);
+    ntpu_status st = ntpu_model_create(dev, mlp_sizes, 3, MLP_BATCH, 0, &opt, &model);
+    ntpu_link_stats l0;
+    ntpu_step_result r = {0};
+    if (st == NTPU_OK)
+        st = measure_begin(dev, &row->m, &l0);
+    if (st == NTPU_OK)
+        st = ntpu_train_step(model, x, y, MLP_BATCH, &r);
+    if (st == NTPU_OK)
+        st = measure_end(dev, &row->m, &l0);
+    if (st != NTPU_OK) {
+        fail("bench training step on %s: %s", row->device, ntpu_last_error(dev));
+        goto out;
+    }
+    row->loss = r.loss;
+    ntpu_model_view v;
+    ntpu_model_view_get(model, &v);
+    uint64_t h = fnv1a(0xCBF29CE484222325ull, &r.loss, sizeof r.loss);
+    for (size_t l = 0; l < v.n_layers; l++) {
+        h = fnv1a(h, v.weights[l], (size_t)v.sizes[l] * v.sizes[l + 1] * sizeof(float));
+        h = fnv1a(h, v.biases[l], (size_t)v.sizes[l + 1] * sizeof(float));
+    }
+    row->digest = h;
+    rc = 0;
+out:
+    ntpu_model_destroy(model);
+    free(x);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ (d) epoch */
+
+/* Appends s to buf in single quotes, for /bin/sh. */
+static void sh_quote(char *buf, size_t len, const char *s)
+{
+    size_t at = strlen(buf);
+    if (at + 1 < len)
+        buf[at++] = '\'';
+    for (; *s && at + 5 < len; s++) {
+        if (*s == '\'') {
+            memcpy(buf + at, "'\\''", 4);
+            at += 4;
+        } else {
+            buf[at++] = *s;
+        }
+    }
+    if (at + 1 < len)
+        buf[at++] = '\'';
+    buf[at] = 0;
+}
+
+/* Runs cmd through /bin/sh and parses the last line of its stdout as JSON;
+ * NULL after printing why. */
+static cJSON *run_json(const char *what, const char *cmd)
+{
+    FILE *p = popen(cmd, "r");
+    if (!p) {
+        fail("bench --epoch: cannot run %s", what);
+        return NULL;
+    }
+    char line[8192], last[8192] = "";
+    while (fgets(line, sizeof line, p))
+        if (line[0] == '{')
+            memcpy(last, line, sizeof last);
+    int status = pclose(p);
+    cJSON *j = status == 0 ? cJSON_Parse(last) : NULL;
+    if (!j)
+        fail("bench --epoch: %s failed (exit status %d%s)", what, status, status ? "; its error is above" : ", no JSON");
+    return j;
+}
+
+static double json_num(const cJSON *j, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* The PyTorch script: FILE if given, else tools/bench_torch.py from here or
+ * from beside the binary (build/ntpu -> tools/). */
+static int find_script(const char *given, char *out, size_t len)
+{
+    if (given) {
+        snprintf(out, len, "%s", given);
+        return access(out, R_OK) == 0 ? 0 : fail("--torch-script: cannot read %s", given);
+    }
+    snprintf(out, len, "tools/bench_torch.py");
+    if (access(out, R_OK) == 0)
+        return 0;
+    char exe[4096];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k > 0) {
+        exe[k] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0;
+            snprintf(out, len, "%s/../tools/bench_torch.py", exe);
+            if (access(out, R_OK) == 0)
+                return 0;
+        }
+    }
+    return fail("bench --epoch: tools/bench_torch.py not found (run from the source tree or give --torch-script)");
+}
+
+static int bench_epoch(const char *data, const char *script, epoch_res *e)
+{
+    char self[4096], cmd[16384] = "";
+    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (k <= 0)
+        return fail("bench --epoch: cannot find the ntpu binary (/proc/self/exe)");
+    self[k] = 0;
+    static const char common_args[] = " --layers 784,256,10 --batch 64 --lr 0.001 --seed 0";
+
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 ");
+    sh_quote(cmd, sizeof cmd, script);
+    strncat(cmd, common_args, sizeof cmd - strlen(cmd) - 1);
+    if (data) {
+        strncat(cmd, " --data ", sizeof cmd - strlen(cmd) - 1);
+        sh_quote(cmd, sizeof cmd, data);
+    }
+    cJSON *t = run_json("the PyTorch reference (tools/bench_torch.py)", cmd);
+    if (!t)
+        return 1;
+    e->torch_secs = json_num(t, "seconds");
+    e->torch_train_secs = json_num(t, "train_seconds");
+    e->torch_test_acc = json_num(t, "test_accuracy");
+    e->torch_loss = json_num(t, "train_loss");
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(t, "torch");
+    snprintf(e->torch_version, sizeof e->torch_version, "%s", cJSON_IsString(ver) ? ver->valuestring : "?");
+    cJSON_Delete(t);
+
+    cmd[0] = 0;
+    sh_quote(cmd, sizeof cmd, self);
+    strncat(cmd, " train -d ref --json --optimizer adam --epochs 1", sizeof cmd - strlen(cmd) - 1);
+    strncat(cmd, common_args, sizeof cmd - strlen(cmd) - 1);
+    if (data) {
+        strncat(cmd, " --data ", sizeof cmd - strlen(cmd) - 1);
+        sh_quote(cmd, sizeof cmd, data);
+    }
+    cJSON *r = run_json("ntpu train -d ref", cmd);
+    if (!r)
+        return 1;
+    e->ref_secs = json_num(r, "seconds");
+    e->ref_test_acc = json_num(r, "test_accuracy");
+    e->ref_loss = json_num(r, "train_loss");
+    e->steps = (long)json_num(r, "steps");
+    const cJSON *hist = cJSON_GetObjectItemCaseSensitive(r, "history");
+    e->ref_train_secs = cJSON_IsArray(hist) && cJSON_GetArraySize(hist) > 0
+                            ? json_num(cJSON_GetArrayItem(hist, 0), "seconds")
+                            : -1;
+    cJSON_Delete(r);
+    if (e->ref_secs <= 0 || e->torch_secs <= 0)
+        return fail("bench --epoch: a run reported no time");
+    return 0;
+}
+
+/* ------------------------------------------------------------------ output */
+
+static double rate(uint64_t macs, double secs) { return secs > 0 ? (double)macs / secs : 0.0; }
+
+static void print_json(const mm_row *mm, int nmm, const step_row *st, const speed_row *sp, int nst,
+                       int step_agree, const epoch_res *ep)
+{
+    printf("{\"runs\":[");
+    for (int i = 0; i < nmm; i++) {
+        const mm_row *r = &mm[i];
+        printf("%s{\"device\":", i ? "," : "");
+        json_str(stdout, r->device);
+        printf(",\"dtype\":\"%s\",\"array\":%u,\"m\":%zu,\"k\":%zu,\"n\":%zu,\"cycles\":%" PRIu64
+               ",\"macs\":%" PRIu64 ",\"utilization\":%.6f,\"seconds\":%.6f,\"mac_per_s\":%.6g,"
+               "\"link_tx_bytes\":%" PRIu64 ",\"link_rx_bytes\":%" PRIu64 ",\"link_recoveries\":%" PRIu64
+               ",\"link_retransmits\":%" PRIu64 ",\"correct\":%s}",
+               dtype_name(r->dtype), r->n, r->s, r->s, r->s, r->m.c.cycles, r->m.c.macs, r->m.util, r->m.secs,
+               rate(r->m.c.macs, r->m.secs), r->m.tx, r->m.rx, r->m.recoveries, r->m.retransmits,
+               r->correct ? "true" : "false");
+    }
+    printf("],\"train_step\":{\"layers\":[784,256,10],\"batch\":%d,\"optimizer\":\"adam\",\"agree\":%s,\"runs\":[",
+           MLP_BATCH, step_agree < 0 ? "null" : step_agree ? "true" : "false");
+    for (int i = 0; i < nst; i++) {
+        const step_row *r = &st[i];
+        printf("%s{\"device\":", i ? "," : "");
+        json_str(stdout, r->device);
+        printf(",\"array\":%u,\"cycles\":%" PRIu64 ",\"macs\":%" PRIu64 ",\"array_busy\":%" PRIu64
+               ",\"utilization\":%.6f,\"seconds\":%.6f,\"mac_per_s\":%.6g,\"link_tx_bytes\":%" PRIu64
+               ",\"link_rx_bytes\":%" PRIu64 ",\"link_bytes\":%" PRIu64 ",\"loss\":%.9g}",
+               r->n, r->m.c.cycles, r->m.c.macs, r->m.c.array_busy, r->m.util, r->m.secs,
+               rate(r->m.c.macs, r->m.secs), r->m.tx, r->m.rx, r->m.tx + r->m.rx, (double)r->loss);
+    }
+    printf("]},\"sim_speed\":[");
+    for (int i = 0; i < nst; i++) {
+        printf("%s{\"device\":", i ? "," : "");
+        json_str(stdout, st[i].device);
+        printf(",\"int8_mac_per_s\":%.6g,\"bf16_mac_per_s\":%.6g,\"train_step_mac_per_s\":%.6g}",
+               sp[i].mac_per_s[0], sp[i].mac_per_s[1], rate(st[i].m.c.macs, st[i].m.secs));
+    }
+    printf("],\"epoch\":");
+    if (!ep) {
+        printf("null}\n");
+        return;
+    }
+    printf("{\"layers\":[784,256,10],\"batch\":64,\"optimizer\":\"adam\",\"lr\":0.001,\"steps\":%ld,"
+           "\"ref_seconds\":%.3f,\"ref_train_seconds\":%.3f,\"ref_test_accuracy\":%.4f,\"ref_train_loss\":%.4f,"
+           "\"torch_seconds\":%.3f,\"torch_train_seconds\":%.3f,\"torch_test_accuracy\":%.4f,"
+           "\"torch_train_loss\":%.4f,\"torch_version\":",
+           ep->steps, ep->ref_secs, ep->ref_train_secs, ep->ref_test_acc, ep->ref_loss, ep->torch_secs,
+           ep->torch_train_secs, ep->torch_test_acc, ep->torch_loss);
+    json_str(stdout, ep->torch_version);
+    printf(",\"ratio\":%.4f}}\n", ep->ref_secs / ep->torch_secs);
+}
+
+static void print_tables(const mm_row *mm, int nmm, const step_row *st, const speed_row *sp, int nst,
+                         int step_agree, const epoch_res *ep)
+{
+    char b[6][32];
+    printf("(a) matmul M = K = N, random inputs\n\n");
+    printf("%-10s %-5s %-6s %5s %14s %14s %7s %9s %11s %10s %10s %7s  %s\n", "device", "dtype", "array", "size",
+           "cycles", "MACs", "util", "wall s", "MAC/s", "link tx", "link rx", "recov", "check");
+    for (int i = 0; i < nmm; i++) {
+        const mm_row *r = &mm[i];
+        snprintf(b[0], sizeof b[0], "%ux%u", r->n, r->n);
+        printf("%-10s %-5s %-6s %5zu %14s %14s %6.1f%% %9.3f %11.3g %10s %10s %7" PRIu64 "  %s\n", r->device,
+               dtype_name(r->dtype), b[0], r->s, grouped(r->m.c.cycles, b[1], sizeof b[1]),
+               grouped(r->m.c.macs, b[2], sizeof b[2]), 100.0 * r->m.util, r->m.secs, rate(r->m.c.macs, r->m.secs),
+               bytes_str(r->m.tx, b[3], sizeof b[3]), bytes_str(r->m.rx, b[4], sizeof b[4]), r->m.recoveries,
+               r->correct ? "ok" : "WRONG");
+    }
+    printf("\n(b) training step: MLP 784-256-10, batch %d, Adam, host optimizer\n\n", MLP_BATCH);
+    printf("%-10s %-6s %14s %14s %7s %9s %11s %10s %10s %12s  %s\n", "device", "array", "cycles", "MACs", "util",
+           "wall s", "MAC/s", "link tx", "link rx", "link B/step", "check");
+    for (int i = 0; i < nst; i++) {
+        const step_row *r = &st[i];
+        snprintf(b[0], sizeof b[0], "%ux%u", r->n, r->n);
+        printf("%-10s %-6s %14s %14s %6.1f%% %9.3f %11.3g %10s %10s %12s  %s\n", r->device, b[0],
+               grouped(r->m.c.cycles, b[1], sizeof b[1]), grouped(r->m.c.macs, b[2], sizeof b[2]),
+               100.0 * r->m.util, r->m.secs, rate(r->m.c.macs, r->m.secs), bytes_str(r->m.tx, b[3], sizeof b[3]),
+               bytes_str(r->m.rx, b[4], sizeof b[4]), grouped(r->m.tx + r->m.rx, b[5], sizeof b[5]),
+               step_agree < 0 ? "-" : step_agree ? "ref==vsim" : "DIFFER");
+    }
+    printf("\n(c) simulator speed, MACs of simulated work per wall-clock second (16N matmuls, repeated)\n\n");
+    printf("%-10s %16s %16s %16s\n", "device", "int8 matmul", "bf16 matmul", "training step");
+    for (int i = 0; i < nst; i++)
+        printf("%-10s %16.3g %16.3g %16.3g\n", st[i].device, sp[i].mac_per_s[0], sp[i].mac_per_s[1],
+               rate(st[i].m.c.macs, st[i].m.secs));
+    if (ep) {
+        printf("\n(d) one epoch of Fashion-MNIST (60,000 samples, %ld steps) and the test set, one CPU thread each\n\n",
+               ep->steps);
+        printf("%-28s %9s %9s %9s %10s\n", "", "wall s", "train s", "loss", "test acc");
+        printf("%-28s %9.2f %9.2f %9.4f %10.4f\n", "ntpu train -d ref", ep->ref_secs, ep->ref_train_secs, ep->ref_loss,
+               ep->ref_test_acc);
+        char who[48];
+        snprintf(who, sizeof who, "PyTorch %s", ep->torch_version);
+        printf("%-28s %9.2f %9.2f %9.4f %10.4f\n", who, ep->torch_secs, ep->torch_train_secs, ep->torch_loss,
+               ep->torch_test_acc);
+        printf("\nref / PyTorch wall time: %.2f x\n", ep->ref_secs / ep->torch_secs);
+    }
+    printf("\nutil = MACs / (N^2 x cycles), every cycle from the first command to the last result read; cycles on\n"
+           "ref are the golden model's estimate, on vsim measured on the RTL. MAC/s is wall-clock simulator speed.\n");
+}
+
+/* ------------------------------------------------------------------ command */
+
+int cmd_bench(common *cm, int argc, char **argv)
+{
+    const char *size_arg = NULL, *data = NULL, *script = NULL;
+    int epoch = 0;
+    const option opts[] = {{"--size", 0, &size_arg, NULL},
+                           {"--epoch", 0, NULL, &epoch},
+                           {"--data", 0, &data, NULL},
+                           {"--torch-script", 0, &script, NULL}};
+    char *pos[1];
+    int npos;
+    if (parse_args(argc, argv, cm, opts, sizeof opts / sizeof opts[0], pos, 0, &npos))
+        return 1;
+    if (cm->help) {
+        fputs(bench_help, stdout);
+        return 0;
+    }
+    size_t s_one = 0;
+    if (size_arg) {
+        char *end;
+        unsigned long v = strtoul(size_arg, &end, 10);
+        if (end == size_arg || *end || v < 1 || v > 4096)
+            return fail("--size must be a whole number from 1 to 4096, not '%s'", size_arg);
+        s_one = v;
+    }
+    char script_path[4200];
+    if (epoch && find_script(script, script_path, sizeof script_path)) /* before the long part */
+        return 1;
+    if (data && access(data, R_OK | X_OK) != 0)
+        return fail("--data: cannot read the directory %s", data);
+    const char *defaults[] = {"ref", "vsim"};
+    const char *const *devices = cm->device ? &cm->device : defaults;
+    int ndev = cm->device ? 1 : MAX_DEVICES;
+    mm_row mm[MAX_DEVICES * SWEEP_STEPS * 2];
+    step_row st[MAX_DEVICES];
+    speed_row sp[MAX_DEVICES];
+    int nmm = 0, nst = 0;
+    for (int d = 0; d < ndev; d++) {
+        ntpu_device *dev = open_device(devices[d]);
+        if (!dev)
+            return 1;
+        ntpu_info info;
+        ntpu_get_info(dev, &info);
+        for (int t = 0; t < 2; t++)
+            for (int k = 0; k < (s_one ? 1 : SWEEP_STEPS); k++) {
+                mm_row *r = &mm[nmm];
+                memset(r, 0, sizeof *r);
+                snprintf(r->device, sizeof r->device, "%s", info.device);
+                r->n = info.rows;
+                if (bench_matmul(dev, t ? NTPU_DTYPE_BF16 : NTPU_DTYPE_INT8, s_one ? s_one : (size_t)info.rows << k,
+                                 r)) {
+                    ntpu_close(dev);
+                    return 1;
+                }
+                nmm++;
+            }
+        speed_row *v = &sp[nst];
+        v->correct = 1;
+        for (int t = 0; t < 2; t++)
+            if (bench_speed(dev, info.device, t ? NTPU_DTYPE_BF16 : NTPU_DTYPE_INT8, (size_t)info.rows << 4,
+                            &v->mac_per_s[t], &v->correct)) {
+                ntpu_close(dev);
+                return 1;
+            }
+        step_row *r = &st[nst];
+        memset(r, 0, sizeof *r);
+        snprintf(r->device, sizeof r->device, "%s", info.device);
+        r->n = info.rows;
+        if (bench_step(dev, r)) {
+            ntpu_close(dev);
+            return 1;
+        }
+        nst++;
+        ntpu_close(dev);
+    }
+    /* Every device computes the same bits: a step that differs is a bug. */
+    int step_agree = nst < 2 ? -1 : 1;
+    for (int i = 1; i < nst; i++)
+        step_agree &= st[i].digest == st[0].digest;
+    epoch_res ep;
+    memset(&ep, 0, sizeof ep);
+    if (epoch) {
+        fflush(stdout);
+        if (bench_epoch(data, script_path, &ep))
+            return 1;
+    }
+    if (cm->json)
+        print_json(mm, nmm, st, sp, nst, step_agree, epoch ? &ep : NULL);
+    else
+        print_tables(mm, nmm, st, sp, nst, step_agree, epoch ? &ep : NULL);
+    int all_ok = 1;
+    for (int i = 0; i < nst; i++)
+        all_ok &= sp[i].correct;
+    for (int i = 0; i < nmm; i++)
+        all_ok &= mm[i].correct;
+    if (!all_ok)
+        return fail("bench: a result differs from the host's reference computation");
+    if (step_agree == 0)
+        return fail("bench: the training step differs between the devices");
+    return 0;
+}

@@ -1,0 +1,283 @@
+/* MATMUL's arithmetic over many rows at once: fast, and bit-exact with the
+ * scalar MACs of numerics.c.
+ *
+ * The device's bf16 chain (docs/numerics.md) differs from plain IEEE fp32
+ * arithmetic only where a subnormal appears (it reads and writes them as zero)
+ * and in NaN payloads. If every term of a chain is a multiple of 2^-126 (an
+ * accumulator that is zero or has a biased exponent >= 24; products whose two
+ * bf16 biased exponents sum to >= 142, as two 8-bit significands put the
+ * product's last bit at 2^(Ea+Eb-268)), then every exact sum is one too, and
+ * so is its rounding, which only coarsens the grid: no subnormal can arise,
+ * and IEEE multiply and add give the device's bits. Blocks of rows that fail
+ * this test (none in ordinary training data) take the scalar path. A NaN is
+ * made canonical once at the end: once NaN, a chain stays NaN.
+ *
+ * The speed comes from doing a block of rows together: their chains are
+ * independent, so the adders never wait for one another, and the columns of a
+ * row map onto SIMD lanes. Each chain still sees k (the array row i) ascending. */
+#include <string.h>
+
+#include "ntpu/numerics.h"
+#include "numerics_internal.h"
+
+#define MAX_N 64u
+
+/* GCC/Clang vector types: eight lanes, which the compiler maps onto whatever
+ * SIMD the target has (two SSE registers, or one AVX register). */
+typedef float f32x8 __attribute__((vector_size(32)));
+typedef uint32_t u32x8 __attribute__((vector_size(32)));
+typedef uint16_t u16x8 __attribute__((vector_size(16)));
+
+/* Eight bf16 lanes as fp32 bits, a subnormal read as zero of its sign; and
+ * whether any nonzero one has an exponent field below `thr` + 1. */
+#define LOAD_BF16(dst_bits, bad, src, thr)                                                        \
+    do {                                                                                          \
+        u16x8 h_;                                                                                 \
+        memcpy(&h_, (src), sizeof h_);                                                            \
+        u32x8 u_ = __builtin_convertvector(h_, u32x8) << 16;                                      \
+        u32x8 e_ = (u_ >> 23) & 0xFFu;                                                            \
+        (bad) |= (u32x8)((e_ - 1u) < (thr));                                                      \
+        (dst_bits) = u_ & ((u32x8)(e_ != 0u) | 0x80000000u);                                      \
+    } while (0)
+
+/* bf16 lanes to flushed fp32 in af; 0 when some nonzero one has an exponent
+ * field below thr + 1 (its products could leave the 2^-126 grid). */
+static inline __attribute__((always_inline)) int convert_a(float *af, const uint16_t *a, size_t count, u32x8 thr)
+{
+    u32x8 bad = {0};
+    for (size_t k = 0; k < count; k += 8) {
+        u32x8 bits;
+        LOAD_BF16(bits, bad, a + k, thr);
+        memcpy(af + k, &bits, sizeof bits);
+    }
+    for (unsigned l = 0; l < 8; l++)
+        if (bad[l])
+            return 0;
+    return 1;
+}
+
+/* The chains of `block` rows of acc (block x n) against the flushed tile wf,
+ * with a(r, i) = af[r * rs + i * is], for n a multiple of 8. Returns 0 when an
+ * accumulator is off the 2^-126 grid, having written nothing. */
+static inline __attribute__((always_inline)) int chains(uint32_t *acc, const float *af, size_t rs, size_t is,
+                                                        const float *wf, unsigned n, unsigned block)
+{
+    u32x8 bad = {0};
+    for (unsigned k = 0; k < block * n; k += 8) {
+        u32x8 c;
+        memcpy(&c, acc + k, sizeof c);
+        bad |= (u32x8)((c & 0x7FFFFFFFu) != 0u) & (u32x8)(((c >> 23) & 0xFFu) < 24u);
+    }
+    for (unsigned l = 0; l < 8; l++)
+        if (bad[l])
+            return 0;
+    /* Unrolled over r so that the accumulators live in registers. */
+    for (unsigned q = 0; q < n; q += 8) {
+        f32x8 c[8];
+#pragma GCC unroll 8
+        for (unsigned r = 0; r < block; r++)
+            memcpy(&c[r], acc + (size_t)r * n + q, sizeof c[r]);
+        for (unsigned i = 0; i < n; i++) {
+            f32x8 wv;
+            memcpy(&wv, wf + (size_t)i * n + q, sizeof wv);
+#pragma GCC unroll 8
+            for (unsigned r = 0; r < block; r++)
+                c[r] += af[r * rs + i * is] * wv;
+        }
+#pragma GCC unroll 8
+        for (unsigned r = 0; r < block; r++) {
+            u32x8 bits = (u32x8)c[r];
+            u32x8 nan = (u32x8)(c[r] != c[r]);
+            bits = (bits & ~nan) | (NTPU_F32_CANONICAL_NAN & nan);
+            memcpy(acc + (size_t)r * n + q, &bits, sizeof bits);
+        }
+    }
+    return 1;
+}
+
+/* The same with n a constant where it is the common size: then the compiler
+ * unrolls the lanes of a row completely. */
+static inline __attribute__((always_inline)) int chains_n(uint32_t *acc, const float *af, size_t rs, size_t is,
+                                                          const float *wf, unsigned n, unsigned block)
+{
+    return n == 8    ? chains(acc, af, rs, is, wf, 8, block)
+           : n == 16 ? chains(acc, af, rs, is, wf, 16, block)
+                     : chains(acc, af, rs, is, wf, n, block);
+}
+
+/* Row m of a transposed-A MATMUL (tiles of n x n at a + t * t_stride, row m
+ * being column m % n of tile m / n) through the scalar kernel. */
+static void scalar_row_t(uint32_t *acc_row, const uint16_t *a, size_t t_stride, const uint16_t *w, unsigned n,
+                         size_t m)
+{
+    uint16_t row[MAX_N];
+    const uint16_t *tile = a + (m / n) * t_stride;
+    for (unsigned i = 0; i < n; i++)
+        row[i] = tile[(size_t)i * n + m % n];
+    ntpu_mac_bf16_row(acc_row, row, w, n);
+}
+
+/* The whole MATMUL for one block size; `block` rows share the checks. With
+ * `transposed`, A comes in n x n tiles t_stride lanes apart, read column by
+ * column (MATMUL's TRANSPOSE_A), and rows is a multiple of n. */
+static inline __attribute__((always_inline)) void rows_impl(uint32_t *acc, const uint16_t *a, size_t t_stride,
+                                                           const uint16_t *w, unsigned n, size_t rows,
+                                                           unsigned block, int transposed)
+{
+    size_t m = 0;
+    if (n % 8 == 0) {
+        float wf[MAX_N * MAX_N], af[MAX_N * MAX_N];
+        u32x8 wmin = {255, 255, 255, 255, 255, 255, 255, 255}, dummy = {0};
+        for (unsigned k = 0; k < n * n; k += 8) {
+            u32x8 bits;
+            LOAD_BF16(bits, dummy, w + k, (u32x8){0});
+            memcpy(wf + k, &bits, sizeof bits);
+            u32x8 e = (((bits >> 23) & 0xFFu) - 1u) & 0xFFu; /* 0 -> 255: zeros never limit */
+            u32x8 lt = (u32x8)(e < wmin);
+            wmin = (e & lt) | (wmin & ~lt);
+        }
+        unsigned w_exp = 255;
+        for (unsigned l = 0; l < 8; l++)
+            if (wmin[l] + 1u < w_exp)
+                w_exp = wmin[l] + 1u;
+        /* A product is on the 2^-126 grid when Ea + Ew >= 142: bad when Ea - 1 < 141 - w_exp. */
+        const u32x8 thr = (u32x8){0} + (w_exp < 141 ? 141u - w_exp : 0u);
+        if (!transposed) {
+            for (; m + block <= rows; m += block)
+                if (!convert_a(af, a + m * n, (size_t)block * n, thr) ||
+                    !chains_n(acc + m * n, af, n, 1, wf, n, block))
+                    for (unsigned r = 0; r < block; r++)
+                        ntpu_mac_bf16_row(acc + (m + r) * n, a + (m + r) * n, w, n);
+        } else {
+            /* One tile is n rows: converted once, its columns are the rows. */
+            for (; m < rows; m += n) {
+                int tile_ok = convert_a(af, a + (m / n) * t_stride, (size_t)n * n, thr);
+                for (unsigned r0 = 0; r0 < n; r0 += block)
+                    if (!tile_ok || !chains_n(acc + (m + r0) * n, af + r0, 1, n, wf, n, block))
+                        for (unsigned r = 0; r < block; r++)
+                            scalar_row_t(acc + (m + r0 + r) * n, a, t_stride, w, n, m + r0 + r);
+            }
+        }
+    }
+    for (; m < rows; m++)
+        if (transposed)
+            scalar_row_t(acc + m * n, a, t_stride, w, n, m);
+        else
+            ntpu_mac_bf16_row(acc + m * n, a + m * n, w, n);
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+/* Eight AVX accumulators, one row each at N = 8; chosen at run time. */
+__attribute__((target("avx2"))) static void rows_avx2(uint32_t *acc, const uint16_t *a, size_t t_stride,
+                                                      const uint16_t *w, unsigned n, size_t rows, int transposed)
+{
+    if (transposed)
+        rows_impl(acc, a, t_stride, w, n, rows, 8, 1);
+    else
+        rows_impl(acc, a, 0, w, n, rows, 8, 0);
+}
+#define HAVE_AVX2_VARIANT 1
+#endif
+
+/* Four rows: their 8-lane accumulators fill the 16 SSE registers. */
+void ntpu_mac_bf16_rows_generic(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n, size_t rows)
+{
+    rows_impl(acc, a, 0, w, n, rows, 4, 0);
+}
+
+void ntpu_mac_bf16_rows_t_generic(uint32_t *acc, const uint16_t *a, size_t t_stride, const uint16_t *w, unsigned n,
+                                  size_t rows)
+{
+    rows_impl(acc, a, t_stride, w, n, rows, 4, 1);
+}
+
+void ntpu_mac_bf16_rows(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n, size_t rows)
+{
+#ifdef HAVE_AVX2_VARIANT
+    if (__builtin_cpu_supports("avx2")) {
+        rows_avx2(acc, a, 0, w, n, rows, 0);
+        return;
+    }
+#endif
+    ntpu_mac_bf16_rows_generic(acc, a, w, n, rows);
+}
+
+void ntpu_mac_bf16_rows_t(uint32_t *acc, const uint16_t *a, size_t t_stride, const uint16_t *w, unsigned n,
+                          size_t rows)
+{
+#ifdef HAVE_AVX2_VARIANT
+    if (__builtin_cpu_supports("avx2")) {
+        rows_avx2(acc, a, t_stride, w, n, rows, 1);
+        return;
+    }
+#endif
+    ntpu_mac_bf16_rows_t_generic(acc, a, t_stride, w, n, rows);
+}
+
+/* int32 additions wrap, so any order gives the same bits: eight lanes of
+ * uint32 per row, several rows at once, like the bf16 chains. */
+typedef int32_t i32x8 __attribute__((vector_size(32)));
+
+static inline __attribute__((always_inline)) void int8_block(uint32_t *acc, const uint16_t *a, const int32_t *wi,
+                                                             unsigned n, unsigned block)
+{
+    for (unsigned q = 0; q < n; q += 8) {
+        i32x8 c[8];
+#pragma GCC unroll 8
+        for (unsigned r = 0; r < block; r++)
+            memcpy(&c[r], acc + (size_t)r * n + q, sizeof c[r]);
+        for (unsigned i = 0; i < n; i++) {
+            i32x8 wv;
+            memcpy(&wv, wi + (size_t)i * n + q, sizeof wv);
+#pragma GCC unroll 8
+            for (unsigned r = 0; r < block; r++) /* |a*w| <= 2^14: the product never wraps */
+                c[r] = (i32x8)((u32x8)c[r] + (u32x8)((int32_t)(int8_t)(a[r * n + i] & 0xFFu) * wv));
+        }
+#pragma GCC unroll 8
+        for (unsigned r = 0; r < block; r++)
+            memcpy(acc + (size_t)r * n + q, &c[r], sizeof c[r]);
+    }
+}
+
+static inline __attribute__((always_inline)) void int8_impl(uint32_t *acc, const uint16_t *a, const uint16_t *w,
+                                                            unsigned n, size_t rows, unsigned block)
+{
+    size_t m = 0;
+    if (n % 8 == 0) {
+        int32_t wi[MAX_N * MAX_N];
+        for (unsigned k = 0; k < n * n; k++)
+            wi[k] = (int8_t)(w[k] & 0xFFu);
+        for (; m + block <= rows; m += block) {
+            if (n == 8)
+                int8_block(acc + m * n, a + m * n, wi, 8, block);
+            else
+                int8_block(acc + m * n, a + m * n, wi, n, block);
+        }
+    }
+    for (; m < rows; m++)
+        ntpu_mac_int8_row(acc + m * n, a + m * n, w, n);
+}
+
+#ifdef HAVE_AVX2_VARIANT
+__attribute__((target("avx2"))) static void int8_avx2(uint32_t *acc, const uint16_t *a, const uint16_t *w,
+                                                      unsigned n, size_t rows)
+{
+    int8_impl(acc, a, w, n, rows, 8);
+}
+#endif
+
+void ntpu_mac_int8_rows_generic(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n, size_t rows)
+{
+    int8_impl(acc, a, w, n, rows, 4);
+}
+
+void ntpu_mac_int8_rows(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n, size_t rows)
+{
+#ifdef HAVE_AVX2_VARIANT
+    if (__builtin_cpu_supports("avx2")) {
+        int8_avx2(acc, a, w, n, rows);
+        return;
+    }
+#endif
+    ntpu_mac_int8_rows_generic(acc, a, w, n, rows);
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# ntpu bench on the golden model: the matmul sweep N..16N in both dtypes with every result checked, one
+# training step with plausible counters, --json as one object; bad options get one error line. (The
+# ref-vs-vsim step check and the PyTorch epoch run in `make bench`: too slow, and torch is not a test
+# dependency.)
+set -u
+B=${BUILD:-build}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+failures=0
+
+"$B/ntpu" bench -d ref --json > "$T/json" 2> "$T/err"
+rc=$?
+if [ "$rc" = 0 ] && [ ! -s "$T/err" ] && python3 - "$T/json" <<'PY'
+import json, sys
+o = json.load(open(sys.argv[1]))
+runs = o["runs"]
+n = runs[0]["array"]
+assert sorted((r["dtype"], r["m"]) for r in runs) == sorted((d, n << k) for d in ("int8", "bf16") for k in range(5)), runs
+for r in runs:
+    assert r["correct"] is True and r["device"] == "ref", r
+    assert r["m"] == r["k"] == r["n"] and r["macs"] == r["m"] ** 3, r
+    assert 0 < r["utilization"] <= 1 and r["cycles"] * n * n >= r["macs"], r
+    assert r["link_tx_bytes"] > 2 * r["m"] ** 2 and r["link_rx_bytes"] > 4 * r["m"] ** 2, r
+ts = o["train_step"]
+assert ts["layers"] == [784, 256, 10] and ts["batch"] == 64 and ts["agree"] is None, ts
+(s,) = ts["runs"]
+# forward, dW and dX MACs of 784-256-10 with every dimension padded to whole tiles of n
+t = lambda x: -(-x // n) * n
+want = 64 * (t(784) * t(256) + t(256) * t(10)) * 2 + 64 * t(256) * t(10)
+assert s["macs"] == want, (s["macs"], want)
+assert 0 < s["utilization"] <= 1 and s["link_bytes"] == s["link_tx_bytes"] + s["link_rx_bytes"] > 0, s
+assert s["loss"] > 0, s
+(sp,) = o["sim_speed"]
+assert sp["device"] == "ref" and min(sp["int8_mac_per_s"], sp["bf16_mac_per_s"], sp["train_step_mac_per_s"]) > 0
+assert o["epoch"] is None
+PY
+then
+  echo "ok   bench -d ref --json: sweep, training step, speeds"
+else
+  echo "FAIL bench -d ref --json: exit $rc"; sed 's/^/     /' "$T/json" "$T/err"; failures=$((failures + 1))
+fi
+
+"$B/ntpu" bench -d ref --size 40 > "$T/out" 2> "$T/err"
+rc=$?
+if [ "$rc" = 0 ] && [ "$(grep -c '^ref .* 40 .* ok$' "$T/out")" = 2 ] && grep -q '^(b) training step' "$T/out"; then
+  echo "ok   bench -d ref --size 40: table"
+else
+  echo "FAIL bench -d ref --size 40: exit $rc"; sed 's/^/     /' "$T/out" "$T/err"; failures=$((failures + 1))
+fi
+
+expect_error() { # description, args...
+  local what=$1; shift
+  "$B/ntpu" "$@" > "$T/out" 2> "$T/err"
+  local rc=$?
+  if [ "$rc" = 1 ] && [ "$(wc -l < "$T/err")" = 1 ] && grep -q '^ntpu: ' "$T/err" && [ ! -s "$T/out" ]; then
+    echo "ok   $what: $(cat "$T/err")"
+  else
+    echo "FAIL $what: exit $rc"; sed 's/^/     /' "$T/out" "$T/err"; failures=$((failures + 1))
+  fi
+}
+expect_error "size 0" bench -d ref --size 0
+expect_error "unknown option" bench -d ref --sizes 8
+expect_error "missing torch script" bench -d ref --epoch --torch-script "$T/none.py"
+expect_error "missing data" bench -d ref --epoch --torch-script tools/bench_torch.py --data "$T/nodata"
+expect_error "no such device" bench -d nosuch
+
+[ "$failures" = 0 ] && echo "PASS bench" || echo "FAIL bench: $failures"
+[ "$failures" = 0 ]
