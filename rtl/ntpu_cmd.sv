@@ -31,6 +31,7 @@ module ntpu_cmd
   parameter int MAX_PAYLOAD = 4112,           // largest frame payload, bytes
   parameter logic [31:0] CLOCK_HZ = 32'd0,    // reported by INFO
   parameter int VEC_EN = 1,                   // 0: no vector unit, its opcodes are unknown
+  parameter int TRANSPOSE_A_EN = 1,           // 0: MATMUL's TRANSPOSE_A flag is reserved (ERR_ARG)
   parameter int COUNTER_W = 64,               // performance counter width (zero-extended to u64)
   parameter int OFF_W = $clog2(MAX_PAYLOAD)   // payload offset bits; leave at the default
 ) (
@@ -201,7 +202,11 @@ module ntpu_cmd
 
   assign all_idle = seq_idle && vec_idle;
 
-  assign tr_a = (f1 & MATMUL_TRANSPOSE_A) != 8'd0;
+  // Without TRANSPOSE_A_EN the flag only picks the length check; tr_a is constant 0, so the
+  // transposed range check and the sequencer's transposer path drop out of the netlist.
+  logic tr_flag;
+  assign tr_flag = (f1 & MATMUL_TRANSPOSE_A) != 8'd0;
+  assign tr_a = (TRANSPOSE_A_EN != 0) && tr_flag;
   assign blocks = c16 / 16'(N);
   assign rows_whole = (c16 % 16'(N)) == 16'd0;
   // The last block starts (blocks - 1) * stride after ub_addr and ends N rows later; no rows: the
@@ -240,8 +245,8 @@ module ntpu_cmd
       end
       OP_MATMUL: begin
         // Past LEN the fixed part reads as zero, so a MATMUL of LEN 1 asks for 8 bytes and fails.
-        if (len != (tr_a ? 16'(LEN_MATMUL_T) : 16'(LEN_MATMUL))) err = DEV_ERR_LENGTH;
-        else if ((f1 & MATMUL_RESERVED) != 8'd0) err = DEV_ERR_ARG;
+        if (len != (tr_flag ? 16'(LEN_MATMUL_T) : 16'(LEN_MATMUL))) err = DEV_ERR_LENGTH;
+        else if ((f1 & MATMUL_RESERVED) != 8'd0 || (tr_flag && !tr_a)) err = DEV_ERR_ARG;
         else if (tr_a && !rows_whole) err = DEV_ERR_ARG;
         else if ((tr_a ? ub_end_t > 34'(UB_ROWS) : 17'(a16) + 17'(c16) > 17'(UB_ROWS)) ||
                  17'(b16) + 17'(c16) > 17'(ACC_ROWS)) err = DEV_ERR_RANGE;
@@ -288,7 +293,8 @@ module ntpu_cmd
 
   assign id_block = {24'd0, PLATFORM_RTL, CLOCK_HZ, 32'(ACC_ROWS), 32'(WB_ROWS), 32'(UB_ROWS),
                      16'(MAX_PAYLOAD),
-                     FEATURE_TRANSPOSE_BIT | FEATURE_TRANSPOSE_A_BIT |
+                     FEATURE_TRANSPOSE_BIT |
+                     ((TRANSPOSE_A_EN != 0) ? FEATURE_TRANSPOSE_A_BIT : 8'd0) |
                      ((VEC_EN != 0) ? FEATURE_VECTOR_BIT : 8'd0),
                      DTYPE_INT8_BIT | DTYPE_BF16_BIT,
                      8'(N), 8'(N), VERSION_MINOR, VERSION_MAJOR, ID_MAGIC};
@@ -562,7 +568,7 @@ module ntpu_cmd
                      : (op == OP_STATUS) ? status_block[8*st_idx +: 8] : sh_q[7:0];
 
   assign m_seq_matmul = (op == OP_MATMUL);
-  assign m_seq_flags = f1;
+  assign m_seq_flags = (TRANSPOSE_A_EN != 0) ? f1 : (f1 & ~MATMUL_TRANSPOSE_A);
   assign m_seq_addr = a16;
   assign m_seq_acc_addr = b16;
   assign m_seq_rows = c16;

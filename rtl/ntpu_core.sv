@@ -18,6 +18,7 @@ module ntpu_core
   parameter logic [31:0] CLOCK_HZ = 32'd0,  // reported by INFO; 0 = simulation
   parameter int PE_STAGES = 1,       // pipelined PEs for FPGAs (ntpu_array); same results
   parameter int VEC_EN = 1,          // the vector unit; 0: ACT, RELU_GRAD, COLSUM are unknown opcodes
+  parameter int TRANSPOSE_A_EN = 1,  // 0: MATMUL's TRANSPOSE_A flag is reserved (ERR_ARG)
   parameter int COUNTER_W = 64,      // performance counter width, 16..64 (zero-extended on the wire)
   parameter int BF16_SHARED = 0,     // 1: one fp32 adder for the array's bf16 rows (ntpu_array); same results
   parameter int SEG_DEPTH = 4        // MATMULs with rows in flight at once (ntpu_seq), power of 2 >= 2
@@ -125,6 +126,7 @@ module ntpu_core
     .MAX_PAYLOAD(MAX_PAYLOAD),
     .CLOCK_HZ   (CLOCK_HZ),
     .VEC_EN     (VEC_EN),
+    .TRANSPOSE_A_EN(TRANSPOSE_A_EN),
     .COUNTER_W  (COUNTER_W)
   ) u_cmd (
     .clk           (clk),

@@ -13,6 +13,7 @@ module ntpu_uart_device #(
   parameter int N = 2,                   // ntpu_core parameters, passed through
   parameter int PE_STAGES = 1,
   parameter int VEC_EN = 1,
+  parameter int TRANSPOSE_A_EN = 1,
   parameter int COUNTER_W = 64,
   parameter int BF16_SHARED = 0,
   parameter int SEG_DEPTH = 4,
@@ -73,6 +74,7 @@ module ntpu_uart_device #(
       .CLOCK_HZ   (CLOCK_HZ),
       .PE_STAGES  (PE_STAGES),
       .VEC_EN     (VEC_EN),
+      .TRANSPOSE_A_EN(TRANSPOSE_A_EN),
       .COUNTER_W  (COUNTER_W),
       .BF16_SHARED(BF16_SHARED),
       .SEG_DEPTH  (SEG_DEPTH)

@@ -257,5 +257,9 @@ ntpu_status ntpu_host_act(ntpu_device *dev, unsigned flags, uint32_t src, uint32
 ntpu_status ntpu_host_relu_grad(ntpu_device *dev, unsigned out, uint32_t src, uint32_t dst, uint32_t rows,
                                 uint32_t mask);
 ntpu_status ntpu_host_colsum(ntpu_device *dev, uint32_t src, uint32_t dst, uint32_t rows, int accumulate);
+/* MATMUL TRANSPOSE_A done with plain MATMULs (transpose_host.c), for a device without
+ * feature TRANSPOSE_A; arguments already checked. */
+ntpu_status ntpu_host_matmul_t(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t stride,
+                               uint32_t acc_addr, uint32_t rows, int accumulate);
 
 #endif

@@ -2,22 +2,14 @@
  * vector unit. Arguments are checked against the ID block before anything is sent.
  * A device built without the vector unit (feature VECTOR clear, e.g. the iCEBreaker)
  * gets ACT, RELU_GRAD and COLSUM done here on the host instead (vector_host.c),
- * bit for bit what the unit computes. */
+ * bit for bit what the unit computes; one without TRANSPOSE_A gets the transposed
+ * MATMUL from plain ones (transpose_host.c). */
 #include "internal.h"
-
-static ntpu_status need_feature(ntpu_device *dev, unsigned bit, const char *what)
-{
-    ntpu_status st = ntpu_check_dev(dev);
-    if (st == NTPU_OK && !(dev->info.features & bit))
-        st = ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "this device has no %s (protocol %u.%u)", what,
-                       dev->info.version_major, dev->info.version_minor);
-    return st;
-}
 
 ntpu_status ntpu_matmul_tile_t(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t stride,
                                uint32_t acc_addr, uint32_t rows, int accumulate)
 {
-    ntpu_status st = need_feature(dev, NTPU_FEATURE_TRANSPOSE_A_BIT, "transposed activation stream");
+    ntpu_status st = ntpu_check_dev(dev);
     if (st != NTPU_OK || (st = ntpu_check_dtype(dev, dtype)) != NTPU_OK)
         return st;
     if (rows == 0 || rows > 65535 || rows % dev->n || stride > 65535)
@@ -29,6 +21,8 @@ ntpu_status ntpu_matmul_tile_t(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_a
                          (unsigned long long)(last + dev->n - 1), (unsigned)dev->info.ub_rows);
     if ((st = ntpu_check_range(dev, NTPU_MEM_ACC, acc_addr, rows)) != NTPU_OK)
         return st;
+    if (!(dev->info.features & NTPU_FEATURE_TRANSPOSE_A_BIT))
+        return ntpu_host_matmul_t(dev, dtype, ub_addr, stride, acc_addr, rows, accumulate);
     uint8_t cmd[NTPU_LEN_MATMUL_T] = {
         NTPU_OP_MATMUL, (uint8_t)((dtype == NTPU_DTYPE_BF16 ? NTPU_MATMUL_BF16 : 0) |
                                   (accumulate ? NTPU_MATMUL_ACCUMULATE : 0) | NTPU_MATMUL_TRANSPOSE_A)};

@@ -92,6 +92,7 @@ ntpu_ref_config ntpu_ref_default_config(void)
     c.acc_rows = 32768;
     c.max_payload = 4112;
     c.no_vector = 0;
+    c.no_transpose_a = 0;
     return c;
 }
 
@@ -99,7 +100,7 @@ static int config_ok(const ntpu_ref_config *c)
 {
     return c->n >= 2 && c->n <= REF_MAX_N && c->ub_rows >= 1 && c->ub_rows <= 65536 && c->wb_rows >= c->n &&
            c->wb_rows <= 65536 && c->acc_rows >= 1 && c->acc_rows <= 65536 && c->max_payload >= 1 + NTPU_COUNTERS_BYTES &&
-           c->max_payload <= 65535 && c->no_vector <= 1;
+           c->max_payload <= 65535 && c->no_vector <= 1 && c->no_transpose_a <= 1;
 }
 
 ntpu_ref *ntpu_ref_new(const ntpu_ref_config *cfg)
@@ -445,7 +446,8 @@ static void info_block(const ntpu_ref *r, uint8_t *p)
     p[NTPU_ID_OFF_ROWS] = (uint8_t)r->cfg.n;
     p[NTPU_ID_OFF_COLS] = (uint8_t)r->cfg.n;
     p[NTPU_ID_OFF_DTYPES] = NTPU_DTYPE_INT8_BIT | NTPU_DTYPE_BF16_BIT;
-    p[NTPU_ID_OFF_FEATURES] = (uint8_t)(NTPU_FEATURE_TRANSPOSE_BIT | NTPU_FEATURE_TRANSPOSE_A_BIT |
+    p[NTPU_ID_OFF_FEATURES] = (uint8_t)(NTPU_FEATURE_TRANSPOSE_BIT |
+                                        (r->cfg.no_transpose_a ? 0 : NTPU_FEATURE_TRANSPOSE_A_BIT) |
                                         (r->cfg.no_vector ? 0 : NTPU_FEATURE_VECTOR_BIT));
     put16(p + NTPU_ID_OFF_MAX_PAYLOAD, r->cfg.max_payload);
     put32(p + NTPU_ID_OFF_UB_ROWS, r->cfg.ub_rows);
@@ -520,7 +522,8 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len)
             return NTPU_DEV_ERR_LENGTH;
         unsigned flags = p[1], ub_addr = get16(p + 2), acc_addr = get16(p + 4), rows = get16(p + 6);
         unsigned stride = (flags & NTPU_MATMUL_TRANSPOSE_A) ? get16(p + 8) : 0;
-        if (flags & ~(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE | NTPU_MATMUL_TRANSPOSE_A))
+        if (flags & ~(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE | NTPU_MATMUL_TRANSPOSE_A) ||
+            (r->cfg.no_transpose_a && (flags & NTPU_MATMUL_TRANSPOSE_A)))
             return NTPU_DEV_ERR_ARG;
         unsigned long long ub_end = (unsigned long long)ub_addr + rows;
         if (flags & NTPU_MATMUL_TRANSPOSE_A) {

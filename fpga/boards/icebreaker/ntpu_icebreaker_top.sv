@@ -28,6 +28,7 @@ module ntpu_icebreaker_top #(
   parameter int N = 2,                     // array size
   parameter int PE_STAGES = 2,             // the shared fp32 add in 2 parts, 1 register (ntpu_array)
   parameter int VEC_EN = 0,                // no vector unit: the host does ACT, RELU_GRAD, COLSUM
+  parameter int TRANSPOSE_A_EN = 0,        // no MATMUL TRANSPOSE_A: the host transposes (libntpu)
   parameter int COUNTER_W = 32,            // performance counters wrap after 358 s at 12 MHz
   parameter int BF16_SHARED = 1,           // one fp32 adder for the array's bf16 rows
   parameter int SEG_DEPTH = 2,             // MATMULs with rows in flight at once
@@ -106,6 +107,7 @@ module ntpu_icebreaker_top #(
     .MAX_PAYLOAD  (MAX_PAYLOAD),
     .PE_STAGES    (PE_STAGES),
     .VEC_EN       (VEC_EN),
+    .TRANSPOSE_A_EN(TRANSPOSE_A_EN),
     .COUNTER_W    (COUNTER_W),
     .BF16_SHARED  (BF16_SHARED),
     .SEG_DEPTH    (SEG_DEPTH),

@@ -166,8 +166,10 @@ NTPU_API ntpu_status ntpu_matmul_tile(ntpu_device *dev, ntpu_dtype dtype, uint32
  * of the N x N block of UB rows from ub_addr + (m / N) * stride; rows must be a
  * multiple of N. With an activation X stored as k-tiles of bp rows, ub_addr =
  * x + j*N and stride = bp stream the rows of X^T for batch block j: the weight
- * gradient X^T.dY without a host transpose. Queued. Errors: as
- * ntpu_matmul_tile, and NTPU_ERR_UNSUPPORTED without NTPU_FEATURE_TRANSPOSE_A_BIT. */
+ * gradient X^T.dY without a host transpose. Queued. Without
+ * NTPU_FEATURE_TRANSPOSE_A_BIT (e.g. the iCEBreaker) the library reads each block,
+ * writes it back transposed, runs a plain MATMUL on it and restores it: the same
+ * results bit for bit, not queued. Errors: as ntpu_matmul_tile. */
 NTPU_API ntpu_status ntpu_matmul_tile_t(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t stride,
                                         uint32_t acc_addr, uint32_t rows, int accumulate);
 

@@ -23,6 +23,7 @@ struct config {
     unsigned n, ub_rows, wb_rows, acc_rows, maxp;
     unsigned novec;     /* 1: built with VEC_EN = 0 */
     unsigned counter_w; /* COUNTER_W: counters wrap at 2^counter_w, upper bytes read 0 */
+    unsigned notra;     /* 1: built with TRANSPOSE_A_EN = 0 (the flag is reserved) */
 };
 static struct config cfg;
 #define N cfg.n
@@ -296,7 +297,8 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
         d[6] = N;
         d[7] = N;
         d[8] = 3;
-        d[9] = NTPU_FEATURE_TRANSPOSE_BIT | NTPU_FEATURE_TRANSPOSE_A_BIT | (cfg.novec ? 0 : NTPU_FEATURE_VECTOR_BIT);
+        d[9] = NTPU_FEATURE_TRANSPOSE_BIT | (cfg.notra ? 0 : NTPU_FEATURE_TRANSPOSE_A_BIT) |
+               (cfg.novec ? 0 : NTPU_FEATURE_VECTOR_BIT);
         d[10] = (uint8_t)MAXP;
         d[11] = (uint8_t)(MAXP >> 8);
         put32(d + 12, UB_ROWS);
@@ -414,7 +416,7 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
             return NTPU_DEV_ERR_LENGTH;
         unsigned ua = get16(p + 2), aa = get16(p + 4), rows = get16(p + 6);
         unsigned stride = tr ? get16(p + 8) : 0;
-        if (fl & ~(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE | NTPU_MATMUL_TRANSPOSE_A))
+        if (fl & ~(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE | NTPU_MATMUL_TRANSPOSE_A) || (tr && cfg.notra))
             return NTPU_DEV_ERR_ARG;
         if (tr && rows % N != 0)
             return NTPU_DEV_ERR_ARG;
@@ -1427,10 +1429,10 @@ int main(int argc, char **argv)
 {
     /* Must match the three ntpu_core instances in tb.sv. n4: a READ_MEM reply of 25 UB rows is
      * exactly max_payload (201). n3: an odd array size, memories that are not powers of two, and
-     * 21 UB rows filling max_payload (127). n2: the iCEBreaker's options (no vector unit, narrow
-     * counters), a shorter random stream. */
+     * 21 UB rows filling max_payload (127). n2: the iCEBreaker's options (no vector unit, no
+     * TRANSPOSE_A, narrow counters), a shorter random stream. */
     static const struct config configs[3] = {
-        {4, 48, 20, 40, 201, 0, 64}, {3, 40, 14, 33, 127, 0, 64}, {2, 24, 12, 20, 97, 1, 24}};
+        {4, 48, 20, 40, 201, 0, 64, 0}, {3, 40, 14, 33, 127, 0, 64, 0}, {2, 24, 12, 20, 97, 1, 24, 1}};
     static const char *prefixes[3] = {"n4_", "n3_", "n2_"};
     if (argc != 2) {
         fprintf(stderr, "usage: gen OUTDIR\n");

@@ -16,6 +16,7 @@ module tb_core_run #(
   parameter int ACC_ROWS = 40,
   parameter int MAX_PAYLOAD = 201,
   parameter int VEC_EN = 1,
+  parameter int TRANSPOSE_A_EN = 1,
   parameter int COUNTER_W = 64,
   parameter int PE_STAGES = 1,
   parameter int BF16_SHARED = 0,
@@ -47,6 +48,7 @@ module tb_core_run #(
     .ACC_ROWS   (ACC_ROWS),
     .MAX_PAYLOAD(MAX_PAYLOAD),
     .VEC_EN     (VEC_EN),
+    .TRANSPOSE_A_EN(TRANSPOSE_A_EN),
     .COUNTER_W  (COUNTER_W),
     .PE_STAGES  (PE_STAGES),
     .BF16_SHARED(BF16_SHARED),
@@ -249,10 +251,11 @@ module tb;
     .cov_rx_full(rf3), .cov_tr_rows(tr3), .cov_vhazard(vh3)
   );
 
-  // The board configuration's options: no vector unit (its opcodes are unknown), 24-bit counters,
-  // one shared fp32 adder in 4 stages, 2 MATMULs in flight.
+  // The board configuration's options: no vector unit (its opcodes are unknown), no TRANSPOSE_A (the
+  // flag is reserved), 24-bit counters, one shared fp32 adder in 4 stages, 2 MATMULs in flight.
   tb_core_run #(
-    .N(2), .UB_ROWS(24), .WB_ROWS(12), .ACC_ROWS(20), .MAX_PAYLOAD(97), .VEC_EN(0), .COUNTER_W(24),
+    .N(2), .UB_ROWS(24), .WB_ROWS(12), .ACC_ROWS(20), .MAX_PAYLOAD(97), .VEC_EN(0), .TRANSPOSE_A_EN(0),
+    .COUNTER_W(24),
     .PE_STAGES(5), .BF16_SHARED(1), .SEG_DEPTH(2)
   ) u_n2 (
     .clk(clk), .done(done2), .errors(err2), .cov_hazard(hz2), .cov_overlap(ov2), .cov_b2b(bb2),
@@ -263,12 +266,13 @@ module tb;
     #1;
     wait (done4 === 1'b1 && done3 === 1'b1 && done2 === 1'b1);
     if (hz4 + hz3 == 0 || ov4 + ov3 == 0 || bb4 + bb3 == 0 || rf4 + rf3 == 0 ||
-        tr4 == 0 || tr3 == 0 || tr2 == 0 || vh4 == 0 || vh3 == 0 || vh2 != 0) begin
+        tr4 == 0 || tr3 == 0 || tr2 != 0 || vh4 == 0 || vh3 == 0 || vh2 != 0) begin
       $display("FAIL ntpu_core: the streams no longer reach every sequencer and receiver path");
       $fatal(1, "FAIL ntpu_core: coverage");
     end
     if (err4 != 0 || err3 != 0 || err2 != 0) $fatal(1, "FAIL ntpu_core: %0d errors", err4 + err3 + err2);
-    $display("PASS ntpu_core: N=4, N=3 and N=2 without the vector unit, every reply byte as the model says");
+    $display({"PASS ntpu_core: N=4, N=3 and N=2 without the vector unit and TRANSPOSE_A, ",
+              "every reply byte as the model says"});
     $finish;
   end
 endmodule
