@@ -90,7 +90,7 @@ $(BD)/ntpu.json: $(FPGA_SRCS) fpga/boards/$(BOARD)/board.mk fpga/tools/yosys_sv.
 	   echo "write_json ntpu.json.tmp"; } > $(BD)/synth.ys
 	@echo "yosys: synthesizing $(BOARD_TOP) ($(BOARD_CONFIG)); log in $(BD)/yosys.log"
 	@cd $(BD) && $(abspath $(FPGA_YOSYS)) -q -l yosys.log synth.ys >/dev/null 2>&1 \
-	  || { grep -m3 -i error $(abspath $(BD))/yosys.log >{ grep -m3 -i error $(BD)/yosys.log >&2;2; echo "make fpga: synthesis failed, see $(BD)/yosys.log" >&2; exit 1; }
+	  || { grep -m3 -i error $(abspath $(BD))/yosys.log >&2; echo "make fpga: synthesis failed, see $(BD)/yosys.log" >&2; exit 1; }
 	@mv $@.tmp $@
 
 # Place and route at the board clock, then check the achieved Fmax against it: a design that

@@ -15,6 +15,12 @@
 // each PE and meets its activation one cycle after the activation enters the PE, so lane i is
 // skewed by i*S, column n's start value waits one cycle more, and LATENCY = N + 1 + N*S. The
 // results are the same bit for bit, and the weight-load limits below hold as written.
+// With BF16_SHARED = 1 (small FPGAs) the PEs are int8 only and single-cycle (LATENCY = 2N whatever
+// PE_STAGES); bf16 rows go instead to ntpu_bf16_shared, one multiplier and one fp32 adder for the
+// whole array (PE_STAGES - 1 registers in the adder), whose y_valid comes BF16_LATENCY cycles after
+// a_valid. The driver must then keep the next row (of either dtype) at least BF16_LATENCY cycles
+// after a bf16 row (so results leave in order, one at a time); ntpu_seq does it with BF16_GAP.
+// Same results bit for bit; the weight-load limits hold with BF16_LATENCY for bf16 rows.
 //
 // Weight load: each w_valid beat shifts one WB row into buffer w_buf; a tile is N beats carrying WB
 // rows wb_addr+N-1, ..., wb_addr+0 (reverse order), with gaps allowed between beats.
@@ -38,7 +44,9 @@
 
 module ntpu_array #(
   parameter int N = 8,                // rows = columns, 2..64
-  parameter int PE_STAGES = 1         // cycles per PE down a column, 1..5 (see the header)
+  parameter int PE_STAGES = 1,        // cycles per PE down a column, 1..5 (see the header)
+  parameter int BF16_SHARED = 0,      // 1: one fp32 adder for all bf16 rows (see the header)
+  parameter int BF16_GAP = 0          // with BF16_SHARED: what the driver keeps after a bf16 row
 ) (
   input  logic            clk,
   input  logic            rst,
@@ -56,14 +64,21 @@ module ntpu_array #(
   output logic            y_valid,    // exactly LATENCY cycles after the matching a_valid
   output logic [N*32-1:0] y_row       // column n's result at [32*n +: 32]
 );
-  localparam int PRE = (PE_STAGES > 1) ? 1 : 0;  // the pipelined PE's product register
-  localparam int LATENCY = N + PRE + N * PE_STAGES;  // a_valid to its y_valid (see the header)
+  localparam int PE_S = (BF16_SHARED != 0) ? 1 : PE_STAGES;  // cycles per PE
+  localparam int PRE = (PE_S > 1) ? 1 : 0;  // the pipelined PE's product register
+  localparam int LATENCY = N + PRE + N * PE_S;  // a_valid to its y_valid (see the header)
+  // ntpu_bf16_shared's latency (its header), for bf16 rows when BF16_SHARED = 1
+  localparam int SH_P = (N > PE_STAGES) ? N : PE_STAGES;
+  localparam int BF16_LATENCY = 2 + (N - 1) * SH_P + N + PE_STAGES - 1;
 
   if (N < 2 || N > 64) begin : g_bad_cfg
     initial $fatal(1, "ntpu_array: N must be in 2..64");
   end
   if (PE_STAGES < 1 || PE_STAGES > 5) begin : g_bad_stages
     initial $fatal(1, "ntpu_array: PE_STAGES must be in 1..5");
+  end
+  if (BF16_SHARED != 0 && BF16_GAP < BF16_LATENCY) begin : g_bad_gap
+    initial $fatal(1, "ntpu_array: BF16_GAP must be at least BF16_LATENCY = %0d", BF16_LATENCY);
   end
 
   // Nets between PEs. PE(i,n) reads a_h[i][n] etc. from the left and writes a_h[i][n+1]; reads
@@ -76,24 +91,27 @@ module ntpu_array #(
   logic [31:0]      ps_v   [0:N][0:N-1] /*verilator split_var*/;
   logic [1:0][15:0] w_q    [0:N-1][0:N-1] /*verilator split_var*/;
 
-  // y_valid: a_valid delayed LATENCY cycles; the only state with a reset.
+  // y_valid: a_valid delayed LATENCY cycles (only int8 rows' with BF16_SHARED); the only state
+  // with a reset.
   logic [LATENCY-1:0] valid_q;
+  logic               pe_valid;
+  logic [N*32-1:0]    pe_row;
 
   always_ff @(posedge clk) begin
     if (rst) begin
       valid_q <= '0;
     end else begin
-      valid_q <= {valid_q[LATENCY-2:0], a_valid};
+      valid_q <= {valid_q[LATENCY-2:0], a_valid && (BF16_SHARED == 0 || !a_bf16)};
     end
   end
 
-  assign y_valid = valid_q[LATENCY-1];
+  assign pe_valid = valid_q[LATENCY-1];
 
   // Activations: lane i (with the row's buffer and dtype bits) waits i*PE_STAGES+1 cycles before
   // PE(i,0). The first register also keeps the PEs off the module inputs, so no PE logic is
   // combinational from outside.
   for (genvar i = 0; i < N; i++) begin : g_skew_a
-    localparam int DEPTH = i * PE_STAGES;
+    localparam int DEPTH = i * PE_S;
     logic [17:0] sr_q [0:DEPTH];  // {buf, bf16, lane}
 
     always_ff @(posedge clk) begin
@@ -140,7 +158,8 @@ module ntpu_array #(
       end
 
       ntpu_pe #(
-        .STAGES(PE_STAGES)
+        .STAGES(PE_S),
+        .BF16_EN(BF16_SHARED == 0)
       ) u_pe (
         .clk        (clk),
         .w_valid    (w_valid),
@@ -171,7 +190,7 @@ module ntpu_array #(
   // N-1-n more cycles.
   for (genvar n = 0; n < N; n++) begin : g_deskew
     if (n == N - 1) begin : g_direct
-      assign y_row[32*n +: 32] = ps_v[N][n];
+      assign pe_row[32*n +: 32] = ps_v[N][n];
     end else begin : g_delay
       localparam int DEPTH = N - 1 - n;
       logic [31:0] sr_q [0:DEPTH-1];
@@ -183,8 +202,42 @@ module ntpu_array #(
         end
       end
 
-      assign y_row[32*n +: 32] = sr_q[DEPTH-1];
+      assign pe_row[32*n +: 32] = sr_q[DEPTH-1];
     end
+  end
+
+  if (BF16_SHARED != 0) begin : g_shared
+    logic [N*N*32-1:0] w_all;
+    logic              sh_valid;
+    logic [N*32-1:0]   sh_row;
+
+    for (genvar i = 0; i < N; i++) begin : g_w_row
+      for (genvar n = 0; n < N; n++) begin : g_w_col
+        assign w_all[(i*N + n)*32 +: 32] = w_q[i][n];
+      end
+    end
+
+    ntpu_bf16_shared #(
+      .N     (N),
+      .STAGES(PE_STAGES - 1)
+    ) u_bf16 (
+      .clk    (clk),
+      .rst    (rst),
+      .w_all  (w_all),
+      .a_valid(a_valid && a_bf16),
+      .a_buf  (a_buf),
+      .a_row  (a_row),
+      .a_acc  (a_acc),
+      .y_valid(sh_valid),
+      .y_row  (sh_row)
+    );
+
+    // The driver's spacing keeps the two sources from ever answering in the same cycle.
+    assign y_valid = pe_valid || sh_valid;
+    assign y_row = sh_valid ? sh_row : pe_row;
+  end else begin : g_pe_only
+    assign y_valid = pe_valid;
+    assign y_row = pe_row;
   end
 endmodule
 

@@ -16,8 +16,9 @@
 //   first wait until both sequencers are idle (so they see every earlier command finished).
 //   NOP, INFO and STATUS do not wait (STATUS reports busy).
 // - Memory port: used only while both sequencers are idle; reads return data one cycle later.
-// - STATUS counters: `commands` counts replies sent with DEV_OK, `errors` the others, both when the
-//   reply header is handed to the transmitter; a STATUS reports the values from before itself.
+// - STATUS counters: `commands` counts replies sent with DEV_OK (when the frame is released),
+//   `errors` the others (when the reply header is handed to the transmitter); a STATUS reports the
+//   values from before itself.
 `default_nettype none
 
 module ntpu_cmd
@@ -29,6 +30,9 @@ module ntpu_cmd
   parameter int ACC_ROWS = 2048,              // accumulator rows
   parameter int MAX_PAYLOAD = 4112,           // largest frame payload, bytes
   parameter logic [31:0] CLOCK_HZ = 32'd0,    // reported by INFO
+  parameter int VEC_EN = 1,                   // 0: no vector unit, its opcodes are unknown
+  parameter int TRANSPOSE_A_EN = 1,           // 0: MATMUL's TRANSPOSE_A flag is reserved (ERR_ARG)
+  parameter int COUNTER_W = 64,               // performance counter width (zero-extended to u64)
   parameter int OFF_W = $clog2(MAX_PAYLOAD)   // payload offset bits; leave at the default
 ) (
   input  logic                       clk,
@@ -82,8 +86,8 @@ module ntpu_cmd
   input  logic [N*16-1:0]            wb_rdata,
   input  logic [N*32-1:0]            acc_rdata,
   // performance counters
-  input  logic [CNT_COUNT*CNT_W-1:0] cnt,
-  output logic                       cnt_clear,
+  input  logic [CNT_COUNT*COUNTER_W-1:0] cnt,
+  output logic [CNT_COUNT-1:0]       cnt_clear,  // COUNTERS CLEAR: counter k is read out now
   output logic                       wait_frame,  // no frame to work on
   output logic                       wait_drain   // waiting for earlier commands to finish
 );
@@ -101,8 +105,10 @@ module ntpu_cmd
 
   localparam int ROW16_BYTES = 2 * N;  // UB and WB rows on the wire
   localparam int ROW32_BYTES = 4 * N;  // ACC rows on the wire
-  // One register serializes every reply block and every memory row (both ways).
-  localparam int SH_W = (32 * N > 8 * BLOCK_BYTES_MAX) ? 32 * N : 8 * BLOCK_BYTES_MAX;
+  // One register serializes every memory row (both ways). The COUNTERS reply passes through it one
+  // counter at a time (COUNTER_W <= 64 <= 32 * N); the ID block (constants) and the STATUS block
+  // (registers that hold still while it is sent) go out through byte multiplexers instead.
+  localparam int SH_W = 32 * N;
 
   typedef enum logic [3:0] {
     S_IDLE,      // wait for a frame
@@ -110,7 +116,7 @@ module ntpu_cmd
     S_DECODE,    // check it and pick the action
     S_DRAIN,     // wait for the sequencer to finish earlier commands
     S_WRITE,     // WRITE_MEM: frame bytes -> rows -> memory
-    S_CNT,       // COUNTERS: snapshot (and clear)
+    S_CNT,       // COUNTERS: take counter 0 (and clear it)
     S_DISPATCH,  // LOAD_W / MATMUL -> sequencer
     S_VDISPATCH, // ACT / RELU_GRAD / COLSUM -> vector sequencer
     S_REPLY,     // reply header -> transmitter
@@ -139,7 +145,14 @@ module ntpu_cmd
   logic [7:0] row_byte_q;           // WRITE_MEM: bytes of the current row taken so far
   logic wr_pend_q;                  // WRITE_MEM: a complete row waits in sh_q
 
+  logic [3:0] cnt_idx_q;            // COUNTERS: the counter being sent
+  logic cnt_load;                   // a counter moves into sh_q (and is cleared with CLEAR)
+  logic [3:0] cnt_load_idx;
+  logic [COUNTER_W-1:0] cnt_sel;    // counter cnt_load_idx
+
   logic [31:0] errors_q, commands_q, dropped_q;
+  logic [31:0] st_dropped_q;        // STATUS: dropped_q and busy when it was decoded
+  logic st_busy_q;
   logic [7:0] last_error_q;
   logic [7:0] expected_seq_q;       // SEQ of the next frame to run (docs/protocol.md)
 
@@ -176,7 +189,8 @@ module ntpu_cmd
   assign mem = f1[1:0];
   assign is_acc = (mem == 2'(MEM_ACC));
   assign row_bytes = is_acc ? 8'(ROW32_BYTES) : 8'(ROW16_BYTES);
-  assign data_bytes = 24'(b16) * 24'(row_bytes);
+  // Two constant factors (shifts when N is a power of two) rather than one multiplier.
+  assign data_bytes = is_acc ? 24'(b16) * 24'(ROW32_BYTES) : 24'(b16) * 24'(ROW16_BYTES);
   assign read_reply_len = 16'd1 + data_bytes[15:0];  // fits: checked against MAX_PAYLOAD
   always_comb begin
     case (mem)
@@ -188,7 +202,11 @@ module ntpu_cmd
 
   assign all_idle = seq_idle && vec_idle;
 
-  assign tr_a = (f1 & MATMUL_TRANSPOSE_A) != 8'd0;
+  // Without TRANSPOSE_A_EN the flag only picks the length check; tr_a is constant 0, so the
+  // transposed range check and the sequencer's transposer path drop out of the netlist.
+  logic tr_flag;
+  assign tr_flag = (f1 & MATMUL_TRANSPOSE_A) != 8'd0;
+  assign tr_a = (TRANSPOSE_A_EN != 0) && tr_flag;
   assign blocks = c16 / 16'(N);
   assign rows_whole = (c16 % 16'(N)) == 16'd0;
   // The last block starts (blocks - 1) * stride after ub_addr and ends N rows later; no rows: the
@@ -227,26 +245,29 @@ module ntpu_cmd
       end
       OP_MATMUL: begin
         // Past LEN the fixed part reads as zero, so a MATMUL of LEN 1 asks for 8 bytes and fails.
-        if (len != (tr_a ? 16'(LEN_MATMUL_T) : 16'(LEN_MATMUL))) err = DEV_ERR_LENGTH;
-        else if ((f1 & MATMUL_RESERVED) != 8'd0) err = DEV_ERR_ARG;
+        if (len != (tr_flag ? 16'(LEN_MATMUL_T) : 16'(LEN_MATMUL))) err = DEV_ERR_LENGTH;
+        else if ((f1 & MATMUL_RESERVED) != 8'd0 || (tr_flag && !tr_a)) err = DEV_ERR_ARG;
         else if (tr_a && !rows_whole) err = DEV_ERR_ARG;
         else if ((tr_a ? ub_end_t > 34'(UB_ROWS) : 17'(a16) + 17'(c16) > 17'(UB_ROWS)) ||
                  17'(b16) + 17'(c16) > 17'(ACC_ROWS)) err = DEV_ERR_RANGE;
       end
       OP_ACT: begin
-        if (len != 16'(LEN_ACT)) err = DEV_ERR_LENGTH;
+        if (VEC_EN == 0) err = DEV_ERR_OPCODE;
+        else if (len != 16'(LEN_ACT)) err = DEV_ERR_LENGTH;
         else if ((f1 & ACT_RESERVED) != 8'd0) err = DEV_ERR_ARG;
         else if (17'(a16) + 17'(c16) > 17'(ACC_ROWS) || 17'(b16) + 17'(c16) > out_rows ||
                  aux_end > 18'(ACC_ROWS)) err = DEV_ERR_RANGE;
       end
       OP_RELU_GRAD: begin
-        if (len != 16'(LEN_RELU_GRAD)) err = DEV_ERR_LENGTH;
+        if (VEC_EN == 0) err = DEV_ERR_OPCODE;
+        else if (len != 16'(LEN_RELU_GRAD)) err = DEV_ERR_LENGTH;
         else if ((f1 & RELU_GRAD_RESERVED) != 8'd0 || out_f == OUT_INT8[3:2]) err = DEV_ERR_ARG;
         else if (17'(a16) + 17'(c16) > 17'(ACC_ROWS) || 17'(d16) + 17'(c16) > 17'(UB_ROWS) ||
                  17'(b16) + 17'(c16) > out_rows) err = DEV_ERR_RANGE;
       end
       OP_COLSUM: begin
-        if (len != 16'(LEN_COLSUM)) err = DEV_ERR_LENGTH;
+        if (VEC_EN == 0) err = DEV_ERR_OPCODE;
+        else if (len != 16'(LEN_COLSUM)) err = DEV_ERR_LENGTH;
         else if ((f1 & COLSUM_RESERVED) != 8'd0) err = DEV_ERR_ARG;
         else if (17'(a16) + 17'(c16) > 17'(ACC_ROWS) || 17'(b16) + 17'd1 > 17'(ACC_ROWS)) begin
           err = DEV_ERR_RANGE;
@@ -272,10 +293,13 @@ module ntpu_cmd
 
   assign id_block = {24'd0, PLATFORM_RTL, CLOCK_HZ, 32'(ACC_ROWS), 32'(WB_ROWS), 32'(UB_ROWS),
                      16'(MAX_PAYLOAD),
-                     FEATURE_TRANSPOSE_BIT | FEATURE_TRANSPOSE_A_BIT | FEATURE_VECTOR_BIT,
+                     FEATURE_TRANSPOSE_BIT |
+                     ((TRANSPOSE_A_EN != 0) ? FEATURE_TRANSPOSE_A_BIT : 8'd0) |
+                     ((VEC_EN != 0) ? FEATURE_VECTOR_BIT : 8'd0),
                      DTYPE_INT8_BIT | DTYPE_BF16_BIT,
                      8'(N), 8'(N), VERSION_MINOR, VERSION_MAJOR, ID_MAGIC};
-  assign status_block = {dropped_q, commands_q, errors_q, 16'd0, last_error_q, 7'd0, !all_idle};
+  // commands_q and the error fields cannot change before this STATUS frame is released.
+  assign status_block = {st_dropped_q, commands_q, errors_q, 16'd0, last_error_q, 7'd0, st_busy_q};
 
   // ---------------------------------------------------------------- control
   logic hdr_go;     // the reply header moves to the transmitter
@@ -300,7 +324,21 @@ module ntpu_cmd
   assign m_vec_valid = (state_q == S_VDISPATCH);
   assign mem_we = (state_q == S_WRITE) && wr_pend_q;
   assign mem_re = (state_q == S_RD_ISSUE);
-  assign cnt_clear = (state_q == S_CNT) && ((f1 & COUNTERS_CLEAR) != 8'd0);
+  // COUNTERS: counter 0 in S_CNT, counter k+1 as the last byte of counter k leaves. Each counter
+  // is read whole into sh_q (no torn values) and, with CLEAR, zeroed in the same cycle.
+  assign cnt_load = (state_q == S_CNT) ||
+                    (state_q == S_BLOCK && op == OP_COUNTERS && body_go && left_q[2:0] == 3'd1 &&
+                     left_q != 8'd1);
+  assign cnt_load_idx = (state_q == S_CNT) ? 4'd0 : cnt_idx_q + 4'd1;
+  always @* begin
+    cnt_sel = '0;
+    for (int k = 0; k < CNT_COUNT; k++) begin
+      if (cnt_load_idx == 4'(k)) cnt_sel = cnt[k*COUNTER_W +: COUNTER_W];
+    end
+  end
+  for (genvar k = 0; k < CNT_COUNT; k++) begin : g_cnt_clear
+    assign cnt_clear[k] = cnt_load && cnt_load_idx == 4'(k) && ((f1 & COUNTERS_CLEAR) != 8'd0);
+  end
   // The frame is released with its last reply byte.
   assign s_frm_ready = (state_q == S_REPLY && m_hdr_ready && after_reply_q == S_IDLE) ||
                        (state_q == S_BLOCK && m_body_ready && left_q == 8'd1) ||
@@ -459,6 +497,7 @@ module ntpu_cmd
     rows_left_q <= rows_left_d;
     addr_q <= addr_d;
     fb_idx_q <= fb_off_q;
+    if (cnt_load) cnt_idx_q <= cnt_load_idx;
 
     // Frame fetch: the fixed part from offset 0, then WRITE_MEM's rows from offset 6.
     if (state_q == S_IDLE) fb_off_q <= '0;
@@ -475,10 +514,12 @@ module ntpu_cmd
 
     // The shift register: blocks load whole and leave low byte first; WRITE_MEM rows enter at the
     // top, so a complete row sits in the top bits with lane 0's low byte lowest.
-    if (state_q == S_DECODE && op == OP_INFO) sh_q <= SH_W'(id_block);
-    else if (state_q == S_DECODE && op == OP_STATUS) sh_q <= SH_W'(status_block);
+    if (state_q == S_DECODE && op == OP_STATUS) begin
+      st_dropped_q <= dropped_q;
+      st_busy_q <= !all_idle;
+    end
+    if (cnt_load) sh_q <= SH_W'(cnt_sel);  // zero-extended to the u64 on the wire
     else if (state_q == S_DECODE && op == OP_SYNC) sh_q <= SH_W'(expected_seq_q);
-    else if (state_q == S_CNT) sh_q <= SH_W'(cnt);
     else if (state_q == S_RD_LOAD) begin
       case (mem)
         2'(MEM_UB): sh_q <= SH_W'(ub_rdata);
@@ -506,13 +547,10 @@ module ntpu_cmd
       last_error_q <= '0;
     end else begin
       if (drop) dropped_q <= dropped_q + 32'd1;
-      if (hdr_go) begin
-        if (m_hdr_status == DEV_OK) begin
-          commands_q <= commands_q + 32'd1;
-        end else begin
-          errors_q <= errors_q + 32'd1;
-          last_error_q <= m_hdr_status;
-        end
+      if (s_frm_ready && rep_status_q == DEV_OK) commands_q <= commands_q + 32'd1;
+      if (hdr_go && m_hdr_status != DEV_OK) begin
+        errors_q <= errors_q + 32'd1;
+        last_error_q <= m_hdr_status;
       end
     end
   end
@@ -521,10 +559,16 @@ module ntpu_cmd
   assign m_hdr_seq = s_frm_seq;
   assign m_hdr_len = rep_len_q;
   assign m_hdr_status = rep_status_q;
-  assign m_body_data = sh_q[7:0];
+  // INFO, STATUS: byte BYTES - left_q of the block; everything else from the register.
+  logic [$clog2(ID_BYTES)-1:0] id_idx;
+  logic [$clog2(STATUS_BYTES)-1:0] st_idx;
+  assign id_idx = $clog2(ID_BYTES)'(8'(ID_BYTES) - left_q);
+  assign st_idx = $clog2(STATUS_BYTES)'(8'(STATUS_BYTES) - left_q);
+  assign m_body_data = (op == OP_INFO) ? id_block[8*id_idx +: 8]
+                     : (op == OP_STATUS) ? status_block[8*st_idx +: 8] : sh_q[7:0];
 
   assign m_seq_matmul = (op == OP_MATMUL);
-  assign m_seq_flags = f1;
+  assign m_seq_flags = (TRANSPOSE_A_EN != 0) ? f1 : (f1 & ~MATMUL_TRANSPOSE_A);
   assign m_seq_addr = a16;
   assign m_seq_acc_addr = b16;
   assign m_seq_rows = c16;

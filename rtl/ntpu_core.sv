@@ -16,7 +16,12 @@ module ntpu_core
   parameter int ACC_ROWS = 32768,    // accumulator rows (N x 32 bit)
   parameter int MAX_PAYLOAD = 4112,  // largest frame payload in bytes
   parameter logic [31:0] CLOCK_HZ = 32'd0,  // reported by INFO; 0 = simulation
-  parameter int PE_STAGES = 1        // pipelined PEs for FPGAs (ntpu_array); same results
+  parameter int PE_STAGES = 1,       // pipelined PEs for FPGAs (ntpu_array); same results
+  parameter int VEC_EN = 1,          // the vector unit; 0: ACT, RELU_GRAD, COLSUM are unknown opcodes
+  parameter int TRANSPOSE_A_EN = 1,  // 0: MATMUL's TRANSPOSE_A flag is reserved (ERR_ARG)
+  parameter int COUNTER_W = 64,      // performance counter width, 16..64 (zero-extended on the wire)
+  parameter int BF16_SHARED = 0,     // 1: one fp32 adder for the array's bf16 rows (ntpu_array); same results
+  parameter int SEG_DEPTH = 4        // MATMULs with rows in flight at once (ntpu_seq), power of 2 >= 2
 ) (
   input  logic       clk,
   input  logic       rst,
@@ -34,11 +39,17 @@ module ntpu_core
   if (MAX_PAYLOAD < 1 + COUNTERS_BYTES || MAX_PAYLOAD > 65535) begin : g_bad_payload
     initial $fatal(1, "ntpu_core: MAX_PAYLOAD must be 73..65535");
   end
+  if (COUNTER_W < 16 || COUNTER_W > CNT_W) begin : g_bad_counter_w
+    initial $fatal(1, "ntpu_core: COUNTER_W must be 16..64");
+  end
 
   localparam int OFF_W = $clog2(MAX_PAYLOAD);
   localparam int UB_AW = (UB_ROWS > 1) ? $clog2(UB_ROWS) : 1;
   localparam int WB_AW = (WB_ROWS > 1) ? $clog2(WB_ROWS) : 1;
   localparam int ACC_AW = (ACC_ROWS > 1) ? $clog2(ACC_ROWS) : 1;
+  // ntpu_array's BF16_LATENCY with BF16_SHARED (ntpu_bf16_shared's header; the array checks it).
+  localparam int SH_P = (N > PE_STAGES) ? N : PE_STAGES;
+  localparam int BF16_GAP = (BF16_SHARED != 0) ? 2 + (N - 1) * SH_P + N + PE_STAGES - 1 : 0;
 
   // ---------------------------------------------------------------- link
   logic frm_valid, frm_ready;
@@ -103,8 +114,9 @@ module ntpu_core
   logic [N*32-1:0] cmd_mem_wdata;
   logic [N*16-1:0] ub_rdata, wb_rdata;
   logic [N*32-1:0] acc_rdata;
-  logic [CNT_COUNT*CNT_W-1:0] cnt;
-  logic cnt_clear, wait_frame, wait_drain;
+  logic [CNT_COUNT*COUNTER_W-1:0] cnt;
+  logic [CNT_COUNT-1:0] cnt_clear;
+  logic wait_frame, wait_drain;
 
   ntpu_cmd #(
     .N          (N),
@@ -112,7 +124,10 @@ module ntpu_core
     .WB_ROWS    (WB_ROWS),
     .ACC_ROWS   (ACC_ROWS),
     .MAX_PAYLOAD(MAX_PAYLOAD),
-    .CLOCK_HZ   (CLOCK_HZ)
+    .CLOCK_HZ   (CLOCK_HZ),
+    .VEC_EN     (VEC_EN),
+    .TRANSPOSE_A_EN(TRANSPOSE_A_EN),
+    .COUNTER_W  (COUNTER_W)
   ) u_cmd (
     .clk           (clk),
     .rst           (rst),
@@ -180,7 +195,9 @@ module ntpu_core
     .N       (N),
     .UB_ROWS (UB_ROWS),
     .WB_ROWS (WB_ROWS),
-    .ACC_ROWS(ACC_ROWS)
+    .ACC_ROWS(ACC_ROWS),
+    .SEG_DEPTH(SEG_DEPTH),
+    .BF16_GAP(BF16_GAP)
   ) u_seq (
     .clk           (clk),
     .rst           (rst),
@@ -222,7 +239,9 @@ module ntpu_core
 
   ntpu_array #(
     .N(N),
-    .PE_STAGES(PE_STAGES)
+    .PE_STAGES(PE_STAGES),
+    .BF16_SHARED(BF16_SHARED),
+    .BF16_GAP(BF16_GAP)
   ) u_array (
     .clk        (clk),
     .rst        (rst),
@@ -248,34 +267,51 @@ module ntpu_core
   logic [N*32-1:0] vs_wr_data;
   logic vs_stall_hazard;
 
-  ntpu_vseq #(
-    .N       (N),
-    .UB_ROWS (UB_ROWS),
-    .ACC_ROWS(ACC_ROWS)
-  ) u_vseq (
-    .clk         (clk),
-    .rst         (rst),
-    .s_cmd_valid (vec_valid),
-    .s_cmd_ready (vec_ready),
-    .s_cmd_op    (vec_op),
-    .s_cmd_flags (vec_flags),
-    .s_cmd_src   (vec_src),
-    .s_cmd_dst   (vec_dst),
-    .s_cmd_rows  (vec_rows),
-    .s_cmd_aux   (vec_aux),
-    .idle        (vec_idle),
-    .acc_re      (vs_acc_re),
-    .acc_raddr   (vs_acc_raddr),
-    .acc_rdata   (acc_rdata),
-    .ub_re       (vs_ub_re),
-    .ub_raddr    (vs_ub_raddr),
-    .ub_rdata    (ub_rdata),
-    .wr_we       (vs_we),
-    .wr_mem      (vs_wr_mem),
-    .wr_addr     (vs_wr_addr),
-    .wr_data     (vs_wr_data),
-    .stall_hazard(vs_stall_hazard)
-  );
+  if (VEC_EN != 0) begin : g_vec
+    ntpu_vseq #(
+      .N       (N),
+      .UB_ROWS (UB_ROWS),
+      .ACC_ROWS(ACC_ROWS)
+    ) u_vseq (
+      .clk         (clk),
+      .rst         (rst),
+      .s_cmd_valid (vec_valid),
+      .s_cmd_ready (vec_ready),
+      .s_cmd_op    (vec_op),
+      .s_cmd_flags (vec_flags),
+      .s_cmd_src   (vec_src),
+      .s_cmd_dst   (vec_dst),
+      .s_cmd_rows  (vec_rows),
+      .s_cmd_aux   (vec_aux),
+      .idle        (vec_idle),
+      .acc_re      (vs_acc_re),
+      .acc_raddr   (vs_acc_raddr),
+      .acc_rdata   (acc_rdata),
+      .ub_re       (vs_ub_re),
+      .ub_raddr    (vs_ub_raddr),
+      .ub_rdata    (ub_rdata),
+      .wr_we       (vs_we),
+      .wr_mem      (vs_wr_mem),
+      .wr_addr     (vs_wr_addr),
+      .wr_data     (vs_wr_data),
+      .stall_hazard(vs_stall_hazard)
+    );
+  end else begin : g_no_vec
+    // The command processor answers vector opcodes with ERR_OPCODE and never starts this unit.
+    logic unused_vec;
+    assign unused_vec = ^{vec_valid, vec_op, vec_flags, vec_src, vec_dst, vec_rows, vec_aux};
+    assign vec_ready = 1'b0;
+    assign vec_idle = 1'b1;
+    assign vs_acc_re = 1'b0;
+    assign vs_acc_raddr = '0;
+    assign vs_ub_re = 1'b0;
+    assign vs_ub_raddr = '0;
+    assign vs_we = 1'b0;
+    assign vs_wr_mem = '0;
+    assign vs_wr_addr = '0;
+    assign vs_wr_data = '0;
+    assign vs_stall_hazard = 1'b0;
+  end
 
   // ---------------------------------------------------------------- memories
   // The command processor touches memory only while both sequencers are idle, and it starts the
@@ -332,7 +368,8 @@ module ntpu_core
 
   // ---------------------------------------------------------------- performance counters
   ntpu_perf #(
-    .N(N)
+    .N        (N),
+    .COUNTER_W(COUNTER_W)
   ) u_perf (
     .clk         (clk),
     .rst         (rst),

@@ -21,10 +21,14 @@
 // (ntpu_fp32_add_pipe with STAGES - 1 registers, then psum_q):
 //   psum_q(t + STAGES) = mac(psum_in(t), a_in(t - 1), w_q[a_buf_in(t - 1)] at t - 1)
 // Same results bit for bit; ntpu_array skews its rows to match.
+//
+// BF16_EN = 0 (ntpu_array with BF16_SHARED): int8 only, STAGES = 1; a bf16 row computes a value
+// nobody reads (the array's shared unit does bf16 rows).
 `default_nettype none
 
 module ntpu_pe #(
-  parameter int STAGES = 1  // cycles from psum_in to psum_q: 1 (simulation) .. 5 (see above)
+  parameter int STAGES = 1,  // cycles from psum_in to psum_q: 1 (simulation) .. 5 (see above)
+  parameter bit BF16_EN = 1  // 0: int8 MAC only (see above)
 ) (
   input  logic             clk,
   // Weight shift
@@ -48,9 +52,11 @@ module ntpu_pe #(
   if (STAGES < 1 || STAGES > 5) begin : g_bad_cfg
     initial $fatal(1, "ntpu_pe: STAGES must be 1..5");
   end
+  if (!BF16_EN && STAGES != 1) begin : g_bad_int8
+    initial $fatal(1, "ntpu_pe: an int8-only PE has STAGES = 1");
+  end
 
   logic [15:0] w_sel;
-  logic [31:0] prod_bf16;
   logic [15:0] prod_int8;
 
   assign w_sel = a_buf_in ? w_q[1] : w_q[0];
@@ -62,7 +68,17 @@ module ntpu_pe #(
     a_bf16_q <= a_bf16_in;
   end
 
-  if (STAGES == 1) begin : g_comb
+  if (!BF16_EN) begin : g_int8
+    logic unused_w_hi;  // bf16 weights are read by the array's shared unit; prod_int8 is not needed
+    assign unused_w_hi = ^{w_sel[15:8], prod_int8};
+
+    // One signed expression, the same sum modulo 2^32: Yosys then puts the add and psum_q into
+    // the iCE40 DSP with the multiply (42 LUT4s and 50 flip-flops a PE instead of 74 and 82).
+    always_ff @(posedge clk) begin
+      psum_q <= $signed(psum_in) + $signed(a_in[7:0]) * $signed(w_sel[7:0]);
+    end
+  end else if (STAGES == 1) begin : g_comb
+    logic [31:0] prod_bf16;
     logic [31:0] sum_bf16;
     logic [31:0] sum_int8;
 
@@ -88,6 +104,7 @@ module ntpu_pe #(
     end
   end else begin : g_pipe
     localparam int D = STAGES - 1;  // registers inside the adder, and on the int8 path to match
+    logic [31:0] prod_bf16;
     logic [31:0] prod_q;            // fp32 bits (bf16 row) or the sign-extended int8 product
     logic        bf16_q;
     logic [31:0] sum_bf16;

@@ -124,11 +124,8 @@ package ntpu_pkg;
   localparam int CNT_RX_BYTES = 7;
   localparam int CNT_TX_BYTES = 8;
   localparam int CNT_COUNT = 9;
-  localparam int CNT_W = 64;
+  localparam int CNT_W = 64;  // on the wire; a core may count with fewer bits (COUNTER_W)
   localparam int COUNTERS_BYTES = CNT_COUNT * CNT_W / 8;
-
-  // The largest fixed-size reply data block (COUNTERS); every other block is shorter.
-  localparam int BLOCK_BYTES_MAX = COUNTERS_BYTES;
 
 endpackage
 /* verilator lint_on UNUSEDPARAM */

@@ -19,6 +19,8 @@
 // - TRANSPOSE_A: the UB rows of the blocks (block j row i at ub_addr + j*stride + i) are read ahead
 //   into ntpu_transpose as it takes them, and the rows entering the array are its columns: the
 //   first issues N+2 cycles after the MATMUL is accepted, then one per cycle, blocks back to back.
+// - BF16_GAP > 0 (an array with BF16_SHARED): after a bf16 row the next row of any dtype enters the
+//   array BF16_GAP cycles later at the earliest (stall_bf16).
 // - idle: nothing accepted is left to do, every ACC write has landed.
 `default_nettype none
 
@@ -28,6 +30,7 @@ module ntpu_seq #(
   parameter int WB_ROWS = 4096,   // weight buffer rows
   parameter int ACC_ROWS = 2048,  // accumulator rows
   parameter int SEG_DEPTH = 4,    // MATMULs that may have rows in flight at once (power of 2)
+  parameter int BF16_GAP = 0,     // cycles from a bf16 row to the next row (0, 1: none)
   parameter int UB_AW = (UB_ROWS > 1) ? $clog2(UB_ROWS) : 1,    // leave at the default
   parameter int WB_AW = (WB_ROWS > 1) ? $clog2(WB_ROWS) : 1,    // leave at the default
   parameter int ACC_AW = (ACC_ROWS > 1) ? $clog2(ACC_ROWS) : 1  // leave at the default
@@ -89,6 +92,7 @@ module ntpu_seq #(
   localparam int EW = ACC_AW + 1;  // an ACC row index or one past the last row
   localparam int SP_W = $clog2(SEG_DEPTH);
   localparam int NCNT_W = $clog2(N + 1);
+  localparam int GAP_W = (BF16_GAP > 1) ? $clog2(BF16_GAP) : 1;
 
   // ---------------------------------------------------------------- weight state
   logic act_q;   // buffer MATMULs use
@@ -113,6 +117,7 @@ module ntpu_seq #(
   logic [EW-1:0]    mm_acc_q;
   logic [15:0]      mm_left_q;    // rows left to issue
   logic             mm_wait_w, mm_hazard, mm_issue, mm_last, mm_free;
+  logic             gap_wait;     // a bf16 row issued less than BF16_GAP cycles ago
   logic             iss_q, iss_buf_q, iss_bf16_q, iss_accum_q;  // the row whose reads were issued
   logic             mm_tr_q, iss_tr_q;  // TRANSPOSE_A: rows come from the transposer
   logic [N*16-1:0]  iss_row_q;          // ... and this one was taken from it
@@ -286,7 +291,26 @@ module ntpu_seq #(
   // beat: so only reads still to issue hold the streamer back. A transposed row is no different:
   // its column is registered at issue (iss_row_q) and enters in the same cycle a UB row would.
   assign mm_wait_w = ld_busy_q && (ld_buf_q == mm_buf_q);
-  assign mm_issue = mm_busy_q && !mm_wait_w && !mm_hazard && (!mm_tr_q || tr_m_valid);
+  assign mm_issue = mm_busy_q && !mm_wait_w && !mm_hazard && (!mm_tr_q || tr_m_valid) && !gap_wait;
+
+  // The bf16 gap: cycles left before the next row may issue.
+  if (BF16_GAP > 1) begin : g_gap
+    logic [GAP_W-1:0] gap_q;
+
+    always_ff @(posedge clk) begin
+      if (rst) begin
+        gap_q <= '0;
+      end else if (mm_issue && mm_bf16_q) begin
+        gap_q <= GAP_W'(BF16_GAP - 1);
+      end else if (gap_q != '0) begin
+        gap_q <= gap_q - GAP_W'(1);
+      end
+    end
+
+    assign gap_wait = gap_q != '0;
+  end else begin : g_no_gap
+    assign gap_wait = 1'b0;
+  end
 
   always_ff @(posedge clk) begin
     if (rst) begin

@@ -12,6 +12,11 @@ module ntpu_uart_device #(
   parameter int CORE_EN = 1,             // 0: no core, the link echoes (bring-up)
   parameter int N = 2,                   // ntpu_core parameters, passed through
   parameter int PE_STAGES = 1,
+  parameter int VEC_EN = 1,
+  parameter int TRANSPOSE_A_EN = 1,
+  parameter int COUNTER_W = 64,
+  parameter int BF16_SHARED = 0,
+  parameter int SEG_DEPTH = 4,
   parameter int UB_ROWS = 1024,
   parameter int WB_ROWS = 1024,
   parameter int ACC_ROWS = 512,
@@ -67,7 +72,12 @@ module ntpu_uart_device #(
       .ACC_ROWS   (ACC_ROWS),
       .MAX_PAYLOAD(MAX_PAYLOAD),
       .CLOCK_HZ   (CLOCK_HZ),
-      .PE_STAGES  (PE_STAGES)
+      .PE_STAGES  (PE_STAGES),
+      .VEC_EN     (VEC_EN),
+      .TRANSPOSE_A_EN(TRANSPOSE_A_EN),
+      .COUNTER_W  (COUNTER_W),
+      .BF16_SHARED(BF16_SHARED),
+      .SEG_DEPTH  (SEG_DEPTH)
     ) u_core (
       .clk       (clk),
       .rst       (rst),

@@ -250,4 +250,16 @@ ntpu_status ntpu_check_range(ntpu_device *dev, unsigned mem, uint32_t addr, uint
 /* NTPU_OK if this device computes in dtype, else the status with the reason set. */
 ntpu_status ntpu_check_dtype(ntpu_device *dev, ntpu_dtype dtype);
 
+/* ACT, RELU_GRAD, COLSUM done on the host (vector_host.c) for a device without
+ * feature VECTOR; arguments already checked as for ntpu_vec_*. Wait for the
+ * device (READ_MEM), then queue the result (WRITE_MEM). */
+ntpu_status ntpu_host_act(ntpu_device *dev, unsigned flags, uint32_t src, uint32_t dst, uint32_t rows, uint32_t aux);
+ntpu_status ntpu_host_relu_grad(ntpu_device *dev, unsigned out, uint32_t src, uint32_t dst, uint32_t rows,
+                                uint32_t mask);
+ntpu_status ntpu_host_colsum(ntpu_device *dev, uint32_t src, uint32_t dst, uint32_t rows, int accumulate);
+/* MATMUL TRANSPOSE_A done with plain MATMULs (transpose_host.c), for a device without
+ * feature TRANSPOSE_A; arguments already checked. */
+ntpu_status ntpu_host_matmul_t(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t stride,
+                               uint32_t acc_addr, uint32_t rows, int accumulate);
+
 #endif

@@ -113,10 +113,11 @@ static ntpu_status alloc_model(ntpu_device *dev, const unsigned *sizes, size_t n
     for (size_t i = 0; i < n_sizes; i++)
         if (sizes[i] == 0 || sizes[i] > 65536)
             return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "model: layer size %u out of range", sizes[i]);
-    if (!(dev->info.dtypes & NTPU_DTYPE_BF16_BIT) || !(dev->info.features & NTPU_FEATURE_TRANSPOSE_BIT) ||
-        !(dev->info.features & NTPU_FEATURE_TRANSPOSE_A_BIT) || !(dev->info.features & NTPU_FEATURE_VECTOR_BIT))
-        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "training needs bf16, transposed operands and the vector "
-                         "unit (protocol 1.1); this device lacks them");
+    /* Without the vector unit or TRANSPOSE_A the library does that work on the host
+     * (vector_host.c, transpose_host.c). */
+    if (!(dev->info.dtypes & NTPU_DTYPE_BF16_BIT) || !(dev->info.features & NTPU_FEATURE_TRANSPOSE_BIT))
+        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "training needs bf16 and transposed weights (protocol 1.1); "
+                         "this device lacks them");
     ntpu_model *m = calloc(1, sizeof *m);
     if (!m)
         return ntpu_fail(dev, NTPU_ERR_NO_MEMORY, "model: out of memory");

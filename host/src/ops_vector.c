@@ -1,20 +1,15 @@
 /* The low-level calls of protocol 1.1 (training): the transposed MATMUL and the
- * vector unit. Arguments are checked against the ID block before anything is sent. */
+ * vector unit. Arguments are checked against the ID block before anything is sent.
+ * A device built without the vector unit (feature VECTOR clear, e.g. the iCEBreaker)
+ * gets ACT, RELU_GRAD and COLSUM done here on the host instead (vector_host.c),
+ * bit for bit what the unit computes; one without TRANSPOSE_A gets the transposed
+ * MATMUL from plain ones (transpose_host.c). */
 #include "internal.h"
-
-static ntpu_status need_feature(ntpu_device *dev, unsigned bit, const char *what)
-{
-    ntpu_status st = ntpu_check_dev(dev);
-    if (st == NTPU_OK && !(dev->info.features & bit))
-        st = ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "this device has no %s (protocol %u.%u)", what,
-                       dev->info.version_major, dev->info.version_minor);
-    return st;
-}
 
 ntpu_status ntpu_matmul_tile_t(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t stride,
                                uint32_t acc_addr, uint32_t rows, int accumulate)
 {
-    ntpu_status st = need_feature(dev, NTPU_FEATURE_TRANSPOSE_A_BIT, "transposed activation stream");
+    ntpu_status st = ntpu_check_dev(dev);
     if (st != NTPU_OK || (st = ntpu_check_dtype(dev, dtype)) != NTPU_OK)
         return st;
     if (rows == 0 || rows > 65535 || rows % dev->n || stride > 65535)
@@ -26,6 +21,8 @@ ntpu_status ntpu_matmul_tile_t(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_a
                          (unsigned long long)(last + dev->n - 1), (unsigned)dev->info.ub_rows);
     if ((st = ntpu_check_range(dev, NTPU_MEM_ACC, acc_addr, rows)) != NTPU_OK)
         return st;
+    if (!(dev->info.features & NTPU_FEATURE_TRANSPOSE_A_BIT))
+        return ntpu_host_matmul_t(dev, dtype, ub_addr, stride, acc_addr, rows, accumulate);
     uint8_t cmd[NTPU_LEN_MATMUL_T] = {
         NTPU_OP_MATMUL, (uint8_t)((dtype == NTPU_DTYPE_BF16 ? NTPU_MATMUL_BF16 : 0) |
                                   (accumulate ? NTPU_MATMUL_ACCUMULATE : 0) | NTPU_MATMUL_TRANSPOSE_A)};
@@ -56,7 +53,7 @@ static ntpu_status vec_command(ntpu_device *dev, unsigned op, unsigned flags, ui
 
 ntpu_status ntpu_vec_act(ntpu_device *dev, unsigned flags, uint32_t src, uint32_t dst, uint32_t rows, uint32_t aux)
 {
-    ntpu_status st = need_feature(dev, NTPU_FEATURE_VECTOR_BIT, "vector unit");
+    ntpu_status st = ntpu_check_dev(dev);
     if (st != NTPU_OK)
         return st;
     const unsigned out = flags & NTPU_OUT_MASK;
@@ -66,13 +63,15 @@ ntpu_status ntpu_vec_act(ntpu_device *dev, unsigned flags, uint32_t src, uint32_
     if ((st = ntpu_check_range(dev, NTPU_MEM_ACC, src, rows)) != NTPU_OK || (st = check_out(dev, out, dst, rows)) ||
         (st = ntpu_check_range(dev, NTPU_MEM_ACC, aux, aux_rows)) != NTPU_OK)
         return st;
+    if (!(dev->info.features & NTPU_FEATURE_VECTOR_BIT))
+        return ntpu_host_act(dev, flags, src, dst, rows, aux);
     return vec_command(dev, NTPU_OP_ACT, flags, src, dst, rows, aux, NTPU_LEN_ACT);
 }
 
 ntpu_status ntpu_vec_relu_grad(ntpu_device *dev, unsigned out, uint32_t src, uint32_t dst, uint32_t rows,
                                uint32_t mask)
 {
-    ntpu_status st = need_feature(dev, NTPU_FEATURE_VECTOR_BIT, "vector unit");
+    ntpu_status st = ntpu_check_dev(dev);
     if (st != NTPU_OK)
         return st;
     if (out & ~NTPU_OUT_MASK || out == NTPU_OUT_INT8)
@@ -80,17 +79,21 @@ ntpu_status ntpu_vec_relu_grad(ntpu_device *dev, unsigned out, uint32_t src, uin
     if ((st = ntpu_check_range(dev, NTPU_MEM_ACC, src, rows)) != NTPU_OK || (st = check_out(dev, out, dst, rows)) ||
         (st = ntpu_check_range(dev, NTPU_MEM_UB, mask, rows)) != NTPU_OK)
         return st;
+    if (!(dev->info.features & NTPU_FEATURE_VECTOR_BIT))
+        return ntpu_host_relu_grad(dev, out, src, dst, rows, mask);
     return vec_command(dev, NTPU_OP_RELU_GRAD, out, src, dst, rows, mask, NTPU_LEN_RELU_GRAD);
 }
 
 ntpu_status ntpu_vec_colsum(ntpu_device *dev, uint32_t src, uint32_t dst, uint32_t rows, int accumulate)
 {
-    ntpu_status st = need_feature(dev, NTPU_FEATURE_VECTOR_BIT, "vector unit");
+    ntpu_status st = ntpu_check_dev(dev);
     if (st != NTPU_OK)
         return st;
     if ((st = ntpu_check_range(dev, NTPU_MEM_ACC, src, rows)) != NTPU_OK ||
         (st = ntpu_check_range(dev, NTPU_MEM_ACC, dst, 1)) != NTPU_OK)
         return st;
+    if (!(dev->info.features & NTPU_FEATURE_VECTOR_BIT))
+        return ntpu_host_colsum(dev, src, dst, rows, accumulate);
     return vec_command(dev, NTPU_OP_COLSUM, accumulate ? NTPU_COLSUM_ACCUMULATE : 0, src, dst, rows, 0,
                        NTPU_LEN_COLSUM);
 }

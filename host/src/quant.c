@@ -78,8 +78,8 @@ ntpu_status ntpu_qmodel_create(ntpu_model *m, const float *calib, size_t count, 
     if (!m || !out || !calib || count == 0)
         return m ? ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "quantize: no calibration samples") : NTPU_ERR_INVALID_ARG;
     ntpu_device *dev = m->dev;
-    if (!(dev->info.dtypes & NTPU_DTYPE_INT8_BIT) || !(dev->info.features & NTPU_FEATURE_VECTOR_BIT))
-        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "int8 inference needs int8 matmuls and the vector unit");
+    if (!(dev->info.dtypes & NTPU_DTYPE_INT8_BIT))
+        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "int8 inference needs int8 matmuls");
     const size_t n = m->n, bp = m->max_bp, L = m->layers;
     ntpu_qmodel *q = calloc(1, sizeof *q);
     if (!q)

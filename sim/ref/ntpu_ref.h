@@ -18,11 +18,15 @@ typedef struct ntpu_ref_config {
     unsigned wb_rows;     /* weight buffer rows, N..65536 */
     unsigned acc_rows;    /* accumulator rows, 1..65536 */
     unsigned max_payload; /* largest frame payload, 73..65535 (a COUNTERS reply is 73) */
+    unsigned no_vector;   /* 1: no vector unit, as the RTL's VEC_EN = 0: INFO clears feature
+                           * VECTOR, ACT / RELU_GRAD / COLSUM answer ERR_OPCODE. 0 by default */
+    unsigned no_transpose_a; /* 1: as the RTL's TRANSPOSE_A_EN = 0: INFO clears feature TRANSPOSE_A,
+                              * MATMUL's TRANSPOSE_A flag is reserved (ERR_ARG). 0 by default */
 } ntpu_ref_config;
 
 /* The configuration of the default simulated core (same as vsim's): N from
  * NTPU_DEFAULT_N (8), 16384 UB rows, 32768 WB rows, 32768 ACC rows, max_payload
- * 4112. */
+ * 4112, with the vector unit. */
 ntpu_ref_config ntpu_ref_default_config(void);
 
 typedef struct ntpu_ref ntpu_ref;

@@ -111,6 +111,8 @@ void ntpu_f32_add_row(uint32_t *acc, const uint32_t *x, unsigned n)
         acc[j] = add_f32(acc[j], x[j]);
 }
 
+int ntpu_bf16_positive(uint16_t m) { return !(m & 0x8000u) && (m & 0x7F80u) && (m & 0x7FFFu) <= 0x7F80u; }
+
 /* round(x * m / 2^31), halves away from zero; the one overflowing case saturates. */
 static int32_t doubling_high_mul(int32_t x, int32_t m)
 {

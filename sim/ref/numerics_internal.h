@@ -34,4 +34,8 @@ void ntpu_mac_bf16_rows_t_generic(uint32_t *acc, const uint16_t *a, size_t t_str
 /* n lanes of the vector unit's fp32 add: acc[j] = ntpu_f32_add(acc[j], x[j]). */
 void ntpu_f32_add_row(uint32_t *acc, const uint32_t *x, unsigned n);
 
+/* RELU_GRAD's mask test: bf16 m > 0 with subnormals read as zero (sign clear,
+ * exponent not 0, not NaN). */
+int ntpu_bf16_positive(uint16_t m);
+
 #endif

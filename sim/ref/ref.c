@@ -91,6 +91,8 @@ ntpu_ref_config ntpu_ref_default_config(void)
     c.wb_rows = 32768;
     c.acc_rows = 32768;
     c.max_payload = 4112;
+    c.no_vector = 0;
+    c.no_transpose_a = 0;
     return c;
 }
 
@@ -98,7 +100,7 @@ static int config_ok(const ntpu_ref_config *c)
 {
     return c->n >= 2 && c->n <= REF_MAX_N && c->ub_rows >= 1 && c->ub_rows <= 65536 && c->wb_rows >= c->n &&
            c->wb_rows <= 65536 && c->acc_rows >= 1 && c->acc_rows <= 65536 && c->max_payload >= 1 + NTPU_COUNTERS_BYTES &&
-           c->max_payload <= 65535;
+           c->max_payload <= 65535 && c->no_vector <= 1 && c->no_transpose_a <= 1;
 }
 
 ntpu_ref *ntpu_ref_new(const ntpu_ref_config *cfg)
@@ -356,9 +358,6 @@ static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_a
 
 /* ---------------------------------------------------------------- vector unit */
 
-/* bf16 > 0 with subnormals read as zero: sign clear, exponent not 0, not NaN. */
-static int bf16_positive(uint16_t m) { return !(m & 0x8000u) && (m & 0x7F80u) && (m & 0x7FFFu) <= 0x7F80u; }
-
 /* Writes one fp32 result row x[0..n) per OUT (OUT_INT8 is handled by act()). */
 static void write_out_row(ntpu_ref *r, unsigned out, unsigned row, const uint32_t *x)
 {
@@ -418,7 +417,7 @@ static void relu_grad(ntpu_ref *r, unsigned flags, unsigned src, unsigned dst, u
         const uint16_t *m = r->ub + (size_t)(mask + row) * n;
         const uint32_t *s = r->acc + (size_t)(src + row) * n;
         for (unsigned j = 0; j < n; j++)
-            x[j] = bf16_positive(m[j]) ? s[j] : 0u;
+            x[j] = ntpu_bf16_positive(m[j]) ? s[j] : 0u;
         write_out_row(r, flags & NTPU_OUT_MASK, dst + row, x);
     }
     r->cnt[NTPU_CNT_CYCLES] += rows + REF_VECTOR_LATENCY;
@@ -447,7 +446,9 @@ static void info_block(const ntpu_ref *r, uint8_t *p)
     p[NTPU_ID_OFF_ROWS] = (uint8_t)r->cfg.n;
     p[NTPU_ID_OFF_COLS] = (uint8_t)r->cfg.n;
     p[NTPU_ID_OFF_DTYPES] = NTPU_DTYPE_INT8_BIT | NTPU_DTYPE_BF16_BIT;
-    p[NTPU_ID_OFF_FEATURES] = NTPU_FEATURE_TRANSPOSE_BIT | NTPU_FEATURE_TRANSPOSE_A_BIT | NTPU_FEATURE_VECTOR_BIT;
+    p[NTPU_ID_OFF_FEATURES] = (uint8_t)(NTPU_FEATURE_TRANSPOSE_BIT |
+                                        (r->cfg.no_transpose_a ? 0 : NTPU_FEATURE_TRANSPOSE_A_BIT) |
+                                        (r->cfg.no_vector ? 0 : NTPU_FEATURE_VECTOR_BIT));
     put16(p + NTPU_ID_OFF_MAX_PAYLOAD, r->cfg.max_payload);
     put32(p + NTPU_ID_OFF_UB_ROWS, r->cfg.ub_rows);
     put32(p + NTPU_ID_OFF_WB_ROWS, r->cfg.wb_rows);
@@ -521,7 +522,8 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len)
             return NTPU_DEV_ERR_LENGTH;
         unsigned flags = p[1], ub_addr = get16(p + 2), acc_addr = get16(p + 4), rows = get16(p + 6);
         unsigned stride = (flags & NTPU_MATMUL_TRANSPOSE_A) ? get16(p + 8) : 0;
-        if (flags & ~(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE | NTPU_MATMUL_TRANSPOSE_A))
+        if (flags & ~(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE | NTPU_MATMUL_TRANSPOSE_A) ||
+            (r->cfg.no_transpose_a && (flags & NTPU_MATMUL_TRANSPOSE_A)))
             return NTPU_DEV_ERR_ARG;
         unsigned long long ub_end = (unsigned long long)ub_addr + rows;
         if (flags & NTPU_MATMUL_TRANSPOSE_A) {
@@ -537,6 +539,8 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len)
     }
 
     case NTPU_OP_ACT: {
+        if (r->cfg.no_vector)
+            return NTPU_DEV_ERR_OPCODE;
         if (len != NTPU_LEN_ACT)
             return NTPU_DEV_ERR_LENGTH;
         unsigned flags = p[1], src = get16(p + 2), dst = get16(p + 4), rows = get16(p + 6), aux = get16(p + 8);
@@ -553,6 +557,8 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len)
     }
 
     case NTPU_OP_RELU_GRAD: {
+        if (r->cfg.no_vector)
+            return NTPU_DEV_ERR_OPCODE;
         if (len != NTPU_LEN_RELU_GRAD)
             return NTPU_DEV_ERR_LENGTH;
         unsigned flags = p[1], src = get16(p + 2), dst = get16(p + 4), rows = get16(p + 6), mask = get16(p + 8);
@@ -566,6 +572,8 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len)
     }
 
     case NTPU_OP_COLSUM: {
+        if (r->cfg.no_vector)
+            return NTPU_DEV_ERR_OPCODE;
         if (len != NTPU_LEN_COLSUM)
             return NTPU_DEV_ERR_LENGTH;
         unsigned flags = p[1], src = get16(p + 2), dst = get16(p + 4), rows = get16(p + 6);

@@ -70,7 +70,7 @@ static uint64_t rnd(void)
     return rng >> 33;
 }
 
-/* Line rate: a NOP and its reply are 9 bytes each way, 80 cycles a byte at 8 clocks per bit. */
+/* Line rate: a NOP and its reply are 9 bytes each way, 10 bits a byte at CLOCK_HZ / BAUD clocks a bit. */
 static void line_rate(void)
 {
     ntpu_vsim_board *b = board("board=icebreaker");

@@ -244,6 +244,7 @@ Test(ref_model, default_config)
     cr_expect_eq(c.wb_rows, 32768);
     cr_expect_eq(c.acc_rows, 32768);
     cr_expect_eq(c.max_payload, 4112);
+    cr_expect_eq(c.no_vector, 0);
 }
 
 Test(ref_model, info_block)
@@ -277,7 +278,7 @@ Test(ref_model, info_block)
 
 Test(ref_model, config_limits)
 {
-    ntpu_ref_config ok = {4, 16, 8, 32, 73}; /* 73: the COUNTERS reply */
+    ntpu_ref_config ok = {4, 16, 8, 32, 73, 0, 0}; /* 73: the COUNTERS reply */
     ntpu_ref *r = new_model(&ok);
     cr_assert(r);
     cr_assert_eq(op0(r, NTPU_OP_INFO), NTPU_DEV_OK);
@@ -290,13 +291,13 @@ Test(ref_model, config_limits)
     ntpu_ref_free(NULL);
 
     const ntpu_ref_config bad[] = {
-        {1, 16, 8, 32, 73},  {65, 16, 65, 32, 73},   {4, 0, 8, 32, 73},     {4, 65537, 8, 32, 73},
-        {4, 16, 3, 32, 73},  {4, 16, 65537, 32, 73}, {4, 16, 8, 0, 73},     {4, 16, 8, 65537, 73},
-        {4, 16, 8, 32, 72},  {4, 16, 8, 32, 65536},
+        {1, 16, 8, 32, 73, 0, 0},  {65, 16, 65, 32, 73, 0, 0},   {4, 0, 8, 32, 73, 0, 0},     {4, 65537, 8, 32, 73, 0, 0},
+        {4, 16, 3, 32, 73, 0, 0},  {4, 16, 65537, 32, 73, 0, 0}, {4, 16, 8, 0, 73, 0, 0},     {4, 16, 8, 65537, 73, 0, 0},
+        {4, 16, 8, 32, 72, 0, 0},  {4, 16, 8, 32, 65536, 0, 0}, {4, 16, 8, 32, 73, 2, 0}, {4, 16, 8, 32, 73, 0, 2},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_expect_null(ntpu_ref_new(&bad[i]), "config %zu rejected", i);
-    ntpu_ref_config big = {64, 65536, 65536, 65536, 65535};
+    ntpu_ref_config big = {64, 65536, 65536, 65536, 65535, 0, 0};
     r = new_model(&big);
     cr_assert(r, "largest config accepted");
     uint8_t c[6] = {NTPU_OP_READ_MEM, NTPU_MEM_UB};
@@ -1121,10 +1122,52 @@ Test(ref_model, fuzz_random_frames_one_reply_each)
     }
 }
 
+/* VEC_EN = 0's model: feature VECTOR clear, the vector opcodes unknown at any
+ * length (the opcode check comes before the length check), the rest unchanged. */
+Test(ref_model, no_vector_unit)
+{
+    ntpu_ref_config c = {4, 16, 8, 32, 73, 1, 0};
+    ntpu_ref *r = ntpu_ref_new(&c);
+    cr_assert(r);
+    cr_assert_eq(op0(r, NTPU_OP_INFO), NTPU_DEV_OK);
+    cr_expect_eq(rep.data[9], NTPU_FEATURE_TRANSPOSE_BIT | NTPU_FEATURE_TRANSPOSE_A_BIT);
+    uint8_t v[12] = {0};
+    for (uint8_t op = NTPU_OP_ACT; op <= NTPU_OP_COLSUM; op++)
+        for (size_t len = 1; len <= sizeof v; len++) {
+            v[0] = op;
+            cr_expect_eq(run(r, v, len), NTPU_DEV_ERR_OPCODE, "op 0x%02x len %zu", op, len);
+        }
+    cr_expect_eq(op0(r, NTPU_OP_FENCE), NTPU_DEV_OK);
+    uint8_t mm[8] = {NTPU_OP_MATMUL, NTPU_MATMUL_BF16};
+    put16(mm + 6, 4);
+    cr_expect_eq(run(r, mm, sizeof mm), NTPU_DEV_OK);
+    ntpu_ref_free(r);
+}
+
+/* TRANSPOSE_A_EN = 0's model: feature TRANSPOSE_A clear; MATMUL with the flag is
+ * checked for its length (10) first, then refused as a reserved flag; plain MATMUL unchanged. */
+Test(ref_model, no_transpose_a)
+{
+    ntpu_ref_config c = {4, 16, 8, 32, 73, 0, 1};
+    ntpu_ref *r = ntpu_ref_new(&c);
+    cr_assert(r);
+    cr_assert_eq(op0(r, NTPU_OP_INFO), NTPU_DEV_OK);
+    cr_expect_eq(rep.data[9], NTPU_FEATURE_TRANSPOSE_BIT | NTPU_FEATURE_VECTOR_BIT);
+    uint8_t mt[10] = {NTPU_OP_MATMUL, NTPU_MATMUL_BF16 | NTPU_MATMUL_TRANSPOSE_A};
+    put16(mt + 6, 4);
+    put16(mt + 8, 4);
+    cr_expect_eq(run(r, mt, 8), NTPU_DEV_ERR_LENGTH);
+    cr_expect_eq(run(r, mt, sizeof mt), NTPU_DEV_ERR_ARG);
+    uint8_t mm[8] = {NTPU_OP_MATMUL, NTPU_MATMUL_BF16};
+    put16(mm + 6, 4);
+    cr_expect_eq(run(r, mm, sizeof mm), NTPU_DEV_OK);
+    ntpu_ref_free(r);
+}
+
 Test(ref_model, fuzz_random_bytes_never_crash)
 {
     static uint8_t junk[1 << 16], out[1 << 16];
-    ntpu_ref_config small = {2, 4, 2, 3, 73};
+    ntpu_ref_config small = {2, 4, 2, 3, 73, 0, 0};
     ntpu_ref *r = ntpu_ref_new(&small);
     cr_assert(r);
     for (int k = 0; k < 200; k++) {
@@ -1148,7 +1191,7 @@ Test(ref_model, small_and_large_arrays)
     const unsigned sizes[] = {2, 4, 16, 64};
     for (size_t s = 0; s < 4; s++) {
         unsigned n = sizes[s];
-        ntpu_ref_config cfg = {n, 64, 2 * n, 64, 65535};
+        ntpu_ref_config cfg = {n, 64, 2 * n, 64, 65535, 0, 0};
         ntpu_ref *r = new_model(&cfg);
         cr_assert(r);
         enum { M = 5 };

@@ -9,14 +9,14 @@ BOARD_TOP := ntpu_icebreaker_top
 BOARD_SRCS := fpga/boards/icebreaker/ntpu_icebreaker_top.sv
 BOARD_PCF := fpga/boards/icebreaker/icebreaker.pcf
 BOARD_PNR := nextpnr-ice40 --up5k --package sg48
-BOARD_CLOCK_HZ := 24000000
+BOARD_CLOCK_HZ := 12000000
 BOARD_BAUD := 3000000
 CONFIG ?= core
-BOARD_LINK := CLOCK_HZ=$(BOARD_CLOCK_HZ) BAUD=$(BOARD_BAUD) RX_FIFO_DEPTH=2048
+BOARD_LINK := PLL_EN=0 CLOCK_HZ=$(BOARD_CLOCK_HZ) BAUD=$(BOARD_BAUD) RX_FIFO_DEPTH=2048
 ifeq ($(CONFIG),core)
 # Top-level parameters (chparam): the core's configuration on this board.
-BOARD_PARAMS := $(BOARD_LINK) N=2 PE_STAGES=5 UB_ROWS=1024 WB_ROWS=16384 ACC_ROWS=512 MAX_PAYLOAD=516
-BOARD_CONFIG := N=2, PE_STAGES 5, UB 1024, WB 16384, ACC 512 rows, max_payload 516
+BOARD_PARAMS := $(BOARD_LINK) N=2 PE_STAGES=2 BF16_SHARED=1 SEG_DEPTH=2 VEC_EN=0 TRANSPOSE_A_EN=0 COUNTER_W=32 UB_ROWS=1024 WB_ROWS=16384 ACC_ROWS=512 MAX_PAYLOAD=516
+BOARD_CONFIG := N=2, one shared fp32 adder (1 stage), no vector unit, no TRANSPOSE_A, 32-bit counters, 2 MATMULs in flight, UB 1024, WB 16384, ACC 512 rows, max_payload 516
 BOARD_SUFFIX :=
 else ifeq ($(CONFIG),echo)
 BOARD_PARAMS := $(BOARD_LINK) CORE_EN=0

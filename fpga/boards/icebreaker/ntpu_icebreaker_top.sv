@@ -1,4 +1,4 @@
-// iCEBreaker board top: the 12 MHz oscillator through the PLL, a power-on reset, the UART link on
+// iCEBreaker board top: the 12 MHz oscillator (through the PLL when PLL_EN), a power-on reset, the UART link on
 // the FT2232H's channel B (8N1 at BAUD), ntpu_core, and two LEDs.
 //
 // Contract:
@@ -21,12 +21,17 @@
 `default_nettype none
 
 module ntpu_icebreaker_top #(
-  parameter int PLL_EN = 1,                // 0: no PLL, the core runs on the clk_12m pin at CLOCK_HZ
+  parameter int PLL_EN = 0,                // 0: no PLL, the core runs on the clk_12m pin at CLOCK_HZ
   parameter int CORE_EN = 1,               // 0: no core, the link echoes (bring-up)
-  parameter int CLOCK_HZ = 24_000_000,     // core clock (reported by INFO)
+  parameter int CLOCK_HZ = 12_000_000,     // core clock (reported by INFO)
   parameter int BAUD = 3_000_000,          // UART bit rate; CLOCK_HZ / BAUD must be an integer >= 4
   parameter int N = 2,                     // array size
-  parameter int PE_STAGES = 5,             // pipelined PEs (ntpu_array): the fp32 add in 4 stages
+  parameter int PE_STAGES = 2,             // the shared fp32 add in 2 parts, 1 register (ntpu_array)
+  parameter int VEC_EN = 0,                // no vector unit: the host does ACT, RELU_GRAD, COLSUM
+  parameter int TRANSPOSE_A_EN = 0,        // no MATMUL TRANSPOSE_A: the host transposes (libntpu)
+  parameter int COUNTER_W = 32,            // performance counters wrap after 358 s at 12 MHz
+  parameter int BF16_SHARED = 1,           // one fp32 adder for the array's bf16 rows
+  parameter int SEG_DEPTH = 2,             // MATMULs with rows in flight at once
   parameter int UB_ROWS = 1024,            // unified buffer rows (EBR)
   parameter int WB_ROWS = 16384,           // weight buffer rows (SPRAM)
   parameter int ACC_ROWS = 512,            // accumulator rows (EBR)
@@ -101,6 +106,11 @@ module ntpu_icebreaker_top #(
     .ACC_ROWS     (ACC_ROWS),
     .MAX_PAYLOAD  (MAX_PAYLOAD),
     .PE_STAGES    (PE_STAGES),
+    .VEC_EN       (VEC_EN),
+    .TRANSPOSE_A_EN(TRANSPOSE_A_EN),
+    .COUNTER_W    (COUNTER_W),
+    .BF16_SHARED  (BF16_SHARED),
+    .SEG_DEPTH    (SEG_DEPTH),
     .CLOCK_HZ     (32'(CLOCK_HZ))
   ) u_device (
     .clk     (clk),

@@ -166,14 +166,19 @@ NTPU_API ntpu_status ntpu_matmul_tile(ntpu_device *dev, ntpu_dtype dtype, uint32
  * of the N x N block of UB rows from ub_addr + (m / N) * stride; rows must be a
  * multiple of N. With an activation X stored as k-tiles of bp rows, ub_addr =
  * x + j*N and stride = bp stream the rows of X^T for batch block j: the weight
- * gradient X^T.dY without a host transpose. Queued. Errors: as
- * ntpu_matmul_tile, and NTPU_ERR_UNSUPPORTED without NTPU_FEATURE_TRANSPOSE_A_BIT. */
+ * gradient X^T.dY without a host transpose. Queued. Without
+ * NTPU_FEATURE_TRANSPOSE_A_BIT (e.g. the iCEBreaker) the library reads each block,
+ * writes it back transposed, runs a plain MATMUL on it and restores it: the same
+ * results bit for bit, not queued. Errors: as ntpu_matmul_tile. */
 NTPU_API ntpu_status ntpu_matmul_tile_t(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t stride,
                                         uint32_t acc_addr, uint32_t rows, int accumulate);
 
 /* Vector unit (protocol 1.1, docs/isa.md). All queued; errors: NTPU_ERR_INVALID_ARG
- * (a range past a memory's end, reserved flags), NTPU_ERR_UNSUPPORTED (no vector
- * unit), link errors.
+ * (a range past a memory's end, reserved flags), link errors. On a device without
+ * the unit (NTPU_FEATURE_VECTOR_BIT clear) the library does the same work on the
+ * host, bit for bit: it reads the operands (waiting for earlier commands, so an
+ * earlier device error shows here as NTPU_ERR_DEVICE), computes, and queues the
+ * write of the result; NTPU_ERR_NO_MEMORY if the host runs out.
  * ACT: for `rows` ACC rows from src: x (+ ACC[aux] with NTPU_ACT_BIAS) (ReLU with
  * NTPU_ACT_RELU), written by the flags' output field: NTPU_OUT_UB / NTPU_OUT_WB
  * (rounded to bf16), NTPU_OUT_ACC (fp32), NTPU_OUT_INT8 (int32 mode, requantized

@@ -8,6 +8,10 @@
  * the cycle of b's last beat. The expected result of each row is the chain of ntpu_mac_bf16 /
  * ntpu_mac_int8 from sim/ref/numerics.c down each column.
  *
+ * With shared = 1 (the array's BF16_SHARED, for the ntpu_array_shared bench) bf16 rows have their
+ * own latency and the next row comes at the earliest that latency after a bf16 row, as ntpu_seq
+ * keeps it (BF16_GAP).
+ *
  * For each N, writes into OUTDIR:
  *   nN_stim.hex   one line per cycle: ctrl (2 hex digits: bit 0 w_valid, 1 w_buf, 2 w_transpose,
  *                 3 a_valid, 4 a_buf, 5 a_bf16), w_row, a_row, a_acc (each with lane 0 in the
@@ -83,12 +87,18 @@ static void put_lanes(FILE *f, const uint32_t *lane, int n, int hex_digits)
         fprintf(f, "%0*X", hex_digits, (unsigned)lane[j]);
 }
 
-/* stages: ntpu_array's PE_STAGES; files nN_*.hex for 1, nN_sS_*.hex otherwise. */
-static int generate(const char *dir, int n, int stages, unsigned cycles)
+/* stages: ntpu_array's PE_STAGES; shared: its BF16_SHARED. Files nN_*.hex for stages 1, nN_sS_*.hex
+ * otherwise, nN_shS_*.hex when shared. */
+static int generate(const char *dir, int n, int stages, int shared, unsigned cycles)
 {
-    const int latency = stages == 1 ? 2 * n : n + 1 + n * stages; /* ntpu_array's LATENCY */
+    /* ntpu_array's LATENCY, and BF16_LATENCY for bf16 rows when shared */
+    const int latency = stages == 1 || shared ? 2 * n : n + 1 + n * stages;
+    const int period = n > stages ? n : stages;
+    const int latency_bf16 = shared ? 2 + (n - 1) * period + n + stages - 1 : latency;
     char pre[4096], path[3][4200];
-    if (stages == 1)
+    if (shared)
+        snprintf(pre, sizeof pre, "%s/n%d_sh%d_", dir, n, stages);
+    else if (stages == 1)
         snprintf(pre, sizeof pre, "%s/n%d_", dir, n);
     else
         snprintf(pre, sizeof pre, "%s/n%d_s%d_", dir, n, stages);
@@ -103,7 +113,8 @@ static int generate(const char *dir, int n, int stages, unsigned cycles)
 
     uint16_t w[2][MAX_N][MAX_N];      /* the loaded tiles, W[b][i][n] */
     int known[2] = {0, 0};
-    long last_use[2] = {-1000, -1000}; /* cycle of the last row that used each buffer */
+    long free_at[2] = {-1000, -1000}; /* first cycle a beat may shift each buffer again */
+    long next_row = 0;                /* first cycle a row may enter (after a bf16 row, shared) */
     int loading = 0, ld_buf = 0, ld_tr = 0, ld_beat = 0;
     int fresh = 0;                     /* the buffer loaded last: rows mostly use it, like a sequencer */
     uint16_t wb[MAX_N][MAX_N];         /* the tile being loaded, as WB rows wb[j][lane] */
@@ -131,8 +142,8 @@ static int generate(const char *dir, int n, int stages, unsigned cycles)
         /* Weights: start a load of a buffer no row is still using, or send the next beat. */
         if (!loading && chance(p_load)) {
             int b = !known[0] ? 0 : chance(85) ? !fresh : fresh; /* mostly the idle buffer */
-            if ((long)t - last_use[b] >= latency - 1) {
-                tight_load += (long)t - last_use[b] == latency - 1;
+            if ((long)t >= free_at[b]) {
+                tight_load += (long)t == free_at[b];
                 loading = 1;
                 ld_buf = b;
                 ld_tr = (int)rnd(2);
@@ -162,11 +173,13 @@ static int generate(const char *dir, int n, int stages, unsigned cycles)
 
         /* Activations: a row using a loaded buffer that is not loading. */
         int ok[2] = {known[0] && !(loading && ld_buf == 0), known[1] && !(loading && ld_buf == 1)};
-        if ((ok[0] || ok[1]) && chance(p_row)) {
+        if ((ok[0] || ok[1]) && (long)t >= next_row && chance(p_row)) {
             a_valid = 1;
             a_buf = ok[0] && ok[1] ? (chance(85) ? fresh : !fresh) : ok[1];
             a_bf16 = (int)rnd(2);
-            last_use[a_buf] = (long)t;
+            free_at[a_buf] = (long)t + (a_bf16 ? latency_bf16 : latency) - 1;
+            if (shared && a_bf16)
+                next_row = (long)t + latency_bf16;
             rows++;
             rows_bf16 += (unsigned)a_bf16;
             rows_during_load += (unsigned)loading;
@@ -203,10 +216,10 @@ static int generate(const char *dir, int n, int stages, unsigned cycles)
         perror(dir);
         return 1;
     }
-    printf("gen N=%d PE_STAGES=%d: %u cycles, %u rows (%u bf16, %u while a buffer loaded, %u in the cycle of their "
+    printf("gen N=%d PE_STAGES=%d%s: %u cycles, %u rows (%u bf16, %u while a buffer loaded, %u in the cycle of their "
            "tile's last beat), loads normal/transposed into buffer 0: %u/%u, buffer 1: %u/%u (%u "
            "started LATENCY-1 after the buffer's last row)\n",
-           n, stages, cycles, rows, rows_bf16, rows_during_load, tight_row, loads[0][0], loads[0][1],
+           n, stages, shared ? " BF16_SHARED" : "", cycles, rows, rows_bf16, rows_during_load, tight_row, loads[0][0], loads[0][1],
            loads[1][0], loads[1][1], tight_load);
     /* The schedule must have exercised what the bench claims to test. */
     if (rows_during_load == 0 || tight_row == 0 || tight_load == 0 || rows_bf16 == 0 ||
@@ -225,7 +238,7 @@ int main(int argc, char **argv)
         return 2;
     }
     rng_state = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x6E74707561727200ull;
-    if (generate(argv[1], 4, 1, 8000) || generate(argv[1], 8, 1, 8000))
+    if (generate(argv[1], 4, 1, 0, 8000) || generate(argv[1], 8, 1, 0, 8000))
         return 1;
     return 0;
 }

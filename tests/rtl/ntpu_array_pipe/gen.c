@@ -11,7 +11,8 @@ int main(int argc, char **argv)
         return 2;
     }
     rng_state = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x6E74707570697065ull;
-    if (generate(argv[1], 4, 2, 5000) || generate(argv[1], 4, 5, 4000) || generate(argv[1], 8, 3, 2500))
+    if (generate(argv[1], 4, 2, 0, 5000) || generate(argv[1], 4, 5, 0, 4000) ||
+        generate(argv[1], 8, 3, 0, 2500))
         return 1;
     return 0;
 }

@@ -1,4 +1,4 @@
-/* Vectors for the ntpu_core bench, for two core configurations (see configs[] in main).
+/* Vectors for the ntpu_core bench, for three core configurations (see configs[] in main).
  *
  * Writes a host -> device byte stream of command frames (directed tests of the 1.0 and the 1.1
  * commands, then random command streams) and, from a device model written here from
@@ -21,6 +21,9 @@
 /* The core's parameters; tb.sv instantiates one core per entry of configs[] in main. */
 struct config {
     unsigned n, ub_rows, wb_rows, acc_rows, maxp;
+    unsigned novec;     /* 1: built with VEC_EN = 0 */
+    unsigned counter_w; /* COUNTER_W: counters wrap at 2^counter_w, upper bytes read 0 */
+    unsigned notra;     /* 1: built with TRANSPOSE_A_EN = 0 (the flag is reserved) */
 };
 static struct config cfg;
 #define N cfg.n
@@ -294,7 +297,8 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
         d[6] = N;
         d[7] = N;
         d[8] = 3;
-        d[9] = NTPU_FEATURE_TRANSPOSE_BIT | NTPU_FEATURE_TRANSPOSE_A_BIT | NTPU_FEATURE_VECTOR_BIT;
+        d[9] = NTPU_FEATURE_TRANSPOSE_BIT | (cfg.notra ? 0 : NTPU_FEATURE_TRANSPOSE_A_BIT) |
+               (cfg.novec ? 0 : NTPU_FEATURE_VECTOR_BIT);
         d[10] = (uint8_t)MAXP;
         d[11] = (uint8_t)(MAXP >> 8);
         put32(d + 12, UB_ROWS);
@@ -326,9 +330,16 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
             return NTPU_DEV_ERR_ARG;
         memset(d, 0, 72);
         memset(care, 0, 72);
-        put32(d + 16, (uint32_t)macs);
-        put32(d + 20, (uint32_t)(macs >> 32));
+        {
+            uint64_t m = cfg.counter_w < 64 ? macs & ((1ull << cfg.counter_w) - 1) : macs;
+            put32(d + 16, (uint32_t)m);
+            put32(d + 20, (uint32_t)(m >> 32));
+        }
         memset(care + 16, 1, 8);
+        /* A narrower counter is zero-extended: its upper bytes are 0 in every counter. */
+        for (unsigned k = 0; k < 9; k++)
+            for (unsigned b = cfg.counter_w / 8; b < 8; b++)
+                care[8 * k + b] = 1;
         if (p[1] & NTPU_COUNTERS_CLEAR)
             macs = 0;
         maybe_busy = 0;
@@ -405,7 +416,7 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
             return NTPU_DEV_ERR_LENGTH;
         unsigned ua = get16(p + 2), aa = get16(p + 4), rows = get16(p + 6);
         unsigned stride = tr ? get16(p + 8) : 0;
-        if (fl & ~(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE | NTPU_MATMUL_TRANSPOSE_A))
+        if (fl & ~(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE | NTPU_MATMUL_TRANSPOSE_A) || (tr && cfg.notra))
             return NTPU_DEV_ERR_ARG;
         if (tr && rows % N != 0)
             return NTPU_DEV_ERR_ARG;
@@ -439,6 +450,8 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
         return NTPU_DEV_OK;
     }
     case NTPU_OP_ACT: {
+        if (cfg.novec)
+            return NTPU_DEV_ERR_OPCODE;
         if (len != NTPU_LEN_ACT)
             return NTPU_DEV_ERR_LENGTH;
         unsigned fl = p[1], src = get16(p + 2), dst = get16(p + 4), rows = get16(p + 6);
@@ -482,6 +495,8 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
         return NTPU_DEV_OK;
     }
     case NTPU_OP_RELU_GRAD: {
+        if (cfg.novec)
+            return NTPU_DEV_ERR_OPCODE;
         if (len != NTPU_LEN_RELU_GRAD)
             return NTPU_DEV_ERR_LENGTH;
         unsigned fl = p[1], src = get16(p + 2), dst = get16(p + 4), rows = get16(p + 6);
@@ -503,6 +518,8 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
         return NTPU_DEV_OK;
     }
     case NTPU_OP_COLSUM: {
+        if (cfg.novec)
+            return NTPU_DEV_ERR_OPCODE;
         if (len != NTPU_LEN_COLSUM)
             return NTPU_DEV_ERR_LENGTH;
         unsigned fl = p[1], src = get16(p + 2), dst = get16(p + 4), rows = get16(p + 6);
@@ -1410,16 +1427,18 @@ static int write_config(const char *dir, const char *prefix)
 
 int main(int argc, char **argv)
 {
-    /* Must match the two ntpu_core instances in tb.sv. n4: a READ_MEM reply of 25 UB rows is
+    /* Must match the three ntpu_core instances in tb.sv. n4: a READ_MEM reply of 25 UB rows is
      * exactly max_payload (201). n3: an odd array size, memories that are not powers of two, and
-     * 21 UB rows filling max_payload (127). */
-    static const struct config configs[2] = {{4, 48, 20, 40, 201}, {3, 40, 14, 33, 127}};
-    static const char *prefixes[2] = {"n4_", "n3_"};
+     * 21 UB rows filling max_payload (127). n2: the iCEBreaker's options (no vector unit, no
+     * TRANSPOSE_A, narrow counters), a shorter random stream. */
+    static const struct config configs[3] = {
+        {4, 48, 20, 40, 201, 0, 64, 0}, {3, 40, 14, 33, 127, 0, 64, 0}, {2, 24, 12, 20, 97, 1, 24, 1}};
+    static const char *prefixes[3] = {"n4_", "n3_", "n2_"};
     if (argc != 2) {
         fprintf(stderr, "usage: gen OUTDIR\n");
         return 2;
     }
-    for (int c = 0; c < 2; c++) {
+    for (int c = 0; c < 3; c++) {
         cfg = configs[c];
         reset_state();
         directed();
@@ -1428,7 +1447,7 @@ int main(int argc, char **argv)
         write_random(NTPU_MEM_WB, 0, WB_ROWS, 0);
         write_random(NTPU_MEM_UB, 0, UB_ROWS / 2, 0);
         write_random(NTPU_MEM_UB, UB_ROWS / 2, UB_ROWS - UB_ROWS / 2, 1);
-        random_stream(c == 0 ? 700 : 400);
+        random_stream(c == 0 ? 700 : c == 1 ? 400 : 200);
         if (write_config(argv[1], prefixes[c]) != 0)
             return 1;
     }

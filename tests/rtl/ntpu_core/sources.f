@@ -9,7 +9,9 @@ rtl/ntpu_transpose.sv
 rtl/ntpu_seq.sv
 rtl/ntpu_bf16_mul.sv
 rtl/ntpu_fp32_add.sv
+rtl/ntpu_fp32_add_pipe.sv
 rtl/ntpu_pe.sv
+rtl/ntpu_bf16_shared.sv
 rtl/ntpu_array.sv
 rtl/ntpu_requant.sv
 rtl/ntpu_vec.sv

@@ -14,7 +14,13 @@ module tb_core_run #(
   parameter int UB_ROWS = 48,
   parameter int WB_ROWS = 20,
   parameter int ACC_ROWS = 40,
-  parameter int MAX_PAYLOAD = 201
+  parameter int MAX_PAYLOAD = 201,
+  parameter int VEC_EN = 1,
+  parameter int TRANSPOSE_A_EN = 1,
+  parameter int COUNTER_W = 64,
+  parameter int PE_STAGES = 1,
+  parameter int BF16_SHARED = 0,
+  parameter int SEG_DEPTH = 4
 ) (
   input  logic clk,
   output logic done,    // 1 once every reply came or the core went quiet
@@ -40,7 +46,13 @@ module tb_core_run #(
     .UB_ROWS    (UB_ROWS),
     .WB_ROWS    (WB_ROWS),
     .ACC_ROWS   (ACC_ROWS),
-    .MAX_PAYLOAD(MAX_PAYLOAD)
+    .MAX_PAYLOAD(MAX_PAYLOAD),
+    .VEC_EN     (VEC_EN),
+    .TRANSPOSE_A_EN(TRANSPOSE_A_EN),
+    .COUNTER_W  (COUNTER_W),
+    .PE_STAGES  (PE_STAGES),
+    .BF16_SHARED(BF16_SHARED),
+    .SEG_DEPTH  (SEG_DEPTH)
   ) dut (
     .clk       (clk),
     .rst       (rst),
@@ -109,7 +121,7 @@ module tb_core_run #(
       if (dut.a_valid && a_valid_q && dut.u_seq.mm_busy_q && dut.u_seq.mm_left_q == 16'd1) cov_b2b++;
       if (s_rx_valid && !s_rx_ready && dut.u_rx.state_q == 4'd3) cov_rx_full++;
       if (dut.u_seq.mm_issue && dut.u_seq.mm_tr_q) cov_tr_rows++;
-      if (dut.u_vseq.stall_hazard) cov_vhazard++;
+      if (dut.vs_stall_hazard) cov_vhazard++;
       a_valid_q <= dut.a_valid;
     end
   end
@@ -221,8 +233,9 @@ module tb;
   logic clk = 1'b0;
   always #5 clk = ~clk;
 
-  logic done4, done3;
+  logic done4, done3, done2;
   int err4, err3, hz4, hz3, ov4, ov3, bb4, bb3, rf4, rf3, tr4, tr3, vh4, vh3;
+  int err2, hz2, ov2, bb2, rf2, tr2, vh2;
 
   tb_core_run #(
     .N(4), .UB_ROWS(48), .WB_ROWS(20), .ACC_ROWS(40), .MAX_PAYLOAD(201)
@@ -238,16 +251,28 @@ module tb;
     .cov_rx_full(rf3), .cov_tr_rows(tr3), .cov_vhazard(vh3)
   );
 
+  // The board configuration's options: no vector unit (its opcodes are unknown), no TRANSPOSE_A (the
+  // flag is reserved), 24-bit counters, one shared fp32 adder in 4 stages, 2 MATMULs in flight.
+  tb_core_run #(
+    .N(2), .UB_ROWS(24), .WB_ROWS(12), .ACC_ROWS(20), .MAX_PAYLOAD(97), .VEC_EN(0), .TRANSPOSE_A_EN(0),
+    .COUNTER_W(24),
+    .PE_STAGES(5), .BF16_SHARED(1), .SEG_DEPTH(2)
+  ) u_n2 (
+    .clk(clk), .done(done2), .errors(err2), .cov_hazard(hz2), .cov_overlap(ov2), .cov_b2b(bb2),
+    .cov_rx_full(rf2), .cov_tr_rows(tr2), .cov_vhazard(vh2)
+  );
+
   initial begin
     #1;
-    wait (done4 === 1'b1 && done3 === 1'b1);
+    wait (done4 === 1'b1 && done3 === 1'b1 && done2 === 1'b1);
     if (hz4 + hz3 == 0 || ov4 + ov3 == 0 || bb4 + bb3 == 0 || rf4 + rf3 == 0 ||
-        tr4 == 0 || tr3 == 0 || vh4 == 0 || vh3 == 0) begin
+        tr4 == 0 || tr3 == 0 || tr2 != 0 || vh4 == 0 || vh3 == 0 || vh2 != 0) begin
       $display("FAIL ntpu_core: the streams no longer reach every sequencer and receiver path");
       $fatal(1, "FAIL ntpu_core: coverage");
     end
-    if (err4 != 0 || err3 != 0) $fatal(1, "FAIL ntpu_core: %0d errors", err4 + err3);
-    $display("PASS ntpu_core: N=4 and N=3, every reply byte as the model says");
+    if (err4 != 0 || err3 != 0 || err2 != 0) $fatal(1, "FAIL ntpu_core: %0d errors", err4 + err3 + err2);
+    $display({"PASS ntpu_core: N=4, N=3 and N=2 without the vector unit and TRANSPOSE_A, ",
+              "every reply byte as the model says"});
     $finish;
   end
 endmodule

@@ -1,0 +1,219 @@
+/* The library's host fallback for a device without the vector unit (an RTL core
+ * built with VEC_EN = 0, as on the iCEBreaker; the golden model with novec=1):
+ * ACT, RELU_GRAD and COLSUM, a training run and int8 inference through the
+ * fallback must leave exactly the bytes the vector unit leaves on "ref". */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ntpu/nn.h"
+#include "ntpu/ntpu.h"
+#include "ntpu/protocol.h"
+
+#define CFG "n=4,ub=160,wb=96,acc=200,payload=1000"
+enum { N = 4, UB = 160, WB = 96, ACC = 200 };
+
+static ntpu_device *unit, *host; /* with the vector unit, without */
+
+static void open_both(void)
+{
+    cr_assert_eq(ntpu_open("ref:" CFG, &unit), NTPU_OK);
+    cr_assert_eq(ntpu_open("ref:" CFG ",novec=1", &host), NTPU_OK, "%s", ntpu_last_error(host));
+}
+
+static void close_both(void)
+{
+    ntpu_close(unit);
+    ntpu_close(host);
+}
+
+TestSuite(vector_host, .init = open_both, .fini = close_both);
+
+static uint64_t rng = 0x9E3779B97F4A7C15u;
+static uint32_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 16);
+}
+
+/* fp32 bits with the cases the unit treats specially: zeros, subnormals, Inf,
+ * NaN, near-cancelling pairs, and plain values. */
+static uint32_t rnd_f32(void)
+{
+    static const uint32_t special[] = {0, 0x80000000u, 0x00000001u, 0x807FFFFFu, 0x7F800000u,
+                                       0xFF800000u, 0x7FC00000u, 0xFFA00001u, 0x3F800000u, 0xBF800000u};
+    uint32_t r = rnd();
+    if (r % 8 == 0)
+        return special[rnd() % (sizeof special / sizeof special[0])];
+    return (rnd() & 0x8000FFFFu) | ((uint32_t)(0x70 + rnd() % 32) << 23); /* exponents near 1.0 */
+}
+
+static uint16_t rnd_bf16(void) { return (uint16_t)(rnd_f32() >> 16); }
+
+/* The same random contents into both devices' memories. */
+static void fill_both(void)
+{
+    static uint32_t acc[ACC * N];
+    static uint16_t ub[UB * N], wb[WB * N];
+    for (size_t i = 0; i < ACC * N; i++)
+        acc[i] = rnd() % 4 == 0 ? rnd() : rnd_f32(); /* int32 mode reads the same rows */
+    for (size_t i = 0; i < UB * N; i++)
+        ub[i] = rnd_bf16();
+    for (size_t i = 0; i < WB * N; i++)
+        wb[i] = rnd_bf16();
+    ntpu_device *d[2] = {unit, host};
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(ntpu_write_rows(d[k], NTPU_MEM_ACC, 0, ACC, acc), NTPU_OK);
+        cr_assert_eq(ntpu_write_rows(d[k], NTPU_MEM_UB, 0, UB, ub), NTPU_OK);
+        cr_assert_eq(ntpu_write_rows(d[k], NTPU_MEM_WB, 0, WB, wb), NTPU_OK);
+    }
+}
+
+/* Every memory of both devices must be equal byte for byte. */
+static void assert_same(const char *what)
+{
+    static uint32_t a0[ACC * N], a1[ACC * N];
+    static uint16_t u0[UB * N], u1[UB * N], w0[WB * N], w1[WB * N];
+    cr_assert_eq(ntpu_read_rows(unit, NTPU_MEM_ACC, 0, ACC, a0), NTPU_OK, "%s", ntpu_last_error(unit));
+    cr_assert_eq(ntpu_read_rows(host, NTPU_MEM_ACC, 0, ACC, a1), NTPU_OK, "%s", ntpu_last_error(host));
+    cr_assert_eq(ntpu_read_rows(unit, NTPU_MEM_UB, 0, UB, u0), NTPU_OK);
+    cr_assert_eq(ntpu_read_rows(host, NTPU_MEM_UB, 0, UB, u1), NTPU_OK);
+    cr_assert_eq(ntpu_read_rows(unit, NTPU_MEM_WB, 0, WB, w0), NTPU_OK);
+    cr_assert_eq(ntpu_read_rows(host, NTPU_MEM_WB, 0, WB, w1), NTPU_OK);
+    for (size_t i = 0; i < ACC * N; i++)
+        cr_assert_eq(a0[i], a1[i], "%s: ACC row %zu lane %zu: unit %08x, host %08x", what, i / N, i % N, a0[i], a1[i]);
+    for (size_t i = 0; i < UB * N; i++)
+        cr_assert_eq(u0[i], u1[i], "%s: UB row %zu lane %zu: unit %04x, host %04x", what, i / N, i % N, u0[i], u1[i]);
+    for (size_t i = 0; i < WB * N; i++)
+        cr_assert_eq(w0[i], w1[i], "%s: WB row %zu lane %zu: unit %04x, host %04x", what, i / N, i % N, w0[i], w1[i]);
+}
+
+Test(vector_host, info_and_opcodes)
+{
+    ntpu_info in;
+    cr_assert_eq(ntpu_get_info(host, &in), NTPU_OK);
+    cr_assert_eq(in.features & NTPU_FEATURE_VECTOR_BIT, 0);
+    cr_assert_neq(in.features & NTPU_FEATURE_TRANSPOSE_A_BIT, 0);
+    cr_assert_eq(ntpu_get_info(unit, &in), NTPU_OK);
+    cr_assert_neq(in.features & NTPU_FEATURE_VECTOR_BIT, 0);
+    /* Argument errors are still caught before anything is sent. */
+    cr_assert_eq(ntpu_vec_act(host, NTPU_OUT_UB, ACC - 1, 0, 2, 0), NTPU_ERR_INVALID_ARG);
+    cr_assert_eq(ntpu_vec_act(host, 0x80, 0, 0, 1, 0), NTPU_ERR_INVALID_ARG);
+    cr_assert_eq(ntpu_vec_relu_grad(host, NTPU_OUT_INT8, 0, 0, 1, 0), NTPU_ERR_INVALID_ARG);
+    cr_assert_eq(ntpu_vec_colsum(host, 0, ACC, 1, 0), NTPU_ERR_INVALID_ARG);
+}
+
+Test(vector_host, act_every_mode)
+{
+    static const unsigned outs[] = {NTPU_OUT_UB, NTPU_OUT_WB, NTPU_OUT_ACC};
+    for (int round = 0; round < 3; round++) {
+        fill_both();
+        for (unsigned o = 0; o < 3; o++)
+            for (unsigned f = 0; f < 4; f++) {
+                unsigned flags = outs[o] | (f & 1 ? NTPU_ACT_BIAS : 0) | (f & 2 ? NTPU_ACT_RELU : 0);
+                uint32_t src = rnd() % 60, rows = 1 + rnd() % 40, dst = rnd() % 50, aux = 150 + rnd() % 40;
+                /* ACC: also in place, and overlapping one row up and one row down */
+                if (outs[o] == NTPU_OUT_ACC)
+                    dst = round == 0 ? src : round == 1 ? src + 1 : (src ? src - 1 : 0);
+                cr_assert_eq(ntpu_vec_act(unit, flags, src, dst, rows, aux), NTPU_OK);
+                cr_assert_eq(ntpu_vec_act(host, flags, src, dst, rows, aux), NTPU_OK, "%s", ntpu_last_error(host));
+            }
+        assert_same("ACT");
+    }
+}
+
+Test(vector_host, act_int8)
+{
+    fill_both();
+    /* Multipliers in [2^30, 2^31) and shifts 0..40 (the unit clamps them), both devices alike. */
+    uint32_t aux[3 * N];
+    for (unsigned j = 0; j < N; j++) {
+        aux[j] = rnd() % 2000 - 1000;
+        aux[N + j] = 0x40000000u | (rnd() & 0x3FFFFFFFu);
+        aux[2 * N + j] = rnd() % 41;
+    }
+    for (int k = 0; k < 2; k++)
+        cr_assert_eq(ntpu_write_rows(k ? host : unit, NTPU_MEM_ACC, 190, 3, aux), NTPU_OK);
+    for (unsigned f = 0; f < 4; f++) {
+        unsigned flags = NTPU_OUT_INT8 | (f & 1 ? NTPU_ACT_BIAS : 0) | (f & 2 ? NTPU_ACT_RELU : 0);
+        uint32_t src = rnd() % 100, rows = 1 + rnd() % 60, dst = rnd() % 90;
+        cr_assert_eq(ntpu_vec_act(unit, flags, src, dst, rows, 190), NTPU_OK);
+        cr_assert_eq(ntpu_vec_act(host, flags, src, dst, rows, 190), NTPU_OK, "%s", ntpu_last_error(host));
+    }
+    assert_same("ACT int8");
+}
+
+Test(vector_host, relu_grad_and_colsum)
+{
+    static const unsigned outs[] = {NTPU_OUT_UB, NTPU_OUT_WB, NTPU_OUT_ACC};
+    for (int round = 0; round < 3; round++) {
+        fill_both();
+        for (unsigned o = 0; o < 3; o++) {
+            uint32_t src = rnd() % 60, rows = 1 + rnd() % 40, mask = rnd() % 100, dst = rnd() % 50;
+            /* in place in ACC, or onto its own mask rows in UB, shifted by round - 1 */
+            if (outs[o] == NTPU_OUT_ACC)
+                dst = src + 1 - (uint32_t)round + (src == 0 && round == 2);
+            if (outs[o] == NTPU_OUT_UB)
+                dst = mask + 1 - (uint32_t)round + (mask == 0 && round == 2);
+            cr_assert_eq(ntpu_vec_relu_grad(unit, outs[o], src, dst, rows, mask), NTPU_OK);
+            cr_assert_eq(ntpu_vec_relu_grad(host, outs[o], src, dst, rows, mask), NTPU_OK, "%s",
+                         ntpu_last_error(host));
+        }
+        for (int a = 0; a < 2; a++) {
+            uint32_t src = rnd() % 100, rows = rnd() % 80, dst = a ? src + rows / 2 : 180 + rnd() % 20;
+            cr_assert_eq(ntpu_vec_colsum(unit, src, dst, rows, a), NTPU_OK);
+            cr_assert_eq(ntpu_vec_colsum(host, src, dst, rows, a), NTPU_OK, "%s", ntpu_last_error(host));
+        }
+        assert_same("RELU_GRAD / COLSUM");
+    }
+}
+
+/* Three Adam steps and int8 inference of a small MLP on both devices: losses,
+ * logits, weights and int8 logits equal bit for bit. */
+Test(vector_host, training_and_int8)
+{
+    ntpu_close(unit);
+    ntpu_close(host);
+    cr_assert_eq(ntpu_open("ref:n=4", &unit), NTPU_OK);
+    cr_assert_eq(ntpu_open("ref:n=4,novec=1", &host), NTPU_OK);
+    static const unsigned sizes[] = {20, 12, 5};
+    enum { B = 8 };
+    float x[B * 20];
+    uint8_t y[B];
+    for (size_t i = 0; i < B * 20; i++)
+        x[i] = (float)(rnd() % 2001) / 1000.0f - 1.0f;
+    for (size_t i = 0; i < B; i++)
+        y[i] = (uint8_t)(rnd() % 5);
+    ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_ADAM);
+    ntpu_model *m[2] = {NULL, NULL};
+    ntpu_qmodel *q[2] = {NULL, NULL};
+    float loss[2][3], logits[2][B * 5], qlogits[2][B * 5];
+    for (int k = 0; k < 2; k++) {
+        ntpu_device *d = k ? host : unit;
+        cr_assert_eq(ntpu_model_create(d, sizes, 3, B, 7, &opt, &m[k]), NTPU_OK, "%s", ntpu_last_error(d));
+        for (int s = 0; s < 3; s++) {
+            ntpu_step_result res;
+            cr_assert_eq(ntpu_train_step(m[k], x, y, B, &res), NTPU_OK, "%s", ntpu_last_error(d));
+            loss[k][s] = res.loss;
+        }
+        cr_assert_eq(ntpu_predict(m[k], x, B, logits[k]), NTPU_OK, "%s", ntpu_last_error(d));
+        cr_assert_eq(ntpu_qmodel_create(m[k], x, B, &q[k]), NTPU_OK, "%s", ntpu_last_error(d));
+        cr_assert_eq(ntpu_qmodel_predict(q[k], x, B, qlogits[k]), NTPU_OK, "%s", ntpu_last_error(d));
+    }
+    cr_assert(memcmp(loss[0], loss[1], sizeof loss[0]) == 0, "losses differ: %.9g vs %.9g", (double)loss[0][2],
+              (double)loss[1][2]);
+    cr_assert(memcmp(logits[0], logits[1], sizeof logits[0]) == 0, "logits differ");
+    cr_assert(memcmp(qlogits[0], qlogits[1], sizeof qlogits[0]) == 0, "int8 logits differ");
+    ntpu_model_view v[2];
+    for (int k = 0; k < 2; k++)
+        ntpu_model_view_get(m[k], &v[k]);
+    for (size_t l = 0; l < 2; l++)
+        cr_assert(memcmp(v[0].weights[l], v[1].weights[l], sizeof(float) * sizes[l] * sizes[l + 1]) == 0,
+                  "layer %zu weights differ", l);
+    for (int k = 0; k < 2; k++) {
+        ntpu_qmodel_destroy(q[k]);
+        ntpu_model_destroy(m[k]);
+    }
+}
