@@ -95,7 +95,7 @@ module ntpu_icebreaker_top #(
   // ---------------------------------------------------------------- link
   logic link_activity, link_error;
 
-  // About 40 ms of activity and 0.7 s of error per event at 24 MHz.
+  // About 90 ms of activity and 1.4 s of error per event at 12 MHz.
   ntpu_uart_device #(
     .CLKS_PER_BIT (CLKS_PER_BIT),
     .RX_FIFO_DEPTH(RX_FIFO_DEPTH),
