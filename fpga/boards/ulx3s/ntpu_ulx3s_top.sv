@@ -24,6 +24,8 @@ module ntpu_ulx3s_top #(
   parameter int BAUD = 500_000,            // UART bit rate; CLOCK_HZ / BAUD must be an integer >= 4
   parameter int N = 4,                     // array size
   parameter int PE_STAGES = 5,             // pipelined PEs (ntpu_array)
+  parameter int VEC_EN = 1,                // 0: no vector unit, the host does ACT, RELU_GRAD, COLSUM
+  parameter int COUNTER_W = 64,            // performance counter width (zero-extended on the wire)
   parameter int UB_ROWS = 4096,            // unified buffer rows (DP16KD)
   parameter int WB_ROWS = 4096,            // weight buffer rows (DP16KD)
   parameter int ACC_ROWS = 2048,           // accumulator rows (DP16KD)
@@ -91,6 +93,8 @@ module ntpu_ulx3s_top #(
     .ACC_ROWS     (ACC_ROWS),
     .MAX_PAYLOAD  (MAX_PAYLOAD),
     .PE_STAGES    (PE_STAGES),
+    .VEC_EN       (VEC_EN),
+    .COUNTER_W    (COUNTER_W),
     .CLOCK_HZ     (32'(CLOCK_HZ))
   ) u_device (
     .clk     (clk),
