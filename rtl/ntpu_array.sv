@@ -107,6 +107,16 @@ module ntpu_array #(
 
   assign pe_valid = valid_q[LATENCY-1];
 
+  // With single-cycle PEs the datapath holds while no row is in flight: those cycles then do not
+  // happen for it, which changes no result and saves simulation time (Verilator evaluates
+  // everything every cycle). Pipelined PEs and the shared bf16 unit keep running.
+  logic busy;
+  if (PE_STAGES == 1 && BF16_SHARED == 0) begin : g_hold
+    assign busy = a_valid || (|valid_q);
+  end else begin : g_run
+    assign busy = 1'b1;
+  end
+
   // Activations: lane i (with the row's buffer and dtype bits) waits i*PE_STAGES+1 cycles before
   // PE(i,0). The first register also keeps the PEs off the module inputs, so no PE logic is
   // combinational from outside.
@@ -115,9 +125,11 @@ module ntpu_array #(
     logic [17:0] sr_q [0:DEPTH];  // {buf, bf16, lane}
 
     always_ff @(posedge clk) begin
-      sr_q[0] <= {a_buf, a_bf16, a_row[16*i +: 16]};
-      for (int k = 1; k <= DEPTH; k++) begin
-        sr_q[k] <= sr_q[k-1];
+      if (busy) begin
+        sr_q[0] <= {a_buf, a_bf16, a_row[16*i +: 16]};
+        for (int k = 1; k <= DEPTH; k++) begin
+          sr_q[k] <= sr_q[k-1];
+        end
       end
     end
 
@@ -131,9 +143,11 @@ module ntpu_array #(
     logic [31:0] sr_q [0:DEPTH];
 
     always_ff @(posedge clk) begin
-      sr_q[0] <= a_acc[32*n +: 32];
-      for (int k = 1; k <= DEPTH; k++) begin
-        sr_q[k] <= sr_q[k-1];
+      if (busy) begin
+        sr_q[0] <= a_acc[32*n +: 32];
+        for (int k = 1; k <= DEPTH; k++) begin
+          sr_q[k] <= sr_q[k-1];
+        end
       end
     end
 
@@ -162,6 +176,7 @@ module ntpu_array #(
         .BF16_EN(BF16_SHARED == 0)
       ) u_pe (
         .clk        (clk),
+        .en         (busy),
         .w_valid    (w_valid),
         .w_buf      (w_buf),
         .w_transpose(w_transpose),
@@ -196,9 +211,11 @@ module ntpu_array #(
       logic [31:0] sr_q [0:DEPTH-1];
 
       always_ff @(posedge clk) begin
-        sr_q[0] <= ps_v[N][n];
-        for (int k = 1; k < DEPTH; k++) begin
-          sr_q[k] <= sr_q[k-1];
+        if (busy) begin
+          sr_q[0] <= ps_v[N][n];
+          for (int k = 1; k < DEPTH; k++) begin
+            sr_q[k] <= sr_q[k-1];
+          end
         end
       end
 

@@ -24,6 +24,10 @@
 //
 // BF16_EN = 0 (ntpu_array with BF16_SHARED): int8 only, STAGES = 1; a bf16 row computes a value
 // nobody reads (the array's shared unit does bf16 rows).
+//
+// en = 0 holds the activation and partial-sum registers (and keeps the fp units idle in
+// simulation): the array drops it when no row is in flight, which is the same as those cycles not
+// happening. With STAGES > 1 the adder's own pipeline cannot hold, so the array keeps en at 1.
 `default_nettype none
 
 module ntpu_pe #(
@@ -31,6 +35,7 @@ module ntpu_pe #(
   parameter bit BF16_EN = 1  // 0: int8 MAC only (see above)
 ) (
   input  logic             clk,
+  input  logic             en,           // 0: hold (no row in flight); weights load regardless
   // Weight shift
   input  logic             w_valid,      // shift buffer w_buf this cycle
   input  logic             w_buf,        // which buffer shifts
@@ -63,9 +68,11 @@ module ntpu_pe #(
   assign prod_int8 = 16'($signed(a_in[7:0]) * $signed(w_sel[7:0]));
 
   always_ff @(posedge clk) begin
-    a_q      <= a_in;
-    a_buf_q  <= a_buf_in;
-    a_bf16_q <= a_bf16_in;
+    if (en) begin
+      a_q      <= a_in;
+      a_buf_q  <= a_buf_in;
+      a_bf16_q <= a_bf16_in;
+    end
   end
 
   if (!BF16_EN) begin : g_int8
@@ -75,7 +82,7 @@ module ntpu_pe #(
     // One signed expression, the same sum modulo 2^32: Yosys then puts the add and psum_q into
     // the iCE40 DSP with the multiply (42 LUT4s and 50 flip-flops a PE instead of 74 and 82).
     always_ff @(posedge clk) begin
-      psum_q <= $signed(psum_in) + $signed(a_in[7:0]) * $signed(w_sel[7:0]);
+      if (en) psum_q <= $signed(psum_in) + $signed(a_in[7:0]) * $signed(w_sel[7:0]);
     end
   end else if (STAGES == 1) begin : g_comb
     logic [31:0] prod_bf16;
@@ -84,14 +91,14 @@ module ntpu_pe #(
 
     // Enabled only for bf16 rows: in Verilator the fp units then cost nothing on int8 rows.
     ntpu_bf16_mul u_mul (
-      .en(a_bf16_in),
+      .en(a_bf16_in && en),
       .a (a_in),
       .b (w_sel),
       .p (prod_bf16)
     );
 
     ntpu_fp32_add u_add (
-      .en(a_bf16_in),
+      .en(a_bf16_in && en),
       .x (psum_in),
       .y (prod_bf16),
       .s (sum_bf16)
@@ -100,7 +107,7 @@ module ntpu_pe #(
     assign sum_int8 = psum_in + {{16{prod_int8[15]}}, prod_int8};
 
     always_ff @(posedge clk) begin
-      psum_q <= a_bf16_in ? sum_bf16 : sum_int8;
+      if (en) psum_q <= a_bf16_in ? sum_bf16 : sum_int8;
     end
   end else begin : g_pipe
     localparam int D = STAGES - 1;  // registers inside the adder, and on the int8 path to match

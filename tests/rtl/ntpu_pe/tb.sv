@@ -38,6 +38,7 @@ module tb;
 
   ntpu_pe dut (
     .clk        (clk),
+    .en         (1'b1),
     .w_valid    (w_valid),
     .w_buf      (w_buf),
     .w_transpose(w_transpose),
