@@ -9,6 +9,7 @@
 // happens on each stream whose valid and ready were both high. The byte the
 // core offers is sampled before the edge, since the edge may replace it.
 #include "ntpu_vsim.h"
+#include "vsim_util.h"
 
 #include <cerrno>
 #include <cstdarg>
@@ -36,15 +37,7 @@ constexpr unsigned kResetCycles = 4;
 // bytes for this long, rather than spinning forever.
 constexpr uint64_t kStuckCycles = uint64_t{1} << 24;
 
-void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
+using ntpu_vsim_util::set_err;
 
 } // namespace
 
@@ -144,15 +137,8 @@ extern "C" ntpu_vsim *ntpu_vsim_new(const char *opts, char *err, size_t errlen)
             return nullptr;
         }
     }
-    // The FST writer does not report an unwritable file; find out here.
-    if (!trace_path.empty()) {
-        FILE *f = std::fopen(trace_path.c_str(), "wb");
-        if (!f) {
-            set_err(err, errlen, "vsim: cannot write trace file '%s': %s", trace_path.c_str(), std::strerror(errno));
-            return nullptr;
-        }
-        std::fclose(f);
-    }
+    if (!ntpu_vsim_util::trace_writable(trace_path, err, errlen))
+        return nullptr;
 
     ntpu_vsim *s = new (std::nothrow) ntpu_vsim;
     if (!s) {

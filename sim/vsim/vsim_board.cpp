@@ -11,6 +11,7 @@
 // edge; then read uart_tx, which comes from a register and so holds its new
 // level for the whole cycle that follows.
 #include "ntpu_vsim_board.h"
+#include "vsim_util.h"
 
 #include <cerrno>
 #include <cstdarg>
@@ -41,15 +42,7 @@ constexpr unsigned kFrameBits = 10; // start, 8 data, stop
 // The power-on reset lasts 2^RESET_W cycles (RESET_W <= 20 on any sane board).
 constexpr uint64_t kResetLimit = uint64_t{1} << 22;
 
-void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
+using ntpu_vsim_util::set_err;
 
 // A probability in [0, hi] from an option's text; false if it is not one.
 bool parse_prob(const std::string &s, double hi, double *out)
@@ -325,14 +318,8 @@ extern "C" ntpu_vsim_board *ntpu_vsim_board_new(const char *opts, char *err, siz
         set_err(err, errlen, "vsim: no board= option (known: board=icebreaker)");
         return nullptr;
     }
-    if (!trace_path.empty()) {
-        FILE *f = std::fopen(trace_path.c_str(), "wb");
-        if (!f) {
-            set_err(err, errlen, "vsim: cannot write trace file '%s': %s", trace_path.c_str(), std::strerror(errno));
-            return nullptr;
-        }
-        std::fclose(f);
-    }
+    if (!ntpu_vsim_util::trace_writable(trace_path, err, errlen))
+        return nullptr;
 
     ntpu_vsim_board *b = new (std::nothrow) ntpu_vsim_board;
     if (!b) {
