@@ -6,37 +6,12 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fallback_pair.h"
 #include "ntpu/nn.h"
-#include "ntpu/ntpu.h"
-#include "ntpu/protocol.h"
 
-#define CFG "n=4,ub=160,wb=96,acc=200,payload=1000"
-enum { N = 4, UB = 160, WB = 96, ACC = 200 };
+static void open_both(void) { open_pair("notra=1", 0x2545F4914F6CDD1Du); }
 
-static ntpu_device *dev, *host; /* with TRANSPOSE_A, without */
-
-static void open_both(void)
-{
-    cr_assert_eq(ntpu_open("ref:" CFG, &dev), NTPU_OK);
-    cr_assert_eq(ntpu_open("ref:" CFG ",notra=1", &host), NTPU_OK, "%s", ntpu_last_error(host));
-}
-
-static void close_both(void)
-{
-    ntpu_close(dev);
-    ntpu_close(host);
-}
-
-TestSuite(transpose_host, .init = open_both, .fini = close_both);
-
-static uint64_t rng = 0x2545F4914F6CDD1Du;
-static uint32_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 16);
-}
+TestSuite(transpose_host, .init = open_both, .fini = close_pair);
 
 /* bf16 near 1.0 with some zeros and specials; int8 MATMULs read the low bytes. */
 static uint16_t rnd_val(void)
@@ -57,28 +32,11 @@ static void fill_both(void)
         ub[i] = rnd_val();
     for (size_t i = 0; i < WB * N; i++)
         wb[i] = rnd_val();
-    ntpu_device *d[2] = {dev, host};
-    for (int k = 0; k < 2; k++) {
-        cr_assert_eq(ntpu_write_rows(d[k], NTPU_MEM_ACC, 0, ACC, acc), NTPU_OK);
-        cr_assert_eq(ntpu_write_rows(d[k], NTPU_MEM_UB, 0, UB, ub), NTPU_OK);
-        cr_assert_eq(ntpu_write_rows(d[k], NTPU_MEM_WB, 0, WB, wb), NTPU_OK);
-    }
+    write_both(acc, ub, wb);
 }
 
 /* ACC and UB of both devices equal byte for byte (UB: the fallback restores it). */
-static void assert_same(const char *what)
-{
-    static uint32_t a0[ACC * N], a1[ACC * N];
-    static uint16_t u0[UB * N], u1[UB * N];
-    cr_assert_eq(ntpu_read_rows(dev, NTPU_MEM_ACC, 0, ACC, a0), NTPU_OK, "%s", ntpu_last_error(dev));
-    cr_assert_eq(ntpu_read_rows(host, NTPU_MEM_ACC, 0, ACC, a1), NTPU_OK, "%s", ntpu_last_error(host));
-    cr_assert_eq(ntpu_read_rows(dev, NTPU_MEM_UB, 0, UB, u0), NTPU_OK);
-    cr_assert_eq(ntpu_read_rows(host, NTPU_MEM_UB, 0, UB, u1), NTPU_OK);
-    for (size_t i = 0; i < ACC * N; i++)
-        cr_assert_eq(a0[i], a1[i], "%s: ACC row %zu lane %zu: device %08x, host %08x", what, i / N, i % N, a0[i], a1[i]);
-    for (size_t i = 0; i < UB * N; i++)
-        cr_assert_eq(u0[i], u1[i], "%s: UB row %zu lane %zu: device %04x, host %04x", what, i / N, i % N, u0[i], u1[i]);
-}
+static void assert_same(const char *what) { assert_same_mem(what, 0); }
 
 Test(transpose_host, info_and_errors)
 {

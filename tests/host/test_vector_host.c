@@ -6,37 +6,12 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fallback_pair.h"
 #include "ntpu/nn.h"
-#include "ntpu/ntpu.h"
-#include "ntpu/protocol.h"
 
-#define CFG "n=4,ub=160,wb=96,acc=200,payload=1000"
-enum { N = 4, UB = 160, WB = 96, ACC = 200 };
+static void open_both(void) { open_pair("novec=1", 0x9E3779B97F4A7C15u); }
 
-static ntpu_device *unit, *host; /* with the vector unit, without */
-
-static void open_both(void)
-{
-    cr_assert_eq(ntpu_open("ref:" CFG, &unit), NTPU_OK);
-    cr_assert_eq(ntpu_open("ref:" CFG ",novec=1", &host), NTPU_OK, "%s", ntpu_last_error(host));
-}
-
-static void close_both(void)
-{
-    ntpu_close(unit);
-    ntpu_close(host);
-}
-
-TestSuite(vector_host, .init = open_both, .fini = close_both);
-
-static uint64_t rng = 0x9E3779B97F4A7C15u;
-static uint32_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 16);
-}
+TestSuite(vector_host, .init = open_both, .fini = close_pair);
 
 /* fp32 bits with the cases the unit treats specially: zeros, subnormals, Inf,
  * NaN, near-cancelling pairs, and plain values. */
@@ -63,32 +38,11 @@ static void fill_both(void)
         ub[i] = rnd_bf16();
     for (size_t i = 0; i < WB * N; i++)
         wb[i] = rnd_bf16();
-    ntpu_device *d[2] = {unit, host};
-    for (int k = 0; k < 2; k++) {
-        cr_assert_eq(ntpu_write_rows(d[k], NTPU_MEM_ACC, 0, ACC, acc), NTPU_OK);
-        cr_assert_eq(ntpu_write_rows(d[k], NTPU_MEM_UB, 0, UB, ub), NTPU_OK);
-        cr_assert_eq(ntpu_write_rows(d[k], NTPU_MEM_WB, 0, WB, wb), NTPU_OK);
-    }
+    write_both(acc, ub, wb);
 }
 
 /* Every memory of both devices must be equal byte for byte. */
-static void assert_same(const char *what)
-{
-    static uint32_t a0[ACC * N], a1[ACC * N];
-    static uint16_t u0[UB * N], u1[UB * N], w0[WB * N], w1[WB * N];
-    cr_assert_eq(ntpu_read_rows(unit, NTPU_MEM_ACC, 0, ACC, a0), NTPU_OK, "%s", ntpu_last_error(unit));
-    cr_assert_eq(ntpu_read_rows(host, NTPU_MEM_ACC, 0, ACC, a1), NTPU_OK, "%s", ntpu_last_error(host));
-    cr_assert_eq(ntpu_read_rows(unit, NTPU_MEM_UB, 0, UB, u0), NTPU_OK);
-    cr_assert_eq(ntpu_read_rows(host, NTPU_MEM_UB, 0, UB, u1), NTPU_OK);
-    cr_assert_eq(ntpu_read_rows(unit, NTPU_MEM_WB, 0, WB, w0), NTPU_OK);
-    cr_assert_eq(ntpu_read_rows(host, NTPU_MEM_WB, 0, WB, w1), NTPU_OK);
-    for (size_t i = 0; i < ACC * N; i++)
-        cr_assert_eq(a0[i], a1[i], "%s: ACC row %zu lane %zu: unit %08x, host %08x", what, i / N, i % N, a0[i], a1[i]);
-    for (size_t i = 0; i < UB * N; i++)
-        cr_assert_eq(u0[i], u1[i], "%s: UB row %zu lane %zu: unit %04x, host %04x", what, i / N, i % N, u0[i], u1[i]);
-    for (size_t i = 0; i < WB * N; i++)
-        cr_assert_eq(w0[i], w1[i], "%s: WB row %zu lane %zu: unit %04x, host %04x", what, i / N, i % N, w0[i], w1[i]);
-}
+static void assert_same(const char *what) { assert_same_mem(what, 1); }
 
 Test(vector_host, info_and_opcodes)
 {
@@ -96,7 +50,7 @@ Test(vector_host, info_and_opcodes)
     cr_assert_eq(ntpu_get_info(host, &in), NTPU_OK);
     cr_assert_eq(in.features & NTPU_FEATURE_VECTOR_BIT, 0);
     cr_assert_neq(in.features & NTPU_FEATURE_TRANSPOSE_A_BIT, 0);
-    cr_assert_eq(ntpu_get_info(unit, &in), NTPU_OK);
+    cr_assert_eq(ntpu_get_info(dev, &in), NTPU_OK);
     cr_assert_neq(in.features & NTPU_FEATURE_VECTOR_BIT, 0);
     /* Argument errors are still caught before anything is sent. */
     cr_assert_eq(ntpu_vec_act(host, NTPU_OUT_UB, ACC - 1, 0, 2, 0), NTPU_ERR_INVALID_ARG);
@@ -117,7 +71,7 @@ Test(vector_host, act_every_mode)
                 /* ACC: also in place, and overlapping one row up and one row down */
                 if (outs[o] == NTPU_OUT_ACC)
                     dst = round == 0 ? src : round == 1 ? src + 1 : (src ? src - 1 : 0);
-                cr_assert_eq(ntpu_vec_act(unit, flags, src, dst, rows, aux), NTPU_OK);
+                cr_assert_eq(ntpu_vec_act(dev, flags, src, dst, rows, aux), NTPU_OK);
                 cr_assert_eq(ntpu_vec_act(host, flags, src, dst, rows, aux), NTPU_OK, "%s", ntpu_last_error(host));
             }
         assert_same("ACT");
@@ -135,11 +89,11 @@ Test(vector_host, act_int8)
         aux[2 * N + j] = rnd() % 41;
     }
     for (int k = 0; k < 2; k++)
-        cr_assert_eq(ntpu_write_rows(k ? host : unit, NTPU_MEM_ACC, 190, 3, aux), NTPU_OK);
+        cr_assert_eq(ntpu_write_rows(k ? host : dev, NTPU_MEM_ACC, 190, 3, aux), NTPU_OK);
     for (unsigned f = 0; f < 4; f++) {
         unsigned flags = NTPU_OUT_INT8 | (f & 1 ? NTPU_ACT_BIAS : 0) | (f & 2 ? NTPU_ACT_RELU : 0);
         uint32_t src = rnd() % 100, rows = 1 + rnd() % 60, dst = rnd() % 90;
-        cr_assert_eq(ntpu_vec_act(unit, flags, src, dst, rows, 190), NTPU_OK);
+        cr_assert_eq(ntpu_vec_act(dev, flags, src, dst, rows, 190), NTPU_OK);
         cr_assert_eq(ntpu_vec_act(host, flags, src, dst, rows, 190), NTPU_OK, "%s", ntpu_last_error(host));
     }
     assert_same("ACT int8");
@@ -157,13 +111,13 @@ Test(vector_host, relu_grad_and_colsum)
                 dst = src + 1 - (uint32_t)round + (src == 0 && round == 2);
             if (outs[o] == NTPU_OUT_UB)
                 dst = mask + 1 - (uint32_t)round + (mask == 0 && round == 2);
-            cr_assert_eq(ntpu_vec_relu_grad(unit, outs[o], src, dst, rows, mask), NTPU_OK);
+            cr_assert_eq(ntpu_vec_relu_grad(dev, outs[o], src, dst, rows, mask), NTPU_OK);
             cr_assert_eq(ntpu_vec_relu_grad(host, outs[o], src, dst, rows, mask), NTPU_OK, "%s",
                          ntpu_last_error(host));
         }
         for (int a = 0; a < 2; a++) {
             uint32_t src = rnd() % 100, rows = rnd() % 80, dst = a ? src + rows / 2 : 180 + rnd() % 20;
-            cr_assert_eq(ntpu_vec_colsum(unit, src, dst, rows, a), NTPU_OK);
+            cr_assert_eq(ntpu_vec_colsum(dev, src, dst, rows, a), NTPU_OK);
             cr_assert_eq(ntpu_vec_colsum(host, src, dst, rows, a), NTPU_OK, "%s", ntpu_last_error(host));
         }
         assert_same("RELU_GRAD / COLSUM");
@@ -174,9 +128,9 @@ Test(vector_host, relu_grad_and_colsum)
  * logits, weights and int8 logits equal bit for bit. */
 Test(vector_host, training_and_int8)
 {
-    ntpu_close(unit);
+    ntpu_close(dev);
     ntpu_close(host);
-    cr_assert_eq(ntpu_open("ref:n=4", &unit), NTPU_OK);
+    cr_assert_eq(ntpu_open("ref:n=4", &dev), NTPU_OK);
     cr_assert_eq(ntpu_open("ref:n=4,novec=1", &host), NTPU_OK);
     static const unsigned sizes[] = {20, 12, 5};
     enum { B = 8 };
@@ -191,7 +145,7 @@ Test(vector_host, training_and_int8)
     ntpu_qmodel *q[2] = {NULL, NULL};
     float loss[2][3], logits[2][B * 5], qlogits[2][B * 5];
     for (int k = 0; k < 2; k++) {
-        ntpu_device *d = k ? host : unit;
+        ntpu_device *d = k ? host : dev;
         cr_assert_eq(ntpu_model_create(d, sizes, 3, B, 7, &opt, &m[k]), NTPU_OK, "%s", ntpu_last_error(d));
         for (int s = 0; s < 3; s++) {
             ntpu_step_result res;
