@@ -46,8 +46,8 @@ NTPU_API ntpu_status ntpu_model_create(ntpu_device *dev, const unsigned *sizes, 
 NTPU_API void ntpu_model_destroy(ntpu_model *m);
 
 /* NULL when the model's tensors stay in the device's memories; for a streamed
- * model, why it is streamed, e.g. "needs 3254 ACC rows for batches of 8, the
- * device has 512" (owned by the model). */
+ * model, why it is streamed, e.g. "needs 3208 UB rows for batches of 8, the
+ * device has 1024" (owned by the model). */
 NTPU_API const char *ntpu_model_streamed(const ntpu_model *m);
 
 /* What a training step reports. */
