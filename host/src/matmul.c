@@ -220,8 +220,28 @@ static ntpu_status finish_block(mm *s, readback *rb)
     return NTPU_OK;
 }
 
+/* Link bytes of one LOAD_W + MATMUL pair: two frames out, two replies back. */
+#define TILE_OP_BYTES (2 * 2 * NTPU_FRAME_OVERHEAD + NTPU_LEN_LOAD_W + NTPU_LEN_MATMUL + 2)
+
+/* Link bytes of the whole product in chunks of mc rows, each with as much of K
+ * in UB as fits: the commands, the weight tiles and A (C is the same for every
+ * choice). */
+static uint64_t chunk_cost(const mm *s, size_t mc)
+{
+    const ntpu_info *in = &s->dev->info;
+    size_t nch = ceil_div(s->M, mc), n = s->n;
+    mc = ceil_div(s->M, nch);
+    size_t kc = min_sz(s->KT, in->ub_rows / mc), pc = min_sz(s->PT, in->acc_rows / mc);
+    uint64_t tiles = (uint64_t)s->KT * s->PT, tile_bytes = 2 * n * n;
+    uint64_t w = (tiles <= in->wb_rows / n ? 1 : nch) * tiles * tile_bytes;
+    uint64_t a = (uint64_t)s->M * s->KT * n * 2 * (kc < s->KT ? ceil_div(s->PT, pc) : 1);
+    return nch * tiles * TILE_OP_BYTES + w + a;
+}
+
 /* Chooses chunk sizes: as many rows as possible per chunk (fewer weight loads),
- * all of K resident in UB when a reasonable chunk still fits (A sent once). */
+ * all of K resident in UB when a reasonable chunk still fits (A sent once); then
+ * larger chunks if they cost fewer link bytes (a board's small UB: chunks of a
+ * few rows spend most bytes on command frames). */
 static void plan(mm *s)
 {
     const ntpu_info *in = &s->dev->info;
@@ -236,6 +256,17 @@ static void plan(mm *s)
     } else {
         s->Mc = min_sz(cap, threshold);
         s->Kc = min_sz(s->KT, ub / s->Mc);
+    }
+    /* Larger chunks with part of K in UB, when they cost fewer link bytes; room
+     * stays for two UB blocks (2 * mc <= ub), so loads still overlap. */
+    uint64_t best = chunk_cost(s, s->Mc);
+    for (size_t mc = s->Mc + n; mc <= cap && 2 * mc <= ub; mc += n) {
+        uint64_t c = chunk_cost(s, mc);
+        if (c < best) {
+            best = c;
+            s->Mc = mc;
+            s->Kc = min_sz(s->KT, ub / mc);
+        }
     }
     s->Pc = min_sz(s->PT, acc / s->Mc);
     /* Even out the pieces so the last one is not a sliver. */

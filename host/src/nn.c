@@ -1,7 +1,8 @@
 /* Multilayer perceptron training on the device (see ntpu/nn.h and
  * docs/training.md). The host plans where every tensor lives in the device's
  * memories, streams the commands of each step, and keeps the fp32 master
- * weights and optimizer state.
+ * weights and optimizer state. A model whose tensors do not fit is streamed
+ * instead (nn_stream.c): the same results, more link traffic.
  *
  * Device layout, for a batch padded to bp rows (a multiple of N) and T(l) =
  * ceil(sizes[l] / N) lane tiles:
@@ -20,9 +21,6 @@
 
 #include "nn_internal.h"
 #include "ntpu/safetensors.h"
-
-
-
 
 /* Uniform in [-1, 1) from a splitmix64 stream: the weights' initial values. */
 static float uniform_pm1(uint64_t *s)
@@ -60,12 +58,13 @@ void ntpu_model_destroy(ntpu_model *m)
         free(m->gw[l]);
         free(m->gb[l]);
     }
+    ntpu_stream_free(m);
     free(m->scratch);
     free(m);
 }
 
-/* Places every tensor in the device's memories; NTPU_ERR_UNSUPPORTED when one
- * does not fit. */
+/* Places every tensor in the device's memories; NTPU_ERR_UNSUPPORTED, with the
+ * reason in m->why, when one does not fit. */
 static ntpu_status plan(ntpu_model *m)
 {
     ntpu_device *dev = m->dev;
@@ -93,10 +92,11 @@ static ntpu_status plan(ntpu_model *m)
     const struct { const char *name; size_t need, have; } mem[] = {
         {"UB", ub, dev->info.ub_rows}, {"WB", wb, dev->info.wb_rows}, {"ACC", acc, dev->info.acc_rows}};
     for (size_t i = 0; i < 3; i++)
-        if (mem[i].need > mem[i].have)
-            return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED,
-                             "the model needs %zu %s rows for batches of %zu; the device has %zu", mem[i].need,
-                             mem[i].name, m->max_batch, mem[i].have);
+        if (mem[i].need > mem[i].have) {
+            snprintf(m->why, sizeof m->why, "needs %zu %s rows for batches of %zu, the device has %zu", mem[i].need,
+                     mem[i].name, m->max_batch, mem[i].have);
+            return NTPU_ERR_UNSUPPORTED;
+        }
     return NTPU_OK;
 }
 
@@ -131,9 +131,12 @@ static ntpu_status alloc_model(ntpu_device *dev, const unsigned *sizes, size_t n
         m->sizes[i] = sizes[i];
         m->tiles[i] = (unsigned)((sizes[i] + m->n - 1) / m->n);
     }
-    if ((st = plan(m)) != NTPU_OK) {
-        ntpu_model_destroy(m);
-        return st;
+    if (plan(m) != NTPU_OK) {
+        m->streamed = 1;
+        if ((st = ntpu_stream_alloc(m)) != NTPU_OK) {
+            ntpu_model_destroy(m);
+            return st;
+        }
     }
     unsigned slots = ntpu_optim_slots(opt->kind);
     for (size_t l = 0; l < m->layers; l++) {
@@ -157,6 +160,8 @@ ntpu_status ntpu_model_sync(ntpu_model *m)
 {
     if (!m)
         return NTPU_ERR_INVALID_ARG;
+    if (m->streamed)
+        return ntpu_stream_sync(m);
     ntpu_device *dev = m->dev;
     const size_t n = m->n;
     for (size_t l = 0; l < m->layers; l++) {
@@ -208,6 +213,8 @@ ntpu_status ntpu_model_create(ntpu_device *dev, const unsigned *sizes, size_t n_
     *out = m;
     return NTPU_OK;
 }
+
+const char *ntpu_model_streamed(const ntpu_model *m) { return m && m->streamed ? m->why : NULL; }
 
 void ntpu_model_view_get(ntpu_model *m, ntpu_model_view *v)
 {
@@ -314,6 +321,17 @@ static void softmax_xent(const float *logits, const uint8_t *labels, size_t batc
     *correct = ok;
 }
 
+/* The forward pass of either path, to the logits (batch x classes) on the host. */
+static ntpu_status forward_logits(ntpu_model *m, const float *x, size_t batch, size_t bp, float *logits)
+{
+    if (m->streamed)
+        return ntpu_stream_forward(m, x, batch, bp, logits);
+    ntpu_status st;
+    if ((st = upload_input(m, x, batch, bp)) == NTPU_OK && (st = forward(m, bp)) == NTPU_OK)
+        st = read_logits(m, batch, bp, logits);
+    return st;
+}
+
 static ntpu_status check_batch(ntpu_model *m, const float *x, size_t batch)
 {
     if (!m)
@@ -331,10 +349,7 @@ ntpu_status ntpu_predict(ntpu_model *m, const float *x, size_t batch, float *log
         return st;
     if (!logits)
         return ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "predict: logits is NULL");
-    size_t bp = ntpu_round_up(batch, m->n);
-    if ((st = upload_input(m, x, batch, bp)) == NTPU_OK && (st = forward(m, bp)) == NTPU_OK)
-        st = read_logits(m, batch, bp, logits);
-    return st;
+    return forward_logits(m, x, batch, ntpu_round_up(batch, m->n), logits);
 }
 
 /* Backward pass: dZ of the last layer is in ACC at z[L-1]; leaves dW and db of
@@ -419,10 +434,12 @@ ntpu_status ntpu_train_step(ntpu_model *m, const float *x, const uint8_t *labels
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "train: out of memory");
     float *grad = logits + batch * classes;
     ntpu_step_result r = {0};
-    if ((st = upload_input(m, x, batch, bp)) == NTPU_OK && (st = forward(m, bp)) == NTPU_OK)
-        st = read_logits(m, batch, bp, logits);
-    if (st == NTPU_OK) {
+    st = forward_logits(m, x, batch, bp, logits);
+    if (st == NTPU_OK)
         softmax_xent(logits, labels, batch, classes, grad, &r.loss, &r.correct);
+    if (st == NTPU_OK && m->streamed) {
+        st = ntpu_stream_backward(m, grad, batch, bp);
+    } else if (st == NTPU_OK) {
         uint32_t *rows = grow_scratch(m, to * bp * n * 4);
         if (!rows)
             st = ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "train: out of memory");
@@ -433,10 +450,10 @@ ntpu_status ntpu_train_step(ntpu_model *m, const float *x, const uint8_t *labels
                     memcpy(&rows[((c / n) * bp + b) * n + c % n], &grad[b * classes + c], 4);
             st = ntpu_write_rows(m->dev, NTPU_MEM_ACC, m->acc_z[L - 1], (uint32_t)(to * bp), rows);
         }
+        if (st == NTPU_OK)
+            st = backward(m, bp);
     }
     free(logits);
-    if (st == NTPU_OK)
-        st = backward(m, bp);
     if (st != NTPU_OK)
         return st;
     for (size_t l = 0; l < L; l++) {

@@ -1,4 +1,5 @@
-/* The model's insides, shared by training (nn.c) and quantization (quant.c). */
+/* The model's insides, shared by training (nn.c, nn_stream.c) and quantization
+ * (quant.c). */
 #ifndef NTPU_NN_INTERNAL_H
 #define NTPU_NN_INTERNAL_H
 
@@ -25,7 +26,24 @@ struct ntpu_model {
     /* host staging for rows going to or coming from the device */
     void *scratch;
     size_t scratch_bytes;
+    /* Streamed models (nn_stream.c): the resident layout did not fit (why says
+     * how), so the device holds nothing between products. Padded to whole tiles
+     * and bp rows: bf16 weights in x out (sw) and out x in (swt), fp32 bias bits
+     * (sb), each layer's bf16 input (sx, max_bp x in). */
+    int streamed;
+    char why[160];
+    uint16_t *sw[NTPU_MAX_LAYERS], *swt[NTPU_MAX_LAYERS], *sx[NTPU_MAX_LAYERS];
+    uint32_t *sb[NTPU_MAX_LAYERS];
 };
+
+/* nn_stream.c. alloc and free take the model's sizes; forward leaves each layer's
+ * input in sx and the logits (batch x classes) in logits; backward takes the
+ * gradient of the loss with respect to them and fills gw and gb. */
+ntpu_status ntpu_stream_alloc(ntpu_model *m);
+void ntpu_stream_free(ntpu_model *m);
+ntpu_status ntpu_stream_sync(ntpu_model *m);
+ntpu_status ntpu_stream_forward(ntpu_model *m, const float *x, size_t batch, size_t bp, float *logits);
+ntpu_status ntpu_stream_backward(ntpu_model *m, const float *grad, size_t batch, size_t bp);
 
 static inline size_t ntpu_round_up(size_t x, size_t n) { return (x + n - 1) / n * n; }
 

@@ -420,6 +420,9 @@ int cmd_train(common *cm, int argc, char **argv)
     }
     ntpu_model_view view;
     ntpu_model_view_get(model, &view);
+    if (ntpu_model_streamed(model))
+        fprintf(stderr, "ntpu: the model does not fit the device's memories (%s): streaming weights and "
+                "activations through it every step\n", ntpu_model_streamed(model));
 
     const size_t steps_per_epoch = (train.count + batch - 1) / batch, in = train.features;
     order = malloc(train.count * sizeof *order);

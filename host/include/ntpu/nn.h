@@ -8,7 +8,11 @@
  *           gradients, rounding to bf16 -- bf16 operands, fp32 accumulation;
  *   host:   softmax cross-entropy in fp32, and the optimizer on fp32 master
  *           weights, whose bf16 copy is written to the device after each step.
- * Results are bit-identical on every backend for the same seed and data.
+ * A model whose tensors do not fit the device's memories together (a board's
+ * small UB, WB, ACC) is streamed: it lives on the host, every product goes
+ * through ntpu_matmul_bf16 and the elementwise steps run on the host with the
+ * device's arithmetic. Results are bit-identical on every backend and either
+ * path for the same seed and data; streaming moves more bytes over the link.
  */
 #ifndef NTPU_NN_H
 #define NTPU_NN_H
@@ -31,15 +35,20 @@ typedef struct ntpu_model ntpu_model; /* opaque; bound to one device handle */
  * NTPU_MAX_LAYERS + 1; sizes[0] inputs, sizes[n_sizes-1] classes), weights
  * initialized like PyTorch's nn.Linear (uniform in ±1/sqrt(fan_in), weights and
  * biases) from `seed`, optimizer state zero, for batches of up to max_batch
- * samples. The device must hold the model: NTPU_ERR_UNSUPPORTED says which memory
- * is too small. dev stays owned by the caller and must outlive the model.
- * Errors: NTPU_ERR_INVALID_ARG, NTPU_ERR_UNSUPPORTED, NTPU_ERR_NO_MEMORY, device
- * and link errors. */
+ * samples. When the model's tensors do not fit the device's memories it is
+ * streamed (see above and ntpu_model_streamed). dev stays owned by the caller
+ * and must outlive the model. Errors: NTPU_ERR_INVALID_ARG, NTPU_ERR_UNSUPPORTED
+ * (no bf16 or transposed weights), NTPU_ERR_NO_MEMORY, device and link errors. */
 NTPU_API ntpu_status ntpu_model_create(ntpu_device *dev, const unsigned *sizes, size_t n_sizes, size_t max_batch,
                                        uint64_t seed, const ntpu_optim_config *opt, ntpu_model **out);
 
 /* NULL is a no-op. */
 NTPU_API void ntpu_model_destroy(ntpu_model *m);
+
+/* NULL when the model's tensors stay in the device's memories; for a streamed
+ * model, why it is streamed, e.g. "needs 3208 UB rows for batches of 8, the
+ * device has 1024" (owned by the model). */
+NTPU_API const char *ntpu_model_streamed(const ntpu_model *m);
 
 /* What a training step reports. */
 typedef struct ntpu_step_result {
