@@ -11,8 +11,8 @@
 
 const ntpu_ftdi_chip ntpu_ftdi_chips[NTPU_FTDI_NCHIPS] = {
     {NTPU_FTDI_PID_2232H, "FT2232H", "icebreaker", "iCEBreaker", 2, 1, 12000000u, 3000000u, NTPU_FTDI_IFACE_B},
-    /* The ULX3S core runs at 12.5 MHz: 500 kbaud is 25 clocks a bit, and 3 MHz / 6 on the chip. */
-    {NTPU_FTDI_PID_231X, "FT231X", "ulx3s", "ULX3S", 1, 0, 3000000u, 500000u, NTPU_FTDI_IFACE_A},
+    /* The ULX3S core runs at 12 MHz from the PLL: 3 Mbaud is 4 clocks a bit, the chip's top rate. */
+    {NTPU_FTDI_PID_231X, "FT231X", "ulx3s", "ULX3S", 1, 0, 3000000u, 3000000u, NTPU_FTDI_IFACE_A},
 };
 
 const ntpu_ftdi_chip *ntpu_ftdi_chip_by_pid(uint16_t pid)

@@ -556,14 +556,14 @@ static void test_setup_requests(void)
 }
 
 /* The ULX3S's FT231X: found without options, one channel (A: index 1, endpoints 0x02 and 0x81), the
- * FT-X baud encoding at the board's 500 kbaud, 64-byte packets on the way in. */
+ * FT-X baud encoding at the board's 3 Mbaud (value 0), 64-byte packets on the way in. */
 static void test_ft231x(void)
 {
     fk_reset_chip(FK_ECHO, 0x6015);
     ntpu_transport tp;
     if (!open_tp(NULL, &tp))
         return;
-    static const uint16_t want[][4] = {{0x00, 0x0000, 0x0001}, {0x0B, 0x0000, 0x0001}, {0x03, 0x0006, 0x0000},
+    static const uint16_t want[][4] = {{0x00, 0x0000, 0x0001}, {0x0B, 0x0000, 0x0001}, {0x03, 0x0000, 0x0000},
                                        {0x04, 0x0008, 0x0001}, {0x02, 0x0000, 0x0001}, {0x09, 0x0001, 0x0001},
                                        {0x00, 0x0001, 0x0001}, {0x00, 0x0002, 0x0001}};
     CHECK(fk_nctrl == 8, "FT231X: %zu control requests at open, expected 8", fk_nctrl);

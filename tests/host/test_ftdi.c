@@ -37,7 +37,7 @@ Test(ftdi_chips, the_table_knows_both_boards)
     cr_assert_str_eq(x->board, "ulx3s");
     cr_assert_eq(x->channels, 1u);
     cr_assert_eq(x->default_iface, NTPU_FTDI_IFACE_A);
-    cr_assert_eq(x->default_baud, 500000u);
+    cr_assert_eq(x->default_baud, 3000000u);
     cr_assert_eq(x->baud_max, 3000000u);
     cr_assert_null(ntpu_ftdi_chip_by_pid(0x6001), "an FT232R is on no supported board");
 }
@@ -486,7 +486,7 @@ Test(ftdi_opts, defaults_and_good_strings)
     cr_assert_eq(baud, 3000000u);
     cr_assert_eq(iface, NTPU_FTDI_IFACE_B);
     cr_assert_eq(ntpu_ftdi_settle(&o, &ntpu_ftdi_chips[1], &baud, &iface, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(baud, 500000u);
+    cr_assert_eq(baud, 3000000u);
     cr_assert_eq(iface, NTPU_FTDI_IFACE_A);
     cr_assert_eq(ntpu_ftdi_parse_opts("", &o, err, sizeof err), 0);
     cr_assert_eq(o.baud, 0u);

@@ -1,4 +1,5 @@
-// ULX3S (LFE5U-85F-CABGA381) board top: a clock made from the 25 MHz oscillator, a power-on reset, the UART link on the FT231X (8N1 at BAUD), ntpu_core, and two of the LEDs.
+// ULX3S (LFE5U-85F-CABGA381) board top: a clock made from the 25 MHz oscillator, a power-on
+// reset, the UART link on the FT231X (8N1 at BAUD), ntpu_core, and two of the LEDs.
 //
 // Contract (as ntpu_icebreaker_top's, docs/boards.md):
 // - Host -> device: ftdi_txd -> ntpu_uart_rx -> RX FIFO (RX_FIFO_DEPTH bytes) -> ntpu_core.s_rx.
@@ -12,15 +13,15 @@
 //   after a link error and stays on while the core is in reset; led[7:2] are off.
 // - The clock (CLOCK_HZ): 25 MHz is the oscillator itself, 12.5 MHz the oscillator halved by a
 //   flip-flop, anything else comes from the PLL (ntpu_pll; fpga/prim/ecp5/ for the EHXPLLL). The
-//   UART needs CLOCK_HZ to be a multiple (>= 4) of BAUD: 15 MHz and 3 Mbaud (5 clocks per bit, the
-//   FT231X's top rate) for the core; 12.5 MHz and 500 kbaud (3 MHz / 6) without a PLL.
+//   UART needs CLOCK_HZ to be a multiple (>= 4) of BAUD: 12 MHz and 3 Mbaud (4 clocks per bit, the
+//   FT231X's top rate) from the PLL; 12.5 MHz and 500 kbaud (3 MHz / 6) without one.
 // - CORE_EN = 0 leaves the core out and sends every received byte back (bring-up).
 `default_nettype none
 
 module ntpu_ulx3s_top #(
   parameter int CORE_EN = 1,               // 0: no core, the link echoes (bring-up)
-  parameter int CLOCK_HZ = 15_000_000,     // core clock (reported by INFO): 25 MHz, 12.5 MHz or a PLL's
-  parameter int BAUD = 500_000,            // UART bit rate; CLOCK_HZ / BAUD must be an integer >= 4
+  parameter int CLOCK_HZ = 12_000_000,     // core clock (reported by INFO): 25 MHz, 12.5 MHz or a PLL's
+  parameter int BAUD = 3_000_000,           // UART bit rate; CLOCK_HZ / BAUD must be an integer >= 4
   parameter int N = 4,                     // array size
   parameter int PE_STAGES = 5,             // pipelined PEs (ntpu_array)
   parameter int BF16_SHARED = 0,           // 1: one fp32 adder for the array's bf16 rows (ntpu_array)
