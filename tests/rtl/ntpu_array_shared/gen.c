@@ -13,7 +13,8 @@ int main(int argc, char **argv)
     }
     rng_state = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x6E74707573686172ull;
     if (generate(argv[1], 2, 5, 1, 20000) || generate(argv[1], 2, 1, 1, 8000) ||
-        generate(argv[1], 3, 2, 1, 12000) || generate(argv[1], 4, 4, 1, 12000))
+        generate(argv[1], 3, 2, 1, 12000) || generate(argv[1], 4, 4, 1, 12000) ||
+        generate(argv[1], 8, 5, 1, 16000))
         return 1;
     return 0;
 }
