@@ -3,12 +3,14 @@
  * a CSV log and an SVG plot; and evaluating a checkpoint, in bf16 or int8. */
 #define _DEFAULT_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -79,6 +81,23 @@ static int check_layers(const unsigned *sizes, size_t n, const ntpu_dataset *d, 
     if (sizes[n - 1] < d->classes)
         return fail("--layers: the last size is %u but the labels in %s need %u classes", sizes[n - 1], dir,
                     d->classes);
+    return 0;
+}
+
+/* An output that cannot be written must fail now, not after the first epoch:
+ * creates and removes a file beside it, where the atomic writers put theirs. */
+static int check_output(const char *opt, const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return fail("%s: cannot write %s: it is a directory", opt, path);
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0)
+        return fail("%s: cannot write %s: %s", opt, path, strerror(errno));
+    close(fd);
+    unlink(tmp);
     return 0;
 }
 
@@ -343,6 +362,9 @@ int cmd_train(common *cm, int argc, char **argv)
         return fail("--schedule: '%s' is not constant, step or cosine", sched_s);
     if (save_every && !save)
         return fail("--save-every needs --save FILE");
+    if ((save && check_output("--save", save)) || (log_path && check_output("--log", log_path)) ||
+        (plot_path && check_output("--plot", plot_path)))
+        return 1;
 
     /* Resuming: the run's data order comes from the checkpoint. */
     uint64_t resumed[5];

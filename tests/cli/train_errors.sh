@@ -45,6 +45,13 @@ expect_error "--optimizer unknown" "$B/ntpu" train -d ref --optimizer adagrad
 expect_error "--epochs zero" "$B/ntpu" train -d ref --epochs 0
 expect_error "--lr negative" "$B/ntpu" train -d ref --lr -1
 
+# An output that cannot be written fails before any training (nothing on stdout), not after an epoch.
+for o in "--save $T/nodir/m.st" "--log $T/nodir/log.csv" "--plot $T" "--save $T/nodir/m.st --resume $T/nope.st"; do
+  expect_error "train $o" "$B/ntpu" train -d ref --layers 784,16,10 --train-limit 128 --test-limit 64 --epochs 1 $o
+  [ -s "$T/out" ] && { echo "FAIL train $o: it trained before failing"; failures=$((failures + 1)); }
+done
+[ -e "$T/nodir" ] && { echo "FAIL train with an unwritable output left $T/nodir"; failures=$((failures + 1)); }
+
 "$B/ntpu" train -d ref --train-limit 128 --test-limit 64 --epochs 1 --save "$T/ok.st" > /dev/null 2>&1 || { echo "FAIL training a checkpoint"; exit 1; }
 size=$(stat -c %s "$T/ok.st")
 head -c $((size / 2)) "$T/ok.st" > "$T/half.st"
