@@ -463,6 +463,7 @@ int cmd_train(common *cm, int argc, char **argv)
                ", %s lr %g\n",
                lstr, info.device, info.platform_name, info.rows, info.cols, train.count, test.count, data, batch,
                ntpu_optimizer_name(view.opt->kind), view.opt->lr);
+    fflush(stdout); /* before the progress lines on stderr, also when both go to one pipe */
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
 
