@@ -382,6 +382,13 @@ int cmd_train(common *cm, int argc, char **argv)
         start_batch = resumed[2];
         batch = resumed[3];
         train_limit = resumed[4];
+        /* --epochs counts from the start of the run, not from the checkpoint. */
+        if (start_epoch >= epochs && start_batch == 0)
+            return fail("--resume: %s has finished epoch %" PRIu64 " already; --epochs %" PRIu64
+                        " or more trains longer", resume, start_epoch, start_epoch + 1);
+        if (start_epoch >= epochs)
+            return fail("--resume: %s stopped in epoch %" PRIu64 "; --epochs %" PRIu64 " or more continues it",
+                        resume, start_epoch + 1, start_epoch + 1);
     }
 
     /* Data first: a bad dataset should fail before the device is opened. */

@@ -67,5 +67,7 @@ done
 expect_error "eval without --model" "$B/ntpu" eval -d ref
 expect_error "eval of a missing file" "$B/ntpu" eval -d ref --model "$T/nope.st"
 expect_error "resume with another batch" "$B/ntpu" train -d ref --resume "$T/ok.st" --batch 32
+expect_error "resume of a finished run without more --epochs" "$B/ntpu" train -d ref --resume "$T/ok.st" --epochs 1
+[ -s "$T/out" ] && { echo "FAIL resume of a finished run: it printed a run"; failures=$((failures + 1)); }
 
 [ "$failures" = 0 ] && echo "PASS train_errors" || { echo "FAIL train_errors: $failures cases"; exit 1; }
