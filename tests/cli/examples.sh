@@ -36,4 +36,13 @@ else
   failures=$((failures + 1))
 fi
 
+# A bad count is a usage line and exit 1, not a run on all 60,000 images.
+for a in "ref -5 1" "ref abc" "ref 64 0"; do
+  if LD_LIBRARY_PATH=$P/lib "$T/train_mlp" $a > "$T/out" 2>&1; [ $? = 1 ] && grep -q '^usage: train_mlp' "$T/out"; then
+    echo "ok   train_mlp $a: $(cat "$T/out")"
+  else
+    echo "FAIL train_mlp $a:"; sed 's/^/     /' "$T/out"; failures=$((failures + 1))
+  fi
+done
+
 [ "$failures" = 0 ] && echo "PASS examples" || { echo "FAIL examples"; exit 1; }
