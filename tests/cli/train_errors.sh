@@ -64,6 +64,11 @@ for f in half tiny text foreign; do
   expect_error "eval of a $f checkpoint" "$B/ntpu" eval -d ref --model "$T/$f.st"
   expect_error "resume from a $f checkpoint" "$B/ntpu" train -d ref --resume "$T/$f.st"
 done
+expect_error "eval --int8 of a model the board's memories cannot hold" \
+  "$B/ntpu" eval -d ref:n=2,ub=1024,wb=16384,acc=512,payload=516,novec=1,notra=1 --model "$T/ok.st" \
+  --test-limit 8 --int8 --calib 8
+grep -q 'needs 33280 UB, 101632 WB and 8911 ACC rows .* and int8 inference is not streamed$' "$T/err" ||
+  { echo "FAIL eval --int8 on the board's memories: $(cat "$T/err")"; failures=$((failures + 1)); }
 expect_error "eval without --model" "$B/ntpu" eval -d ref
 expect_error "eval of a missing file" "$B/ntpu" eval -d ref --model "$T/nope.st"
 expect_error "resume with another batch" "$B/ntpu" train -d ref --resume "$T/ok.st" --batch 32
