@@ -305,10 +305,12 @@ static const char train_help[] =
     "matmuls with fp32 accumulation, fp32 master weights and optimizer on the host (docs/training.md).\n"
     "Data: an IDX directory (MNIST family, plain or .gz); default " DEFAULT_DATA ".\n"
     "Defaults: --layers 784,256,10 --epochs 5 --batch 64 --optimizer adam (lr 0.001; sgd and momentum 0.01)\n"
-    "--seed 0; all samples. --save writes a checkpoint (weights, optimizer state, step, data order) at the\n"
-    "end of every epoch, every --save-every steps, and on Ctrl-C; it is replaced atomically. --resume\n"
-    "continues a checkpoint's run exactly where it stopped (same result, bit for bit, as an uninterrupted\n"
-    "run); add --epochs to train longer.\n";
+    "--seed 0; all samples. --schedule step multiplies lr by --gamma (0.1) every --step-size steps\n"
+    "(default: one epoch); cosine decays it to 0 over the run. --save writes a checkpoint (weights,\n"
+    "optimizer state, step, data order) at the end of every epoch, every --save-every steps, and on\n"
+    "Ctrl-C; it is replaced atomically. --resume continues a checkpoint's run exactly where it stopped\n"
+    "(same result, bit for bit, as an uninterrupted run); --epochs counts from the run's start, so\n"
+    "give more to train longer.\n";
 
 int cmd_train(common *cm, int argc, char **argv)
 {
@@ -441,6 +443,9 @@ int cmd_train(common *cm, int argc, char **argv)
     } else {
         size_t steps_per_epoch = (train.count + batch - 1) / batch;
         opt.total_steps = epochs * steps_per_epoch;
+        /* The library's step_size is 1 step, which leaves no learning rate after a few steps. */
+        if (opt.schedule == NTPU_LR_STEP && !stepsize_s)
+            opt.step_size = steps_per_epoch;
         ntpu_status st = ntpu_model_create(dev, sizes, n_sizes, (size_t)batch, seed, &opt, &model);
         if (st != NTPU_OK) {
             fail("%s", ntpu_last_error(dev));
