@@ -69,6 +69,8 @@ expect_error "eval --int8 of a model the board's memories cannot hold" \
   --test-limit 8 --int8 --calib 8
 grep -q 'needs 33280 UB, 101632 WB and 8911 ACC rows .* and int8 inference is not streamed$' "$T/err" ||
   { echo "FAIL eval --int8 on the board's memories: $(cat "$T/err")"; failures=$((failures + 1)); }
+expect_error "eval of a directory" "$B/ntpu" eval -d ref --model "$T"
+grep -q 'not a file (a directory)$' "$T/err" || { echo "FAIL eval of a directory: $(cat "$T/err")"; failures=$((failures + 1)); }
 expect_error "eval without --model" "$B/ntpu" eval -d ref
 expect_error "eval of a missing file" "$B/ntpu" eval -d ref --model "$T/nope.st"
 expect_error "resume with another batch" "$B/ntpu" train -d ref --resume "$T/ok.st" --batch 32
