@@ -13,13 +13,17 @@
 int main(int argc, char **argv)
 {
     const char *device = argc > 1 ? argv[1] : "ref";
-    size_t limit = argc > 2 ? (size_t)atol(argv[2]) : 10000;
+    long limit = argc > 2 ? atol(argv[2]) : 10000;
     int epochs = argc > 3 ? atoi(argv[3]) : 2;
+    if (argc > 4 || limit < 1 || epochs < 1) {
+        fprintf(stderr, "usage: train_mlp [device] [train samples >= 1] [epochs >= 1]\n");
+        return 1;
+    }
     const char *dir = "/usr/share/datasets/fashion-mnist";
     char err[256];
 
     ntpu_dataset train, test;
-    if (ntpu_dataset_load(dir, "train", limit, &train, err, sizeof err) != NTPU_OK ||
+    if (ntpu_dataset_load(dir, "train", (size_t)limit, &train, err, sizeof err) != NTPU_OK ||
         ntpu_dataset_load(dir, "test", 0, &test, err, sizeof err) != NTPU_OK) {
         fprintf(stderr, "%s\n", err);
         return 1;

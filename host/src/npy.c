@@ -210,7 +210,11 @@ static int elem_from_descr(const char *d, ntpu_elem *e, char *why, size_t whylen
         *e = types[i].elem;
         return 0;
     }
-    ntpu_errf(why, whylen, "unsupported dtype '%s' (expected int8, int32, float32 or uint16)", d);
+    /* NumPy's defaults (float64, int64) are the usual cause: say how to convert. */
+    const char *hint = type[0] == 'f' ? "; save a.astype(numpy.float32)"
+                       : type[0] == 'i' || type[0] == 'u' ? "; save a.astype(numpy.int8) for int8 inputs"
+                                                          : "";
+    ntpu_errf(why, whylen, "unsupported dtype '%s' (expected int8, int32, float32 or uint16%s)", d, hint);
     return -1;
 }
 

@@ -98,7 +98,11 @@ ntpu_status ntpu_qmodel_create(ntpu_model *m, const float *calib, size_t count, 
     }
     ntpu_status st = NTPU_OK;
     if (ub > dev->info.ub_rows || wb > dev->info.wb_rows || acc > dev->info.acc_rows)
-        st = ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "the quantized model does not fit in the device's memories");
+        st = ntpu_fail(dev, NTPU_ERR_UNSUPPORTED,
+                       "the quantized model does not fit the device's memories (it needs %zu UB, %zu WB and %zu ACC "
+                       "rows for batches of %zu; the device has %u, %u and %u) and int8 inference is not streamed",
+                       ub, wb, acc, bp, (unsigned)dev->info.ub_rows, (unsigned)dev->info.wb_rows,
+                       (unsigned)dev->info.acc_rows);
     float amax[NTPU_MAX_LAYERS];
     if (st == NTPU_OK)
         st = calibrate(m, calib, count, amax);

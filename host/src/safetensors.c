@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ntpu/safetensors.h"
@@ -212,8 +213,13 @@ ntpu_status ntpu_safetensors_read(const char *path, ntpu_safetensors **out, char
     ntpu_safetensors *st = calloc(1, sizeof *st);
     ntpu_status s = NTPU_OK;
     long size = -1;
+    struct stat sb;
     if (!st)
         s = fail(err, errlen, NTPU_ERR_NO_MEMORY, "%s: out of memory", path);
+    else if (fstat(fileno(f), &sb) != 0)
+        s = fail(err, errlen, NTPU_ERR_FILE, "%s: cannot read: %s", path, strerror(errno));
+    else if (!S_ISREG(sb.st_mode)) /* a directory opens, and seeks to LONG_MAX */
+        s = fail(err, errlen, NTPU_ERR_FILE, "%s: not a file%s", path, S_ISDIR(sb.st_mode) ? " (a directory)" : "");
     else if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
         s = fail(err, errlen, NTPU_ERR_FILE, "%s: cannot read: %s", path, strerror(errno));
     else if (!(st->file = malloc((size_t)size + 1)))

@@ -39,17 +39,19 @@ static const ntpu_transport_ops ref_ops = {
 /* Parses "key=value,key=value" into cfg. */
 static int parse_opts(const char *opts, ntpu_ref_config *cfg, char *err, size_t errlen)
 {
+    /* The ranges are ntpu_ref_config's (ntpu_ref.h); checked here to name the option. */
     static const struct {
         const char *key;
         size_t off;
+        unsigned lo, hi;
     } keys[] = {
-        {"n", offsetof(ntpu_ref_config, n)},
-        {"ub", offsetof(ntpu_ref_config, ub_rows)},
-        {"wb", offsetof(ntpu_ref_config, wb_rows)},
-        {"acc", offsetof(ntpu_ref_config, acc_rows)},
-        {"payload", offsetof(ntpu_ref_config, max_payload)},
-        {"novec", offsetof(ntpu_ref_config, no_vector)}, /* 1: as a board built with VEC_EN = 0 */
-        {"notra", offsetof(ntpu_ref_config, no_transpose_a)}, /* 1: as one with TRANSPOSE_A_EN = 0 */
+        {"n", offsetof(ntpu_ref_config, n), 2, 64},
+        {"ub", offsetof(ntpu_ref_config, ub_rows), 1, 65536},
+        {"wb", offsetof(ntpu_ref_config, wb_rows), 1, 65536},
+        {"acc", offsetof(ntpu_ref_config, acc_rows), 1, 65536},
+        {"payload", offsetof(ntpu_ref_config, max_payload), 1 + NTPU_COUNTERS_BYTES, 65535},
+        {"novec", offsetof(ntpu_ref_config, no_vector), 0, 1}, /* 1: as a board built with VEC_EN = 0 */
+        {"notra", offsetof(ntpu_ref_config, no_transpose_a), 0, 1}, /* 1: as one with TRANSPOSE_A_EN = 0 */
     };
     const char *p = opts;
     while (p && *p) {
@@ -71,8 +73,18 @@ static int parse_opts(const char *opts, ntpu_ref_config *cfg, char *err, size_t 
             ntpu_errf(err, errlen, "ref option '%.*s' needs a whole number", (int)len, p);
             return -1;
         }
+        if (v < keys[i].lo || v > keys[i].hi) {
+            ntpu_errf(err, errlen, "ref option '%.*s' is out of range: %s= takes %u..%u", (int)len, p, keys[i].key,
+                      keys[i].lo, keys[i].hi);
+            return -1;
+        }
         *(unsigned *)((char *)cfg + keys[i].off) = (unsigned)v;
         p = end ? end + 1 : NULL;
+    }
+    if (cfg->wb_rows < cfg->n) {
+        ntpu_errf(err, errlen, "ref option wb=%u is out of range: the weight buffer needs at least n=%u rows",
+                  cfg->wb_rows, cfg->n);
+        return -1;
     }
     return 0;
 }
@@ -86,7 +98,7 @@ ntpu_status ntpu_transport_ref_open(const char *opts, ntpu_transport *out, char 
     if (!ref) {
         ntpu_errf(err, errlen,
                   "cannot create the golden model with n=%u ub=%u wb=%u acc=%u payload=%u novec=%u notra=%u (out of "
-                  "range, or out of memory)",
+                  "memory)",
                   cfg.n, cfg.ub_rows, cfg.wb_rows, cfg.acc_rows, cfg.max_payload, cfg.no_vector, cfg.no_transpose_a);
         return NTPU_ERR_INVALID_ARG;
     }

@@ -446,34 +446,39 @@ static void print_tables(const mm_row *mm, int nmm, const step_row *st, const sp
                          int step_agree, const epoch_res *ep)
 {
     char b[6][32];
+    int w = 10; /* the device column: as wide as the longest name (vsim:board=icebreaker,...) */
+    for (int i = 0; i < nmm; i++)
+        w = (int)strlen(mm[i].device) > w ? (int)strlen(mm[i].device) : w;
+    for (int i = 0; i < nst; i++)
+        w = (int)strlen(st[i].device) > w ? (int)strlen(st[i].device) : w;
     printf("(a) matmul M = K = N, random inputs\n\n");
-    printf("%-10s %-5s %-6s %5s %14s %14s %7s %9s %11s %10s %10s %7s  %s\n", "device", "dtype", "array", "size",
+    printf("%-*s %-5s %-6s %5s %14s %14s %7s %9s %11s %10s %10s %7s  %s\n", w, "device", "dtype", "array", "size",
            "cycles", "MACs", "util", "wall s", "MAC/s", "link tx", "link rx", "recov", "check");
     for (int i = 0; i < nmm; i++) {
         const mm_row *r = &mm[i];
         snprintf(b[0], sizeof b[0], "%ux%u", r->n, r->n);
-        printf("%-10s %-5s %-6s %5zu %14s %14s %6.1f%% %9.3f %11.3g %10s %10s %7" PRIu64 "  %s\n", r->device,
+        printf("%-*s %-5s %-6s %5zu %14s %14s %6.1f%% %9.3f %11.3g %10s %10s %7" PRIu64 "  %s\n", w, r->device,
                dtype_name(r->dtype), b[0], r->s, grouped(r->m.c.cycles, b[1], sizeof b[1]),
                grouped(r->m.c.macs, b[2], sizeof b[2]), 100.0 * r->m.util, r->m.secs, rate(r->m.c.macs, r->m.secs),
                bytes_str(r->m.tx, b[3], sizeof b[3]), bytes_str(r->m.rx, b[4], sizeof b[4]), r->m.recoveries,
                r->correct ? "ok" : "WRONG");
     }
     printf("\n(b) training step: MLP 784-256-10, batch %d, Adam, host optimizer\n\n", MLP_BATCH);
-    printf("%-10s %-6s %14s %14s %7s %9s %11s %10s %10s %12s  %s\n", "device", "array", "cycles", "MACs", "util",
+    printf("%-*s %-6s %14s %14s %7s %9s %11s %10s %10s %12s  %s\n", w, "device", "array", "cycles", "MACs", "util",
            "wall s", "MAC/s", "link tx", "link rx", "link B/step", "check");
     for (int i = 0; i < nst; i++) {
         const step_row *r = &st[i];
         snprintf(b[0], sizeof b[0], "%ux%u", r->n, r->n);
-        printf("%-10s %-6s %14s %14s %6.1f%% %9.3f %11.3g %10s %10s %12s  %s\n", r->device, b[0],
+        printf("%-*s %-6s %14s %14s %6.1f%% %9.3f %11.3g %10s %10s %12s  %s\n", w, r->device, b[0],
                grouped(r->m.c.cycles, b[1], sizeof b[1]), grouped(r->m.c.macs, b[2], sizeof b[2]),
                100.0 * r->m.util, r->m.secs, rate(r->m.c.macs, r->m.secs), bytes_str(r->m.tx, b[3], sizeof b[3]),
                bytes_str(r->m.rx, b[4], sizeof b[4]), grouped(r->m.tx + r->m.rx, b[5], sizeof b[5]),
                step_agree < 0 ? "-" : step_agree ? "ref==vsim" : "DIFFER");
     }
     printf("\n(c) simulator speed, MACs of simulated work per wall-clock second (16N matmuls, repeated)\n\n");
-    printf("%-10s %16s %16s %16s\n", "device", "int8 matmul", "bf16 matmul", "training step");
+    printf("%-*s %16s %16s %16s\n", w, "device", "int8 matmul", "bf16 matmul", "training step");
     for (int i = 0; i < nst; i++)
-        printf("%-10s %16.3g %16.3g %16.3g\n", st[i].device, sp[i].mac_per_s[0], sp[i].mac_per_s[1],
+        printf("%-*s %16.3g %16.3g %16.3g\n", w, st[i].device, sp[i].mac_per_s[0], sp[i].mac_per_s[1],
                rate(st[i].m.c.macs, st[i].m.secs));
     if (ep) {
         printf("\n(d) one epoch of Fashion-MNIST (60,000 samples, %ld steps) and the test set, one CPU thread each\n\n",

@@ -3,12 +3,14 @@
  * a CSV log and an SVG plot; and evaluating a checkpoint, in bf16 or int8. */
 #define _DEFAULT_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -79,6 +81,23 @@ static int check_layers(const unsigned *sizes, size_t n, const ntpu_dataset *d, 
     if (sizes[n - 1] < d->classes)
         return fail("--layers: the last size is %u but the labels in %s need %u classes", sizes[n - 1], dir,
                     d->classes);
+    return 0;
+}
+
+/* An output that cannot be written must fail now, not after the first epoch:
+ * creates and removes a file beside it, where the atomic writers put theirs. */
+static int check_output(const char *opt, const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return fail("%s: cannot write %s: it is a directory", opt, path);
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0)
+        return fail("%s: cannot write %s: %s", opt, path, strerror(errno));
+    close(fd);
+    unlink(tmp);
     return 0;
 }
 
@@ -286,10 +305,12 @@ static const char train_help[] =
     "matmuls with fp32 accumulation, fp32 master weights and optimizer on the host (docs/training.md).\n"
     "Data: an IDX directory (MNIST family, plain or .gz); default " DEFAULT_DATA ".\n"
     "Defaults: --layers 784,256,10 --epochs 5 --batch 64 --optimizer adam (lr 0.001; sgd and momentum 0.01)\n"
-    "--seed 0; all samples. --save writes a checkpoint (weights, optimizer state, step, data order) at the\n"
-    "end of every epoch, every --save-every steps, and on Ctrl-C; it is replaced atomically. --resume\n"
-    "continues a checkpoint's run exactly where it stopped (same result, bit for bit, as an uninterrupted\n"
-    "run); add --epochs to train longer.\n";
+    "--seed 0; all samples. --schedule step multiplies lr by --gamma (0.1) every --step-size steps\n"
+    "(default: one epoch); cosine decays it to 0 over the run. --save writes a checkpoint (weights,\n"
+    "optimizer state, step, data order) at the end of every epoch, every --save-every steps, and on\n"
+    "Ctrl-C; it is replaced atomically. --resume continues a checkpoint's run exactly where it stopped\n"
+    "(same result, bit for bit, as an uninterrupted run); --epochs counts from the run's start, so\n"
+    "give more to train longer.\n";
 
 int cmd_train(common *cm, int argc, char **argv)
 {
@@ -343,6 +364,9 @@ int cmd_train(common *cm, int argc, char **argv)
         return fail("--schedule: '%s' is not constant, step or cosine", sched_s);
     if (save_every && !save)
         return fail("--save-every needs --save FILE");
+    if ((save && check_output("--save", save)) || (log_path && check_output("--log", log_path)) ||
+        (plot_path && check_output("--plot", plot_path)))
+        return 1;
 
     /* Resuming: the run's data order comes from the checkpoint. */
     uint64_t resumed[5];
@@ -360,6 +384,13 @@ int cmd_train(common *cm, int argc, char **argv)
         start_batch = resumed[2];
         batch = resumed[3];
         train_limit = resumed[4];
+        /* --epochs counts from the start of the run, not from the checkpoint. */
+        if (start_epoch >= epochs && start_batch == 0)
+            return fail("--resume: %s has finished epoch %" PRIu64 " already; --epochs %" PRIu64
+                        " or more trains longer", resume, start_epoch, start_epoch + 1);
+        if (start_epoch >= epochs)
+            return fail("--resume: %s stopped in epoch %" PRIu64 "; --epochs %" PRIu64 " or more continues it",
+                        resume, start_epoch + 1, start_epoch + 1);
     }
 
     /* Data first: a bad dataset should fail before the device is opened. */
@@ -412,6 +443,9 @@ int cmd_train(common *cm, int argc, char **argv)
     } else {
         size_t steps_per_epoch = (train.count + batch - 1) / batch;
         opt.total_steps = epochs * steps_per_epoch;
+        /* The library's step_size is 1 step, which leaves no learning rate after a few steps. */
+        if (opt.schedule == NTPU_LR_STEP && !stepsize_s)
+            opt.step_size = steps_per_epoch;
         ntpu_status st = ntpu_model_create(dev, sizes, n_sizes, (size_t)batch, seed, &opt, &model);
         if (st != NTPU_OK) {
             fail("%s", ntpu_last_error(dev));
@@ -441,6 +475,7 @@ int cmd_train(common *cm, int argc, char **argv)
                ", %s lr %g\n",
                lstr, info.device, info.platform_name, info.rows, info.cols, train.count, test.count, data, batch,
                ntpu_optimizer_name(view.opt->kind), view.opt->lr);
+    fflush(stdout); /* before the progress lines on stderr, also when both go to one pipe */
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
 

@@ -45,6 +45,13 @@ expect_error "--optimizer unknown" "$B/ntpu" train -d ref --optimizer adagrad
 expect_error "--epochs zero" "$B/ntpu" train -d ref --epochs 0
 expect_error "--lr negative" "$B/ntpu" train -d ref --lr -1
 
+# An output that cannot be written fails before any training (nothing on stdout), not after an epoch.
+for o in "--save $T/nodir/m.st" "--log $T/nodir/log.csv" "--plot $T" "--save $T/nodir/m.st --resume $T/nope.st"; do
+  expect_error "train $o" "$B/ntpu" train -d ref --layers 784,16,10 --train-limit 128 --test-limit 64 --epochs 1 $o
+  [ -s "$T/out" ] && { echo "FAIL train $o: it trained before failing"; failures=$((failures + 1)); }
+done
+[ -e "$T/nodir" ] && { echo "FAIL train with an unwritable output left $T/nodir"; failures=$((failures + 1)); }
+
 "$B/ntpu" train -d ref --train-limit 128 --test-limit 64 --epochs 1 --save "$T/ok.st" > /dev/null 2>&1 || { echo "FAIL training a checkpoint"; exit 1; }
 size=$(stat -c %s "$T/ok.st")
 head -c $((size / 2)) "$T/ok.st" > "$T/half.st"
@@ -57,8 +64,17 @@ for f in half tiny text foreign; do
   expect_error "eval of a $f checkpoint" "$B/ntpu" eval -d ref --model "$T/$f.st"
   expect_error "resume from a $f checkpoint" "$B/ntpu" train -d ref --resume "$T/$f.st"
 done
+expect_error "eval --int8 of a model the board's memories cannot hold" \
+  "$B/ntpu" eval -d ref:n=2,ub=1024,wb=16384,acc=512,payload=516,novec=1,notra=1 --model "$T/ok.st" \
+  --test-limit 8 --int8 --calib 8
+grep -q 'needs 33280 UB, 101632 WB and 8911 ACC rows .* and int8 inference is not streamed$' "$T/err" ||
+  { echo "FAIL eval --int8 on the board's memories: $(cat "$T/err")"; failures=$((failures + 1)); }
+expect_error "eval of a directory" "$B/ntpu" eval -d ref --model "$T"
+grep -q 'not a file (a directory)$' "$T/err" || { echo "FAIL eval of a directory: $(cat "$T/err")"; failures=$((failures + 1)); }
 expect_error "eval without --model" "$B/ntpu" eval -d ref
 expect_error "eval of a missing file" "$B/ntpu" eval -d ref --model "$T/nope.st"
 expect_error "resume with another batch" "$B/ntpu" train -d ref --resume "$T/ok.st" --batch 32
+expect_error "resume of a finished run without more --epochs" "$B/ntpu" train -d ref --resume "$T/ok.st" --epochs 1
+[ -s "$T/out" ] && { echo "FAIL resume of a finished run: it printed a run"; failures=$((failures + 1)); }
 
 [ "$failures" = 0 ] && echo "PASS train_errors" || { echo "FAIL train_errors: $failures cases"; exit 1; }

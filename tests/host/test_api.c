@@ -415,6 +415,22 @@ Test(api, open_errors)
     cr_assert_not_null(strstr(ntpu_last_error(dev), "tpu9000"));
     ntpu_close(dev);
     cr_assert_eq(ntpu_open("ref:n=1", &dev), NTPU_ERR_INVALID_ARG);
+    cr_assert_str_eq(ntpu_last_error(dev), "ref option 'n=1' is out of range: n= takes 2..64");
+    ntpu_close(dev);
+    cr_assert_eq(ntpu_open("ref:ub=0", &dev), NTPU_ERR_INVALID_ARG);
+    cr_assert_str_eq(ntpu_last_error(dev), "ref option 'ub=0' is out of range: ub= takes 1..65536");
+    ntpu_close(dev);
+    cr_assert_eq(ntpu_open("ref:n=2,payload=72", &dev), NTPU_ERR_INVALID_ARG);
+    cr_assert_str_eq(ntpu_last_error(dev), "ref option 'payload=72' is out of range: payload= takes 73..65535");
+    ntpu_close(dev);
+    cr_assert_eq(ntpu_open("ref:novec=2", &dev), NTPU_ERR_INVALID_ARG);
+    cr_assert_not_null(strstr(ntpu_last_error(dev), "novec= takes 0..1"));
+    ntpu_close(dev);
+    cr_assert_eq(ntpu_open("ref:n=16,wb=8", &dev), NTPU_ERR_INVALID_ARG);
+    cr_assert_str_eq(ntpu_last_error(dev), "ref option wb=8 is out of range: the weight buffer needs at least n=16 rows");
+    ntpu_close(dev);
+    cr_assert_eq(ntpu_open("ref:n=64,ub=65536,wb=64,acc=1,payload=257,novec=1,notra=1", &dev), NTPU_OK, "%s",
+                 ntpu_last_error(dev));
     ntpu_close(dev);
     cr_assert_eq(ntpu_open("ref:colour=red", &dev), NTPU_ERR_INVALID_ARG);
     cr_assert_not_null(strstr(ntpu_last_error(dev), "colour"));

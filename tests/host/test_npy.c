@@ -222,7 +222,10 @@ Test(npy, malformed_files)
     make_npy("big.npy", 1, "{'descr': '>i4', 'fortran_order': False, 'shape': (2, 2), }", d, 16);
     expect_bad("big.npy", NTPU_ERR_FORMAT, "big-endian");
     make_npy("f8.npy", 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", d, 16);
-    expect_bad("f8.npy", NTPU_ERR_FORMAT, "unsupported dtype '<f8'");
+    expect_bad("f8.npy", NTPU_ERR_FORMAT, "unsupported dtype '<f8' (expected int8, int32, float32 or uint16; save "
+                                          "a.astype(numpy.float32))");
+    make_npy("i8.npy", 1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }", d, 16);
+    expect_bad("i8.npy", NTPU_ERR_FORMAT, "uint16; save a.astype(numpy.int8) for int8 inputs)");
     make_npy("struct.npy", 1, "{'descr': [('a', '<i4')], 'fortran_order': False, 'shape': (2,), }", d, 16);
     expect_bad("struct.npy", NTPU_ERR_FORMAT, "descr");
     make_npy("rank3.npy", 1, "{'descr': '<i4', 'fortran_order': False, 'shape': (1, 2, 2), }", d, 16);

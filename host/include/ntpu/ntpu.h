@@ -64,8 +64,14 @@ NTPU_API const char *ntpu_dev_status_str(unsigned dev_status);
 typedef struct ntpu_device ntpu_device; /* opaque; one thread at a time per handle */
 
 /* Opens a device. `device` is a device string:
- *   "ref[:n=N,ub=R,wb=R,acc=R,payload=B]"  the C golden model, in-process; the
- *                                          options override its configuration
+ *   "ref[:n=N,ub=R,wb=R,acc=R,payload=B,novec=1,notra=1]"
+ *                                          the C golden model, in-process; the
+ *                                          options override its configuration:
+ *                                          n 2..64, ub and acc 1..65536 rows,
+ *                                          wb n..65536 rows, payload 73..65535
+ *                                          bytes; novec=1 / notra=1 leave out the
+ *                                          vector unit / TRANSPOSE_A (as the
+ *                                          iCEBreaker's core)
  *   "vsim[:trace=FILE]"                    the Verilator model of the RTL
  *   "vsim:board=icebreaker[,trace=FILE,ber=P,drop=P,seed=N]"
  *                                          the iCEBreaker board top simulated
@@ -77,6 +83,9 @@ typedef struct ntpu_device ntpu_device; /* opaque; one thread at a time per hand
  *                                          libusb (iCEBreaker, ULX3S; docs/boards.md)
  *   "usb[:serial=S]"                       a board behind a microcontroller
  *                                          (not in this build yet: NTPU_ERR_NO_DEVICE)
+ * Every kind also takes faults=RATE[,fault_seed=S] (a transport that flips and
+ * drops link bytes, docs/protocol.md) and timeout_ms=T (how long the link waits
+ * for a reply).
  * NULL or "" means the NTPU_DEVICE environment variable if it is set and not
  * empty, else "vsim".
  * On NTPU_OK, *out is a ready handle (the ID block has been read). On failure,
