@@ -40,10 +40,10 @@ VCXXFLAGS := -fPIC -std=c++17
 VMODEL := $(VOBJ)/Vntpu_core__ALL.a
 # Two models of the core: Vntpu_core without tracing, which lets Verilator keep internal signals in
 # C++ locals (~15 % faster), for every run; Vntpu_core_trace for vsim:trace=FILE only.
-VFLAGS := --cc --top-module ntpu_core --prefix Vntpu_core -GN=$(N) -GLINK_BYTES=$(LINK_BYTES) -O3 --x-assign fast --x-initial fast \
+VFLAGS := --cc --top-module ntpu_core --prefix Vntpu_core -GN=$(N) -GLINK_BYTES=$(LINK_BYTES) -GMEM_OVERLAP=1 -O3 --x-assign fast --x-initial fast \
           --noassert -Wno-fatal -Mdir $(VOBJ)
 VOBJ_TRACE := $(BUILD)/vobj-trace
-VFLAGS_TRACE := --cc --top-module ntpu_core --prefix Vntpu_core_trace -GN=$(N) -GLINK_BYTES=$(LINK_BYTES) -O3 --x-assign fast \
+VFLAGS_TRACE := --cc --top-module ntpu_core --prefix Vntpu_core_trace -GN=$(N) -GLINK_BYTES=$(LINK_BYTES) -GMEM_OVERLAP=1 -O3 --x-assign fast \
                 --x-initial fast --noassert --trace-fst -Wno-fatal -Mdir $(VOBJ_TRACE)
 
 # The iCEBreaker board top, a second model for vsim:board=icebreaker (sim/vsim/vsim_board.cpp): built

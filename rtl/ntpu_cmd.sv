@@ -14,7 +14,10 @@
 //   the vector sequencer is idle (they must see its writes). ACT, RELU_GRAD and COLSUM are
 //   answered once the vector sequencer accepts them; they, WRITE_MEM, READ_MEM, FENCE and COUNTERS
 //   first wait until both sequencers are idle (so they see every earlier command finished).
-//   NOP, INFO and STATUS do not wait (STATUS reports busy).
+//   NOP, INFO and STATUS do not wait (STATUS reports busy). With MEM_OVERLAP, WRITE_MEM and
+//   READ_MEM wait only for the vector sequencer and for the sequencer's answer that no accepted
+//   LOAD_W / MATMUL still uses their rows (q_conflict); READ_MEM of ACC then reads a mirror of
+//   ACC (acc_rdata), so the sequencer keeps its own port.
 // - Memory port: used only while both sequencers are idle; reads return data one cycle later and
 //   the memories hold it until their next read.
 // - LINK_BYTES: frame bytes are fetched, and READ_MEM reply bytes sent, up to LINK_BYTES per cycle
@@ -37,6 +40,7 @@ module ntpu_cmd
   parameter int TRANSPOSE_A_EN = 1,           // 0: MATMUL's TRANSPOSE_A flag is reserved (ERR_ARG)
   parameter int COUNTER_W = 64,               // performance counter width (zero-extended to u64)
   parameter int LINK_BYTES = 1,               // frame / reply bytes per cycle (ntpu_link_rx, _tx)
+  parameter int MEM_OVERLAP = 0,              // 1: WRITE_MEM / READ_MEM may run beside the sequencer
   parameter int OFF_W = $clog2(MAX_PAYLOAD)   // payload offset bits; leave at the default
 ) (
   input  logic                       clk,
@@ -70,6 +74,11 @@ module ntpu_cmd
   output logic [15:0]                m_seq_rows,
   output logic [15:0]                m_seq_stride,  // MATMUL with TRANSPOSE_A
   input  logic                       seq_idle,
+  output logic [1:0]                 q_mem,         // overlap query (ntpu_seq)
+  output logic                       q_write,
+  output logic [15:0]                q_addr,
+  output logic [15:0]                q_rows,
+  input  logic                       q_conflict,
   // vector sequencer
   output logic                       m_vec_valid,
   input  logic                       m_vec_ready,
@@ -216,6 +225,16 @@ module ntpu_cmd
   end
 
   assign all_idle = seq_idle && vec_idle;
+
+  // Overlap: a memory command may start beside the sequencer's work when none of its rows is used
+  // by that work (ntpu_seq's query); the vector sequencer must still be idle.
+  logic mem_go;
+  assign q_mem = mem;
+  assign q_write = (op == OP_WRITE_MEM);
+  assign q_addr = a16;
+  assign q_rows = b16;
+  assign mem_go = (MEM_OVERLAP != 0) && vec_idle && !q_conflict &&
+                  (op == OP_WRITE_MEM || op == OP_READ_MEM);
 
   // Without TRANSPOSE_A_EN the flag only picks the length check; tr_a is constant 0, so the
   // transposed range check and the sequencer's transposer path drop out of the netlist.
@@ -452,7 +471,7 @@ module ntpu_cmd
         end
       end
       S_DRAIN: begin
-        if (all_idle) state_d = after_drain_q;
+        if (all_idle || mem_go) state_d = after_drain_q;
       end
       S_WRITE: begin
         if (wr_pend_q) begin
@@ -642,7 +661,7 @@ module ntpu_cmd
                             : {{(16 * N){1'b0}}, sh_q[SH_W-1 -: 16 * N]};
 
   assign wait_frame = (state_q == S_IDLE) && !s_frm_valid;
-  assign wait_drain = ((state_q == S_DRAIN) && !all_idle) || ((state_q == S_DISPATCH) && !vec_idle);
+  assign wait_drain = ((state_q == S_DRAIN) && !all_idle && !mem_go) || ((state_q == S_DISPATCH) && !vec_idle);
 
 endmodule
 

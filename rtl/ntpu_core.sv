@@ -24,7 +24,9 @@ module ntpu_core
   parameter int COUNTER_W = 64,      // performance counter width, 16..64 (zero-extended on the wire)
   parameter int BF16_SHARED = 0,     // 1: one fp32 adder for the array's bf16 rows (ntpu_array); same results
   parameter int SEG_DEPTH = 4,       // MATMULs with rows in flight at once (ntpu_seq), power of 2 >= 2
-  parameter int LINK_BYTES = 1       // link bytes per cycle each way: 1 on boards, wider in vsim
+  parameter int LINK_BYTES = 1,      // link bytes per cycle each way: 1 on boards, wider in vsim
+  parameter int MEM_OVERLAP = 0      // 1: WRITE_MEM / READ_MEM beside LOAD_W / MATMUL (ntpu_cmd; a
+                                     // mirror of ACC for READ_MEM: twice the ACC memory)
 ) (
   input  logic                    clk,
   input  logic                    rst,
@@ -131,6 +133,10 @@ module ntpu_core
   logic [CNT_COUNT*COUNTER_W-1:0] cnt;
   logic [CNT_COUNT-1:0] cnt_clear;
   logic wait_frame, wait_drain;
+  logic [1:0] q_mem;
+  logic q_write, q_conflict;
+  logic [15:0] q_addr, q_rows;
+  logic [N*32-1:0] cmd_acc_rdata;
 
   ntpu_cmd #(
     .N          (N),
@@ -142,7 +148,8 @@ module ntpu_core
     .VEC_EN     (VEC_EN),
     .TRANSPOSE_A_EN(TRANSPOSE_A_EN),
     .COUNTER_W  (COUNTER_W),
-    .LINK_BYTES (LINK_BYTES)
+    .LINK_BYTES (LINK_BYTES),
+    .MEM_OVERLAP(MEM_OVERLAP)
   ) u_cmd (
     .clk           (clk),
     .rst           (rst),
@@ -172,6 +179,11 @@ module ntpu_core
     .m_seq_rows    (seq_rows),
     .m_seq_stride  (seq_stride),
     .seq_idle      (seq_idle),
+    .q_mem         (q_mem),
+    .q_write       (q_write),
+    .q_addr        (q_addr),
+    .q_rows        (q_rows),
+    .q_conflict    (q_conflict),
     .m_vec_valid   (vec_valid),
     .m_vec_ready   (vec_ready),
     .m_vec_op      (vec_op),
@@ -188,7 +200,7 @@ module ntpu_core
     .mem_wdata     (cmd_mem_wdata),
     .ub_rdata      (ub_rdata),
     .wb_rdata      (wb_rdata),
-    .acc_rdata     (acc_rdata),
+    .acc_rdata     (cmd_acc_rdata),
     .cnt           (cnt),
     .cnt_clear     (cnt_clear),
     .wait_frame    (wait_frame),
@@ -249,7 +261,12 @@ module ntpu_core
     .y_valid       (y_valid),
     .y_row         (y_row),
     .stall_weight  (stall_weight),
-    .stall_hazard  (stall_hazard)
+    .stall_hazard  (stall_hazard),
+    .q_mem         (q_mem),
+    .q_write       (q_write),
+    .q_addr        (q_addr),
+    .q_rows        (q_rows),
+    .q_conflict    (q_conflict)
   );
 
   ntpu_array #(
@@ -331,7 +348,9 @@ module ntpu_core
   // ---------------------------------------------------------------- memories
   // The command processor touches memory only while both sequencers are idle, and it starts the
   // vector sequencer only while the other one is idle and the other way round, so at most one of
-  // the three uses a port at a time: the muxes below are plain priorities.
+  // the three uses a port at a time: the muxes below are plain priorities. With MEM_OVERLAP the
+  // command processor also writes UB / WB beside the sequencer, which only reads them, and reads
+  // ACC from a mirror that every ACC write also updates.
   logic cmd_ub, cmd_wb, cmd_acc, vs_ub, vs_wb, vs_acc;
   logic unused_addr_bits;  // above the memory's size: zero after the range check
   assign unused_addr_bits = ^{cmd_mem_addr, vs_wr_addr};
@@ -368,18 +387,42 @@ module ntpu_core
     .rdata(wb_rdata)
   );
 
+  logic acc_we;
+  logic [ACC_AW-1:0] acc_waddr;
+  logic [N*32-1:0] acc_wdata;
+  assign acc_we = sq_acc_we || vs_acc || (cmd_mem_we && cmd_acc);
+  assign acc_waddr = sq_acc_we ? sq_acc_waddr : vs_acc ? ACC_AW'(vs_wr_addr) : ACC_AW'(cmd_mem_addr);
+  assign acc_wdata = sq_acc_we ? sq_acc_wdata : vs_acc ? vs_wr_data : cmd_mem_wdata;
+
   ntpu_ram #(
     .WIDTH(N * 32),
     .DEPTH(ACC_ROWS)
   ) u_acc (
     .clk  (clk),
-    .we   (sq_acc_we || vs_acc || (cmd_mem_we && cmd_acc)),
-    .waddr(sq_acc_we ? sq_acc_waddr : vs_acc ? ACC_AW'(vs_wr_addr) : ACC_AW'(cmd_mem_addr)),
-    .wdata(sq_acc_we ? sq_acc_wdata : vs_acc ? vs_wr_data : cmd_mem_wdata),
-    .re   (sq_acc_re || vs_acc_re || (cmd_mem_re && cmd_acc)),
+    .we   (acc_we),
+    .waddr(acc_waddr),
+    .wdata(acc_wdata),
+    .re   (sq_acc_re || vs_acc_re || (MEM_OVERLAP == 0 && cmd_mem_re && cmd_acc)),
     .raddr(sq_acc_re ? sq_acc_raddr : vs_acc_re ? vs_acc_raddr : ACC_AW'(cmd_mem_addr)),
     .rdata(acc_rdata)
   );
+
+  if (MEM_OVERLAP != 0) begin : g_acc_mirror
+    ntpu_ram #(
+      .WIDTH(N * 32),
+      .DEPTH(ACC_ROWS)
+    ) u_acc_cmd (
+      .clk  (clk),
+      .we   (acc_we),
+      .waddr(acc_waddr),
+      .wdata(acc_wdata),
+      .re   (cmd_mem_re && cmd_acc),
+      .raddr(ACC_AW'(cmd_mem_addr)),
+      .rdata(cmd_acc_rdata)
+    );
+  end else begin : g_acc_shared
+    assign cmd_acc_rdata = acc_rdata;
+  end
 
   // ---------------------------------------------------------------- performance counters
   // Link bytes per cycle: thermometer codes, so the count is the highest byte that moved, plus one.

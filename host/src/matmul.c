@@ -16,8 +16,11 @@
  *
  * When B fits in WB it is sent once and stays; otherwise WB is a ring that the
  * tiles stream through, written a frame ahead of their LOAD_W. UB holds all of a
- * chunk's K when it can (A is then sent once); ACC holds as many column tiles as
- * fit, and is read back while the next block computes. */
+ * chunk's K when it can (A is then sent once, one k-slice just before its first
+ * MATMUL); ACC holds as many column tiles as fit, and each column tile is read
+ * back as soon as its last MATMUL is queued, while the next ones compute. A
+ * device with a wide link runs these memory commands beside the MATMULs
+ * (docs/decisions/0012-array-utilization.md). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,17 +80,25 @@ static uint16_t b_lane(const mm *s, size_t k, size_t p)
     return ((const uint16_t *)s->B)[i];
 }
 
+/* Column tiles that take turns, k-tile by k-tile: each A k-slice then feeds
+ * this many MATMULs in a row, so a chunk's first pass, which must also bring
+ * its A slices in, has G times the array time to do it in. */
+#define PT_GROUP 4
+
 /* Tile q of an m-chunk's sequence: for each group of Pc column tiles, for each
- * group of Kc k-tiles, for each column tile, k-tiles ascending. Every group but
- * the last of its kind is full, which is what makes the divisions work. */
+ * group of Kc k-tiles, for each sub-group of PT_GROUP column tiles, for each
+ * k-tile ascending, for each column tile of the sub-group. Every group but the
+ * last of its kind is full, which is what makes the divisions work. */
 static void tile_of(const mm *s, size_t q, size_t *pt, size_t *kt)
 {
     size_t pg = q / (s->Pc * s->KT), p0 = pg * s->Pc, pc = min_sz(s->Pc, s->PT - p0);
     size_t rem = q - pg * s->Pc * s->KT;
     size_t kg = rem / (pc * s->Kc), k0 = kg * s->Kc, kc = min_sz(s->Kc, s->KT - k0);
     rem -= kg * pc * s->Kc;
-    *pt = p0 + rem / kc;
-    *kt = k0 + rem % kc;
+    size_t sg = rem / (PT_GROUP * kc), s0 = sg * PT_GROUP, gc = min_sz(PT_GROUP, pc - s0);
+    rem -= sg * PT_GROUP * kc;
+    *pt = p0 + s0 + rem % gc;
+    *kt = k0 + rem / gc;
 }
 
 static void fill_a(const mm *s, size_t r, uint8_t *out)
@@ -105,8 +116,9 @@ static void fill_b(const mm *s, size_t r, uint8_t *out)
         ntpu_wr16(out + 2 * j, b_lane(s, kt * s->n + i, pt * s->n + j));
 }
 
-/* WRITE_MEM of `rows` rows made by fill, in as few frames as fit. */
-static ntpu_status write_block(mm *s, unsigned mem, size_t addr, size_t rows,
+/* WRITE_MEM of `rows` rows made by fill (rows r0 .. r0+rows-1 of its block),
+ * in as few frames as fit. */
+static ntpu_status write_block(mm *s, unsigned mem, size_t addr, size_t r0, size_t rows,
                                void (*fill)(const mm *, size_t, uint8_t *))
 {
     size_t rb = 2 * s->n, per = (s->l->max_payload - NTPU_LEN_MEM_HDR) / rb;
@@ -121,7 +133,7 @@ static ntpu_status write_block(mm *s, unsigned mem, size_t addr, size_t rows,
         ntpu_wr16(p + 2, (uint32_t)(addr + done));
         ntpu_wr16(p + 4, (uint32_t)cnt);
         for (size_t r = 0; r < cnt; r++)
-            fill(s, done + r, p + NTPU_LEN_MEM_HDR + r * rb);
+            fill(s, r0 + done + r, p + NTPU_LEN_MEM_HDR + r * rb);
         if ((st = ntpu_link_commit(s->l, NULL, NULL)) != NTPU_OK)
             return st;
         done += cnt;
@@ -129,8 +141,10 @@ static ntpu_status write_block(mm *s, unsigned mem, size_t addr, size_t rows,
     return NTPU_OK;
 }
 
-/* Makes sure the tile with sequence number seq is in its WB slot, writing a
- * frame's worth of tiles ahead at a time. */
+/* Makes sure the tile with sequence number seq is in its WB slot, writing
+ * tiles ahead a frame at a time. The first frames are small (1, 1, 2, 4, ...
+ * tiles): the array starts on tile 0 while the rest arrive, since a device
+ * writes WB beside running MATMULs where it can (docs/isa.md, Semantics). */
 static ntpu_status ensure_tile(mm *s, uint64_t seq)
 {
     uint64_t total = s->b_resident ? s->T : (uint64_t)s->nchunks * s->T;
@@ -140,9 +154,13 @@ static ntpu_status ensure_tile(mm *s, uint64_t seq)
     while (s->b_written <= seq) {
         uint64_t w = s->b_written;
         size_t slot = (size_t)(w % s->slots);
-        size_t cnt = min_sz(min_sz(per_frame, s->slots - slot), (size_t)(total - w));
+        /* ... and none longer than a MATMUL of the chunk streams (Mc rows),
+         * so the command stream keeps up with the array. */
+        size_t cap = s->Mc / s->n ? min_sz(per_frame, s->Mc / s->n) : 1;
+        size_t ramp = w == 0 ? 1 : (size_t)min_sz(cap, (size_t)w);
+        size_t cnt = min_sz(min_sz(ramp, s->slots - slot), (size_t)(total - w));
         s->blk_seq0 = w;
-        ntpu_status st = write_block(s, NTPU_MEM_WB, slot * s->n, cnt * s->n, fill_b);
+        ntpu_status st = write_block(s, NTPU_MEM_WB, slot * s->n, 0, cnt * s->n, fill_b);
         if (st != NTPU_OK)
             return st;
         s->b_written += cnt;
@@ -174,6 +192,7 @@ typedef struct readback {
     uint64_t ticket;
     size_t m0, mc, p0, pc;
     uint8_t *stage;
+    size_t acc; /* its first ACC row */
 } readback;
 
 static ntpu_status read_block(mm *s, size_t acc_base, readback *rb)
@@ -220,6 +239,19 @@ static ntpu_status finish_block(mm *s, readback *rb)
     return NTPU_OK;
 }
 
+/* Reads the column tile *due back, then waits for the one before it and stores that into C. */
+static ntpu_status issue_read(mm *s, readback *due, readback *prev)
+{
+    readback cur = *due;
+    due->active = 0;
+    ntpu_status st = read_block(s, cur.acc, &cur);
+    if (st != NTPU_OK)
+        return st;
+    st = finish_block(s, prev);
+    *prev = cur;
+    return st;
+}
+
 /* Chooses chunk sizes: as many rows as possible per chunk (fewer weight loads),
  * all of K resident in UB when a reasonable chunk still fits (A sent once). */
 static void plan(mm *s)
@@ -253,7 +285,7 @@ static void plan(mm *s)
 static ntpu_status run(mm *s)
 {
     uint8_t *stage[2];
-    size_t stage_bytes = s->Mc * s->Pc * 4 * s->n;
+    size_t stage_bytes = s->Mc * 4 * s->n; /* one column tile of a chunk */
     stage[0] = malloc(stage_bytes);
     stage[1] = malloc(stage_bytes);
     if (!stage[0] || !stage[1]) {
@@ -267,7 +299,8 @@ static ntpu_status run(mm *s)
         int valid;
         size_t m0, k0;
     } ub_tag[2] = {{0}};
-    size_t ub_next = 0, group = 0;
+    size_t ub_next = 0, group = 0, nread = 0, due_after = 0;
+    readback due = {0}; /* a finished column tile not read yet */
     ntpu_status st = NTPU_OK;
     for (size_t mi = 0, m0 = 0; m0 < s->M && st == NTPU_OK; mi++, m0 += s->Mc) {
         size_t mc = min_sz(s->Mc, s->M - m0), q = 0;
@@ -275,44 +308,66 @@ static ntpu_status run(mm *s)
             size_t pc = min_sz(s->Pc, s->PT - p0);
             size_t acc_base = s->acc_alt ? (group % 2) * s->Mc * s->Pc : 0;
             for (size_t k0 = 0; k0 < s->KT && st == NTPU_OK; k0 += s->Kc) {
-                size_t kc = min_sz(s->Kc, s->KT - k0), half;
+                size_t kc = min_sz(s->Kc, s->KT - k0), half, a_done = kc;
                 for (half = 0; half < 2; half++)
                     if (ub_tag[half].valid && ub_tag[half].m0 == m0 && ub_tag[half].k0 == k0)
                         break;
                 if (half == 2) {
+                    /* A new block: its k-slices are written one by one just
+                     * before their first MATMUL, so the array starts on slice 0
+                     * while the others arrive (the first column tile's pass
+                     * uses every slice, in order). */
                     half = s->ub_alt ? ub_next++ % 2 : 0;
                     s->blk_m0 = m0;
                     s->blk_mc = mc;
                     s->blk_k0 = k0;
-                    ub_tag[half].valid = 0;
-                    if ((st = write_block(s, NTPU_MEM_UB, half * s->Mc * s->Kc, kc * mc, fill_a)) != NTPU_OK)
-                        break;
                     ub_tag[half].valid = 1;
                     ub_tag[half].m0 = m0;
                     ub_tag[half].k0 = k0;
+                    a_done = 0;
                 }
                 size_t ub_base = half * s->Mc * s->Kc;
-                for (size_t pt = p0; pt < p0 + pc && st == NTPU_OK; pt++) {
-                    for (size_t kt = k0; kt < k0 + kc; kt++, q++) {
+                for (size_t s0 = p0; s0 < p0 + pc && st == NTPU_OK; s0 += PT_GROUP) {
+                    size_t gc = min_sz(PT_GROUP, p0 + pc - s0);
+                    for (size_t i = 0; i < kc * gc && st == NTPU_OK; i++, q++) {
+                        size_t kt = k0 + i / gc, pt = s0 + i % gc;
                         uint64_t seq = s->b_resident ? q : (uint64_t)mi * s->T + q;
                         if ((st = ensure_tile(s, seq)) != NTPU_OK ||
-                            (st = cmd_load_w(s, (size_t)(seq % s->slots) * s->n)) != NTPU_OK ||
-                            (st = cmd_matmul(s, ub_base + (kt - k0) * mc, acc_base + (pt - p0) * mc, mc, kt > 0)) !=
-                                NTPU_OK)
+                            (st = cmd_load_w(s, (size_t)(seq % s->slots) * s->n)) != NTPU_OK)
                             break;
+                        if (kt - k0 >= a_done) {
+                            if ((st = write_block(s, NTPU_MEM_UB, ub_base + a_done * mc, a_done * mc, mc, fill_a)) !=
+                                NTPU_OK) {
+                                ub_tag[half].valid = 0;
+                                break;
+                            }
+                            a_done++;
+                        }
+                        if ((st = cmd_matmul(s, ub_base + (kt - k0) * mc, acc_base + (pt - p0) * mc, mc, kt > 0)) !=
+                            NTPU_OK)
+                            break;
+                        /* A finished column tile is read back two MATMULs later:
+                         * the device runs a READ_MEM beside the MATMULs once no
+                         * queued one writes its rows, and meanwhile the command
+                         * stream must not stop. */
+                        if (due.active && ++due_after == 2 && (st = issue_read(s, &due, &prev)) != NTPU_OK)
+                            break;
+                        if (kt + 1 < s->KT)
+                            continue;
+                        /* Column tile pt is complete. */
+                        if (due.active && (st = issue_read(s, &due, &prev)) != NTPU_OK)
+                            break;
+                        due = (readback){.active = 1, .m0 = m0, .mc = mc, .p0 = pt, .pc = 1,
+                                         .stage = stage[nread++ % 2], .acc = acc_base + (pt - p0) * mc};
+                        due_after = 0;
                     }
                 }
             }
-            if (st != NTPU_OK)
-                break;
-            readback cur = {0, 0, m0, mc, p0, pc, stage[group % 2]};
-            if ((st = read_block(s, acc_base, &cur)) != NTPU_OK)
-                break;
-            st = finish_block(s, &prev);
-            prev = cur;
             group++;
         }
     }
+    if (st == NTPU_OK && due.active)
+        st = issue_read(s, &due, &prev);
     if (st == NTPU_OK)
         st = finish_block(s, &prev);
     if (st != NTPU_OK && !s->l->broken) {
