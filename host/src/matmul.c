@@ -141,6 +141,18 @@ static ntpu_status write_block(mm *s, unsigned mem, size_t addr, size_t r0, size
     return NTPU_OK;
 }
 
+/* Writes the current A block's rows *done .. upto-1 (k-slice after k-slice,
+ * at ub_base) if they are not there yet. */
+static ntpu_status write_a(mm *s, size_t ub_base, size_t upto, size_t *done)
+{
+    if (upto <= *done)
+        return NTPU_OK;
+    ntpu_status st = write_block(s, NTPU_MEM_UB, ub_base + *done, *done, upto - *done, fill_a);
+    if (st == NTPU_OK)
+        *done = upto;
+    return st;
+}
+
 /* Makes sure the tile with sequence number seq is in its WB slot, writing
  * tiles ahead a frame at a time. The first frames are small (1, 1, 2, 4, ...
  * tiles): the array starts on tile 0 while the rest arrive, since a device
@@ -154,9 +166,10 @@ static ntpu_status ensure_tile(mm *s, uint64_t seq)
     while (s->b_written <= seq) {
         uint64_t w = s->b_written;
         size_t slot = (size_t)(w % s->slots);
-        /* ... and none longer than a MATMUL of the chunk streams (Mc rows),
-         * so the command stream keeps up with the array. */
-        size_t cap = s->Mc / s->n ? min_sz(per_frame, s->Mc / s->n) : 1;
+        /* ... and none longer than a quarter of a MATMUL of the chunk (Mc
+         * rows): the device holds one MATMUL beyond the streaming one, so
+         * every gap between two MATMULs must be shorter than one. */
+        size_t cap = s->Mc / (4 * s->n) ? min_sz(per_frame, s->Mc / (4 * s->n)) : 1;
         size_t ramp = w == 0 ? 1 : (size_t)min_sz(cap, (size_t)w);
         size_t cnt = min_sz(min_sz(ramp, s->slots - slot), (size_t)(total - w));
         s->blk_seq0 = w;
@@ -308,7 +321,7 @@ static ntpu_status run(mm *s)
             size_t pc = min_sz(s->Pc, s->PT - p0);
             size_t acc_base = s->acc_alt ? (group % 2) * s->Mc * s->Pc : 0;
             for (size_t k0 = 0; k0 < s->KT && st == NTPU_OK; k0 += s->Kc) {
-                size_t kc = min_sz(s->Kc, s->KT - k0), half, a_done = kc;
+                size_t kc = min_sz(s->Kc, s->KT - k0), half, a_rows = kc * mc; /* rows of the block written */
                 for (half = 0; half < 2; half++)
                     if (ub_tag[half].valid && ub_tag[half].m0 == m0 && ub_tag[half].k0 == k0)
                         break;
@@ -324,7 +337,7 @@ static ntpu_status run(mm *s)
                     ub_tag[half].valid = 1;
                     ub_tag[half].m0 = m0;
                     ub_tag[half].k0 = k0;
-                    a_done = 0;
+                    a_rows = 0;
                 }
                 size_t ub_base = half * s->Mc * s->Kc;
                 for (size_t s0 = p0; s0 < p0 + pc && st == NTPU_OK; s0 += PT_GROUP) {
@@ -335,17 +348,22 @@ static ntpu_status run(mm *s)
                         if ((st = ensure_tile(s, seq)) != NTPU_OK ||
                             (st = cmd_load_w(s, (size_t)(seq % s->slots) * s->n)) != NTPU_OK)
                             break;
-                        if (kt - k0 >= a_done) {
-                            if ((st = write_block(s, NTPU_MEM_UB, ub_base + a_done * mc, a_done * mc, mc, fill_a)) !=
-                                NTPU_OK) {
-                                ub_tag[half].valid = 0;
-                                break;
-                            }
-                            a_done++;
+                        if ((st = write_a(s, ub_base, (kt - k0 + 1) * mc, &a_rows)) != NTPU_OK) {
+                            ub_tag[half].valid = 0;
+                            break;
                         }
                         if ((st = cmd_matmul(s, ub_base + (kt - k0) * mc, acc_base + (pt - p0) * mc, mc, kt > 0)) !=
                             NTPU_OK)
                             break;
+                        /* The next k-slice goes in while this one's MATMULs run,
+                         * a share after each, so it is there before the array
+                         * needs it and no gap between two MATMULs grows long. */
+                        size_t share = ceil_div(mc, gc) * (i % gc + 1);
+                        if ((st = write_a(s, ub_base, min_sz(kc * mc, (kt - k0 + 1) * mc + min_sz(share, mc)), &a_rows)) !=
+                            NTPU_OK) {
+                            ub_tag[half].valid = 0;
+                            break;
+                        }
                         /* A finished column tile is read back two MATMULs later:
                          * the device runs a READ_MEM beside the MATMULs once no
                          * queued one writes its rows, and meanwhile the command
