@@ -80,13 +80,22 @@ static uint16_t b_lane(const mm *s, size_t k, size_t p)
     return ((const uint16_t *)s->B)[i];
 }
 
-/* Column tiles that take turns, k-tile by k-tile: each A k-slice then feeds
- * this many MATMULs in a row, so a chunk's first pass, which must also bring
- * its A slices in, has G times the array time to do it in. */
+/* Column tiles that take turns, k-tile by k-tile, in the first sub-group of
+ * each block: each A k-slice then feeds this many MATMULs in a row, so the
+ * block's first pass, which must also bring its A slices in, has that much more
+ * array time to do it in. The other column tiles go one by one, so they finish
+ * (and are read back) evenly spread. */
 #define PT_GROUP 4
 
+/* Column tiles in the sub-group starting at column tile `at` of a group of pc. */
+static size_t sub_group(const mm *s, size_t pc, size_t at)
+{
+    (void)s;
+    return at == 0 ? min_sz(PT_GROUP, pc) : 1;
+}
+
 /* Tile q of an m-chunk's sequence: for each group of Pc column tiles, for each
- * group of Kc k-tiles, for each sub-group of PT_GROUP column tiles, for each
+ * group of Kc k-tiles, for each sub-group of column tiles (sub_group), for each
  * k-tile ascending, for each column tile of the sub-group. Every group but the
  * last of its kind is full, which is what makes the divisions work. */
 static void tile_of(const mm *s, size_t q, size_t *pt, size_t *kt)
@@ -95,8 +104,12 @@ static void tile_of(const mm *s, size_t q, size_t *pt, size_t *kt)
     size_t rem = q - pg * s->Pc * s->KT;
     size_t kg = rem / (pc * s->Kc), k0 = kg * s->Kc, kc = min_sz(s->Kc, s->KT - k0);
     rem -= kg * pc * s->Kc;
-    size_t sg = rem / (PT_GROUP * kc), s0 = sg * PT_GROUP, gc = min_sz(PT_GROUP, pc - s0);
-    rem -= sg * PT_GROUP * kc;
+    size_t g0 = sub_group(s, pc, 0), s0 = 0, gc = g0;
+    if (rem >= g0 * kc) {
+        s0 = g0 + (rem - g0 * kc) / kc;
+        gc = 1;
+        rem = (rem - g0 * kc) % kc;
+    }
     *pt = p0 + s0 + rem % gc;
     *kt = k0 + rem / gc;
 }
@@ -199,22 +212,42 @@ static ntpu_status cmd_matmul(mm *s, size_t ub, size_t acc, size_t rows, int acc
     return ntpu_link_command(s->l, cmd, sizeof cmd, 0, NULL, NULL);
 }
 
-/* An ACC block being read back. */
+/* Read-back of finished column tiles. A tile's READ_MEMs wait until two more
+ * MATMULs are queued (the device runs a READ_MEM beside the MATMULs once no
+ * queued one writes its rows), and go out one piece per MATMUL: the device
+ * holds one MATMUL beyond the streaming one, so no gap between two MATMULs in
+ * the command stream may grow long. */
+#define READ_PIECES 2 /* READ_MEMs per column tile */
+#define READ_DELAY 2  /* MATMULs queued after a tile's last one before its read */
+#define RQ_CAP 8      /* tiles read back at once; more wait for the oldest */
+
 typedef struct readback {
-    int active;
-    uint64_t ticket;
-    size_t m0, mc, p0, pc;
-    uint8_t *stage;
-    size_t acc; /* its first ACC row */
+    size_t m0, mc, pt; /* C rows m0 .. m0+mc-1, column tile pt */
+    size_t acc;        /* its first ACC row */
+    uint8_t *stage;    /* mc rows of 4N bytes */
+    unsigned pieces;   /* READ_MEMs issued */
+    uint64_t due;      /* MATMUL count from which it may be read */
+    uint64_t last;     /* MATMUL count when its last piece went */
+    uint64_t ticket;   /* of its last READ_MEM */
 } readback;
 
-static ntpu_status read_block(mm *s, size_t acc_base, readback *rb)
+typedef struct readq {
+    readback t[RQ_CAP];
+    size_t head, count, issuing; /* oldest, tiles held, tiles fully issued from head on */
+    uint64_t mm;                 /* MATMULs queued so far */
+    uint64_t last_piece;         /* MATMUL count at the last piece */
+} readq;
+
+/* Issues the next READ_MEM piece of the oldest tile not fully issued. */
+static ntpu_status read_piece(mm *s, readq *q)
 {
-    size_t row = 4 * s->n, per = (s->l->max_payload - 1) / row, rows = rb->pc * rb->mc;
-    for (size_t done = 0; done < rows;) {
-        size_t cnt = min_sz(per, rows - done);
+    readback *rb = &q->t[(q->head + q->issuing) % RQ_CAP];
+    size_t row = 4 * s->n, per = (s->l->max_payload - 1) / row, step = ceil_div(rb->mc, READ_PIECES);
+    size_t from = min_sz(rb->mc, rb->pieces * step), to = min_sz(rb->mc, from + step);
+    for (size_t done = from; done < to;) {
+        size_t cnt = min_sz(per, to - done);
         uint8_t cmd[NTPU_LEN_MEM_HDR] = {NTPU_OP_READ_MEM, NTPU_MEM_ACC};
-        ntpu_wr16(cmd + 2, (uint32_t)(acc_base + done));
+        ntpu_wr16(cmd + 2, (uint32_t)(rb->acc + done));
         ntpu_wr16(cmd + 4, (uint32_t)cnt);
         ntpu_status st =
             ntpu_link_command(s->l, cmd, sizeof cmd, (uint32_t)(cnt * row), rb->stage + done * row, &rb->ticket);
@@ -222,47 +255,71 @@ static ntpu_status read_block(mm *s, size_t acc_base, readback *rb)
             return st;
         done += cnt;
     }
-    rb->active = 1;
+    q->last_piece = q->mm;
+    rb->last = q->mm;
+    if (++rb->pieces == READ_PIECES)
+        q->issuing++;
     return NTPU_OK;
 }
 
-/* Waits for a read-back block and copies its valid lanes into C. */
-static ntpu_status finish_block(mm *s, readback *rb)
+/* Waits for the oldest tile's replies and copies its valid lanes into C. */
+static ntpu_status finish_oldest(mm *s, readq *q)
 {
-    if (!rb->active)
-        return NTPU_OK;
-    rb->active = 0;
+    readback *rb = &q->t[q->head];
+    q->head = (q->head + 1) % RQ_CAP;
+    q->count--;
+    q->issuing--;
     ntpu_status st = ntpu_link_wait(s->l, rb->ticket);
     if (st != NTPU_OK)
         return st;
-    for (size_t ptl = 0; ptl < rb->pc; ptl++) {
-        size_t p = (rb->p0 + ptl) * s->n, cnt = min_sz(s->n, s->P - p);
-        for (size_t m = 0; m < rb->mc; m++) {
-            const uint8_t *src = rb->stage + (ptl * rb->mc + m) * 4 * s->n;
-            size_t at = (rb->m0 + m) * s->P + p;
-            for (size_t j = 0; j < cnt; j++) {
-                uint32_t v = ntpu_rd32(src + 4 * j);
-                if (s->bf16)
-                    memcpy((float *)s->C + at + j, &v, sizeof v);
-                else
-                    ((int32_t *)s->C)[at + j] = (int32_t)v;
-            }
+    size_t p = rb->pt * s->n, cnt = min_sz(s->n, s->P - p);
+    for (size_t m = 0; m < rb->mc; m++) {
+        const uint8_t *src = rb->stage + m * 4 * s->n;
+        size_t at = (rb->m0 + m) * s->P + p;
+        for (size_t j = 0; j < cnt; j++) {
+            uint32_t v = ntpu_rd32(src + 4 * j);
+            if (s->bf16)
+                memcpy((float *)s->C + at + j, &v, sizeof v);
+            else
+                ((int32_t *)s->C)[at + j] = (int32_t)v;
         }
     }
     return NTPU_OK;
 }
 
-/* Reads the column tile *due back, then waits for the one before it and stores that into C. */
-static ntpu_status issue_read(mm *s, readback *due, readback *prev)
+/* After each MATMUL: at most one piece, then every tile whose last piece has
+ * two MATMULs queued behind it is collected (the device is still busy then).
+ * With flush, everything left is issued and collected. */
+static ntpu_status read_progress(mm *s, readq *q, int flush)
 {
-    readback cur = *due;
-    due->active = 0;
-    ntpu_status st = read_block(s, cur.acc, &cur);
+    ntpu_status st = NTPU_OK;
+    if (q->issuing < q->count && (flush || (q->t[(q->head + q->issuing) % RQ_CAP].due <= q->mm &&
+                                            (q->mm > q->last_piece || q->last_piece == 0))))
+        st = read_piece(s, q);
+    while (st == NTPU_OK && flush && q->issuing < q->count)
+        st = read_piece(s, q);
+    while (st == NTPU_OK && q->issuing > 0 && (flush || q->t[q->head].last + READ_DELAY <= q->mm))
+        st = finish_oldest(s, q);
+    return st;
+}
+
+/* Column tile pt of the m-chunk is complete after the MATMUL just queued. */
+static ntpu_status read_later(mm *s, readq *q, uint8_t *stage, size_t m0, size_t mc, size_t pt, size_t acc)
+{
+    ntpu_status st = NTPU_OK;
+    while (st == NTPU_OK && q->count == RQ_CAP) {
+        while (st == NTPU_OK && q->issuing == 0)
+            st = read_piece(s, q);
+        if (st == NTPU_OK)
+            st = finish_oldest(s, q);
+    }
     if (st != NTPU_OK)
         return st;
-    st = finish_block(s, prev);
-    *prev = cur;
-    return st;
+    size_t slot = (q->head + q->count) % RQ_CAP;
+    q->t[slot] = (readback){.m0 = m0, .mc = mc, .pt = pt, .acc = acc, .stage = stage + slot * s->Mc * 4 * s->n,
+                            .due = q->mm + READ_DELAY};
+    q->count++;
+    return NTPU_OK;
 }
 
 /* Chooses chunk sizes: as many rows as possible per chunk (fewer weight loads),
@@ -297,23 +354,18 @@ static void plan(mm *s)
 
 static ntpu_status run(mm *s)
 {
-    uint8_t *stage[2];
-    size_t stage_bytes = s->Mc * 4 * s->n; /* one column tile of a chunk */
-    stage[0] = malloc(stage_bytes);
-    stage[1] = malloc(stage_bytes);
-    if (!stage[0] || !stage[1]) {
-        free(stage[0]);
-        free(stage[1]);
+    size_t stage_bytes = RQ_CAP * s->Mc * 4 * s->n; /* RQ_CAP column tiles of a chunk */
+    uint8_t *stage = malloc(stage_bytes);
+    if (!stage)
         return ntpu_fail(s->dev, NTPU_ERR_NO_MEMORY, "out of memory for %zu bytes of read-back buffers",
-                         2 * stage_bytes);
-    }
-    readback prev = {0};
+                         stage_bytes);
+    readq rq;
+    memset(&rq, 0, sizeof rq);
     struct {
         int valid;
         size_t m0, k0;
     } ub_tag[2] = {{0}};
-    size_t ub_next = 0, group = 0, nread = 0, due_after = 0;
-    readback due = {0}; /* a finished column tile not read yet */
+    size_t ub_next = 0, group = 0;
     ntpu_status st = NTPU_OK;
     for (size_t mi = 0, m0 = 0; m0 < s->M && st == NTPU_OK; mi++, m0 += s->Mc) {
         size_t mc = min_sz(s->Mc, s->M - m0), q = 0;
@@ -326,10 +378,10 @@ static ntpu_status run(mm *s)
                     if (ub_tag[half].valid && ub_tag[half].m0 == m0 && ub_tag[half].k0 == k0)
                         break;
                 if (half == 2) {
-                    /* A new block: its k-slices are written one by one just
-                     * before their first MATMUL, so the array starts on slice 0
-                     * while the others arrive (the first column tile's pass
-                     * uses every slice, in order). */
+                    /* A new block: its k-slices are written as they are
+                     * needed (below), so the array starts on slice 0 while
+                     * the others arrive; the first sub-group's pass uses every
+                     * slice, in order. */
                     half = s->ub_alt ? ub_next++ % 2 : 0;
                     s->blk_m0 = m0;
                     s->blk_mc = mc;
@@ -340,8 +392,8 @@ static ntpu_status run(mm *s)
                     a_rows = 0;
                 }
                 size_t ub_base = half * s->Mc * s->Kc;
-                for (size_t s0 = p0; s0 < p0 + pc && st == NTPU_OK; s0 += PT_GROUP) {
-                    size_t gc = min_sz(PT_GROUP, p0 + pc - s0);
+                for (size_t s0 = p0; s0 < p0 + pc && st == NTPU_OK;) {
+                    size_t gc = sub_group(s, pc, s0 - p0);
                     for (size_t i = 0; i < kc * gc && st == NTPU_OK; i++, q++) {
                         size_t kt = k0 + i / gc, pt = s0 + i % gc;
                         uint64_t seq = s->b_resident ? q : (uint64_t)mi * s->T + q;
@@ -355,6 +407,7 @@ static ntpu_status run(mm *s)
                         if ((st = cmd_matmul(s, ub_base + (kt - k0) * mc, acc_base + (pt - p0) * mc, mc, kt > 0)) !=
                             NTPU_OK)
                             break;
+                        rq.mm++;
                         /* The next k-slice goes in while this one's MATMULs run,
                          * a share after each, so it is there before the array
                          * needs it and no gap between two MATMULs grows long. */
@@ -364,40 +417,28 @@ static ntpu_status run(mm *s)
                             ub_tag[half].valid = 0;
                             break;
                         }
-                        /* A finished column tile is read back two MATMULs later:
-                         * the device runs a READ_MEM beside the MATMULs once no
-                         * queued one writes its rows, and meanwhile the command
-                         * stream must not stop. */
-                        if (due.active && ++due_after == 2 && (st = issue_read(s, &due, &prev)) != NTPU_OK)
-                            break;
-                        if (kt + 1 < s->KT)
-                            continue;
-                        /* Column tile pt is complete. */
-                        if (due.active && (st = issue_read(s, &due, &prev)) != NTPU_OK)
-                            break;
-                        due = (readback){.active = 1, .m0 = m0, .mc = mc, .p0 = pt, .pc = 1,
-                                         .stage = stage[nread++ % 2], .acc = acc_base + (pt - p0) * mc};
-                        due_after = 0;
+                        if (kt + 1 == s->KT)
+                            st = read_later(s, &rq, stage, m0, mc, pt, acc_base + (pt - p0) * mc);
+                        if (st == NTPU_OK)
+                            st = read_progress(s, &rq, 0);
                     }
+                    s0 += gc;
                 }
             }
             group++;
         }
     }
-    if (st == NTPU_OK && due.active)
-        st = issue_read(s, &due, &prev);
     if (st == NTPU_OK)
-        st = finish_block(s, &prev);
+        st = read_progress(s, &rq, 1);
     if (st != NTPU_OK && !s->l->broken) {
-        /* Replies still on their way point into the buffers freed below: take
+        /* Replies still on their way point into the buffer freed below: take
          * them off the link first, keeping the first error's text. */
         char why[NTPU_ERRMSG_LEN];
         memcpy(why, s->dev->err, sizeof why);
         ntpu_link_sync(s->l);
         memcpy(s->dev->err, why, sizeof why);
     }
-    free(stage[0]);
-    free(stage[1]);
+    free(stage);
     return st;
 }
 
