@@ -21,7 +21,8 @@
 // - Memory port: used only while both sequencers are idle; reads return data one cycle later and
 //   the memories hold it until their next read.
 // - LINK_BYTES: frame bytes are fetched, and READ_MEM reply bytes sent, up to LINK_BYTES per cycle
-//   (never across a memory row); m_body_valid is a thermometer code of the bytes offered.
+//   (never across a memory row), COUNTERS reply bytes up to LINK_BYTES per cycle (never across a
+//   counter); m_body_valid is a thermometer code of the bytes offered.
 // - STATUS counters: `commands` counts replies sent with DEV_OK (when the frame is released),
 //   `errors` the others (when the reply header is handed to the transmitter); a STATUS reports the
 //   values from before itself.
@@ -363,9 +364,15 @@ module ntpu_cmd
   assign m_hdr_valid = (state_q == S_REPLY);
   assign rd_n = (left_q < 8'(W)) ? KW'(left_q) : KW'(W);
   assign rd_last = (left_q <= 8'(W));
+  // Blocks leave a byte per beat, but a COUNTERS reply a counter (its rest) per beat, up to W.
+  logic [7:0] cnt_rest;
+  logic [KW-1:0] blk_n;
+  assign cnt_rest = ((left_q - 8'd1) & 8'd7) + 8'd1;
+  assign blk_n = (op != OP_COUNTERS) ? KW'(1) : (cnt_rest < 8'(W)) ? KW'(cnt_rest) : KW'(W);
   for (genvar i = 0; i < W; i++) begin : g_body_valid
     assign m_body_valid[i] = (i == 0) ? (state_q == S_BLOCK || state_q == S_RD_SEND)
-                                      : (state_q == S_RD_SEND && KW'(i) < rd_n);
+                                      : (state_q == S_RD_SEND && KW'(i) < rd_n) ||
+                                        (state_q == S_BLOCK && KW'(i) < blk_n);
   end
   // LOAD_W and MATMUL must see the vector unit's writes: they are handed over only while it is idle.
   assign m_seq_valid = (state_q == S_DISPATCH) && vec_idle;
@@ -377,8 +384,8 @@ module ntpu_cmd
   // COUNTERS: counter 0 in S_CNT, counter k+1 as the last byte of counter k leaves. Each counter
   // is read whole into sh_q (no torn values) and, with CLEAR, zeroed in the same cycle.
   assign cnt_load = (state_q == S_CNT) ||
-                    (state_q == S_BLOCK && op == OP_COUNTERS && m_body_ready && left_q[2:0] == 3'd1 &&
-                     left_q != 8'd1);
+                    (state_q == S_BLOCK && op == OP_COUNTERS && m_body_ready &&
+                     8'(blk_n) == cnt_rest && left_q != 8'(blk_n));
   assign cnt_load_idx = (state_q == S_CNT) ? 4'd0 : cnt_idx_q + 4'd1;
   always @* begin
     cnt_sel = '0;
@@ -391,7 +398,7 @@ module ntpu_cmd
   end
   // The frame is released with its last reply byte.
   assign s_frm_ready = (state_q == S_REPLY && m_hdr_ready && after_reply_q == S_IDLE) ||
-                       (state_q == S_BLOCK && m_body_ready && left_q == 8'd1) ||
+                       (state_q == S_BLOCK && m_body_ready && left_q == 8'(blk_n)) ||
                        (state_q == S_RD_SEND && m_body_ready && rd_last && rows_left_q == 16'd0);
 
   always_comb begin
@@ -499,8 +506,8 @@ module ntpu_cmd
       end
       S_BLOCK: begin
         if (m_body_ready) begin
-          left_d = left_q - 8'd1;
-          if (left_q == 8'd1) state_d = S_IDLE;
+          left_d = left_q - 8'(blk_n);
+          if (left_q == 8'(blk_n)) state_d = S_IDLE;
         end
       end
       S_RD_ISSUE: begin
@@ -580,7 +587,7 @@ module ntpu_cmd
     else if (state_q == S_DECODE && op == OP_SYNC) sh_q <= SH_W'(expected_seq_q);
     else if (state_q == S_RD_SEND && body_go) sh_q <= rd_row >> (8 * rd_n);
     else if (state_q == S_WRITE && fb_take) sh_q <= wr_shift;
-    else if (body_go) sh_q <= {8'd0, sh_q[SH_W-1:8]};
+    else if (body_go) sh_q <= sh_q >> (8 * blk_n);
   end
 
   // WRITE_MEM: the fb_k_q new bytes enter at the top, the row so far moves down by as many.
@@ -639,7 +646,7 @@ module ntpu_cmd
   assign st_idx = $clog2(STATUS_BYTES)'(8'(STATUS_BYTES) - left_q);
   assign m_body_data = (state_q == S_RD_SEND) ? (8*W)'(rd_row)
                      : (op == OP_INFO) ? (8*W)'(id_block[8*id_idx +: 8])
-                     : (op == OP_STATUS) ? (8*W)'(status_block[8*st_idx +: 8]) : (8*W)'(sh_q[7:0]);
+                     : (op == OP_STATUS) ? (8*W)'(status_block[8*st_idx +: 8]) : (8*W)'(sh_q);
 
   assign m_seq_matmul = (op == OP_MATMUL);
   assign m_seq_flags = (TRANSPOSE_A_EN != 0) ? f1 : (f1 & ~MATMUL_TRANSPOSE_A);

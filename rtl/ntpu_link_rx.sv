@@ -3,9 +3,10 @@
 // Contract:
 // - s_rx: up to LINK_BYTES bytes per cycle, byte 0 first. s_rx_valid and s_rx_ready are thermometer
 //   codes (bit i: byte i is offered / would be taken; bits 0..k-1 set); the bytes that move are
-//   those with both bits set. s_rx_ready depends on the state only. Header and CRC bytes move one
-//   per cycle, payload bytes up to LINK_BYTES per cycle (LINK_BYTES = 1: the byte-wide link of the
-//   boards, exactly as before).
+//   those with both bits set. s_rx_ready depends on the state only. SOF moves alone (hunting drops
+//   bytes one at a time); with LINK_BYTES >= 3 SEQ and LEN move together, and payload bytes, CRC
+//   bytes up to LINK_BYTES per cycle (LINK_BYTES = 1: the byte-wide link of the boards, one byte
+//   per cycle, exactly as before).
 // - Bytes: Outside a frame, bytes other than SOF 0xA5 are dropped (one `drop`
 //   pulse each). After SOF come SEQ and LEN; a LEN of 0 or over MAX_PAYLOAD yields an ERR_LENGTH
 //   frame at once (no payload) and hunting resumes with the next byte. Otherwise LEN payload bytes
@@ -73,6 +74,9 @@ module ntpu_link_rx
 
   logic take;          // at least one byte moves on s_rx (byte 0 is s_rx_data[7:0])
   logic [7:0] rx_b0;
+  logic [23:0] rx_b012;                 // bytes 0..2 (zero past W)
+  logic hdr3;                           // SEQ and both LEN bytes move at once (W >= 3)
+  logic [15:0] len_hdr3;                // ... and this is LEN
   logic [KW-1:0] rdy_n, vld_n, take_n;  // bytes the receiver would take, offered, taken
   logic [15:0] pay_left;                // payload bytes still to come
   logic commit;        // the frame in slot wr_q is complete
@@ -83,14 +87,18 @@ module ntpu_link_rx
   logic [31:0] crc;
   logic buf_we;
 
-  assign rx_b0 = s_rx_data[7:0];
+  assign rx_b012 = 24'(s_rx_data);
+  assign rx_b0 = rx_b012[7:0];
+  assign len_hdr3 = rx_b012[23:8];
   assign len_rx = {rx_b0, len_lo_q};
   assign release_frm = m_frm_valid && m_frm_ready;
   // Plain assigns, not part of the FSM's always_comb: handshakes must not glitch (see ntpu_link_tx).
   assign pay_left = len_q - cnt_q;
+  // SEQ with both LEN bytes claims a slot like LEN's high byte, so it waits for a free one.
   assign rdy_n = (state_q == S_CHECK || (state_q == S_LEN1 && nheld_q == 2'd2)) ? KW'(0)
-               : (state_q != S_PAYLOAD) ? KW'(1)
-               : (pay_left < 16'(W)) ? KW'(pay_left) : KW'(W);
+               : (state_q == S_PAYLOAD) ? ((pay_left < 16'(W)) ? KW'(pay_left) : KW'(W))
+               : (state_q == S_CRC) ? ((16'd4 - cnt_q < 16'(W)) ? KW'(16'd4 - cnt_q) : KW'(W))
+               : (W >= 3 && state_q == S_SEQ && nheld_q != 2'd2) ? KW'(3) : KW'(1);
   for (genvar i = 0; i < W; i++) begin : g_ready
     assign s_rx_ready[i] = (KW'(i) < rdy_n);
   end
@@ -103,6 +111,7 @@ module ntpu_link_rx
   end
   assign take_n = (vld_n < rdy_n) ? vld_n : rdy_n;
   assign take = (take_n != '0);
+  assign hdr3 = (W >= 3) && take_n == KW'(3);
 
   always_comb begin
     state_d = state_q;
@@ -126,7 +135,20 @@ module ntpu_link_rx
       end
       S_SEQ: begin
         crc_en = take;
-        if (take) state_d = S_LEN0;
+        cnt_d = '0;
+        if (hdr3) begin
+          if (len_hdr3 == 16'd0 || len_hdr3 > 16'(MAX_PAYLOAD)) begin
+            commit = 1'b1;
+            commit_status = DEV_ERR_LENGTH;
+            state_d = S_HUNT;
+          end else begin
+            state_d = S_PAYLOAD;
+          end
+        end else if (take && take_n == KW'(1)) begin
+          state_d = S_LEN0;
+        end else if (take) begin
+          state_d = S_LEN1;
+        end
       end
       S_LEN0: begin
         crc_en = take;
@@ -161,8 +183,8 @@ module ntpu_link_rx
       S_CRC: begin
         crc_en = take;
         if (take) begin
-          cnt_d = cnt_q + 16'd1;
-          if (cnt_q == 16'd3) state_d = S_CHECK;
+          cnt_d = cnt_q + 16'(take_n);
+          if (cnt_q + 16'(take_n) == 16'd4) state_d = S_CHECK;
         end
       end
       S_CHECK: begin
@@ -187,6 +209,8 @@ module ntpu_link_rx
     cnt_q <= cnt_d;
     if (take && state_q == S_SEQ) seq_q <= rx_b0;
     if (take && state_q == S_LEN0) len_lo_q <= rx_b0;
+    if (take && state_q == S_SEQ) len_lo_q <= rx_b012[15:8];  // used only if it was LEN's low byte
+    if (hdr3 && state_q == S_SEQ) len_q <= len_hdr3;
     if (take && state_q == S_LEN1) len_q <= len_rx;
   end
 
@@ -205,10 +229,11 @@ module ntpu_link_rx
 
   always_ff @(posedge clk) begin
     if (commit) begin
-      slot_seq_q[wr_q] <= seq_q;
+      slot_seq_q[wr_q] <= (state_q == S_SEQ) ? rx_b0 : seq_q;  // S_SEQ: SEQ and LEN at once
       slot_status_q[wr_q] <= commit_status;
-      // An ERR_LENGTH frame commits in S_LEN1, before len_q has taken the byte.
-      slot_len_q[wr_q] <= (state_q == S_LEN1) ? len_rx : len_q;
+      // An ERR_LENGTH frame commits in S_LEN1 (or S_SEQ, with SEQ and LEN at once), before len_q
+      // has taken the bytes.
+      slot_len_q[wr_q] <= (state_q == S_LEN1) ? len_rx : (state_q == S_SEQ) ? len_hdr3 : len_q;
     end
   end
 

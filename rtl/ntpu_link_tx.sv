@@ -10,8 +10,9 @@
 //   being sent. A transfer never offers more bytes than the body has left.
 // - m_tx: SOF 0x5A, SEQ, LEN (little-endian), status, body, CRC-32 over SEQ..body (little-endian).
 //   m_tx_data/m_tx_valid come from registers; m_tx_ready reaches s_body_ready combinationally.
-//   m_tx_valid is a thermometer code like s_body_valid: header and CRC bytes leave one per cycle,
-//   body bytes as many per cycle as they came (LINK_BYTES = 1: one byte per cycle, the boards'
+//   m_tx_valid is a thermometer code like s_body_valid: SOF leaves alone, then (LINK_BYTES >= 4)
+//   SEQ, LEN and status in one beat and the CRC in one beat, or else one byte per cycle; body
+//   bytes as many per cycle as they came (LINK_BYTES = 1: one byte per cycle, the boards'
 //   byte-wide link). Back-to-back replies leave no gap.
 `default_nettype none
 
@@ -102,8 +103,17 @@ module ntpu_link_tx
       end
       S_SEQ: begin
         load = out_free;
-        load_data = (8*W)'(cur_seq_q);
-        if (out_free) state_d = S_LEN0;
+        if (W >= 4) begin
+          // SEQ, LEN and the status byte in one beat.
+          load_data = (8*W)'({cur_status_q, len_b1, len_b0, cur_seq_q});
+          load_n = KW'(4);
+          body_left_d = cur_len_q - 16'd1;
+          if (out_free && cur_len_q == 16'd1) state_d = S_CRC0;
+          else if (out_free) state_d = S_BODY;
+        end else begin
+          load_data = (8*W)'(cur_seq_q);
+          if (out_free) state_d = S_LEN0;
+        end
       end
       S_LEN0: begin
         load = out_free;
@@ -135,8 +145,14 @@ module ntpu_link_tx
       end
       S_CRC0: begin
         load = out_free;
-        load_data = (8*W)'(crc_b0);
-        if (out_free) state_d = S_CRC1;
+        if (W >= 4) begin
+          load_data = (8*W)'(crc);  // little-endian: crc_b0 first
+          load_n = KW'(4);
+          if (out_free) state_d = S_IDLE;
+        end else begin
+          load_data = (8*W)'(crc_b0);
+          if (out_free) state_d = S_CRC1;
+        end
       end
       S_CRC1: begin
         load = out_free;
