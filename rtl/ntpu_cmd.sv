@@ -151,6 +151,7 @@ module ntpu_cmd
 
   logic [8*CMD_HDR_MAX-1:0] hdr_q;  // payload bytes 0..9 (byte k at [8k +: 8]), zero past LEN
   logic [15:0] fb_off_q;            // next frame byte to fetch
+  logic [15:0] fb_off;              // ... (0 in S_IDLE)
   logic fb_vld_q;                   // frm_rdata holds fb_k_q bytes from offset fb_idx_q on
   logic [15:0] fb_idx_q;
   logic [KW-1:0] fb_n, fb_k_q;      // bytes fetched now / in frm_rdata
@@ -348,15 +349,18 @@ module ntpu_cmd
   logic [15:0] fb_left;
   logic [7:0] row_room;
   always_comb begin
-    fb_left = fb_end - fb_off_q;
+    fb_left = fb_end - fb_off;
     row_room = row_bytes - iss_row_q;
     fb_n = (fb_left < 16'(W)) ? KW'(fb_left) : KW'(W);
     if (state_q == S_WRITE && 16'(row_room) < 16'(fb_n)) fb_n = KW'(row_room);
   end
   // The fixed part is at most CMD_HDR_MAX bytes; WRITE_MEM goes on to the end of the frame.
   assign fb_end = (state_q == S_WRITE) ? len : ((len < 16'(CMD_HDR_MAX)) ? len : 16'(CMD_HDR_MAX));
-  assign frm_re = (state_q == S_HDR || state_q == S_WRITE) && (fb_off_q < fb_end);
-  assign frm_raddr = OFF_W'(fb_off_q);
+  // A good frame's first bytes are fetched already in S_IDLE, as it arrives.
+  assign fb_off = (state_q == S_IDLE) ? 16'd0 : fb_off_q;
+  assign frm_re = ((state_q == S_IDLE && s_frm_valid && s_frm_status == DEV_OK) || state_q == S_HDR ||
+                   state_q == S_WRITE) && (fb_off < fb_end);
+  assign frm_raddr = OFF_W'(fb_off);
 
   // Handshakes and strobes are plain assigns of the state: a default-then-override inside the
   // always_comb below would glitch them, and two modules' always_comb blocks reacting to each
@@ -475,6 +479,8 @@ module ntpu_cmd
             end
             default: ;  // NOP
           endcase
+          // Nothing to wait for: straight on.
+          if (state_d == S_DRAIN && (all_idle || mem_go)) state_d = after_drain_d;
         end
       end
       S_DRAIN: begin
@@ -548,16 +554,16 @@ module ntpu_cmd
     left_q <= left_d;
     rows_left_q <= rows_left_d;
     addr_q <= addr_d;
-    fb_idx_q <= fb_off_q;
+    fb_idx_q <= fb_off;
     fb_k_q <= fb_n;
     if (mem_re) rd_fresh_q <= 1'b1;
     else if (body_go) rd_fresh_q <= 1'b0;
     if (cnt_load) cnt_idx_q <= cnt_load_idx;
 
     // Frame fetch: the fixed part from offset 0, then WRITE_MEM's rows from offset 6.
-    if (state_q == S_IDLE) fb_off_q <= '0;
-    else if (state_q == S_DECODE) fb_off_q <= 16'(LEN_MEM_HDR);
-    else if (frm_re) fb_off_q <= fb_off_q + 16'(fb_n);
+    if (state_q == S_DECODE) fb_off_q <= 16'(LEN_MEM_HDR);
+    else if (frm_re) fb_off_q <= fb_off + 16'(fb_n);
+    else if (state_q == S_IDLE) fb_off_q <= '0;
 
     if (state_q == S_IDLE) hdr_q <= '0;
     else if (state_q == S_HDR && fb_take) begin

@@ -217,7 +217,7 @@ static ntpu_status cmd_matmul(mm *s, size_t ub, size_t acc, size_t rows, int acc
  * queued one writes its rows), and go out one piece per MATMUL: the device
  * holds one MATMUL beyond the streaming one, so no gap between two MATMULs in
  * the command stream may grow long. */
-#define READ_PIECES 2 /* READ_MEMs per column tile */
+#define READ_PIECES 4 /* READ_MEMs per column tile */
 #define READ_DELAY 2  /* MATMULs queued after a tile's last one before its read */
 #define RQ_CAP 8      /* tiles read back at once; more wait for the oldest */
 
@@ -397,13 +397,13 @@ static ntpu_status run(mm *s)
                     for (size_t i = 0; i < kc * gc && st == NTPU_OK; i++, q++) {
                         size_t kt = k0 + i / gc, pt = s0 + i % gc;
                         uint64_t seq = s->b_resident ? q : (uint64_t)mi * s->T + q;
-                        if ((st = ensure_tile(s, seq)) != NTPU_OK ||
-                            (st = cmd_load_w(s, (size_t)(seq % s->slots) * s->n)) != NTPU_OK)
-                            break;
                         if ((st = write_a(s, ub_base, (kt - k0 + 1) * mc, &a_rows)) != NTPU_OK) {
                             ub_tag[half].valid = 0;
                             break;
                         }
+                        if ((st = ensure_tile(s, seq)) != NTPU_OK ||
+                            (st = cmd_load_w(s, (size_t)(seq % s->slots) * s->n)) != NTPU_OK)
+                            break;
                         if ((st = cmd_matmul(s, ub_base + (kt - k0) * mc, acc_base + (pt - p0) * mc, mc, kt > 0)) !=
                             NTPU_OK)
                             break;
