@@ -303,6 +303,24 @@ static ntpu_status read_progress(mm *s, readq *q, int flush)
     return st;
 }
 
+/* Before MATMULs write ACC rows [lo, hi): every read-back of those rows still
+ * to go out goes now (and so do the older ones, which go in order). */
+static ntpu_status read_before_overwrite(mm *s, readq *q, size_t lo, size_t hi)
+{
+    size_t last = 0, found = 0;
+    for (size_t i = q->issuing; i < q->count; i++) {
+        const readback *rb = &q->t[(q->head + i) % RQ_CAP];
+        if (rb->acc < hi && lo < rb->acc + rb->mc) {
+            last = i;
+            found = 1;
+        }
+    }
+    ntpu_status st = NTPU_OK;
+    while (st == NTPU_OK && found && q->issuing <= last)
+        st = read_piece(s, q);
+    return st;
+}
+
 /* Column tile pt of the m-chunk is complete after the MATMUL just queued. */
 static ntpu_status read_later(mm *s, readq *q, uint8_t *stage, size_t m0, size_t mc, size_t pt, size_t acc)
 {
@@ -372,6 +390,8 @@ static ntpu_status run(mm *s)
         for (size_t p0 = 0; p0 < s->PT && st == NTPU_OK; p0 += s->Pc) {
             size_t pc = min_sz(s->Pc, s->PT - p0);
             size_t acc_base = s->acc_alt ? (group % 2) * s->Mc * s->Pc : 0;
+            if ((st = read_before_overwrite(s, &rq, acc_base, acc_base + pc * mc)) != NTPU_OK)
+                break;
             for (size_t k0 = 0; k0 < s->KT && st == NTPU_OK; k0 += s->Kc) {
                 size_t kc = min_sz(s->Kc, s->KT - k0), half, a_rows = kc * mc; /* rows of the block written */
                 for (half = 0; half < 2; half++)
