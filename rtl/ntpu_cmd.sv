@@ -14,8 +14,15 @@
 //   the vector sequencer is idle (they must see its writes). ACT, RELU_GRAD and COLSUM are
 //   answered once the vector sequencer accepts them; they, WRITE_MEM, READ_MEM, FENCE and COUNTERS
 //   first wait until both sequencers are idle (so they see every earlier command finished).
-//   NOP, INFO and STATUS do not wait (STATUS reports busy).
-// - Memory port: used only while both sequencers are idle; reads return data one cycle later.
+//   NOP, INFO and STATUS do not wait (STATUS reports busy). With MEM_OVERLAP, WRITE_MEM and
+//   READ_MEM wait only for the vector sequencer and for the sequencer's answer that no accepted
+//   LOAD_W / MATMUL still uses their rows (q_conflict); READ_MEM of ACC then reads a mirror of
+//   ACC (acc_rdata), so the sequencer keeps its own port.
+// - Memory port: used only while both sequencers are idle; reads return data one cycle later and
+//   the memories hold it until their next read.
+// - LINK_BYTES: frame bytes are fetched, and READ_MEM reply bytes sent, up to LINK_BYTES per cycle
+//   (never across a memory row), COUNTERS reply bytes up to LINK_BYTES per cycle (never across a
+//   counter); m_body_valid is a thermometer code of the bytes offered.
 // - STATUS counters: `commands` counts replies sent with DEV_OK (when the frame is released),
 //   `errors` the others (when the reply header is handed to the transmitter); a STATUS reports the
 //   values from before itself.
@@ -33,6 +40,8 @@ module ntpu_cmd
   parameter int VEC_EN = 1,                   // 0: no vector unit, its opcodes are unknown
   parameter int TRANSPOSE_A_EN = 1,           // 0: MATMUL's TRANSPOSE_A flag is reserved (ERR_ARG)
   parameter int COUNTER_W = 64,               // performance counter width (zero-extended to u64)
+  parameter int LINK_BYTES = 1,               // frame / reply bytes per cycle (ntpu_link_rx, _tx)
+  parameter int MEM_OVERLAP = 0,              // 1: WRITE_MEM / READ_MEM may run beside the sequencer
   parameter int OFF_W = $clog2(MAX_PAYLOAD)   // payload offset bits; leave at the default
 ) (
   input  logic                       clk,
@@ -45,7 +54,7 @@ module ntpu_cmd
   input  logic [7:0]                 s_frm_status,
   output logic                       frm_re,
   output logic [OFF_W-1:0]           frm_raddr,
-  input  logic [7:0]                 frm_rdata,
+  input  logic [8*LINK_BYTES-1:0]    frm_rdata,
   input  logic                       drop,
   // replies to the transmitter
   output logic                       m_hdr_valid,
@@ -53,8 +62,8 @@ module ntpu_cmd
   output logic [7:0]                 m_hdr_seq,
   output logic [15:0]                m_hdr_len,
   output logic [7:0]                 m_hdr_status,
-  output logic [7:0]                 m_body_data,
-  output logic                       m_body_valid,
+  output logic [8*LINK_BYTES-1:0]    m_body_data,
+  output logic [LINK_BYTES-1:0]      m_body_valid,
   input  logic                       m_body_ready,
   // sequencer
   output logic                       m_seq_valid,
@@ -66,6 +75,11 @@ module ntpu_cmd
   output logic [15:0]                m_seq_rows,
   output logic [15:0]                m_seq_stride,  // MATMUL with TRANSPOSE_A
   input  logic                       seq_idle,
+  output logic [1:0]                 q_mem,         // overlap query (ntpu_seq)
+  output logic                       q_write,
+  output logic [15:0]                q_addr,
+  output logic [15:0]                q_rows,
+  input  logic                       q_conflict,
   // vector sequencer
   output logic                       m_vec_valid,
   input  logic                       m_vec_ready,
@@ -103,6 +117,12 @@ module ntpu_cmd
     initial $fatal(1, "ntpu_cmd: MAX_PAYLOAD must hold the COUNTERS reply (73) and be <= 65535");
   end
 
+  if (LINK_BYTES < 1 || LINK_BYTES > 64) begin : g_bad_width
+    initial $fatal(1, "ntpu_cmd: LINK_BYTES must be 1..64");
+  end
+  localparam int W = LINK_BYTES;
+  localparam int KW = $clog2(W + 1);  // a byte count 0..W
+
   localparam int ROW16_BYTES = 2 * N;  // UB and WB rows on the wire
   localparam int ROW32_BYTES = 4 * N;  // ACC rows on the wire
   // One register serializes every memory row (both ways). The COUNTERS reply passes through it one
@@ -121,9 +141,8 @@ module ntpu_cmd
     S_VDISPATCH, // ACT / RELU_GRAD / COLSUM -> vector sequencer
     S_REPLY,     // reply header -> transmitter
     S_BLOCK,     // reply data from the shift register
-    S_RD_ISSUE,  // READ_MEM: read a row
-    S_RD_LOAD,   // ... take it into the shift register
-    S_RD_SEND    // ... send its bytes
+    S_RD_ISSUE,  // READ_MEM: read the first row
+    S_RD_SEND    // ... send a row's bytes, reading the next one with the last of them
   } state_e;
 
   state_e state_q, state_d;
@@ -132,8 +151,11 @@ module ntpu_cmd
 
   logic [8*CMD_HDR_MAX-1:0] hdr_q;  // payload bytes 0..9 (byte k at [8k +: 8]), zero past LEN
   logic [15:0] fb_off_q;            // next frame byte to fetch
-  logic fb_vld_q;                   // frm_rdata holds byte fb_idx_q
+  logic [15:0] fb_off;              // ... (0 in S_IDLE)
+  logic fb_vld_q;                   // frm_rdata holds fb_k_q bytes from offset fb_idx_q on
   logic [15:0] fb_idx_q;
+  logic [KW-1:0] fb_n, fb_k_q;      // bytes fetched now / in frm_rdata
+  logic [7:0] iss_row_q;            // WRITE_MEM: bytes of the current row fetched so far
   logic [15:0] fb_end;              // fetch up to here (exclusive)
 
   logic [7:0] rep_status_q, rep_status_d;
@@ -143,6 +165,10 @@ module ntpu_cmd
   logic [15:0] rows_left_q, rows_left_d;
   logic [15:0] addr_q, addr_d;
   logic [7:0] row_byte_q;           // WRITE_MEM: bytes of the current row taken so far
+  logic rd_fresh_q;                 // READ_MEM: the row to send is still on the memory's output
+  logic [SH_W-1:0] rd_row;          // READ_MEM: the rest of the row being sent
+  logic [KW-1:0] rd_n;              // READ_MEM: bytes of it offered now
+  logic rd_last;                    // ... the row's last ones
   logic wr_pend_q;                  // WRITE_MEM: a complete row waits in sh_q
 
   logic [3:0] cnt_idx_q;            // COUNTERS: the counter being sent
@@ -201,6 +227,16 @@ module ntpu_cmd
   end
 
   assign all_idle = seq_idle && vec_idle;
+
+  // Overlap: a memory command may start beside the sequencer's work when none of its rows is used
+  // by that work (ntpu_seq's query); the vector sequencer must still be idle.
+  logic mem_go;
+  assign q_mem = mem;
+  assign q_write = (op == OP_WRITE_MEM);
+  assign q_addr = a16;
+  assign q_rows = b16;
+  assign mem_go = (MEM_OVERLAP != 0) && vec_idle && !q_conflict &&
+                  (op == OP_WRITE_MEM || op == OP_READ_MEM);
 
   // Without TRANSPOSE_A_EN the flag only picks the length check; tr_a is constant 0, so the
   // transposed range check and the sequencer's transposer path drop out of the netlist.
@@ -303,32 +339,57 @@ module ntpu_cmd
 
   // ---------------------------------------------------------------- control
   logic hdr_go;     // the reply header moves to the transmitter
-  logic body_go;    // a reply data byte moves
+  logic body_go;    // reply data bytes move
   logic fb_take;    // a fetched frame byte is in frm_rdata this cycle
 
   assign hdr_go = m_hdr_valid && m_hdr_ready;
-  assign body_go = m_body_valid && m_body_ready;
+  assign body_go = m_body_valid[0] && m_body_ready;
   assign fb_take = fb_vld_q;
+  // Bytes per fetch: up to W, never past fb_end, and (WRITE_MEM) never across a row.
+  logic [15:0] fb_left;
+  logic [7:0] row_room;
+  always_comb begin
+    fb_left = fb_end - fb_off;
+    row_room = row_bytes - iss_row_q;
+    fb_n = (fb_left < 16'(W)) ? KW'(fb_left) : KW'(W);
+    if (state_q == S_WRITE && 16'(row_room) < 16'(fb_n)) fb_n = KW'(row_room);
+  end
   // The fixed part is at most CMD_HDR_MAX bytes; WRITE_MEM goes on to the end of the frame.
   assign fb_end = (state_q == S_WRITE) ? len : ((len < 16'(CMD_HDR_MAX)) ? len : 16'(CMD_HDR_MAX));
-  assign frm_re = (state_q == S_HDR || state_q == S_WRITE) && (fb_off_q < fb_end);
-  assign frm_raddr = OFF_W'(fb_off_q);
+  // A good frame's first bytes are fetched already in S_IDLE, as it arrives.
+  assign fb_off = (state_q == S_IDLE) ? 16'd0 : fb_off_q;
+  assign frm_re = ((state_q == S_IDLE && s_frm_valid && s_frm_status == DEV_OK) || state_q == S_HDR ||
+                   state_q == S_WRITE) && (fb_off < fb_end);
+  assign frm_raddr = OFF_W'(fb_off);
 
   // Handshakes and strobes are plain assigns of the state: a default-then-override inside the
   // always_comb below would glitch them, and two modules' always_comb blocks reacting to each
   // other's glitches never settle in an event-driven simulator.
   assign m_hdr_valid = (state_q == S_REPLY);
-  assign m_body_valid = (state_q == S_BLOCK) || (state_q == S_RD_SEND);
+  assign rd_n = (left_q < 8'(W)) ? KW'(left_q) : KW'(W);
+  assign rd_last = (left_q <= 8'(W));
+  // Blocks leave a byte per beat, but a COUNTERS reply a counter (its rest) per beat, up to W.
+  logic [7:0] cnt_rest;
+  logic [KW-1:0] blk_n;
+  assign cnt_rest = ((left_q - 8'd1) & 8'd7) + 8'd1;
+  assign blk_n = (op != OP_COUNTERS) ? KW'(1) : (cnt_rest < 8'(W)) ? KW'(cnt_rest) : KW'(W);
+  for (genvar i = 0; i < W; i++) begin : g_body_valid
+    assign m_body_valid[i] = (i == 0) ? (state_q == S_BLOCK || state_q == S_RD_SEND)
+                                      : (state_q == S_RD_SEND && KW'(i) < rd_n) ||
+                                        (state_q == S_BLOCK && KW'(i) < blk_n);
+  end
   // LOAD_W and MATMUL must see the vector unit's writes: they are handed over only while it is idle.
   assign m_seq_valid = (state_q == S_DISPATCH) && vec_idle;
   assign m_vec_valid = (state_q == S_VDISPATCH);
   assign mem_we = (state_q == S_WRITE) && wr_pend_q;
-  assign mem_re = (state_q == S_RD_ISSUE);
+  // READ_MEM reads the next row as the last bytes of the current one leave.
+  assign mem_re = (state_q == S_RD_ISSUE) ||
+                  (state_q == S_RD_SEND && m_body_ready && rd_last && rows_left_q != 16'd0);
   // COUNTERS: counter 0 in S_CNT, counter k+1 as the last byte of counter k leaves. Each counter
   // is read whole into sh_q (no torn values) and, with CLEAR, zeroed in the same cycle.
   assign cnt_load = (state_q == S_CNT) ||
-                    (state_q == S_BLOCK && op == OP_COUNTERS && body_go && left_q[2:0] == 3'd1 &&
-                     left_q != 8'd1);
+                    (state_q == S_BLOCK && op == OP_COUNTERS && m_body_ready &&
+                     8'(blk_n) == cnt_rest && left_q != 8'(blk_n));
   assign cnt_load_idx = (state_q == S_CNT) ? 4'd0 : cnt_idx_q + 4'd1;
   always @* begin
     cnt_sel = '0;
@@ -341,9 +402,8 @@ module ntpu_cmd
   end
   // The frame is released with its last reply byte.
   assign s_frm_ready = (state_q == S_REPLY && m_hdr_ready && after_reply_q == S_IDLE) ||
-                       (state_q == S_BLOCK && m_body_ready && left_q == 8'd1) ||
-                       (state_q == S_RD_SEND && m_body_ready && left_q == 8'd1 &&
-                        rows_left_q == 16'd0);
+                       (state_q == S_BLOCK && m_body_ready && left_q == 8'(blk_n)) ||
+                       (state_q == S_RD_SEND && m_body_ready && rd_last && rows_left_q == 16'd0);
 
   always_comb begin
     state_d = state_q;
@@ -368,7 +428,7 @@ module ntpu_cmd
         end
       end
       S_HDR: begin
-        if (fb_take && fb_idx_q + 16'd1 == fb_end) state_d = S_DECODE;
+        if (fb_take && fb_idx_q + 16'(fb_k_q) == fb_end) state_d = S_DECODE;
       end
       S_DECODE: begin
         rep_status_d = dec_status;
@@ -419,17 +479,19 @@ module ntpu_cmd
             end
             default: ;  // NOP
           endcase
+          // Nothing to wait for: straight on.
+          if (state_d == S_DRAIN && (all_idle || mem_go)) state_d = after_drain_d;
         end
       end
       S_DRAIN: begin
-        if (all_idle) state_d = after_drain_q;
+        if (all_idle || mem_go) state_d = after_drain_q;
       end
       S_WRITE: begin
         if (wr_pend_q) begin
           addr_d = addr_q + 16'd1;
           rows_left_d = rows_left_q - 16'd1;
         end
-        if (rows_left_d == 16'd0 && !(fb_take && row_byte_q + 8'd1 == row_bytes)) begin
+        if (rows_left_d == 16'd0 && !(fb_take && row_byte_q + 8'(fb_k_q) == row_bytes)) begin
           state_d = S_REPLY;
         end
       end
@@ -450,30 +512,26 @@ module ntpu_cmd
       end
       S_BLOCK: begin
         if (m_body_ready) begin
-          left_d = left_q - 8'd1;
-          if (left_q == 8'd1) state_d = S_IDLE;
+          left_d = left_q - 8'(blk_n);
+          if (left_q == 8'(blk_n)) state_d = S_IDLE;
         end
       end
       S_RD_ISSUE: begin
-        state_d = S_RD_LOAD;
-      end
-      S_RD_LOAD: begin
-        left_d = row_bytes;
-        addr_d = addr_q + 16'd1;
-        rows_left_d = rows_left_q - 16'd1;
         state_d = S_RD_SEND;
       end
       S_RD_SEND: begin
         if (m_body_ready) begin
-          left_d = left_q - 8'd1;
-          if (left_q == 8'd1) begin
-            if (rows_left_q == 16'd0) state_d = S_IDLE;
-            else state_d = S_RD_ISSUE;
-          end
+          left_d = left_q - 8'(rd_n);
+          if (rd_last && rows_left_q == 16'd0) state_d = S_IDLE;
         end
       end
       default: state_d = S_IDLE;
     endcase
+    if (mem_re) begin
+      left_d = row_bytes;
+      addr_d = addr_q + 16'd1;
+      rows_left_d = rows_left_q - 16'd1;
+    end
   end
 
   always_ff @(posedge clk) begin
@@ -484,7 +542,7 @@ module ntpu_cmd
     end else begin
       state_q <= state_d;
       fb_vld_q <= frm_re;
-      wr_pend_q <= (state_q == S_WRITE) && fb_take && (row_byte_q + 8'd1 == row_bytes);
+      wr_pend_q <= (state_q == S_WRITE) && fb_take && (row_byte_q + 8'(fb_k_q) == row_bytes);
     end
   end
 
@@ -496,20 +554,33 @@ module ntpu_cmd
     left_q <= left_d;
     rows_left_q <= rows_left_d;
     addr_q <= addr_d;
-    fb_idx_q <= fb_off_q;
+    fb_idx_q <= fb_off;
+    fb_k_q <= fb_n;
+    if (mem_re) rd_fresh_q <= 1'b1;
+    else if (body_go) rd_fresh_q <= 1'b0;
     if (cnt_load) cnt_idx_q <= cnt_load_idx;
 
     // Frame fetch: the fixed part from offset 0, then WRITE_MEM's rows from offset 6.
-    if (state_q == S_IDLE) fb_off_q <= '0;
-    else if (state_q == S_DECODE) fb_off_q <= 16'(LEN_MEM_HDR);
-    else if (frm_re) fb_off_q <= fb_off_q + 16'd1;
+    if (state_q == S_DECODE) fb_off_q <= 16'(LEN_MEM_HDR);
+    else if (frm_re) fb_off_q <= fb_off + 16'(fb_n);
+    else if (state_q == S_IDLE) fb_off_q <= '0;
 
     if (state_q == S_IDLE) hdr_q <= '0;
-    else if (state_q == S_HDR && fb_take) hdr_q[8*fb_idx_q[3:0] +: 8] <= frm_rdata;
+    else if (state_q == S_HDR && fb_take) begin
+      for (int i = 0; i < W; i++) begin
+        if (KW'(i) < fb_k_q && fb_idx_q + 16'(i) < 16'(CMD_HDR_MAX)) begin
+          hdr_q[8*(fb_idx_q[3:0] + 4'(i)) +: 8] <= frm_rdata[8*i +: 8];
+        end
+      end
+    end
 
     if (state_q == S_DECODE) row_byte_q <= '0;
     else if (state_q == S_WRITE && fb_take) begin
-      row_byte_q <= (row_byte_q + 8'd1 == row_bytes) ? 8'd0 : row_byte_q + 8'd1;
+      row_byte_q <= (row_byte_q + 8'(fb_k_q) == row_bytes) ? 8'd0 : row_byte_q + 8'(fb_k_q);
+    end
+    if (state_q == S_DECODE) iss_row_q <= '0;
+    else if (state_q == S_WRITE && frm_re) begin
+      iss_row_q <= (iss_row_q + 8'(fb_n) == row_bytes) ? 8'd0 : iss_row_q + 8'(fb_n);
     end
 
     // The shift register: blocks load whole and leave low byte first; WRITE_MEM rows enter at the
@@ -520,14 +591,29 @@ module ntpu_cmd
     end
     if (cnt_load) sh_q <= SH_W'(cnt_sel);  // zero-extended to the u64 on the wire
     else if (state_q == S_DECODE && op == OP_SYNC) sh_q <= SH_W'(expected_seq_q);
-    else if (state_q == S_RD_LOAD) begin
+    else if (state_q == S_RD_SEND && body_go) sh_q <= rd_row >> (8 * rd_n);
+    else if (state_q == S_WRITE && fb_take) sh_q <= wr_shift;
+    else if (body_go) sh_q <= sh_q >> (8 * blk_n);
+  end
+
+  // WRITE_MEM: the fb_k_q new bytes enter at the top, the row so far moves down by as many.
+  logic [SH_W-1:0] wr_shift;
+  if (W == 1) begin : g_wr_byte
+    assign wr_shift = {frm_rdata, sh_q[SH_W-1:8]};
+  end else begin : g_wr_wide
+    assign wr_shift = SH_W'({frm_rdata, sh_q} >> (8 * fb_k_q));
+  end
+
+  // READ_MEM: a row just read comes straight from the memory's output, later bytes from sh_q.
+  always_comb begin
+    if (!rd_fresh_q) rd_row = sh_q;
+    else begin
       case (mem)
-        2'(MEM_UB): sh_q <= SH_W'(ub_rdata);
-        2'(MEM_WB): sh_q <= SH_W'(wb_rdata);
-        default: sh_q <= SH_W'(acc_rdata);
+        2'(MEM_UB): rd_row = SH_W'(ub_rdata);
+        2'(MEM_WB): rd_row = SH_W'(wb_rdata);
+        default: rd_row = SH_W'(acc_rdata);
       endcase
-    end else if (state_q == S_WRITE && fb_take) sh_q <= {frm_rdata, sh_q[SH_W-1:8]};
-    else if (body_go) sh_q <= {8'd0, sh_q[SH_W-1:8]};
+    end
   end
 
   // ---------------------------------------------------------------- sequence numbers
@@ -564,8 +650,9 @@ module ntpu_cmd
   logic [$clog2(STATUS_BYTES)-1:0] st_idx;
   assign id_idx = $clog2(ID_BYTES)'(8'(ID_BYTES) - left_q);
   assign st_idx = $clog2(STATUS_BYTES)'(8'(STATUS_BYTES) - left_q);
-  assign m_body_data = (op == OP_INFO) ? id_block[8*id_idx +: 8]
-                     : (op == OP_STATUS) ? status_block[8*st_idx +: 8] : sh_q[7:0];
+  assign m_body_data = (state_q == S_RD_SEND) ? (8*W)'(rd_row)
+                     : (op == OP_INFO) ? (8*W)'(id_block[8*id_idx +: 8])
+                     : (op == OP_STATUS) ? (8*W)'(status_block[8*st_idx +: 8]) : (8*W)'(sh_q);
 
   assign m_seq_matmul = (op == OP_MATMUL);
   assign m_seq_flags = (TRANSPOSE_A_EN != 0) ? f1 : (f1 & ~MATMUL_TRANSPOSE_A);
@@ -587,7 +674,7 @@ module ntpu_cmd
                             : {{(16 * N){1'b0}}, sh_q[SH_W-1 -: 16 * N]};
 
   assign wait_frame = (state_q == S_IDLE) && !s_frm_valid;
-  assign wait_drain = ((state_q == S_DRAIN) && !all_idle) || ((state_q == S_DISPATCH) && !vec_idle);
+  assign wait_drain = ((state_q == S_DRAIN) && !all_idle && !mem_go) || ((state_q == S_DISPATCH) && !vec_idle);
 
 endmodule
 

@@ -1,8 +1,10 @@
 // nanoTPU core: link framing, command processor, sequencer, memories, the systolic array and the
 // vector unit, behind one byte stream in and one byte stream out (docs/protocol.md, docs/isa.md).
 //
-// Contract: s_rx carries the host -> device byte stream, m_tx the device -> host stream, both
-// valid/ready. Every frame gets exactly one reply, in order; any byte sequence leaves the core able
+// Contract: s_rx carries the host -> device byte stream, m_tx the device -> host stream, up to
+// LINK_BYTES bytes per cycle each (byte 0 first in the data word; s_rx_valid, s_rx_ready and
+// m_tx_valid are thermometer codes of the bytes offered / taken; m_tx_ready takes every byte
+// offered). LINK_BYTES = 1 is the plain byte-wide valid/ready stream of the boards. Every frame gets exactly one reply, in order; any byte sequence leaves the core able
 // to take the next good frame after the host's resync procedure. m_tx is driven from registers.
 // The ports are fixed: the Verilator harness (sim/vsim/) and the board tops (fpga/) depend on them.
 `default_nettype none
@@ -21,12 +23,19 @@ module ntpu_core
   parameter int TRANSPOSE_A_EN = 1,  // 0: MATMUL's TRANSPOSE_A flag is reserved (ERR_ARG)
   parameter int COUNTER_W = 64,      // performance counter width, 16..64 (zero-extended on the wire)
   parameter int BF16_SHARED = 0,     // 1: one fp32 adder for the array's bf16 rows (ntpu_array); same results
-  parameter int SEG_DEPTH = 4        // MATMULs with rows in flight at once (ntpu_seq), power of 2 >= 2
+  parameter int SEG_DEPTH = 4,       // MATMULs with rows in flight at once (ntpu_seq), power of 2 >= 2
+  parameter int LINK_BYTES = 1,      // link bytes per cycle each way: 1 on boards, wider in vsim
+  parameter int MEM_OVERLAP = 0      // 1: WRITE_MEM / READ_MEM beside LOAD_W / MATMUL (ntpu_cmd; a
+                                     // mirror of ACC for READ_MEM: twice the ACC memory)
 ) (
-  input  logic       clk,
-  input  logic       rst,
-  input  logic [7:0] s_rx_data,  input logic s_rx_valid, output logic s_rx_ready,
-  output logic [7:0] m_tx_data,  output logic m_tx_valid, input logic m_tx_ready
+  input  logic                    clk,
+  input  logic                    rst,
+  input  logic [8*LINK_BYTES-1:0] s_rx_data,
+  input  logic [LINK_BYTES-1:0]   s_rx_valid,
+  output logic [LINK_BYTES-1:0]   s_rx_ready,
+  output logic [8*LINK_BYTES-1:0] m_tx_data,
+  output logic [LINK_BYTES-1:0]   m_tx_valid,
+  input  logic                    m_tx_ready
 );
 
   if (N < 2 || N > 32) begin : g_bad_n
@@ -38,6 +47,9 @@ module ntpu_core
   end
   if (MAX_PAYLOAD < 1 + COUNTERS_BYTES || MAX_PAYLOAD > 65535) begin : g_bad_payload
     initial $fatal(1, "ntpu_core: MAX_PAYLOAD must be 73..65535");
+  end
+  if (LINK_BYTES < 1 || LINK_BYTES > 64) begin : g_bad_link_bytes
+    initial $fatal(1, "ntpu_core: LINK_BYTES must be 1..64");
   end
   if (COUNTER_W < 16 || COUNTER_W > CNT_W) begin : g_bad_counter_w
     initial $fatal(1, "ntpu_core: COUNTER_W must be 16..64");
@@ -57,17 +69,19 @@ module ntpu_core
   logic [15:0] frm_len;
   logic frm_re;
   logic [OFF_W-1:0] frm_raddr;
-  logic [7:0] frm_rdata;
+  logic [8*LINK_BYTES-1:0] frm_rdata;
   logic drop;
 
   logic hdr_valid, hdr_ready;
   logic [7:0] hdr_seq, hdr_status;
   logic [15:0] hdr_len;
-  logic [7:0] body_data;
-  logic body_valid, body_ready;
+  logic [8*LINK_BYTES-1:0] body_data;
+  logic [LINK_BYTES-1:0] body_valid;
+  logic body_ready;
 
   ntpu_link_rx #(
-    .MAX_PAYLOAD(MAX_PAYLOAD)
+    .MAX_PAYLOAD(MAX_PAYLOAD),
+    .LINK_BYTES (LINK_BYTES)
   ) u_rx (
     .clk         (clk),
     .rst         (rst),
@@ -85,7 +99,9 @@ module ntpu_core
     .drop        (drop)
   );
 
-  ntpu_link_tx u_tx (
+  ntpu_link_tx #(
+    .LINK_BYTES(LINK_BYTES)
+  ) u_tx (
     .clk         (clk),
     .rst         (rst),
     .s_hdr_valid (hdr_valid),
@@ -117,6 +133,10 @@ module ntpu_core
   logic [CNT_COUNT*COUNTER_W-1:0] cnt;
   logic [CNT_COUNT-1:0] cnt_clear;
   logic wait_frame, wait_drain;
+  logic [1:0] q_mem;
+  logic q_write, q_conflict;
+  logic [15:0] q_addr, q_rows;
+  logic [N*32-1:0] cmd_acc_rdata;
 
   ntpu_cmd #(
     .N          (N),
@@ -127,7 +147,9 @@ module ntpu_core
     .CLOCK_HZ   (CLOCK_HZ),
     .VEC_EN     (VEC_EN),
     .TRANSPOSE_A_EN(TRANSPOSE_A_EN),
-    .COUNTER_W  (COUNTER_W)
+    .COUNTER_W  (COUNTER_W),
+    .LINK_BYTES (LINK_BYTES),
+    .MEM_OVERLAP(MEM_OVERLAP)
   ) u_cmd (
     .clk           (clk),
     .rst           (rst),
@@ -157,6 +179,11 @@ module ntpu_core
     .m_seq_rows    (seq_rows),
     .m_seq_stride  (seq_stride),
     .seq_idle      (seq_idle),
+    .q_mem         (q_mem),
+    .q_write       (q_write),
+    .q_addr        (q_addr),
+    .q_rows        (q_rows),
+    .q_conflict    (q_conflict),
     .m_vec_valid   (vec_valid),
     .m_vec_ready   (vec_ready),
     .m_vec_op      (vec_op),
@@ -173,7 +200,7 @@ module ntpu_core
     .mem_wdata     (cmd_mem_wdata),
     .ub_rdata      (ub_rdata),
     .wb_rdata      (wb_rdata),
-    .acc_rdata     (acc_rdata),
+    .acc_rdata     (cmd_acc_rdata),
     .cnt           (cnt),
     .cnt_clear     (cnt_clear),
     .wait_frame    (wait_frame),
@@ -234,7 +261,12 @@ module ntpu_core
     .y_valid       (y_valid),
     .y_row         (y_row),
     .stall_weight  (stall_weight),
-    .stall_hazard  (stall_hazard)
+    .stall_hazard  (stall_hazard),
+    .q_mem         (q_mem),
+    .q_write       (q_write),
+    .q_addr        (q_addr),
+    .q_rows        (q_rows),
+    .q_conflict    (q_conflict)
   );
 
   ntpu_array #(
@@ -316,7 +348,9 @@ module ntpu_core
   // ---------------------------------------------------------------- memories
   // The command processor touches memory only while both sequencers are idle, and it starts the
   // vector sequencer only while the other one is idle and the other way round, so at most one of
-  // the three uses a port at a time: the muxes below are plain priorities.
+  // the three uses a port at a time: the muxes below are plain priorities. With MEM_OVERLAP the
+  // command processor also writes UB / WB beside the sequencer, which only reads them, and reads
+  // ACC from a mirror that every ACC write also updates.
   logic cmd_ub, cmd_wb, cmd_acc, vs_ub, vs_wb, vs_acc;
   logic unused_addr_bits;  // above the memory's size: zero after the range check
   assign unused_addr_bits = ^{cmd_mem_addr, vs_wr_addr};
@@ -353,20 +387,55 @@ module ntpu_core
     .rdata(wb_rdata)
   );
 
+  logic acc_we;
+  logic [ACC_AW-1:0] acc_waddr;
+  logic [N*32-1:0] acc_wdata;
+  assign acc_we = sq_acc_we || vs_acc || (cmd_mem_we && cmd_acc);
+  assign acc_waddr = sq_acc_we ? sq_acc_waddr : vs_acc ? ACC_AW'(vs_wr_addr) : ACC_AW'(cmd_mem_addr);
+  assign acc_wdata = sq_acc_we ? sq_acc_wdata : vs_acc ? vs_wr_data : cmd_mem_wdata;
+
   ntpu_ram #(
     .WIDTH(N * 32),
     .DEPTH(ACC_ROWS)
   ) u_acc (
     .clk  (clk),
-    .we   (sq_acc_we || vs_acc || (cmd_mem_we && cmd_acc)),
-    .waddr(sq_acc_we ? sq_acc_waddr : vs_acc ? ACC_AW'(vs_wr_addr) : ACC_AW'(cmd_mem_addr)),
-    .wdata(sq_acc_we ? sq_acc_wdata : vs_acc ? vs_wr_data : cmd_mem_wdata),
-    .re   (sq_acc_re || vs_acc_re || (cmd_mem_re && cmd_acc)),
+    .we   (acc_we),
+    .waddr(acc_waddr),
+    .wdata(acc_wdata),
+    .re   (sq_acc_re || vs_acc_re || (MEM_OVERLAP == 0 && cmd_mem_re && cmd_acc)),
     .raddr(sq_acc_re ? sq_acc_raddr : vs_acc_re ? vs_acc_raddr : ACC_AW'(cmd_mem_addr)),
     .rdata(acc_rdata)
   );
 
+  if (MEM_OVERLAP != 0) begin : g_acc_mirror
+    ntpu_ram #(
+      .WIDTH(N * 32),
+      .DEPTH(ACC_ROWS)
+    ) u_acc_cmd (
+      .clk  (clk),
+      .we   (acc_we),
+      .waddr(acc_waddr),
+      .wdata(acc_wdata),
+      .re   (cmd_mem_re && cmd_acc),
+      .raddr(ACC_AW'(cmd_mem_addr)),
+      .rdata(cmd_acc_rdata)
+    );
+  end else begin : g_acc_shared
+    assign cmd_acc_rdata = acc_rdata;
+  end
+
   // ---------------------------------------------------------------- performance counters
+  // Link bytes per cycle: thermometer codes, so the count is the highest byte that moved, plus one.
+  logic [7:0] rx_n, tx_n;
+  always @* begin
+    rx_n = '0;
+    tx_n = '0;
+    for (int i = 0; i < LINK_BYTES; i++) begin
+      if (s_rx_valid[i] && s_rx_ready[i]) rx_n = 8'(i + 1);
+      if (m_tx_valid[i] && m_tx_ready) tx_n = 8'(i + 1);
+    end
+  end
+
   ntpu_perf #(
     .N        (N),
     .COUNTER_W(COUNTER_W)
@@ -381,9 +450,9 @@ module ntpu_core
     .stall_weight(stall_weight),
     // Waiting to drain counts only while the array has nothing else to do.
     .stall_hazard(stall_hazard || vs_stall_hazard || (wait_drain && !a_valid && !stall_weight)),
-    .stall_tx    (m_tx_valid && !m_tx_ready),
-    .rx_byte     (s_rx_valid && s_rx_ready),
-    .tx_byte     (m_tx_valid && m_tx_ready),
+    .stall_tx    (m_tx_valid[0] && !m_tx_ready),
+    .rx_bytes    (rx_n),
+    .tx_bytes    (tx_n),
     .cnt         (cnt)
   );
 

@@ -1,7 +1,7 @@
 // Performance counters: nine event counters in the order COUNTERS reports them (docs/isa.md),
 // COUNTER_W bits each (64 in simulation; narrower on small FPGAs, wrapping modulo 2^COUNTER_W).
 //
-// Contract: each event input counts the cycles it is high; `macs_add` adds macs_rows * N * N in the
+// Contract: each event input counts the cycles it is high (rx_bytes / tx_bytes add their value); `macs_add` adds macs_rows * N * N in the
 // cycle it is high (one MATMUL accepted). `clear[k]` zeroes counter k, dropping that cycle's
 // events. `cnt` is registered: counter k is cnt[k*COUNTER_W +: COUNTER_W], k as in ntpu_pkg::CNT_*.
 `default_nettype none
@@ -22,8 +22,8 @@ module ntpu_perf
   input  logic                      stall_weight,
   input  logic                      stall_hazard,
   input  logic                      stall_tx,
-  input  logic                      rx_byte,
-  input  logic                      tx_byte,
+  input  logic [7:0]                rx_bytes,  // link bytes moved this cycle
+  input  logic [7:0]                tx_bytes,
   output logic [CNT_COUNT*COUNTER_W-1:0] cnt
 );
 
@@ -41,8 +41,8 @@ module ntpu_perf
     inc[CNT_STALL_WEIGHT] = W'(stall_weight);
     inc[CNT_STALL_HAZARD] = W'(stall_hazard);
     inc[CNT_STALL_TX] = W'(stall_tx);
-    inc[CNT_RX_BYTES] = W'(rx_byte);
-    inc[CNT_TX_BYTES] = W'(tx_byte);
+    inc[CNT_RX_BYTES] = W'(rx_bytes);
+    inc[CNT_TX_BYTES] = W'(tx_bytes);
   end
 
   for (genvar k = 0; k < CNT_COUNT; k++) begin : g_cnt

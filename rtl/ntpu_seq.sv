@@ -22,6 +22,12 @@
 // - BF16_GAP > 0 (an array with BF16_SHARED): after a bf16 row the next row of any dtype enters the
 //   array BF16_GAP cycles later at the earliest (stall_bf16).
 // - idle: nothing accepted is left to do, every ACC write has landed.
+// - q_*: the command processor asks whether a WRITE_MEM or READ_MEM of rows [q_addr, q_addr +
+//   q_rows) of q_mem could run now, beside the accepted commands, with the result of running it
+//   after them. q_conflict is 0 only for a WRITE_MEM to WB while no LOAD_W has WB rows left to
+//   read, a WRITE_MEM to UB that no MATMUL has rows left to read from (any TRANSPOSE_A MATMUL still
+//   reading counts as a conflict), and a READ_MEM of ACC rows that no accepted MATMUL has left to
+//   write. Accepted work only shrinks these ranges, so the answer holds until the next command.
 `default_nettype none
 
 module ntpu_seq #(
@@ -74,7 +80,13 @@ module ntpu_seq #(
   input  logic [N*32-1:0]   y_row,
   // events for the performance counters
   output logic              stall_weight,   // a MATMUL row waits for its weight tile
-  output logic              stall_hazard    // a MATMUL waits for earlier rows to be written back
+  output logic              stall_hazard,   // a MATMUL waits for earlier rows to be written back
+  // overlap query from the command processor
+  input  logic [1:0]        q_mem,          // ntpu_pkg::MEM_*
+  input  logic              q_write,        // WRITE_MEM (1) or READ_MEM (0)
+  input  logic [15:0]       q_addr,
+  input  logic [15:0]       q_rows,
+  output logic              q_conflict
 );
 
   import ntpu_pkg::LOADW_TRANSPOSE;
@@ -395,6 +407,26 @@ module ntpu_seq #(
 
   assign idle = !mm_busy_q && !ld_active && (seg_cnt_q == '0);
   assign stall_weight = mm_busy_q && mm_wait_w;
+  // ---------------------------------------------------------------- overlap query
+  logic [17:0] q_lo, q_hi, mm_ub_end;
+  assign q_lo = 18'(q_addr);
+  assign q_hi = 18'(q_addr) + 18'(q_rows);
+  assign mm_ub_end = 18'(mm_ub_q) + 18'(mm_left_q);
+  always_comb begin
+    q_conflict = 1'b1;
+    if (q_write && q_mem == 2'(ntpu_pkg::MEM_WB)) begin
+      q_conflict = ld_busy_q;
+    end else if (q_write && q_mem == 2'(ntpu_pkg::MEM_UB)) begin
+      q_conflict = fd_busy_q ||
+                   (mm_busy_q && (mm_tr_q || (q_lo < mm_ub_end && 18'(mm_ub_q) < q_hi)));
+    end else if (!q_write && q_mem == 2'(ntpu_pkg::MEM_ACC)) begin
+      q_conflict = 1'b0;
+      for (int i = 0; i < SEG_DEPTH; i++) begin
+        if (seg_vld_q[i] && q_lo < 18'(seg_end_q[i]) && 18'(seg_base_q[i]) < q_hi) q_conflict = 1'b1;
+      end
+    end
+  end
+
   assign stall_hazard = (mm_busy_q && !mm_wait_w && mm_hazard) ||
                         (s_cmd_valid && s_cmd_matmul && mm_free && seg_full);
 

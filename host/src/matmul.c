@@ -16,8 +16,11 @@
  *
  * When B fits in WB it is sent once and stays; otherwise WB is a ring that the
  * tiles stream through, written a frame ahead of their LOAD_W. UB holds all of a
- * chunk's K when it can (A is then sent once); ACC holds as many column tiles as
- * fit, and is read back while the next block computes. */
+ * chunk's K when it can (A is then sent once, one k-slice just before its first
+ * MATMUL); ACC holds as many column tiles as fit, and each column tile is read
+ * back as soon as its last MATMUL is queued, while the next ones compute. A
+ * device with a wide link runs these memory commands beside the MATMULs
+ * (docs/decisions/0012-array-utilization.md). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,17 +80,38 @@ static uint16_t b_lane(const mm *s, size_t k, size_t p)
     return ((const uint16_t *)s->B)[i];
 }
 
+/* Column tiles that take turns, k-tile by k-tile, in the first sub-group of
+ * each block: each A k-slice then feeds this many MATMULs in a row, so the
+ * block's first pass, which must also bring its A slices in, has that much more
+ * array time to do it in. The other column tiles go one by one, so they finish
+ * (and are read back) evenly spread. */
+#define PT_GROUP 4
+
+/* Column tiles in the sub-group starting at column tile `at` of a group of pc. */
+static size_t sub_group(const mm *s, size_t pc, size_t at)
+{
+    (void)s;
+    return at == 0 ? min_sz(PT_GROUP, pc) : 1;
+}
+
 /* Tile q of an m-chunk's sequence: for each group of Pc column tiles, for each
- * group of Kc k-tiles, for each column tile, k-tiles ascending. Every group but
- * the last of its kind is full, which is what makes the divisions work. */
+ * group of Kc k-tiles, for each sub-group of column tiles (sub_group), for each
+ * k-tile ascending, for each column tile of the sub-group. Every group but the
+ * last of its kind is full, which is what makes the divisions work. */
 static void tile_of(const mm *s, size_t q, size_t *pt, size_t *kt)
 {
     size_t pg = q / (s->Pc * s->KT), p0 = pg * s->Pc, pc = min_sz(s->Pc, s->PT - p0);
     size_t rem = q - pg * s->Pc * s->KT;
     size_t kg = rem / (pc * s->Kc), k0 = kg * s->Kc, kc = min_sz(s->Kc, s->KT - k0);
     rem -= kg * pc * s->Kc;
-    *pt = p0 + rem / kc;
-    *kt = k0 + rem % kc;
+    size_t g0 = sub_group(s, pc, 0), s0 = 0, gc = g0;
+    if (rem >= g0 * kc) {
+        s0 = g0 + (rem - g0 * kc) / kc;
+        gc = 1;
+        rem = (rem - g0 * kc) % kc;
+    }
+    *pt = p0 + s0 + rem % gc;
+    *kt = k0 + rem / gc;
 }
 
 static void fill_a(const mm *s, size_t r, uint8_t *out)
@@ -105,8 +129,9 @@ static void fill_b(const mm *s, size_t r, uint8_t *out)
         ntpu_wr16(out + 2 * j, b_lane(s, kt * s->n + i, pt * s->n + j));
 }
 
-/* WRITE_MEM of `rows` rows made by fill, in as few frames as fit. */
-static ntpu_status write_block(mm *s, unsigned mem, size_t addr, size_t rows,
+/* WRITE_MEM of `rows` rows made by fill (rows r0 .. r0+rows-1 of its block),
+ * in as few frames as fit. */
+static ntpu_status write_block(mm *s, unsigned mem, size_t addr, size_t r0, size_t rows,
                                void (*fill)(const mm *, size_t, uint8_t *))
 {
     size_t rb = 2 * s->n, per = (s->l->max_payload - NTPU_LEN_MEM_HDR) / rb;
@@ -121,7 +146,7 @@ static ntpu_status write_block(mm *s, unsigned mem, size_t addr, size_t rows,
         ntpu_wr16(p + 2, (uint32_t)(addr + done));
         ntpu_wr16(p + 4, (uint32_t)cnt);
         for (size_t r = 0; r < cnt; r++)
-            fill(s, done + r, p + NTPU_LEN_MEM_HDR + r * rb);
+            fill(s, r0 + done + r, p + NTPU_LEN_MEM_HDR + r * rb);
         if ((st = ntpu_link_commit(s->l, NULL, NULL)) != NTPU_OK)
             return st;
         done += cnt;
@@ -129,8 +154,22 @@ static ntpu_status write_block(mm *s, unsigned mem, size_t addr, size_t rows,
     return NTPU_OK;
 }
 
-/* Makes sure the tile with sequence number seq is in its WB slot, writing a
- * frame's worth of tiles ahead at a time. */
+/* Writes the current A block's rows *done .. upto-1 (k-slice after k-slice,
+ * at ub_base) if they are not there yet. */
+static ntpu_status write_a(mm *s, size_t ub_base, size_t upto, size_t *done)
+{
+    if (upto <= *done)
+        return NTPU_OK;
+    ntpu_status st = write_block(s, NTPU_MEM_UB, ub_base + *done, *done, upto - *done, fill_a);
+    if (st == NTPU_OK)
+        *done = upto;
+    return st;
+}
+
+/* Makes sure the tile with sequence number seq is in its WB slot, writing
+ * tiles ahead a frame at a time. The first frames are small (1, 1, 2, 4, ...
+ * tiles): the array starts on tile 0 while the rest arrive, since a device
+ * writes WB beside running MATMULs where it can (docs/isa.md, Semantics). */
 static ntpu_status ensure_tile(mm *s, uint64_t seq)
 {
     uint64_t total = s->b_resident ? s->T : (uint64_t)s->nchunks * s->T;
@@ -140,9 +179,14 @@ static ntpu_status ensure_tile(mm *s, uint64_t seq)
     while (s->b_written <= seq) {
         uint64_t w = s->b_written;
         size_t slot = (size_t)(w % s->slots);
-        size_t cnt = min_sz(min_sz(per_frame, s->slots - slot), (size_t)(total - w));
+        /* ... and none longer than a quarter of a MATMUL of the chunk (Mc
+         * rows): the device holds one MATMUL beyond the streaming one, so
+         * every gap between two MATMULs must be shorter than one. */
+        size_t cap = s->Mc / (4 * s->n) ? min_sz(per_frame, s->Mc / (4 * s->n)) : 1;
+        size_t ramp = w == 0 ? 1 : (size_t)min_sz(cap, (size_t)w);
+        size_t cnt = min_sz(min_sz(ramp, s->slots - slot), (size_t)(total - w));
         s->blk_seq0 = w;
-        ntpu_status st = write_block(s, NTPU_MEM_WB, slot * s->n, cnt * s->n, fill_b);
+        ntpu_status st = write_block(s, NTPU_MEM_WB, slot * s->n, 0, cnt * s->n, fill_b);
         if (st != NTPU_OK)
             return st;
         s->b_written += cnt;
@@ -168,21 +212,42 @@ static ntpu_status cmd_matmul(mm *s, size_t ub, size_t acc, size_t rows, int acc
     return ntpu_link_command(s->l, cmd, sizeof cmd, 0, NULL, NULL);
 }
 
-/* An ACC block being read back. */
+/* Read-back of finished column tiles. A tile's READ_MEMs wait until two more
+ * MATMULs are queued (the device runs a READ_MEM beside the MATMULs once no
+ * queued one writes its rows), and go out one piece per MATMUL: the device
+ * holds one MATMUL beyond the streaming one, so no gap between two MATMULs in
+ * the command stream may grow long. */
+#define READ_PIECES 4 /* READ_MEMs per column tile */
+#define READ_DELAY 2  /* MATMULs queued after a tile's last one before its read */
+#define RQ_CAP 8      /* tiles read back at once; more wait for the oldest */
+
 typedef struct readback {
-    int active;
-    uint64_t ticket;
-    size_t m0, mc, p0, pc;
-    uint8_t *stage;
+    size_t m0, mc, pt; /* C rows m0 .. m0+mc-1, column tile pt */
+    size_t acc;        /* its first ACC row */
+    uint8_t *stage;    /* mc rows of 4N bytes */
+    unsigned pieces;   /* READ_MEMs issued */
+    uint64_t due;      /* MATMUL count from which it may be read */
+    uint64_t last;     /* MATMUL count when its last piece went */
+    uint64_t ticket;   /* of its last READ_MEM */
 } readback;
 
-static ntpu_status read_block(mm *s, size_t acc_base, readback *rb)
+typedef struct readq {
+    readback t[RQ_CAP];
+    size_t head, count, issuing; /* oldest, tiles held, tiles fully issued from head on */
+    uint64_t mm;                 /* MATMULs queued so far */
+    uint64_t last_piece;         /* MATMUL count at the last piece */
+} readq;
+
+/* Issues the next READ_MEM piece of the oldest tile not fully issued. */
+static ntpu_status read_piece(mm *s, readq *q)
 {
-    size_t row = 4 * s->n, per = (s->l->max_payload - 1) / row, rows = rb->pc * rb->mc;
-    for (size_t done = 0; done < rows;) {
-        size_t cnt = min_sz(per, rows - done);
+    readback *rb = &q->t[(q->head + q->issuing) % RQ_CAP];
+    size_t row = 4 * s->n, per = (s->l->max_payload - 1) / row, step = ceil_div(rb->mc, READ_PIECES);
+    size_t from = min_sz(rb->mc, rb->pieces * step), to = min_sz(rb->mc, from + step);
+    for (size_t done = from; done < to;) {
+        size_t cnt = min_sz(per, to - done);
         uint8_t cmd[NTPU_LEN_MEM_HDR] = {NTPU_OP_READ_MEM, NTPU_MEM_ACC};
-        ntpu_wr16(cmd + 2, (uint32_t)(acc_base + done));
+        ntpu_wr16(cmd + 2, (uint32_t)(rb->acc + done));
         ntpu_wr16(cmd + 4, (uint32_t)cnt);
         ntpu_status st =
             ntpu_link_command(s->l, cmd, sizeof cmd, (uint32_t)(cnt * row), rb->stage + done * row, &rb->ticket);
@@ -190,31 +255,33 @@ static ntpu_status read_block(mm *s, size_t acc_base, readback *rb)
             return st;
         done += cnt;
     }
-    rb->active = 1;
+    q->last_piece = q->mm;
+    rb->last = q->mm;
+    if (++rb->pieces == READ_PIECES)
+        q->issuing++;
     return NTPU_OK;
 }
 
-/* Waits for a read-back block and copies its valid lanes into C. */
-static ntpu_status finish_block(mm *s, readback *rb)
+/* Waits for the oldest tile's replies and copies its valid lanes into C. */
+static ntpu_status finish_oldest(mm *s, readq *q)
 {
-    if (!rb->active)
-        return NTPU_OK;
-    rb->active = 0;
+    readback *rb = &q->t[q->head];
+    q->head = (q->head + 1) % RQ_CAP;
+    q->count--;
+    q->issuing--;
     ntpu_status st = ntpu_link_wait(s->l, rb->ticket);
     if (st != NTPU_OK)
         return st;
-    for (size_t ptl = 0; ptl < rb->pc; ptl++) {
-        size_t p = (rb->p0 + ptl) * s->n, cnt = min_sz(s->n, s->P - p);
-        for (size_t m = 0; m < rb->mc; m++) {
-            const uint8_t *src = rb->stage + (ptl * rb->mc + m) * 4 * s->n;
-            size_t at = (rb->m0 + m) * s->P + p;
-            for (size_t j = 0; j < cnt; j++) {
-                uint32_t v = ntpu_rd32(src + 4 * j);
-                if (s->bf16)
-                    memcpy((float *)s->C + at + j, &v, sizeof v);
-                else
-                    ((int32_t *)s->C)[at + j] = (int32_t)v;
-            }
+    size_t p = rb->pt * s->n, cnt = min_sz(s->n, s->P - p);
+    for (size_t m = 0; m < rb->mc; m++) {
+        const uint8_t *src = rb->stage + m * 4 * s->n;
+        size_t at = (rb->m0 + m) * s->P + p;
+        for (size_t j = 0; j < cnt; j++) {
+            uint32_t v = ntpu_rd32(src + 4 * j);
+            if (s->bf16)
+                memcpy((float *)s->C + at + j, &v, sizeof v);
+            else
+                ((int32_t *)s->C)[at + j] = (int32_t)v;
         }
     }
     return NTPU_OK;
@@ -236,6 +303,59 @@ static uint64_t chunk_cost(const mm *s, size_t mc)
     uint64_t w = (tiles <= in->wb_rows / n ? 1 : nch) * tiles * tile_bytes;
     uint64_t a = (uint64_t)s->M * s->KT * n * 2 * (kc < s->KT ? ceil_div(s->PT, pc) : 1);
     return nch * tiles * TILE_OP_BYTES + w + a;
+}
+
+/* After each MATMUL: at most one piece, then every tile whose last piece has
+ * two MATMULs queued behind it is collected (the device is still busy then).
+ * With flush, everything left is issued and collected. */
+static ntpu_status read_progress(mm *s, readq *q, int flush)
+{
+    ntpu_status st = NTPU_OK;
+    if (q->issuing < q->count && (flush || (q->t[(q->head + q->issuing) % RQ_CAP].due <= q->mm &&
+                                            (q->mm > q->last_piece || q->last_piece == 0))))
+        st = read_piece(s, q);
+    while (st == NTPU_OK && flush && q->issuing < q->count)
+        st = read_piece(s, q);
+    while (st == NTPU_OK && q->issuing > 0 && (flush || q->t[q->head].last + READ_DELAY <= q->mm))
+        st = finish_oldest(s, q);
+    return st;
+}
+
+/* Before MATMULs write ACC rows [lo, hi): every read-back of those rows still
+ * to go out goes now (and so do the older ones, which go in order). */
+static ntpu_status read_before_overwrite(mm *s, readq *q, size_t lo, size_t hi)
+{
+    size_t last = 0, found = 0;
+    for (size_t i = q->issuing; i < q->count; i++) {
+        const readback *rb = &q->t[(q->head + i) % RQ_CAP];
+        if (rb->acc < hi && lo < rb->acc + rb->mc) {
+            last = i;
+            found = 1;
+        }
+    }
+    ntpu_status st = NTPU_OK;
+    while (st == NTPU_OK && found && q->issuing <= last)
+        st = read_piece(s, q);
+    return st;
+}
+
+/* Column tile pt of the m-chunk is complete after the MATMUL just queued. */
+static ntpu_status read_later(mm *s, readq *q, uint8_t *stage, size_t m0, size_t mc, size_t pt, size_t acc)
+{
+    ntpu_status st = NTPU_OK;
+    while (st == NTPU_OK && q->count == RQ_CAP) {
+        while (st == NTPU_OK && q->issuing == 0)
+            st = read_piece(s, q);
+        if (st == NTPU_OK)
+            st = finish_oldest(s, q);
+    }
+    if (st != NTPU_OK)
+        return st;
+    size_t slot = (q->head + q->count) % RQ_CAP;
+    q->t[slot] = (readback){.m0 = m0, .mc = mc, .pt = pt, .acc = acc, .stage = stage + slot * s->Mc * 4 * s->n,
+                            .due = q->mm + READ_DELAY};
+    q->count++;
+    return NTPU_OK;
 }
 
 /* Chooses chunk sizes: as many rows as possible per chunk (fewer weight loads),
@@ -283,17 +403,13 @@ static void plan(mm *s)
 
 static ntpu_status run(mm *s)
 {
-    uint8_t *stage[2];
-    size_t stage_bytes = s->Mc * s->Pc * 4 * s->n;
-    stage[0] = malloc(stage_bytes);
-    stage[1] = malloc(stage_bytes);
-    if (!stage[0] || !stage[1]) {
-        free(stage[0]);
-        free(stage[1]);
+    size_t stage_bytes = RQ_CAP * s->Mc * 4 * s->n; /* RQ_CAP column tiles of a chunk */
+    uint8_t *stage = malloc(stage_bytes);
+    if (!stage)
         return ntpu_fail(s->dev, NTPU_ERR_NO_MEMORY, "out of memory for %zu bytes of read-back buffers",
-                         2 * stage_bytes);
-    }
-    readback prev = {0};
+                         stage_bytes);
+    readq rq;
+    memset(&rq, 0, sizeof rq);
     struct {
         int valid;
         size_t m0, k0;
@@ -305,57 +421,75 @@ static ntpu_status run(mm *s)
         for (size_t p0 = 0; p0 < s->PT && st == NTPU_OK; p0 += s->Pc) {
             size_t pc = min_sz(s->Pc, s->PT - p0);
             size_t acc_base = s->acc_alt ? (group % 2) * s->Mc * s->Pc : 0;
+            if ((st = read_before_overwrite(s, &rq, acc_base, acc_base + pc * mc)) != NTPU_OK)
+                break;
             for (size_t k0 = 0; k0 < s->KT && st == NTPU_OK; k0 += s->Kc) {
-                size_t kc = min_sz(s->Kc, s->KT - k0), half;
+                size_t kc = min_sz(s->Kc, s->KT - k0), half, a_rows = kc * mc; /* rows of the block written */
                 for (half = 0; half < 2; half++)
                     if (ub_tag[half].valid && ub_tag[half].m0 == m0 && ub_tag[half].k0 == k0)
                         break;
                 if (half == 2) {
+                    /* A new block: its k-slices are written as they are
+                     * needed (below), so the array starts on slice 0 while
+                     * the others arrive; the first sub-group's pass uses every
+                     * slice, in order. */
                     half = s->ub_alt ? ub_next++ % 2 : 0;
                     s->blk_m0 = m0;
                     s->blk_mc = mc;
                     s->blk_k0 = k0;
-                    ub_tag[half].valid = 0;
-                    if ((st = write_block(s, NTPU_MEM_UB, half * s->Mc * s->Kc, kc * mc, fill_a)) != NTPU_OK)
-                        break;
                     ub_tag[half].valid = 1;
                     ub_tag[half].m0 = m0;
                     ub_tag[half].k0 = k0;
+                    a_rows = 0;
                 }
                 size_t ub_base = half * s->Mc * s->Kc;
-                for (size_t pt = p0; pt < p0 + pc && st == NTPU_OK; pt++) {
-                    for (size_t kt = k0; kt < k0 + kc; kt++, q++) {
+                for (size_t s0 = p0; s0 < p0 + pc && st == NTPU_OK;) {
+                    size_t gc = sub_group(s, pc, s0 - p0);
+                    for (size_t i = 0; i < kc * gc && st == NTPU_OK; i++, q++) {
+                        size_t kt = k0 + i / gc, pt = s0 + i % gc;
                         uint64_t seq = s->b_resident ? q : (uint64_t)mi * s->T + q;
-                        if ((st = ensure_tile(s, seq)) != NTPU_OK ||
-                            (st = cmd_load_w(s, (size_t)(seq % s->slots) * s->n)) != NTPU_OK ||
-                            (st = cmd_matmul(s, ub_base + (kt - k0) * mc, acc_base + (pt - p0) * mc, mc, kt > 0)) !=
-                                NTPU_OK)
+                        if ((st = write_a(s, ub_base, (kt - k0 + 1) * mc, &a_rows)) != NTPU_OK) {
+                            ub_tag[half].valid = 0;
                             break;
+                        }
+                        if ((st = ensure_tile(s, seq)) != NTPU_OK ||
+                            (st = cmd_load_w(s, (size_t)(seq % s->slots) * s->n)) != NTPU_OK)
+                            break;
+                        if ((st = cmd_matmul(s, ub_base + (kt - k0) * mc, acc_base + (pt - p0) * mc, mc, kt > 0)) !=
+                            NTPU_OK)
+                            break;
+                        rq.mm++;
+                        /* The next k-slice goes in while this one's MATMULs run,
+                         * a share after each, so it is there before the array
+                         * needs it and no gap between two MATMULs grows long. */
+                        size_t share = ceil_div(mc, gc) * (i % gc + 1);
+                        if ((st = write_a(s, ub_base, min_sz(kc * mc, (kt - k0 + 1) * mc + min_sz(share, mc)), &a_rows)) !=
+                            NTPU_OK) {
+                            ub_tag[half].valid = 0;
+                            break;
+                        }
+                        if (kt + 1 == s->KT)
+                            st = read_later(s, &rq, stage, m0, mc, pt, acc_base + (pt - p0) * mc);
+                        if (st == NTPU_OK)
+                            st = read_progress(s, &rq, 0);
                     }
+                    s0 += gc;
                 }
             }
-            if (st != NTPU_OK)
-                break;
-            readback cur = {0, 0, m0, mc, p0, pc, stage[group % 2]};
-            if ((st = read_block(s, acc_base, &cur)) != NTPU_OK)
-                break;
-            st = finish_block(s, &prev);
-            prev = cur;
             group++;
         }
     }
     if (st == NTPU_OK)
-        st = finish_block(s, &prev);
+        st = read_progress(s, &rq, 1);
     if (st != NTPU_OK && !s->l->broken) {
-        /* Replies still on their way point into the buffers freed below: take
+        /* Replies still on their way point into the buffer freed below: take
          * them off the link first, keeping the first error's text. */
         char why[NTPU_ERRMSG_LEN];
         memcpy(why, s->dev->err, sizeof why);
         ntpu_link_sync(s->l);
         memcpy(s->dev->err, why, sizeof why);
     }
-    free(stage[0]);
-    free(stage[1]);
+    free(stage);
     return st;
 }
 

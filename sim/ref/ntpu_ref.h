@@ -22,11 +22,13 @@ typedef struct ntpu_ref_config {
                            * VECTOR, ACT / RELU_GRAD / COLSUM answer ERR_OPCODE. 0 by default */
     unsigned no_transpose_a; /* 1: as the RTL's TRANSPOSE_A_EN = 0: INFO clears feature TRANSPOSE_A,
                               * MATMUL's TRANSPOSE_A flag is reserved (ERR_ARG). 0 by default */
+    unsigned link_bytes;     /* link bytes per cycle in the cycle estimate, 0..64 (0 and 1: byte-wide,
+                              * as the boards); NTPU_LINK_BYTES (32, as vsim) by default */
 } ntpu_ref_config;
 
 /* The configuration of the default simulated core (same as vsim's): N from
  * NTPU_DEFAULT_N (8), 16384 UB rows, 32768 WB rows, 32768 ACC rows, max_payload
- * 4112, with the vector unit. */
+ * 4112, with the vector unit, a link of NTPU_LINK_BYTES (32) bytes per cycle. */
 ntpu_ref_config ntpu_ref_default_config(void);
 
 typedef struct ntpu_ref ntpu_ref;

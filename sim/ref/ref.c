@@ -9,8 +9,12 @@
  * Performance counters: `macs` is exact (it is architectural); the rest are an
  * ESTIMATE of what the RTL would measure, from a deliberately simple model in
  * which link transfer and execution never overlap:
- *   - every byte received or sent costs one cycle (a byte-wide link, one byte
- *     per clock); received bytes also count as `stall_link`;
+ *   - the link moves cfg.link_bytes bytes per cycle each way (NTPU_LINK_BYTES,
+ *     32, as vsim; 0 or 1: the byte-wide link of the boards), and its cycles
+ *     are added as if nothing else ran meanwhile; received bytes' cycles also
+ *     count as `stall_link`. The RTL overlaps memory commands with MATMULs
+ *     (docs/decisions/0012-array-utilization.md), so with a wide link this
+ *     estimate is high;
  *   - LOAD_W costs N cycles (one weight row per clock);
  *   - MATMUL costs rows + 2N cycles (one activation row enters per clock, plus
  *     filling and draining the skewed N x N array), with or without TRANSPOSE_A;
@@ -29,6 +33,9 @@
 #include "ntpu/protocol.h"
 #include "numerics_internal.h"
 
+#ifndef NTPU_LINK_BYTES
+#define NTPU_LINK_BYTES 32
+#endif
 #ifndef NTPU_DEFAULT_N
 #define NTPU_DEFAULT_N 8
 #endif
@@ -81,6 +88,7 @@ struct ntpu_ref {
     uint32_t dropped;
 
     uint64_t cnt[NTPU_CNT_COUNT];
+    unsigned rx_part, tx_part; /* link bytes not yet a whole cycle */
 };
 
 ntpu_ref_config ntpu_ref_default_config(void)
@@ -93,6 +101,7 @@ ntpu_ref_config ntpu_ref_default_config(void)
     c.max_payload = 4112;
     c.no_vector = 0;
     c.no_transpose_a = 0;
+    c.link_bytes = NTPU_LINK_BYTES;
     return c;
 }
 
@@ -100,7 +109,16 @@ static int config_ok(const ntpu_ref_config *c)
 {
     return c->n >= 2 && c->n <= REF_MAX_N && c->ub_rows >= 1 && c->ub_rows <= 65536 && c->wb_rows >= c->n &&
            c->wb_rows <= 65536 && c->acc_rows >= 1 && c->acc_rows <= 65536 && c->max_payload >= 1 + NTPU_COUNTERS_BYTES &&
-           c->max_payload <= 65535 && c->no_vector <= 1 && c->no_transpose_a <= 1;
+           c->max_payload <= 65535 && c->no_vector <= 1 && c->no_transpose_a <= 1 && c->link_bytes <= 64;
+}
+
+/* Cycles the link takes for `bytes` more bytes, carrying the remainder. */
+static uint64_t link_cycles(const ntpu_ref *r, unsigned *part, size_t bytes)
+{
+    unsigned w = r->cfg.link_bytes > 1 ? r->cfg.link_bytes : 1;
+    uint64_t total = *part + (uint64_t)bytes;
+    *part = (unsigned)(total % w);
+    return total / w;
 }
 
 ntpu_ref *ntpu_ref_new(const ntpu_ref_config *cfg)
@@ -234,7 +252,7 @@ static void reply_end(ntpu_ref *r)
     size_t total = len + NTPU_FRAME_OVERHEAD;
     r->tx_tail += total;
     r->cnt[NTPU_CNT_TX_BYTES] += total;
-    r->cnt[NTPU_CNT_CYCLES] += total;
+    r->cnt[NTPU_CNT_CYCLES] += link_cycles(r, &r->tx_part, total);
 }
 
 static void reply_status(ntpu_ref *r, uint8_t seq, uint8_t st)
@@ -699,8 +717,9 @@ void ntpu_ref_write(ntpu_ref *r, const uint8_t *buf, size_t n)
         }
         /* Counted before executing, so a COUNTERS frame sees its own bytes. */
         r->cnt[NTPU_CNT_RX_BYTES] += used;
-        r->cnt[NTPU_CNT_STALL_LINK] += used;
-        r->cnt[NTPU_CNT_CYCLES] += used;
+        uint64_t rx_cycles = link_cycles(r, &r->rx_part, used);
+        r->cnt[NTPU_CNT_STALL_LINK] += rx_cycles;
+        r->cnt[NTPU_CNT_CYCLES] += rx_cycles;
         buf += used;
         n -= used;
 

@@ -6,8 +6,10 @@
 // used only for trace=FILE.
 // One clock cycle is two evals: the low phase, where this cycle's inputs are
 // driven and valid/ready/data settle, then the rising edge, where a transfer
-// happens on each stream whose valid and ready were both high. The byte the
-// core offers is sampled before the edge, since the edge may replace it.
+// happens on each stream whose valid and ready were both high. The bytes the
+// core offers are sampled before the edge, since the edge may replace them.
+// The link moves up to NTPU_LINK_BYTES bytes per cycle each way (the core's
+// LINK_BYTES, set by the Makefile): valid and ready are thermometer codes.
 #include "ntpu_vsim.h"
 #include "vsim_util.h"
 
@@ -18,6 +20,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 // Verilator 5.006's own headers have unused parameters; the Makefile passes
@@ -39,6 +42,44 @@ constexpr uint64_t kStuckCycles = uint64_t{1} << 24;
 
 using ntpu_vsim_util::set_err;
 
+#ifndef NTPU_LINK_BYTES
+#define NTPU_LINK_BYTES 1
+#endif
+constexpr unsigned kLinkBytes = NTPU_LINK_BYTES;
+static_assert(kLinkBytes >= 1 && kLinkBytes <= 64, "NTPU_LINK_BYTES must be 1..64");
+
+// Bytes 0..k-1 of a data port (an integer up to 64 bits, or Verilator's VlWide).
+template <class P> void put_bytes(P &port, const uint8_t *b, unsigned k)
+{
+    if constexpr (std::is_integral_v<P>) {
+        uint64_t v = 0;
+        for (unsigned i = 0; i < k; i++)
+            v |= uint64_t{b[i]} << (8 * i);
+        port = static_cast<P>(v);
+    } else {
+        for (unsigned w = 0; w < (kLinkBytes + 3) / 4; w++)
+            port[w] = 0;
+        for (unsigned i = 0; i < k; i++)
+            port[i / 4] |= static_cast<EData>(b[i]) << (8 * (i % 4));
+    }
+}
+
+template <class P> void get_bytes(const P &port, uint8_t *b, unsigned k)
+{
+    if constexpr (std::is_integral_v<P>) {
+        const uint64_t v = port;
+        for (unsigned i = 0; i < k; i++)
+            b[i] = static_cast<uint8_t>(v >> (8 * i));
+    } else {
+        for (unsigned i = 0; i < k; i++)
+            b[i] = static_cast<uint8_t>(port[i / 4] >> (8 * (i % 4)));
+    }
+}
+
+// A thermometer code of k bytes, and the count one stands for.
+uint64_t thermo(unsigned k) { return k >= 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1; }
+unsigned thermo_count(uint64_t v) { return static_cast<unsigned>(__builtin_popcountll(v)); }
+
 } // namespace
 
 struct ntpu_vsim {
@@ -59,37 +100,44 @@ struct ntpu_vsim {
         fst->dump(ctx->time());
     }
 
-    // One clock cycle. Returns bit 0 if a byte entered the core, bit 1 if one
-    // left it (then in *tx).
-    unsigned step(uint8_t *tx) { return top ? step_on(top.get(), tx) : step_on(top_tr.get(), tx); }
-
-    template <class Model> unsigned step_on(Model *t, uint8_t *tx)
+    // One clock cycle. Returns the bytes that left the core (copied to tx, room
+    // for kLinkBytes); *rx is set to the bytes that entered it.
+    unsigned step(uint8_t *tx, unsigned *rx)
     {
-        const bool have = in_head < in.size();
-        t->s_rx_valid = have;
-        if (have)
-            t->s_rx_data = in[in_head];
+        return top ? step_on(top.get(), tx, rx) : step_on(top_tr.get(), tx, rx);
+    }
+
+    template <class Model> unsigned step_on(Model *t, uint8_t *tx, unsigned *rx)
+    {
+        const size_t have = in.size() - in_head;
+        const unsigned k = have < kLinkBytes ? static_cast<unsigned>(have) : kLinkBytes;
+        t->s_rx_valid = static_cast<decltype(+t->s_rx_valid)>(thermo(k));
+        if (k)
+            put_bytes(t->s_rx_data, in.data() + in_head, k);
         t->clk = 0;
         t->eval();
         if (fst)
             dump();
-        const bool rx = have && t->s_rx_ready;
-        const bool txv = t->m_tx_valid; // m_tx_ready is always 1
-        *tx = t->m_tx_data;
+        const unsigned ready = thermo_count(t->s_rx_ready);
+        const unsigned taken = k < ready ? k : ready;
+        const unsigned ntx = thermo_count(t->m_tx_valid); // m_tx_ready is always 1
+        if (ntx)
+            get_bytes(t->m_tx_data, tx, ntx);
         t->clk = 1;
         t->eval();
         if (fst)
             dump();
         cycles++;
-        in_head += rx;
-        return (rx ? 1u : 0u) | (txv ? 2u : 0u);
+        in_head += taken;
+        *rx = taken;
+        return ntx;
     }
 
     template <class Model> void reset_on(Model *t)
     {
         t->rst = 1;
         t->s_rx_valid = 0;
-        t->s_rx_data = 0;
+        put_bytes(t->s_rx_data, nullptr, 0);
         t->m_tx_ready = 1;
         for (unsigned i = 0; i < kResetCycles; i++) {
             t->clk = 0;
@@ -210,11 +258,13 @@ extern "C" size_t ntpu_vsim_read(ntpu_vsim *s, uint8_t *buf, size_t n, uint64_t 
     }
     uint64_t idle = 0;
     while (got < n && idle < idle_limit) {
-        uint8_t tx;
-        unsigned moved = s->step(&tx);
-        if (moved & 2u)
-            buf[got++] = tx;
-        idle = moved ? 0 : idle + 1;
+        uint8_t tx[kLinkBytes];
+        unsigned rx, ntx = s->step(tx, &rx);
+        unsigned use = ntx < n - got ? ntx : static_cast<unsigned>(n - got);
+        std::memcpy(buf + got, tx, use);
+        got += use;
+        s->out.insert(s->out.end(), tx + use, tx + ntx); // past n: kept for the next read
+        idle = (rx || ntx) ? 0 : idle + 1;
     }
     s->compact_in();
     return got;
@@ -230,11 +280,10 @@ extern "C" void ntpu_vsim_drain(ntpu_vsim *s, uint64_t idle_limit)
         bool pending = s->in_head < s->in.size();
         if (pending ? idle >= stuck : idle >= idle_limit)
             break;
-        uint8_t tx;
-        unsigned moved = s->step(&tx);
-        if (moved & 2u)
-            s->out.push_back(tx);
-        idle = moved ? 0 : idle + 1;
+        uint8_t tx[kLinkBytes];
+        unsigned rx, ntx = s->step(tx, &rx);
+        s->out.insert(s->out.end(), tx, tx + ntx);
+        idle = (rx || ntx) ? 0 : idle + 1;
     }
     s->compact_in();
 }

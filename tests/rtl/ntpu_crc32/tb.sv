@@ -19,6 +19,7 @@ module tb;
     .rst  (rst),
     .clear(clear),
     .en   (en),
+    .count(1'b1),
     .data (data),
     .crc  (crc)
   );

@@ -3,10 +3,17 @@
 // random m_tx_ready, in phases from no stalls to heavy ones. Checks the byte stream against gen.c,
 // that m_tx_valid and m_tx_data hold while stalled, and that s_body_ready only takes the bytes a
 // reply has.
+// LINK_W (a define, 1 by default; ntpu_link_tx_wide sets 4) is LINK_BYTES: the producer then offers
+// 1..LINK_W body bytes per transfer and every output byte of a beat is checked.
 `default_nettype none
 `timescale 1ns / 1ps
 
+`ifndef LINK_W
+`define LINK_W 1
+`endif
+
 module tb;
+  localparam int W = `LINK_W;
   localparam int MAX_OUT = 1 << 20;
 
   logic clk = 1'b0;
@@ -14,14 +21,18 @@ module tb;
   logic s_hdr_valid, s_hdr_ready;
   logic [7:0] s_hdr_seq, s_hdr_status;
   logic [15:0] s_hdr_len;
-  logic [7:0] s_body_data;
-  logic s_body_valid, s_body_ready;
-  logic [7:0] m_tx_data;
-  logic m_tx_valid, m_tx_ready;
+  logic [8*W-1:0] s_body_data;
+  logic [W-1:0] s_body_valid;
+  logic s_body_ready;
+  logic [8*W-1:0] m_tx_data;
+  logic [W-1:0] m_tx_valid;
+  logic m_tx_ready;
 
   always #5 clk = ~clk;
 
-  ntpu_link_tx dut (
+  ntpu_link_tx #(
+    .LINK_BYTES(W)
+  ) dut (
     .clk         (clk),
     .rst         (rst),
     .s_hdr_valid (s_hdr_valid),
@@ -49,20 +60,29 @@ module tb;
   int ready_pct = 100;   // chance that the host takes a byte, varied by the producer
   int src_gap_pct = 0;   // chance of a gap before each header and body byte
   logic was_stalled = 1'b0;
-  logic [7:0] stalled_data;
+  logic [8*W-1:0] stalled_data;
+  logic [W-1:0] stalled_valid;
 
   // ---------------------------------------------------------------- host side
   always @(posedge clk) begin
     if (!rst) begin
-      if (was_stalled && (!m_tx_valid || m_tx_data !== stalled_data)) begin
+      if (was_stalled && (m_tx_valid !== stalled_valid || m_tx_data !== stalled_data)) begin
         fail("m_tx_valid/m_tx_data changed while stalled");
       end
-      was_stalled <= m_tx_valid && !m_tx_ready;
+      was_stalled <= m_tx_valid[0] && !m_tx_ready;
       stalled_data <= m_tx_data;
-      if (m_tx_valid && m_tx_ready) begin
-        if (got >= nout) fail("extra byte");
-        else if (m_tx_data !== want[got]) fail($sformatf("byte %0d: %02h, want %02h", got, m_tx_data, want[got]));
-        got = got + 1;
+      stalled_valid <= m_tx_valid;
+      for (int i = 1; i < W; i++) begin
+        if (m_tx_valid[i] && !m_tx_valid[i-1]) fail("m_tx_valid is not a thermometer code");
+      end
+      for (int i = 0; i < W; i++) begin
+        if (m_tx_valid[i] && m_tx_ready) begin
+          if (got >= nout) fail("extra byte");
+          else if (m_tx_data[8*i +: 8] !== want[got]) begin
+            fail($sformatf("byte %0d: %02h, want %02h", got, m_tx_data[8*i +: 8], want[got]));
+          end
+          got = got + 1;
+        end
       end
       m_tx_ready <= ($urandom % 100) < ready_pct;
     end
@@ -71,7 +91,8 @@ module tb;
   // ---------------------------------------------------------------- replies in
   initial begin
     string dir;
-    int fd, fr, w, sq, len, st;
+    int fd, fr, w, sq, len, st, k;
+    logic [7:0] body [0:65535];
     if (!$value$plusargs("dir=%s", dir)) dir = ".";
     fd = $fopen({dir, "/counts.hex"}, "r");
     if (fd == 0 || $fscanf(fd, "%h %h", nrep, nout) != 2) $fatal(1, "FAIL ntpu_link_tx: counts.hex");
@@ -85,7 +106,7 @@ module tb;
     fr = $fopen({dir, "/replies.hex"}, "r");
 
     s_hdr_valid = 1'b0;
-    s_body_valid = 1'b0;
+    s_body_valid = '0;
     m_tx_ready = 1'b1;
     repeat (3) @(posedge clk);
     rst <= 1'b0;
@@ -107,19 +128,26 @@ module tb;
       s_hdr_seq <= $urandom;
       for (int i = 1; i < len; i++) begin
         if ($fscanf(fr, "%h", w) != 1) $fatal(1, "FAIL ntpu_link_tx: replies.hex");
+        body[i] = w[7:0];
+      end
+      for (int i = 1; i < len; i += k) begin
         while (($urandom % 100) < src_gap_pct) begin
-          s_body_valid <= 1'b0;
+          s_body_valid <= '0;
           @(posedge clk);
         end
-        s_body_valid <= 1'b1;
-        s_body_data <= w[7:0];
+        k = 1 + $urandom % W;
+        if (k > len - i) k = len - i;
+        for (int j = 0; j < W; j++) begin
+          s_body_valid[j] <= (j < k);
+          s_body_data[8*j +: 8] <= (j < k) ? body[i + j] : 8'($urandom);
+        end
         do @(posedge clk); while (!s_body_ready);
       end
-      s_body_valid <= 1'b0;
+      s_body_valid <= '0;
     end
     // A stray body byte must not be taken once every reply is complete.
-    s_body_valid <= 1'b1;
-    s_body_data <= 8'hEE;
+    s_body_valid <= '1;
+    s_body_data <= '1;
     ready_pct = 100;
     for (int c = 0; c < 3 * nout / nrep + 200 && got != nout; c++) begin
       @(posedge clk);
@@ -128,7 +156,7 @@ module tb;
     repeat (20) @(posedge clk);
     if (got != nout) fail($sformatf("%0d of %0d bytes came out", got, nout));
     if (errors != 0) $fatal(1, "FAIL ntpu_link_tx: %0d errors", errors);
-    $display("PASS ntpu_link_tx: %0d replies, %0d bytes", nrep, nout);
+    $display("PASS ntpu_link_tx: LINK_BYTES=%0d, %0d replies, %0d bytes", W, nrep, nout);
     $finish;
   end
 endmodule

@@ -1,0 +1,5 @@
++define+LINK_W=4
+rtl/ntpu_pkg.sv
+rtl/ntpu_crc32.sv
+rtl/ntpu_link_tx.sv
+tests/rtl/ntpu_link_tx/tb.sv
