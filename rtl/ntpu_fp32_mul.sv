@@ -23,6 +23,9 @@ module ntpu_fp32_mul (
   logic        g, st;     // guard bit and sticky OR of everything below it
   logic [24:0] m_rnd;     // rounded, with its carry-out
   logic [9:0]  e;         // biased result exponent, two's complement
+  logic        unused_hidden;
+
+  assign unused_hidden = m_rnd[23];  // 1 unless the rounding carried out, which m_rnd[24] tells
 
   // `always @*` as in ntpu_fp32_add: everything under `if (en)` after defaults.
   always @* begin
