@@ -16,9 +16,9 @@
 //   overlaps are harmless for a pipeline that reads every row before it writes it.
 // - OPTIM: after its aux rows (lr, wd, and mu with MOMENTUM, into the registers ACT uses), one
 //   row at a time and nothing overlapped: read g, p (and s), run ntpu_vopt's steps, write s, then
-//   p. 12 cycles a row with momentum, 10 without (plain SGD skips two steps and one read and
-//   write). The next row's reads come after this row's writes, so every overlap of the ranges gets
-//   the ISA's row-at-a-time result.
+//   p. 11 cycles a row with momentum, 8 without (plain SGD skips two steps, a read and a write).
+//   The next row's reads come after this row's writes, so every overlap of the ranges gets the
+//   ISA's row-at-a-time result.
 // - idle: nothing accepted is left to do, every write has landed.
 `default_nettype none
 

@@ -17,8 +17,9 @@
  *     `array_busy` grows by rows;
  *   - ACT, RELU_GRAD and COLSUM cost rows + REF_VECTOR_LATENCY cycles (one row
  *     per clock through a short pipeline);
- *   - OPTIM costs REF_OPTIM_ROW cycles per row (reads, the chain of multiplies
- *     and adds, writes, one after another) plus REF_VECTOR_LATENCY;
+ *   - OPTIM costs 11 cycles per row with momentum, 8 without (reads, the chain
+ *     of multiplies and adds, writes, one after another, as the RTL), plus
+ *     REF_VECTOR_LATENCY;
  *   - stall_weight, stall_hazard and stall_tx stay 0 (nothing overlaps here).
  */
 #include "ntpu_ref.h"
@@ -40,8 +41,6 @@
 /* Extra cycles of a vector command beyond one per row: reading the aux rows
  * and the pipeline's fill. An estimate, like every counter but `macs`. */
 #define REF_VECTOR_LATENCY 4u
-/* Cycles of one OPTIM row: three reads, six arithmetic steps, two writes. */
-#define REF_OPTIM_ROW 12u
 /* Largest N a configuration accepts (config_ok): sizes the per-row scratch. */
 #define REF_MAX_N 64u
 
@@ -466,7 +465,7 @@ static void optim(ntpu_ref *r, unsigned flags, unsigned prow, unsigned grow, uns
             memcpy(s, sv, n * sizeof *sv);
         memcpy(p, pv, n * sizeof *pv);
     }
-    r->cnt[NTPU_CNT_CYCLES] += (uint64_t)rows * REF_OPTIM_ROW + REF_VECTOR_LATENCY;
+    r->cnt[NTPU_CNT_CYCLES] += (uint64_t)rows * (mom ? 11u : 8u) + REF_VECTOR_LATENCY;
 }
 
 static void info_block(const ntpu_ref *r, uint8_t *p)
