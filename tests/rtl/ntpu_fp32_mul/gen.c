@@ -128,8 +128,9 @@ int main(int argc, char **argv)
     emit4(0x1F800000, 0x20000000); /* 2^-126 exactly */
     emit4(0x00800000, 0x3F7FFFFF); /* 2^-126 (1 - 2^-24): rounds up to 2^-126 (tie, even) */
     emit4(0x00800000, 0x3F7FFFFE); /* just below: flushed */
-    emit4(0x00FFFFFF, 0x3F000000); /* (2 - 2^-23) 2^-127: rounds up to 2^-126 */
-    emit4(0x00FFFFFF, 0x3EFFFFFF); /* below the tie: flushed */
+    emit4(0x00FFFFFF, 0x3F000000); /* (2 - 2^-23) 2^-127 = 2^-126 - 2^-150, a 24-bit value: flushed */
+    emit4(0x3F000001, 0x00FFFFFE); /* 2^-126 (1 - 2^-46): rounds up to 2^-126 */
+    emit4(0x3F000001, 0x00FFFFFD); /* further below: flushed */
     emit4(0x7F7FFFFF, 0x3F800001); /* overflow by rounding */
     emit4(0x7F7FFFFF, 0x3F7FFFFF); /* stays finite */
     emit4(0x5F800000, 0x5F800000); /* 2^128: Inf */
