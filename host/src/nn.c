@@ -117,6 +117,32 @@ static ntpu_status plan(ntpu_model *m)
     return NTPU_OK;
 }
 
+/* Decides where the optimizer runs (m->opt.device asks for the device, which
+ * needs SGD or momentum, OPTIM and room in ACC; else devopt_why says why not)
+ * and plans the resident layout for it: plan()'s status. */
+static ntpu_status place(ntpu_model *m)
+{
+    m->devopt = 0;
+    if (m->opt.device) {
+        const char *no = NULL;
+        for (size_t l = 0; l < m->layers; l++)
+            if ((size_t)m->tiles[l] * m->n > 65535)
+                no = "a layer has more than 65535 input rows, more than one OPTIM covers";
+        if (m->opt.kind != NTPU_OPT_SGD && m->opt.kind != NTPU_OPT_MOMENTUM)
+            no = "Adam and AdamW need division and square root, which the vector unit lacks";
+        else if (!(m->dev->info.features & NTPU_FEATURE_OPTIM_BIT))
+            no = "the device has no OPTIM (protocol 1.3, vector unit)";
+        if (no)
+            snprintf(m->devopt_why, sizeof m->devopt_why, "%s", no);
+        m->devopt = !no;
+        if (m->devopt && plan(m) != NTPU_OK) {
+            snprintf(m->devopt_why, sizeof m->devopt_why, "with its optimizer state the model %.120s", m->why);
+            m->devopt = 0;
+        }
+    }
+    return plan(m);
+}
+
 static ntpu_status alloc_model(ntpu_device *dev, const unsigned *sizes, size_t n_sizes, size_t max_batch,
                                const ntpu_optim_config *opt, ntpu_model **out)
 {
@@ -148,25 +174,9 @@ static ntpu_status alloc_model(ntpu_device *dev, const unsigned *sizes, size_t n
         m->sizes[i] = sizes[i];
         m->tiles[i] = (unsigned)((sizes[i] + m->n - 1) / m->n);
     }
-    if (opt->device) {
-        const char *no = NULL;
-        for (size_t l = 0; l < m->layers; l++)
-            if ((size_t)m->tiles[l] * m->n > 65535)
-                no = "a layer has more than 65535 input rows, more than one OPTIM covers";
-        if (opt->kind != NTPU_OPT_SGD && opt->kind != NTPU_OPT_MOMENTUM)
-            no = "Adam and AdamW need division and square root, which the vector unit lacks";
-        else if (!(dev->info.features & NTPU_FEATURE_OPTIM_BIT))
-            no = "the device has no OPTIM (protocol 1.3, vector unit)";
-        if (no)
-            snprintf(m->devopt_why, sizeof m->devopt_why, "%s", no);
-        m->devopt = !no;
-        if (m->devopt && plan(m) != NTPU_OK) {
-            snprintf(m->devopt_why, sizeof m->devopt_why, "with its optimizer state the model %.120s", m->why);
-            m->devopt = 0;
-        }
-    }
-    if (plan(m) != NTPU_OK) {
+    if (place(m) != NTPU_OK) {
         m->devopt = 0;
+        snprintf(m->devopt_why, sizeof m->devopt_why, "the model is streamed");
         m->streamed = 1;
         if ((st = ntpu_stream_alloc(m)) != NTPU_OK) {
             ntpu_model_destroy(m);
@@ -248,6 +258,21 @@ ntpu_status ntpu_model_fetch(ntpu_model *m)
     }
     m->dev_ahead = 0;
     return NTPU_OK;
+}
+
+ntpu_status ntpu_model_set_device_optimizer(ntpu_model *m, int on)
+{
+    if (!m)
+        return NTPU_ERR_INVALID_ARG;
+    ntpu_status st = ntpu_model_fetch(m);
+    if (st != NTPU_OK)
+        return st;
+    m->opt.device = on != 0;
+    if (m->streamed)
+        return NTPU_OK; /* devopt stays 0, devopt_why says why */
+    if ((st = place(m)) != NTPU_OK) /* it was resident: the plain layout fits */
+        return ntpu_fail(m->dev, st, "model: %s", m->why);
+    return ntpu_model_sync(m);
 }
 
 int ntpu_model_device_optimizer(const ntpu_model *m, const char **why_not)

@@ -441,9 +441,10 @@ int cmd_train(common *cm, int argc, char **argv)
             goto out;
         if (opt_s || lr_s || mom_s || wd_s || sched_s || stepsize_s || gamma_s)
             fprintf(stderr, "ntpu: note: --resume keeps the checkpoint's optimizer settings\n");
-        if (dev_opt)
-            fprintf(stderr, "ntpu: note: --device-optimizer does not apply to --resume yet; the host optimizer "
-                    "runs\n");
+        if (dev_opt && ntpu_model_set_device_optimizer(model, 1) != NTPU_OK) {
+            fail("%s", ntpu_last_error(dev));
+            goto out;
+        }
         if (log_path)
             nrows = read_log(log_path, rows, sizeof rows / sizeof rows[0], start_epoch);
     } else {
@@ -458,10 +459,10 @@ int cmd_train(common *cm, int argc, char **argv)
             fail("%s", ntpu_last_error(dev));
             goto out;
         }
-        const char *why_not;
-        if (dev_opt && !ntpu_model_device_optimizer(model, &why_not))
-            fprintf(stderr, "ntpu: note: the optimizer runs on the host: %s\n", why_not ? why_not : "");
     }
+    const char *why_not;
+    if (dev_opt && !ntpu_model_device_optimizer(model, &why_not))
+        fprintf(stderr, "ntpu: note: the optimizer runs on the host: %s\n", why_not ? why_not : "");
     ntpu_model_view view;
     ntpu_model_view_get(model, &view);
     if (ntpu_model_streamed(model))

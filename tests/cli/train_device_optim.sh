@@ -2,7 +2,7 @@
 # --device-optimizer (protocol 1.3, OPTIM): the same training run with the optimizer on the host and on
 # the device gives bit-identical losses, accuracies, weights and optimizer state, on the golden model and
 # on the RTL, with far fewer link bytes; where it cannot run (no vector unit) the host optimizer runs and
-# ntpu says why.
+# ntpu says why; --resume can move a checkpoint's optimizer to the device.
 set -eu
 B=${BUILD:-build}
 T=$(mktemp -d)
@@ -35,6 +35,14 @@ for n in sgd_dev sgd_vsim mom_dev; do
 done
 grep -q "optimizer runs on the host: the device has no OPTIM" "$T/mom_novec.err" \
   || { echo "no reason given for the host optimizer on ref:novec=1"; cat "$T/mom_novec.err"; exit 1; }
+# --resume moves a checkpoint's optimizer to the device: two epochs with a stop in between, the second on
+# the device, end exactly where two uninterrupted epochs on the host do.
+"$B/ntpu" train -d ref "${ARGS[@]}" --optimizer momentum --epochs 2 --save "$T/full.st" > "$T/full.log" 2>&1
+"$B/ntpu" train -d ref "${ARGS[@]}" --optimizer momentum --epochs 1 --save "$T/half.st" > "$T/half.log" 2>&1
+"$B/ntpu" train -d ref:acc=65536 --resume "$T/half.st" --epochs 2 --test-limit 64 --device-optimizer \
+  --save "$T/half.st" > "$T/resume.log" 2> "$T/resume.err" || { cat "$T/resume.log" "$T/resume.err"; exit 1; }
+! grep -q "optimizer runs on the host" "$T/resume.err" || { echo "resume fell back:"; cat "$T/resume.err"; exit 1; }
+/usr/bin/python3 tests/cli/st_compare.py "$T/full.st" "$T/half.st" || { echo "resumed on the device: differs"; exit 1; }
 host=$(cat "$T/sgd_host.bytes"); dev=$(cat "$T/sgd_dev.bytes"); mom=$(cat "$T/mom_dev.bytes")
 echo "link bytes per step: host optimizer $host, device optimizer $dev (SGD), $mom (momentum)"
 [ -n "$host" ] && [ -n "$dev" ] && [ $((dev * 4)) -lt "$host" ] && [ $((mom * 4)) -lt "$host" ] \

@@ -204,3 +204,30 @@ Test(nn_devopt, checkpoint_holds_device_state)
     ntpu_close(dd);
     ntpu_close(dl);
 }
+
+/* The optimizer moves between host and device mid-run without changing a bit. */
+Test(nn_devopt, switching_places_mid_run)
+{
+    ntpu_device *dr, *dd;
+    cr_assert_eq(ntpu_open("ref", &dr), NTPU_OK);
+    cr_assert_eq(ntpu_open("ref", &dd), NTPU_OK);
+    ntpu_optim_config o = config(NTPU_OPT_MOMENTUM, 0);
+    ntpu_model *mh, *ms;
+    cr_assert_eq(ntpu_model_create(dr, sizes, 3, BATCH, 9, &o, &mh), NTPU_OK);
+    cr_assert_eq(ntpu_model_create(dd, sizes, 3, BATCH, 9, &o, &ms), NTPU_OK);
+    static float x[BATCH * IN];
+    static uint8_t y[BATCH];
+    const int on[] = {0, 1, 1, 0, 1};
+    for (int s = 0; s < 5; s++) {
+        cr_assert_eq(ntpu_model_set_device_optimizer(ms, on[s]), NTPU_OK, "%s", ntpu_last_error(dd));
+        cr_assert_eq(ntpu_model_device_optimizer(ms, NULL), on[s]);
+        fill_data(x, y, BATCH);
+        cr_assert_eq(ntpu_train_step(mh, x, y, BATCH, NULL), NTPU_OK);
+        cr_assert_eq(ntpu_train_step(ms, x, y, BATCH, NULL), NTPU_OK);
+    }
+    assert_same_model(mh, ms);
+    ntpu_model_destroy(mh);
+    ntpu_model_destroy(ms);
+    ntpu_close(dr);
+    ntpu_close(dd);
+}

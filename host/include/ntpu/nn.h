@@ -101,6 +101,13 @@ NTPU_API ntpu_status ntpu_model_sync(ntpu_model *m);
  * be NULL) gets the reason when it was asked for and is not used, else NULL. */
 NTPU_API int ntpu_model_device_optimizer(const ntpu_model *m, const char **why_not);
 
+/* Moves the optimizer to the device (on = 1) or to the host (0), as
+ * ntpu_optim_config.device at creation would have placed it: for a model from
+ * ntpu_model_load, whose checkpoint does not say. Fetches the weights and state
+ * first and writes them to their new places; ntpu_model_device_optimizer tells
+ * where it runs now. Errors: link errors, NTPU_ERR_NO_MEMORY. */
+NTPU_API ntpu_status ntpu_model_set_device_optimizer(ntpu_model *m, int on);
+
 /* With the device optimizer, reads the fp32 weights, biases and momentum from
  * the device into the host copies (the view); ntpu_model_save and
  * ntpu_qmodel_create do it themselves. A no-op otherwise or when nothing changed
