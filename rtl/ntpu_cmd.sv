@@ -309,6 +309,17 @@ module ntpu_cmd
           err = DEV_ERR_RANGE;
         end
       end
+      OP_OPTIM: begin
+        // p rows, then as many momentum rows; lr, wd (and mu) at aux.
+        if (VEC_EN == 0) err = DEV_ERR_OPCODE;
+        else if (len != 16'(LEN_OPTIM)) err = DEV_ERR_LENGTH;
+        else if ((f1 & OPTIM_RESERVED) != 8'd0) err = DEV_ERR_ARG;
+        else if (18'(a16) + 18'(c16) + (((f1 & OPTIM_MOMENTUM) != 8'd0) ? 18'(c16) : 18'd0) > 18'(ACC_ROWS) ||
+                 17'(b16) + 17'(c16) > 17'(ACC_ROWS) ||
+                 18'(d16) + (((f1 & OPTIM_MOMENTUM) != 8'd0) ? 18'd3 : 18'd2) > 18'(ACC_ROWS)) begin
+          err = DEV_ERR_RANGE;
+        end
+      end
       OP_COUNTERS: begin
         if (len != 16'(LEN_COUNTERS)) err = DEV_ERR_LENGTH;
         else if ((f1 & COUNTERS_RESERVED) != 8'd0) err = DEV_ERR_ARG;
@@ -331,7 +342,7 @@ module ntpu_cmd
                      16'(MAX_PAYLOAD),
                      FEATURE_TRANSPOSE_BIT |
                      ((TRANSPOSE_A_EN != 0) ? FEATURE_TRANSPOSE_A_BIT : 8'd0) |
-                     ((VEC_EN != 0) ? FEATURE_VECTOR_BIT : 8'd0),
+                     ((VEC_EN != 0) ? (FEATURE_VECTOR_BIT | FEATURE_OPTIM_BIT) : 8'd0),
                      DTYPE_INT8_BIT | DTYPE_BF16_BIT,
                      8'(N), 8'(N), VERSION_MINOR, VERSION_MAJOR, ID_MAGIC};
   // commands_q and the error fields cannot change before this STATUS frame is released.
@@ -473,7 +484,7 @@ module ntpu_cmd
               after_reply_d = S_BLOCK;
             end
             OP_LOAD_W, OP_MATMUL: state_d = S_DISPATCH;
-            OP_ACT, OP_RELU_GRAD, OP_COLSUM: begin
+            OP_ACT, OP_RELU_GRAD, OP_COLSUM, OP_OPTIM: begin
               after_drain_d = S_VDISPATCH;
               state_d = S_DRAIN;
             end

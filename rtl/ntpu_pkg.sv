@@ -33,7 +33,8 @@ package ntpu_pkg;
     OP_ACT = 8'h09,        // 1.1
     OP_RELU_GRAD = 8'h0A,  // 1.1
     OP_COLSUM = 8'h0B,     // 1.1
-    OP_SYNC = 8'h0C        // 1.2
+    OP_SYNC = 8'h0C,       // 1.2
+    OP_OPTIM = 8'h0D       // 1.3
   } opcode_e;
 
   // Whole payload lengths (opcode included); WRITE_MEM adds its row data.
@@ -50,6 +51,7 @@ package ntpu_pkg;
   localparam int LEN_RELU_GRAD = 10;
   localparam int LEN_COLSUM = 8;
   localparam int LEN_SYNC = 1;
+  localparam int LEN_OPTIM = 10;
   localparam int CMD_HDR_MAX = 10;  // longest fixed part: MATMUL with TRANSPOSE_A, ACT, RELU_GRAD
 
   // ---------------------------------------------------------------- memories
@@ -80,6 +82,8 @@ package ntpu_pkg;
   localparam logic [7:0] RELU_GRAD_RESERVED = 8'hF3;
   localparam logic [7:0] COLSUM_ACCUMULATE = 8'h01;
   localparam logic [7:0] COLSUM_RESERVED = 8'hFE;
+  localparam logic [7:0] OPTIM_MOMENTUM = 8'h01;
+  localparam logic [7:0] OPTIM_RESERVED = 8'hFE;
 
   // ---------------------------------------------------------------- device status (reply byte 0)
   typedef enum logic [7:0] {
@@ -97,12 +101,13 @@ package ntpu_pkg;
   localparam int ID_BYTES = 32;
   localparam logic [31:0] ID_MAGIC = 32'h5550544E;  // "NTPU" little-endian
   localparam logic [7:0] VERSION_MAJOR = 8'd1;
-  localparam logic [7:0] VERSION_MINOR = 8'd2;
+  localparam logic [7:0] VERSION_MINOR = 8'd3;
   localparam logic [7:0] DTYPE_INT8_BIT = 8'h01;
   localparam logic [7:0] DTYPE_BF16_BIT = 8'h02;
   localparam logic [7:0] FEATURE_TRANSPOSE_BIT = 8'h01;    // LOAD_W TRANSPOSE
   localparam logic [7:0] FEATURE_TRANSPOSE_A_BIT = 8'h02;  // MATMUL TRANSPOSE_A (1.1)
   localparam logic [7:0] FEATURE_VECTOR_BIT = 8'h04;       // ACT, RELU_GRAD, COLSUM (1.1)
+  localparam logic [7:0] FEATURE_OPTIM_BIT = 8'h08;        // OPTIM (1.3)
   localparam logic [7:0] PLATFORM_RTL = 8'd1;
 
   // ---------------------------------------------------------------- status block (STATUS)

@@ -1,5 +1,6 @@
 // Vector sequencer: executes ACT, RELU_GRAD and COLSUM (docs/isa.md, "Version 1.1") on the lane
-// datapath ntpu_vec, reading ACC (and UB mask) rows and writing result rows to UB, WB or ACC.
+// datapath ntpu_vec, reading ACC (and UB mask) rows and writing result rows to UB, WB or ACC; and
+// OPTIM ("Version 1.3") on the lane datapath ntpu_vopt.
 //
 // Contract:
 // - s_cmd: one command at a time, already checked by the command processor; taken only while idle.
@@ -13,6 +14,11 @@
 //   the source range further on in the same memory (d = dst - src, or dst - mask, with 0 < d), row r
 //   is read only after row r - d was written, i.e. while fewer than d rows are in flight. Other
 //   overlaps are harmless for a pipeline that reads every row before it writes it.
+// - OPTIM: after its aux rows (lr, wd, and mu with MOMENTUM, into the registers ACT uses), one
+//   row at a time and nothing overlapped: read g, p (and s), run ntpu_vopt's steps, write s, then
+//   p. 11 cycles a row with momentum, 8 without (plain SGD skips two steps, a read and a write).
+//   The next row's reads come after this row's writes, so every overlap of the ranges gets the
+//   ISA's row-at-a-time result.
 // - idle: nothing accepted is left to do, every write has landed.
 `default_nettype none
 
@@ -30,10 +36,10 @@ module ntpu_vseq
   // commands
   input  logic              s_cmd_valid,
   output logic              s_cmd_ready,
-  input  logic [7:0]        s_cmd_op,     // OP_ACT, OP_RELU_GRAD or OP_COLSUM
+  input  logic [7:0]        s_cmd_op,     // OP_ACT, OP_RELU_GRAD, OP_COLSUM or OP_OPTIM
   input  logic [7:0]        s_cmd_flags,
-  input  logic [15:0]       s_cmd_src,
-  input  logic [15:0]       s_cmd_dst,
+  input  logic [15:0]       s_cmd_src,    // OPTIM: p
+  input  logic [15:0]       s_cmd_dst,    // OPTIM: g
   input  logic [15:0]       s_cmd_rows,
   input  logic [15:0]       s_cmd_aux,    // ACT: aux; RELU_GRAD: mask
   output logic              idle,
@@ -52,13 +58,19 @@ module ntpu_vseq
   output logic              stall_hazard  // a row waits for an earlier row's write
 );
 
-  typedef enum logic [2:0] {
+  typedef enum logic [3:0] {
     S_IDLE,
     S_AUX0,  // read aux row 0
     S_AUX1,  // take it, read aux row 1
     S_AUX2,  // take it, read aux row 2
     S_AUX3,  // take it
-    S_RUN    // stream the rows
+    S_RUN,   // stream the rows
+    S_OG,    // OPTIM: read g
+    S_OP,    // take it, read p
+    S_OS,    // take it, read s (momentum)
+    S_OX,    // ntpu_vopt's steps (taking s in step 0)
+    S_OWS,   // write s (momentum)
+    S_OWP    // write p; next row
   } state_e;
 
   state_e state_q, state_d;
@@ -69,7 +81,11 @@ module ntpu_vseq
   logic [15:0] aux_base_q;
   logic [2:0]  need_q;                      // aux rows 0..2 used
   logic [N*32-1:0] aux0_q, mult_q, shift_q;
-  logic        is_colsum, is_rg, void_q;
+  logic        is_colsum, is_rg, is_opt, mom, void_q;
+  logic [ACC_AW-1:0] o_p_q, o_g_q, o_s_q;   // OPTIM: this row's p, g, s rows
+  logic [15:0] o_left_q;                    // OPTIM: rows still to do, this one included
+  logic [2:0]  o_k_q;                       // OPTIM: the step in S_OX
+  logic [N*32-1:0] o_p, o_s;
   logic [1:0]  out_q;
 
   logic [16:0] beats_left_q;                // beats still to send into ntpu_vec
@@ -88,6 +104,8 @@ module ntpu_vseq
 
   assign is_colsum = (op_q == OP_COLSUM);
   assign is_rg = (op_q == OP_RELU_GRAD);
+  assign is_opt = (op_q == OP_OPTIM);
+  assign mom = flags_q[0];
   assign out_q = flags_q[3:2];
 
   // ---------------------------------------------------------------- control
@@ -100,8 +118,18 @@ module ntpu_vseq
       S_AUX0: state_d = S_AUX1;
       S_AUX1: state_d = S_AUX2;
       S_AUX2: state_d = S_AUX3;
-      S_AUX3: state_d = S_RUN;
+      // if/else, not ?: : Icarus 11 wants a cast for an enum out of a conditional.
+      S_AUX3: if (is_opt && o_left_q != 16'd0) state_d = S_OG; else state_d = S_RUN;
       S_RUN: if (results_left_q == 17'd0 && beats_left_q == 17'd0) state_d = S_IDLE;
+      S_OG: state_d = S_OP;
+      S_OP: state_d = S_OS;
+      S_OS: state_d = S_OX;
+      S_OX: begin
+        if (o_k_q == 3'd5 && mom) state_d = S_OWS;
+        else if (o_k_q == 3'd5) state_d = S_OWP;
+      end
+      S_OWS: state_d = S_OWP;
+      S_OWP: if (o_left_q == 16'd1) state_d = S_IDLE; else state_d = S_OG;
       default: state_d = S_IDLE;
     endcase
   end
@@ -114,20 +142,25 @@ module ntpu_vseq
   // ---------------------------------------------------------------- command fields
   always_ff @(posedge clk) begin
     if (s_cmd_valid && s_cmd_ready) begin
-      logic int8, colsum, rg;
+      logic int8, colsum, rg, opt;
       logic [1:0] out;
       int8 = (s_cmd_op == OP_ACT) && (s_cmd_flags[3:2] == OUT_INT8[3:2]);
       colsum = (s_cmd_op == OP_COLSUM);
       rg = (s_cmd_op == OP_RELU_GRAD);
+      opt = (s_cmd_op == OP_OPTIM);
       out = s_cmd_flags[3:2];
       op_q <= s_cmd_op;
       flags_q <= s_cmd_flags[3:0];
       dst_q <= s_cmd_dst;
       aux_base_q <= colsum ? s_cmd_dst : s_cmd_aux;
-      need_q <= {int8, int8, s_cmd_flags[0] && s_cmd_op != OP_RELU_GRAD};
+      need_q <= opt ? {s_cmd_flags[0], 2'b11} : {int8, int8, s_cmd_flags[0] && s_cmd_op != OP_RELU_GRAD};
       void_q <= colsum && s_cmd_rows == 16'd0;
-      beats_left_q <= (colsum && s_cmd_rows == 16'd0) ? 17'd1 : 17'(s_cmd_rows);
-      results_left_q <= colsum ? 17'd1 : 17'(s_cmd_rows);
+      beats_left_q <= opt ? 17'd0 : (colsum && s_cmd_rows == 16'd0) ? 17'd1 : 17'(s_cmd_rows);
+      results_left_q <= opt ? 17'd0 : colsum ? 17'd1 : 17'(s_cmd_rows);
+      o_p_q <= ACC_AW'(s_cmd_src);
+      o_s_q <= ACC_AW'(s_cmd_src + s_cmd_rows);
+      o_g_q <= ACC_AW'(s_cmd_dst);
+      o_left_q <= s_cmd_rows;
       rd_src_q <= ACC_AW'(s_cmd_src);
       rd_mask_q <= UB_AW'(s_cmd_aux);
       hz_en_q <= !colsum && (out == OUT_ACC[3:2] || (rg && out == OUT_UB[3:2]));
@@ -138,8 +171,17 @@ module ntpu_vseq
         rd_src_q <= rd_src_q + ACC_AW'(1);
         rd_mask_q <= rd_mask_q + UB_AW'(1);
       end
-      if (wr_we) results_left_q <= results_left_q - 17'd1;
+      if (wr_we && !is_opt) results_left_q <= results_left_q - 17'd1;
+      if (state_q == S_OWP) begin
+        o_p_q <= o_p_q + ACC_AW'(1);
+        o_s_q <= o_s_q + ACC_AW'(1);
+        o_g_q <= o_g_q + ACC_AW'(1);
+        o_left_q <= o_left_q - 16'd1;
+      end
     end
+    // SGD skips the momentum steps 2 and 3.
+    if (state_q != S_OX) o_k_q <= 3'd0;
+    else o_k_q <= (o_k_q == 3'd1 && !mom) ? 3'd4 : o_k_q + 3'd1;
     if (state_q == S_AUX1 && need_q[0]) aux0_q <= acc_rdata;
     if (state_q == S_AUX2 && need_q[1]) mult_q <= acc_rdata;
     if (state_q == S_AUX3 && need_q[2]) shift_q <= acc_rdata;
@@ -172,9 +214,13 @@ module ntpu_vseq
   // Plain assigns, no default-then-override: a strobe must not glitch (see ntpu_cmd).
   logic [1:0] aux_k;  // aux row read in this state
   assign aux_k = (state_q == S_AUX1) ? 2'd1 : (state_q == S_AUX2) ? 2'd2 : 2'd0;
+  logic o_re;  // OPTIM reads g, p and (momentum) s
+  assign o_re = (state_q == S_OG) || (state_q == S_OP) || (state_q == S_OS && mom);
   assign acc_re = (state_q == S_AUX0 || state_q == S_AUX1 || state_q == S_AUX2) ? need_q[aux_k]
-                                                                              : issue && !void_q;
-  assign acc_raddr = (state_q == S_RUN) ? rd_src_q : ACC_AW'(aux_base_q + 16'(aux_k));
+                : o_re || (issue && !void_q);
+  assign acc_raddr = (state_q == S_RUN) ? rd_src_q
+                   : (state_q == S_OG) ? o_g_q : (state_q == S_OP) ? o_p_q : (state_q == S_OS) ? o_s_q
+                   : ACC_AW'(aux_base_q + 16'(aux_k));
 
   assign ub_re = issue && is_rg;
   assign ub_raddr = rd_mask_q;
@@ -208,11 +254,32 @@ module ntpu_vseq
     .busy       (vec_busy)
   );
 
+  // aux0_q, mult_q, shift_q hold lr, wd, mu for OPTIM.
+  ntpu_vopt #(
+    .N(N)
+  ) u_vopt (
+    .clk    (clk),
+    .ld_g   (state_q == S_OP),
+    .ld_p   (state_q == S_OS),
+    .ld_s   (state_q == S_OX && o_k_q == 3'd0 && mom),
+    .rdata  (acc_rdata),
+    .step_en(state_q == S_OX),
+    .step   (o_k_q),
+    .mom    (mom),
+    .lr     (aux0_q),
+    .wd     (mult_q),
+    .mu     (shift_q),
+    .p_out  (o_p),
+    .s_out  (o_s)
+  );
+
   // ---------------------------------------------------------------- writes
-  assign wr_we = vec_out_valid;
-  assign wr_data = vec_out_data;
-  assign wr_addr = dst_q + wr_idx_q;
-  assign wr_mem = (is_colsum || out_q == OUT_ACC[3:2]) ? 2'(MEM_ACC)
+  logic o_wr;  // OPTIM writes s, then p
+  assign o_wr = (state_q == S_OWS) || (state_q == S_OWP);
+  assign wr_we = vec_out_valid || o_wr;
+  assign wr_data = (state_q == S_OWS) ? o_s : (state_q == S_OWP) ? o_p : vec_out_data;
+  assign wr_addr = (state_q == S_OWS) ? 16'(o_s_q) : (state_q == S_OWP) ? 16'(o_p_q) : dst_q + wr_idx_q;
+  assign wr_mem = (is_colsum || is_opt || out_q == OUT_ACC[3:2]) ? 2'(MEM_ACC)
                 : (out_q == OUT_WB[3:2]) ? 2'(MEM_WB) : 2'(MEM_UB);
 
   assign idle = (state_q == S_IDLE);

@@ -8,11 +8,14 @@
  * ceil(sizes[l] / N) lane tiles:
  *   UB  x[l]  layer l's input, as T(l) tiles of bp rows: UB[x + t*bp + b] = X[b][t*N ..]
  *       g[l]  bf16 dZ of layer l (l >= 1), same layout over T(l+1): the dX operand
- *   WB  w[l]  weight tiles: tile (kt, nt) at w + (kt*T(l+1) + nt)*N, row i = W[kt*N + i][nt*N ..]
+ *   WB  w[l]  weight tiles, nt-major: tile (kt, nt) at w + (nt*T(l) + kt)*N, row i = W[kt*N + i][nt*N ..],
+ *             so an output tile's column block is T(l)*N contiguous rows, as the device
+ *             optimizer's master rows in ACC (nn_internal.h) from which ACT refreshes it
  *       g[l]  bf16 dZ of layer l as weight tiles: WB[g + nt*bp + b] = dZ[b][nt*N ..]
  *   ACC z[l]  pre-activations, then logits (last layer), then dZ: T(l+1) tiles of bp rows
  *       b[l], db[l]  biases and their gradients, one row per output tile
  *       dw[l] weight gradients: ACC[dw + nt*T(l)*N + k][lane] = dW[k][nt*N + lane]
+ *       (with the device optimizer one output tile at a time, see nn_internal.h)
  */
 #include <math.h>
 #include <stdio.h>
@@ -69,7 +72,8 @@ static ntpu_status plan(ntpu_model *m)
 {
     ntpu_device *dev = m->dev;
     const size_t n = m->n, bp = m->max_bp, L = m->layers;
-    size_t ub = 0, wb = 0, acc = 0;
+    const size_t mom = m->devopt && m->opt.kind == NTPU_OPT_MOMENTUM;
+    size_t ub = 0, wb = 0, acc = 0, dw_max = 0;
     for (size_t l = 0; l < L; l++) {
         size_t ti = m->tiles[l], to = m->tiles[l + 1];
         m->ub_x[l] = (uint32_t)ub;
@@ -83,11 +87,24 @@ static ntpu_status plan(ntpu_model *m)
         m->acc_z[l] = (uint32_t)acc;
         acc += to * bp;
         m->acc_b[l] = (uint32_t)acc;
-        acc += to;
+        acc += to * (1 + mom);
         m->acc_db[l] = (uint32_t)acc;
         acc += to;
-        m->acc_dw[l] = (uint32_t)acc;
-        acc += to * ti * n;
+        if (m->devopt) {
+            m->acc_mw[l] = (uint32_t)acc;
+            acc += to * (1 + mom) * ti * n;
+            dw_max = ti * n > dw_max ? ti * n : dw_max;
+        } else {
+            m->acc_dw[l] = (uint32_t)acc;
+            acc += to * ti * n;
+        }
+    }
+    if (m->devopt) {
+        for (size_t l = 0; l < L; l++)
+            m->acc_dw[l] = (uint32_t)acc;
+        acc += dw_max;
+        m->acc_k = (uint32_t)acc;
+        acc += 3;
     }
     const struct { const char *name; size_t need, have; } mem[] = {
         {"UB", ub, dev->info.ub_rows}, {"WB", wb, dev->info.wb_rows}, {"ACC", acc, dev->info.acc_rows}};
@@ -98,6 +115,32 @@ static ntpu_status plan(ntpu_model *m)
             return NTPU_ERR_UNSUPPORTED;
         }
     return NTPU_OK;
+}
+
+/* Decides where the optimizer runs (m->opt.device asks for the device, which
+ * needs SGD or momentum, OPTIM and room in ACC; else devopt_why says why not)
+ * and plans the resident layout for it: plan()'s status. */
+static ntpu_status place(ntpu_model *m)
+{
+    m->devopt = 0;
+    if (m->opt.device) {
+        const char *no = NULL;
+        for (size_t l = 0; l < m->layers; l++)
+            if ((size_t)m->tiles[l] * m->n > 65535)
+                no = "a layer has more than 65535 input rows, more than one OPTIM covers";
+        if (m->opt.kind != NTPU_OPT_SGD && m->opt.kind != NTPU_OPT_MOMENTUM)
+            no = "Adam and AdamW need division and square root, which the vector unit lacks";
+        else if (!(m->dev->info.features & NTPU_FEATURE_OPTIM_BIT))
+            no = "the device has no OPTIM (protocol 1.3, vector unit)";
+        if (no)
+            snprintf(m->devopt_why, sizeof m->devopt_why, "%s", no);
+        m->devopt = !no;
+        if (m->devopt && plan(m) != NTPU_OK) {
+            snprintf(m->devopt_why, sizeof m->devopt_why, "with its optimizer state the model %.120s", m->why);
+            m->devopt = 0;
+        }
+    }
+    return plan(m);
 }
 
 static ntpu_status alloc_model(ntpu_device *dev, const unsigned *sizes, size_t n_sizes, size_t max_batch,
@@ -131,7 +174,9 @@ static ntpu_status alloc_model(ntpu_device *dev, const unsigned *sizes, size_t n
         m->sizes[i] = sizes[i];
         m->tiles[i] = (unsigned)((sizes[i] + m->n - 1) / m->n);
     }
-    if (plan(m) != NTPU_OK) {
+    if (place(m) != NTPU_OK) {
+        m->devopt = 0;
+        snprintf(m->devopt_why, sizeof m->devopt_why, "the model is streamed");
         m->streamed = 1;
         if ((st = ntpu_stream_alloc(m)) != NTPU_OK) {
             ntpu_model_destroy(m);
@@ -156,6 +201,87 @@ static ntpu_status alloc_model(ntpu_device *dev, const unsigned *sizes, size_t n
     return NTPU_OK;
 }
 
+/* Device optimizer: layer l's fp32 master weights, momentum and bias momentum
+ * to ACC (layout in nn_internal.h), padding zero. */
+static ntpu_status sync_master(ntpu_model *m, size_t l)
+{
+    const size_t n = m->n, in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
+    const size_t mom = m->opt.kind == NTPU_OPT_MOMENTUM, blk = (1 + mom) * ti * n;
+    float *rows = grow_scratch(m, to * blk * n * 4);
+    if (!rows)
+        return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
+    for (size_t nt = 0; nt < to; nt++)
+        for (size_t s = 0; s <= mom; s++) {
+            const float *src = s ? m->ws1[l] : m->w[l];
+            for (size_t k = 0; k < ti * n; k++)
+                for (size_t j = 0; j < n; j++) {
+                    size_t o = nt * n + j;
+                    rows[(nt * blk + s * ti * n + k) * n + j] = k < in && o < out ? src[k * out + o] : 0.0f;
+                }
+        }
+    ntpu_status st = ntpu_write_rows(m->dev, NTPU_MEM_ACC, m->acc_mw[l], (uint32_t)(to * blk), rows);
+    if (st != NTPU_OK || !mom)
+        return st;
+    for (size_t o = 0; o < to * n; o++)
+        rows[o] = o < out ? m->bs1[l][o] : 0.0f;
+    return ntpu_write_rows(m->dev, NTPU_MEM_ACC, m->acc_b[l] + (uint32_t)to, (uint32_t)to, rows);
+}
+
+ntpu_status ntpu_model_fetch(ntpu_model *m)
+{
+    if (!m)
+        return NTPU_ERR_INVALID_ARG;
+    if (!m->devopt || !m->dev_ahead)
+        return NTPU_OK;
+    const size_t n = m->n, mom = m->opt.kind == NTPU_OPT_MOMENTUM;
+    for (size_t l = 0; l < m->layers; l++) {
+        const size_t in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
+        const size_t blk = (1 + mom) * ti * n;
+        float *rows = grow_scratch(m, to * blk * n * 4);
+        if (!rows)
+            return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
+        ntpu_status st = ntpu_read_rows(m->dev, NTPU_MEM_ACC, m->acc_mw[l], (uint32_t)(to * blk), rows);
+        if (st != NTPU_OK)
+            return st;
+        for (size_t nt = 0; nt < to; nt++) {
+            size_t lanes = out - nt * n < n ? out - nt * n : n;
+            for (size_t s = 0; s <= mom; s++)
+                for (size_t k = 0; k < in; k++)
+                    memcpy(&(s ? m->ws1[l] : m->w[l])[k * out + nt * n], &rows[(nt * blk + s * ti * n + k) * n],
+                           lanes * 4);
+        }
+        if ((st = ntpu_read_rows(m->dev, NTPU_MEM_ACC, m->acc_b[l], (uint32_t)(to * (1 + mom)), rows)) != NTPU_OK)
+            return st;
+        memcpy(m->b[l], rows, out * 4);
+        if (mom)
+            memcpy(m->bs1[l], rows + to * n, out * 4);
+    }
+    m->dev_ahead = 0;
+    return NTPU_OK;
+}
+
+ntpu_status ntpu_model_set_device_optimizer(ntpu_model *m, int on)
+{
+    if (!m)
+        return NTPU_ERR_INVALID_ARG;
+    ntpu_status st = ntpu_model_fetch(m);
+    if (st != NTPU_OK)
+        return st;
+    m->opt.device = on != 0;
+    if (m->streamed)
+        return NTPU_OK; /* devopt stays 0, devopt_why says why */
+    if ((st = place(m)) != NTPU_OK) /* it was resident: the plain layout fits */
+        return ntpu_fail(m->dev, st, "model: %s", m->why);
+    return ntpu_model_sync(m);
+}
+
+int ntpu_model_device_optimizer(const ntpu_model *m, const char **why_not)
+{
+    if (why_not)
+        *why_not = m && !m->devopt && m->opt.device ? m->devopt_why : NULL;
+    return m && m->devopt;
+}
+
 ntpu_status ntpu_model_sync(ntpu_model *m)
 {
     if (!m)
@@ -174,7 +300,7 @@ ntpu_status ntpu_model_sync(ntpu_model *m)
                 for (size_t i = 0; i < n; i++)
                     for (size_t j = 0; j < n; j++) {
                         size_t k = kt * n + i, o = nt * n + j;
-                        rows[((kt * to + nt) * n + i) * n + j] =
+                        rows[((nt * ti + kt) * n + i) * n + j] =
                             k < in && o < out ? ntpu_bf16_from_f32(m->w[l][k * out + o]) : 0;
                     }
         ntpu_status st = ntpu_write_rows(dev, NTPU_MEM_WB, m->wb_w[l], (uint32_t)(ti * to * n), rows);
@@ -187,7 +313,11 @@ ntpu_status ntpu_model_sync(ntpu_model *m)
         }
         if ((st = ntpu_write_rows(dev, NTPU_MEM_ACC, m->acc_b[l], (uint32_t)to, brow)) != NTPU_OK)
             return st;
+        if (m->devopt && (st = sync_master(m, l)) != NTPU_OK)
+            return st;
     }
+    m->k_valid = 0;
+    m->dev_ahead = 0;
     return NTPU_OK;
 }
 
@@ -264,7 +394,7 @@ static ntpu_status forward(ntpu_model *m, size_t bp)
         const int last = l + 1 == m->layers;
         for (size_t nt = 0; nt < to && st == NTPU_OK; nt++) {
             for (size_t kt = 0; kt < ti && st == NTPU_OK; kt++) {
-                st = ntpu_load_w(dev, (uint32_t)(m->wb_w[l] + (kt * to + nt) * n), 0);
+                st = ntpu_load_w(dev, (uint32_t)(m->wb_w[l] + (nt * ti + kt) * n), 0);
                 if (st == NTPU_OK)
                     st = ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, (uint32_t)(m->ub_x[l] + kt * bp),
                                           (uint32_t)(m->acc_z[l] + nt * bp), (uint32_t)bp, kt > 0);
@@ -369,21 +499,31 @@ static ntpu_status backward(ntpu_model *m, size_t bp)
             if (st == NTPU_OK && l > 0)
                 st = ntpu_vec_act(dev, NTPU_OUT_UB, z, (uint32_t)(m->ub_g[l] + nt * bp), (uint32_t)bp, 0);
         }
-        /* dW = Xᵀ·dZ: batch blocks ascending, X streamed transposed from its k-tiles. */
-        for (size_t nt = 0; nt < to && st == NTPU_OK; nt++)
+        /* dW = Xᵀ·dZ: batch blocks ascending, X streamed transposed from its k-tiles.
+         * The device optimizer takes each output tile's dW as soon as it is summed. */
+        const unsigned oflags = m->opt.kind == NTPU_OPT_MOMENTUM ? NTPU_OPTIM_MOMENTUM : 0;
+        const size_t blk = (1 + (oflags != 0)) * ti * n;
+        for (size_t nt = 0; nt < to && st == NTPU_OK; nt++) {
+            uint32_t dw = (uint32_t)(m->acc_dw[l] + (m->devopt ? 0 : nt * ti * n));
             for (size_t j = 0; j < bp / n && st == NTPU_OK; j++) {
                 st = ntpu_load_w(dev, (uint32_t)(m->wb_g[l] + nt * bp + j * n), 0);
                 if (st == NTPU_OK)
-                    st = ntpu_matmul_tile_t(dev, NTPU_DTYPE_BF16, (uint32_t)(m->ub_x[l] + j * n), (uint32_t)bp,
-                                            (uint32_t)(m->acc_dw[l] + nt * ti * n), (uint32_t)(ti * n), j > 0);
+                    st = ntpu_matmul_tile_t(dev, NTPU_DTYPE_BF16, (uint32_t)(m->ub_x[l] + j * n), (uint32_t)bp, dw,
+                                            (uint32_t)(ti * n), j > 0);
             }
+            if (st == NTPU_OK && m->devopt)
+                st = ntpu_vec_optim(dev, oflags, (uint32_t)(m->acc_mw[l] + nt * blk), dw, (uint32_t)(ti * n),
+                                    m->acc_k);
+        }
+        if (st == NTPU_OK && m->devopt)
+            st = ntpu_vec_optim(dev, oflags, m->acc_b[l], m->acc_db[l], (uint32_t)to, m->acc_k);
         /* dX = dZ·Wᵀ (weights loaded transposed), then ReLU backward against the
          * forward activation, which is this layer's input. */
         if (l > 0)
             for (size_t it = 0; it < ti && st == NTPU_OK; it++) {
                 uint32_t z = (uint32_t)(m->acc_z[l - 1] + it * bp);
                 for (size_t ot = 0; ot < to && st == NTPU_OK; ot++) {
-                    st = ntpu_load_w(dev, (uint32_t)(m->wb_w[l] + (it * to + ot) * n), 1);
+                    st = ntpu_load_w(dev, (uint32_t)(m->wb_w[l] + (ot * ti + it) * n), 1);
                     if (st == NTPU_OK)
                         st = ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, (uint32_t)(m->ub_g[l] + ot * bp), z,
                                               (uint32_t)bp, ot > 0);
@@ -392,9 +532,14 @@ static ntpu_status backward(ntpu_model *m, size_t bp)
                     st = ntpu_vec_relu_grad(dev, NTPU_OUT_ACC, z, z, (uint32_t)bp,
                                             (uint32_t)(m->ub_x[l] + it * bp));
             }
+        /* Device optimizer: the updated weights, rounded to bf16, where the next
+         * forward pass loads them; only now, as dX above used the old ones. */
+        for (size_t nt = 0; nt < to && st == NTPU_OK && m->devopt; nt++)
+            st = ntpu_vec_act(dev, NTPU_OUT_WB, (uint32_t)(m->acc_mw[l] + nt * blk),
+                              (uint32_t)(m->wb_w[l] + nt * ti * n), (uint32_t)(ti * n), 0);
     }
-    /* Gradients back to the host. */
-    for (size_t l = 0; l < m->layers && st == NTPU_OK; l++) {
+    /* Gradients back to the host (the device optimizer has used them already). */
+    for (size_t l = 0; l < m->layers && st == NTPU_OK && !m->devopt; l++) {
         const size_t in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
         uint32_t *rows = grow_scratch(m, (to * ti * n + to) * n * 4);
         if (!rows)
@@ -411,6 +556,30 @@ static ntpu_status backward(ntpu_model *m, size_t bp)
                 memcpy(&m->gw[l][k * out + nt * n], &rows[(nt * ti * n + k) * n], lanes * 4);
         }
         memcpy(m->gb[l], rows + to * ti * n * n, out * 4);
+    }
+    return st;
+}
+
+/* Device optimizer: lr (of this step's schedule), wd and mu, one value per lane,
+ * to the ACC rows OPTIM reads; only when they change. */
+static ntpu_status write_optim_consts(ntpu_model *m)
+{
+    const float v[3] = {ntpu_optim_lr(&m->opt, m->step), m->opt.weight_decay, m->opt.momentum};
+    uint32_t bits[3];
+    memcpy(bits, v, sizeof bits);
+    if (m->k_valid && memcmp(bits, m->k_bits, sizeof bits) == 0)
+        return NTPU_OK;
+    const size_t n = m->n;
+    uint32_t *rows = grow_scratch(m, 3 * n * 4);
+    if (!rows)
+        return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = 0; j < n; j++)
+            rows[i * n + j] = bits[i];
+    ntpu_status st = ntpu_write_rows(m->dev, NTPU_MEM_ACC, m->acc_k, 3, rows);
+    if (st == NTPU_OK) {
+        memcpy(m->k_bits, bits, sizeof bits);
+        m->k_valid = 1;
     }
     return st;
 }
@@ -450,12 +619,21 @@ ntpu_status ntpu_train_step(ntpu_model *m, const float *x, const uint8_t *labels
                     memcpy(&rows[((c / n) * bp + b) * n + c % n], &grad[b * classes + c], 4);
             st = ntpu_write_rows(m->dev, NTPU_MEM_ACC, m->acc_z[L - 1], (uint32_t)(to * bp), rows);
         }
+        if (st == NTPU_OK && m->devopt)
+            st = write_optim_consts(m);
         if (st == NTPU_OK)
             st = backward(m, bp);
     }
     free(logits);
     if (st != NTPU_OK)
         return st;
+    if (m->devopt) {
+        m->step++;
+        m->dev_ahead = 1;
+        if (res)
+            *res = r;
+        return NTPU_OK;
+    }
     for (size_t l = 0; l < L; l++) {
         ntpu_optim_update(&m->opt, m->step, m->w[l], m->gw[l], m->ws1[l], m->ws2[l],
                           (size_t)m->sizes[l] * m->sizes[l + 1]);
@@ -525,6 +703,9 @@ ntpu_status ntpu_model_save(ntpu_model *m, const char *path, const ntpu_st_tenso
     if (!m || !path || (n_extra && !extra))
         return m ? ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "save: no path") : NTPU_ERR_INVALID_ARG;
     enum { PER_LAYER = 6, META_MAX = 64 };
+    ntpu_status fst = ntpu_model_fetch(m); /* the device optimizer's weights and state */
+    if (fst != NTPU_OK)
+        return fst;
     const unsigned slots = ntpu_optim_slots(m->opt.kind);
     size_t cap = m->layers * PER_LAYER + n_extra, count = 0, floats = 0;
     for (size_t l = 0; l < m->layers; l++)

@@ -23,6 +23,15 @@ struct ntpu_model {
     uint32_t ub_x[NTPU_MAX_LAYERS], ub_g[NTPU_MAX_LAYERS];
     uint32_t wb_w[NTPU_MAX_LAYERS], wb_g[NTPU_MAX_LAYERS];
     uint32_t acc_z[NTPU_MAX_LAYERS], acc_b[NTPU_MAX_LAYERS], acc_db[NTPU_MAX_LAYERS], acc_dw[NTPU_MAX_LAYERS];
+    /* Device optimizer (opt.device, decision 0014): the fp32 master weights live in ACC, per
+     * output tile nt at acc_mw + nt*(1+mom)*T(l)*N: T(l)*N rows, ACC[.. + k][lane] =
+     * W[k][nt*N + lane], then as many momentum rows (momentum only); the bias momentum
+     * follows the biases at acc_b; lr, wd, mu at acc_k (k_bits: what is there, if k_valid);
+     * dW of one output tile at a time at acc_dw (one region for every layer). dev_ahead: a
+     * step has run since w, b, ws1, bs1 were last fetched. */
+    int devopt, dev_ahead, k_valid;
+    char devopt_why[160];
+    uint32_t acc_mw[NTPU_MAX_LAYERS], acc_k, k_bits[3];
     /* host staging for rows going to or coming from the device */
     void *scratch;
     size_t scratch_bytes;

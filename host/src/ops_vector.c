@@ -97,3 +97,22 @@ ntpu_status ntpu_vec_colsum(ntpu_device *dev, uint32_t src, uint32_t dst, uint32
     return vec_command(dev, NTPU_OP_COLSUM, accumulate ? NTPU_COLSUM_ACCUMULATE : 0, src, dst, rows, 0,
                        NTPU_LEN_COLSUM);
 }
+
+ntpu_status ntpu_vec_optim(ntpu_device *dev, unsigned flags, uint32_t p, uint32_t g, uint32_t rows, uint32_t aux)
+{
+    ntpu_status st = ntpu_check_dev(dev);
+    if (st != NTPU_OK)
+        return st;
+    if (flags & ~NTPU_OPTIM_MOMENTUM)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "OPTIM: reserved flag bits in 0x%02x", flags);
+    const unsigned mom = flags & NTPU_OPTIM_MOMENTUM;
+    if (rows > 65535)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "OPTIM: %u rows, at most 65535", (unsigned)rows);
+    if ((st = ntpu_check_range(dev, NTPU_MEM_ACC, p, rows * (1 + mom))) != NTPU_OK ||
+        (st = ntpu_check_range(dev, NTPU_MEM_ACC, g, rows)) != NTPU_OK ||
+        (st = ntpu_check_range(dev, NTPU_MEM_ACC, aux, 2 + mom)) != NTPU_OK)
+        return st;
+    if (!(dev->info.features & NTPU_FEATURE_OPTIM_BIT))
+        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "OPTIM: the device has no on-device optimizer (protocol 1.3)");
+    return vec_command(dev, NTPU_OP_OPTIM, flags, p, g, rows, aux, NTPU_LEN_OPTIM);
+}

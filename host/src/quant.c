@@ -80,6 +80,10 @@ ntpu_status ntpu_qmodel_create(ntpu_model *m, const float *calib, size_t count, 
     ntpu_device *dev = m->dev;
     if (!(dev->info.dtypes & NTPU_DTYPE_INT8_BIT))
         return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "int8 inference needs int8 matmuls");
+    /* the device optimizer's weights, before this model takes the memories over */
+    ntpu_status fst = ntpu_model_fetch(m);
+    if (fst != NTPU_OK)
+        return fst;
     const size_t n = m->n, bp = m->max_bp, L = m->layers;
     ntpu_qmodel *q = calloc(1, sizeof *q);
     if (!q)

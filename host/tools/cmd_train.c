@@ -299,7 +299,7 @@ static const char train_help[] =
     "                  [--optimizer sgd|momentum|adam|adamw] [--lr X] [--momentum M] [--weight-decay W]\n"
     "                  [--schedule constant|step|cosine] [--step-size S] [--gamma G] [--seed S]\n"
     "                  [--train-limit N] [--test-limit N] [--save FILE.safetensors] [--save-every STEPS]\n"
-    "                  [--resume FILE] [--log FILE.csv] [--plot FILE.svg] [--json]\n"
+    "                  [--resume FILE] [--log FILE.csv] [--plot FILE.svg] [--device-optimizer] [--json]\n"
     "\n"
     "Trains a multilayer perceptron (ReLU between layers, softmax cross-entropy) on the device: bf16\n"
     "matmuls with fp32 accumulation, fp32 master weights and optimizer on the host (docs/training.md).\n"
@@ -310,7 +310,9 @@ static const char train_help[] =
     "optimizer state, step, data order) at the end of every epoch, every --save-every steps, and on\n"
     "Ctrl-C; it is replaced atomically. --resume continues a checkpoint's run exactly where it stopped\n"
     "(same result, bit for bit, as an uninterrupted run); --epochs counts from the run's start, so\n"
-    "give more to train longer.\n";
+    "give more to train longer. --device-optimizer keeps the fp32 weights and the momentum in the\n"
+    "device's ACC and runs SGD / momentum there (protocol 1.3, OPTIM): the same bits, far fewer link\n"
+    "bytes; where the device, the optimizer or ACC's size does not allow it, the host optimizer runs.\n";
 
 int cmd_train(common *cm, int argc, char **argv)
 {
@@ -318,6 +320,7 @@ int cmd_train(common *cm, int argc, char **argv)
                *lr_s = NULL, *mom_s = NULL, *wd_s = NULL, *sched_s = NULL, *stepsize_s = NULL, *gamma_s = NULL,
                *seed_s = NULL, *trainlim_s = NULL, *testlim_s = NULL, *save = NULL, *save_every_s = NULL,
                *resume = NULL, *log_path = NULL, *plot_path = NULL;
+    int dev_opt = 0;
     const option opts[] = {
         {"--data", 0, &data, NULL},           {"--layers", 0, &layers_s, NULL},
         {"--epochs", 0, &epochs_s, NULL},     {"--batch", 0, &batch_s, NULL},
@@ -328,7 +331,7 @@ int cmd_train(common *cm, int argc, char **argv)
         {"--train-limit", 0, &trainlim_s, NULL}, {"--test-limit", 0, &testlim_s, NULL},
         {"--save", 0, &save, NULL},           {"--save-every", 0, &save_every_s, NULL},
         {"--resume", 0, &resume, NULL},       {"--log", 0, &log_path, NULL},
-        {"--plot", 0, &plot_path, NULL},
+        {"--plot", 0, &plot_path, NULL},      {"--device-optimizer", 0, NULL, &dev_opt},
     };
     int npos;
     char *pos[1];
@@ -438,6 +441,10 @@ int cmd_train(common *cm, int argc, char **argv)
             goto out;
         if (opt_s || lr_s || mom_s || wd_s || sched_s || stepsize_s || gamma_s)
             fprintf(stderr, "ntpu: note: --resume keeps the checkpoint's optimizer settings\n");
+        if (dev_opt && ntpu_model_set_device_optimizer(model, 1) != NTPU_OK) {
+            fail("%s", ntpu_last_error(dev));
+            goto out;
+        }
         if (log_path)
             nrows = read_log(log_path, rows, sizeof rows / sizeof rows[0], start_epoch);
     } else {
@@ -446,12 +453,16 @@ int cmd_train(common *cm, int argc, char **argv)
         /* The library's step_size is 1 step, which leaves no learning rate after a few steps. */
         if (opt.schedule == NTPU_LR_STEP && !stepsize_s)
             opt.step_size = steps_per_epoch;
+        opt.device = dev_opt;
         ntpu_status st = ntpu_model_create(dev, sizes, n_sizes, (size_t)batch, seed, &opt, &model);
         if (st != NTPU_OK) {
             fail("%s", ntpu_last_error(dev));
             goto out;
         }
     }
+    const char *why_not;
+    if (dev_opt && !ntpu_model_device_optimizer(model, &why_not))
+        fprintf(stderr, "ntpu: note: the optimizer runs on the host: %s\n", why_not ? why_not : "");
     ntpu_model_view view;
     ntpu_model_view_get(model, &view);
     if (ntpu_model_streamed(model))

@@ -51,6 +51,7 @@ static int cmd_info(common *cm, int argc, char **argv)
         {NTPU_FEATURE_TRANSPOSE_BIT, "transpose", "transposed weight load"},
         {NTPU_FEATURE_TRANSPOSE_A_BIT, "transpose_a", "transposed activation stream"},
         {NTPU_FEATURE_VECTOR_BIT, "vector", "vector unit"},
+        {NTPU_FEATURE_OPTIM_BIT, "optim", "on-device optimizer"},
     };
     char fjson[128] = "", ftext[128] = "";
     for (size_t k = 0; k < sizeof feats / sizeof feats[0]; k++)

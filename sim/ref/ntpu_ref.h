@@ -19,7 +19,8 @@ typedef struct ntpu_ref_config {
     unsigned acc_rows;    /* accumulator rows, 1..65536 */
     unsigned max_payload; /* largest frame payload, 73..65535 (a COUNTERS reply is 73) */
     unsigned no_vector;   /* 1: no vector unit, as the RTL's VEC_EN = 0: INFO clears feature
-                           * VECTOR, ACT / RELU_GRAD / COLSUM answer ERR_OPCODE. 0 by default */
+                           * VECTOR and OPTIM, ACT / RELU_GRAD / COLSUM / OPTIM answer ERR_OPCODE.
+                           * 0 by default */
     unsigned no_transpose_a; /* 1: as the RTL's TRANSPOSE_A_EN = 0: INFO clears feature TRANSPOSE_A,
                               * MATMUL's TRANSPOSE_A flag is reserved (ERR_ARG). 0 by default */
     unsigned link_bytes;     /* link bytes per cycle in the cycle estimate, 0..64 (0 and 1: byte-wide,

@@ -79,6 +79,31 @@ uint32_t ntpu_mac_bf16(uint32_t acc, uint16_t a, uint16_t b) { return mac_bf16(a
 
 uint32_t ntpu_f32_add(uint32_t a, uint32_t b) { return add_f32(a, b); }
 
+/* The vector unit's fp32 multiplier. The product of two fp32 values is exact
+ * in double (48 significant bits), so from 2^-126 up converting it to float is
+ * the one RNE rounding. Below, the device rounds to 24 bits and then flushes:
+ * only an exact product at or above the midpoint between 2^-126 and the
+ * 24-bit value below it (2^-126 - 2^-150) survives, rounded up to 2^-126. */
+uint32_t ntpu_f32_mul(uint32_t a, uint32_t b)
+{
+    double p = (double)f32_from_bits(flush_subnormal(a)) * (double)f32_from_bits(flush_subnormal(b));
+    if (p != p)
+        return NTPU_F32_CANONICAL_NAN;
+    if (fabs(p) < 0x1p-126)
+        return ((a ^ b) & 0x80000000u) | (fabs(p) >= 0x1p-126 - 0x1p-151 ? 0x00800000u : 0u);
+    return f32_bits((float)p);
+}
+
+void ntpu_optim_f32(uint32_t *p, uint32_t g, uint32_t *s, uint32_t lr, uint32_t wd, uint32_t mu)
+{
+    uint32_t t = add_f32(g, ntpu_f32_mul(wd, *p));
+    if (s) {
+        *s = add_f32(ntpu_f32_mul(mu, *s), t);
+        t = *s;
+    }
+    *p = add_f32(*p, ntpu_f32_mul(lr, t) ^ 0x80000000u);
+}
+
 uint32_t ntpu_relu_f32(uint32_t x) { return (x & 0x80000000u) && !is_nan_bits(x) ? 0u : x; }
 
 int32_t ntpu_mac_int8(int32_t acc, int8_t a, int8_t b) { return mac_int8(acc, a, b); }

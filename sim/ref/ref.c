@@ -21,6 +21,9 @@
  *     `array_busy` grows by rows;
  *   - ACT, RELU_GRAD and COLSUM cost rows + REF_VECTOR_LATENCY cycles (one row
  *     per clock through a short pipeline);
+ *   - OPTIM costs 11 cycles per row with momentum, 8 without (reads, the chain
+ *     of multiplies and adds, writes, one after another, as the RTL), plus
+ *     REF_VECTOR_LATENCY;
  *   - stall_weight, stall_hazard and stall_tx stay 0 (nothing overlaps here).
  */
 #include "ntpu_ref.h"
@@ -455,6 +458,34 @@ static void colsum(ntpu_ref *r, unsigned flags, unsigned src, unsigned dst, unsi
     r->cnt[NTPU_CNT_CYCLES] += rows + REF_VECTOR_LATENCY;
 }
 
+/* OPTIM (docs/isa.md, "Version 1.3"): rows one at a time, each reading all its
+ * operands before writing, so any overlap of the ranges gives the ISA's result. */
+static void optim(ntpu_ref *r, unsigned flags, unsigned prow, unsigned grow, unsigned rows, unsigned aux)
+{
+    const unsigned n = r->cfg.n, mom = flags & NTPU_OPTIM_MOMENTUM;
+    uint32_t lr[REF_MAX_N], wd[REF_MAX_N], mu[REF_MAX_N] = {0};
+    memcpy(lr, r->acc + (size_t)aux * n, n * sizeof *lr);
+    memcpy(wd, r->acc + ((size_t)aux + 1) * n, n * sizeof *wd);
+    if (mom)
+        memcpy(mu, r->acc + ((size_t)aux + 2) * n, n * sizeof *mu);
+    for (unsigned row = 0; row < rows; row++) {
+        uint32_t *p = r->acc + (size_t)(prow + row) * n;
+        uint32_t *s = r->acc + ((size_t)prow + rows + row) * n;
+        const uint32_t *g = r->acc + (size_t)(grow + row) * n;
+        uint32_t pv[REF_MAX_N], gv[REF_MAX_N], sv[REF_MAX_N];
+        memcpy(pv, p, n * sizeof *pv);
+        memcpy(gv, g, n * sizeof *gv);
+        if (mom)
+            memcpy(sv, s, n * sizeof *sv);
+        for (unsigned j = 0; j < n; j++)
+            ntpu_optim_f32(&pv[j], gv[j], mom ? &sv[j] : NULL, lr[j], wd[j], mu[j]);
+        if (mom)
+            memcpy(s, sv, n * sizeof *sv);
+        memcpy(p, pv, n * sizeof *pv);
+    }
+    r->cnt[NTPU_CNT_CYCLES] += (uint64_t)rows * (mom ? 11u : 8u) + REF_VECTOR_LATENCY;
+}
+
 static void info_block(const ntpu_ref *r, uint8_t *p)
 {
     memset(p, 0, NTPU_ID_BYTES);
@@ -466,7 +497,7 @@ static void info_block(const ntpu_ref *r, uint8_t *p)
     p[NTPU_ID_OFF_DTYPES] = NTPU_DTYPE_INT8_BIT | NTPU_DTYPE_BF16_BIT;
     p[NTPU_ID_OFF_FEATURES] = (uint8_t)(NTPU_FEATURE_TRANSPOSE_BIT |
                                         (r->cfg.no_transpose_a ? 0 : NTPU_FEATURE_TRANSPOSE_A_BIT) |
-                                        (r->cfg.no_vector ? 0 : NTPU_FEATURE_VECTOR_BIT));
+                                        (r->cfg.no_vector ? 0 : NTPU_FEATURE_VECTOR_BIT | NTPU_FEATURE_OPTIM_BIT));
     put16(p + NTPU_ID_OFF_MAX_PAYLOAD, r->cfg.max_payload);
     put32(p + NTPU_ID_OFF_UB_ROWS, r->cfg.ub_rows);
     put32(p + NTPU_ID_OFF_WB_ROWS, r->cfg.wb_rows);
@@ -600,6 +631,23 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len)
         if ((unsigned long)src + rows > r->cfg.acc_rows || dst >= r->cfg.acc_rows)
             return NTPU_DEV_ERR_RANGE;
         colsum(r, flags, src, dst, rows);
+        return NTPU_DEV_OK;
+    }
+
+    case NTPU_OP_OPTIM: {
+        if (r->cfg.no_vector)
+            return NTPU_DEV_ERR_OPCODE;
+        if (len != NTPU_LEN_OPTIM)
+            return NTPU_DEV_ERR_LENGTH;
+        unsigned flags = p[1], prow = get16(p + 2), grow = get16(p + 4), rows = get16(p + 6), aux = get16(p + 8);
+        if (flags & ~NTPU_OPTIM_MOMENTUM)
+            return NTPU_DEV_ERR_ARG;
+        /* with MOMENTUM the state rows follow the parameter rows; aux + 2 (+ 3) constant rows */
+        unsigned long mom = flags & NTPU_OPTIM_MOMENTUM;
+        if ((unsigned long)prow + rows * (1 + mom) > r->cfg.acc_rows ||
+            (unsigned long)grow + rows > r->cfg.acc_rows || (unsigned long)aux + 2 + mom > r->cfg.acc_rows)
+            return NTPU_DEV_ERR_RANGE;
+        optim(r, flags, prow, grow, rows, aux);
         return NTPU_DEV_OK;
     }
 

@@ -1,15 +1,15 @@
 /* Differential test: random command streams (every opcode, both dtypes, special
  * values, invalid commands mixed in) through the golden model and the RTL; the
  * reply streams must be bit-identical, frame for frame. The 1.1 commands
- * (MATMUL TRANSPOSE_A, ACT, RELU_GRAD, COLSUM) join the streams when the
- * device's feature bits announce them.
+ * (MATMUL TRANSPOSE_A, ACT, RELU_GRAD, COLSUM) and 1.3's OPTIM join the
+ * streams when the device's feature bits announce them.
  * Usage: diff_random [streams=1000] [seed=1] */
 #include "pair.h"
 
 enum { UB_WIN = 128, WB_WIN = 64, ACC_WIN = 128 }; /* rows every stream works in */
 
 static unsigned N, UB_ROWS, WB_ROWS, ACC_ROWS, MAX_PAYLOAD;
-static int HAS_TRANSPOSE_A, HAS_VECTOR;
+static int HAS_TRANSPOSE_A, HAS_VECTOR, HAS_OPTIM;
 
 static uint16_t rnd_bf16(void)
 {
@@ -117,12 +117,60 @@ static void write_requant_params(pair *p, unsigned aux)
     pair_cmd(p, cmd, 6 + 2 * (size_t)row_bytes(NTPU_MEM_ACC));
 }
 
+/* lr, wd, mu rows at aux for OPTIM: mostly ordinary hyperparameters (small
+ * positive, some zero, some negative), sometimes any fp32 value. */
+static void write_optim_consts(pair *p, unsigned aux)
+{
+    static uint8_t cmd[6 + 3 * 4 * 64];
+    cmd[0] = NTPU_OP_WRITE_MEM;
+    cmd[1] = NTPU_MEM_ACC;
+    put16(cmd + 2, aux);
+    put16(cmd + 4, 3);
+    for (unsigned i = 0; i < 3 * N; i++) {
+        uint32_t v;
+        switch (rnd_below(6)) {
+        case 0: v = rnd_f32(); break;
+        case 1: v = rnd_below(2) ? 0 : 0x80000000u; break;
+        default: v = (uint32_t)(100 + rnd_below(27)) << 23 | (uint32_t)rnd_below(0x800000); break;
+        }
+        put32(cmd + 6 + 4 * i, v);
+    }
+    pair_cmd(p, cmd, 6 + 3 * (size_t)row_bytes(NTPU_MEM_ACC));
+}
+
+/* One random OPTIM, usually valid: SGD or momentum, gradients anywhere in the
+ * window (overlapping the parameter or state rows too), or one of each error. */
+static void random_optim(pair *p)
+{
+    unsigned rows = rnd_below(3 * N + 1), mom = rnd_below(2);
+    if (rnd_below(6) == 0) {
+        unsigned e = rnd_below(5);
+        if (e == 0) cmd10(p, NTPU_OP_OPTIM, 2u << rnd_below(7), 0, 0, 1, 0, NTPU_LEN_OPTIM);
+        else if (e == 1) cmd10(p, NTPU_OP_OPTIM, mom, 0, 0, 1, 0, rnd_below(2) ? 8 : 9);
+        else if (e == 2) /* the state rows run past the end; the parameters alone would fit */
+            cmd10(p, NTPU_OP_OPTIM, NTPU_OPTIM_MOMENTUM, ACC_ROWS - 2 * N + 1 + rnd_below(N), 0, N, 0, 10);
+        else if (e == 3) cmd10(p, NTPU_OP_OPTIM, mom, 0, ACC_ROWS - rnd_below(2), 2, 0, 10);
+        else /* mu's row past the end; lr and wd alone would fit */
+            cmd10(p, NTPU_OP_OPTIM, NTPU_OPTIM_MOMENTUM, 0, 0, 1, ACC_ROWS - 3 + 1 + rnd_below(2), 10);
+        return;
+    }
+    unsigned prow = rnd_below(ACC_WIN - rows * (1 + mom) + 1), aux = rnd_below(ACC_WIN - 3 + 1);
+    unsigned grow = rnd_below(2) ? rnd_below(ACC_WIN - rows + 1) : dst_near(prow, rows, ACC_WIN);
+    if (rnd_below(3))
+        write_optim_consts(p, aux);
+    cmd10(p, NTPU_OP_OPTIM, mom, prow, grow, rows, aux, NTPU_LEN_OPTIM);
+}
+
 /* One random 1.1 command, usually valid. */
 static void random_command_v11(pair *p)
 {
     unsigned rows = rnd_below(3 * N + 1), kind = rnd_below(HAS_TRANSPOSE_A ? 12 : 9);
     if (!HAS_VECTOR)
         kind = 9 + rnd_below(3);
+    if (HAS_OPTIM && rnd_below(4) == 0) {
+        random_optim(p);
+        return;
+    }
     switch (kind) {
     case 0: case 1: case 2: { /* ACT, every flag combination */
         unsigned flags = rnd_below(16), out = flags & NTPU_OUT_MASK;
@@ -223,7 +271,7 @@ static void random_command(pair *p)
     default: { /* invalid: each kind of error */
         unsigned kind = rnd_below(10);
         if (kind == 0) { /* the first unknown opcode and beyond */
-            unsigned first = HAS_VECTOR ? NTPU_OP_SYNC + 1 : NTPU_OP_COUNTERS + 1;
+            unsigned first = HAS_OPTIM ? NTPU_OP_OPTIM + 1 : HAS_VECTOR ? NTPU_OP_SYNC + 1 : NTPU_OP_COUNTERS + 1;
             c[0] = (uint8_t)(first + rnd_below(0x100 - first));
             pair_cmd(p, c, 1 + rnd_below(8));
         }
@@ -293,6 +341,7 @@ int main(int argc, char **argv)
         die("unknown version %u.%u", id[NTPU_ID_OFF_VERSION_MAJOR], id[NTPU_ID_OFF_VERSION_MINOR]);
     HAS_TRANSPOSE_A = (id[NTPU_ID_OFF_FEATURES] & NTPU_FEATURE_TRANSPOSE_A_BIT) != 0;
     HAS_VECTOR = (id[NTPU_ID_OFF_FEATURES] & NTPU_FEATURE_VECTOR_BIT) != 0;
+    HAS_OPTIM = (id[NTPU_ID_OFF_FEATURES] & NTPU_FEATURE_OPTIM_BIT) != 0;
     if (id[NTPU_ID_OFF_PLATFORM] != 0 || vid[NTPU_ID_OFF_PLATFORM] != 1)
         die("platform bytes wrong: ref %u vsim %u", id[NTPU_ID_OFF_PLATFORM], vid[NTPU_ID_OFF_PLATFORM]);
     N = id[NTPU_ID_OFF_ROWS];
@@ -300,9 +349,9 @@ int main(int argc, char **argv)
     UB_ROWS = get32(id + NTPU_ID_OFF_UB_ROWS);
     WB_ROWS = get32(id + NTPU_ID_OFF_WB_ROWS);
     ACC_ROWS = get32(id + NTPU_ID_OFF_ACC_ROWS);
-    printf("device: version %u.%u N=%u ub=%u wb=%u acc=%u max_payload=%u%s%s\n", id[NTPU_ID_OFF_VERSION_MAJOR],
+    printf("device: version %u.%u N=%u ub=%u wb=%u acc=%u max_payload=%u%s%s%s\n", id[NTPU_ID_OFF_VERSION_MAJOR],
            id[NTPU_ID_OFF_VERSION_MINOR], N, UB_ROWS, WB_ROWS, ACC_ROWS, MAX_PAYLOAD,
-           HAS_TRANSPOSE_A ? " +TRANSPOSE_A" : "", HAS_VECTOR ? " +VECTOR" : "");
+           HAS_TRANSPOSE_A ? " +TRANSPOSE_A" : "", HAS_VECTOR ? " +VECTOR" : "", HAS_OPTIM ? " +OPTIM" : "");
 
     /* Give the windows defined contents (memory after reset is unspecified). */
     static uint8_t zero[65536];

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ntpu/numerics.h"
+#include "ntpu/optim.h"
 
 static uint32_t bits_of(float f)
 {
@@ -389,6 +390,74 @@ Test(numerics, f32_add_is_the_add_of_the_mac)
         uint32_t mac = ntpu_mac_bf16(acc, x, 0x3F80), add = ntpu_f32_add(acc, (uint32_t)x << 16);
         if (mac != add)
             cr_assert_fail("mac(0x%08x, 0x%04x, 1) = 0x%08x, add = 0x%08x", acc, x, mac, add);
+    }
+}
+
+/* ---------------------------------------------------------------- f32_mul, optim_f32 */
+
+#define EXPECT_MUL(a, b, want)                                                                                  \
+    cr_expect_eq(ntpu_f32_mul((a), (b)), (uint32_t)(want), "mul(0x%08x, 0x%08x) = 0x%08x, want 0x%08x",           \
+                 (unsigned)(a), (unsigned)(b), ntpu_f32_mul((a), (b)), (unsigned)(want))
+
+Test(numerics, f32_mul_hand_cases)
+{
+    EXPECT_MUL(0x3F800000, 0x40000000, 0x40000000);  /* 1 * 2 */
+    EXPECT_MUL(0xBF800000, 0x00000000, 0x80000000);  /* -1 * +0 = -0 */
+    EXPECT_MUL(0x00400000, 0x7F000000, 0x00000000);  /* a subnormal operand reads as zero */
+    EXPECT_MUL(0x80400000, 0x3F800000, 0x80000000);  /* ... of its sign */
+    EXPECT_MUL(0x00400000, 0x7F800000, 0x7FC00000);  /* so (subnormal) * Inf is 0 * Inf: NaN */
+    EXPECT_MUL(0x7F800000, 0xBF800000, 0xFF800000);  /* Inf * -1 */
+    EXPECT_MUL(0xFFC00001, 0x3F800000, 0x7FC00000);  /* NaN canonical */
+    EXPECT_MUL(0x7F7FFFFF, 0x40000000, 0x7F800000);  /* overflow */
+    EXPECT_MUL(0x3F800001, 0x3F800001, 0x3F800002);  /* (1 + 2^-23)^2 rounds down to 1 + 2^-22 */
+    EXPECT_MUL(0x00800000, 0x3F000000, 0x00000000);  /* 2^-127: flushed */
+    EXPECT_MUL(0x00800000, 0x3F7FFFFF, 0x00000000);  /* 2^-126 - 2^-150 is a 24-bit value: flushed */
+    EXPECT_MUL(0x00FFFFFF, 0x3F000000, 0x00000000);  /* (2 - 2^-23) 2^-127, also a 24-bit value: flushed */
+    EXPECT_MUL(0x3F000001, 0x00FFFFFE, 0x00800000);  /* 2^-126 (1 - 2^-46): rounds up to 2^-126 */
+    EXPECT_MUL(0xBF000001, 0x00FFFFFE, 0x80800000);
+}
+
+Test(numerics, f32_mul_random_against_float)
+{
+    /* wherever the exact product is at least 2^-126, the device's product is IEEE's */
+    for (int k = 0; k < 1000000; k++) {
+        uint32_t a = (uint32_t)rnd(), b = rnd_f32_near(0x3F800000u ^ (a & 0x80000000u));
+        if (k & 1)
+            b = (uint32_t)rnd();
+        float fa = float_of(a), fb = float_of(b);
+        if (!isnormal(fa) || !isnormal(fb) || fabs((double)fa * (double)fb) < 0x1p-126)
+            continue;
+        uint32_t want = bits_of(fa * fb), got = ntpu_f32_mul(a, b);
+        if (isnan(fa * fb))
+            want = 0x7FC00000u;
+        if (got != want)
+            cr_assert_fail("mul(0x%08x, 0x%08x) = 0x%08x, want 0x%08x", a, b, got, want);
+    }
+}
+
+/* The device's optimizer element is the host optimizer's expression, bit for bit,
+ * for ordinary hyperparameters and values (nothing subnormal along the way). */
+Test(numerics, optim_f32_is_the_host_optimizer)
+{
+    for (int kind = NTPU_OPT_SGD; kind <= NTPU_OPT_MOMENTUM; kind++) {
+        ntpu_optim_config c = ntpu_optim_defaults((ntpu_optimizer)kind);
+        c.lr = 0.0371f;
+        c.weight_decay = 1e-3f;
+        c.momentum = 0.9f;
+        uint32_t lr = bits_of(c.lr), wd = bits_of(c.weight_decay), mu = bits_of(c.momentum);
+        for (int k = 0; k < 200000; k++) {
+            float p = (float)((int64_t)(rnd() % 2000001) - 1000000) * 1e-6f;
+            float g = (float)((int64_t)(rnd() % 2000001) - 1000000) * 1e-5f;
+            float s = (float)((int64_t)(rnd() % 2000001) - 1000000) * 1e-4f;
+            float hp = p, hs = s;
+            ntpu_optim_update(&c, 0, &hp, &g, &hs, NULL, 1);
+            uint32_t dp = bits_of(p), ds = bits_of(s);
+            ntpu_optim_f32(&dp, bits_of(g), kind == NTPU_OPT_MOMENTUM ? &ds : NULL, lr, wd, mu);
+            if (dp != bits_of(hp) || (kind == NTPU_OPT_MOMENTUM && ds != bits_of(hs)))
+                cr_assert_fail("%s p %.9g g %.9g s %.9g: device p %08x s %08x, host p %08x s %08x",
+                               ntpu_optimizer_name((ntpu_optimizer)kind), (double)p, (double)g, (double)s, dp, ds,
+                               bits_of(hp), bits_of(hs));
+        }
     }
 }
 

@@ -262,11 +262,11 @@ Test(ref_model, info_block)
     cr_expect_eq(get32(id + 0), 0x5550544Eu);
     cr_expect_eq(memcmp(id, "NTPU", 4), 0);
     cr_expect_eq(id[4], 1);
-    cr_expect_eq(id[5], 2, "version 1.2");
+    cr_expect_eq(id[5], 3, "version 1.3");
     cr_expect_eq(id[6], N);
     cr_expect_eq(id[7], N);
     cr_expect_eq(id[8], 3);
-    cr_expect_eq(id[9], 7, "features TRANSPOSE, TRANSPOSE_A, VECTOR");
+    cr_expect_eq(id[9], 15, "features TRANSPOSE, TRANSPOSE_A, VECTOR, OPTIM");
     cr_expect_eq(get16(id + 10), 4112);
     cr_expect_eq(get32(id + 12), 16384);
     cr_expect_eq(get32(id + 16), 32768);
@@ -667,7 +667,7 @@ Test(ref_model, error_length_in_header_is_immediate)
 
     /* LEN = max_payload passes the header check: the opcode check answers */
     static uint8_t big[4112];
-    big[0] = 0x0D;
+    big[0] = 0x0E;
     cr_assert_eq(run_len(big, sizeof big), NTPU_DEV_ERR_OPCODE);
 }
 
@@ -676,7 +676,7 @@ Test(ref_model, every_error_status)
     uint8_t c[6 + 4 * 64 + 8] = {0};
 
     /* ERR_OPCODE, whatever the length */
-    for (unsigned op = 0x0D; op <= 0xFF; op++) {
+    for (unsigned op = 0x0E; op <= 0xFF; op++) {
         c[0] = (uint8_t)op;
         cr_assert_eq(run_len(c, 1 + op % 7), NTPU_DEV_ERR_OPCODE, "op 0x%02x", op);
     }
@@ -781,7 +781,7 @@ Test(ref_model, error_check_order)
     cr_assert_eq(rep.status, NTPU_DEV_ERR_CRC);
     cr_assert_eq(rep.seq, 9);
     /* opcode before length */
-    c[0] = 0x0D;
+    c[0] = 0x0E;
     cr_assert_eq(run_len(c, 40), NTPU_DEV_ERR_OPCODE);
     /* fixed-part length before memory id */
     c[0] = NTPU_OP_READ_MEM;
@@ -1102,7 +1102,7 @@ Test(ref_model, fuzz_random_frames_one_reply_each)
         size_t len = 1 + (rnd() % 4 ? rnd() % 12 : rnd() % 4112);
         for (size_t i = 0; i < len; i++)
             c[i] = (uint8_t)rnd();
-        c[0] = (uint8_t)(rnd() % 15); /* every opcode and 0x0D, the first unknown one */
+        c[0] = (uint8_t)(rnd() % 16); /* every opcode and 0x0E, the first unknown one */
         if (rnd() & 1) { /* small fields, so some pass the checks */
             c[1] = (uint8_t)(rnd() % 4);
             if (len > 5) {
@@ -1154,7 +1154,7 @@ Test(ref_model, no_transpose_a)
     ntpu_ref *r = ntpu_ref_new(&c);
     cr_assert(r);
     cr_assert_eq(op0(r, NTPU_OP_INFO), NTPU_DEV_OK);
-    cr_expect_eq(rep.data[9], NTPU_FEATURE_TRANSPOSE_BIT | NTPU_FEATURE_VECTOR_BIT);
+    cr_expect_eq(rep.data[9], NTPU_FEATURE_TRANSPOSE_BIT | NTPU_FEATURE_VECTOR_BIT | NTPU_FEATURE_OPTIM_BIT);
     uint8_t mt[10] = {NTPU_OP_MATMUL, NTPU_MATMUL_BF16 | NTPU_MATMUL_TRANSPOSE_A};
     put16(mt + 6, 4);
     put16(mt + 8, 4);

@@ -81,17 +81,38 @@ typedef struct ntpu_model_view {
     float *weights[NTPU_MAX_LAYERS], *biases[NTPU_MAX_LAYERS];
     float *w_state1[NTPU_MAX_LAYERS], *w_state2[NTPU_MAX_LAYERS];
     float *b_state1[NTPU_MAX_LAYERS], *b_state2[NTPU_MAX_LAYERS];
-    const float *grad_w[NTPU_MAX_LAYERS], *grad_b[NTPU_MAX_LAYERS]; /* the last step's gradients */
+    const float *grad_w[NTPU_MAX_LAYERS], *grad_b[NTPU_MAX_LAYERS]; /* the last step's gradients
+                                                                     * (not kept with the device optimizer) */
     ntpu_optim_config *opt;
     uint64_t *step; /* optimizer steps taken */
 } ntpu_model_view;
 
 /* Fills *out with pointers into the model. After changing weights or biases
- * through them, call ntpu_model_sync before the next step. */
+ * through them, call ntpu_model_sync before the next step. With the device
+ * optimizer, call ntpu_model_fetch first: the newest values are on the device. */
 NTPU_API void ntpu_model_view_get(ntpu_model *m, ntpu_model_view *out);
 
-/* Writes the host's master weights to the device (bf16 copies and biases). */
+/* Writes the host's master weights to the device (bf16 copies and biases; with
+ * the device optimizer also the fp32 weights and the momentum). */
 NTPU_API ntpu_status ntpu_model_sync(ntpu_model *m);
+
+/* 1 if training runs the optimizer on the device (ntpu_optim_config.device was
+ * set and the device, the optimizer and ACC's size allow it), else 0. why_not (may
+ * be NULL) gets the reason when it was asked for and is not used, else NULL. */
+NTPU_API int ntpu_model_device_optimizer(const ntpu_model *m, const char **why_not);
+
+/* Moves the optimizer to the device (on = 1) or to the host (0), as
+ * ntpu_optim_config.device at creation would have placed it: for a model from
+ * ntpu_model_load, whose checkpoint does not say. Fetches the weights and state
+ * first and writes them to their new places; ntpu_model_device_optimizer tells
+ * where it runs now. Errors: link errors, NTPU_ERR_NO_MEMORY. */
+NTPU_API ntpu_status ntpu_model_set_device_optimizer(ntpu_model *m, int on);
+
+/* With the device optimizer, reads the fp32 weights, biases and momentum from
+ * the device into the host copies (the view); ntpu_model_save and
+ * ntpu_qmodel_create do it themselves. A no-op otherwise or when nothing changed
+ * since. Errors: link errors, NTPU_ERR_NO_MEMORY. */
+NTPU_API ntpu_status ntpu_model_fetch(ntpu_model *m);
 
 /* Checkpoints: the weights (fc<l>.weight as [out, in] and fc<l>.bias, PyTorch's
  * layout), optimizer state (.m/.v suffixes, or .momentum), the step, and the

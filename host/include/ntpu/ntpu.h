@@ -204,6 +204,18 @@ NTPU_API ntpu_status ntpu_vec_relu_grad(ntpu_device *dev, unsigned out, uint32_t
  * src .. src+rows-1, in ascending order. */
 NTPU_API ntpu_status ntpu_vec_colsum(ntpu_device *dev, uint32_t src, uint32_t dst, uint32_t rows, int accumulate);
 
+/* OPTIM (protocol 1.3, feature NTPU_FEATURE_OPTIM_BIT): for `rows` ACC rows of
+ * fp32 parameters at p and gradients at g, with lr, wd (and mu) in the ACC rows
+ * aux, aux+1 (aux+2), one value per lane:
+ *   flags 0 (SGD):                  p = p - lr * (g + wd * p)
+ *   NTPU_OPTIM_MOMENTUM (momentum): s = mu * s + (g + wd * p); p = p - lr * s,
+ *                                   s being the `rows` ACC rows right after p's
+ * each operation one fp32 rounding (ntpu_optim_f32, docs/isa.md). Queued.
+ * Errors: NTPU_ERR_INVALID_ARG (reserved flags, a range past ACC's end),
+ * NTPU_ERR_UNSUPPORTED (the device has no OPTIM; nothing was sent), link errors. */
+NTPU_API ntpu_status ntpu_vec_optim(ntpu_device *dev, unsigned flags, uint32_t p, uint32_t g, uint32_t rows,
+                                    uint32_t aux);
+
 /* Waits until every earlier command has finished on the device and every reply
  * has been checked. Errors: NTPU_ERR_DEVICE (a queued command was rejected),
  * NTPU_ERR_IO, NTPU_ERR_TIMEOUT. */

@@ -37,6 +37,21 @@ NTPU_API uint32_t ntpu_mac_bf16(uint32_t acc, uint16_t a, uint16_t b);
  * sign, and any NaN result is NTPU_F32_CANONICAL_NAN. */
 NTPU_API uint32_t ntpu_f32_add(uint32_t a, uint32_t b);
 
+/* The fp32 multiplication of the vector unit (OPTIM), on bit patterns: a
+ * subnormal a or b reads as zero of its sign; the exact product is rounded to
+ * a 24-bit significand (RNE) with unbounded exponent, then a result below
+ * 2^-126 in magnitude is flushed to zero of its sign and one above the fp32
+ * range is +-Inf; Inf * 0 and any NaN give NTPU_F32_CANONICAL_NAN. */
+NTPU_API uint32_t ntpu_f32_mul(uint32_t a, uint32_t b);
+
+/* One element of OPTIM (docs/isa.md), on fp32 bit patterns, with the device's
+ * ntpu_f32_add and ntpu_f32_mul, x - y being x + (y with its sign flipped):
+ *   t = g + wd * p
+ *   s == NULL (SGD):   p = p - lr * t
+ *   s != NULL (momentum): s = mu * s + t;  p = p - lr * s
+ * the expression order of ntpu_optim_update (optim.h). */
+NTPU_API void ntpu_optim_f32(uint32_t *p, uint32_t g, uint32_t *s, uint32_t lr, uint32_t wd, uint32_t mu);
+
 /* ReLU of the vector unit on fp32 bits: +0 if x's sign bit is set and x is not
  * NaN (so -0 and -Inf give +0), else x unchanged (NaN keeps its bits, a
  * positive subnormal is not flushed). */

@@ -34,6 +34,8 @@ enum ntpu_opcode {
     NTPU_OP_COLSUM = 0x0B,    /* [op][flags][src u16][dst u16][rows u16]           -> status       */
     /* version 1.2 */
     NTPU_OP_SYNC = 0x0C,      /* [op], any SEQ; executes nothing   -> status, expected_seq u8      */
+    /* version 1.3 (feature bit OPTIM) */
+    NTPU_OP_OPTIM = 0x0D,     /* [op][flags][p u16][g u16][rows u16][aux u16]      -> status       */
 };
 
 /* Command lengths (whole payload, opcode included). WRITE_MEM adds its data. */
@@ -50,6 +52,7 @@ enum ntpu_opcode {
 #define NTPU_LEN_RELU_GRAD 10u
 #define NTPU_LEN_COLSUM 8u
 #define NTPU_LEN_SYNC 1u
+#define NTPU_LEN_OPTIM 10u
 
 /* Memory ids of WRITE_MEM / READ_MEM. UB and WB rows are N lanes of 16 bits,
  * ACC rows are N lanes of 32 bits; lane 0 first, each lane little-endian. */
@@ -74,6 +77,7 @@ enum ntpu_mem {
 #define NTPU_OUT_INT8 0x0Cu  /* ACT only: int8 mode, requantized int8 -> UB[dst + r] */
 #define NTPU_OUT_MASK 0x0Cu
 #define NTPU_COLSUM_ACCUMULATE 0x01u /* COLSUM flags: the sum starts at ACC[dst] (else +0) */
+#define NTPU_OPTIM_MOMENTUM 0x01u /* OPTIM flags: momentum (state rows ACC[p + rows ..]); else plain SGD */
 
 /* Device status: the first payload byte of every reply. */
 enum ntpu_dev_status {
@@ -108,8 +112,9 @@ enum ntpu_dev_status {
 #define NTPU_FEATURE_TRANSPOSE_BIT 0x01u   /* LOAD_W TRANSPOSE */
 #define NTPU_FEATURE_TRANSPOSE_A_BIT 0x02u /* MATMUL TRANSPOSE_A (1.1) */
 #define NTPU_FEATURE_VECTOR_BIT 0x04u      /* ACT, RELU_GRAD, COLSUM (1.1) */
+#define NTPU_FEATURE_OPTIM_BIT 0x08u       /* OPTIM (1.3) */
 #define NTPU_VERSION_MAJOR 1u
-#define NTPU_VERSION_MINOR 2u
+#define NTPU_VERSION_MINOR 3u
 
 /* Status block returned by STATUS (16 bytes after the status byte). */
 #define NTPU_STATUS_BYTES 16u

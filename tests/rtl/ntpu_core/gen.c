@@ -165,6 +165,11 @@ static void colsum(unsigned flags, unsigned src, unsigned dst, unsigned rows)
     vcmd(NTPU_OP_COLSUM, flags, src, dst, rows, 0);
 }
 
+static void optim(unsigned flags, unsigned prow, unsigned grow, unsigned rows, unsigned aux)
+{
+    vcmd(NTPU_OP_OPTIM, flags, prow, grow, rows, aux);
+}
+
 /* ================================================================ the device model */
 
 static uint16_t ub[MAX_ROWS][MAX_N], wb[MAX_ROWS][MAX_N];
@@ -298,7 +303,7 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
         d[7] = N;
         d[8] = 3;
         d[9] = NTPU_FEATURE_TRANSPOSE_BIT | (cfg.notra ? 0 : NTPU_FEATURE_TRANSPOSE_A_BIT) |
-               (cfg.novec ? 0 : NTPU_FEATURE_VECTOR_BIT);
+               (cfg.novec ? 0 : NTPU_FEATURE_VECTOR_BIT | NTPU_FEATURE_OPTIM_BIT);
         d[10] = (uint8_t)MAXP;
         d[11] = (uint8_t)(MAXP >> 8);
         put32(d + 12, UB_ROWS);
@@ -534,6 +539,38 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
                 sum[n] = ntpu_f32_add(sum[n], acc[src + r][n]);
         }
         memcpy(acc[dst], sum, sizeof sum);
+        maybe_busy = 1;
+        return NTPU_DEV_OK;
+    }
+    case NTPU_OP_OPTIM: {
+        if (cfg.novec)
+            return NTPU_DEV_ERR_OPCODE;
+        if (len != NTPU_LEN_OPTIM)
+            return NTPU_DEV_ERR_LENGTH;
+        unsigned fl = p[1], pr = get16(p + 2), gr = get16(p + 4), rows = get16(p + 6), aux = get16(p + 8);
+        unsigned mom = fl & NTPU_OPTIM_MOMENTUM;
+        if (fl & ~NTPU_OPTIM_MOMENTUM)
+            return NTPU_DEV_ERR_ARG;
+        if ((unsigned long)pr + rows * (1ul + mom) > ACC_ROWS || (unsigned long)gr + rows > ACC_ROWS ||
+            (unsigned long)aux + 2 + mom > ACC_ROWS)
+            return NTPU_DEV_ERR_RANGE;
+        uint32_t lr[MAX_N], wd[MAX_N], mu[MAX_N];
+        memcpy(lr, acc[aux], sizeof lr);
+        memcpy(wd, acc[aux + 1], sizeof wd);
+        if (mom)
+            memcpy(mu, acc[aux + 2], sizeof mu);
+        for (unsigned r = 0; r < rows; r++) {
+            uint32_t pv[MAX_N], gv[MAX_N], sv[MAX_N];
+            memcpy(pv, acc[pr + r], sizeof pv);
+            memcpy(gv, acc[gr + r], sizeof gv);
+            if (mom)
+                memcpy(sv, acc[pr + rows + r], sizeof sv);
+            for (unsigned n = 0; n < N; n++)
+                ntpu_optim_f32(&pv[n], gv[n], mom ? &sv[n] : NULL, lr[n], wd[n], mom ? mu[n] : 0);
+            if (mom)
+                memcpy(acc[pr + rows + r], sv, sizeof sv);
+            memcpy(acc[pr + r], pv, sizeof pv);
+        }
         maybe_busy = 1;
         return NTPU_DEV_OK;
     }
@@ -983,8 +1020,26 @@ static void directed_v11(void)
     colsum(0, 0, A, 1);                                    /* ERR_RANGE: dst */
     colsum(0, A - 1, 0, 2);                                /* ERR_RANGE: src */
     colsum(0, A, A - 1, 0);                                /* fine: empty range at the end */
+    /* OPTIM (1.3): random constants and values, SGD and momentum, gradients overlapping the
+     * parameters, then each error. */
+    write_random(NTPU_MEM_ACC, 0, 6 * N + 3, 1);
+    optim(0, 0, 3 * N, 2 * N, 6 * N);                      /* SGD */
+    optim(NTPU_OPTIM_MOMENTUM, 0, 4 * N, 2 * N, 6 * N);    /* momentum: state rows 2N .. 4N-1 */
+    optim(NTPU_OPTIM_MOMENTUM, N, N + 1, 3, 6 * N);        /* g inside p and s */
+    optim(NTPU_OPTIM_MOMENTUM, 0, 0, 0, 6 * N);            /* no rows */
+    optim(0, A - 1, 0, 1, A - 2);                          /* fine: at the very end */
+    optim(0x02, 0, 0, 1, 0);                               /* ERR_ARG */
+    optim(0x80, 0xFFFF, 0, 1, 0);                          /* ERR_ARG before ERR_RANGE */
+    optim(NTPU_OPTIM_MOMENTUM, A - 3, 0, 2, 0);            /* ERR_RANGE: state rows; SGD would fit */
+    optim(0, A - 1, 0, 2, 0);                              /* ERR_RANGE: p */
+    optim(0, 0, A - 1, 2, 0);                              /* ERR_RANGE: g */
+    optim(NTPU_OPTIM_MOMENTUM, 0, 0, 1, A - 2);            /* ERR_RANGE: mu; SGD would fit */
+    optim(0, 0, 0, 1, A - 1);                              /* ERR_RANGE: wd */
+    read_rows(NTPU_MEM_ACC, 0, 6 * N);
     memset(p, 0, sizeof p);
-    for (uint8_t op = NTPU_OP_ACT; op <= NTPU_OP_COLSUM; op++) {
+    for (uint8_t op = NTPU_OP_ACT; op <= NTPU_OP_OPTIM; op++) {
+        if (op == NTPU_OP_SYNC)
+            continue;
         unsigned fixed = op == NTPU_OP_COLSUM ? NTPU_LEN_COLSUM : NTPU_LEN_ACT;
         p[0] = op;
         frame(p, 1);                                       /* ERR_LENGTH */
@@ -1116,8 +1171,8 @@ static void directed(void)
     counters(0);
 
     /* Errors, each check in turn, and precedence between them. */
-    p[0] = 0x0D;
-    frame(p, 1);                    /* ERR_OPCODE: the first opcode past 1.2's */
+    p[0] = 0x0E;
+    frame(p, 1);                    /* ERR_OPCODE: the first opcode past 1.3's */
     p[0] = 0xFF;
     p[1] = 7;
     frame(p, 2);                    /* ERR_OPCODE before LEN */

@@ -15,6 +15,8 @@ rtl/ntpu_bf16_shared.sv
 rtl/ntpu_array.sv
 rtl/ntpu_requant.sv
 rtl/ntpu_vec.sv
+rtl/ntpu_fp32_mul.sv
+rtl/ntpu_vopt.sv
 rtl/ntpu_vseq.sv
 rtl/ntpu_core.sv
 tests/rtl/ntpu_core/tb.sv

@@ -1,0 +1,233 @@
+/* The device optimizer (ntpu_optim_config.device, OPTIM of protocol 1.3): a model
+ * whose SGD or momentum runs on the device must end every step with exactly the
+ * bits of the same model whose optimizer runs on the host (weights, biases,
+ * momentum, losses, logits), on the golden model at N = 8 and N = 2 and on the
+ * RTL (vsim); the values here stay in the normal range, where the two agree
+ * (docs/isa.md, OPTIM). Devices or optimizers that cannot do it fall back to the
+ * host and say why; checkpoints carry the device's weights and state. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ntpu/nn.h"
+
+enum { STEPS = 4, IN = 20, HID = 12, CLASSES = 5, BATCH = 10 };
+
+static const unsigned sizes[] = {IN, HID, CLASSES};
+
+static uint64_t rng = 0x9E3779B97F4A7C15u;
+static uint32_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 16);
+}
+
+static void fill_data(float *x, uint8_t *y, size_t count)
+{
+    for (size_t i = 0; i < count * IN; i++)
+        x[i] = rnd() % 3 == 0 ? 0.0f : (float)(1 + rnd() % 255) / 255.0f;
+    for (size_t i = 0; i < count; i++)
+        y[i] = (uint8_t)(rnd() % CLASSES);
+}
+
+static void assert_same_floats(const float *a, const float *b, size_t count, const char *what, size_t l)
+{
+    if (!a && !b)
+        return;
+    cr_assert(a && b, "%s of layer %zu: present on one side only", what, l);
+    for (size_t i = 0; i < count; i++) {
+        uint32_t ua, ub;
+        memcpy(&ua, &a[i], 4);
+        memcpy(&ub, &b[i], 4);
+        cr_assert_eq(ua, ub, "%s of layer %zu, element %zu: %08x (%.9g) vs %08x (%.9g)", what, l, i, ua,
+                     (double)a[i], ub, (double)b[i]);
+    }
+}
+
+/* Weights, biases, momentum and step of two models equal bit for bit (after a fetch). */
+static void assert_same_model(ntpu_model *a, ntpu_model *b)
+{
+    cr_assert_eq(ntpu_model_fetch(a), NTPU_OK);
+    cr_assert_eq(ntpu_model_fetch(b), NTPU_OK);
+    ntpu_model_view va, vb;
+    ntpu_model_view_get(a, &va);
+    ntpu_model_view_get(b, &vb);
+    cr_assert_eq(*va.step, *vb.step);
+    for (size_t l = 0; l < va.n_layers; l++) {
+        size_t nw = (size_t)va.sizes[l] * va.sizes[l + 1], nb = va.sizes[l + 1];
+        assert_same_floats(va.weights[l], vb.weights[l], nw, "weights", l);
+        assert_same_floats(va.biases[l], vb.biases[l], nb, "biases", l);
+        assert_same_floats(va.w_state1[l], vb.w_state1[l], nw, "weight momentum", l);
+        assert_same_floats(va.b_state1[l], vb.b_state1[l], nb, "bias momentum", l);
+    }
+}
+
+static ntpu_optim_config config(ntpu_optimizer kind, int device)
+{
+    ntpu_optim_config o = ntpu_optim_defaults(kind);
+    o.lr = 0.05f;
+    o.weight_decay = 0.01f;
+    o.schedule = NTPU_LR_STEP; /* lr changes after 2 steps: the device's constants are rewritten */
+    o.step_size = 2;
+    o.gamma = 0.5f;
+    o.device = device;
+    return o;
+}
+
+/* The reference (host optimizer on `ref_spec`) against the device optimizer on
+ * `spec`: STEPS steps, losses, then weights and state, then logits. */
+static void compare(const char *ref_spec, const char *spec, ntpu_optimizer kind)
+{
+    ntpu_device *dr, *dd;
+    cr_assert_eq(ntpu_open(ref_spec, &dr), NTPU_OK);
+    cr_assert_eq(ntpu_open(spec, &dd), NTPU_OK);
+    ntpu_optim_config oh = config(kind, 0), od = config(kind, 1);
+    ntpu_model *mh, *md;
+    cr_assert_eq(ntpu_model_create(dr, sizes, 3, BATCH, 7, &oh, &mh), NTPU_OK, "%s", ntpu_last_error(dr));
+    cr_assert_eq(ntpu_model_create(dd, sizes, 3, BATCH, 7, &od, &md), NTPU_OK, "%s", ntpu_last_error(dd));
+    const char *why = "?";
+    cr_assert_eq(ntpu_model_device_optimizer(mh, &why), 0);
+    cr_assert_null(why, "not asked for: no reason");
+    cr_assert_eq(ntpu_model_device_optimizer(md, &why), 1, "%s: %s", spec, why ? why : "");
+    ntpu_model_view v;
+    ntpu_model_view_get(md, &v);
+    static float w0[IN * HID];
+    memcpy(w0, v.weights[0], sizeof w0);
+    static float x[BATCH * IN], logits_h[BATCH * CLASSES], logits_d[BATCH * CLASSES];
+    static uint8_t y[BATCH];
+    for (int s = 0; s < STEPS; s++) {
+        size_t batch = s == STEPS - 1 ? BATCH - 3 : BATCH; /* a short last batch: other padding */
+        fill_data(x, y, batch);
+        ntpu_step_result rh, rd;
+        cr_assert_eq(ntpu_train_step(mh, x, y, batch, &rh), NTPU_OK, "%s", ntpu_last_error(dr));
+        cr_assert_eq(ntpu_train_step(md, x, y, batch, &rd), NTPU_OK, "%s", ntpu_last_error(dd));
+        uint32_t lh, ld;
+        memcpy(&lh, &rh.loss, 4);
+        memcpy(&ld, &rd.loss, 4);
+        cr_assert_eq(lh, ld, "step %d: loss %.9g (host optimizer) vs %.9g (device)", s, (double)rh.loss,
+                     (double)rd.loss);
+        cr_assert_eq(rh.correct, rd.correct);
+    }
+    assert_same_model(mh, md);
+    fill_data(x, y, BATCH);
+    cr_assert_eq(ntpu_predict(mh, x, BATCH, logits_h), NTPU_OK);
+    cr_assert_eq(ntpu_predict(md, x, BATCH, logits_d), NTPU_OK);
+    assert_same_floats(logits_h, logits_d, BATCH * CLASSES, "logits", 0);
+    /* the weights moved: the test is not comparing two untouched models */
+    cr_assert_neq(memcmp(v.weights[0], w0, sizeof w0), 0, "training changed nothing");
+    ntpu_model_destroy(mh);
+    ntpu_model_destroy(md);
+    ntpu_close(dr);
+    ntpu_close(dd);
+}
+
+Test(nn_devopt, sgd_on_ref_equals_host) { compare("ref", "ref", NTPU_OPT_SGD); }
+
+Test(nn_devopt, momentum_on_ref_equals_host) { compare("ref", "ref", NTPU_OPT_MOMENTUM); }
+
+Test(nn_devopt, momentum_at_n2_equals_host) { compare("ref:n=2", "ref:n=2", NTPU_OPT_MOMENTUM); }
+
+Test(nn_devopt, momentum_on_vsim_equals_host_on_ref) { compare("ref", "vsim", NTPU_OPT_MOMENTUM); }
+
+Test(nn_devopt, sgd_on_vsim_equals_host_on_ref) { compare("ref", "vsim", NTPU_OPT_SGD); }
+
+/* Asked for where it cannot run: the host optimizer, and the reason. */
+static void expect_fallback(const char *spec, ntpu_optimizer kind, const char *reason_part)
+{
+    ntpu_device *dev;
+    cr_assert_eq(ntpu_open(spec, &dev), NTPU_OK);
+    ntpu_optim_config o = config(kind, 1);
+    ntpu_model *m;
+    cr_assert_eq(ntpu_model_create(dev, sizes, 3, BATCH, 7, &o, &m), NTPU_OK, "%s", ntpu_last_error(dev));
+    const char *why = NULL;
+    cr_assert_eq(ntpu_model_device_optimizer(m, &why), 0, "%s", spec);
+    cr_assert(why && strstr(why, reason_part), "%s: reason '%s' lacks '%s'", spec, why ? why : "(none)",
+              reason_part);
+    static float x[BATCH * IN];
+    static uint8_t y[BATCH];
+    fill_data(x, y, BATCH);
+    cr_assert_eq(ntpu_train_step(m, x, y, BATCH, NULL), NTPU_OK, "%s", ntpu_last_error(dev));
+    ntpu_model_destroy(m);
+    ntpu_close(dev);
+}
+
+Test(nn_devopt, falls_back_without_optim) { expect_fallback("ref:novec=1", NTPU_OPT_MOMENTUM, "no OPTIM"); }
+
+Test(nn_devopt, falls_back_for_adam) { expect_fallback("ref", NTPU_OPT_ADAM, "square root"); }
+
+/* Resident needs 118 ACC rows at N = 8, batch 10; with the momentum on the device 212. */
+Test(nn_devopt, falls_back_when_acc_is_too_small) { expect_fallback("ref:acc=150", NTPU_OPT_MOMENTUM, "ACC rows"); }
+
+/* A checkpoint of a device-optimizer model holds the device's weights and
+ * momentum: loaded into a host-optimizer model it trains on in step. */
+Test(nn_devopt, checkpoint_holds_device_state)
+{
+    ntpu_device *dr, *dd, *dl; /* one model per device: a model owns its device's memories */
+    cr_assert_eq(ntpu_open("ref", &dr), NTPU_OK);
+    cr_assert_eq(ntpu_open("ref", &dd), NTPU_OK);
+    cr_assert_eq(ntpu_open("ref", &dl), NTPU_OK);
+    ntpu_optim_config oh = config(NTPU_OPT_MOMENTUM, 0), od = config(NTPU_OPT_MOMENTUM, 1);
+    ntpu_model *mh, *md;
+    cr_assert_eq(ntpu_model_create(dr, sizes, 3, BATCH, 3, &oh, &mh), NTPU_OK);
+    cr_assert_eq(ntpu_model_create(dd, sizes, 3, BATCH, 3, &od, &md), NTPU_OK);
+    static float x[BATCH * IN];
+    static uint8_t y[BATCH];
+    for (int s = 0; s < 2; s++) {
+        fill_data(x, y, BATCH);
+        cr_assert_eq(ntpu_train_step(mh, x, y, BATCH, NULL), NTPU_OK);
+        cr_assert_eq(ntpu_train_step(md, x, y, BATCH, NULL), NTPU_OK);
+    }
+    char path[] = "/tmp/ntpu_devopt_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    cr_assert_eq(ntpu_model_save(md, path, NULL, 0, NULL), NTPU_OK, "%s", ntpu_last_error(dd));
+    ntpu_model *ml;
+    cr_assert_eq(ntpu_model_load(dl, path, BATCH, &ml), NTPU_OK, "%s", ntpu_last_error(dl));
+    unlink(path);
+    assert_same_model(mh, ml);
+    fill_data(x, y, BATCH);
+    cr_assert_eq(ntpu_train_step(mh, x, y, BATCH, NULL), NTPU_OK);
+    cr_assert_eq(ntpu_train_step(ml, x, y, BATCH, NULL), NTPU_OK);
+    cr_assert_eq(ntpu_train_step(md, x, y, BATCH, NULL), NTPU_OK);
+    assert_same_model(mh, ml);
+    assert_same_model(mh, md);
+    ntpu_model_destroy(ml);
+    ntpu_model_destroy(mh);
+    ntpu_model_destroy(md);
+    ntpu_close(dr);
+    ntpu_close(dd);
+    ntpu_close(dl);
+}
+
+/* The optimizer moves between host and device mid-run without changing a bit. */
+Test(nn_devopt, switching_places_mid_run)
+{
+    ntpu_device *dr, *dd;
+    cr_assert_eq(ntpu_open("ref", &dr), NTPU_OK);
+    cr_assert_eq(ntpu_open("ref", &dd), NTPU_OK);
+    ntpu_optim_config o = config(NTPU_OPT_MOMENTUM, 0);
+    ntpu_model *mh, *ms;
+    cr_assert_eq(ntpu_model_create(dr, sizes, 3, BATCH, 9, &o, &mh), NTPU_OK);
+    cr_assert_eq(ntpu_model_create(dd, sizes, 3, BATCH, 9, &o, &ms), NTPU_OK);
+    static float x[BATCH * IN];
+    static uint8_t y[BATCH];
+    const int on[] = {0, 1, 1, 0, 1};
+    for (int s = 0; s < 5; s++) {
+        cr_assert_eq(ntpu_model_set_device_optimizer(ms, on[s]), NTPU_OK, "%s", ntpu_last_error(dd));
+        cr_assert_eq(ntpu_model_device_optimizer(ms, NULL), on[s]);
+        fill_data(x, y, BATCH);
+        cr_assert_eq(ntpu_train_step(mh, x, y, BATCH, NULL), NTPU_OK);
+        cr_assert_eq(ntpu_train_step(ms, x, y, BATCH, NULL), NTPU_OK);
+    }
+    assert_same_model(mh, ms);
+    ntpu_model_destroy(mh);
+    ntpu_model_destroy(ms);
+    ntpu_close(dr);
+    ntpu_close(dd);
+}

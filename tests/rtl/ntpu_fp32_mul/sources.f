@@ -1,0 +1,2 @@
+rtl/ntpu_fp32_mul.sv
+tests/rtl/ntpu_fp32_mul/tb.sv
