@@ -23,6 +23,8 @@
 // - LINK_BYTES: frame bytes are fetched, and READ_MEM reply bytes sent, up to LINK_BYTES per cycle
 //   (never across a memory row), COUNTERS reply bytes up to LINK_BYTES per cycle (never across a
 //   counter); m_body_valid is a thermometer code of the bytes offered.
+//   LINK_BYTES = 1 (the boards): every byte count is the constant 1, frame bytes are fetched from
+//   S_HDR on and READ_MEM reads each row in S_RD_ISSUE, so none of the wide logic is built.
 // - STATUS counters: `commands` counts replies sent with DEV_OK (when the frame is released),
 //   `errors` the others (when the reply header is handed to the transmitter); a STATUS reports the
 //   values from before itself.
@@ -142,7 +144,7 @@ module ntpu_cmd
     S_REPLY,     // reply header -> transmitter
     S_BLOCK,     // reply data from the shift register
     S_RD_ISSUE,  // READ_MEM: read the first row
-    S_RD_SEND    // ... send a row's bytes, reading the next one with the last of them
+    S_RD_SEND    // ... send a row's bytes, reading the next one with the last of them (W > 1)
   } state_e;
 
   state_e state_q, state_d;
@@ -361,9 +363,10 @@ module ntpu_cmd
   assign fb_k = (W == 1) ? KW'(1) : fb_k_q;
   // The fixed part is at most CMD_HDR_MAX bytes; WRITE_MEM goes on to the end of the frame.
   assign fb_end = (state_q == S_WRITE) ? len : ((len < 16'(CMD_HDR_MAX)) ? len : 16'(CMD_HDR_MAX));
-  // A good frame's first bytes are fetched already in S_IDLE, as it arrives.
-  assign fb_off = (state_q == S_IDLE) ? 16'd0 : fb_off_q;
-  assign frm_re = ((state_q == S_IDLE && s_frm_valid && s_frm_status == DEV_OK) || state_q == S_HDR ||
+  // A good frame's first bytes are fetched already in S_IDLE, as it arrives (W > 1: at W = 1 the
+  // cycle saved is nothing beside a UART byte time, and the offset's multiplexer costs LUTs).
+  assign fb_off = (W > 1 && state_q == S_IDLE) ? 16'd0 : fb_off_q;
+  assign frm_re = ((W > 1 && state_q == S_IDLE && s_frm_valid && s_frm_status == DEV_OK) || state_q == S_HDR ||
                    state_q == S_WRITE) && (fb_off < fb_end);
   assign frm_raddr = OFF_W'(fb_off);
 
@@ -389,9 +392,10 @@ module ntpu_cmd
   assign m_seq_valid = (state_q == S_DISPATCH) && vec_idle;
   assign m_vec_valid = (state_q == S_VDISPATCH);
   assign mem_we = (state_q == S_WRITE) && wr_pend_q;
-  // READ_MEM reads the next row as the last bytes of the current one leave.
+  // READ_MEM reads the next row as the last bytes of the current one leave (W > 1; at W = 1 it goes
+  // back through S_RD_ISSUE, a cycle per row that the byte-wide link never notices).
   assign mem_re = (state_q == S_RD_ISSUE) ||
-                  (state_q == S_RD_SEND && m_body_ready && rd_last && rows_left_q != 16'd0);
+                  (W > 1 && state_q == S_RD_SEND && m_body_ready && rd_last && rows_left_q != 16'd0);
   // COUNTERS: counter 0 in S_CNT, counter k+1 as the last byte of counter k leaves. Each counter
   // is read whole into sh_q (no torn values) and, with CLEAR, zeroed in the same cycle.
   assign cnt_load = (state_q == S_CNT) ||
@@ -530,6 +534,7 @@ module ntpu_cmd
         if (m_body_ready) begin
           left_d = left_q - 8'(rd_n);
           if (rd_last && rows_left_q == 16'd0) state_d = S_IDLE;
+          else if (W == 1 && rd_last) state_d = S_RD_ISSUE;
         end
       end
       default: state_d = S_IDLE;
