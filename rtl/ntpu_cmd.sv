@@ -23,6 +23,8 @@
 // - LINK_BYTES: frame bytes are fetched, and READ_MEM reply bytes sent, up to LINK_BYTES per cycle
 //   (never across a memory row), COUNTERS reply bytes up to LINK_BYTES per cycle (never across a
 //   counter); m_body_valid is a thermometer code of the bytes offered.
+//   LINK_BYTES = 1 (the boards): every byte count is the constant 1, frame bytes are fetched from
+//   S_HDR on and READ_MEM reads each row in S_RD_ISSUE, so none of the wide logic is built.
 // - STATUS counters: `commands` counts replies sent with DEV_OK (when the frame is released),
 //   `errors` the others (when the reply header is handed to the transmitter); a STATUS reports the
 //   values from before itself.
@@ -142,7 +144,7 @@ module ntpu_cmd
     S_REPLY,     // reply header -> transmitter
     S_BLOCK,     // reply data from the shift register
     S_RD_ISSUE,  // READ_MEM: read the first row
-    S_RD_SEND    // ... send a row's bytes, reading the next one with the last of them
+    S_RD_SEND    // ... send a row's bytes, reading the next one with the last of them (W > 1)
   } state_e;
 
   state_e state_q, state_d;
@@ -356,20 +358,26 @@ module ntpu_cmd
   assign hdr_go = m_hdr_valid && m_hdr_ready;
   assign body_go = m_body_valid[0] && m_body_ready;
   assign fb_take = fb_vld_q;
-  // Bytes per fetch: up to W, never past fb_end, and (WRITE_MEM) never across a row.
+  // Bytes per fetch: up to W, never past fb_end, and (WRITE_MEM) never across a row. Every byte
+  // count in this module is a constant 1 at W = 1 (it is read only while bytes move), so the
+  // arithmetic of the wide link folds away on the boards.
   logic [15:0] fb_left;
   logic [7:0] row_room;
+  logic [KW-1:0] fb_k;              // fb_k_q, or 1 at W = 1
   always_comb begin
     fb_left = fb_end - fb_off;
     row_room = row_bytes - iss_row_q;
     fb_n = (fb_left < 16'(W)) ? KW'(fb_left) : KW'(W);
     if (state_q == S_WRITE && 16'(row_room) < 16'(fb_n)) fb_n = KW'(row_room);
+    if (W == 1) fb_n = KW'(1);
   end
+  assign fb_k = (W == 1) ? KW'(1) : fb_k_q;
   // The fixed part is at most CMD_HDR_MAX bytes; WRITE_MEM goes on to the end of the frame.
   assign fb_end = (state_q == S_WRITE) ? len : ((len < 16'(CMD_HDR_MAX)) ? len : 16'(CMD_HDR_MAX));
-  // A good frame's first bytes are fetched already in S_IDLE, as it arrives.
-  assign fb_off = (state_q == S_IDLE) ? 16'd0 : fb_off_q;
-  assign frm_re = ((state_q == S_IDLE && s_frm_valid && s_frm_status == DEV_OK) || state_q == S_HDR ||
+  // A good frame's first bytes are fetched already in S_IDLE, as it arrives (W > 1: at W = 1 the
+  // cycle saved is nothing beside a UART byte time, and the offset's multiplexer costs LUTs).
+  assign fb_off = (W > 1 && state_q == S_IDLE) ? 16'd0 : fb_off_q;
+  assign frm_re = ((W > 1 && state_q == S_IDLE && s_frm_valid && s_frm_status == DEV_OK) || state_q == S_HDR ||
                    state_q == S_WRITE) && (fb_off < fb_end);
   assign frm_raddr = OFF_W'(fb_off);
 
@@ -377,13 +385,15 @@ module ntpu_cmd
   // always_comb below would glitch them, and two modules' always_comb blocks reacting to each
   // other's glitches never settle in an event-driven simulator.
   assign m_hdr_valid = (state_q == S_REPLY);
-  assign rd_n = (left_q < 8'(W)) ? KW'(left_q) : KW'(W);
+  assign rd_n = (W == 1) ? KW'(1) : (left_q < 8'(W)) ? KW'(left_q) : KW'(W);
   assign rd_last = (left_q <= 8'(W));
   // Blocks leave a byte per beat, but a COUNTERS reply a counter (its rest) per beat, up to W.
   logic [7:0] cnt_rest;
   logic [KW-1:0] blk_n;
+  logic cnt_end;                    // this beat ends a counter
   assign cnt_rest = ((left_q - 8'd1) & 8'd7) + 8'd1;
-  assign blk_n = (op != OP_COUNTERS) ? KW'(1) : (cnt_rest < 8'(W)) ? KW'(cnt_rest) : KW'(W);
+  assign blk_n = (W == 1 || op != OP_COUNTERS) ? KW'(1) : (cnt_rest < 8'(W)) ? KW'(cnt_rest) : KW'(W);
+  assign cnt_end = (W == 1) ? (left_q[2:0] == 3'd1) : (8'(blk_n) == cnt_rest);
   for (genvar i = 0; i < W; i++) begin : g_body_valid
     assign m_body_valid[i] = (i == 0) ? (state_q == S_BLOCK || state_q == S_RD_SEND)
                                       : (state_q == S_RD_SEND && KW'(i) < rd_n) ||
@@ -393,14 +403,15 @@ module ntpu_cmd
   assign m_seq_valid = (state_q == S_DISPATCH) && vec_idle;
   assign m_vec_valid = (state_q == S_VDISPATCH);
   assign mem_we = (state_q == S_WRITE) && wr_pend_q;
-  // READ_MEM reads the next row as the last bytes of the current one leave.
+  // READ_MEM reads the next row as the last bytes of the current one leave (W > 1; at W = 1 it goes
+  // back through S_RD_ISSUE, a cycle per row that the byte-wide link never notices).
   assign mem_re = (state_q == S_RD_ISSUE) ||
-                  (state_q == S_RD_SEND && m_body_ready && rd_last && rows_left_q != 16'd0);
+                  (W > 1 && state_q == S_RD_SEND && m_body_ready && rd_last && rows_left_q != 16'd0);
   // COUNTERS: counter 0 in S_CNT, counter k+1 as the last byte of counter k leaves. Each counter
   // is read whole into sh_q (no torn values) and, with CLEAR, zeroed in the same cycle.
   assign cnt_load = (state_q == S_CNT) ||
                     (state_q == S_BLOCK && op == OP_COUNTERS && m_body_ready &&
-                     8'(blk_n) == cnt_rest && left_q != 8'(blk_n));
+                     cnt_end && left_q != 8'(blk_n));
   assign cnt_load_idx = (state_q == S_CNT) ? 4'd0 : cnt_idx_q + 4'd1;
   always @* begin
     cnt_sel = '0;
@@ -439,7 +450,7 @@ module ntpu_cmd
         end
       end
       S_HDR: begin
-        if (fb_take && fb_idx_q + 16'(fb_k_q) == fb_end) state_d = S_DECODE;
+        if (fb_take && fb_idx_q + 16'(fb_k) == fb_end) state_d = S_DECODE;
       end
       S_DECODE: begin
         rep_status_d = dec_status;
@@ -502,7 +513,7 @@ module ntpu_cmd
           addr_d = addr_q + 16'd1;
           rows_left_d = rows_left_q - 16'd1;
         end
-        if (rows_left_d == 16'd0 && !(fb_take && row_byte_q + 8'(fb_k_q) == row_bytes)) begin
+        if (rows_left_d == 16'd0 && !(fb_take && row_byte_q + 8'(fb_k) == row_bytes)) begin
           state_d = S_REPLY;
         end
       end
@@ -534,6 +545,7 @@ module ntpu_cmd
         if (m_body_ready) begin
           left_d = left_q - 8'(rd_n);
           if (rd_last && rows_left_q == 16'd0) state_d = S_IDLE;
+          else if (W == 1 && rd_last) state_d = S_RD_ISSUE;
         end
       end
       default: state_d = S_IDLE;
@@ -553,7 +565,7 @@ module ntpu_cmd
     end else begin
       state_q <= state_d;
       fb_vld_q <= frm_re;
-      wr_pend_q <= (state_q == S_WRITE) && fb_take && (row_byte_q + 8'(fb_k_q) == row_bytes);
+      wr_pend_q <= (state_q == S_WRITE) && fb_take && (row_byte_q + 8'(fb_k) == row_bytes);
     end
   end
 
@@ -579,7 +591,8 @@ module ntpu_cmd
     if (state_q == S_IDLE) hdr_q <= '0;
     else if (state_q == S_HDR && fb_take) begin
       for (int i = 0; i < W; i++) begin
-        if (KW'(i) < fb_k_q && fb_idx_q + 16'(i) < 16'(CMD_HDR_MAX)) begin
+        // Byte 0 is always inside the fixed part (fetched below fb_end).
+        if (KW'(i) < fb_k && (i == 0 || fb_idx_q + 16'(i) < 16'(CMD_HDR_MAX))) begin
           hdr_q[8*(fb_idx_q[3:0] + 4'(i)) +: 8] <= frm_rdata[8*i +: 8];
         end
       end
@@ -587,7 +600,7 @@ module ntpu_cmd
 
     if (state_q == S_DECODE) row_byte_q <= '0;
     else if (state_q == S_WRITE && fb_take) begin
-      row_byte_q <= (row_byte_q + 8'(fb_k_q) == row_bytes) ? 8'd0 : row_byte_q + 8'(fb_k_q);
+      row_byte_q <= (row_byte_q + 8'(fb_k) == row_bytes) ? 8'd0 : row_byte_q + 8'(fb_k);
     end
     if (state_q == S_DECODE) iss_row_q <= '0;
     else if (state_q == S_WRITE && frm_re) begin

@@ -224,7 +224,8 @@ module ntpu_core
     .WB_ROWS (WB_ROWS),
     .ACC_ROWS(ACC_ROWS),
     .SEG_DEPTH(SEG_DEPTH),
-    .BF16_GAP(BF16_GAP)
+    .BF16_GAP(BF16_GAP),
+    .MEM_OVERLAP(MEM_OVERLAP)
   ) u_seq (
     .clk           (clk),
     .rst           (rst),

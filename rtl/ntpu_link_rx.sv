@@ -94,10 +94,11 @@ module ntpu_link_rx
   assign release_frm = m_frm_valid && m_frm_ready;
   // Plain assigns, not part of the FSM's always_comb: handshakes must not glitch (see ntpu_link_tx).
   assign pay_left = len_q - cnt_q;
-  // SEQ with both LEN bytes claims a slot like LEN's high byte, so it waits for a free one.
+  // SEQ with both LEN bytes claims a slot like LEN's high byte, so it waits for a free one. The
+  // W > 1 terms are constants on the boards (W = 1), so the wide counts fold away there.
   assign rdy_n = (state_q == S_CHECK || (state_q == S_LEN1 && nheld_q == 2'd2)) ? KW'(0)
-               : (state_q == S_PAYLOAD) ? ((pay_left < 16'(W)) ? KW'(pay_left) : KW'(W))
-               : (state_q == S_CRC) ? ((16'd4 - cnt_q < 16'(W)) ? KW'(16'd4 - cnt_q) : KW'(W))
+               : (W > 1 && state_q == S_PAYLOAD) ? ((pay_left < 16'(W)) ? KW'(pay_left) : KW'(W))
+               : (W > 1 && state_q == S_CRC) ? ((16'd4 - cnt_q < 16'(W)) ? KW'(16'd4 - cnt_q) : KW'(W))
                : (W >= 3 && state_q == S_SEQ && nheld_q != 2'd2) ? KW'(3) : KW'(1);
   for (genvar i = 0; i < W; i++) begin : g_ready
     assign s_rx_ready[i] = (KW'(i) < rdy_n);
@@ -111,6 +112,9 @@ module ntpu_link_rx
   end
   assign take_n = (vld_n < rdy_n) ? vld_n : rdy_n;
   assign take = (take_n != '0);
+  // Bytes taken, read only with `take`: 1 at W = 1.
+  logic [KW-1:0] step;
+  assign step = (W == 1) ? KW'(1) : take_n;
   assign hdr3 = (W >= 3) && take_n == KW'(3);
 
   always_comb begin
@@ -135,7 +139,7 @@ module ntpu_link_rx
       end
       S_SEQ: begin
         crc_en = take;
-        cnt_d = '0;
+        if (W >= 3) cnt_d = '0;  // straight on to the payload (S_LEN1 clears it otherwise)
         if (hdr3) begin
           if (len_hdr3 == 16'd0 || len_hdr3 > 16'(MAX_PAYLOAD)) begin
             commit = 1'b1;
@@ -173,8 +177,8 @@ module ntpu_link_rx
         crc_en = take;
         buf_we = take;
         if (take) begin
-          cnt_d = cnt_q + 16'(take_n);
-          if (cnt_q + 16'(take_n) == len_q) begin
+          cnt_d = cnt_q + 16'(step);
+          if (cnt_q + 16'(step) == len_q) begin
             cnt_d = '0;
             state_d = S_CRC;
           end
@@ -183,8 +187,8 @@ module ntpu_link_rx
       S_CRC: begin
         crc_en = take;
         if (take) begin
-          cnt_d = cnt_q + 16'(take_n);
-          if (cnt_q + 16'(take_n) == 16'd4) state_d = S_CHECK;
+          cnt_d = cnt_q + 16'(step);
+          if (cnt_q + 16'(step) == 16'd4) state_d = S_CHECK;
         end
       end
       S_CHECK: begin
@@ -209,7 +213,7 @@ module ntpu_link_rx
     cnt_q <= cnt_d;
     if (take && state_q == S_SEQ) seq_q <= rx_b0;
     if (take && state_q == S_LEN0) len_lo_q <= rx_b0;
-    if (take && state_q == S_SEQ) len_lo_q <= rx_b012[15:8];  // used only if it was LEN's low byte
+    if (W > 1 && take && state_q == S_SEQ) len_lo_q <= rx_b012[15:8];  // used only if it was LEN's low byte
     if (hdr3 && state_q == S_SEQ) len_q <= len_hdr3;
     if (take && state_q == S_LEN1) len_q <= len_rx;
   end
@@ -229,11 +233,11 @@ module ntpu_link_rx
 
   always_ff @(posedge clk) begin
     if (commit) begin
-      slot_seq_q[wr_q] <= (state_q == S_SEQ) ? rx_b0 : seq_q;  // S_SEQ: SEQ and LEN at once
+      slot_seq_q[wr_q] <= (W >= 3 && state_q == S_SEQ) ? rx_b0 : seq_q;  // S_SEQ: SEQ and LEN at once
       slot_status_q[wr_q] <= commit_status;
       // An ERR_LENGTH frame commits in S_LEN1 (or S_SEQ, with SEQ and LEN at once), before len_q
       // has taken the bytes.
-      slot_len_q[wr_q] <= (state_q == S_LEN1) ? len_rx : (state_q == S_SEQ) ? len_hdr3 : len_q;
+      slot_len_q[wr_q] <= (state_q == S_LEN1) ? len_rx : (W >= 3 && state_q == S_SEQ) ? len_hdr3 : len_q;
     end
   end
 

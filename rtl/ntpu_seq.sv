@@ -28,6 +28,7 @@
 //   read, a WRITE_MEM to UB that no MATMUL has rows left to read from (any TRANSPOSE_A MATMUL still
 //   reading counts as a conflict), and a READ_MEM of ACC rows that no accepted MATMUL has left to
 //   write. Accepted work only shrinks these ranges, so the answer holds until the next command.
+//   MEM_OVERLAP = 0 (the boards): no query logic, q_conflict is always 1.
 `default_nettype none
 
 module ntpu_seq #(
@@ -37,6 +38,7 @@ module ntpu_seq #(
   parameter int ACC_ROWS = 2048,  // accumulator rows
   parameter int SEG_DEPTH = 4,    // MATMULs that may have rows in flight at once (power of 2)
   parameter int BF16_GAP = 0,     // cycles from a bf16 row to the next row (0, 1: none)
+  parameter int MEM_OVERLAP = 0,  // 0: no overlap query (q_conflict is always 1)
   parameter int UB_AW = (UB_ROWS > 1) ? $clog2(UB_ROWS) : 1,    // leave at the default
   parameter int WB_AW = (WB_ROWS > 1) ? $clog2(WB_ROWS) : 1,    // leave at the default
   parameter int ACC_AW = (ACC_ROWS > 1) ? $clog2(ACC_ROWS) : 1  // leave at the default
@@ -408,23 +410,30 @@ module ntpu_seq #(
   assign idle = !mm_busy_q && !ld_active && (seg_cnt_q == '0);
   assign stall_weight = mm_busy_q && mm_wait_w;
   // ---------------------------------------------------------------- overlap query
-  logic [17:0] q_lo, q_hi, mm_ub_end;
-  assign q_lo = 18'(q_addr);
-  assign q_hi = 18'(q_addr) + 18'(q_rows);
-  assign mm_ub_end = 18'(mm_ub_q) + 18'(mm_left_q);
-  always_comb begin
-    q_conflict = 1'b1;
-    if (q_write && q_mem == 2'(ntpu_pkg::MEM_WB)) begin
-      q_conflict = ld_busy_q;
-    end else if (q_write && q_mem == 2'(ntpu_pkg::MEM_UB)) begin
-      q_conflict = fd_busy_q ||
-                   (mm_busy_q && (mm_tr_q || (q_lo < mm_ub_end && 18'(mm_ub_q) < q_hi)));
-    end else if (!q_write && q_mem == 2'(ntpu_pkg::MEM_ACC)) begin
-      q_conflict = 1'b0;
-      for (int i = 0; i < SEG_DEPTH; i++) begin
-        if (seg_vld_q[i] && q_lo < 18'(seg_end_q[i]) && 18'(seg_base_q[i]) < q_hi) q_conflict = 1'b1;
+  if (MEM_OVERLAP != 0) begin : g_query
+    logic [17:0] q_lo, q_hi, mm_ub_end;
+    assign q_lo = 18'(q_addr);
+    assign q_hi = 18'(q_addr) + 18'(q_rows);
+    assign mm_ub_end = 18'(mm_ub_q) + 18'(mm_left_q);
+    always_comb begin
+      q_conflict = 1'b1;
+      if (q_write && q_mem == 2'(ntpu_pkg::MEM_WB)) begin
+        q_conflict = ld_busy_q;
+      end else if (q_write && q_mem == 2'(ntpu_pkg::MEM_UB)) begin
+        q_conflict = fd_busy_q ||
+                     (mm_busy_q && (mm_tr_q || (q_lo < mm_ub_end && 18'(mm_ub_q) < q_hi)));
+      end else if (!q_write && q_mem == 2'(ntpu_pkg::MEM_ACC)) begin
+        q_conflict = 1'b0;
+        for (int i = 0; i < SEG_DEPTH; i++) begin
+          if (seg_vld_q[i] && q_lo < 18'(seg_end_q[i]) && 18'(seg_base_q[i]) < q_hi) q_conflict = 1'b1;
+        end
       end
     end
+  end else begin : g_no_query
+    // Nothing runs beside the sequencer: every range conflicts.
+    logic unused_q;
+    assign unused_q = ^{q_mem, q_write, q_addr, q_rows};
+    assign q_conflict = 1'b1;
   end
 
   assign stall_hazard = (mm_busy_q && !mm_wait_w && mm_hazard) ||

@@ -37,7 +37,7 @@ module tb;
   logic [15:0] q_addr = 16'd0, q_rows = 16'd0;
 
   ntpu_seq #(
-    .N(N), .UB_ROWS(UB_ROWS), .WB_ROWS(WB_ROWS), .ACC_ROWS(ACC_ROWS)
+    .N(N), .UB_ROWS(UB_ROWS), .WB_ROWS(WB_ROWS), .ACC_ROWS(ACC_ROWS), .MEM_OVERLAP(1)
   ) dut (
     .clk(clk), .rst(rst),
     .s_cmd_valid(cmd_valid), .s_cmd_ready(cmd_ready), .s_cmd_matmul(cmd_matmul),
