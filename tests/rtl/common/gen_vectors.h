@@ -1,6 +1,6 @@
 /* Shared by the vector generators of the numeric benches (tests/rtl/<bench>/gen.c, included as
  * "../common/gen_vectors.h"): the seeded splitmix64 stream, the `gen OUTDIR [SEED]` command line,
- * fp32 bit fields, and the vectors.hex / count.hex pair that single-file benches read.
+ * fp32 fields, and the vectors.hex / count.hex pair that single-file benches read.
  * Everything is static inline, so a generator pays only for what it uses. */
 #ifndef NTPU_GEN_VECTORS_H
 #define NTPU_GEN_VECTORS_H
@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "numerics_internal.h"
 
 static uint64_t rng_state;
 
@@ -32,20 +34,6 @@ static inline int gen_args(int argc, char **argv, uint64_t seed)
     }
     rng_state = argc > 2 ? strtoull(argv[2], NULL, 0) : seed;
     return 1;
-}
-
-static inline uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static inline float float_of(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
 }
 
 static inline uint32_t fp32_make(uint32_t sign, uint32_t exp, uint32_t frac)

@@ -21,7 +21,7 @@ static int is_nan(uint32_t u) { return (u & 0x7F800000u) == 0x7F800000u && (u & 
 /* The sum step of ntpu_mac_bf16 (sim/ref/numerics.c) for any two fp32 operands. */
 static uint32_t ref_add(uint32_t x, uint32_t y)
 {
-    uint32_t r = flush(bits_of(float_of(flush(x)) + float_of(flush(y))));
+    uint32_t r = flush(ntpu_f32_bits(ntpu_f32_from_bits(flush(x)) + ntpu_f32_from_bits(flush(y))));
     return is_nan(r) ? NTPU_F32_CANONICAL_NAN : r;
 }
 

@@ -24,8 +24,8 @@ static void emit(uint32_t x, uint32_t y)
 {
     uint32_t p = ntpu_f32_mul(x, y);
     if (is_normal(x) && is_normal(y)) {
-        uint32_t f = bits_of(float_of(x) * float_of(y));
-        double d = (double)float_of(x) * (double)float_of(y);
+        uint32_t f = ntpu_f32_bits(ntpu_f32_from_bits(x) * ntpu_f32_from_bits(y));
+        double d = (double)ntpu_f32_from_bits(x) * (double)ntpu_f32_from_bits(y);
         if (fabs(d) >= 0x1p-126 && f != p)
             bad++; /* from 2^-126 up the result is the IEEE one */
         if (fabs(d) < 0x1p-126) { /* tiny: 2^-126 or zero of the sign */
