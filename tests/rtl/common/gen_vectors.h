@@ -54,6 +54,14 @@ static inline uint32_t frac_pattern(void)
     }
 }
 
+/* Every ordered pair of v[0 .. n-1], row by row. */
+static inline void gen_all_pairs(const uint32_t *v, size_t n, void (*emit)(uint32_t, uint32_t))
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            emit(v[i], v[j]);
+}
+
 /* OUTDIR/vectors.hex, opened for writing; NULL after a message. */
 static inline FILE *gen_open_vectors(const char *dir)
 {

@@ -73,10 +73,7 @@ int main(int argc, char **argv)
         return 1;
 
     /* Every pair of special values. */
-    size_t ns = sizeof specials / sizeof specials[0];
-    for (size_t i = 0; i < ns; i++)
-        for (size_t j = 0; j < ns; j++)
-            emit(specials[i], specials[j]);
+    gen_all_pairs(specials, sizeof specials / sizeof specials[0], emit);
 
     /* Hand-picked: ties both ways, carries into the exponent, overflow, around 2^-126. */
     emit4(0x3F800000, 0x33800000); /* 1 + 2^-24: tie, stays even at 1 */

@@ -65,10 +65,7 @@ int main(int argc, char **argv)
     if (!out)
         return 1;
 
-    size_t ns = sizeof specials / sizeof specials[0];
-    for (size_t i = 0; i < ns; i++)
-        for (size_t j = 0; j < ns; j++)
-            emit(specials[i], specials[j]);
+    gen_all_pairs(specials, sizeof specials / sizeof specials[0], emit);
 
     emit4(0x3F800001, 0x3F800001); /* (1 + 2^-23)^2: 1 + 2^-22 + 2^-46, below the tie */
     emit4(0x3FFFFFFF, 0x3FFFFFFF); /* carry into the exponent */
