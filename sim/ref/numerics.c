@@ -10,20 +10,6 @@
 
 #include "numerics_internal.h"
 
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float f32_from_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 static int is_nan_bits(uint32_t u) { return (u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu); }
 
 /* Subnormal -> zero of the same sign; everything else unchanged. */
@@ -43,9 +29,9 @@ uint16_t ntpu_bf16_from_f32_bits(uint32_t f)
     return (uint16_t)((f + 0x7FFFu + lsb) >> 16);
 }
 
-uint16_t ntpu_bf16_from_f32(float f) { return ntpu_bf16_from_f32_bits(f32_bits(f)); }
+uint16_t ntpu_bf16_from_f32(float f) { return ntpu_bf16_from_f32_bits(ntpu_f32_bits(f)); }
 
-float ntpu_bf16_to_f32(uint16_t b) { return f32_from_bits((uint32_t)b << 16); }
+float ntpu_bf16_to_f32(uint16_t b) { return ntpu_f32_from_bits((uint32_t)b << 16); }
 
 /* The one definition of the device's arithmetic: the public functions and the
  * golden model's row kernels below all inline these, so the MATMUL hot loop
@@ -55,19 +41,19 @@ float ntpu_bf16_to_f32(uint16_t b) { return f32_from_bits((uint32_t)b << 16); }
  * zero, one RNE rounding, a subnormal sum flushed, NaN made canonical. */
 static inline uint32_t add_f32(uint32_t a, uint32_t b)
 {
-    float s = f32_from_bits(flush_subnormal(a)) + f32_from_bits(flush_subnormal(b));
-    uint32_t r = flush_subnormal(f32_bits(s));
+    float s = ntpu_f32_from_bits(flush_subnormal(a)) + ntpu_f32_from_bits(flush_subnormal(b));
+    uint32_t r = flush_subnormal(ntpu_f32_bits(s));
     return is_nan_bits(r) ? NTPU_F32_CANONICAL_NAN : r;
 }
 
 static inline uint32_t mac_bf16(uint32_t acc, uint16_t a, uint16_t b)
 {
-    float fa = f32_from_bits(flush_subnormal((uint32_t)a << 16));
-    float fb = f32_from_bits(flush_subnormal((uint32_t)b << 16));
+    float fa = ntpu_f32_from_bits(flush_subnormal((uint32_t)a << 16));
+    float fb = ntpu_f32_from_bits(flush_subnormal((uint32_t)b << 16));
     /* Two 8-bit significands give a 16-bit product: exact in fp32 unless the
      * exponent leaves the normal range, where IEEE gives Inf or a subnormal
      * (too small to round up to a normal, so the adder's flush of it is exact). */
-    return add_f32(acc, f32_bits(fa * fb));
+    return add_f32(acc, ntpu_f32_bits(fa * fb));
 }
 
 static inline int32_t mac_int8(int32_t acc, int8_t a, int8_t b)
@@ -86,12 +72,12 @@ uint32_t ntpu_f32_add(uint32_t a, uint32_t b) { return add_f32(a, b); }
  * 24-bit value below it (2^-126 - 2^-150) survives, rounded up to 2^-126. */
 uint32_t ntpu_f32_mul(uint32_t a, uint32_t b)
 {
-    double p = (double)f32_from_bits(flush_subnormal(a)) * (double)f32_from_bits(flush_subnormal(b));
+    double p = (double)ntpu_f32_from_bits(flush_subnormal(a)) * (double)ntpu_f32_from_bits(flush_subnormal(b));
     if (p != p)
         return NTPU_F32_CANONICAL_NAN;
     if (fabs(p) < 0x1p-126)
         return ((a ^ b) & 0x80000000u) | (fabs(p) >= 0x1p-126 - 0x1p-151 ? 0x00800000u : 0u);
-    return f32_bits((float)p);
+    return ntpu_f32_bits((float)p);
 }
 
 void ntpu_optim_f32(uint32_t *p, uint32_t g, uint32_t *s, uint32_t lr, uint32_t wd, uint32_t mu)

@@ -6,6 +6,23 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+/* An fp32's bit pattern and back (memcpy: no aliasing or FPU mode involved). Also used by the
+ * tests and the RTL benches' vector generators. */
+static inline uint32_t ntpu_f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline float ntpu_f32_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
 
 /* One activation row through the array: for i = 0 .. n-1 (ascending), for
  * every column j, acc[j] = mac(acc[j], a[i], w[i*n + j]).

@@ -506,6 +506,14 @@ static void info_block(const ntpu_ref *r, uint8_t *p)
     p[NTPU_ID_OFF_PLATFORM] = 0;
 }
 
+/* The first checks of a vector-unit command: the unit is there, and the length is the opcode's. */
+static int vector_cmd_ok(const ntpu_ref *r, size_t len, size_t want)
+{
+    if (r->cfg.no_vector)
+        return NTPU_DEV_ERR_OPCODE;
+    return len != want ? NTPU_DEV_ERR_LENGTH : NTPU_DEV_OK;
+}
+
 /* Checks a command in the order docs/isa.md ("Errors") fixes and runs it.
  * Returns the status for commands without reply data; commands with data
  * send their own reply and return -1. */
@@ -588,10 +596,9 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len)
     }
 
     case NTPU_OP_ACT: {
-        if (r->cfg.no_vector)
-            return NTPU_DEV_ERR_OPCODE;
-        if (len != NTPU_LEN_ACT)
-            return NTPU_DEV_ERR_LENGTH;
+        int st = vector_cmd_ok(r, len, NTPU_LEN_ACT);
+        if (st != NTPU_DEV_OK)
+            return st;
         unsigned flags = p[1], src = get16(p + 2), dst = get16(p + 4), rows = get16(p + 6), aux = get16(p + 8);
         if (flags & ~(NTPU_ACT_BIAS | NTPU_ACT_RELU | NTPU_OUT_MASK))
             return NTPU_DEV_ERR_ARG;
@@ -606,10 +613,9 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len)
     }
 
     case NTPU_OP_RELU_GRAD: {
-        if (r->cfg.no_vector)
-            return NTPU_DEV_ERR_OPCODE;
-        if (len != NTPU_LEN_RELU_GRAD)
-            return NTPU_DEV_ERR_LENGTH;
+        int st = vector_cmd_ok(r, len, NTPU_LEN_RELU_GRAD);
+        if (st != NTPU_DEV_OK)
+            return st;
         unsigned flags = p[1], src = get16(p + 2), dst = get16(p + 4), rows = get16(p + 6), mask = get16(p + 8);
         if ((flags & ~NTPU_OUT_MASK) || (flags & NTPU_OUT_MASK) == NTPU_OUT_INT8)
             return NTPU_DEV_ERR_ARG;
@@ -621,10 +627,9 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len)
     }
 
     case NTPU_OP_COLSUM: {
-        if (r->cfg.no_vector)
-            return NTPU_DEV_ERR_OPCODE;
-        if (len != NTPU_LEN_COLSUM)
-            return NTPU_DEV_ERR_LENGTH;
+        int st = vector_cmd_ok(r, len, NTPU_LEN_COLSUM);
+        if (st != NTPU_DEV_OK)
+            return st;
         unsigned flags = p[1], src = get16(p + 2), dst = get16(p + 4), rows = get16(p + 6);
         if (flags & ~NTPU_COLSUM_ACCUMULATE)
             return NTPU_DEV_ERR_ARG;
@@ -635,10 +640,9 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len)
     }
 
     case NTPU_OP_OPTIM: {
-        if (r->cfg.no_vector)
-            return NTPU_DEV_ERR_OPCODE;
-        if (len != NTPU_LEN_OPTIM)
-            return NTPU_DEV_ERR_LENGTH;
+        int st = vector_cmd_ok(r, len, NTPU_LEN_OPTIM);
+        if (st != NTPU_DEV_OK)
+            return st;
         unsigned flags = p[1], prow = get16(p + 2), grow = get16(p + 4), rows = get16(p + 6), aux = get16(p + 8);
         if (flags & ~NTPU_OPTIM_MOMENTUM)
             return NTPU_DEV_ERR_ARG;

@@ -14,57 +14,19 @@
 
 #include "ntpu/nn.h"
 
+#define NN_SEED 0x9E3779B97F4A7C15u
+#include "nn_compare.h"
+
 enum { STEPS = 4, IN = 20, HID = 12, CLASSES = 5, BATCH = 10 };
 
 static const unsigned sizes[] = {IN, HID, CLASSES};
 
-static uint64_t rng = 0x9E3779B97F4A7C15u;
-static uint32_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 16);
-}
-
-static void fill_data(float *x, uint8_t *y, size_t count)
-{
-    for (size_t i = 0; i < count * IN; i++)
-        x[i] = rnd() % 3 == 0 ? 0.0f : (float)(1 + rnd() % 255) / 255.0f;
-    for (size_t i = 0; i < count; i++)
-        y[i] = (uint8_t)(rnd() % CLASSES);
-}
-
-static void assert_same_floats(const float *a, const float *b, size_t count, const char *what, size_t l)
-{
-    if (!a && !b)
-        return;
-    cr_assert(a && b, "%s of layer %zu: present on one side only", what, l);
-    for (size_t i = 0; i < count; i++) {
-        uint32_t ua, ub;
-        memcpy(&ua, &a[i], 4);
-        memcpy(&ub, &b[i], 4);
-        cr_assert_eq(ua, ub, "%s of layer %zu, element %zu: %08x (%.9g) vs %08x (%.9g)", what, l, i, ua,
-                     (double)a[i], ub, (double)b[i]);
-    }
-}
-
-/* Weights, biases, momentum and step of two models equal bit for bit (after a fetch). */
+/* Weights, biases, optimizer state and step of two models equal bit for bit (after a fetch). */
 static void assert_same_model(ntpu_model *a, ntpu_model *b)
 {
     cr_assert_eq(ntpu_model_fetch(a), NTPU_OK);
     cr_assert_eq(ntpu_model_fetch(b), NTPU_OK);
-    ntpu_model_view va, vb;
-    ntpu_model_view_get(a, &va);
-    ntpu_model_view_get(b, &vb);
-    cr_assert_eq(*va.step, *vb.step);
-    for (size_t l = 0; l < va.n_layers; l++) {
-        size_t nw = (size_t)va.sizes[l] * va.sizes[l + 1], nb = va.sizes[l + 1];
-        assert_same_floats(va.weights[l], vb.weights[l], nw, "weights", l);
-        assert_same_floats(va.biases[l], vb.biases[l], nb, "biases", l);
-        assert_same_floats(va.w_state1[l], vb.w_state1[l], nw, "weight momentum", l);
-        assert_same_floats(va.b_state1[l], vb.b_state1[l], nb, "bias momentum", l);
-    }
+    assert_same_view(a, b, 0);
 }
 
 static ntpu_optim_config config(ntpu_optimizer kind, int device)
@@ -102,7 +64,7 @@ static void compare(const char *ref_spec, const char *spec, ntpu_optimizer kind)
     static uint8_t y[BATCH];
     for (int s = 0; s < STEPS; s++) {
         size_t batch = s == STEPS - 1 ? BATCH - 3 : BATCH; /* a short last batch: other padding */
-        fill_data(x, y, batch);
+        fill_data(x, y, batch, IN, CLASSES);
         ntpu_step_result rh, rd;
         cr_assert_eq(ntpu_train_step(mh, x, y, batch, &rh), NTPU_OK, "%s", ntpu_last_error(dr));
         cr_assert_eq(ntpu_train_step(md, x, y, batch, &rd), NTPU_OK, "%s", ntpu_last_error(dd));
@@ -114,7 +76,7 @@ static void compare(const char *ref_spec, const char *spec, ntpu_optimizer kind)
         cr_assert_eq(rh.correct, rd.correct);
     }
     assert_same_model(mh, md);
-    fill_data(x, y, BATCH);
+    fill_data(x, y, BATCH, IN, CLASSES);
     cr_assert_eq(ntpu_predict(mh, x, BATCH, logits_h), NTPU_OK);
     cr_assert_eq(ntpu_predict(md, x, BATCH, logits_d), NTPU_OK);
     assert_same_floats(logits_h, logits_d, BATCH * CLASSES, "logits", 0);
@@ -150,7 +112,7 @@ static void expect_fallback(const char *spec, ntpu_optimizer kind, const char *r
               reason_part);
     static float x[BATCH * IN];
     static uint8_t y[BATCH];
-    fill_data(x, y, BATCH);
+    fill_data(x, y, BATCH, IN, CLASSES);
     cr_assert_eq(ntpu_train_step(m, x, y, BATCH, NULL), NTPU_OK, "%s", ntpu_last_error(dev));
     ntpu_model_destroy(m);
     ntpu_close(dev);
@@ -178,7 +140,7 @@ Test(nn_devopt, checkpoint_holds_device_state)
     static float x[BATCH * IN];
     static uint8_t y[BATCH];
     for (int s = 0; s < 2; s++) {
-        fill_data(x, y, BATCH);
+        fill_data(x, y, BATCH, IN, CLASSES);
         cr_assert_eq(ntpu_train_step(mh, x, y, BATCH, NULL), NTPU_OK);
         cr_assert_eq(ntpu_train_step(md, x, y, BATCH, NULL), NTPU_OK);
     }
@@ -191,7 +153,7 @@ Test(nn_devopt, checkpoint_holds_device_state)
     cr_assert_eq(ntpu_model_load(dl, path, BATCH, &ml), NTPU_OK, "%s", ntpu_last_error(dl));
     unlink(path);
     assert_same_model(mh, ml);
-    fill_data(x, y, BATCH);
+    fill_data(x, y, BATCH, IN, CLASSES);
     cr_assert_eq(ntpu_train_step(mh, x, y, BATCH, NULL), NTPU_OK);
     cr_assert_eq(ntpu_train_step(ml, x, y, BATCH, NULL), NTPU_OK);
     cr_assert_eq(ntpu_train_step(md, x, y, BATCH, NULL), NTPU_OK);
@@ -221,7 +183,7 @@ Test(nn_devopt, switching_places_mid_run)
     for (int s = 0; s < 5; s++) {
         cr_assert_eq(ntpu_model_set_device_optimizer(ms, on[s]), NTPU_OK, "%s", ntpu_last_error(dd));
         cr_assert_eq(ntpu_model_device_optimizer(ms, NULL), on[s]);
-        fill_data(x, y, BATCH);
+        fill_data(x, y, BATCH, IN, CLASSES);
         cr_assert_eq(ntpu_train_step(mh, x, y, BATCH, NULL), NTPU_OK);
         cr_assert_eq(ntpu_train_step(ms, x, y, BATCH, NULL), NTPU_OK);
     }

@@ -13,6 +13,11 @@
 
 #include "ntpu/nn.h"
 
+#define NN_SEED 0x243F6A8885A308D3u
+#define NN_SIDE_A "streamed "
+#define NN_SIDE_B "resident "
+#include "nn_compare.h"
+
 #define BOARD "ref:n=2,ub=1024,wb=16384,acc=512,payload=516,novec=1,notra=1"
 
 enum { DEVS = 3, STEPS = 3, MAX_IN = 784, MAX_BATCH = 16, MAX_CLASSES = 10, EVAL = 40 };
@@ -20,58 +25,8 @@ enum { DEVS = 3, STEPS = 3, MAX_IN = 784, MAX_BATCH = 16, MAX_CLASSES = 10, EVAL
 /* Device 0 streams; 1 and 2 hold the model resident. */
 static const char *const spec[DEVS] = {BOARD, "ref:n=2", "ref"};
 
-static uint64_t rng = 0x243F6A8885A308D3u;
-static uint32_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 16);
-}
-
-/* Pixel-like inputs: a third exact zeros, the rest in (0, 1]. */
-static void fill_data(float *x, uint8_t *y, size_t count, size_t in, size_t classes)
-{
-    for (size_t i = 0; i < count * in; i++)
-        x[i] = rnd() % 3 == 0 ? 0.0f : (float)(1 + rnd() % 255) / 255.0f;
-    for (size_t i = 0; i < count; i++)
-        y[i] = (uint8_t)(rnd() % classes);
-}
-
-static void assert_same_floats(const float *a, const float *b, size_t count, const char *what, size_t l)
-{
-    if (count == 0 || (!a && !b))
-        return;
-    cr_assert(a && b, "%s of layer %zu: present on one path only", what, l);
-    for (size_t i = 0; i < count; i++) {
-        uint32_t ua, ub;
-        memcpy(&ua, &a[i], 4);
-        memcpy(&ub, &b[i], 4);
-        cr_assert_eq(ua, ub, "%s of layer %zu, element %zu: streamed %08x (%.9g), resident %08x (%.9g)", what, l, i,
-                     ua, (double)a[i], ub, (double)b[i]);
-    }
-}
-
 /* Weights, biases, gradients, optimizer state and step of two models equal bit for bit. */
-static void assert_same_model(ntpu_model *a, ntpu_model *b)
-{
-    ntpu_model_view va, vb;
-    ntpu_model_view_get(a, &va);
-    ntpu_model_view_get(b, &vb);
-    cr_assert_eq(va.n_layers, vb.n_layers);
-    cr_assert_eq(*va.step, *vb.step);
-    for (size_t l = 0; l < va.n_layers; l++) {
-        size_t nw = (size_t)va.sizes[l] * va.sizes[l + 1], nb = va.sizes[l + 1];
-        assert_same_floats(va.weights[l], vb.weights[l], nw, "weights", l);
-        assert_same_floats(va.biases[l], vb.biases[l], nb, "biases", l);
-        assert_same_floats(va.grad_w[l], vb.grad_w[l], nw, "weight gradients", l);
-        assert_same_floats(va.grad_b[l], vb.grad_b[l], nb, "bias gradients", l);
-        assert_same_floats(va.w_state1[l], vb.w_state1[l], nw, "weight state 1", l);
-        assert_same_floats(va.w_state2[l], vb.w_state2[l], nw, "weight state 2", l);
-        assert_same_floats(va.b_state1[l], vb.b_state1[l], nb, "bias state 1", l);
-        assert_same_floats(va.b_state2[l], vb.b_state2[l], nb, "bias state 2", l);
-    }
-}
+static void assert_same_model(ntpu_model *a, ntpu_model *b) { assert_same_view(a, b, 1); }
 
 /* STEPS steps of `batch` samples on every device, then predict and evaluate:
  * all identical to device 0's, which must have streamed (and only it). */

@@ -9,20 +9,7 @@
 
 #include "ntpu/numerics.h"
 #include "ntpu/optim.h"
-
-static uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float float_of(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
+#include "numerics_internal.h"
 
 static uint64_t rng = 0x243F6A8885A308D3ull;
 static uint64_t rnd(void) /* xorshift64*: reproducible */
@@ -107,10 +94,10 @@ static uint16_t bf16_by_distance(uint32_t f)
         return frac ? (uint16_t)((f >> 16) | 0x40) : (uint16_t)(f >> 16);
     if (exp == 0)
         return (uint16_t)((f >> 16) & 0x8000);
-    double x = fabs((double)float_of(f));
+    double x = fabs((double)ntpu_f32_from_bits(f));
     uint16_t lo = (uint16_t)((f >> 16) & 0x7FFF);
-    double vlo = (double)float_of((uint32_t)lo << 16);
-    double vhi = lo == 0x7F7F ? ldexp(1.0, 128) : (double)float_of((uint32_t)(lo + 1) << 16);
+    double vlo = (double)ntpu_f32_from_bits((uint32_t)lo << 16);
+    double vhi = lo == 0x7F7F ? ldexp(1.0, 128) : (double)ntpu_f32_from_bits((uint32_t)(lo + 1) << 16);
     uint16_t mag;
     if (x - vlo < vhi - x)
         mag = lo;
@@ -140,7 +127,7 @@ Test(numerics, bf16_to_f32_every_pattern)
         float got = ntpu_bf16_to_f32((uint16_t)b);
         if (exp == 0xFF && frac) {
             cr_assert(isnan(got));
-            cr_assert_eq(bits_of(got), b << 16, "NaN 0x%04x keeps its bits", b);
+            cr_assert_eq(ntpu_f32_bits(got), b << 16, "NaN 0x%04x keeps its bits", b);
             continue;
         }
         double v = exp == 0xFF ? INFINITY
@@ -248,7 +235,7 @@ static double flushed(uint32_t u)
 {
     if (((u >> 23) & 0xFF) == 0)
         return (u & 0x80000000u) ? -0.0 : 0.0;
-    return (double)float_of(u);
+    return (double)ntpu_f32_from_bits(u);
 }
 
 static uint32_t mac_bf16_by_double(uint32_t acc, uint16_t a, uint16_t b)
@@ -263,7 +250,7 @@ static uint32_t mac_bf16_by_double(uint32_t acc, uint16_t a, uint16_t b)
     double s = x + p;
     if (isnan(s))
         return NTPU_F32_CANONICAL_NAN;
-    uint32_t r = bits_of((float)s);
+    uint32_t r = ntpu_f32_bits((float)s);
     if (((r >> 23) & 0xFF) == 0)
         r &= 0x80000000u;
     return r;
@@ -347,7 +334,7 @@ static uint32_t add_by_double(uint32_t a, uint32_t b)
     double s = flushed(a) + flushed(b);
     if (isnan(s))
         return NTPU_F32_CANONICAL_NAN;
-    uint32_t r = bits_of((float)s);
+    uint32_t r = ntpu_f32_bits((float)s);
     if (((r >> 23) & 0xFF) == 0)
         r &= 0x80000000u;
     return r;
@@ -424,10 +411,10 @@ Test(numerics, f32_mul_random_against_float)
         uint32_t a = (uint32_t)rnd(), b = rnd_f32_near(0x3F800000u ^ (a & 0x80000000u));
         if (k & 1)
             b = (uint32_t)rnd();
-        float fa = float_of(a), fb = float_of(b);
+        float fa = ntpu_f32_from_bits(a), fb = ntpu_f32_from_bits(b);
         if (!isnormal(fa) || !isnormal(fb) || fabs((double)fa * (double)fb) < 0x1p-126)
             continue;
-        uint32_t want = bits_of(fa * fb), got = ntpu_f32_mul(a, b);
+        uint32_t want = ntpu_f32_bits(fa * fb), got = ntpu_f32_mul(a, b);
         if (isnan(fa * fb))
             want = 0x7FC00000u;
         if (got != want)
@@ -444,19 +431,19 @@ Test(numerics, optim_f32_is_the_host_optimizer)
         c.lr = 0.0371f;
         c.weight_decay = 1e-3f;
         c.momentum = 0.9f;
-        uint32_t lr = bits_of(c.lr), wd = bits_of(c.weight_decay), mu = bits_of(c.momentum);
+        uint32_t lr = ntpu_f32_bits(c.lr), wd = ntpu_f32_bits(c.weight_decay), mu = ntpu_f32_bits(c.momentum);
         for (int k = 0; k < 200000; k++) {
             float p = (float)((int64_t)(rnd() % 2000001) - 1000000) * 1e-6f;
             float g = (float)((int64_t)(rnd() % 2000001) - 1000000) * 1e-5f;
             float s = (float)((int64_t)(rnd() % 2000001) - 1000000) * 1e-4f;
             float hp = p, hs = s;
             ntpu_optim_update(&c, 0, &hp, &g, &hs, NULL, 1);
-            uint32_t dp = bits_of(p), ds = bits_of(s);
-            ntpu_optim_f32(&dp, bits_of(g), kind == NTPU_OPT_MOMENTUM ? &ds : NULL, lr, wd, mu);
-            if (dp != bits_of(hp) || (kind == NTPU_OPT_MOMENTUM && ds != bits_of(hs)))
+            uint32_t dp = ntpu_f32_bits(p), ds = ntpu_f32_bits(s);
+            ntpu_optim_f32(&dp, ntpu_f32_bits(g), kind == NTPU_OPT_MOMENTUM ? &ds : NULL, lr, wd, mu);
+            if (dp != ntpu_f32_bits(hp) || (kind == NTPU_OPT_MOMENTUM && ds != ntpu_f32_bits(hs)))
                 cr_assert_fail("%s p %.9g g %.9g s %.9g: device p %08x s %08x, host p %08x s %08x",
                                ntpu_optimizer_name((ntpu_optimizer)kind), (double)p, (double)g, (double)s, dp, ds,
-                               bits_of(hp), bits_of(hs));
+                               ntpu_f32_bits(hp), ntpu_f32_bits(hs));
         }
     }
 }
@@ -479,7 +466,7 @@ Test(numerics, relu_f32_is_a_select)
     cr_expect_eq(ntpu_relu_f32(0x7F812345u), 0x7F812345u);
     for (int k = 0; k < 100000; k++) {
         uint32_t x = (uint32_t)rnd();
-        float f = float_of(x);
+        float f = ntpu_f32_from_bits(x);
         uint32_t want = isnan(f) ? x : signbit(f) ? 0u : x;
         cr_assert_eq(ntpu_relu_f32(x), want, "relu(0x%08x)", x);
     }

@@ -12,6 +12,7 @@
 #include "ntpu/numerics.h"
 #include "ntpu/protocol.h"
 #include "ntpu_ref.h"
+#include "numerics_internal.h"
 
 /* ---------------------------------------------------------------- host side */
 
@@ -386,20 +387,6 @@ Test(ref_model, int8_matmul_wraps)
         cr_assert_eq(got[n], 0x80000000u);
 }
 
-static float f32(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static uint32_t bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
 /* Moderate random bf16: products and sums stay normal, so a plain fp32 loop
  * (no flushing needed) is the reference, and the order of its additions is
  * visible in the rounding. */
@@ -430,8 +417,8 @@ Test(ref_model, bf16_matmul_is_a_sequential_fp32_chain)
                 float p = ntpu_bf16_to_f32(a[m * N + k]) * ntpu_bf16_to_f32(w[k * N + n]);
                 acc = acc + p;
             }
-            cr_assert_eq(got[m * N + n], bits(acc), "C[%u][%u] = %a, want %a", m, n, (double)f32(got[m * N + n]),
-                         (double)acc);
+            cr_assert_eq(got[m * N + n], ntpu_f32_bits(acc), "C[%u][%u] = %a, want %a", m, n,
+                         (double)ntpu_f32_from_bits(got[m * N + n]), (double)acc);
         }
 }
 
@@ -444,7 +431,7 @@ Test(ref_model, bf16_accumulate_continues_the_chain)
     for (unsigned i = 0; i < N * N; i++)
         w[i] = rnd_bf16();
     for (unsigned n = 0; n < N; n++)
-        start[n] = bits((float)((int)n - 3) * 1.25f);
+        start[n] = ntpu_f32_bits((float)((int)n - 3) * 1.25f);
     cr_assert_eq(write_lanes16(dev, N, NTPU_MEM_UB, 0, 2, a), NTPU_DEV_OK);
     cr_assert_eq(write_lanes16(dev, N, NTPU_MEM_WB, 0, N, w), NTPU_DEV_OK);
     cr_assert_eq(write_acc(dev, N, 9, 1, start), NTPU_DEV_OK);
@@ -454,13 +441,13 @@ Test(ref_model, bf16_accumulate_continues_the_chain)
     cr_assert_eq(matmul(dev, NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE, 1, 9, 1), NTPU_DEV_OK);
     read_acc(dev, N, 9, 1, got);
     for (unsigned n = 0; n < N; n++) {
-        float acc = f32(start[n]);
+        float acc = ntpu_f32_from_bits(start[n]);
         for (unsigned row = 0; row < 2; row++)
             for (unsigned k = 0; k < N; k++) {
                 float p = ntpu_bf16_to_f32(a[row * N + k]) * ntpu_bf16_to_f32(w[k * N + n]);
                 acc = acc + p;
             }
-        cr_assert_eq(got[n], bits(acc), "column %u", n);
+        cr_assert_eq(got[n], ntpu_f32_bits(acc), "column %u", n);
     }
     /* without ACCUMULATE the chain restarts at +0 */
     cr_assert_eq(matmul(dev, NTPU_MATMUL_BF16, 1, 9, 1), NTPU_DEV_OK);
@@ -469,7 +456,7 @@ Test(ref_model, bf16_accumulate_continues_the_chain)
         float acc = 0.0f;
         for (unsigned k = 0; k < N; k++)
             acc = acc + ntpu_bf16_to_f32(a[N + k]) * ntpu_bf16_to_f32(w[k * N + n]);
-        cr_assert_eq(got[n], bits(acc));
+        cr_assert_eq(got[n], ntpu_f32_bits(acc));
     }
 }
 
@@ -1313,7 +1300,7 @@ static double daz(uint32_t u)
 {
     if ((u & 0x7F800000u) == 0)
         return (u & 0x80000000u) ? -0.0 : 0.0;
-    return (double)f32(u);
+    return (double)ntpu_f32_from_bits(u);
 }
 
 static uint32_t fadd_ref(uint32_t a, uint32_t b)
@@ -1321,13 +1308,13 @@ static uint32_t fadd_ref(uint32_t a, uint32_t b)
     double s = daz(a) + daz(b);
     if (isnan(s))
         return NTPU_F32_CANONICAL_NAN;
-    uint32_t r = bits((float)s);
+    uint32_t r = ntpu_f32_bits((float)s);
     return (r & 0x7F800000u) ? r : r & 0x80000000u;
 }
 
 static uint32_t relu_ref(uint32_t u)
 {
-    float f = f32(u);
+    float f = ntpu_f32_from_bits(u);
     return isnan(f) ? u : signbit(f) ? 0u : u;
 }
 
@@ -1479,7 +1466,8 @@ Test(ref_model, matmul_transpose_a_int8_and_bf16_with_strides)
             for (unsigned i = 0; i < ROWS_UB * N; i++)
                 ub[i] = (flags & NTPU_MATMUL_BF16) ? rnd_bf16() : (uint16_t)rnd();
             for (unsigned i = 0; i < rows * N; i++)
-                start[i] = (flags & NTPU_MATMUL_BF16) ? bits((float)(int)(rnd() % 64) - 32.0f) : (uint32_t)rnd();
+                start[i] = (flags & NTPU_MATMUL_BF16) ? ntpu_f32_bits((float)(int)(rnd() % 64) - 32.0f)
+                                                      : (uint32_t)rnd();
             cr_assert_eq(write_lanes16(dev, N, NTPU_MEM_UB, 0, ROWS_UB, ub), NTPU_DEV_OK);
             write_acc_rows(dev, N, 40, rows, start);
             cr_assert_eq(load_w(dev, 0, 0), NTPU_DEV_OK);
@@ -1489,11 +1477,11 @@ Test(ref_model, matmul_transpose_a_int8_and_bf16_with_strides)
                 for (unsigned n = 0; n < N; n++) {
                     uint32_t want;
                     if (flags & NTPU_MATMUL_BF16) {
-                        float acc = (flags & NTPU_MATMUL_ACCUMULATE) ? f32(start[m * N + n]) : 0.0f;
+                        float acc = (flags & NTPU_MATMUL_ACCUMULATE) ? ntpu_f32_from_bits(start[m * N + n]) : 0.0f;
                         for (unsigned i = 0; i < N; i++)
                             acc = acc + ntpu_bf16_to_f32(t_lane(ub, ub_addr, stride, m, i)) *
                                             ntpu_bf16_to_f32(w[i * N + n]);
-                        want = bits(acc);
+                        want = ntpu_f32_bits(acc);
                     } else {
                         uint32_t acc = (flags & NTPU_MATMUL_ACCUMULATE) ? start[m * N + n] : 0;
                         for (unsigned i = 0; i < N; i++)
@@ -1812,7 +1800,7 @@ Test(ref_model, colsum_random_and_overlapping)
         img_randomize();
         if (round & 1) /* ordinary values only: long sums that round at every step */
             for (unsigned i = 0; i < WIN * N; i++)
-                img_acc[i] = bits((float)((int64_t)(rnd() % 2000001) - 1000000) * 0x1p-10f);
+                img_acc[i] = ntpu_f32_bits((float)((int64_t)(rnd() % 2000001) - 1000000) * 0x1p-10f);
         img_load();
         for (unsigned f = 0; f < 2; f++) {
             unsigned rows = (unsigned)(rnd() % 100), src = (unsigned)(rnd() % (WIN - rows));
@@ -1972,12 +1960,12 @@ Test(ref_model, training_step_bf16)
     static float Zr[2 * 64 * 64], dZr[2 * 64 * 64];
     for (unsigned i = 0; i < B * N; i++) {
         X[i] = rnd_bf16();
-        dH[i] = bits(ntpu_bf16_to_f32(rnd_bf16()));
+        dH[i] = ntpu_f32_bits(ntpu_bf16_to_f32(rnd_bf16()));
     }
     for (unsigned i = 0; i < N * N; i++)
         W[i] = rnd_bf16();
     for (unsigned n = 0; n < N; n++)
-        bv[n] = bits(ntpu_bf16_to_f32(rnd_bf16()));
+        bv[n] = ntpu_f32_bits(ntpu_bf16_to_f32(rnd_bf16()));
     cr_assert_eq(write_lanes16(dev, N, NTPU_MEM_UB, x, B, X), NTPU_DEV_OK);
     cr_assert_eq(write_lanes16(dev, N, NTPU_MEM_WB, w, N, W), NTPU_DEV_OK);
     cr_assert_eq(write_acc(dev, N, bias, 1, bv), NTPU_DEV_OK);
@@ -2001,28 +1989,28 @@ Test(ref_model, training_step_bf16)
             for (unsigned k = 0; k < N; k++)
                 acc += ntpu_bf16_to_f32(X[b * N + k]) * ntpu_bf16_to_f32(W[k * N + n]);
             Zr[b * N + n] = acc;
-            float a = acc + f32(bv[n]);
+            float a = acc + ntpu_f32_from_bits(bv[n]);
             uint16_t hb = ntpu_bf16_from_f32(a > 0 ? a : 0.0f);
             H[b * N + n] = hb;
-            dZr[b * N + n] = ntpu_bf16_to_f32(hb) > 0 ? f32(dH[b * N + n]) : 0.0f;
+            dZr[b * N + n] = ntpu_bf16_to_f32(hb) > 0 ? ntpu_f32_from_bits(dH[b * N + n]) : 0.0f;
             WDZ[b * N + n] = ntpu_bf16_from_f32(dZr[b * N + n]);
         }
     read_acc(dev, N, z, B, got);
     for (unsigned i = 0; i < B * N; i++)
-        cr_assert_eq(got[i], bits(Zr[i]), "Z[%u]", i);
+        cr_assert_eq(got[i], ntpu_f32_bits(Zr[i]), "Z[%u]", i);
     uint16_t got16[2 * 64 * 64];
     read_lanes16(dev, N, NTPU_MEM_UB, h, B, got16);
     for (unsigned i = 0; i < B * N; i++)
         cr_assert_eq(got16[i], H[i], "H[%u]", i);
     read_acc(dev, N, dz, B, got);
     for (unsigned i = 0; i < B * N; i++)
-        cr_assert_eq(got[i], bits(dZr[i]), "dZ[%u]", i);
+        cr_assert_eq(got[i], ntpu_f32_bits(dZr[i]), "dZ[%u]", i);
     read_acc(dev, N, db, 1, got);
     for (unsigned n = 0; n < N; n++) {
         float s = 0.0f;
         for (unsigned b = 0; b < B; b++)
             s += dZr[b * N + n];
-        cr_assert_eq(got[n], bits(s), "db[%u]", n);
+        cr_assert_eq(got[n], ntpu_f32_bits(s), "db[%u]", n);
     }
     read_acc(dev, N, dw, N, got);
     for (unsigned k = 0; k < N; k++)
@@ -2030,6 +2018,6 @@ Test(ref_model, training_step_bf16)
             float s = 0.0f;
             for (unsigned b = 0; b < B; b++)
                 s += ntpu_bf16_to_f32(X[b * N + k]) * ntpu_bf16_to_f32(WDZ[b * N + n]);
-            cr_assert_eq(got[k * N + n], bits(s), "dW[%u][%u]", k, n);
+            cr_assert_eq(got[k * N + n], ntpu_f32_bits(s), "dW[%u][%u]", k, n);
         }
 }

@@ -21,23 +21,12 @@
  * Usage: gen OUTDIR [SEED] */
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "ntpu/numerics.h"
 
+#include "../common/gen_vectors.h"
+
 #define MAX_N 8
-
-static uint64_t rng_state;
-
-static uint64_t rng(void) /* splitmix64 */
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static uint32_t rnd(uint32_t n) { return (uint32_t)(rng() % n); }
 
 static int chance(unsigned percent) { return rnd(100) < percent; }
 
@@ -233,11 +222,8 @@ static int generate(const char *dir, int n, int stages, int shared, unsigned cyc
 #ifndef NTPU_ARRAY_GEN_MAIN_ELSEWHERE
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s OUTDIR [SEED]\n", argv[0]);
+    if (!gen_args(argc, argv, 0x6E74707561727200ull))
         return 2;
-    }
-    rng_state = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x6E74707561727200ull;
     if (generate(argv[1], 4, 1, 0, 8000) || generate(argv[1], 8, 1, 0, 8000))
         return 1;
     return 0;

@@ -7,38 +7,12 @@
  * Usage: gen OUTDIR [SEED] */
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "ntpu/numerics.h"
 
+#include "../common/gen_vectors.h"
+
 #define N_RANDOM 150000u
-
-static uint64_t rng_state;
-
-static uint64_t rng(void) /* splitmix64 */
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static uint32_t rnd(uint32_t n) { return (uint32_t)(rng() % n); }
-
-static uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float float_of(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 static uint32_t flush(uint32_t u) { return (u & 0x7F800000u) == 0 ? (u & 0x80000000u) : u; }
 
@@ -47,7 +21,7 @@ static int is_nan(uint32_t u) { return (u & 0x7F800000u) == 0x7F800000u && (u & 
 /* The sum step of ntpu_mac_bf16 (sim/ref/numerics.c) for any two fp32 operands. */
 static uint32_t ref_add(uint32_t x, uint32_t y)
 {
-    uint32_t r = flush(bits_of(float_of(flush(x)) + float_of(flush(y))));
+    uint32_t r = flush(ntpu_f32_bits(ntpu_f32_from_bits(flush(x)) + ntpu_f32_from_bits(flush(y))));
     return is_nan(r) ? NTPU_F32_CANONICAL_NAN : r;
 }
 
@@ -67,24 +41,6 @@ static void emit4(uint32_t x, uint32_t y)
     emit(y, x);
     emit(x ^ 0x80000000u, y ^ 0x80000000u);
     emit(y ^ 0x80000000u, x ^ 0x80000000u);
-}
-
-static uint32_t make(uint32_t sign, uint32_t exp, uint32_t frac)
-{
-    return (sign << 31) | ((exp & 0xFFu) << 23) | (frac & 0x7FFFFFu);
-}
-
-/* A fraction with structure: runs of ones or zeros at either end make ties and carries likely. */
-static uint32_t frac_pattern(void)
-{
-    switch (rnd(6)) {
-    case 0: return 0;
-    case 1: return 0x7FFFFFu;
-    case 2: return (uint32_t)rng() & (0x7FFFFFu << rnd(23)) & 0x7FFFFFu;
-    case 3: return ((uint32_t)rng() | (0x7FFFFFu >> rnd(23))) & 0x7FFFFFu;
-    case 4: return 1u << rnd(23);
-    default: return (uint32_t)rng() & 0x7FFFFFu;
-    }
 }
 
 /* An exponent near e, kept inside 1..254 (normal). */
@@ -109,25 +65,15 @@ static const uint32_t specials[] = {
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s OUTDIR [SEED]\n", argv[0]);
+    if (!gen_args(argc, argv, 0x6E74707561646400ull))
         return 2;
-    }
-    rng_state = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x6E74707561646400ull;
 
-    char path[4096];
-    snprintf(path, sizeof path, "%s/vectors.hex", argv[1]);
-    out = fopen(path, "w");
-    if (!out) {
-        perror(path);
+    out = gen_open_vectors(argv[1]);
+    if (!out)
         return 1;
-    }
 
     /* Every pair of special values. */
-    size_t ns = sizeof specials / sizeof specials[0];
-    for (size_t i = 0; i < ns; i++)
-        for (size_t j = 0; j < ns; j++)
-            emit(specials[i], specials[j]);
+    gen_all_pairs(specials, sizeof specials / sizeof specials[0], emit);
 
     /* Hand-picked: ties both ways, carries into the exponent, overflow, around 2^-126. */
     emit4(0x3F800000, 0x33800000); /* 1 + 2^-24: tie, stays even at 1 */
@@ -160,12 +106,12 @@ int main(int argc, char **argv)
     for (unsigned k = 0; k < 4000; k++) {
         uint32_t ex = 1 + rnd(4), fx = (uint32_t)rng() & 0x7FFFFFu;
         uint32_t ey = exp_near(ex, 1), fy = rnd(4) ? fx ^ (uint32_t)(rng() & 0xFFu) : (uint32_t)rng();
-        emit(make(rnd(2), ex, fx), make(rnd(2), ey, fy));
+        emit(fp32_make(rnd(2), ex, fx), fp32_make(rnd(2), ey, fy));
     }
     /* Overflow territory. */
     for (unsigned k = 0; k < 2000; k++) {
         uint32_t ex = 250 + rnd(5), ey = exp_near(ex, 25);
-        emit(make(rnd(2), ex, frac_pattern()), make(rnd(2), ey, frac_pattern()));
+        emit(fp32_make(rnd(2), ex, frac_pattern()), fp32_make(rnd(2), ey, frac_pattern()));
     }
 
     /* Random pairs, mostly with close exponents (where alignment, cancellation and rounding
@@ -180,17 +126,17 @@ int main(int argc, char **argv)
         case 1:
         case 2:
         case 3:
-            x = make(rnd(2), ex, (uint32_t)rng());
-            y = make(rnd(2), exp_near(ex, 3), (uint32_t)rng());
+            x = fp32_make(rnd(2), ex, (uint32_t)rng());
+            y = fp32_make(rnd(2), exp_near(ex, 3), (uint32_t)rng());
             break;
         case 4:
         case 5:
-            x = make(rnd(2), ex, (uint32_t)rng());
-            y = make(rnd(2), exp_near(ex, 30), (uint32_t)rng());
+            x = fp32_make(rnd(2), ex, (uint32_t)rng());
+            y = fp32_make(rnd(2), exp_near(ex, 30), (uint32_t)rng());
             break;
         default:
-            x = make(rnd(2), ex, frac_pattern());
-            y = make(rnd(2), exp_near(ex, 26), frac_pattern());
+            x = fp32_make(rnd(2), ex, frac_pattern());
+            y = fp32_make(rnd(2), exp_near(ex, 26), frac_pattern());
             break;
         }
         emit(x, y);
@@ -210,7 +156,7 @@ int main(int argc, char **argv)
         b = (uint16_t)((b & 0x807Fu) | (eb << 7));
         uint32_t p = ntpu_mac_bf16(0x80000000u, a, b); /* -0 + a*b = the flushed product, NaN canonical */
         uint32_t pe = (p >> 23) & 0xFF;
-        uint32_t acc = rnd(8) ? make(rnd(2), pe == 0 ? 1 + rnd(254) : exp_near(pe, 25), frac_pattern())
+        uint32_t acc = rnd(8) ? fp32_make(rnd(2), pe == 0 ? 1 + rnd(254) : exp_near(pe, 25), frac_pattern())
                               : (uint32_t)rng();
         uint32_t want = ntpu_mac_bf16(acc, a, b);
         if (ref_add(acc, p) != want && !is_nan(p))
@@ -225,16 +171,5 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    if (fclose(out) != 0) {
-        perror(path);
-        return 1;
-    }
-    snprintf(path, sizeof path, "%s/count.hex", argv[1]);
-    FILE *f = fopen(path, "w");
-    if (!f || fprintf(f, "%08X\n", count) < 0 || fclose(f) != 0) {
-        perror(path);
-        return 1;
-    }
-    printf("gen: %u vectors\n", count);
-    return 0;
+    return gen_close_vectors(out, argv[1], count);
 }

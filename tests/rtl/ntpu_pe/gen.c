@@ -12,24 +12,13 @@
  * Usage: gen OUTDIR [SEED] */
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "ntpu/numerics.h"
 
+#include "../common/gen_vectors.h"
+
 #define N_MUL 100000u
 #define N_CYCLES 100000u
-
-static uint64_t rng_state;
-
-static uint64_t rng(void) /* splitmix64 */
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static uint32_t rnd(uint32_t n) { return (uint32_t)(rng() % n); }
 
 static const uint16_t bf16_specials[] = {
     0x0000, 0x8000, 0x0001, 0x807F, 0x0040, 0x0080, 0x8080, 0x00FF, 0x3F80, 0xBF80, 0x3FFF, 0xBFFF,
@@ -90,11 +79,8 @@ static uint32_t product(uint16_t a, uint16_t b) { return ntpu_mac_bf16(0x8000000
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s OUTDIR [SEED]\n", argv[0]);
+    if (!gen_args(argc, argv, 0x6E74707570650000ull))
         return 2;
-    }
-    rng_state = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x6E74707570650000ull;
 
     char path[4096];
     unsigned n_mul = 0, n_pe = 0;

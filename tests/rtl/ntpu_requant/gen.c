@@ -7,21 +7,10 @@
  * y as 2) and OUTDIR/count.hex. Usage: gen OUTDIR [SEED] */
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "ntpu/numerics.h"
 
-static uint64_t rng_state;
-
-static uint64_t rng(void) /* splitmix64 */
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static uint32_t rnd(uint32_t n) { return (uint32_t)(rng() % n); }
+#include "../common/gen_vectors.h"
 
 static FILE *out;
 static unsigned count;
@@ -48,18 +37,11 @@ static const uint32_t ms[] = {
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s OUTDIR [SEED]\n", argv[0]);
+    if (!gen_args(argc, argv, 0x72657175616E7400ull))
         return 2;
-    }
-    rng_state = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x72657175616E7400ull;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/vectors.hex", argv[1]);
-    out = fopen(path, "w");
-    if (!out) {
-        perror(path);
+    out = gen_open_vectors(argv[1]);
+    if (!out)
         return 1;
-    }
 
     /* Every special x and multiplier at every shift from -3 to 35, and at the int32 extremes. */
     static const uint32_t far_shifts[] = {0x80000000u, 0x7FFFFFFFu, 0xFFFFFFFFu, 0x00000040u,
@@ -128,16 +110,5 @@ int main(int argc, char **argv)
         emit(x, m, s);
     }
 
-    if (fclose(out) != 0) {
-        perror(path);
-        return 1;
-    }
-    snprintf(path, sizeof path, "%s/count.hex", argv[1]);
-    FILE *f = fopen(path, "w");
-    if (!f || fprintf(f, "%08X\n", count) < 0 || fclose(f) != 0) {
-        perror(path);
-        return 1;
-    }
-    printf("gen: %u vectors\n", count);
-    return 0;
+    return gen_close_vectors(out, argv[1], count);
 }

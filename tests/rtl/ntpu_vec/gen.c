@@ -14,24 +14,12 @@
  * Usage: gen OUTDIR [SEED] */
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "ntpu/numerics.h"
 
+#include "../common/gen_vectors.h"
+
 #define MAX_N 8u
-
-static uint64_t rng_state;
-
-static uint64_t rng(void) /* splitmix64 */
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static uint32_t rnd(uint32_t n) { return (uint32_t)(rng() % n); }
 
 static unsigned n_lanes;
 static FILE *f_ops, *f_exp;
@@ -302,10 +290,7 @@ static int gen_n(const char *dir, unsigned n)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s OUTDIR [SEED]\n", argv[0]);
+    if (!gen_args(argc, argv, 0x76656374756E6974ull))
         return 2;
-    }
-    rng_state = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x76656374756E6974ull;
     return gen_n(argv[1], 8) || gen_n(argv[1], 3);
 }
