@@ -73,40 +73,63 @@ static ntpu_status calibrate(ntpu_model *m, const float *x, size_t count, float 
     return NTPU_OK;
 }
 
+/* Lays the quantized model out in the device's memories (into q, when given);
+ * NTPU_ERR_UNSUPPORTED when it does not fit. */
+static ntpu_status place(const ntpu_model *m, ntpu_qmodel *q)
+{
+    ntpu_device *dev = m->dev;
+    const size_t bp = m->max_bp;
+    size_t ub = 0, wb = 0, acc = 0;
+    for (size_t l = 0; l < m->layers; l++) {
+        const size_t xl = ub, wl = wb, zl = acc;
+        ub += m->tiles[l] * bp;
+        wb += m->tiles[l] * m->tiles[l + 1] * m->n;
+        acc += m->tiles[l + 1] * bp;
+        if (q) {
+            q->ub_x[l] = (uint32_t)xl;
+            q->wb_w[l] = (uint32_t)wl;
+            q->acc_z[l] = (uint32_t)zl;
+            q->acc_aux[l] = (uint32_t)acc;
+        }
+        acc += 3 * m->tiles[l + 1];
+    }
+    if (ub > dev->info.ub_rows || wb > dev->info.wb_rows || acc > dev->info.acc_rows)
+        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED,
+                         "the quantized model does not fit the device's memories (it needs %zu UB, %zu WB and %zu "
+                         "ACC rows for batches of %zu; the device has %u, %u and %u) and int8 inference is not "
+                         "streamed",
+                         ub, wb, acc, bp, (unsigned)dev->info.ub_rows, (unsigned)dev->info.wb_rows,
+                         (unsigned)dev->info.acc_rows);
+    return NTPU_OK;
+}
+
+ntpu_status ntpu_qmodel_check(ntpu_model *m)
+{
+    if (!m)
+        return NTPU_ERR_INVALID_ARG;
+    if (!(m->dev->info.dtypes & NTPU_DTYPE_INT8_BIT))
+        return ntpu_fail(m->dev, NTPU_ERR_UNSUPPORTED, "int8 inference needs int8 matmuls");
+    return place(m, NULL);
+}
+
 ntpu_status ntpu_qmodel_create(ntpu_model *m, const float *calib, size_t count, ntpu_qmodel **out)
 {
     if (!m || !out || !calib || count == 0)
         return m ? ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "quantize: no calibration samples") : NTPU_ERR_INVALID_ARG;
     ntpu_device *dev = m->dev;
-    if (!(dev->info.dtypes & NTPU_DTYPE_INT8_BIT))
-        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "int8 inference needs int8 matmuls");
+    ntpu_status cst = ntpu_qmodel_check(m);
+    if (cst != NTPU_OK)
+        return cst;
     /* the device optimizer's weights, before this model takes the memories over */
     ntpu_status fst = ntpu_model_fetch(m);
     if (fst != NTPU_OK)
         return fst;
-    const size_t n = m->n, bp = m->max_bp, L = m->layers;
+    const size_t n = m->n, L = m->layers;
     ntpu_qmodel *q = calloc(1, sizeof *q);
     if (!q)
         return ntpu_fail(dev, NTPU_ERR_NO_MEMORY, "quantize: out of memory");
     q->m = m;
-    size_t ub = 0, wb = 0, acc = 0;
-    for (size_t l = 0; l < L; l++) {
-        q->ub_x[l] = (uint32_t)ub;
-        ub += m->tiles[l] * bp;
-        q->wb_w[l] = (uint32_t)wb;
-        wb += m->tiles[l] * m->tiles[l + 1] * n;
-        q->acc_z[l] = (uint32_t)acc;
-        acc += m->tiles[l + 1] * bp;
-        q->acc_aux[l] = (uint32_t)acc;
-        acc += 3 * m->tiles[l + 1];
-    }
-    ntpu_status st = NTPU_OK;
-    if (ub > dev->info.ub_rows || wb > dev->info.wb_rows || acc > dev->info.acc_rows)
-        st = ntpu_fail(dev, NTPU_ERR_UNSUPPORTED,
-                       "the quantized model does not fit the device's memories (it needs %zu UB, %zu WB and %zu ACC "
-                       "rows for batches of %zu; the device has %u, %u and %u) and int8 inference is not streamed",
-                       ub, wb, acc, bp, (unsigned)dev->info.ub_rows, (unsigned)dev->info.wb_rows,
-                       (unsigned)dev->info.acc_rows);
+    ntpu_status st = place(m, q);
     float amax[NTPU_MAX_LAYERS];
     if (st == NTPU_OK)
         st = calibrate(m, calib, count, amax);

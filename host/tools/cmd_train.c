@@ -689,6 +689,10 @@ int cmd_eval(common *cm, int argc, char **argv)
              v.sizes[0], v.sizes[v.n_layers], data, test.features, test.classes);
         goto out;
     }
+    if (int8 && ntpu_qmodel_check(model) != NTPU_OK) {
+        fail("int8: %s", ntpu_last_error(dev));
+        goto out;
+    }
     double t0 = now_s(), acc = 0, loss = 0, acc8 = 0, t_bf16, t_int8 = 0;
     if (ntpu_model_evaluate(model, test.images, test.labels, test.count, &acc, &loss) != NTPU_OK) {
         fail("evaluation: %s", ntpu_last_error(dev));

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../../host/src/internal.h"
+#include "ntpu/nn.h"
 #include "ntpu/ntpu.h"
 
 static uint64_t rng = 1;
@@ -483,4 +484,29 @@ Test(api, status_strings_never_null)
     cr_assert_str_eq(ntpu_status_str(NTPU_OK), "ok");
     cr_assert_str_eq(ntpu_status_str((ntpu_status)42), "unknown status");
     cr_assert_str_eq(ntpu_status_str(NTPU_ERR_TIMEOUT), "timeout");
+}
+
+/* ntpu_qmodel_check answers before any work whether the int8 copy would fit. */
+Test(api, qmodel_check_before_quantizing)
+{
+    static const unsigned sizes[] = {784, 16, 10};
+    const char *devs[2] = {"ref", "ref:n=2,ub=1024,wb=16384,acc=512,payload=516,novec=1,notra=1"};
+    for (int k = 0; k < 2; k++) {
+        ntpu_device *d = NULL;
+        cr_assert_eq(ntpu_open(devs[k], &d), NTPU_OK);
+        ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_SGD);
+        ntpu_model *m = NULL;
+        cr_assert_eq(ntpu_model_create(d, sizes, 3, 64, 1, &opt, &m), NTPU_OK, "%s", ntpu_last_error(d));
+        ntpu_status st = ntpu_qmodel_check(m);
+        if (k == 0) {
+            cr_assert_eq(st, NTPU_OK, "%s", ntpu_last_error(d));
+        } else {
+            cr_assert_eq(st, NTPU_ERR_UNSUPPORTED);
+            cr_assert(strstr(ntpu_last_error(d), "does not fit the device's memories") != NULL, "%s",
+                      ntpu_last_error(d));
+        }
+        ntpu_model_destroy(m);
+        ntpu_close(d);
+    }
+    cr_assert_eq(ntpu_qmodel_check(NULL), NTPU_ERR_INVALID_ARG);
 }

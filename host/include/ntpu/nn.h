@@ -141,6 +141,11 @@ typedef struct ntpu_qmodel ntpu_qmodel; /* a quantized copy of a model, on the s
  * quantized model takes over the device's memories: call ntpu_model_sync before
  * training m again. Errors: NTPU_ERR_INVALID_ARG, NTPU_ERR_UNSUPPORTED (no int8
  * or vector unit, or too little memory), NTPU_ERR_NO_MEMORY, device and link errors. */
+/* NTPU_OK if m's quantized copy would fit the device (int8 matmuls and room in its
+ * memories), else NTPU_ERR_UNSUPPORTED with the reason: lets a caller find out
+ * before it spends time on anything else. */
+NTPU_API ntpu_status ntpu_qmodel_check(ntpu_model *m);
+
 NTPU_API ntpu_status ntpu_qmodel_create(ntpu_model *m, const float *calib, size_t count, ntpu_qmodel **out);
 
 /* NULL is a no-op. */
