@@ -365,6 +365,13 @@ int cmd_train(common *cm, int argc, char **argv)
         return 1;
     if (sched_s && ntpu_lr_schedule_parse(sched_s, &opt.schedule))
         return fail("--schedule: '%s' is not constant, step or cosine", sched_s);
+    /* An option that the run would not use is a mistake, not a silent no-op (a resumed run takes its
+     * optimizer and schedule from the checkpoint). */
+    if (!resume && mom_s && kind != NTPU_OPT_MOMENTUM)
+        return fail("--momentum applies to --optimizer momentum, not %s", ntpu_optimizer_name(kind));
+    if (!resume && (stepsize_s || gamma_s) && opt.schedule != NTPU_LR_STEP)
+        return fail("%s applies to --schedule step, not %s", stepsize_s ? "--step-size" : "--gamma",
+                    ntpu_lr_schedule_name(opt.schedule));
     if (save_every && !save)
         return fail("--save-every needs --save FILE");
     if ((save && check_output("--save", save)) || (log_path && check_output("--log", log_path)) ||

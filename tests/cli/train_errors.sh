@@ -69,6 +69,10 @@ expect_error "eval --int8 of a model the board's memories cannot hold" \
   --test-limit 8 --int8 --calib 8
 grep -q 'needs 33280 UB, 101632 WB and 8911 ACC rows .* and int8 inference is not streamed$' "$T/err" ||
   { echo "FAIL eval --int8 on the board's memories: $(cat "$T/err")"; failures=$((failures + 1)); }
+expect_error "--momentum with adam" "$B/ntpu" train -d ref --optimizer adam --momentum 0.95
+grep -q 'momentum applies to --optimizer momentum, not adam$' "$T/err" || { echo "FAIL --momentum with adam: $(cat "$T/err")"; failures=$((failures + 1)); }
+expect_error "--gamma without --schedule step" "$B/ntpu" train -d ref --gamma 0.5
+expect_error "--step-size with cosine" "$B/ntpu" train -d ref --schedule cosine --step-size 10
 expect_error "eval of a directory" "$B/ntpu" eval -d ref --model "$T"
 grep -q 'not a file (a directory)$' "$T/err" || { echo "FAIL eval of a directory: $(cat "$T/err")"; failures=$((failures + 1)); }
 expect_error "eval without --model" "$B/ntpu" eval -d ref
