@@ -4,10 +4,8 @@
  * fallback must leave exactly the bytes the vector unit leaves on "ref". */
 #include <criterion/criterion.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "fallback_pair.h"
-#include "ntpu/nn.h"
 
 static void open_both(void) { open_pair("novec=1", 0x9E3779B97F4A7C15u); }
 
@@ -126,48 +124,4 @@ Test(vector_host, relu_grad_and_colsum)
 
 /* Three Adam steps and int8 inference of a small MLP on both devices: losses,
  * logits, weights and int8 logits equal bit for bit. */
-Test(vector_host, training_and_int8)
-{
-    ntpu_close(dev);
-    ntpu_close(host);
-    cr_assert_eq(ntpu_open("ref:n=4", &dev), NTPU_OK);
-    cr_assert_eq(ntpu_open("ref:n=4,novec=1", &host), NTPU_OK);
-    static const unsigned sizes[] = {20, 12, 5};
-    enum { B = 8 };
-    float x[B * 20];
-    uint8_t y[B];
-    for (size_t i = 0; i < B * 20; i++)
-        x[i] = (float)(rnd() % 2001) / 1000.0f - 1.0f;
-    for (size_t i = 0; i < B; i++)
-        y[i] = (uint8_t)(rnd() % 5);
-    ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_ADAM);
-    ntpu_model *m[2] = {NULL, NULL};
-    ntpu_qmodel *q[2] = {NULL, NULL};
-    float loss[2][3], logits[2][B * 5], qlogits[2][B * 5];
-    for (int k = 0; k < 2; k++) {
-        ntpu_device *d = k ? host : dev;
-        cr_assert_eq(ntpu_model_create(d, sizes, 3, B, 7, &opt, &m[k]), NTPU_OK, "%s", ntpu_last_error(d));
-        for (int s = 0; s < 3; s++) {
-            ntpu_step_result res;
-            cr_assert_eq(ntpu_train_step(m[k], x, y, B, &res), NTPU_OK, "%s", ntpu_last_error(d));
-            loss[k][s] = res.loss;
-        }
-        cr_assert_eq(ntpu_predict(m[k], x, B, logits[k]), NTPU_OK, "%s", ntpu_last_error(d));
-        cr_assert_eq(ntpu_qmodel_create(m[k], x, B, &q[k]), NTPU_OK, "%s", ntpu_last_error(d));
-        cr_assert_eq(ntpu_qmodel_predict(q[k], x, B, qlogits[k]), NTPU_OK, "%s", ntpu_last_error(d));
-    }
-    cr_assert(memcmp(loss[0], loss[1], sizeof loss[0]) == 0, "losses differ: %.9g vs %.9g", (double)loss[0][2],
-              (double)loss[1][2]);
-    cr_assert(memcmp(logits[0], logits[1], sizeof logits[0]) == 0, "logits differ");
-    cr_assert(memcmp(qlogits[0], qlogits[1], sizeof qlogits[0]) == 0, "int8 logits differ");
-    ntpu_model_view v[2];
-    for (int k = 0; k < 2; k++)
-        ntpu_model_view_get(m[k], &v[k]);
-    for (size_t l = 0; l < 2; l++)
-        cr_assert(memcmp(v[0].weights[l], v[1].weights[l], sizeof(float) * sizes[l] * sizes[l + 1]) == 0,
-                  "layer %zu weights differ", l);
-    for (int k = 0; k < 2; k++) {
-        ntpu_qmodel_destroy(q[k]);
-        ntpu_model_destroy(m[k]);
-    }
-}
+Test(vector_host, training_and_int8) { train_pair("novec=1", 1); }
