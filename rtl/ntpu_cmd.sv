@@ -603,8 +603,14 @@ module ntpu_cmd
       end
       S_PLEN: begin
         if (!pl_wait_q && pm_rem < PB_W'(PROG_LEN_BYTES)) state_d = S_REPLY;  // prog_end
-        else if (pl_got) state_d = (pl_len == 16'd0 || pl_len > 16'(MAX_PAYLOAD) ||
-                                     PB_W'(pl_len) > pm_rem - PB_W'(PROG_LEN_BYTES)) ? S_REPLY : S_HDR;
+        else if (pl_got) begin
+          // LEN 0 ends the program; a LEN past it (or over MAX_PAYLOAD) ends it with ERR_LENGTH.
+          if (pl_len == 16'd0 || pl_len > 16'(MAX_PAYLOAD) || PB_W'(pl_len) > pm_rem - PB_W'(PROG_LEN_BYTES)) begin
+            state_d = S_REPLY;
+          end else begin
+            state_d = S_HDR;
+          end
+        end
       end
       S_RD_SEND: begin
         if (m_body_ready) begin
@@ -682,7 +688,7 @@ module ntpu_cmd
       row_byte_q <= (row_byte_q + 8'(fb_k) == row_bytes) ? 8'd0 : row_byte_q + 8'(fb_k);
     end
     if (state_q == S_DECODE) iss_row_q <= '0;
-    else if (state_q == S_WRITE && frm_re) begin
+    else if (state_q == S_WRITE && fetch_re) begin
       iss_row_q <= (iss_row_q + 8'(fb_n) == row_bytes) ? 8'd0 : iss_row_q + 8'(fb_n);
     end
 
