@@ -230,7 +230,9 @@ module ntpu_cmd
   localparam int PB_W = 24;             // PM byte addresses: 65536 rows x 64 bytes at most, twice
   logic run_q;                          // the command being worked on comes from PM
   logic run;                            // ... constant 0 without PM
+  logic in_plen;                        // state S_PLEN; constant 0 without PM
   logic run_rep_q;                      // the reply being sent is RUN's (data: done)
+  logic run_rep;                        // ... constant 0 without PM
   logic [PB_W-1:0] pm_ptr_q;            // next LEN prefix
   logic [PB_W-1:0] pm_end_q;            // end of the program (exclusive)
   logic [PB_W-1:0] cmd_base_q;          // the current command's payload
@@ -252,6 +254,8 @@ module ntpu_cmd
   logic [8*W-1:0] src_data;             // fetched bytes: the frame buffer's or PM's
   logic fetch_re;                       // a fetch of frame bytes (from either) this cycle
   assign run = PM_EN && run_q;
+  assign in_plen = PM_EN && (state_q == S_PLEN);
+  assign run_rep = PM_EN && run_rep_q;
 
   assign len = run ? run_len_q : s_frm_len;
   assign mem = f1[1:0];
@@ -264,13 +268,14 @@ module ntpu_cmd
     case (mem)
       2'(MEM_UB): mem_rows = 17'(UB_ROWS);
       2'(MEM_WB): mem_rows = 17'(WB_ROWS);
-      2'(MEM_PM): mem_rows = 17'(PM_ROWS);
+      2'(MEM_PM): mem_rows = PM_EN ? 17'(PM_ROWS) : 17'(ACC_ROWS);  // without PM: ERR_MEM first
       default: mem_rows = 17'(ACC_ROWS);
     endcase
   end
   // Memory 3 is PM only on a core with PM, and never inside a program.
-  logic mem_bad;
+  logic mem_bad, mem_pm;
   assign mem_bad = (f1 > 8'd3) || (f1 == 8'd3 && (!PM_EN || run));
+  assign mem_pm = PM_EN && (mem == 2'(MEM_PM));
 
   assign all_idle = seq_idle && vec_idle;
 
@@ -449,7 +454,7 @@ module ntpu_cmd
   logic [KW-1:0] blk_n;
   logic cnt_end;                    // this beat ends a counter
   assign cnt_rest = ((left_q - 8'd1) & 8'd7) + 8'd1;
-  assign blk_n = (W == 1 || op != OP_COUNTERS || run_rep_q) ? KW'(1) : (cnt_rest < 8'(W)) ? KW'(cnt_rest) : KW'(W);
+  assign blk_n = (W == 1 || op != OP_COUNTERS || run_rep) ? KW'(1) : (cnt_rest < 8'(W)) ? KW'(cnt_rest) : KW'(W);
   assign cnt_end = (W == 1) ? (left_q[2:0] == 3'd1) : (8'(blk_n) == cnt_rest);
   for (genvar i = 0; i < W; i++) begin : g_body_valid
     assign m_body_valid[i] = (i == 0) ? (state_q == S_BLOCK || state_q == S_RD_SEND)
@@ -459,17 +464,17 @@ module ntpu_cmd
   // LOAD_W and MATMUL must see the vector unit's writes: they are handed over only while it is idle.
   assign m_seq_valid = (state_q == S_DISPATCH) && vec_idle;
   assign m_vec_valid = (state_q == S_VDISPATCH);
-  assign mem_we = (state_q == S_WRITE) && wr_pend_q && (mem != 2'(MEM_PM));
+  assign mem_we = (state_q == S_WRITE) && wr_pend_q && !mem_pm;
   // READ_MEM reads the next row as the last bytes of the current one leave (W > 1; at W = 1 it goes
   // back through S_RD_ISSUE, a cycle per row that the byte-wide link never notices).
   logic rd_re;  // READ_MEM reads a row (of mem_sel; PM's own port for memory 3)
   assign rd_re = (state_q == S_RD_ISSUE) ||
                  (W > 1 && state_q == S_RD_SEND && m_body_ready && rd_last && rows_left_q != 16'd0);
-  assign mem_re = rd_re && (mem != 2'(MEM_PM));
+  assign mem_re = rd_re && !mem_pm;
   // COUNTERS: counter 0 in S_CNT, counter k+1 as the last byte of counter k leaves. Each counter
   // is read whole into sh_q (no torn values) and, with CLEAR, zeroed in the same cycle.
   assign cnt_load = (state_q == S_CNT) ||
-                    (state_q == S_BLOCK && op == OP_COUNTERS && !run_rep_q && m_body_ready &&
+                    (state_q == S_BLOCK && op == OP_COUNTERS && !run_rep && m_body_ready &&
                      cnt_end && left_q != 8'(blk_n));
   assign cnt_load_idx = (state_q == S_CNT) ? 4'd0 : cnt_idx_q + 4'd1;
   always @* begin
@@ -554,7 +559,7 @@ module ntpu_cmd
               after_reply_d = S_BLOCK;
             end
             OP_LOAD_W, OP_MATMUL: state_d = S_DISPATCH;
-            OP_RUN: state_d = S_PLEN;
+            OP_RUN: if (PM_EN) state_d = S_PLEN;
             OP_ACT, OP_RELU_GRAD, OP_COLSUM, OP_OPTIM: begin
               after_drain_d = S_VDISPATCH;
               state_d = S_DRAIN;
@@ -602,7 +607,8 @@ module ntpu_cmd
         state_d = S_RD_SEND;
       end
       S_PLEN: begin
-        if (!pl_wait_q && pm_rem < PB_W'(PROG_LEN_BYTES)) state_d = S_REPLY;  // prog_end
+        if (!PM_EN) state_d = S_IDLE;
+        else if (!pl_wait_q && pm_rem < PB_W'(PROG_LEN_BYTES)) state_d = S_REPLY;  // prog_end
         else if (pl_got) begin
           // LEN 0 ends the program; a LEN past it (or over MAX_PAYLOAD) ends it with ERR_LENGTH.
           if (pl_len == 16'd0 || pl_len > 16'(MAX_PAYLOAD) || PB_W'(pl_len) > pm_rem - PB_W'(PROG_LEN_BYTES)) begin
@@ -628,11 +634,11 @@ module ntpu_cmd
     end
     // A command of the program that would now be answered goes on to the next instead; the first
     // that fails ends the program, and RUN is answered. So does the end of the program.
-    inner_next = run && state_q != S_REPLY && state_q != S_PLEN && state_d == S_REPLY &&
+    inner_next = run && state_q != S_REPLY && !in_plen && state_d == S_REPLY &&
                  rep_status_d == DEV_OK;
     prog_end = run && state_d == S_REPLY && !inner_next;
-    prog_status = (state_q == S_PLEN && pl_got && pl_len != 16'd0) ? DEV_ERR_LENGTH
-                : (state_q == S_PLEN) ? DEV_OK : rep_status_d;
+    prog_status = (in_plen && pl_got && pl_len != 16'd0) ? DEV_ERR_LENGTH
+                : in_plen ? DEV_OK : rep_status_d;
     if (inner_next) state_d = S_PLEN;
     if (prog_end) begin
       rep_status_d = prog_status;
@@ -671,9 +677,9 @@ module ntpu_cmd
     // Frame fetch: the fixed part from offset 0, then WRITE_MEM's rows from offset 6.
     if (state_q == S_DECODE) fb_off_q <= 16'(LEN_MEM_HDR);
     else if (fetch_re) fb_off_q <= fb_off + 16'(fb_n);
-    else if (state_q == S_IDLE || state_q == S_PLEN) fb_off_q <= '0;
+    else if (state_q == S_IDLE || in_plen) fb_off_q <= '0;
 
-    if (state_q == S_IDLE || state_q == S_PLEN) hdr_q <= '0;
+    if (state_q == S_IDLE || in_plen) hdr_q <= '0;
     else if (state_q == S_HDR && fb_take) begin
       for (int i = 0; i < W; i++) begin
         // Byte 0 is always inside the fixed part (fetched below fb_end).
@@ -721,7 +727,7 @@ module ntpu_cmd
       case (mem)
         2'(MEM_UB): rd_row = SH_W'(ub_rdata);
         2'(MEM_WB): rd_row = SH_W'(wb_rdata);
-        2'(MEM_PM): rd_row = SH_W'(pm_rdata);
+        2'(MEM_PM): rd_row = PM_EN ? SH_W'(pm_rdata) : SH_W'(acc_rdata);
         default: rd_row = SH_W'(acc_rdata);
       endcase
     end
@@ -762,8 +768,8 @@ module ntpu_cmd
   assign id_idx = $clog2(ID_BYTES)'(8'(ID_BYTES) - left_q);
   assign st_idx = $clog2(STATUS_BYTES)'(8'(STATUS_BYTES) - left_q);
   assign m_body_data = (state_q == S_RD_SEND) ? (8*W)'(rd_row)
-                     : (op == OP_INFO && !run_rep_q) ? (8*W)'(id_block[8*id_idx +: 8])
-                     : (op == OP_STATUS && !run_rep_q) ? (8*W)'(status_block[8*st_idx +: 8]) : (8*W)'(sh_q);
+                     : (op == OP_INFO && !run_rep) ? (8*W)'(id_block[8*id_idx +: 8])
+                     : (op == OP_STATUS && !run_rep) ? (8*W)'(status_block[8*st_idx +: 8]) : (8*W)'(sh_q);
 
   assign m_seq_matmul = (op == OP_MATMUL);
   assign m_seq_flags = (TRANSPOSE_A_EN != 0) ? f1 : (f1 & ~MATMUL_TRANSPOSE_A);
@@ -788,10 +794,10 @@ module ntpu_cmd
   // S_PLEN reads the row holding the next LEN byte; S_HDR and S_WRITE fetch payload bytes from PM
   // as they would from the frame buffer. The bytes of a row from pm_byte_q on are src_data.
   assign pm_rem = pm_end_q - pm_ptr_q;
-  assign pm_baddr = (state_q == S_PLEN) ? pm_ptr_q + PB_W'(pl_have_q) : cmd_base_q + PB_W'(fb_off);
+  assign pm_baddr = in_plen ? pm_ptr_q + PB_W'(pl_have_q) : cmd_base_q + PB_W'(fb_off);
   assign pm_byte = 8'(pm_baddr % PB_W'(ROW16_BYTES));
-  assign pm_re = PM_EN && ((run && fetch_re) || (state_q == S_PLEN && run && !pl_wait_q && !prog_end) ||
-                           (rd_re && mem == 2'(MEM_PM)));
+  assign pm_re = PM_EN && ((run && fetch_re) || (in_plen && run && !pl_wait_q && !prog_end) ||
+                           (rd_re && mem_pm));
   logic [8*W+16*N-1:0] pm_shifted;
   assign pm_shifted = {(8*W)'(0), pm_rdata} >> (8 * pm_byte_q);
   logic unused_pm_shifted;  // only the low W bytes (and two for LEN) are ever needed
@@ -801,7 +807,7 @@ module ntpu_cmd
   // the last of a row (or the link is a byte wide), then the high byte with a second read.
   logic pl_two;
   assign pl_two = (W > 1) && (pm_byte_q != 8'(ROW16_BYTES - 1));
-  assign pl_got = state_q == S_PLEN && pl_wait_q && (pl_have_q || pl_two);
+  assign pl_got = in_plen && pl_wait_q && (pl_have_q || pl_two);
   assign pl_len = pl_have_q ? {pm_shifted[7:0], pl_lo_q} : pm_shifted[15:0];
 
   always_ff @(posedge clk) begin
@@ -825,8 +831,8 @@ module ntpu_cmd
       run_done_q <= '0;
     end
     if (state_q == S_DECODE && !run) pl_wait_q <= 1'b0;
-    else if (state_q == S_PLEN) pl_wait_q <= !pl_wait_q ? (pm_re) : 1'b0;
-    if (state_q != S_PLEN) pl_have_q <= 1'b0;
+    else if (in_plen) pl_wait_q <= !pl_wait_q ? (pm_re) : 1'b0;
+    if (!in_plen) pl_have_q <= 1'b0;
     else if (pl_wait_q && !pl_got) begin
       pl_have_q <= 1'b1;
       pl_lo_q <= pm_shifted[7:0];
@@ -848,7 +854,7 @@ module ntpu_cmd
       .DEPTH(PM_ROWS)
     ) u_pm (
       .clk  (clk),
-      .we   ((state_q == S_WRITE) && wr_pend_q && (mem == 2'(MEM_PM))),
+      .we   ((state_q == S_WRITE) && wr_pend_q && mem_pm),
       .waddr(PM_AW'(addr_q)),
       .wdata(sh_q[SH_W-1 -: 16 * N]),
       .re   (pm_re),

@@ -146,6 +146,8 @@ ntpu_status ntpu_fence(ntpu_device *dev)
     ntpu_status st = ntpu_check_dev(dev);
     if (st != NTPU_OK)
         return st;
+    if (dev->link.rec_on) /* checked first, so no FENCE lands in the program */
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "recording a program: a fence waits, which a program cannot");
     uint8_t op = NTPU_OP_FENCE;
     if ((st = ntpu_link_command(&dev->link, &op, 1, 0, NULL, NULL)) != NTPU_OK)
         return st;

@@ -50,7 +50,8 @@ ntpu_status ntpu_program_end(ntpu_device *dev, ntpu_program **out)
         free(bytes);
         return ntpu_fail(dev, NTPU_ERR_NO_MEMORY, "out of memory for a program");
     }
-    memset(padded + len, 0, rows * row - len); /* a zero LEN ends the program */
+    if (rows)
+        memset(padded + len, 0, rows * row - len); /* a zero LEN ends the program */
     p->dev = dev;
     p->bytes = padded;
     p->len = len;

@@ -30,6 +30,7 @@ typedef struct ntpu_program ntpu_program; /* opaque; belongs to the device it wa
  * nothing. A call that needs data back or waits (ntpu_read_rows, ntpu_fence,
  * ntpu_read_status, ...; the vector calls on a device without the vector unit)
  * fails with NTPU_ERR_INVALID_ARG and a clear message, as does a write to PM.
+ * A call that fails leaves in the program what it recorded before failing.
  * Works on any device; running needs the feature. Errors: NTPU_ERR_INVALID_ARG
  * (dev NULL, already recording), NTPU_ERR_NO_DEVICE. */
 NTPU_API ntpu_status ntpu_program_begin(ntpu_device *dev);
