@@ -28,6 +28,13 @@
 // - STATUS counters: `commands` counts replies sent with DEV_OK (when the frame is released),
 //   `errors` the others (when the reply header is handed to the transmitter); a STATUS reports the
 //   values from before itself.
+// - RUN (PM_ROWS > 0): the commands of the program in PM go through the same fetch, decode and
+//   execute path as frames, fetched from PM (a row read per fetch, never across a row) instead of
+//   the frame buffer, with no reply and no SEQ of their own; a LEN prefix takes two cycles, a
+//   fixed part two more. The first that fails ends the program. RUN is answered when its last
+//   command has been accepted (as MATMUL is), with the status and the count of commands run.
+//   PM_ROWS = 0 (the boards): RUN is an unknown opcode, memory 3 an unknown memory, and none of
+//   the program logic is built (`run` is the constant 0).
 `default_nettype none
 
 module ntpu_cmd
@@ -44,6 +51,7 @@ module ntpu_cmd
   parameter int COUNTER_W = 64,               // performance counter width (zero-extended to u64)
   parameter int LINK_BYTES = 1,               // frame / reply bytes per cycle (ntpu_link_rx, _tx)
   parameter int MEM_OVERLAP = 0,              // 1: WRITE_MEM / READ_MEM may run beside the sequencer
+  parameter int PM_ROWS = 0,                  // program memory rows of 2N bytes; 0: no PM, no RUN
   parameter int OFF_W = $clog2(MAX_PAYLOAD)   // payload offset bits; leave at the default
 ) (
   input  logic                       clk,
@@ -115,6 +123,9 @@ module ntpu_cmd
       WB_ROWS < N || WB_ROWS > 65536) begin : g_bad_rows
     initial $fatal(1, "ntpu_cmd: UB_ROWS, ACC_ROWS must be 1..65536, WB_ROWS N..65536");
   end
+  if (PM_ROWS < 0 || PM_ROWS > 65536) begin : g_bad_pm
+    initial $fatal(1, "ntpu_cmd: PM_ROWS must be 0..65536");
+  end
   if (MAX_PAYLOAD < 1 + COUNTERS_BYTES || MAX_PAYLOAD > 65535) begin : g_bad_payload
     initial $fatal(1, "ntpu_cmd: MAX_PAYLOAD must hold the COUNTERS reply (73) and be <= 65535");
   end
@@ -144,7 +155,8 @@ module ntpu_cmd
     S_REPLY,     // reply header -> transmitter
     S_BLOCK,     // reply data from the shift register
     S_RD_ISSUE,  // READ_MEM: read the first row
-    S_RD_SEND    // ... send a row's bytes, reading the next one with the last of them (W > 1)
+    S_RD_SEND,   // ... send a row's bytes, reading the next one with the last of them (W > 1)
+    S_PLEN       // RUN: fetch the next command's LEN prefix from PM (or end the program)
   } state_e;
 
   state_e state_q, state_d;
@@ -213,7 +225,39 @@ module ntpu_cmd
   assign b16 = hdr_q[47:32];
   assign c16 = hdr_q[63:48];
   assign d16 = hdr_q[79:64];
-  assign len = s_frm_len;
+  // ---------------------------------------------------------------- programs (RUN)
+  localparam bit PM_EN = (PM_ROWS > 0);
+  localparam int PB_W = 24;             // PM byte addresses: 65536 rows x 64 bytes at most, twice
+  logic run_q;                          // the command being worked on comes from PM
+  logic run;                            // ... constant 0 without PM
+  logic in_plen;                        // state S_PLEN; constant 0 without PM
+  logic run_rep_q;                      // the reply being sent is RUN's (data: done)
+  logic run_rep;                        // ... constant 0 without PM
+  logic [PB_W-1:0] pm_ptr_q;            // next LEN prefix
+  logic [PB_W-1:0] pm_end_q;            // end of the program (exclusive)
+  logic [PB_W-1:0] cmd_base_q;          // the current command's payload
+  logic [15:0] run_len_q;               // ... its LEN
+  logic [15:0] run_done_q;              // commands of the program that ran
+  logic pl_wait_q;                      // S_PLEN: a PM read is on its way
+  logic pl_have_q;                      // S_PLEN: the low byte of LEN is in pl_lo_q
+  logic [7:0] pl_lo_q;
+  logic [PB_W-1:0] pm_rem;              // program bytes from pm_ptr_q on
+  logic [15:0] pl_len;                  // S_PLEN: LEN, when pl_got
+  logic pl_got;
+  logic prog_end;                       // the program ends now: RUN's reply
+  logic [7:0] prog_status;              // ... with this status
+  logic inner_next;                     // a command of the program is done: on to the next
+  logic pm_re;
+  logic [PB_W-1:0] pm_baddr;            // PM byte read now (fetch), its row and byte in the row
+  logic [7:0] pm_byte, pm_byte_q;
+  logic [N*16-1:0] pm_rdata;
+  logic [8*W-1:0] src_data;             // fetched bytes: the frame buffer's or PM's
+  logic fetch_re;                       // a fetch of frame bytes (from either) this cycle
+  assign run = PM_EN && run_q;
+  assign in_plen = PM_EN && (state_q == S_PLEN);
+  assign run_rep = PM_EN && run_rep_q;
+
+  assign len = run ? run_len_q : s_frm_len;
   assign mem = f1[1:0];
   assign is_acc = (mem == 2'(MEM_ACC));
   assign row_bytes = is_acc ? 8'(ROW32_BYTES) : 8'(ROW16_BYTES);
@@ -224,9 +268,14 @@ module ntpu_cmd
     case (mem)
       2'(MEM_UB): mem_rows = 17'(UB_ROWS);
       2'(MEM_WB): mem_rows = 17'(WB_ROWS);
+      2'(MEM_PM): mem_rows = PM_EN ? 17'(PM_ROWS) : 17'(ACC_ROWS);  // without PM: ERR_MEM first
       default: mem_rows = 17'(ACC_ROWS);
     endcase
   end
+  // Memory 3 is PM only on a core with PM, and never inside a program.
+  logic mem_bad, mem_pm;
+  assign mem_bad = (f1 > 8'd3) || (f1 == 8'd3 && (!PM_EN || run));
+  assign mem_pm = PM_EN && (mem == 2'(MEM_PM));
 
   assign all_idle = seq_idle && vec_idle;
 
@@ -266,13 +315,13 @@ module ntpu_cmd
       end
       OP_WRITE_MEM: begin
         if (len < 16'(LEN_MEM_HDR)) err = DEV_ERR_LENGTH;
-        else if (f1 > 8'd2) err = DEV_ERR_MEM;
+        else if (mem_bad) err = DEV_ERR_MEM;
         else if (24'(len) != 24'(LEN_MEM_HDR) + data_bytes) err = DEV_ERR_LENGTH;
         else if (17'(a16) + 17'(b16) > mem_rows) err = DEV_ERR_RANGE;
       end
       OP_READ_MEM: begin
         if (len != 16'(LEN_MEM_HDR)) err = DEV_ERR_LENGTH;
-        else if (f1 > 8'd2) err = DEV_ERR_MEM;
+        else if (mem_bad) err = DEV_ERR_MEM;
         else if (24'd1 + data_bytes > 24'(MAX_PAYLOAD)) err = DEV_ERR_LENGTH;
         else if (17'(a16) + 17'(b16) > mem_rows) err = DEV_ERR_RANGE;
       end
@@ -329,22 +378,33 @@ module ntpu_cmd
       OP_SYNC: begin
         if (len != 16'(LEN_SYNC)) err = DEV_ERR_LENGTH;
       end
+      OP_RUN: begin
+        if (!PM_EN) err = DEV_ERR_OPCODE;
+        else if (len != 16'(LEN_RUN)) err = DEV_ERR_LENGTH;
+        else if (f1 != 8'd0) err = DEV_ERR_ARG;
+        else if (17'(a16) + 17'(b16) > 17'(PM_ROWS)) err = DEV_ERR_RANGE;
+      end
       default: err = DEV_ERR_OPCODE;
     endcase
+    // Inside a program, what replies with data or touches the link is an unknown opcode.
+    if (run && (op == OP_INFO || op == OP_READ_MEM || op == OP_STATUS || op == OP_COUNTERS ||
+                op == OP_SYNC || op == OP_RUN)) err = DEV_ERR_OPCODE;
   end
 
   // A frame after a lost one must not run until the lost one comes again; SYNC runs with any SEQ.
-  assign dec_status = (op != OP_SYNC && s_frm_seq != expected_seq_q) ? DEV_ERR_SEQ : err;
+  // A program's commands have no SEQ: RUN's was checked.
+  assign dec_status = (!run && op != OP_SYNC && s_frm_seq != expected_seq_q) ? DEV_ERR_SEQ : err;
 
   // ---------------------------------------------------------------- reply blocks
   logic [8*ID_BYTES-1:0] id_block;
   logic [8*STATUS_BYTES-1:0] status_block;
 
-  assign id_block = {24'd0, PLATFORM_RTL, CLOCK_HZ, 32'(ACC_ROWS), 32'(WB_ROWS), 32'(UB_ROWS),
+  assign id_block = {32'd0, 32'(PM_ROWS), 24'd0, PLATFORM_RTL, CLOCK_HZ, 32'(ACC_ROWS), 32'(WB_ROWS), 32'(UB_ROWS),
                      16'(MAX_PAYLOAD),
                      FEATURE_TRANSPOSE_BIT |
                      ((TRANSPOSE_A_EN != 0) ? FEATURE_TRANSPOSE_A_BIT : 8'd0) |
-                     ((VEC_EN != 0) ? (FEATURE_VECTOR_BIT | FEATURE_OPTIM_BIT) : 8'd0),
+                     ((VEC_EN != 0) ? (FEATURE_VECTOR_BIT | FEATURE_OPTIM_BIT) : 8'd0) |
+                     (PM_EN ? FEATURE_PROGRAM_BIT : 8'd0),
                      DTYPE_INT8_BIT | DTYPE_BF16_BIT,
                      8'(N), 8'(N), VERSION_MINOR, VERSION_MAJOR, ID_MAGIC};
   // commands_q and the error fields cannot change before this STATUS frame is released.
@@ -369,6 +429,7 @@ module ntpu_cmd
     row_room = row_bytes - iss_row_q;
     fb_n = (fb_left < 16'(W)) ? KW'(fb_left) : KW'(W);
     if (state_q == S_WRITE && 16'(row_room) < 16'(fb_n)) fb_n = KW'(row_room);
+    if (run && 16'(ROW16_BYTES) - 16'(pm_byte) < 16'(fb_n)) fb_n = KW'(8'(ROW16_BYTES) - pm_byte);
     if (W == 1) fb_n = KW'(1);
   end
   assign fb_k = (W == 1) ? KW'(1) : fb_k_q;
@@ -377,14 +438,15 @@ module ntpu_cmd
   // A good frame's first bytes are fetched already in S_IDLE, as it arrives (W > 1: at W = 1 the
   // cycle saved is nothing beside a UART byte time, and the offset's multiplexer costs LUTs).
   assign fb_off = (W > 1 && state_q == S_IDLE) ? 16'd0 : fb_off_q;
-  assign frm_re = ((W > 1 && state_q == S_IDLE && s_frm_valid && s_frm_status == DEV_OK) || state_q == S_HDR ||
-                   state_q == S_WRITE) && (fb_off < fb_end);
+  assign fetch_re = ((W > 1 && state_q == S_IDLE && s_frm_valid && s_frm_status == DEV_OK) || state_q == S_HDR ||
+                     state_q == S_WRITE) && (fb_off < fb_end);
+  assign frm_re = fetch_re && !run;
   assign frm_raddr = OFF_W'(fb_off);
 
   // Handshakes and strobes are plain assigns of the state: a default-then-override inside the
   // always_comb below would glitch them, and two modules' always_comb blocks reacting to each
   // other's glitches never settle in an event-driven simulator.
-  assign m_hdr_valid = (state_q == S_REPLY);
+  assign m_hdr_valid = (state_q == S_REPLY);  // never for a command of a program (inner_next)
   assign rd_n = (W == 1) ? KW'(1) : (left_q < 8'(W)) ? KW'(left_q) : KW'(W);
   assign rd_last = (left_q <= 8'(W));
   // Blocks leave a byte per beat, but a COUNTERS reply a counter (its rest) per beat, up to W.
@@ -392,7 +454,7 @@ module ntpu_cmd
   logic [KW-1:0] blk_n;
   logic cnt_end;                    // this beat ends a counter
   assign cnt_rest = ((left_q - 8'd1) & 8'd7) + 8'd1;
-  assign blk_n = (W == 1 || op != OP_COUNTERS) ? KW'(1) : (cnt_rest < 8'(W)) ? KW'(cnt_rest) : KW'(W);
+  assign blk_n = (W == 1 || op != OP_COUNTERS || run_rep) ? KW'(1) : (cnt_rest < 8'(W)) ? KW'(cnt_rest) : KW'(W);
   assign cnt_end = (W == 1) ? (left_q[2:0] == 3'd1) : (8'(blk_n) == cnt_rest);
   for (genvar i = 0; i < W; i++) begin : g_body_valid
     assign m_body_valid[i] = (i == 0) ? (state_q == S_BLOCK || state_q == S_RD_SEND)
@@ -402,15 +464,17 @@ module ntpu_cmd
   // LOAD_W and MATMUL must see the vector unit's writes: they are handed over only while it is idle.
   assign m_seq_valid = (state_q == S_DISPATCH) && vec_idle;
   assign m_vec_valid = (state_q == S_VDISPATCH);
-  assign mem_we = (state_q == S_WRITE) && wr_pend_q;
+  assign mem_we = (state_q == S_WRITE) && wr_pend_q && !mem_pm;
   // READ_MEM reads the next row as the last bytes of the current one leave (W > 1; at W = 1 it goes
   // back through S_RD_ISSUE, a cycle per row that the byte-wide link never notices).
-  assign mem_re = (state_q == S_RD_ISSUE) ||
-                  (W > 1 && state_q == S_RD_SEND && m_body_ready && rd_last && rows_left_q != 16'd0);
+  logic rd_re;  // READ_MEM reads a row (of mem_sel; PM's own port for memory 3)
+  assign rd_re = (state_q == S_RD_ISSUE) ||
+                 (W > 1 && state_q == S_RD_SEND && m_body_ready && rd_last && rows_left_q != 16'd0);
+  assign mem_re = rd_re && !mem_pm;
   // COUNTERS: counter 0 in S_CNT, counter k+1 as the last byte of counter k leaves. Each counter
   // is read whole into sh_q (no torn values) and, with CLEAR, zeroed in the same cycle.
   assign cnt_load = (state_q == S_CNT) ||
-                    (state_q == S_BLOCK && op == OP_COUNTERS && m_body_ready &&
+                    (state_q == S_BLOCK && op == OP_COUNTERS && !run_rep && m_body_ready &&
                      cnt_end && left_q != 8'(blk_n));
   assign cnt_load_idx = (state_q == S_CNT) ? 4'd0 : cnt_idx_q + 4'd1;
   always @* begin
@@ -495,6 +559,7 @@ module ntpu_cmd
               after_reply_d = S_BLOCK;
             end
             OP_LOAD_W, OP_MATMUL: state_d = S_DISPATCH;
+            OP_RUN: if (PM_EN) state_d = S_PLEN;
             OP_ACT, OP_RELU_GRAD, OP_COLSUM, OP_OPTIM: begin
               after_drain_d = S_VDISPATCH;
               state_d = S_DRAIN;
@@ -541,6 +606,18 @@ module ntpu_cmd
       S_RD_ISSUE: begin
         state_d = S_RD_SEND;
       end
+      S_PLEN: begin
+        if (!PM_EN) state_d = S_IDLE;
+        else if (!pl_wait_q && pm_rem < PB_W'(PROG_LEN_BYTES)) state_d = S_REPLY;  // prog_end
+        else if (pl_got) begin
+          // LEN 0 ends the program; a LEN past it (or over MAX_PAYLOAD) ends it with ERR_LENGTH.
+          if (pl_len == 16'd0 || pl_len > 16'(MAX_PAYLOAD) || PB_W'(pl_len) > pm_rem - PB_W'(PROG_LEN_BYTES)) begin
+            state_d = S_REPLY;
+          end else begin
+            state_d = S_HDR;
+          end
+        end
+      end
       S_RD_SEND: begin
         if (m_body_ready) begin
           left_d = left_q - 8'(rd_n);
@@ -550,10 +627,24 @@ module ntpu_cmd
       end
       default: state_d = S_IDLE;
     endcase
-    if (mem_re) begin
+    if (rd_re) begin
       left_d = row_bytes;
       addr_d = addr_q + 16'd1;
       rows_left_d = rows_left_q - 16'd1;
+    end
+    // A command of the program that would now be answered goes on to the next instead; the first
+    // that fails ends the program, and RUN is answered. So does the end of the program.
+    inner_next = run && state_q != S_REPLY && !in_plen && state_d == S_REPLY &&
+                 rep_status_d == DEV_OK;
+    prog_end = run && state_d == S_REPLY && !inner_next;
+    prog_status = (in_plen && pl_got && pl_len != 16'd0) ? DEV_ERR_LENGTH
+                : in_plen ? DEV_OK : rep_status_d;
+    if (inner_next) state_d = S_PLEN;
+    if (prog_end) begin
+      rep_status_d = prog_status;
+      rep_len_d = 16'(1 + RUN_REPLY_BYTES);
+      left_d = 8'(RUN_REPLY_BYTES);
+      after_reply_d = S_BLOCK;
     end
   end
 
@@ -564,7 +655,7 @@ module ntpu_cmd
       wr_pend_q <= 1'b0;
     end else begin
       state_q <= state_d;
-      fb_vld_q <= frm_re;
+      fb_vld_q <= fetch_re;
       wr_pend_q <= (state_q == S_WRITE) && fb_take && (row_byte_q + 8'(fb_k) == row_bytes);
     end
   end
@@ -579,21 +670,21 @@ module ntpu_cmd
     addr_q <= addr_d;
     fb_idx_q <= fb_off;
     fb_k_q <= fb_n;
-    if (mem_re) rd_fresh_q <= 1'b1;
+    if (rd_re) rd_fresh_q <= 1'b1;
     else if (body_go) rd_fresh_q <= 1'b0;
     if (cnt_load) cnt_idx_q <= cnt_load_idx;
 
     // Frame fetch: the fixed part from offset 0, then WRITE_MEM's rows from offset 6.
     if (state_q == S_DECODE) fb_off_q <= 16'(LEN_MEM_HDR);
-    else if (frm_re) fb_off_q <= fb_off + 16'(fb_n);
-    else if (state_q == S_IDLE) fb_off_q <= '0;
+    else if (fetch_re) fb_off_q <= fb_off + 16'(fb_n);
+    else if (state_q == S_IDLE || in_plen) fb_off_q <= '0;
 
-    if (state_q == S_IDLE) hdr_q <= '0;
+    if (state_q == S_IDLE || in_plen) hdr_q <= '0;
     else if (state_q == S_HDR && fb_take) begin
       for (int i = 0; i < W; i++) begin
         // Byte 0 is always inside the fixed part (fetched below fb_end).
         if (KW'(i) < fb_k && (i == 0 || fb_idx_q + 16'(i) < 16'(CMD_HDR_MAX))) begin
-          hdr_q[8*(fb_idx_q[3:0] + 4'(i)) +: 8] <= frm_rdata[8*i +: 8];
+          hdr_q[8*(fb_idx_q[3:0] + 4'(i)) +: 8] <= src_data[8*i +: 8];
         end
       end
     end
@@ -603,7 +694,7 @@ module ntpu_cmd
       row_byte_q <= (row_byte_q + 8'(fb_k) == row_bytes) ? 8'd0 : row_byte_q + 8'(fb_k);
     end
     if (state_q == S_DECODE) iss_row_q <= '0;
-    else if (state_q == S_WRITE && frm_re) begin
+    else if (state_q == S_WRITE && fetch_re) begin
       iss_row_q <= (iss_row_q + 8'(fb_n) == row_bytes) ? 8'd0 : iss_row_q + 8'(fb_n);
     end
 
@@ -614,6 +705,7 @@ module ntpu_cmd
       st_busy_q <= !all_idle;
     end
     if (cnt_load) sh_q <= SH_W'(cnt_sel);  // zero-extended to the u64 on the wire
+    else if (prog_end) sh_q <= SH_W'(run_done_q);
     else if (state_q == S_DECODE && op == OP_SYNC) sh_q <= SH_W'(expected_seq_q);
     else if (state_q == S_RD_SEND && body_go) sh_q <= rd_row >> (8 * rd_n);
     else if (state_q == S_WRITE && fb_take) sh_q <= wr_shift;
@@ -623,9 +715,9 @@ module ntpu_cmd
   // WRITE_MEM: the fb_k_q new bytes enter at the top, the row so far moves down by as many.
   logic [SH_W-1:0] wr_shift;
   if (W == 1) begin : g_wr_byte
-    assign wr_shift = {frm_rdata, sh_q[SH_W-1:8]};
+    assign wr_shift = {src_data, sh_q[SH_W-1:8]};
   end else begin : g_wr_wide
-    assign wr_shift = SH_W'({frm_rdata, sh_q} >> (8 * fb_k_q));
+    assign wr_shift = SH_W'({src_data, sh_q} >> (8 * fb_k_q));
   end
 
   // READ_MEM: a row just read comes straight from the memory's output, later bytes from sh_q.
@@ -635,6 +727,7 @@ module ntpu_cmd
       case (mem)
         2'(MEM_UB): rd_row = SH_W'(ub_rdata);
         2'(MEM_WB): rd_row = SH_W'(wb_rdata);
+        2'(MEM_PM): rd_row = PM_EN ? SH_W'(pm_rdata) : SH_W'(acc_rdata);
         default: rd_row = SH_W'(acc_rdata);
       endcase
     end
@@ -643,7 +736,7 @@ module ntpu_cmd
   // ---------------------------------------------------------------- sequence numbers
   always_ff @(posedge clk) begin
     if (rst) expected_seq_q <= '0;
-    else if (state_q == S_DECODE && op != OP_SYNC && s_frm_seq == expected_seq_q) begin
+    else if (state_q == S_DECODE && !run && op != OP_SYNC && s_frm_seq == expected_seq_q) begin
       expected_seq_q <= expected_seq_q + 8'd1;
     end
   end
@@ -675,8 +768,8 @@ module ntpu_cmd
   assign id_idx = $clog2(ID_BYTES)'(8'(ID_BYTES) - left_q);
   assign st_idx = $clog2(STATUS_BYTES)'(8'(STATUS_BYTES) - left_q);
   assign m_body_data = (state_q == S_RD_SEND) ? (8*W)'(rd_row)
-                     : (op == OP_INFO) ? (8*W)'(id_block[8*id_idx +: 8])
-                     : (op == OP_STATUS) ? (8*W)'(status_block[8*st_idx +: 8]) : (8*W)'(sh_q);
+                     : (op == OP_INFO && !run_rep) ? (8*W)'(id_block[8*id_idx +: 8])
+                     : (op == OP_STATUS && !run_rep) ? (8*W)'(status_block[8*st_idx +: 8]) : (8*W)'(sh_q);
 
   assign m_seq_matmul = (op == OP_MATMUL);
   assign m_seq_flags = (TRANSPOSE_A_EN != 0) ? f1 : (f1 & ~MATMUL_TRANSPOSE_A);
@@ -696,6 +789,81 @@ module ntpu_cmd
   assign mem_addr = addr_q;
   assign mem_wdata = is_acc ? sh_q[SH_W-1 -: 32 * N]
                             : {{(16 * N){1'b0}}, sh_q[SH_W-1 -: 16 * N]};
+
+  // ---------------------------------------------------------------- program memory
+  // S_PLEN reads the row holding the next LEN byte; S_HDR and S_WRITE fetch payload bytes from PM
+  // as they would from the frame buffer. The bytes of a row from pm_byte_q on are src_data.
+  assign pm_rem = pm_end_q - pm_ptr_q;
+  assign pm_baddr = in_plen ? pm_ptr_q + PB_W'(pl_have_q) : cmd_base_q + PB_W'(fb_off);
+  assign pm_byte = 8'(pm_baddr % PB_W'(ROW16_BYTES));
+  assign pm_re = PM_EN && ((run && fetch_re) || (in_plen && run && !pl_wait_q && !prog_end) ||
+                           (rd_re && mem_pm));
+  logic [8*W+16*N-1:0] pm_shifted;
+  assign pm_shifted = {(8*W)'(0), pm_rdata} >> (8 * pm_byte_q);
+  logic unused_pm_shifted;  // only the low W bytes (and two for LEN) are ever needed
+  assign unused_pm_shifted = ^pm_shifted;
+  assign src_data = run ? pm_shifted[8*W-1:0] : frm_rdata;
+  // S_PLEN: LEN is complete once a read brought its byte(s): both at once unless LEN's low byte is
+  // the last of a row (or the link is a byte wide), then the high byte with a second read.
+  logic pl_two;
+  assign pl_two = (W > 1) && (pm_byte_q != 8'(ROW16_BYTES - 1));
+  assign pl_got = in_plen && pl_wait_q && (pl_have_q || pl_two);
+  assign pl_len = pl_have_q ? {pm_shifted[7:0], pl_lo_q} : pm_shifted[15:0];
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      run_q <= 1'b0;
+      run_rep_q <= 1'b0;
+    end else begin
+      if (state_q == S_DECODE && op == OP_RUN && dec_status == DEV_OK && PM_EN) run_q <= 1'b1;
+      else if (prog_end) run_q <= 1'b0;
+      if (prog_end) run_rep_q <= 1'b1;
+      else if (state_q == S_IDLE) run_rep_q <= 1'b0;
+    end
+  end
+
+  always_ff @(posedge clk) begin
+    if (pm_re) pm_byte_q <= pm_byte;
+    if (state_q == S_DECODE && !run) begin
+      // RUN (when it passes its checks): the program is PM rows a16 .. a16 + b16 - 1.
+      pm_ptr_q <= PB_W'(a16) * PB_W'(ROW16_BYTES);
+      pm_end_q <= (PB_W'(a16) + PB_W'(b16)) * PB_W'(ROW16_BYTES);
+      run_done_q <= '0;
+    end
+    if (state_q == S_DECODE && !run) pl_wait_q <= 1'b0;
+    else if (in_plen) pl_wait_q <= !pl_wait_q ? (pm_re) : 1'b0;
+    if (!in_plen) pl_have_q <= 1'b0;
+    else if (pl_wait_q && !pl_got) begin
+      pl_have_q <= 1'b1;
+      pl_lo_q <= pm_shifted[7:0];
+    end
+    if (pl_got) begin
+      run_len_q <= pl_len;
+      cmd_base_q <= pm_ptr_q + PB_W'(PROG_LEN_BYTES);
+    end
+    if (inner_next) begin
+      pm_ptr_q <= cmd_base_q + PB_W'(run_len_q);
+      run_done_q <= run_done_q + 16'd1;
+    end
+  end
+
+  localparam int PM_AW = (PM_ROWS > 1) ? $clog2(PM_ROWS) : 1;
+  if (PM_EN) begin : g_pm
+    ntpu_ram #(
+      .WIDTH(N * 16),
+      .DEPTH(PM_ROWS)
+    ) u_pm (
+      .clk  (clk),
+      .we   ((state_q == S_WRITE) && wr_pend_q && mem_pm),
+      .waddr(PM_AW'(addr_q)),
+      .wdata(sh_q[SH_W-1 -: 16 * N]),
+      .re   (pm_re),
+      .raddr(PM_AW'(run ? pm_baddr / PB_W'(ROW16_BYTES) : PB_W'(addr_q))),
+      .rdata(pm_rdata)
+    );
+  end else begin : g_no_pm
+    assign pm_rdata = '0;
+  end
 
   assign wait_frame = (state_q == S_IDLE) && !s_frm_valid;
   assign wait_drain = ((state_q == S_DRAIN) && !all_idle && !mem_go) || ((state_q == S_DISPATCH) && !vec_idle);

@@ -25,6 +25,7 @@ module ntpu_core
   parameter int BF16_SHARED = 0,     // 1: one fp32 adder for the array's bf16 rows (ntpu_array); same results
   parameter int SEG_DEPTH = 4,       // MATMULs with rows in flight at once (ntpu_seq), power of 2 >= 2
   parameter int LINK_BYTES = 1,      // link bytes per cycle each way: 1 on boards, wider in vsim
+  parameter int PM_ROWS = 0,         // program memory rows (protocol 1.4 RUN, ntpu_cmd); 0: none
   parameter int MEM_OVERLAP = 0      // 1: WRITE_MEM / READ_MEM beside LOAD_W / MATMUL (ntpu_cmd; a
                                      // mirror of ACC for READ_MEM: twice the ACC memory)
 ) (
@@ -149,7 +150,8 @@ module ntpu_core
     .TRANSPOSE_A_EN(TRANSPOSE_A_EN),
     .COUNTER_W  (COUNTER_W),
     .LINK_BYTES (LINK_BYTES),
-    .MEM_OVERLAP(MEM_OVERLAP)
+    .MEM_OVERLAP(MEM_OVERLAP),
+    .PM_ROWS    (PM_ROWS)
   ) u_cmd (
     .clk           (clk),
     .rst           (rst),

@@ -34,7 +34,8 @@ package ntpu_pkg;
     OP_RELU_GRAD = 8'h0A,  // 1.1
     OP_COLSUM = 8'h0B,     // 1.1
     OP_SYNC = 8'h0C,       // 1.2
-    OP_OPTIM = 8'h0D       // 1.3
+    OP_OPTIM = 8'h0D,      // 1.3
+    OP_RUN = 8'h0E         // 1.4
   } opcode_e;
 
   // Whole payload lengths (opcode included); WRITE_MEM adds its row data.
@@ -52,13 +53,17 @@ package ntpu_pkg;
   localparam int LEN_COLSUM = 8;
   localparam int LEN_SYNC = 1;
   localparam int LEN_OPTIM = 10;
+  localparam int LEN_RUN = 6;
+  localparam int RUN_REPLY_BYTES = 2;  // RUN's reply data once its program started: done, u16
+  localparam int PROG_LEN_BYTES = 2;   // the u16 LEN before each command of a program
   localparam int CMD_HDR_MAX = 10;  // longest fixed part: MATMUL with TRANSPOSE_A, ACT, RELU_GRAD
 
   // ---------------------------------------------------------------- memories
   typedef enum logic [7:0] {
     MEM_UB = 8'd0,   // unified buffer: N lanes x 16 bit
     MEM_WB = 8'd1,   // weight buffer: N lanes x 16 bit
-    MEM_ACC = 8'd2   // accumulators: N lanes x 32 bit
+    MEM_ACC = 8'd2,  // accumulators: N lanes x 32 bit
+    MEM_PM = 8'd3    // program memory (1.4): rows of 2N bytes
   } mem_e;
 
   // ---------------------------------------------------------------- flag bits
@@ -98,16 +103,17 @@ package ntpu_pkg;
   } dev_status_e;
 
   // ---------------------------------------------------------------- ID block (INFO)
-  localparam int ID_BYTES = 32;
+  localparam int ID_BYTES = 40;
   localparam logic [31:0] ID_MAGIC = 32'h5550544E;  // "NTPU" little-endian
   localparam logic [7:0] VERSION_MAJOR = 8'd1;
-  localparam logic [7:0] VERSION_MINOR = 8'd3;
+  localparam logic [7:0] VERSION_MINOR = 8'd4;
   localparam logic [7:0] DTYPE_INT8_BIT = 8'h01;
   localparam logic [7:0] DTYPE_BF16_BIT = 8'h02;
   localparam logic [7:0] FEATURE_TRANSPOSE_BIT = 8'h01;    // LOAD_W TRANSPOSE
   localparam logic [7:0] FEATURE_TRANSPOSE_A_BIT = 8'h02;  // MATMUL TRANSPOSE_A (1.1)
   localparam logic [7:0] FEATURE_VECTOR_BIT = 8'h04;       // ACT, RELU_GRAD, COLSUM (1.1)
   localparam logic [7:0] FEATURE_OPTIM_BIT = 8'h08;        // OPTIM (1.3)
+  localparam logic [7:0] FEATURE_PROGRAM_BIT = 8'h10;      // PM and RUN (1.4)
   localparam logic [7:0] PLATFORM_RTL = 8'd1;
 
   // ---------------------------------------------------------------- status block (STATUS)

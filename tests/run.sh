@@ -27,7 +27,7 @@ echo "== RTL benches (Icarus Verilog)"
 for t in ${RTL_BENCHES:-}; do
   dir="$B/tests/rtl/$t"
   if [ -f "tests/rtl/$t/gen.c" ]; then
-    ${CC:-gcc} ${CPPFLAGS:-} -std=c11 -O2 -o "$dir/gen" "tests/rtl/$t/gen.c" sim/ref/numerics.c -lm \
+    ${CC:-gcc} ${CPPFLAGS:-} -std=c11 -O2 -Wno-psabi -o "$dir/gen" "tests/rtl/$t/gen.c" sim/ref/*.c -lz -lm \
       && "$dir/gen" "$dir" || { echo "FAIL $t (vector generator)"; record "$t" 1; continue; }
   fi
   log="$dir/run.log"

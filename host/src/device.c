@@ -121,6 +121,9 @@ static ntpu_status read_id(ntpu_device *dev)
     in->clock_hz = ntpu_rd32(id + NTPU_ID_OFF_CLOCK_HZ);
     in->platform = id[NTPU_ID_OFF_PLATFORM];
     in->platform_name = platform_name(in->platform);
+    in->pm_rows = ntpu_rd32(id + NTPU_ID_OFF_PM_ROWS); /* 0 from a 1.3 device (link.c) */
+    if (!(in->features & NTPU_FEATURE_PROGRAM_BIT) || in->pm_rows > 65536)
+        in->pm_rows = 0;
     if (in->version_major != NTPU_VERSION_MAJOR)
         return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "the device speaks protocol %u.%u; this library speaks %u.x",
                          in->version_major, in->version_minor, NTPU_VERSION_MAJOR);
@@ -246,6 +249,7 @@ uint32_t ntpu_mem_rows(const ntpu_device *dev, unsigned mem)
     case NTPU_MEM_UB: return dev->info.ub_rows;
     case NTPU_MEM_WB: return dev->info.wb_rows;
     case NTPU_MEM_ACC: return dev->info.acc_rows;
+    case NTPU_MEM_PM: return dev->info.pm_rows;
     }
     return 0;
 }

@@ -177,6 +177,13 @@ typedef struct ntpu_link {
     int dev_error;
     uint8_t dev_error_status, dev_error_op, dev_error_seq;
     int broken; /* lost sync and could not resync */
+    uint16_t dev_error_done; /* RUN: commands of the program that ran before the failing one */
+    /* Recording a program (program.c): while rec_on, begin/commit append each
+     * payload, prefixed by its u16 LEN, to rec[] instead of sending it; a
+     * command that needs a reply's data fails, and so does waiting. */
+    int rec_on;
+    uint8_t *rec;
+    size_t rec_len, rec_cap, rec_cmds;
     ntpu_link_stats stats;
     char *err; /* the owner's error text buffer, NTPU_ERRMSG_LEN bytes */
 } ntpu_link;
@@ -220,6 +227,11 @@ ntpu_status ntpu_link_sync(ntpu_link *l);
  * on success. */
 ntpu_status ntpu_link_resync(ntpu_link *l);
 
+/* Starts recording (any earlier recording is dropped) / stops it, handing the
+ * bytes over (*bytes malloc'd, the caller frees; NULL when empty). */
+void ntpu_link_record_begin(ntpu_link *l);
+void ntpu_link_record_end(ntpu_link *l, uint8_t **bytes, size_t *len, size_t *cmds);
+
 /* Name of an opcode ("MATMUL", ...), never NULL. */
 const char *ntpu_op_name(unsigned op);
 
@@ -230,6 +242,7 @@ struct ntpu_device {
     ntpu_link link;
     ntpu_info info;
     unsigned n; /* array size */
+    uint64_t pm_writes; /* writes to PM so far: whoever keeps a program there can tell it is still there */
     char err[NTPU_ERRMSG_LEN];
 };
 

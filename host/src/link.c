@@ -24,7 +24,8 @@ const char *ntpu_op_name(unsigned op)
 {
     static const char *const names[] = {"NOP",    "INFO",  "WRITE_MEM", "READ_MEM", "LOAD_W",
                                         "MATMUL", "FENCE", "STATUS",    "COUNTERS",
-                                        "ACT",    "RELU_GRAD", "COLSUM", "SYNC"};
+                                        "ACT",    "RELU_GRAD", "COLSUM", "SYNC",
+                                        "OPTIM",  "RUN"};
     return op < sizeof names / sizeof names[0] ? names[op] : "unknown command";
 }
 
@@ -101,7 +102,8 @@ void ntpu_link_free(ntpu_link *l)
     free(l->tx);
     free(l->rx);
     free(l->hold);
-    l->tx = l->rx = l->hold = NULL;
+    free(l->rec);
+    l->tx = l->rx = l->hold = l->rec = NULL;
 }
 
 static ntpu_status raw_send(ntpu_link *l, const uint8_t *buf, size_t n)
@@ -268,7 +270,9 @@ static ntpu_status requeue(ntpu_link *l, uint8_t e)
     unsigned kept = 0, n;
     for (unsigned i = 0; i < count; i++) {
         ntpu_pending *p = &l->pend[(head + i) % NTPU_LINK_WINDOW];
-        keep[i] = !(i < ran && (p->data_len == 0 || (i == 0 && l->len_err_pending)));
+        /* A read runs again harmlessly; a RUN that ran must not (its reply, and
+         * any error in it, is lost, as for every other command that ran). */
+        keep[i] = !(i < ran && (p->data_len == 0 || p->op == NTPU_OP_RUN || (i == 0 && l->len_err_pending)));
         if (keep[i])
             ring[kept++] = *p;
     }
@@ -376,6 +380,14 @@ static ntpu_status take_reply(ntpu_link *l)
     uint8_t status = f[NTPU_FRAME_HEADER];
     switch (status) {
     case NTPU_DEV_OK:
+        if (p->op == NTPU_OP_INFO && p->data_len == NTPU_ID_BYTES && len == 1 + NTPU_ID_BYTES_V13) {
+            /* A 1.3 or older device: its ID block ends before the 1.4 fields, which read as 0. */
+            if (p->dst) {
+                memcpy(p->dst, f + NTPU_FRAME_HEADER + 1, NTPU_ID_BYTES_V13);
+                memset((uint8_t *)p->dst + NTPU_ID_BYTES_V13, 0, NTPU_ID_BYTES - NTPU_ID_BYTES_V13);
+            }
+            break;
+        }
         if (len != 1 + (size_t)p->data_len) {
             ntpu_errf(l->err, NTPU_ERRMSG_LEN, "reply to %s has %zu data bytes, expected %u", ntpu_op_name(p->op),
                       len - 1, (unsigned)p->data_len);
@@ -402,6 +414,10 @@ static ntpu_status take_reply(ntpu_link *l)
             l->dev_error_status = status;
             l->dev_error_op = p->op;
             l->dev_error_seq = p->seq;
+            /* A program that started says how far it got. */
+            l->dev_error_done = p->op == NTPU_OP_RUN && len == 1 + NTPU_RUN_REPLY_BYTES
+                                    ? ntpu_rd16(f + NTPU_FRAME_HEADER + 1)
+                                    : UINT16_MAX;
         }
     }
     slot_forget(l, p);
@@ -426,6 +442,8 @@ static ntpu_status read_reply(ntpu_link *l)
     return take_reply(l) == NTPU_OK ? NTPU_OK : recover(l);
 }
 
+static uint8_t *record_begin(ntpu_link *l, size_t len, uint32_t reply_len, ntpu_status *st);
+
 uint8_t *ntpu_link_begin(ntpu_link *l, size_t len, uint32_t reply_len, ntpu_status *st)
 {
     if (l->broken) {
@@ -439,6 +457,8 @@ uint8_t *ntpu_link_begin(ntpu_link *l, size_t len, uint32_t reply_len, ntpu_stat
         *st = NTPU_ERR_INVALID_ARG;
         return NULL;
     }
+    if (l->rec_on)
+        return record_begin(l, len, reply_len, st);
     /* Without flow control, a frame may go out only once the device has
      * provably drained enough older ones; alone, any frame may go. */
     size_t tx_limit = l->tp.ops->max_unanswered_tx_bytes;
@@ -456,6 +476,76 @@ uint8_t *ntpu_link_begin(ntpu_link *l, size_t len, uint32_t reply_len, ntpu_stat
     l->open_len = len;
     l->open_reply = reply_len;
     return l->tx + l->tx_len + NTPU_FRAME_HEADER;
+}
+
+/* ------------------------------------------------------------------ programs */
+
+void ntpu_link_record_begin(ntpu_link *l)
+{
+    l->rec_on = 1;
+    l->rec_len = l->rec_cmds = 0;
+}
+
+void ntpu_link_record_end(ntpu_link *l, uint8_t **bytes, size_t *len, size_t *cmds)
+{
+    l->rec_on = 0;
+    *bytes = l->rec_len ? l->rec : NULL;
+    *len = l->rec_len;
+    *cmds = l->rec_cmds;
+    if (l->rec_len) {
+        l->rec = NULL;
+        l->rec_cap = 0;
+    }
+    l->rec_len = l->rec_cmds = 0;
+}
+
+/* ntpu_link_begin while recording: room for the LEN prefix and the payload. */
+static uint8_t *record_begin(ntpu_link *l, size_t len, uint32_t reply_len, ntpu_status *st)
+{
+    if (reply_len > 0) {
+        ntpu_errf(l->err, NTPU_ERRMSG_LEN,
+                  "a command that answers with data (%u bytes) cannot be recorded into a program", (unsigned)reply_len);
+        *st = NTPU_ERR_INVALID_ARG;
+        return NULL;
+    }
+    size_t need = l->rec_len + NTPU_PROG_LEN_BYTES + len;
+    if (need > l->rec_cap) {
+        size_t cap = l->rec_cap ? l->rec_cap : 4096;
+        while (cap < need)
+            cap *= 2;
+        uint8_t *b = realloc(l->rec, cap);
+        if (!b) {
+            ntpu_errf(l->err, NTPU_ERRMSG_LEN, "out of memory for the program being recorded");
+            *st = NTPU_ERR_NO_MEMORY;
+            return NULL;
+        }
+        l->rec = b;
+        l->rec_cap = cap;
+    }
+    l->open_frame = l->rec_len;
+    l->open_len = len;
+    l->open_reply = 0;
+    return l->rec + l->rec_len + NTPU_PROG_LEN_BYTES;
+}
+
+/* ntpu_link_commit while recording. A program may not hold what the device
+ * refuses in one (docs/isa.md, RUN): commands with reply data never get here;
+ * a WRITE_MEM to PM is caught now. */
+static ntpu_status record_commit(ntpu_link *l, uint64_t *ticket)
+{
+    const uint8_t *p = l->rec + l->open_frame + NTPU_PROG_LEN_BYTES;
+    size_t len = l->open_len;
+    l->open_frame = SIZE_MAX;
+    if (p[0] == NTPU_OP_WRITE_MEM && len >= 2 && p[1] == NTPU_MEM_PM) {
+        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "a program cannot write program memory");
+        return NTPU_ERR_INVALID_ARG;
+    }
+    ntpu_wr16(l->rec + l->rec_len, (uint32_t)len);
+    l->rec_len += NTPU_PROG_LEN_BYTES + len;
+    l->rec_cmds++;
+    if (ticket)
+        *ticket = l->sent_total;
+    return NTPU_OK;
 }
 
 /* The rows a command writes, per docs/isa.md: 0 if it writes no memory. */
@@ -496,7 +586,12 @@ static ntpu_status wait_read_hazard(ntpu_link *l)
     const uint8_t *p = l->tx + l->open_frame + NTPU_FRAME_HEADER;
     unsigned mem;
     uint32_t lo, hi;
-    if (!written_rows(p, l->open_len, &mem, &lo, &hi) || lo >= hi || !read_hazard(l, mem, lo, hi))
+    /* A RUN may write anything: it waits for every read. */
+    int run = p[0] == NTPU_OP_RUN;
+    if (run) {
+        mem = NTPU_MEM_UB;
+        lo = hi = 0;
+    } else if (!written_rows(p, l->open_len, &mem, &lo, &hi) || lo >= hi || !read_hazard(l, mem, lo, hi))
         return NTPU_OK;
     size_t len = l->open_len;
     uint32_t reply = l->open_reply;
@@ -512,7 +607,7 @@ static ntpu_status wait_read_hazard(ntpu_link *l)
     memcpy(l->hold, p, len);
     l->open_frame = SIZE_MAX;
     ntpu_status st = NTPU_OK;
-    while (st == NTPU_OK && read_hazard(l, mem, lo, hi))
+    while (st == NTPU_OK && (run ? l->pend_reads > 0 : read_hazard(l, mem, lo, hi)))
         st = read_reply(l);
     if (st == NTPU_OK)
         st = tx_reserve(l, len + NTPU_FRAME_OVERHEAD);
@@ -528,6 +623,8 @@ static ntpu_status wait_read_hazard(ntpu_link *l)
 ntpu_status ntpu_link_commit(ntpu_link *l, void *dst, uint64_t *ticket)
 {
     ntpu_status st;
+    if (l->rec_on)
+        return record_commit(l, ticket);
     if (l->tp.ops->lossy && l->pend_reads > 0 && (st = wait_read_hazard(l)) != NTPU_OK)
         return st;
     ntpu_pending *p = &l->pend[(l->pend_head + l->pend_count) % NTPU_LINK_WINDOW];
@@ -586,13 +683,21 @@ static ntpu_status take_dev_error(ntpu_link *l)
     if (!l->dev_error)
         return NTPU_OK;
     l->dev_error = 0;
-    ntpu_errf(l->err, NTPU_ERRMSG_LEN, "device replied %s to %s (SEQ %u)",
-              ntpu_dev_status_str(l->dev_error_status), ntpu_op_name(l->dev_error_op), l->dev_error_seq);
+    if (l->dev_error_op == NTPU_OP_RUN && l->dev_error_done != UINT16_MAX)
+        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "device replied %s to RUN (SEQ %u), at command %u of the program",
+                  ntpu_dev_status_str(l->dev_error_status), l->dev_error_seq, (unsigned)l->dev_error_done);
+    else
+        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "device replied %s to %s (SEQ %u)",
+                  ntpu_dev_status_str(l->dev_error_status), ntpu_op_name(l->dev_error_op), l->dev_error_seq);
     return NTPU_ERR_DEVICE;
 }
 
 ntpu_status ntpu_link_wait(ntpu_link *l, uint64_t ticket)
 {
+    if (l->rec_on) {
+        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "recording a program: nothing runs until it does, so there is nothing to wait for");
+        return NTPU_ERR_INVALID_ARG;
+    }
     if (l->broken) {
         ntpu_errf(l->err, NTPU_ERRMSG_LEN, "the link is out of sync: call ntpu_reset_link");
         return NTPU_ERR_IO;

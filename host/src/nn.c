@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "nn_internal.h"
+#include "ntpu/program.h"
 #include "ntpu/safetensors.h"
 
 /* Uniform in [-1, 1) from a splitmix64 stream: the weights' initial values. */
@@ -47,10 +48,19 @@ static void *grow_scratch(ntpu_model *m, size_t bytes)
     return m->scratch;
 }
 
+static void drop_programs(ntpu_model *m)
+{
+    ntpu_program_free(m->prog_fwd);
+    ntpu_program_free(m->prog_bwd);
+    m->prog_fwd = m->prog_bwd = NULL;
+    m->prog_bp = 0;
+}
+
 void ntpu_model_destroy(ntpu_model *m)
 {
     if (!m)
         return;
+    drop_programs(m);
     for (size_t l = 0; l < NTPU_MAX_LAYERS; l++) {
         free(m->w[l]);
         free(m->b[l]);
@@ -122,6 +132,7 @@ static ntpu_status plan(ntpu_model *m)
  * and plans the resident layout for it: plan()'s status. */
 static ntpu_status place(ntpu_model *m)
 {
+    drop_programs(m); /* recorded for the old layout */
     m->devopt = 0;
     if (m->opt.device) {
         const char *no = NULL;
@@ -560,6 +571,55 @@ static ntpu_status backward(ntpu_model *m, size_t bp)
     return st;
 }
 
+/* Records one pass (forward or backward) into *out. NTPU_OK also when the
+ * recording fails on something a program cannot hold (then *out is NULL). */
+static ntpu_status record(ntpu_model *m, size_t bp, int back, ntpu_program **out)
+{
+    *out = NULL;
+    ntpu_status st = ntpu_program_begin(m->dev);
+    if (st != NTPU_OK)
+        return st;
+    ntpu_status pass = back ? backward(m, bp) : forward(m, bp);
+    st = ntpu_program_end(m->dev, out);
+    if (st == NTPU_OK && pass != NTPU_OK) {
+        ntpu_program_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* Decides whether this step runs its device work as programs (*use), recording
+ * and uploading them when the padded batch or PM changed. Without PROGRAM, or
+ * when they do not fit PM, the step sends the same commands itself. */
+static ntpu_status prepare_programs(ntpu_model *m, size_t bp, int *use)
+{
+    ntpu_device *dev = m->dev;
+    *use = 0;
+    if (!m->devopt || m->streamed || !(dev->info.features & NTPU_FEATURE_PROGRAM_BIT) || dev->info.pm_rows == 0)
+        return NTPU_OK;
+    ntpu_status st;
+    if (m->prog_bp != bp) {
+        drop_programs(m);
+        m->prog_bp = bp;
+        if ((st = record(m, bp, 0, &m->prog_fwd)) != NTPU_OK || (st = record(m, bp, 1, &m->prog_bwd)) != NTPU_OK)
+            return st;
+        uint32_t fr = ntpu_program_rows(m->prog_fwd), br = ntpu_program_rows(m->prog_bwd);
+        m->prog_fits = m->prog_fwd && m->prog_bwd && (uint64_t)fr + br <= dev->info.pm_rows && fr <= 65535 &&
+                       br <= 65535;
+        m->prog_pm_writes = dev->pm_writes - 1; /* not uploaded yet */
+    }
+    if (!m->prog_fits)
+        return NTPU_OK;
+    if (m->prog_pm_writes != dev->pm_writes) {
+        if ((st = ntpu_program_upload(dev, m->prog_fwd, 0)) != NTPU_OK ||
+            (st = ntpu_program_upload(dev, m->prog_bwd, ntpu_program_rows(m->prog_fwd))) != NTPU_OK)
+            return st;
+        m->prog_pm_writes = dev->pm_writes;
+    }
+    *use = 1;
+    return NTPU_OK;
+}
+
 /* Device optimizer: lr (of this step's schedule), wd and mu, one value per lane,
  * to the ACC rows OPTIM reads; only when they change. */
 static ntpu_status write_optim_consts(ntpu_model *m)
@@ -603,7 +663,13 @@ ntpu_status ntpu_train_step(ntpu_model *m, const float *x, const uint8_t *labels
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "train: out of memory");
     float *grad = logits + batch * classes;
     ntpu_step_result r = {0};
-    st = forward_logits(m, x, batch, bp, logits);
+    int prog = 0;
+    st = prepare_programs(m, bp, &prog);
+    if (st == NTPU_OK && prog) { /* forward_logits, its device work in one RUN */
+        if ((st = upload_input(m, x, batch, bp)) == NTPU_OK && (st = ntpu_program_run(m->dev, m->prog_fwd)) == NTPU_OK)
+            st = read_logits(m, batch, bp, logits);
+    } else if (st == NTPU_OK)
+        st = forward_logits(m, x, batch, bp, logits);
     if (st == NTPU_OK)
         softmax_xent(logits, labels, batch, classes, grad, &r.loss, &r.correct);
     if (st == NTPU_OK && m->streamed) {
@@ -622,7 +688,7 @@ ntpu_status ntpu_train_step(ntpu_model *m, const float *x, const uint8_t *labels
         if (st == NTPU_OK && m->devopt)
             st = write_optim_consts(m);
         if (st == NTPU_OK)
-            st = backward(m, bp);
+            st = prog ? ntpu_program_run(m->dev, m->prog_bwd) : backward(m, bp);
     }
     free(logits);
     if (st != NTPU_OK)

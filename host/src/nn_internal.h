@@ -32,6 +32,15 @@ struct ntpu_model {
     int devopt, dev_ahead, k_valid;
     char devopt_why[160];
     uint32_t acc_mw[NTPU_MAX_LAYERS], acc_k, k_bits[3];
+    /* Programs (protocol 1.4, decision 0015): with the device optimizer, the step's device
+     * work for batches padded to prog_bp rows, recorded once: prog_fwd (batch in UB ->
+     * logits in ACC) at PM row 0, prog_bwd (dlogits in ACC -> updated weights) after it;
+     * prog_fits 0: they do not fit PM (the step sends its commands instead). In PM while
+     * dev->pm_writes is still prog_pm_writes. */
+    struct ntpu_program *prog_fwd, *prog_bwd;
+    size_t prog_bp;
+    int prog_fits;
+    uint64_t prog_pm_writes;
     /* host staging for rows going to or coming from the device */
     void *scratch;
     size_t scratch_bytes;

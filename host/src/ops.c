@@ -8,11 +8,12 @@ ntpu_status ntpu_check_range(ntpu_device *dev, unsigned mem, uint32_t addr, uint
 {
     uint32_t size = ntpu_mem_rows(dev, mem);
     if (size == 0)
-        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "memory id %u is not UB (0), WB (1) or ACC (2)", mem);
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "memory id %u is not UB (0), WB (1), ACC (2) or PM (3, with PROGRAM)", mem);
     if ((uint64_t)addr + rows > size)
         return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "rows %u..%llu are past the end of %s (%u rows)",
                          (unsigned)addr, (unsigned long long)addr + rows - 1,
-                         mem == NTPU_MEM_UB ? "UB" : mem == NTPU_MEM_WB ? "WB" : "ACC", (unsigned)size);
+                         mem == NTPU_MEM_UB ? "UB" : mem == NTPU_MEM_WB ? "WB" : mem == NTPU_MEM_PM ? "PM" : "ACC",
+                         (unsigned)size);
     return NTPU_OK;
 }
 
@@ -26,6 +27,7 @@ ntpu_status ntpu_write_rows(ntpu_device *dev, enum ntpu_mem mem, uint32_t addr, 
     if (!data && rows > 0)
         return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "data is NULL");
     size_t rb = ntpu_row_bytes(dev, mem), lanes = dev->n;
+    dev->pm_writes += mem == NTPU_MEM_PM;
     size_t per = (dev->info.max_payload - NTPU_LEN_MEM_HDR) / rb;
     for (uint32_t done = 0; done < rows;) {
         uint32_t cnt = (uint32_t)(rows - done < per ? rows - done : per);
@@ -144,6 +146,8 @@ ntpu_status ntpu_fence(ntpu_device *dev)
     ntpu_status st = ntpu_check_dev(dev);
     if (st != NTPU_OK)
         return st;
+    if (dev->link.rec_on) /* checked first, so no FENCE lands in the program */
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "recording a program: a fence waits, which a program cannot");
     uint8_t op = NTPU_OP_FENCE;
     if ((st = ntpu_link_command(&dev->link, &op, 1, 0, NULL, NULL)) != NTPU_OK)
         return st;

@@ -104,16 +104,19 @@ static ntpu_status measure_begin(ntpu_device *dev, measure *m, ntpu_link_stats *
     return st;
 }
 
+/* The link bytes are read after COUNTERS, which sends every frame the work left
+ * queued (a step ends with writes nobody waits for); the COUNTERS exchange
+ * itself is taken off again. */
 static ntpu_status measure_end(ntpu_device *dev, measure *m, const ntpu_link_stats *l0)
 {
     ntpu_link_stats l1;
     m->secs = now_s() - m->secs;
+    ntpu_status st = ntpu_read_counters(dev, &m->c, 0);
     ntpu_get_link_stats(dev, &l1);
-    m->tx = l1.tx_bytes - l0->tx_bytes;
-    m->rx = l1.rx_bytes - l0->rx_bytes;
+    m->tx = l1.tx_bytes - l0->tx_bytes - (NTPU_FRAME_OVERHEAD + NTPU_LEN_COUNTERS);
+    m->rx = l1.rx_bytes - l0->rx_bytes - (NTPU_FRAME_OVERHEAD + 1 + NTPU_COUNTERS_BYTES);
     m->recoveries = l1.recoveries - l0->recoveries;
     m->retransmits = l1.retransmits - l0->retransmits;
-    ntpu_status st = ntpu_read_counters(dev, &m->c, 0);
     m->util = ntpu_counters_utilization(dev, &m->c);
     return st;
 }
@@ -263,6 +266,72 @@ out:
     return rc;
 }
 
+/* (b) with the device optimizer: SGD on the device and, when the device has
+ * PROGRAM, the step's device work as stored programs (decision 0015). The first
+ * step records and uploads the programs and is not measured; the second is. */
+static int bench_step_devopt(ntpu_device *dev, step_row *row, int *programs)
+{
+    const size_t in = mlp_sizes[0], classes = mlp_sizes[2];
+    float *x = malloc(MLP_BATCH * in * sizeof *x);
+    uint8_t y[MLP_BATCH];
+    ntpu_model *model = NULL;
+    int rc = 1;
+    if (!x) {
+        fail("out of memory");
+        goto out;
+    }
+    uint64_t seed = 65;
+    for (size_t i = 0; i < MLP_BATCH * in; i++)
+        x[i] = (float)((double)(splitmix(&seed) >> 11) / 9007199254740992.0);
+    for (size_t i = 0; i < MLP_BATCH; i++)
+        y[i] = (uint8_t)(splitmix(&seed) % classes);
+    ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_SGD);
+    opt.device = 1;
+    ntpu_status st = ntpu_model_create(dev, mlp_sizes, 3, MLP_BATCH, 0, &opt, &model);
+    ntpu_link_stats l0;
+    ntpu_step_result r = {0};
+    if (st == NTPU_OK && !ntpu_model_device_optimizer(model, NULL)) {
+        fail("bench training step on %s: the device cannot run the optimizer", row->device);
+        goto out;
+    }
+    if (st == NTPU_OK)
+        st = ntpu_train_step(model, x, y, MLP_BATCH, &r);
+    if (st == NTPU_OK)
+        st = measure_begin(dev, &row->m, &l0);
+    if (st == NTPU_OK)
+        st = ntpu_train_step(model, x, y, MLP_BATCH, &r);
+    if (st == NTPU_OK)
+        st = measure_end(dev, &row->m, &l0);
+    if (st == NTPU_OK)
+        st = ntpu_model_fetch(model);
+    if (st != NTPU_OK) {
+        fail("bench training step (device optimizer) on %s: %s", row->device, ntpu_last_error(dev));
+        goto out;
+    }
+    ntpu_info info;
+    ntpu_get_info(dev, &info);
+    *programs = (info.features & NTPU_FEATURE_PROGRAM_BIT) != 0;
+    row->loss = r.loss;
+    ntpu_model_view v;
+    ntpu_model_view_get(model, &v);
+    uint64_t h = fnv1a(0xCBF29CE484222325ull, &r.loss, sizeof r.loss);
+    for (size_t l = 0; l < v.n_layers; l++) {
+        h = fnv1a(h, v.weights[l], (size_t)v.sizes[l] * v.sizes[l + 1] * sizeof(float));
+        h = fnv1a(h, v.biases[l], (size_t)v.sizes[l + 1] * sizeof(float));
+    }
+    row->digest = h;
+    rc = 0;
+out:
+    ntpu_model_destroy(model);
+    free(x);
+    return rc;
+}
+
+/* Issue 5's budget for a step's link traffic: 1.1 x (the bf16 batch, one label
+ * byte a sample, and the loss and correct count read back: 4 + 4 bytes). */
+#define STEP_PAYLOAD_BYTES ((double)MLP_BATCH * 784 * 2 + MLP_BATCH + 8)
+#define STEP_BUDGET_BYTES (1.1 * STEP_PAYLOAD_BYTES)
+
 /* ------------------------------------------------------------------ (d) epoch */
 
 /* Appends s to buf in single quotes, for /bin/sh. */
@@ -393,7 +462,7 @@ static int bench_epoch(const char *data, const char *script, epoch_res *e)
 static double rate(uint64_t macs, double secs) { return secs > 0 ? (double)macs / secs : 0.0; }
 
 static void print_json(const mm_row *mm, int nmm, const step_row *st, const speed_row *sp, int nst,
-                       int step_agree, const epoch_res *ep)
+                       int step_agree, const step_row *so, const int *prog, int so_agree, const epoch_res *ep)
 {
     printf("{\"runs\":[");
     for (int i = 0; i < nmm; i++) {
@@ -420,6 +489,20 @@ static void print_json(const mm_row *mm, int nmm, const step_row *st, const spee
                r->n, r->m.c.cycles, r->m.c.macs, r->m.c.array_busy, r->m.util, r->m.secs,
                rate(r->m.c.macs, r->m.secs), r->m.tx, r->m.rx, r->m.tx + r->m.rx, (double)r->loss);
     }
+    printf("]},\"train_step_device_optimizer\":{\"layers\":[784,256,10],\"batch\":%d,\"optimizer\":\"sgd\","
+           "\"budget_bytes\":%.1f,\"agree\":%s,\"runs\":[",
+           MLP_BATCH, STEP_BUDGET_BYTES, so_agree < 0 ? "null" : so_agree ? "true" : "false");
+    for (int i = 0; i < nst; i++) {
+        const step_row *r = &so[i];
+        printf("%s{\"device\":", i ? "," : "");
+        json_str(stdout, r->device);
+        printf(",\"programs\":%s,\"cycles\":%" PRIu64 ",\"macs\":%" PRIu64 ",\"array_busy\":%" PRIu64
+               ",\"utilization\":%.6f,\"seconds\":%.6f,\"link_tx_bytes\":%" PRIu64 ",\"link_rx_bytes\":%" PRIu64
+               ",\"link_bytes\":%" PRIu64 ",\"budget_ratio\":%.4f,\"loss\":%.9g}",
+               prog[i] ? "true" : "false", r->m.c.cycles, r->m.c.macs, r->m.c.array_busy, r->m.util, r->m.secs,
+               r->m.tx, r->m.rx, r->m.tx + r->m.rx, (double)(r->m.tx + r->m.rx) / STEP_BUDGET_BYTES,
+               (double)r->loss);
+    }
     printf("]},\"sim_speed\":[");
     for (int i = 0; i < nst; i++) {
         printf("%s{\"device\":", i ? "," : "");
@@ -443,7 +526,7 @@ static void print_json(const mm_row *mm, int nmm, const step_row *st, const spee
 }
 
 static void print_tables(const mm_row *mm, int nmm, const step_row *st, const speed_row *sp, int nst,
-                         int step_agree, const epoch_res *ep)
+                         int step_agree, const step_row *so, const int *prog, int so_agree, const epoch_res *ep)
 {
     char b[6][32];
     int w = 10; /* the device column: as wide as the longest name (vsim:board=icebreaker,...) */
@@ -474,6 +557,21 @@ static void print_tables(const mm_row *mm, int nmm, const step_row *st, const sp
                100.0 * r->m.util, r->m.secs, rate(r->m.c.macs, r->m.secs), bytes_str(r->m.tx, b[3], sizeof b[3]),
                bytes_str(r->m.rx, b[4], sizeof b[4]), grouped(r->m.tx + r->m.rx, b[5], sizeof b[5]),
                step_agree < 0 ? "-" : step_agree ? "ref==vsim" : "DIFFER");
+    }
+    printf("\n    the same step with SGD on the device (OPTIM) and, with PROGRAM, its device work as two stored programs\n"
+           "    (RUN); budget 1.1 x (batch %s + labels %d + loss/metrics 8 B) = %s B\n\n",
+           grouped((uint64_t)MLP_BATCH * 784 * 2, b[0], sizeof b[0]), MLP_BATCH,
+           grouped((uint64_t)STEP_BUDGET_BYTES, b[1], sizeof b[1]));
+    printf("%-*s %-6s %-8s %14s %7s %10s %10s %12s %8s  %s\n", w, "device", "array", "programs", "cycles", "util",
+           "link tx", "link rx", "link B/step", "/budget", "check");
+    for (int i = 0; i < nst; i++) {
+        const step_row *r = &so[i];
+        snprintf(b[0], sizeof b[0], "%ux%u", r->n, r->n);
+        printf("%-*s %-6s %-8s %14s %6.1f%% %10s %10s %12s %7.3fx  %s\n", w, r->device, b[0], prog[i] ? "yes" : "no",
+               grouped(r->m.c.cycles, b[1], sizeof b[1]), 100.0 * r->m.util, bytes_str(r->m.tx, b[3], sizeof b[3]),
+               bytes_str(r->m.rx, b[4], sizeof b[4]), grouped(r->m.tx + r->m.rx, b[5], sizeof b[5]),
+               (double)(r->m.tx + r->m.rx) / STEP_BUDGET_BYTES,
+               so_agree < 0 ? "-" : so_agree ? "ref==vsim" : "DIFFER");
     }
     printf("\n(c) simulator speed, MACs of simulated work per wall-clock second (16N matmuls, repeated)\n\n");
     printf("%-*s %16s %16s %16s\n", w, "device", "int8 matmul", "bf16 matmul", "training step");
@@ -531,7 +629,8 @@ int cmd_bench(common *cm, int argc, char **argv)
     const char *const *devices = cm->device ? &cm->device : defaults;
     int ndev = cm->device ? 1 : MAX_DEVICES;
     mm_row mm[MAX_DEVICES * SWEEP_STEPS * 2];
-    step_row st[MAX_DEVICES];
+    step_row st[MAX_DEVICES], so[MAX_DEVICES];
+    int prog[MAX_DEVICES] = {0};
     speed_row sp[MAX_DEVICES];
     int nmm = 0, nst = 0;
     for (int d = 0; d < ndev; d++) {
@@ -569,6 +668,13 @@ int cmd_bench(common *cm, int argc, char **argv)
             ntpu_close(dev);
             return 1;
         }
+        memset(&so[nst], 0, sizeof so[nst]);
+        snprintf(so[nst].device, sizeof so[nst].device, "%s", info.device);
+        so[nst].n = info.rows;
+        if (bench_step_devopt(dev, &so[nst], &prog[nst])) {
+            ntpu_close(dev);
+            return 1;
+        }
         nst++;
         ntpu_close(dev);
     }
@@ -576,6 +682,9 @@ int cmd_bench(common *cm, int argc, char **argv)
     int step_agree = nst < 2 ? -1 : 1;
     for (int i = 1; i < nst; i++)
         step_agree &= st[i].digest == st[0].digest;
+    int so_agree = nst < 2 ? -1 : 1;
+    for (int i = 1; i < nst; i++)
+        so_agree &= so[i].digest == so[0].digest;
     epoch_res ep;
     memset(&ep, 0, sizeof ep);
     if (epoch) {
@@ -584,9 +693,9 @@ int cmd_bench(common *cm, int argc, char **argv)
             return 1;
     }
     if (cm->json)
-        print_json(mm, nmm, st, sp, nst, step_agree, epoch ? &ep : NULL);
+        print_json(mm, nmm, st, sp, nst, step_agree, so, prog, so_agree, epoch ? &ep : NULL);
     else
-        print_tables(mm, nmm, st, sp, nst, step_agree, epoch ? &ep : NULL);
+        print_tables(mm, nmm, st, sp, nst, step_agree, so, prog, so_agree, epoch ? &ep : NULL);
     int all_ok = 1;
     for (int i = 0; i < nst; i++)
         all_ok &= sp[i].correct;
@@ -594,7 +703,7 @@ int cmd_bench(common *cm, int argc, char **argv)
         all_ok &= mm[i].correct;
     if (!all_ok)
         return fail("bench: a result differs from the host's reference computation");
-    if (step_agree == 0)
+    if (step_agree == 0 || so_agree == 0)
         return fail("bench: the training step differs between the devices");
     return 0;
 }

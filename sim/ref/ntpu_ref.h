@@ -25,11 +25,15 @@ typedef struct ntpu_ref_config {
                               * MATMUL's TRANSPOSE_A flag is reserved (ERR_ARG). 0 by default */
     unsigned link_bytes;     /* link bytes per cycle in the cycle estimate, 0..64 (0 and 1: byte-wide,
                               * as the boards); NTPU_LINK_BYTES (32, as vsim) by default */
+    unsigned pm_rows;        /* program memory rows of 2N bytes, 0..65536 (1.4): 0 as the RTL's
+                              * PM_ROWS = 0, no feature PROGRAM, RUN is ERR_OPCODE and memory 3
+                              * ERR_MEM. NTPU_DEFAULT_PM_ROWS (8192) by default */
 } ntpu_ref_config;
 
 /* The configuration of the default simulated core (same as vsim's): N from
- * NTPU_DEFAULT_N (8), 16384 UB rows, 32768 WB rows, 32768 ACC rows, max_payload
- * 4112, with the vector unit, a link of NTPU_LINK_BYTES (32) bytes per cycle. */
+ * NTPU_DEFAULT_N (8), 16384 UB rows, 32768 WB rows, 32768 ACC rows, 8192 PM rows,
+ * max_payload 4112, with the vector unit, a link of NTPU_LINK_BYTES (32) bytes per
+ * cycle. */
 ntpu_ref_config ntpu_ref_default_config(void);
 
 typedef struct ntpu_ref ntpu_ref;

@@ -24,6 +24,9 @@
  *   - OPTIM costs 11 cycles per row with momentum, 8 without (reads, the chain
  *     of multiplies and adds, writes, one after another, as the RTL), plus
  *     REF_VECTOR_LATENCY;
+ *   - RUN costs, per command of its program, one cycle plus its LEN prefix and
+ *     payload fetched at the link's width, at most 2N bytes per cycle (the RTL
+ *     reads PM a row of 2N bytes at a time), on top of what the command itself costs;
  *   - stall_weight, stall_hazard and stall_tx stay 0 (nothing overlaps here).
  */
 #include "ntpu_ref.h"
@@ -41,6 +44,9 @@
 #endif
 #ifndef NTPU_DEFAULT_N
 #define NTPU_DEFAULT_N 8
+#endif
+#ifndef NTPU_DEFAULT_PM_ROWS
+#define NTPU_DEFAULT_PM_ROWS 8192
 #endif
 
 /* Extra cycles of a MATMUL beyond one per row: fill + drain of the array. */
@@ -69,6 +75,7 @@ struct ntpu_ref {
     uint16_t *w_pending; /* N x N */
     int pending;
     uint16_t *a_block;   /* N x N: one UB block transposed, for MATMUL TRANSPOSE_A */
+    uint8_t *pm;         /* pm_rows x 2N bytes: programs, as they came over the wire */
 
     /* Receiver. frame[] holds SEQ, LEN (2), PAYLOAD, CRC (4): what the CRC
      * covers starts at frame[0]. */
@@ -105,6 +112,7 @@ ntpu_ref_config ntpu_ref_default_config(void)
     c.no_vector = 0;
     c.no_transpose_a = 0;
     c.link_bytes = NTPU_LINK_BYTES;
+    c.pm_rows = NTPU_DEFAULT_PM_ROWS;
     return c;
 }
 
@@ -112,7 +120,8 @@ static int config_ok(const ntpu_ref_config *c)
 {
     return c->n >= 2 && c->n <= REF_MAX_N && c->ub_rows >= 1 && c->ub_rows <= 65536 && c->wb_rows >= c->n &&
            c->wb_rows <= 65536 && c->acc_rows >= 1 && c->acc_rows <= 65536 && c->max_payload >= 1 + NTPU_COUNTERS_BYTES &&
-           c->max_payload <= 65535 && c->no_vector <= 1 && c->no_transpose_a <= 1 && c->link_bytes <= 64;
+           c->max_payload <= 65535 && c->no_vector <= 1 && c->no_transpose_a <= 1 && c->link_bytes <= 64 &&
+           c->pm_rows <= 65536;
 }
 
 /* Cycles the link takes for `bytes` more bytes, carrying the remainder. */
@@ -140,12 +149,13 @@ ntpu_ref *ntpu_ref_new(const ntpu_ref_config *cfg)
     r->w_active = calloc(n * n, sizeof *r->w_active);
     r->w_pending = calloc(n * n, sizeof *r->w_pending);
     r->a_block = calloc(n * n, sizeof *r->a_block);
+    r->pm = calloc((size_t)c.pm_rows * 2 * n + 1, 1); /* + 1: never calloc(0) */
     r->frame = malloc(3 + (size_t)c.max_payload + NTPU_FRAME_TRAILER);
     /* Room for a few largest replies up front: a host that reads as it goes
      * never makes the queue grow. */
     r->tx_cap = 4 * ((size_t)c.max_payload + NTPU_FRAME_OVERHEAD);
     r->tx = malloc(r->tx_cap);
-    if (!r->ub || !r->wb || !r->acc || !r->w_active || !r->w_pending || !r->a_block || !r->frame || !r->tx) {
+    if (!r->ub || !r->wb || !r->acc || !r->w_active || !r->w_pending || !r->a_block || !r->pm || !r->frame || !r->tx) {
         ntpu_ref_free(r);
         return NULL;
     }
@@ -163,6 +173,7 @@ void ntpu_ref_free(ntpu_ref *r)
     free(r->w_active);
     free(r->w_pending);
     free(r->a_block);
+    free(r->pm);
     free(r->frame);
     free(r->tx);
     free(r);
@@ -268,7 +279,10 @@ static void reply_status(ntpu_ref *r, uint8_t seq, uint8_t st)
 
 static unsigned mem_rows(const ntpu_ref *r, unsigned mem)
 {
-    return mem == NTPU_MEM_UB ? r->cfg.ub_rows : mem == NTPU_MEM_WB ? r->cfg.wb_rows : r->cfg.acc_rows;
+    return mem == NTPU_MEM_UB ? r->cfg.ub_rows
+           : mem == NTPU_MEM_WB ? r->cfg.wb_rows
+           : mem == NTPU_MEM_PM ? r->cfg.pm_rows
+                                : r->cfg.acc_rows;
 }
 
 /* Rows of the memory a vector command's OUT field writes. */
@@ -292,6 +306,10 @@ static size_t row_bytes(const ntpu_ref *r, unsigned mem)
 static void write_rows(ntpu_ref *r, unsigned mem, unsigned addr, unsigned rows, const uint8_t *src)
 {
     size_t lanes = (size_t)rows * r->cfg.n;
+    if (mem == NTPU_MEM_PM) { /* bytes, kept in wire order */
+        memcpy(r->pm + (size_t)addr * 2 * r->cfg.n, src, lanes * 2);
+        return;
+    }
     if (REF_WIRE_ORDER) {
         void *dst = mem == NTPU_MEM_ACC ? (void *)(r->acc + (size_t)addr * r->cfg.n)
                                         : (void *)((mem == NTPU_MEM_UB ? r->ub : r->wb) + (size_t)addr * r->cfg.n);
@@ -312,6 +330,10 @@ static void write_rows(ntpu_ref *r, unsigned mem, unsigned addr, unsigned rows, 
 static void read_rows(const ntpu_ref *r, unsigned mem, unsigned addr, unsigned rows, uint8_t *dst)
 {
     size_t lanes = (size_t)rows * r->cfg.n;
+    if (mem == NTPU_MEM_PM) {
+        memcpy(dst, r->pm + (size_t)addr * 2 * r->cfg.n, lanes * 2);
+        return;
+    }
     if (REF_WIRE_ORDER) {
         const void *src = mem == NTPU_MEM_ACC
                               ? (const void *)(r->acc + (size_t)addr * r->cfg.n)
@@ -497,13 +519,16 @@ static void info_block(const ntpu_ref *r, uint8_t *p)
     p[NTPU_ID_OFF_DTYPES] = NTPU_DTYPE_INT8_BIT | NTPU_DTYPE_BF16_BIT;
     p[NTPU_ID_OFF_FEATURES] = (uint8_t)(NTPU_FEATURE_TRANSPOSE_BIT |
                                         (r->cfg.no_transpose_a ? 0 : NTPU_FEATURE_TRANSPOSE_A_BIT) |
-                                        (r->cfg.no_vector ? 0 : NTPU_FEATURE_VECTOR_BIT | NTPU_FEATURE_OPTIM_BIT));
+                                        (r->cfg.no_vector ? 0 : NTPU_FEATURE_VECTOR_BIT | NTPU_FEATURE_OPTIM_BIT) |
+                                        (r->cfg.pm_rows ? NTPU_FEATURE_PROGRAM_BIT : 0));
     put16(p + NTPU_ID_OFF_MAX_PAYLOAD, r->cfg.max_payload);
     put32(p + NTPU_ID_OFF_UB_ROWS, r->cfg.ub_rows);
     put32(p + NTPU_ID_OFF_WB_ROWS, r->cfg.wb_rows);
     put32(p + NTPU_ID_OFF_ACC_ROWS, r->cfg.acc_rows);
     put32(p + NTPU_ID_OFF_CLOCK_HZ, 0);
     p[NTPU_ID_OFF_PLATFORM] = 0;
+    put32(p + NTPU_ID_OFF_PM_ROWS, r->cfg.pm_rows);
+    put32(p + NTPU_ID_OFF_OS_ROWS, 0);
 }
 
 /* The first checks of a vector-unit command: the unit is there, and the length is the opcode's. */
@@ -514,12 +539,19 @@ static int vector_cmd_ok(const ntpu_ref *r, size_t len, size_t want)
     return len != want ? NTPU_DEV_ERR_LENGTH : NTPU_DEV_OK;
 }
 
+static int run(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len);
+
 /* Checks a command in the order docs/isa.md ("Errors") fixes and runs it.
  * Returns the status for commands without reply data; commands with data
- * send their own reply and return -1. */
-static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len)
+ * send their own reply and return -1. `inner`: the command comes from a
+ * program (RUN), where the commands that reply with data or touch the link
+ * are unknown opcodes and PM is no memory. */
+static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len, int inner)
 {
     const unsigned n = r->cfg.n;
+    if (inner && (p[0] == NTPU_OP_INFO || p[0] == NTPU_OP_READ_MEM || p[0] == NTPU_OP_STATUS ||
+                  p[0] == NTPU_OP_COUNTERS || p[0] == NTPU_OP_SYNC || p[0] == NTPU_OP_RUN))
+        return NTPU_DEV_ERR_OPCODE;
     switch (p[0]) {
     case NTPU_OP_NOP:
     case NTPU_OP_FENCE:
@@ -542,7 +574,7 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len)
         if (write ? len < NTPU_LEN_MEM_HDR : len != NTPU_LEN_MEM_HDR)
             return NTPU_DEV_ERR_LENGTH;
         unsigned mem = p[1], addr = get16(p + 2), rows = get16(p + 4);
-        if (mem > NTPU_MEM_ACC)
+        if (mem > NTPU_MEM_PM || (mem == NTPU_MEM_PM && (r->cfg.pm_rows == 0 || inner)))
             return NTPU_DEV_ERR_MEM;
         size_t bytes = (size_t)rows * row_bytes(r, mem);
         if (write ? len != NTPU_LEN_MEM_HDR + bytes : 1 + bytes > r->cfg.max_payload)
@@ -655,6 +687,18 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len)
         return NTPU_DEV_OK;
     }
 
+    case NTPU_OP_RUN: {
+        if (r->cfg.pm_rows == 0)
+            return NTPU_DEV_ERR_OPCODE;
+        if (len != NTPU_LEN_RUN)
+            return NTPU_DEV_ERR_LENGTH;
+        if (p[1] != 0)
+            return NTPU_DEV_ERR_ARG;
+        if ((unsigned long)get16(p + 2) + get16(p + 4) > r->cfg.pm_rows)
+            return NTPU_DEV_ERR_RANGE;
+        return run(r, seq, p, len);
+    }
+
     case NTPU_OP_STATUS: {
         if (len != NTPU_LEN_STATUS)
             return NTPU_DEV_ERR_LENGTH;
@@ -697,6 +741,48 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len)
     }
 }
 
+/* RUN, its own checks passed: the program is the bytes of PM rows addr ..
+ * addr + rows - 1, a sequence of [LEN u16][payload] that ends at a LEN of 0 or
+ * when fewer than 2 bytes remain. Each command runs as execute() would run a
+ * frame, without a reply; the first that fails stops the program. The reply
+ * carries the status and `done`, the number of commands that ran. */
+static int run(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len)
+{
+    (void)len;
+    const size_t row = 2u * r->cfg.n;
+    const uint8_t *prog = r->pm + (size_t)get16(p + 2) * row;
+    const size_t size = (size_t)get16(p + 4) * row;
+    /* PM bytes fetched per cycle in the estimate: the link's width, at most a
+     * row of 2N (the RTL never reads across a row) */
+    const unsigned w = r->cfg.link_bytes > 1 ? r->cfg.link_bytes : 1;
+    const unsigned fetch = w < row ? w : (unsigned)row;
+    size_t at = 0;
+    unsigned done = 0;
+    int st = NTPU_DEV_OK;
+    while (at + NTPU_PROG_LEN_BYTES <= size) {
+        size_t clen = get16(prog + at);
+        if (clen == 0)
+            break;
+        /* one cycle per command, plus the prefix and the payload fetched from PM */
+        r->cnt[NTPU_CNT_CYCLES] += 1 + (NTPU_PROG_LEN_BYTES + clen + fetch - 1) / fetch;
+        if (clen > r->cfg.max_payload || at + NTPU_PROG_LEN_BYTES + clen > size) {
+            st = NTPU_DEV_ERR_LENGTH;
+            break;
+        }
+        st = execute(r, seq, prog + at + NTPU_PROG_LEN_BYTES, clen, 1);
+        if (st != NTPU_DEV_OK)
+            break;
+        done++;
+        at += NTPU_PROG_LEN_BYTES + clen;
+    }
+    uint8_t *d = reply_begin(r, seq, (uint8_t)st, NTPU_RUN_REPLY_BYTES);
+    if (d) {
+        put16(d, done);
+        reply_end(r);
+    }
+    return -1;
+}
+
 /* A whole frame is in r->frame: SEQ, LEN, PAYLOAD, CRC. */
 static void frame_done(ntpu_ref *r)
 {
@@ -727,7 +813,7 @@ static void frame_done(ntpu_ref *r)
         return;
     }
     r->expected_seq++;
-    int st = execute(r, seq, p, len);
+    int st = execute(r, seq, p, len, 0);
     if (st >= 0)
         reply_status(r, seq, (uint8_t)st);
 }

@@ -1,15 +1,18 @@
 /* Differential test: random command streams (every opcode, both dtypes, special
  * values, invalid commands mixed in) through the golden model and the RTL; the
  * reply streams must be bit-identical, frame for frame. The 1.1 commands
- * (MATMUL TRANSPOSE_A, ACT, RELU_GRAD, COLSUM) and 1.3's OPTIM join the
- * streams when the device's feature bits announce them.
+ * (MATMUL TRANSPOSE_A, ACT, RELU_GRAD, COLSUM), 1.3's OPTIM and 1.4's programs
+ * (WRITE_MEM / READ_MEM of PM, RUN of random commands, broken programs) join
+ * the streams when the device's feature bits announce them.
  * Usage: diff_random [streams=1000] [seed=1] */
 #include "pair.h"
 
 enum { UB_WIN = 128, WB_WIN = 64, ACC_WIN = 128 }; /* rows every stream works in */
 
 static unsigned N, UB_ROWS, WB_ROWS, ACC_ROWS, MAX_PAYLOAD;
-static int HAS_TRANSPOSE_A, HAS_VECTOR, HAS_OPTIM;
+static int HAS_TRANSPOSE_A, HAS_VECTOR, HAS_OPTIM, HAS_PROGRAM;
+static unsigned PM_ROWS;
+enum { PM_WIN = 256 }; /* PM rows the programs use */
 
 static uint16_t rnd_bf16(void)
 {
@@ -41,7 +44,7 @@ static uint32_t rnd_f32(void)
     }
 }
 
-static unsigned row_bytes(unsigned mem) { return mem == NTPU_MEM_ACC ? 4 * N : 2 * N; }
+static unsigned row_bytes(unsigned mem) { return mem == NTPU_MEM_ACC ? 4 * N : 2 * N; } /* PM: 2N */
 
 /* Random row data for memory mem; `bf16` picks the flavour of UB/WB lanes. */
 static void fill_rows(uint8_t *p, unsigned mem, unsigned rows, int bf16)
@@ -271,7 +274,8 @@ static void random_command(pair *p)
     default: { /* invalid: each kind of error */
         unsigned kind = rnd_below(10);
         if (kind == 0) { /* the first unknown opcode and beyond */
-            unsigned first = HAS_OPTIM ? NTPU_OP_OPTIM + 1 : HAS_VECTOR ? NTPU_OP_SYNC + 1 : NTPU_OP_COUNTERS + 1;
+            unsigned first = HAS_PROGRAM ? NTPU_OP_RUN + 1
+                           : HAS_OPTIM ? NTPU_OP_OPTIM + 1 : HAS_VECTOR ? NTPU_OP_SYNC + 1 : NTPU_OP_COUNTERS + 1;
             c[0] = (uint8_t)(first + rnd_below(0x100 - first));
             pair_cmd(p, c, 1 + rnd_below(8));
         }
@@ -289,6 +293,69 @@ static void random_command(pair *p)
         else { c[0] = NTPU_OP_WRITE_MEM; c[1] = (uint8_t)mem; put16(c + 4, 2); pair_cmd(p, c, 6 + row_bytes(mem)); }
     }
     }
+}
+
+/* A random program (1.4): random commands, each as random_command would send
+ * it (so some that a program may not hold), written to PM and run, sometimes
+ * broken on purpose; or one of RUN's own errors. */
+static void random_program(pair *p)
+{
+    static uint8_t prog[PM_WIN * 2 * 64 + 64];
+    const size_t cap = (size_t)PM_WIN * 2 * N;
+    unsigned e = rnd_below(12);
+    if (e == 0) { /* RUN's own checks: range, flags, length */
+        unsigned k = rnd_below(4);
+        uint8_t c[8] = {NTPU_OP_RUN};
+        if (k == 0) { put16(c + 2, PM_ROWS - rnd_below(3)); put16(c + 4, 3 + rnd_below(3)); pair_cmd(p, c, 6); }
+        else if (k == 1) { c[1] = (uint8_t)(1u << rnd_below(8)); pair_cmd(p, c, 6); }
+        else if (k == 2) pair_cmd(p, c, rnd_below(2) ? 5 : 7);
+        else { put16(c + 2, 0xFFFF); put16(c + 4, 2); pair_cmd(p, c, 6); }
+        return;
+    }
+    size_t len = 0;
+    unsigned cmds = 1 + rnd_below(6);
+    uint8_t seq = p->seq;
+    for (unsigned i = 0; i < cmds; i++) {
+        size_t at = p->tx_len;
+        random_command(p);
+        /* take the frames back out of the stream: their payloads form the program */
+        for (size_t f = at; f < p->tx_len; f += NTPU_FRAME_OVERHEAD + get16(p->tx + f + 2)) {
+            size_t l = get16(p->tx + f + 2);
+            if (len + 2 + l + 2 > cap)
+                break;
+            put16(prog + len, (unsigned)l);
+            memcpy(prog + len + 2, p->tx + f + 4, l);
+            len += 2 + l;
+        }
+        p->tx_len = at;
+    }
+    p->seq = seq;
+    if (e == 1 && len + 2 <= cap) { /* a LEN that runs past the program */
+        put16(prog + len, 1 + rnd_below(300));
+        len += 2;
+    }
+    unsigned rb = 2 * N, rows = (unsigned)((len + rb - 1) / rb);
+    memset(prog + len, 0, (size_t)rows * rb - len);
+    unsigned addr = rnd_below(PM_WIN - rows + 1);
+    static uint8_t cmd[6 + PM_WIN * 2 * 64];
+    cmd[0] = NTPU_OP_WRITE_MEM;
+    cmd[1] = NTPU_MEM_PM;
+    unsigned per = (MAX_PAYLOAD - 6) / rb;
+    for (unsigned done = 0; done < rows; done += per) {
+        unsigned k = rows - done < per ? rows - done : per;
+        put16(cmd + 2, addr + done);
+        put16(cmd + 4, k);
+        memcpy(cmd + 6, prog + (size_t)done * rb, (size_t)k * rb);
+        pair_cmd(p, cmd, 6 + (size_t)k * rb);
+    }
+    if (e == 2 && rows > 1) /* cut short, possibly inside a command */
+        rows = 1 + rnd_below(rows - 1);
+    uint8_t c[6] = {NTPU_OP_RUN, 0};
+    put16(c + 2, addr);
+    put16(c + 4, rows + (e == 3 ? rnd_below(3) : 0)); /* more rows: the zero padding ends it */
+    pair_cmd(p, c, 6);
+    if (rnd_below(4) == 0) /* PM reads back */
+        mem_cmd(p, NTPU_OP_READ_MEM, NTPU_MEM_PM, addr, rows < (MAX_PAYLOAD - 1) / rb ? rows : (MAX_PAYLOAD - 1) / rb);
 }
 
 /* Compares the two reply streams of the last exchange frame by frame. STATUS's
@@ -328,8 +395,9 @@ int main(int argc, char **argv)
     if (n != NTPU_FRAME_OVERHEAD + 1 + NTPU_ID_BYTES || p.ref_rx[4] != NTPU_DEV_OK)
         die("INFO reply malformed");
     const uint8_t *id = p.ref_rx + 5, *vid = p.vsim_rx + 5;
-    if (memcmp(id, vid, NTPU_ID_OFF_PLATFORM) != 0) {
-        for (unsigned i = 0; i < NTPU_ID_OFF_PLATFORM; i++) /* name the first field that differs */
+    if (memcmp(id, vid, NTPU_ID_OFF_PLATFORM) != 0 ||
+        memcmp(id + NTPU_ID_OFF_PM_ROWS, vid + NTPU_ID_OFF_PM_ROWS, NTPU_ID_BYTES - NTPU_ID_OFF_PM_ROWS) != 0) {
+        for (unsigned i = 0; i < NTPU_ID_BYTES; i++) /* name the first field that differs */
             if (id[i] != vid[i])
                 die("ID blocks differ between ref and vsim at byte %u: ref 0x%02x vsim 0x%02x (ref version %u.%u, "
                     "vsim %u.%u; offsets in protocol.h)",
@@ -342,6 +410,10 @@ int main(int argc, char **argv)
     HAS_TRANSPOSE_A = (id[NTPU_ID_OFF_FEATURES] & NTPU_FEATURE_TRANSPOSE_A_BIT) != 0;
     HAS_VECTOR = (id[NTPU_ID_OFF_FEATURES] & NTPU_FEATURE_VECTOR_BIT) != 0;
     HAS_OPTIM = (id[NTPU_ID_OFF_FEATURES] & NTPU_FEATURE_OPTIM_BIT) != 0;
+    HAS_PROGRAM = (id[NTPU_ID_OFF_FEATURES] & NTPU_FEATURE_PROGRAM_BIT) != 0;
+    PM_ROWS = get32(id + NTPU_ID_OFF_PM_ROWS);
+    if (HAS_PROGRAM && PM_ROWS < PM_WIN)
+        die("PM has %u rows, the test needs %u", PM_ROWS, (unsigned)PM_WIN);
     if (id[NTPU_ID_OFF_PLATFORM] != 0 || vid[NTPU_ID_OFF_PLATFORM] != 1)
         die("platform bytes wrong: ref %u vsim %u", id[NTPU_ID_OFF_PLATFORM], vid[NTPU_ID_OFF_PLATFORM]);
     N = id[NTPU_ID_OFF_ROWS];
@@ -349,9 +421,10 @@ int main(int argc, char **argv)
     UB_ROWS = get32(id + NTPU_ID_OFF_UB_ROWS);
     WB_ROWS = get32(id + NTPU_ID_OFF_WB_ROWS);
     ACC_ROWS = get32(id + NTPU_ID_OFF_ACC_ROWS);
-    printf("device: version %u.%u N=%u ub=%u wb=%u acc=%u max_payload=%u%s%s%s\n", id[NTPU_ID_OFF_VERSION_MAJOR],
-           id[NTPU_ID_OFF_VERSION_MINOR], N, UB_ROWS, WB_ROWS, ACC_ROWS, MAX_PAYLOAD,
-           HAS_TRANSPOSE_A ? " +TRANSPOSE_A" : "", HAS_VECTOR ? " +VECTOR" : "", HAS_OPTIM ? " +OPTIM" : "");
+    printf("device: version %u.%u N=%u ub=%u wb=%u acc=%u pm=%u max_payload=%u%s%s%s%s\n",
+           id[NTPU_ID_OFF_VERSION_MAJOR], id[NTPU_ID_OFF_VERSION_MINOR], N, UB_ROWS, WB_ROWS, ACC_ROWS, PM_ROWS,
+           MAX_PAYLOAD, HAS_TRANSPOSE_A ? " +TRANSPOSE_A" : "", HAS_VECTOR ? " +VECTOR" : "",
+           HAS_OPTIM ? " +OPTIM" : "", HAS_PROGRAM ? " +PROGRAM" : "");
 
     /* Give the windows defined contents (memory after reset is unspecified). */
     static uint8_t zero[65536];
@@ -373,7 +446,10 @@ int main(int argc, char **argv)
         unsigned cmds = 4 + rnd_below(24), nframes = 0;
         for (unsigned c = 0; c < cmds; c++) {
             size_t at = p.tx_len;
-            random_command(&p);
+            if (HAS_PROGRAM && rnd_below(5) == 0)
+                random_program(&p);
+            else
+                random_command(&p);
             for (; at < p.tx_len; at += NTPU_FRAME_OVERHEAD + get16(p.tx + at + 2)) /* a command may add frames */
                 status_frames[nframes++] = p.tx[at + 4] == NTPU_OP_STATUS && get16(p.tx + at + 2) == 1;
         }

@@ -246,28 +246,29 @@ Test(ref_model, default_config)
     cr_expect_eq(c.acc_rows, 32768);
     cr_expect_eq(c.max_payload, 4112);
     cr_expect_eq(c.no_vector, 0);
+    cr_expect_eq(c.pm_rows, 8192);
 }
 
 Test(ref_model, info_block)
 {
     uint8_t seq = send(dev, (const uint8_t[]){NTPU_OP_INFO}, 1);
-    uint8_t raw[4 + 33 + 4];
+    uint8_t raw[4 + 41 + 4];
     cr_assert_eq(ntpu_ref_pending(dev), sizeof raw);
     cr_assert_eq(ntpu_ref_read(dev, raw, sizeof raw), sizeof raw);
     cr_expect_eq(raw[0], 0x5A);
     cr_expect_eq(raw[1], seq);
-    cr_expect_eq(get16(raw + 2), 33);
+    cr_expect_eq(get16(raw + 2), 41);
     cr_expect_eq(raw[4], NTPU_DEV_OK);
-    cr_expect_eq(get32(raw + 37), (uint32_t)crc32(0L, raw + 1, 36));
+    cr_expect_eq(get32(raw + 45), (uint32_t)crc32(0L, raw + 1, 44));
     const uint8_t *id = raw + 5;
     cr_expect_eq(get32(id + 0), 0x5550544Eu);
     cr_expect_eq(memcmp(id, "NTPU", 4), 0);
     cr_expect_eq(id[4], 1);
-    cr_expect_eq(id[5], 3, "version 1.3");
+    cr_expect_eq(id[5], 4, "version 1.4");
     cr_expect_eq(id[6], N);
     cr_expect_eq(id[7], N);
     cr_expect_eq(id[8], 3);
-    cr_expect_eq(id[9], 15, "features TRANSPOSE, TRANSPOSE_A, VECTOR, OPTIM");
+    cr_expect_eq(id[9], 31, "features TRANSPOSE, TRANSPOSE_A, VECTOR, OPTIM, PROGRAM");
     cr_expect_eq(get16(id + 10), 4112);
     cr_expect_eq(get32(id + 12), 16384);
     cr_expect_eq(get32(id + 16), 32768);
@@ -275,11 +276,13 @@ Test(ref_model, info_block)
     cr_expect_eq(get32(id + 24), 0);
     cr_expect_eq(id[28], 0);
     cr_expect_eq(id[29] | id[30] | id[31], 0);
+    cr_expect_eq(get32(id + 32), 8192, "pm_rows");
+    cr_expect_eq(get32(id + 36), 0, "os_rows: no ADAM here");
 }
 
 Test(ref_model, config_limits)
 {
-    ntpu_ref_config ok = {4, 16, 8, 32, 73, 0, 0, 0}; /* 73: the COUNTERS reply */
+    ntpu_ref_config ok = {4, 16, 8, 32, 73, 0, 0, 0, 0}; /* 73: the COUNTERS reply */
     ntpu_ref *r = new_model(&ok);
     cr_assert(r);
     cr_assert_eq(op0(r, NTPU_OP_INFO), NTPU_DEV_OK);
@@ -292,14 +295,14 @@ Test(ref_model, config_limits)
     ntpu_ref_free(NULL);
 
     const ntpu_ref_config bad[] = {
-        {1, 16, 8, 32, 73, 0, 0, 0},  {65, 16, 65, 32, 73, 0, 0, 0},   {4, 0, 8, 32, 73, 0, 0, 0},     {4, 65537, 8, 32, 73, 0, 0, 0},
-        {4, 16, 3, 32, 73, 0, 0, 0},  {4, 16, 65537, 32, 73, 0, 0, 0}, {4, 16, 8, 0, 73, 0, 0, 0},     {4, 16, 8, 65537, 73, 0, 0, 0},
-        {4, 16, 8, 32, 72, 0, 0, 0},  {4, 16, 8, 32, 65536, 0, 0, 0}, {4, 16, 8, 32, 73, 2, 0, 0}, {4, 16, 8, 32, 73, 0, 2, 0},
-        {4, 16, 8, 32, 73, 0, 0, 65},
+        {1, 16, 8, 32, 73, 0, 0, 0, 0},  {65, 16, 65, 32, 73, 0, 0, 0, 0},   {4, 0, 8, 32, 73, 0, 0, 0, 0},     {4, 65537, 8, 32, 73, 0, 0, 0, 0},
+        {4, 16, 3, 32, 73, 0, 0, 0, 0},  {4, 16, 65537, 32, 73, 0, 0, 0, 0}, {4, 16, 8, 0, 73, 0, 0, 0, 0},     {4, 16, 8, 65537, 73, 0, 0, 0, 0},
+        {4, 16, 8, 32, 72, 0, 0, 0, 0},  {4, 16, 8, 32, 65536, 0, 0, 0, 0}, {4, 16, 8, 32, 73, 2, 0, 0, 0}, {4, 16, 8, 32, 73, 0, 2, 0, 0},
+        {4, 16, 8, 32, 73, 0, 0, 65, 0}, {4, 16, 8, 32, 73, 0, 0, 0, 65537},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_expect_null(ntpu_ref_new(&bad[i]), "config %zu rejected", i);
-    ntpu_ref_config big = {64, 65536, 65536, 65536, 65535, 0, 0, 0};
+    ntpu_ref_config big = {64, 65536, 65536, 65536, 65535, 0, 0, 0, 0};
     r = new_model(&big);
     cr_assert(r, "largest config accepted");
     uint8_t c[6] = {NTPU_OP_READ_MEM, NTPU_MEM_UB};
@@ -608,7 +611,7 @@ Test(ref_model, byte_counters_count_the_link)
     cr_assert_eq(op0(dev, NTPU_OP_INFO), NTPU_DEV_OK);
     counters(dev, 0, c);
     cr_expect_eq(c[NTPU_CNT_RX_BYTES], 7 + 9 + 10);
-    cr_expect_eq(c[NTPU_CNT_TX_BYTES], 81 + 41);
+    cr_expect_eq(c[NTPU_CNT_TX_BYTES], 81 + 49);
 }
 
 Test(ref_model, nop_and_fence)
@@ -654,7 +657,7 @@ Test(ref_model, error_length_in_header_is_immediate)
 
     /* LEN = max_payload passes the header check: the opcode check answers */
     static uint8_t big[4112];
-    big[0] = 0x0E;
+    big[0] = 0x0F;
     cr_assert_eq(run_len(big, sizeof big), NTPU_DEV_ERR_OPCODE);
 }
 
@@ -663,7 +666,7 @@ Test(ref_model, every_error_status)
     uint8_t c[6 + 4 * 64 + 8] = {0};
 
     /* ERR_OPCODE, whatever the length */
-    for (unsigned op = 0x0E; op <= 0xFF; op++) {
+    for (unsigned op = 0x0F; op <= 0xFF; op++) {
         c[0] = (uint8_t)op;
         cr_assert_eq(run_len(c, 1 + op % 7), NTPU_DEV_ERR_OPCODE, "op 0x%02x", op);
     }
@@ -697,9 +700,9 @@ Test(ref_model, every_error_status)
     put16(c + 4, (4112 - 1) / (4 * N) + 1);
     cr_assert_eq(run_len(c, 6), NTPU_DEV_ERR_LENGTH);
 
-    /* ERR_MEM */
+    /* ERR_MEM (3 is PM, 1.4) */
     memset(c, 0, sizeof c);
-    for (unsigned mem = 3; mem < 256; mem += 41) {
+    for (unsigned mem = 4; mem < 256; mem += 41) {
         c[0] = NTPU_OP_READ_MEM;
         c[1] = (uint8_t)mem;
         cr_assert_eq(run_len(c, 6), NTPU_DEV_ERR_MEM);
@@ -768,7 +771,7 @@ Test(ref_model, error_check_order)
     cr_assert_eq(rep.status, NTPU_DEV_ERR_CRC);
     cr_assert_eq(rep.seq, 9);
     /* opcode before length */
-    c[0] = 0x0E;
+    c[0] = 0x0F;
     cr_assert_eq(run_len(c, 40), NTPU_DEV_ERR_OPCODE);
     /* fixed-part length before memory id */
     c[0] = NTPU_OP_READ_MEM;
@@ -1089,7 +1092,7 @@ Test(ref_model, fuzz_random_frames_one_reply_each)
         size_t len = 1 + (rnd() % 4 ? rnd() % 12 : rnd() % 4112);
         for (size_t i = 0; i < len; i++)
             c[i] = (uint8_t)rnd();
-        c[0] = (uint8_t)(rnd() % 16); /* every opcode and 0x0E, the first unknown one */
+        c[0] = (uint8_t)(rnd() % 16); /* every opcode and 0x0F, the first unknown one */
         if (rnd() & 1) { /* small fields, so some pass the checks */
             c[1] = (uint8_t)(rnd() % 4);
             if (len > 5) {
@@ -1115,7 +1118,7 @@ Test(ref_model, fuzz_random_frames_one_reply_each)
  * length (the opcode check comes before the length check), the rest unchanged. */
 Test(ref_model, no_vector_unit)
 {
-    ntpu_ref_config c = {4, 16, 8, 32, 73, 1, 0, 0};
+    ntpu_ref_config c = {4, 16, 8, 32, 73, 1, 0, 0, 0};
     ntpu_ref *r = ntpu_ref_new(&c);
     cr_assert(r);
     cr_assert_eq(op0(r, NTPU_OP_INFO), NTPU_DEV_OK);
@@ -1137,7 +1140,7 @@ Test(ref_model, no_vector_unit)
  * checked for its length (10) first, then refused as a reserved flag; plain MATMUL unchanged. */
 Test(ref_model, no_transpose_a)
 {
-    ntpu_ref_config c = {4, 16, 8, 32, 73, 0, 1, 0};
+    ntpu_ref_config c = {4, 16, 8, 32, 73, 0, 1, 0, 0};
     ntpu_ref *r = ntpu_ref_new(&c);
     cr_assert(r);
     cr_assert_eq(op0(r, NTPU_OP_INFO), NTPU_DEV_OK);
@@ -1156,7 +1159,7 @@ Test(ref_model, no_transpose_a)
 Test(ref_model, fuzz_random_bytes_never_crash)
 {
     static uint8_t junk[1 << 16], out[1 << 16];
-    ntpu_ref_config small = {2, 4, 2, 3, 73, 0, 0, 0};
+    ntpu_ref_config small = {2, 4, 2, 3, 73, 0, 0, 0, 0};
     ntpu_ref *r = ntpu_ref_new(&small);
     cr_assert(r);
     for (int k = 0; k < 200; k++) {
@@ -1180,7 +1183,7 @@ Test(ref_model, small_and_large_arrays)
     const unsigned sizes[] = {2, 4, 16, 64};
     for (size_t s = 0; s < 4; s++) {
         unsigned n = sizes[s];
-        ntpu_ref_config cfg = {n, 64, 2 * n, 64, 65535, 0, 0, 0};
+        ntpu_ref_config cfg = {n, 64, 2 * n, 64, 65535, 0, 0, 0, 0};
         ntpu_ref *r = new_model(&cfg);
         cr_assert(r);
         enum { M = 5 };
@@ -2020,4 +2023,226 @@ Test(ref_model, training_step_bf16)
                 s += ntpu_bf16_to_f32(X[b * N + k]) * ntpu_bf16_to_f32(WDZ[b * N + n]);
             cr_assert_eq(got[k * N + n], ntpu_f32_bits(s), "dW[%u][%u]", k, n);
         }
+}
+
+/* ---------------------------------------------------------------- RUN (1.4) */
+
+/* A program under construction: [LEN u16][payload] ... in PM bytes. */
+typedef struct prog {
+    uint8_t b[8192];
+    size_t len;
+} prog;
+
+static void prog_add(prog *p, const uint8_t *cmd, size_t len)
+{
+    put16(p->b + p->len, (unsigned)len);
+    memcpy(p->b + p->len + 2, cmd, len);
+    p->len += 2 + len;
+}
+
+/* Puts p at PM row addr (zero-padded to whole rows); returns its rows. */
+static unsigned prog_store(ntpu_ref *r, const prog *p, unsigned addr)
+{
+    unsigned rowb = 2 * N, rows = (unsigned)((p->len + rowb - 1) / rowb);
+    static uint8_t b[8192 + 64];
+    memset(b, 0, sizeof b);
+    memcpy(b, p->b, p->len);
+    cr_assert_eq(write_mem(r, N, NTPU_MEM_PM, addr, rows, b), NTPU_DEV_OK);
+    return rows;
+}
+
+static uint8_t run_prog(ntpu_ref *r, unsigned flags, unsigned addr, unsigned rows)
+{
+    uint8_t c[6] = {NTPU_OP_RUN, (uint8_t)flags};
+    put16(c + 2, addr);
+    put16(c + 4, rows);
+    return run(r, c, 6);
+}
+
+/* The commands of a small bf16 product: weights, LOAD_W, MATMUL, ACT to ACC. */
+static void product_cmds(prog *p)
+{
+    uint8_t lw[4] = {NTPU_OP_LOAD_W, 0};
+    put16(lw + 2, 8);
+    uint8_t mm[8] = {NTPU_OP_MATMUL, NTPU_MATMUL_BF16};
+    put16(mm + 2, 3), put16(mm + 4, 100), put16(mm + 6, 5);
+    uint8_t mm2[8] = {NTPU_OP_MATMUL, NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE};
+    put16(mm2 + 2, 1), put16(mm2 + 4, 100), put16(mm2 + 6, 5);
+    uint8_t act[10] = {NTPU_OP_ACT, NTPU_ACT_BIAS | NTPU_OUT_ACC};
+    put16(act + 2, 100), put16(act + 4, 200), put16(act + 6, 5), put16(act + 8, 99);
+    prog_add(p, lw, 4);
+    prog_add(p, mm, 8);
+    prog_add(p, mm2, 8);
+    prog_add(p, act, 10);
+}
+
+static void fill_operands(ntpu_ref *r)
+{
+    uint16_t v[32 * 64];
+    for (unsigned i = 0; i < 32 * N; i++)
+        v[i] = ntpu_bf16_from_f32((float)((int)(i * 37 % 23) - 11) * 0.125f);
+    cr_assert_eq(write_lanes16(r, N, NTPU_MEM_UB, 0, 16, v), NTPU_DEV_OK);
+    cr_assert_eq(write_lanes16(r, N, NTPU_MEM_WB, 0, 32, v), NTPU_DEV_OK);
+    uint32_t bias[64];
+    for (unsigned n = 0; n < N; n++)
+        bias[n] = ntpu_f32_bits(0.5f * (float)n);
+    cr_assert_eq(write_acc(r, N, 99, 1, bias), NTPU_DEV_OK);
+}
+
+Test(ref_model, run_equals_the_frames_it_holds)
+{
+    fill_operands(dev);
+    prog p = {.len = 0};
+    product_cmds(&p);
+    /* first the commands as frames */
+    for (size_t at = 0; at < p.len;) {
+        size_t len = get16(p.b + at);
+        cr_assert_eq(run(dev, p.b + at + 2, len), NTPU_DEV_OK);
+        at += 2 + len;
+    }
+    uint32_t want[5 * 64], got[5 * 64], zero[5 * 64] = {0};
+    read_acc(dev, N, 200, 5, want);
+    /* then the same as one RUN, over cleared results */
+    cr_assert_eq(write_acc(dev, N, 100, 5, zero), NTPU_DEV_OK);
+    cr_assert_eq(write_acc(dev, N, 200, 5, zero), NTPU_DEV_OK);
+    unsigned rows = prog_store(dev, &p, 40);
+    cr_assert_eq(rows, (p.len + 2 * N - 1) / (2 * N));
+    uint8_t le;
+    uint32_t errors, commands0, commands, dropped;
+    status_block(dev, &le, &errors, &commands0, &dropped);
+    cr_assert_eq(run_prog(dev, 0, 40, rows), NTPU_DEV_OK);
+    cr_assert_eq(rep.len, 2, "RUN replies with done");
+    cr_assert_eq(get16(rep.data), 4, "4 commands ran");
+    status_block(dev, &le, &errors, &commands, &dropped);
+    cr_expect_eq(commands, commands0 + 2, "RUN counts once (and the STATUS before it)");
+    cr_expect_eq(errors, 0);
+    read_acc(dev, N, 200, 5, got);
+    cr_assert_eq(memcmp(got, want, 5 * N * 4), 0, "RUN's results are the frames' results");
+    cr_assert_neq(memcmp(got, zero, 5 * N * 4), 0);
+    /* PM reads back as written */
+    cr_assert_eq(read_mem(dev, NTPU_MEM_PM, 40, rows), NTPU_DEV_OK);
+    cr_assert_eq(memcmp(rep.data, p.b, p.len), 0);
+    /* an empty program, and one that ends at a zero LEN, run fine */
+    cr_assert_eq(run_prog(dev, 0, 40, 0), NTPU_DEV_OK);
+    cr_assert_eq(get16(rep.data), 0);
+    cr_assert_eq(run_prog(dev, 0, 40, rows + 3), NTPU_DEV_OK); /* rows 0 after it: LEN 0 */
+    cr_assert_eq(get16(rep.data), 4);
+}
+
+/* Writes p to PM row 0 and runs it: the status; rep holds the reply. */
+static uint8_t run_stored(const prog *p) { return run_prog(dev, 0, 0, prog_store(dev, p, 0)); }
+
+Test(ref_model, run_stops_at_the_first_failing_command)
+{
+    fill_operands(dev);
+    uint32_t zero[5 * 64] = {0}, got[5 * 64];
+    cr_assert_eq(write_acc(dev, N, 100, 5, zero), NTPU_DEV_OK);
+    prog p = {.len = 0};
+    product_cmds(&p);
+    uint8_t bad_op = 0x7F;
+    prog q = p;
+    q.len = 0;
+    prog_add(&q, p.b + 2, get16(p.b)); /* LOAD_W */
+    prog_add(&q, p.b + 8, get16(p.b + 6)); /* MATMUL into ACC 100 */
+    prog_add(&q, &bad_op, 1);
+    prog_add(&q, p.b + 8, get16(p.b + 6));
+    cr_assert_eq(run_stored(&q), NTPU_DEV_ERR_OPCODE);
+    cr_assert_eq(rep.len, 2);
+    cr_assert_eq(get16(rep.data), 2, "index of the failing command");
+    read_acc(dev, N, 100, 5, got);
+    cr_assert_neq(memcmp(got, zero, 5 * N * 4), 0, "the commands before it ran");
+    uint8_t le;
+    uint32_t errors, commands, dropped;
+    status_block(dev, &le, &errors, &commands, &dropped);
+    cr_expect_eq(le, NTPU_DEV_ERR_OPCODE);
+    cr_expect_eq(errors, 1, "one error: the RUN");
+
+    /* ERR_RANGE inside: a MATMUL past ACC's end, as command 1 */
+    q.len = 0;
+    prog_add(&q, p.b + 2, 4);
+    uint8_t mm[8] = {NTPU_OP_MATMUL, NTPU_MATMUL_BF16};
+    put16(mm + 4, ACC_ROWS - 2), put16(mm + 6, 5);
+    prog_add(&q, mm, 8);
+    cr_assert_eq(run_stored(&q), NTPU_DEV_ERR_RANGE);
+    cr_assert_eq(get16(rep.data), 1);
+    /* LEN wrong for the opcode */
+    q.len = 0;
+    prog_add(&q, mm, 7);
+    cr_assert_eq(run_stored(&q), NTPU_DEV_ERR_LENGTH);
+    cr_assert_eq(get16(rep.data), 0);
+    /* a LEN that runs past the program's rows */
+    q.len = 0;
+    prog_add(&q, p.b + 2, 4);
+    put16(q.b + q.len, 200);
+    q.len += 2;
+    cr_assert_eq(run_stored(&q), NTPU_DEV_ERR_LENGTH);
+    cr_assert_eq(get16(rep.data), 1);
+}
+
+Test(ref_model, run_refuses_what_a_program_cannot_hold)
+{
+    const uint8_t none[] = {NTPU_OP_INFO, NTPU_OP_STATUS, NTPU_OP_SYNC};
+    for (size_t i = 0; i < sizeof none; i++) {
+        prog q = {.len = 0};
+        uint8_t nop = NTPU_OP_NOP;
+        prog_add(&q, &nop, 1);
+        prog_add(&q, &none[i], 1);
+        cr_assert_eq(run_stored(&q), NTPU_DEV_ERR_OPCODE, "op 0x%02X", none[i]);
+        cr_assert_eq(get16(rep.data), 1);
+    }
+    prog q = {.len = 0};
+    uint8_t cnt[2] = {NTPU_OP_COUNTERS, 0}, rd[6] = {NTPU_OP_READ_MEM, NTPU_MEM_UB, 0, 0, 1, 0};
+    uint8_t rn[6] = {NTPU_OP_RUN, 0, 0, 0, 1, 0}, wpm[6 + 128] = {NTPU_OP_WRITE_MEM, NTPU_MEM_PM, 0, 0, 1, 0};
+    prog_add(&q, cnt, 2);
+    cr_assert_eq(run_stored(&q), NTPU_DEV_ERR_OPCODE);
+    q.len = 0;
+    prog_add(&q, rd, 6);
+    cr_assert_eq(run_stored(&q), NTPU_DEV_ERR_OPCODE);
+    q.len = 0;
+    prog_add(&q, rn, 6);
+    cr_assert_eq(run_stored(&q), NTPU_DEV_ERR_OPCODE, "no RUN inside RUN");
+    q.len = 0;
+    prog_add(&q, wpm, 6 + 2 * N);
+    cr_assert_eq(run_stored(&q), NTPU_DEV_ERR_MEM, "a program does not write PM");
+    /* ... but WRITE_MEM to UB is fine, and FENCE, NOP */
+    q.len = 0;
+    uint8_t wub[6 + 128] = {NTPU_OP_WRITE_MEM, NTPU_MEM_UB, 7, 0, 1, 0, 0x34, 0x12};
+    uint8_t fence = NTPU_OP_FENCE;
+    prog_add(&q, wub, 6 + 2 * N);
+    prog_add(&q, &fence, 1);
+    cr_assert_eq(run_stored(&q), NTPU_DEV_OK);
+    cr_assert_eq(get16(rep.data), 2);
+    cr_assert_eq(read_mem(dev, NTPU_MEM_UB, 7, 1), NTPU_DEV_OK);
+    cr_assert_eq(get16(rep.data), 0x1234);
+}
+
+Test(ref_model, run_checks_its_own_fields)
+{
+    cr_assert_eq(run_prog(dev, 0, 8192 - 3, 4), NTPU_DEV_ERR_RANGE, "past pm_rows");
+    cr_assert_eq(rep.len, 0, "no program ran: no data");
+    cr_assert_eq(run_prog(dev, 0, 0xFFFF, 2), NTPU_DEV_ERR_RANGE, "no 16-bit wrap");
+    cr_assert_eq(run_prog(dev, 0, 8192 - 4, 4), NTPU_DEV_OK, "the last rows (zeros: an empty program)");
+    cr_assert_eq(run_prog(dev, 1, 0, 1), NTPU_DEV_ERR_ARG, "reserved flags");
+    uint8_t c[7] = {NTPU_OP_RUN};
+    cr_assert_eq(run(dev, c, 5), NTPU_DEV_ERR_LENGTH);
+    cr_assert_eq(run(dev, c, 7), NTPU_DEV_ERR_LENGTH);
+    cr_assert_eq(write_mem(dev, N, NTPU_MEM_PM, 8191, 2, (const uint8_t[64]){0}), NTPU_DEV_ERR_RANGE);
+    cr_assert_eq(read_mem(dev, 4, 0, 1), NTPU_DEV_ERR_MEM, "memory 4 is not here (ADAM's OS)");
+}
+
+Test(ref_model, without_pm_run_is_unknown)
+{
+    ntpu_ref_config c = ntpu_ref_default_config();
+    c.pm_rows = 0;
+    ntpu_ref *r = new_model(&c);
+    cr_assert(r);
+    cr_assert_eq(op0(r, NTPU_OP_INFO), NTPU_DEV_OK);
+    cr_expect_eq(rep.data[9] & NTPU_FEATURE_PROGRAM_BIT, 0);
+    cr_expect_eq(get32(rep.data + 32), 0);
+    cr_expect_eq(run_prog(r, 0, 0, 0), NTPU_DEV_ERR_OPCODE);
+    cr_expect_eq(rep.len, 0);
+    uint8_t c7[7] = {NTPU_OP_RUN};
+    cr_expect_eq(run(r, c7, 7), NTPU_DEV_ERR_OPCODE, "whatever LEN");
+    cr_expect_eq(read_mem(r, NTPU_MEM_PM, 0, 0), NTPU_DEV_ERR_MEM);
+    ntpu_ref_free(r);
 }

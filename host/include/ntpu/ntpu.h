@@ -115,6 +115,8 @@ typedef struct ntpu_info {
     unsigned features;                     /* NTPU_FEATURE_TRANSPOSE_BIT */
     unsigned max_payload;                  /* largest frame payload, bytes */
     uint32_t ub_rows, wb_rows, acc_rows;   /* memory sizes in rows of N lanes */
+    uint32_t pm_rows;                      /* program memory rows of 2N bytes (1.4, NTPU_FEATURE_PROGRAM_BIT);
+                                            * 0 without programs */
     uint32_t clock_hz;                     /* 0 in simulation */
     unsigned platform;                     /* 0 golden model, 1 RTL */
     const char *platform_name;             /* "golden model", "RTL", ... (static) */

@@ -36,6 +36,8 @@ enum ntpu_opcode {
     NTPU_OP_SYNC = 0x0C,      /* [op], any SEQ; executes nothing   -> status, expected_seq u8      */
     /* version 1.3 (feature bit OPTIM) */
     NTPU_OP_OPTIM = 0x0D,     /* [op][flags][p u16][g u16][rows u16][aux u16]      -> status       */
+    /* version 1.4 (feature bit PROGRAM) */
+    NTPU_OP_RUN = 0x0E,       /* [op][flags][addr u16][rows u16]: the program in PM -> status, done u16 */
 };
 
 /* Command lengths (whole payload, opcode included). WRITE_MEM adds its data. */
@@ -53,6 +55,9 @@ enum ntpu_opcode {
 #define NTPU_LEN_COLSUM 8u
 #define NTPU_LEN_SYNC 1u
 #define NTPU_LEN_OPTIM 10u
+#define NTPU_LEN_RUN 6u
+#define NTPU_RUN_REPLY_BYTES 2u /* RUN's reply data once its program started: done, u16 */
+#define NTPU_PROG_LEN_BYTES 2u  /* the u16 LEN before each command of a program */
 
 /* Memory ids of WRITE_MEM / READ_MEM. UB and WB rows are N lanes of 16 bits,
  * ACC rows are N lanes of 32 bits; lane 0 first, each lane little-endian. */
@@ -60,6 +65,7 @@ enum ntpu_mem {
     NTPU_MEM_UB = 0,  /* unified buffer: activations (int8 in the low byte, or bf16) */
     NTPU_MEM_WB = 1,  /* weight buffer: weight tiles, N rows each                    */
     NTPU_MEM_ACC = 2, /* accumulators: int32 or fp32                                  */
+    NTPU_MEM_PM = 3,  /* program memory (1.4, feature PROGRAM): rows of 2N bytes      */
 };
 
 #define NTPU_LOADW_TRANSPOSE 0x01u /* LOAD_W flags: PE(i,n) takes WB[wb_addr+n][i] */
@@ -91,9 +97,11 @@ enum ntpu_dev_status {
     NTPU_DEV_ERR_SEQ = 7,    /* SEQ is not the one the device expects; the frame was not run (1.2) */
 };
 
-/* ID block returned by INFO (32 bytes after the status byte). */
+/* ID block returned by INFO (40 bytes after the status byte; a 1.3 or older
+ * device sends the first 32, and the fields past them read as 0). */
 #define NTPU_ID_MAGIC 0x5550544Eu /* "NTPU" */
-#define NTPU_ID_BYTES 32u
+#define NTPU_ID_BYTES 40u
+#define NTPU_ID_BYTES_V13 32u
 #define NTPU_ID_OFF_MAGIC 0         /* u32 */
 #define NTPU_ID_OFF_VERSION_MAJOR 4 /* u8  */
 #define NTPU_ID_OFF_VERSION_MINOR 5 /* u8  */
@@ -107,14 +115,17 @@ enum ntpu_dev_status {
 #define NTPU_ID_OFF_ACC_ROWS 20     /* u32 */
 #define NTPU_ID_OFF_CLOCK_HZ 24     /* u32: 0 in simulation */
 #define NTPU_ID_OFF_PLATFORM 28     /* u8: 0 golden model, 1 RTL */
+#define NTPU_ID_OFF_PM_ROWS 32      /* u32: program memory rows (1.4; 0 without PROGRAM) */
+#define NTPU_ID_OFF_OS_ROWS 36      /* u32: optimizer state rows (1.4, feature ADAM; 0 without it) */
 #define NTPU_DTYPE_INT8_BIT 0x01u
 #define NTPU_DTYPE_BF16_BIT 0x02u
 #define NTPU_FEATURE_TRANSPOSE_BIT 0x01u   /* LOAD_W TRANSPOSE */
 #define NTPU_FEATURE_TRANSPOSE_A_BIT 0x02u /* MATMUL TRANSPOSE_A (1.1) */
 #define NTPU_FEATURE_VECTOR_BIT 0x04u      /* ACT, RELU_GRAD, COLSUM (1.1) */
 #define NTPU_FEATURE_OPTIM_BIT 0x08u       /* OPTIM (1.3) */
+#define NTPU_FEATURE_PROGRAM_BIT 0x10u     /* PM and RUN (1.4) */
 #define NTPU_VERSION_MAJOR 1u
-#define NTPU_VERSION_MINOR 3u
+#define NTPU_VERSION_MINOR 4u
 
 /* Status block returned by STATUS (16 bytes after the status byte). */
 #define NTPU_STATUS_BYTES 16u

@@ -295,7 +295,7 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
     case NTPU_OP_INFO:
         if (len != 1)
             return NTPU_DEV_ERR_LENGTH;
-        memset(d, 0, 32);
+        memset(d, 0, NTPU_ID_BYTES); /* pm_rows and os_rows (1.4) 0: no PM, no ADAM here */
         put32(d, NTPU_ID_MAGIC);
         d[4] = NTPU_VERSION_MAJOR;
         d[5] = NTPU_VERSION_MINOR;
@@ -311,7 +311,7 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
         put32(d + 20, ACC_ROWS);
         put32(d + 24, 0);
         d[28] = 1; /* RTL */
-        reply(seq, NTPU_DEV_OK, d, 32, NULL);
+        reply(seq, NTPU_DEV_OK, d, NTPU_ID_BYTES, NULL);
         return -1;
     case NTPU_OP_STATUS:
         if (len != 1)
