@@ -8,11 +8,13 @@ ntpu_status ntpu_check_range(ntpu_device *dev, unsigned mem, uint32_t addr, uint
 {
     uint32_t size = ntpu_mem_rows(dev, mem);
     if (size == 0)
-        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "memory id %u is not UB (0), WB (1) or ACC (2)", mem);
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "memory id %u is not UB (0), WB (1), ACC (2) or OS (4, %s)", mem,
+                         dev->info.os_rows ? "1.4" : "which this device lacks");
     if ((uint64_t)addr + rows > size)
         return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "rows %u..%llu are past the end of %s (%u rows)",
                          (unsigned)addr, (unsigned long long)addr + rows - 1,
-                         mem == NTPU_MEM_UB ? "UB" : mem == NTPU_MEM_WB ? "WB" : "ACC", (unsigned)size);
+                         mem == NTPU_MEM_UB ? "UB" : mem == NTPU_MEM_WB ? "WB" : mem == NTPU_MEM_OS ? "OS" : "ACC",
+                         (unsigned)size);
     return NTPU_OK;
 }
 

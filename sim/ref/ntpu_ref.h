@@ -25,10 +25,13 @@ typedef struct ntpu_ref_config {
                               * MATMUL's TRANSPOSE_A flag is reserved (ERR_ARG). 0 by default */
     unsigned link_bytes;     /* link bytes per cycle in the cycle estimate, 0..64 (0 and 1: byte-wide,
                               * as the boards); NTPU_LINK_BYTES (32, as vsim) by default */
+    unsigned os_rows;        /* optimizer-state rows (memory OS, OPTIM ADAM, 1.4), 0..65536; 0: none, as
+                              * the boards (feature ADAM clear; last, so that an initializer without it
+                              * means none). Also 0 with no_vector. 65536 by default */
 } ntpu_ref_config;
 
 /* The configuration of the default simulated core (same as vsim's): N from
- * NTPU_DEFAULT_N (8), 16384 UB rows, 32768 WB rows, 32768 ACC rows, max_payload
+ * NTPU_DEFAULT_N (8), 16384 UB rows, 32768 WB rows, 32768 ACC rows, 65536 OS rows, max_payload
  * 4112, with the vector unit, a link of NTPU_LINK_BYTES (32) bytes per cycle. */
 ntpu_ref_config ntpu_ref_default_config(void);
 

@@ -128,7 +128,7 @@ void ntpu_adam_f32(uint32_t *p, uint32_t g, uint32_t *m, uint32_t *v, const uint
 {
     uint32_t gi = g;
     if (decoupled)
-        *p = ntpu_f32_mul(*p, k[NTPU_ADAM_K_DECAY]);
+        *p = ntpu_f32_mul(*p, k[NTPU_ADAM_K_WD]); /* 1 - lr * wd */
     else
         gi = add_f32(g, ntpu_f32_mul(k[NTPU_ADAM_K_WD], *p));
     *m = add_f32(ntpu_f32_mul(k[NTPU_ADAM_K_B1], *m), ntpu_f32_mul(k[NTPU_ADAM_K_1MB1], gi));

@@ -598,7 +598,7 @@ Test(numerics, adam_f32_is_the_host_optimizer)
             float lr = ntpu_optim_lr(&c, t), wd = c.weight_decay, b1 = c.beta1, b2 = c.beta2;
             uint32_t k[NTPU_ADAM_CONSTS];
             k[NTPU_ADAM_K_LR] = ntpu_f32_bits(lr);
-            k[NTPU_ADAM_K_WD] = ntpu_f32_bits(wd);
+            k[NTPU_ADAM_K_WD] = ntpu_f32_bits(kind == NTPU_OPT_ADAMW ? 1.0f - lr * wd : wd);
             k[NTPU_ADAM_K_B1] = ntpu_f32_bits(b1);
             k[NTPU_ADAM_K_1MB1] = ntpu_f32_bits(1.0f - b1);
             k[NTPU_ADAM_K_B2] = ntpu_f32_bits(b2);
@@ -606,7 +606,6 @@ Test(numerics, adam_f32_is_the_host_optimizer)
             k[NTPU_ADAM_K_C1] = ntpu_f32_bits(1.0f - powf(b1, (float)(t + 1)));
             k[NTPU_ADAM_K_C2] = ntpu_f32_bits(1.0f - powf(b2, (float)(t + 1)));
             k[NTPU_ADAM_K_EPS] = ntpu_f32_bits(c.eps);
-            k[NTPU_ADAM_K_DECAY] = ntpu_f32_bits(1.0f - lr * wd);
             for (int i = 0; i < 200000; i++) {
                 float p = (float)((int64_t)(rnd() % 2000001) - 1000000) * 1e-6f;
                 float g = (float)((int64_t)(rnd() % 2000001) - 1000000) * 1e-5f;

@@ -244,6 +244,7 @@ Test(ref_model, default_config)
     cr_expect_eq(c.ub_rows, 16384);
     cr_expect_eq(c.wb_rows, 32768);
     cr_expect_eq(c.acc_rows, 32768);
+    cr_expect_eq(c.os_rows, 65536);
     cr_expect_eq(c.max_payload, 4112);
     cr_expect_eq(c.no_vector, 0);
 }
@@ -251,23 +252,23 @@ Test(ref_model, default_config)
 Test(ref_model, info_block)
 {
     uint8_t seq = send(dev, (const uint8_t[]){NTPU_OP_INFO}, 1);
-    uint8_t raw[4 + 33 + 4];
+    uint8_t raw[4 + 41 + 4];
     cr_assert_eq(ntpu_ref_pending(dev), sizeof raw);
     cr_assert_eq(ntpu_ref_read(dev, raw, sizeof raw), sizeof raw);
     cr_expect_eq(raw[0], 0x5A);
     cr_expect_eq(raw[1], seq);
-    cr_expect_eq(get16(raw + 2), 33);
+    cr_expect_eq(get16(raw + 2), 41);
     cr_expect_eq(raw[4], NTPU_DEV_OK);
-    cr_expect_eq(get32(raw + 37), (uint32_t)crc32(0L, raw + 1, 36));
+    cr_expect_eq(get32(raw + 45), (uint32_t)crc32(0L, raw + 1, 44));
     const uint8_t *id = raw + 5;
     cr_expect_eq(get32(id + 0), 0x5550544Eu);
     cr_expect_eq(memcmp(id, "NTPU", 4), 0);
     cr_expect_eq(id[4], 1);
-    cr_expect_eq(id[5], 3, "version 1.3");
+    cr_expect_eq(id[5], 4, "version 1.4");
     cr_expect_eq(id[6], N);
     cr_expect_eq(id[7], N);
     cr_expect_eq(id[8], 3);
-    cr_expect_eq(id[9], 15, "features TRANSPOSE, TRANSPOSE_A, VECTOR, OPTIM");
+    cr_expect_eq(id[9], 0x2F, "features TRANSPOSE, TRANSPOSE_A, VECTOR, OPTIM, ADAM");
     cr_expect_eq(get16(id + 10), 4112);
     cr_expect_eq(get32(id + 12), 16384);
     cr_expect_eq(get32(id + 16), 32768);
@@ -275,11 +276,13 @@ Test(ref_model, info_block)
     cr_expect_eq(get32(id + 24), 0);
     cr_expect_eq(id[28], 0);
     cr_expect_eq(id[29] | id[30] | id[31], 0);
+    cr_expect_eq(get32(id + 32), 0, "pm_rows: no program memory");
+    cr_expect_eq(get32(id + 36), 65536, "os_rows");
 }
 
 Test(ref_model, config_limits)
 {
-    ntpu_ref_config ok = {4, 16, 8, 32, 73, 0, 0, 0}; /* 73: the COUNTERS reply */
+    ntpu_ref_config ok = {4, 16, 8, 32, 73, 0, 0, 0, 0}; /* 73: the COUNTERS reply */
     ntpu_ref *r = new_model(&ok);
     cr_assert(r);
     cr_assert_eq(op0(r, NTPU_OP_INFO), NTPU_DEV_OK);
@@ -292,14 +295,14 @@ Test(ref_model, config_limits)
     ntpu_ref_free(NULL);
 
     const ntpu_ref_config bad[] = {
-        {1, 16, 8, 32, 73, 0, 0, 0},  {65, 16, 65, 32, 73, 0, 0, 0},   {4, 0, 8, 32, 73, 0, 0, 0},     {4, 65537, 8, 32, 73, 0, 0, 0},
-        {4, 16, 3, 32, 73, 0, 0, 0},  {4, 16, 65537, 32, 73, 0, 0, 0}, {4, 16, 8, 0, 73, 0, 0, 0},     {4, 16, 8, 65537, 73, 0, 0, 0},
-        {4, 16, 8, 32, 72, 0, 0, 0},  {4, 16, 8, 32, 65536, 0, 0, 0}, {4, 16, 8, 32, 73, 2, 0, 0}, {4, 16, 8, 32, 73, 0, 2, 0},
-        {4, 16, 8, 32, 73, 0, 0, 65},
+        {1, 16, 8, 32, 73, 0, 0, 0, 0},  {65, 16, 65, 32, 73, 0, 0, 0, 0},   {4, 0, 8, 32, 73, 0, 0, 0, 0},     {4, 65537, 8, 32, 73, 0, 0, 0, 0},
+        {4, 16, 3, 32, 73, 0, 0, 0, 0},  {4, 16, 65537, 32, 73, 0, 0, 0, 0}, {4, 16, 8, 0, 73, 0, 0, 0, 0},     {4, 16, 8, 65537, 73, 0, 0, 0, 0},
+        {4, 16, 8, 32, 72, 0, 0, 0, 0},  {4, 16, 8, 32, 65536, 0, 0, 0, 0}, {4, 16, 8, 32, 73, 2, 0, 0, 0}, {4, 16, 8, 32, 73, 0, 2, 0, 0},
+        {4, 16, 8, 32, 73, 0, 0, 65, 0}, {4, 16, 8, 32, 73, 0, 0, 0, 65537},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_expect_null(ntpu_ref_new(&bad[i]), "config %zu rejected", i);
-    ntpu_ref_config big = {64, 65536, 65536, 65536, 65535, 0, 0, 0};
+    ntpu_ref_config big = {64, 65536, 65536, 65536, 65535, 0, 0, 0, 65536};
     r = new_model(&big);
     cr_assert(r, "largest config accepted");
     uint8_t c[6] = {NTPU_OP_READ_MEM, NTPU_MEM_UB};
@@ -608,7 +611,7 @@ Test(ref_model, byte_counters_count_the_link)
     cr_assert_eq(op0(dev, NTPU_OP_INFO), NTPU_DEV_OK);
     counters(dev, 0, c);
     cr_expect_eq(c[NTPU_CNT_RX_BYTES], 7 + 9 + 10);
-    cr_expect_eq(c[NTPU_CNT_TX_BYTES], 81 + 41);
+    cr_expect_eq(c[NTPU_CNT_TX_BYTES], 81 + 49); /* COUNTERS reply, INFO reply (40-byte ID block) */
 }
 
 Test(ref_model, nop_and_fence)
@@ -1115,7 +1118,7 @@ Test(ref_model, fuzz_random_frames_one_reply_each)
  * length (the opcode check comes before the length check), the rest unchanged. */
 Test(ref_model, no_vector_unit)
 {
-    ntpu_ref_config c = {4, 16, 8, 32, 73, 1, 0, 0};
+    ntpu_ref_config c = {4, 16, 8, 32, 73, 1, 0, 0, 0};
     ntpu_ref *r = ntpu_ref_new(&c);
     cr_assert(r);
     cr_assert_eq(op0(r, NTPU_OP_INFO), NTPU_DEV_OK);
@@ -1137,7 +1140,7 @@ Test(ref_model, no_vector_unit)
  * checked for its length (10) first, then refused as a reserved flag; plain MATMUL unchanged. */
 Test(ref_model, no_transpose_a)
 {
-    ntpu_ref_config c = {4, 16, 8, 32, 73, 0, 1, 0};
+    ntpu_ref_config c = {4, 16, 8, 32, 73, 0, 1, 0, 0};
     ntpu_ref *r = ntpu_ref_new(&c);
     cr_assert(r);
     cr_assert_eq(op0(r, NTPU_OP_INFO), NTPU_DEV_OK);
@@ -1156,7 +1159,7 @@ Test(ref_model, no_transpose_a)
 Test(ref_model, fuzz_random_bytes_never_crash)
 {
     static uint8_t junk[1 << 16], out[1 << 16];
-    ntpu_ref_config small = {2, 4, 2, 3, 73, 0, 0, 0};
+    ntpu_ref_config small = {2, 4, 2, 3, 73, 0, 0, 0, 0};
     ntpu_ref *r = ntpu_ref_new(&small);
     cr_assert(r);
     for (int k = 0; k < 200; k++) {
@@ -1180,7 +1183,7 @@ Test(ref_model, small_and_large_arrays)
     const unsigned sizes[] = {2, 4, 16, 64};
     for (size_t s = 0; s < 4; s++) {
         unsigned n = sizes[s];
-        ntpu_ref_config cfg = {n, 64, 2 * n, 64, 65535, 0, 0, 0};
+        ntpu_ref_config cfg = {n, 64, 2 * n, 64, 65535, 0, 0, 0, 0};
         ntpu_ref *r = new_model(&cfg);
         cr_assert(r);
         enum { M = 5 };

@@ -70,23 +70,22 @@ NTPU_API uint32_t ntpu_f32_sqrt(uint32_t a);
  * (docs/isa.md, "Version 1.4"): the host computes them in fp32 exactly as
  * ntpu_optim_update does. */
 enum {
-    NTPU_ADAM_K_LR = 0,    /* lr (after the schedule) */
-    NTPU_ADAM_K_WD = 1,    /* weight decay (Adam: added to the gradient) */
-    NTPU_ADAM_K_B1 = 2,    /* beta1 */
-    NTPU_ADAM_K_1MB1 = 3,  /* 1 - beta1 */
-    NTPU_ADAM_K_B2 = 4,    /* beta2 */
-    NTPU_ADAM_K_1MB2 = 5,  /* 1 - beta2 */
-    NTPU_ADAM_K_C1 = 6,    /* 1 - beta1^(t+1) */
-    NTPU_ADAM_K_C2 = 7,    /* 1 - beta2^(t+1) */
-    NTPU_ADAM_K_EPS = 8,   /* eps */
-    NTPU_ADAM_K_DECAY = 9, /* 1 - lr * wd (AdamW) */
-    NTPU_ADAM_CONSTS = 10
+    NTPU_ADAM_K_LR = 0,   /* lr (after the schedule) */
+    NTPU_ADAM_K_WD = 1,   /* Adam: weight decay wd; AdamW (decoupled): 1 - lr * wd */
+    NTPU_ADAM_K_B1 = 2,   /* beta1 */
+    NTPU_ADAM_K_1MB1 = 3, /* 1 - beta1 */
+    NTPU_ADAM_K_B2 = 4,   /* beta2 */
+    NTPU_ADAM_K_1MB2 = 5, /* 1 - beta2 */
+    NTPU_ADAM_K_C1 = 6,   /* 1 - beta1^(t+1) */
+    NTPU_ADAM_K_C2 = 7,   /* 1 - beta2^(t+1) */
+    NTPU_ADAM_K_EPS = 8,  /* eps */
+    NTPU_ADAM_CONSTS = 9
 };
 
 /* One element of OPTIM ADAM, on fp32 bit patterns, with the device's
  * ntpu_f32_add / _mul / _div / _sqrt, one rounding each, in the order of
  * ntpu_optim_update (x - y is x + (y with its sign flipped)):
- *   gi = decoupled ? g : g + wd * p;   decoupled (AdamW): p = p * (1 - lr*wd)
+ *   gi = decoupled ? g : g + k[WD] * p;   decoupled (AdamW): p = p * k[WD] (= 1 - lr*wd)
  *   m = b1 * m + (1 - b1) * gi;        v = b2 * v + ((1 - b2) * gi) * gi
  *   p = p - (lr * (m / c1)) / (sqrt(v / c2) + eps)
  * k: the NTPU_ADAM_CONSTS constants, indexed by NTPU_ADAM_K_*. */
