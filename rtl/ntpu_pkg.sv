@@ -52,13 +52,15 @@ package ntpu_pkg;
   localparam int LEN_COLSUM = 8;
   localparam int LEN_SYNC = 1;
   localparam int LEN_OPTIM = 10;
-  localparam int CMD_HDR_MAX = 10;  // longest fixed part: MATMUL with TRANSPOSE_A, ACT, RELU_GRAD
+  localparam int LEN_OPTIM_ADAM = 12;  // OPTIM with OPTIM_ADAM: adds s (1.4)
+  localparam int CMD_HDR_MAX = 12;  // longest fixed part: OPTIM with ADAM (a core without OS: 10)
 
   // ---------------------------------------------------------------- memories
   typedef enum logic [7:0] {
     MEM_UB = 8'd0,   // unified buffer: N lanes x 16 bit
     MEM_WB = 8'd1,   // weight buffer: N lanes x 16 bit
-    MEM_ACC = 8'd2   // accumulators: N lanes x 32 bit
+    MEM_ACC = 8'd2,  // accumulators: N lanes x 32 bit
+    MEM_OS = 8'd4    // optimizer state (1.4, OS_ROWS > 0): N lanes x 32 bit
   } mem_e;
 
   // ---------------------------------------------------------------- flag bits
@@ -83,7 +85,10 @@ package ntpu_pkg;
   localparam logic [7:0] COLSUM_ACCUMULATE = 8'h01;
   localparam logic [7:0] COLSUM_RESERVED = 8'hFE;
   localparam logic [7:0] OPTIM_MOMENTUM = 8'h01;
-  localparam logic [7:0] OPTIM_RESERVED = 8'hFE;
+  localparam logic [7:0] OPTIM_ADAM = 8'h02;       // 1.4: Adam, m and v in OS
+  localparam logic [7:0] OPTIM_DECOUPLED = 8'h04;  // 1.4: AdamW, with OPTIM_ADAM
+  localparam logic [7:0] OPTIM_RESERVED = 8'hF8;
+  localparam int ADAM_AUX_ROWS = 9;                // OPTIM ADAM's constant rows
 
   // ---------------------------------------------------------------- device status (reply byte 0)
   typedef enum logic [7:0] {
@@ -98,16 +103,17 @@ package ntpu_pkg;
   } dev_status_e;
 
   // ---------------------------------------------------------------- ID block (INFO)
-  localparam int ID_BYTES = 32;
+  localparam int ID_BYTES = 40;
   localparam logic [31:0] ID_MAGIC = 32'h5550544E;  // "NTPU" little-endian
   localparam logic [7:0] VERSION_MAJOR = 8'd1;
-  localparam logic [7:0] VERSION_MINOR = 8'd3;
+  localparam logic [7:0] VERSION_MINOR = 8'd4;
   localparam logic [7:0] DTYPE_INT8_BIT = 8'h01;
   localparam logic [7:0] DTYPE_BF16_BIT = 8'h02;
   localparam logic [7:0] FEATURE_TRANSPOSE_BIT = 8'h01;    // LOAD_W TRANSPOSE
   localparam logic [7:0] FEATURE_TRANSPOSE_A_BIT = 8'h02;  // MATMUL TRANSPOSE_A (1.1)
   localparam logic [7:0] FEATURE_VECTOR_BIT = 8'h04;       // ACT, RELU_GRAD, COLSUM (1.1)
   localparam logic [7:0] FEATURE_OPTIM_BIT = 8'h08;        // OPTIM (1.3)
+  localparam logic [7:0] FEATURE_ADAM_BIT = 8'h20;         // OPTIM ADAM, memory OS (1.4)
   localparam logic [7:0] PLATFORM_RTL = 8'd1;
 
   // ---------------------------------------------------------------- status block (STATUS)

@@ -42,6 +42,9 @@
 #ifndef NTPU_DEFAULT_N
 #define NTPU_DEFAULT_N 8
 #endif
+#ifndef NTPU_DEFAULT_OS_ROWS
+#define NTPU_DEFAULT_OS_ROWS 65536
+#endif
 
 /* Extra cycles of a MATMUL beyond one per row: fill + drain of the array. */
 #define REF_MATMUL_LATENCY(n) (2u * (n))
@@ -50,7 +53,7 @@
 #define REF_VECTOR_LATENCY 4u
 /* Cycles of one OPTIM ADAM row in the RTL (ntpu_vseq): reads, the chain of
  * multiplies and adds, two divides and a square root one bit a cycle, writes. */
-#define REF_ADAM_ROW_CYCLES 96u
+#define REF_ADAM_ROW_CYCLES 93u
 /* Largest N a configuration accepts (config_ok): sizes the per-row scratch. */
 #define REF_MAX_N 64u
 
@@ -105,7 +108,7 @@ ntpu_ref_config ntpu_ref_default_config(void)
     c.ub_rows = 16384;
     c.wb_rows = 32768;
     c.acc_rows = 32768;
-    c.os_rows = 65536;
+    c.os_rows = NTPU_DEFAULT_OS_ROWS;
     c.max_payload = 4112;
     c.no_vector = 0;
     c.no_transpose_a = 0;
