@@ -13,6 +13,8 @@ N ?= 8
 LINK_BYTES ?= 32
 # Program memory rows of the simulated core (ref and vsim; protocol 1.4 RUN, decision 0015).
 PM_ROWS ?= 8192
+# Optimizer-state rows of the simulated core (memory OS, OPTIM ADAM): Adam's m and v for 784-256-10.
+OS_ROWS ?= 65536
 JOBS ?= $(shell nproc)
 
 CC ?= gcc
@@ -22,7 +24,7 @@ IVERILOG ?= iverilog
 VVP ?= vvp
 
 WARN := -Wall -Wextra -Wpedantic -Werror
-CPPFLAGS := -Ihost/include -Isim/ref -Isim/vsim -I/usr/include/libusb-1.0 -D_POSIX_C_SOURCE=200809L -DNTPU_DEFAULT_N=$(N) -DNTPU_LINK_BYTES=$(LINK_BYTES) -DNTPU_DEFAULT_PM_ROWS=$(PM_ROWS)
+CPPFLAGS := -Ihost/include -Isim/ref -Isim/vsim -I/usr/include/libusb-1.0 -D_POSIX_C_SOURCE=200809L -DNTPU_DEFAULT_N=$(N) -DNTPU_LINK_BYTES=$(LINK_BYTES) -DNTPU_DEFAULT_PM_ROWS=$(PM_ROWS) -DNTPU_DEFAULT_OS_ROWS=$(OS_ROWS)
 CFLAGS := -std=c11 $(WARN) -O2 -g -fPIC -fvisibility=hidden
 CXXFLAGS := -std=c++17 -Wall -Wextra -Werror -O2 -g -fPIC -fvisibility=hidden
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -42,10 +44,10 @@ VCXXFLAGS := -fPIC -std=c++17
 VMODEL := $(VOBJ)/Vntpu_core__ALL.a
 # Two models of the core: Vntpu_core without tracing, which lets Verilator keep internal signals in
 # C++ locals (~15 % faster), for every run; Vntpu_core_trace for vsim:trace=FILE only.
-VFLAGS := --cc --top-module ntpu_core --prefix Vntpu_core -GN=$(N) -GLINK_BYTES=$(LINK_BYTES) -GPM_ROWS=$(PM_ROWS) -GMEM_OVERLAP=1 -O3 --x-assign fast --x-initial fast \
+VFLAGS := --cc --top-module ntpu_core --prefix Vntpu_core -GN=$(N) -GLINK_BYTES=$(LINK_BYTES) -GPM_ROWS=$(PM_ROWS) -GMEM_OVERLAP=1 -GOS_ROWS=$(OS_ROWS) -O3 --x-assign fast --x-initial fast \
           --noassert -Wno-fatal -Mdir $(VOBJ)
 VOBJ_TRACE := $(BUILD)/vobj-trace
-VFLAGS_TRACE := --cc --top-module ntpu_core --prefix Vntpu_core_trace -GN=$(N) -GLINK_BYTES=$(LINK_BYTES) -GPM_ROWS=$(PM_ROWS) -GMEM_OVERLAP=1 -O3 --x-assign fast \
+VFLAGS_TRACE := --cc --top-module ntpu_core --prefix Vntpu_core_trace -GN=$(N) -GLINK_BYTES=$(LINK_BYTES) -GPM_ROWS=$(PM_ROWS) -GMEM_OVERLAP=1 -GOS_ROWS=$(OS_ROWS) -O3 --x-assign fast \
                 --x-initial fast --noassert --trace-fst -Wno-fatal -Mdir $(VOBJ_TRACE)
 
 # The iCEBreaker board top, a second model for vsim:board=icebreaker (sim/vsim/vsim_board.cpp): built

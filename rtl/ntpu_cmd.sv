@@ -52,6 +52,7 @@ module ntpu_cmd
   parameter int LINK_BYTES = 1,               // frame / reply bytes per cycle (ntpu_link_rx, _tx)
   parameter int MEM_OVERLAP = 0,              // 1: WRITE_MEM / READ_MEM may run beside the sequencer
   parameter int PM_ROWS = 0,                  // program memory rows of 2N bytes; 0: no PM, no RUN
+  parameter int OS_ROWS = 0,                  // optimizer-state rows (memory OS, OPTIM ADAM); 0: none
   parameter int OFF_W = $clog2(MAX_PAYLOAD)   // payload offset bits; leave at the default
 ) (
   input  logic                       clk,
@@ -99,9 +100,10 @@ module ntpu_cmd
   output logic [15:0]                m_vec_dst,
   output logic [15:0]                m_vec_rows,
   output logic [15:0]                m_vec_aux,     // ACT: aux; RELU_GRAD: mask
+  output logic [15:0]                m_vec_s,       // OPTIM ADAM: s (OS rows of m and v)
   input  logic                       vec_idle,
   // memories
-  output logic [1:0]                 mem_sel,    // ntpu_pkg::MEM_*
+  output logic [2:0]                 mem_sel,    // ntpu_pkg::MEM_*
   output logic                       mem_we,
   output logic                       mem_re,
   output logic [15:0]                mem_addr,
@@ -109,6 +111,7 @@ module ntpu_cmd
   input  logic [N*16-1:0]            ub_rdata,
   input  logic [N*16-1:0]            wb_rdata,
   input  logic [N*32-1:0]            acc_rdata,
+  input  logic [N*32-1:0]            os_rdata,   // OS_ROWS > 0
   // performance counters
   input  logic [CNT_COUNT*COUNTER_W-1:0] cnt,
   output logic [CNT_COUNT-1:0]       cnt_clear,  // COUNTERS CLEAR: counter k is read out now
@@ -129,6 +132,11 @@ module ntpu_cmd
   if (MAX_PAYLOAD < 1 + COUNTERS_BYTES || MAX_PAYLOAD > 65535) begin : g_bad_payload
     initial $fatal(1, "ntpu_cmd: MAX_PAYLOAD must hold the COUNTERS reply (73) and be <= 65535");
   end
+  if (OS_ROWS < 0 || OS_ROWS > 65536 || (OS_ROWS > 0 && VEC_EN == 0)) begin : g_bad_os
+    initial $fatal(1, "ntpu_cmd: OS_ROWS must be 0..65536, and 0 without the vector unit");
+  end
+  // The fixed part read into hdr_q: OPTIM ADAM's s field exists only on a core with OS.
+  localparam int HDR_MAX = (OS_ROWS > 0) ? CMD_HDR_MAX : 10;
 
   if (LINK_BYTES < 1 || LINK_BYTES > 64) begin : g_bad_width
     initial $fatal(1, "ntpu_cmd: LINK_BYTES must be 1..64");
@@ -163,7 +171,7 @@ module ntpu_cmd
   state_e after_drain_q, after_drain_d;  // where S_DRAIN goes
   state_e after_reply_q, after_reply_d;  // where S_REPLY goes (S_IDLE: done)
 
-  logic [8*CMD_HDR_MAX-1:0] hdr_q;  // payload bytes 0..9 (byte k at [8k +: 8]), zero past LEN
+  logic [8*HDR_MAX-1:0] hdr_q;      // payload bytes 0..HDR_MAX-1 (byte k at [8k +: 8]), zero past LEN
   logic [15:0] fb_off_q;            // next frame byte to fetch
   logic [15:0] fb_off;              // ... (0 in S_IDLE)
   logic fb_vld_q;                   // frm_rdata holds fb_k_q bytes from offset fb_idx_q on
@@ -200,8 +208,9 @@ module ntpu_cmd
   logic [7:0] op, f1;
   logic [15:0] len;
   logic [15:0] a16, b16, c16, d16;  // the u16 fields at payload offsets 2, 4, 6, 8
-  logic [1:0] mem;
-  logic is_acc;
+  logic [15:0] e16;                 // ... and 10 (OPTIM ADAM's s; 0 on a core without OS)
+  logic [2:0] mem;
+  logic is_acc;                     // 32-bit lanes: ACC or OS
   logic [7:0] row_bytes;
   logic [23:0] data_bytes;     // rows x row bytes for WRITE_MEM / READ_MEM
   logic [15:0] read_reply_len;
@@ -257,32 +266,39 @@ module ntpu_cmd
   assign in_plen = PM_EN && (state_q == S_PLEN);
   assign run_rep = PM_EN && run_rep_q;
 
+  if (OS_ROWS > 0) begin : g_e16
+    assign e16 = hdr_q[95:80];
+  end else begin : g_no_e16
+    assign e16 = 16'd0;
+  end
   assign len = run ? run_len_q : s_frm_len;
-  assign mem = f1[1:0];
-  assign is_acc = (mem == 2'(MEM_ACC));
+  assign mem = f1[2:0];
+  assign is_acc = (mem == 3'(MEM_ACC)) || (mem == 3'(MEM_OS));
   assign row_bytes = is_acc ? 8'(ROW32_BYTES) : 8'(ROW16_BYTES);
   // Two constant factors (shifts when N is a power of two) rather than one multiplier.
   assign data_bytes = is_acc ? 24'(b16) * 24'(ROW32_BYTES) : 24'(b16) * 24'(ROW16_BYTES);
   assign read_reply_len = 16'd1 + data_bytes[15:0];  // fits: checked against MAX_PAYLOAD
   always_comb begin
     case (mem)
-      2'(MEM_UB): mem_rows = 17'(UB_ROWS);
-      2'(MEM_WB): mem_rows = 17'(WB_ROWS);
-      2'(MEM_PM): mem_rows = PM_EN ? 17'(PM_ROWS) : 17'(ACC_ROWS);  // without PM: ERR_MEM first
+      3'(MEM_UB): mem_rows = 17'(UB_ROWS);
+      3'(MEM_WB): mem_rows = 17'(WB_ROWS);
+      3'(MEM_PM): mem_rows = PM_EN ? 17'(PM_ROWS) : 17'(ACC_ROWS);  // without PM: ERR_MEM first
+      3'(MEM_OS): mem_rows = (OS_ROWS > 0) ? 17'(OS_ROWS) : 17'(ACC_ROWS);  // without OS: ERR_MEM first
       default: mem_rows = 17'(ACC_ROWS);
     endcase
   end
-  // Memory 3 is PM only on a core with PM, and never inside a program.
+  // A memory id WRITE_MEM / READ_MEM accept: 0..2; 3 (PM) on a core with PM, never inside a program;
+  // 4 (OS) on a core with OS.
   logic mem_bad, mem_pm;
-  assign mem_bad = (f1 > 8'd3) || (f1 == 8'd3 && (!PM_EN || run));
-  assign mem_pm = PM_EN && (mem == 2'(MEM_PM));
+  assign mem_bad = (f1 > 8'd4) || (f1 == 8'(MEM_PM) && (!PM_EN || run)) || (f1 == 8'(MEM_OS) && !(OS_ROWS > 0));
+  assign mem_pm = PM_EN && (mem == 3'(MEM_PM));
 
   assign all_idle = seq_idle && vec_idle;
 
   // Overlap: a memory command may start beside the sequencer's work when none of its rows is used
   // by that work (ntpu_seq's query); the vector sequencer must still be idle.
   logic mem_go;
-  assign q_mem = mem;
+  assign q_mem = mem[1:0];  // OS reads as UB: at worst a needless wait (the sequencer never uses OS)
   assign q_write = (op == OP_WRITE_MEM);
   assign q_addr = a16;
   assign q_rows = b16;
@@ -306,6 +322,11 @@ module ntpu_cmd
                   : (out_f == OUT_ACC[3:2]) ? 17'(ACC_ROWS) : 17'(UB_ROWS);  // OUT_UB, OUT_INT8
   assign aux_end = (out_f == OUT_INT8[3:2]) ? 18'(d16) + 18'd3
                  : ((f1 & ACT_BIAS) != 8'd0) ? 18'(d16) + 18'd1 : 18'd0;
+
+  logic adam_flag, dec_flag, mom_flag;  // OPTIM's flags
+  assign adam_flag = (f1 & OPTIM_ADAM) != 8'd0;
+  assign dec_flag = (f1 & OPTIM_DECOUPLED) != 8'd0;
+  assign mom_flag = (f1 & OPTIM_MOMENTUM) != 8'd0;
 
   always_comb begin
     err = DEV_OK;
@@ -361,10 +382,18 @@ module ntpu_cmd
         end
       end
       OP_OPTIM: begin
-        // p rows, then as many momentum rows; lr, wd (and mu) at aux.
+        // p rows, then as many momentum rows; lr, wd (and mu) at aux. ADAM: m and v rows in OS at
+        // s, nine constant rows at aux; its LEN is 12 on every core, OS or not.
         if (VEC_EN == 0) err = DEV_ERR_OPCODE;
-        else if (len != 16'(LEN_OPTIM)) err = DEV_ERR_LENGTH;
-        else if ((f1 & OPTIM_RESERVED) != 8'd0) err = DEV_ERR_ARG;
+        else if (len != (adam_flag ? 16'(LEN_OPTIM_ADAM) : 16'(LEN_OPTIM))) err = DEV_ERR_LENGTH;
+        else if ((f1 & OPTIM_RESERVED) != 8'd0 || (adam_flag && (OS_ROWS == 0 || mom_flag)) ||
+                 (dec_flag && !adam_flag)) err = DEV_ERR_ARG;
+        else if (adam_flag) begin
+          if (17'(a16) + 17'(c16) > 17'(ACC_ROWS) || 17'(b16) + 17'(c16) > 17'(ACC_ROWS) ||
+              17'(d16) + 17'(ADAM_AUX_ROWS) > 17'(ACC_ROWS) || 18'(e16) + 18'(c16) + 18'(c16) > 18'(OS_ROWS)) begin
+            err = DEV_ERR_RANGE;
+          end
+        end
         else if (18'(a16) + 18'(c16) + (((f1 & OPTIM_MOMENTUM) != 8'd0) ? 18'(c16) : 18'd0) > 18'(ACC_ROWS) ||
                  17'(b16) + 17'(c16) > 17'(ACC_ROWS) ||
                  18'(d16) + (((f1 & OPTIM_MOMENTUM) != 8'd0) ? 18'd3 : 18'd2) > 18'(ACC_ROWS)) begin
@@ -399,12 +428,15 @@ module ntpu_cmd
   logic [8*ID_BYTES-1:0] id_block;
   logic [8*STATUS_BYTES-1:0] status_block;
 
-  assign id_block = {32'd0, 32'(PM_ROWS), 24'd0, PLATFORM_RTL, CLOCK_HZ, 32'(ACC_ROWS), 32'(WB_ROWS), 32'(UB_ROWS),
+  // os_rows, pm_rows, then the 1.3 block.
+  assign id_block = {32'(OS_ROWS), 32'(PM_ROWS),
+                     24'd0, PLATFORM_RTL, CLOCK_HZ, 32'(ACC_ROWS), 32'(WB_ROWS), 32'(UB_ROWS),
                      16'(MAX_PAYLOAD),
                      FEATURE_TRANSPOSE_BIT |
                      ((TRANSPOSE_A_EN != 0) ? FEATURE_TRANSPOSE_A_BIT : 8'd0) |
                      ((VEC_EN != 0) ? (FEATURE_VECTOR_BIT | FEATURE_OPTIM_BIT) : 8'd0) |
-                     (PM_EN ? FEATURE_PROGRAM_BIT : 8'd0),
+                     (PM_EN ? FEATURE_PROGRAM_BIT : 8'd0) |
+                     ((OS_ROWS > 0) ? FEATURE_ADAM_BIT : 8'd0),
                      DTYPE_INT8_BIT | DTYPE_BF16_BIT,
                      8'(N), 8'(N), VERSION_MINOR, VERSION_MAJOR, ID_MAGIC};
   // commands_q and the error fields cannot change before this STATUS frame is released.
@@ -434,7 +466,7 @@ module ntpu_cmd
   end
   assign fb_k = (W == 1) ? KW'(1) : fb_k_q;
   // The fixed part is at most CMD_HDR_MAX bytes; WRITE_MEM goes on to the end of the frame.
-  assign fb_end = (state_q == S_WRITE) ? len : ((len < 16'(CMD_HDR_MAX)) ? len : 16'(CMD_HDR_MAX));
+  assign fb_end = (state_q == S_WRITE) ? len : ((len < 16'(HDR_MAX)) ? len : 16'(HDR_MAX));
   // A good frame's first bytes are fetched already in S_IDLE, as it arrives (W > 1: at W = 1 the
   // cycle saved is nothing beside a UART byte time, and the offset's multiplexer costs LUTs).
   assign fb_off = (W > 1 && state_q == S_IDLE) ? 16'd0 : fb_off_q;
@@ -683,7 +715,7 @@ module ntpu_cmd
     else if (state_q == S_HDR && fb_take) begin
       for (int i = 0; i < W; i++) begin
         // Byte 0 is always inside the fixed part (fetched below fb_end).
-        if (KW'(i) < fb_k && (i == 0 || fb_idx_q + 16'(i) < 16'(CMD_HDR_MAX))) begin
+        if (KW'(i) < fb_k && (i == 0 || fb_idx_q + 16'(i) < 16'(HDR_MAX))) begin
           hdr_q[8*(fb_idx_q[3:0] + 4'(i)) +: 8] <= src_data[8*i +: 8];
         end
       end
@@ -725,9 +757,10 @@ module ntpu_cmd
     if (!rd_fresh_q) rd_row = sh_q;
     else begin
       case (mem)
-        2'(MEM_UB): rd_row = SH_W'(ub_rdata);
-        2'(MEM_WB): rd_row = SH_W'(wb_rdata);
-        2'(MEM_PM): rd_row = PM_EN ? SH_W'(pm_rdata) : SH_W'(acc_rdata);
+        3'(MEM_UB): rd_row = SH_W'(ub_rdata);
+        3'(MEM_WB): rd_row = SH_W'(wb_rdata);
+        3'(MEM_PM): rd_row = PM_EN ? SH_W'(pm_rdata) : SH_W'(acc_rdata);
+        3'(MEM_OS): rd_row = SH_W'(os_rdata);
         default: rd_row = SH_W'(acc_rdata);
       endcase
     end
@@ -784,6 +817,7 @@ module ntpu_cmd
   assign m_vec_dst = b16;
   assign m_vec_rows = c16;
   assign m_vec_aux = d16;
+  assign m_vec_s = e16;
 
   assign mem_sel = mem;
   assign mem_addr = addr_q;

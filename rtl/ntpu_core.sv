@@ -26,8 +26,10 @@ module ntpu_core
   parameter int SEG_DEPTH = 4,       // MATMULs with rows in flight at once (ntpu_seq), power of 2 >= 2
   parameter int LINK_BYTES = 1,      // link bytes per cycle each way: 1 on boards, wider in vsim
   parameter int PM_ROWS = 0,         // program memory rows (protocol 1.4 RUN, ntpu_cmd); 0: none
-  parameter int MEM_OVERLAP = 0      // 1: WRITE_MEM / READ_MEM beside LOAD_W / MATMUL (ntpu_cmd; a
+  parameter int MEM_OVERLAP = 0,     // 1: WRITE_MEM / READ_MEM beside LOAD_W / MATMUL (ntpu_cmd; a
                                      // mirror of ACC for READ_MEM: twice the ACC memory)
+  parameter int OS_ROWS = 0          // optimizer-state rows (N x 32 bit; OPTIM ADAM, with VEC_EN);
+                                     // 0: no OS and no Adam logic (the boards)
 ) (
   input  logic                    clk,
   input  logic                    rst,
@@ -55,11 +57,15 @@ module ntpu_core
   if (COUNTER_W < 16 || COUNTER_W > CNT_W) begin : g_bad_counter_w
     initial $fatal(1, "ntpu_core: COUNTER_W must be 16..64");
   end
+  if (OS_ROWS < 0 || OS_ROWS > 65536 || (OS_ROWS > 0 && VEC_EN == 0)) begin : g_bad_os_rows
+    initial $fatal(1, "ntpu_core: OS_ROWS must be 0..65536, and 0 without the vector unit");
+  end
 
   localparam int OFF_W = $clog2(MAX_PAYLOAD);
   localparam int UB_AW = (UB_ROWS > 1) ? $clog2(UB_ROWS) : 1;
   localparam int WB_AW = (WB_ROWS > 1) ? $clog2(WB_ROWS) : 1;
   localparam int ACC_AW = (ACC_ROWS > 1) ? $clog2(ACC_ROWS) : 1;
+  localparam int OS_AW = (OS_ROWS > 1) ? $clog2(OS_ROWS) : 1;
   // ntpu_array's BF16_LATENCY with BF16_SHARED (ntpu_bf16_shared's header; the array checks it).
   localparam int SH_P = (N > PE_STAGES) ? N : PE_STAGES;
   localparam int BF16_GAP = (BF16_SHARED != 0) ? 2 + (N - 1) * SH_P + N + PE_STAGES - 1 : 0;
@@ -124,13 +130,13 @@ module ntpu_core
   logic [15:0] seq_addr, seq_acc_addr, seq_rows, seq_stride;
   logic vec_valid, vec_ready, vec_idle;
   logic [7:0] vec_op, vec_flags;
-  logic [15:0] vec_src, vec_dst, vec_rows, vec_aux;
-  logic [1:0] cmd_mem_sel;
+  logic [15:0] vec_src, vec_dst, vec_rows, vec_aux, vec_s;
+  logic [2:0] cmd_mem_sel;
   logic cmd_mem_we, cmd_mem_re;
   logic [15:0] cmd_mem_addr;
   logic [N*32-1:0] cmd_mem_wdata;
   logic [N*16-1:0] ub_rdata, wb_rdata;
-  logic [N*32-1:0] acc_rdata;
+  logic [N*32-1:0] acc_rdata, os_rdata;
   logic [CNT_COUNT*COUNTER_W-1:0] cnt;
   logic [CNT_COUNT-1:0] cnt_clear;
   logic wait_frame, wait_drain;
@@ -151,7 +157,8 @@ module ntpu_core
     .COUNTER_W  (COUNTER_W),
     .LINK_BYTES (LINK_BYTES),
     .MEM_OVERLAP(MEM_OVERLAP),
-    .PM_ROWS    (PM_ROWS)
+    .PM_ROWS    (PM_ROWS),
+    .OS_ROWS    (OS_ROWS)
   ) u_cmd (
     .clk           (clk),
     .rst           (rst),
@@ -194,6 +201,7 @@ module ntpu_core
     .m_vec_dst     (vec_dst),
     .m_vec_rows    (vec_rows),
     .m_vec_aux     (vec_aux),
+    .m_vec_s       (vec_s),
     .vec_idle      (vec_idle),
     .mem_sel       (cmd_mem_sel),
     .mem_we        (cmd_mem_we),
@@ -203,6 +211,7 @@ module ntpu_core
     .ub_rdata      (ub_rdata),
     .wb_rdata      (wb_rdata),
     .acc_rdata     (cmd_acc_rdata),
+    .os_rdata      (os_rdata),
     .cnt           (cnt),
     .cnt_clear     (cnt_clear),
     .wait_frame    (wait_frame),
@@ -301,12 +310,16 @@ module ntpu_core
   logic [15:0] vs_wr_addr;
   logic [N*32-1:0] vs_wr_data;
   logic vs_stall_hazard;
+  logic vs_os_re, vs_os_we;
+  logic [OS_AW-1:0] vs_os_raddr, vs_os_waddr;
+  logic [N*32-1:0] vs_os_wdata;
 
   if (VEC_EN != 0) begin : g_vec
     ntpu_vseq #(
       .N       (N),
       .UB_ROWS (UB_ROWS),
-      .ACC_ROWS(ACC_ROWS)
+      .ACC_ROWS(ACC_ROWS),
+      .OS_ROWS (OS_ROWS)
     ) u_vseq (
       .clk         (clk),
       .rst         (rst),
@@ -318,6 +331,7 @@ module ntpu_core
       .s_cmd_dst   (vec_dst),
       .s_cmd_rows  (vec_rows),
       .s_cmd_aux   (vec_aux),
+      .s_cmd_s     (vec_s),
       .idle        (vec_idle),
       .acc_re      (vs_acc_re),
       .acc_raddr   (vs_acc_raddr),
@@ -329,12 +343,18 @@ module ntpu_core
       .wr_mem      (vs_wr_mem),
       .wr_addr     (vs_wr_addr),
       .wr_data     (vs_wr_data),
+      .os_re       (vs_os_re),
+      .os_raddr    (vs_os_raddr),
+      .os_rdata    (os_rdata),
+      .os_we       (vs_os_we),
+      .os_waddr    (vs_os_waddr),
+      .os_wdata    (vs_os_wdata),
       .stall_hazard(vs_stall_hazard)
     );
   end else begin : g_no_vec
     // The command processor answers vector opcodes with ERR_OPCODE and never starts this unit.
     logic unused_vec;
-    assign unused_vec = ^{vec_valid, vec_op, vec_flags, vec_src, vec_dst, vec_rows, vec_aux};
+    assign unused_vec = ^{vec_valid, vec_op, vec_flags, vec_src, vec_dst, vec_rows, vec_aux, vec_s};
     assign vec_ready = 1'b0;
     assign vec_idle = 1'b1;
     assign vs_acc_re = 1'b0;
@@ -346,6 +366,11 @@ module ntpu_core
     assign vs_wr_addr = '0;
     assign vs_wr_data = '0;
     assign vs_stall_hazard = 1'b0;
+    assign vs_os_re = 1'b0;
+    assign vs_os_raddr = '0;
+    assign vs_os_we = 1'b0;
+    assign vs_os_waddr = '0;
+    assign vs_os_wdata = '0;
   end
 
   // ---------------------------------------------------------------- memories
@@ -360,9 +385,9 @@ module ntpu_core
   assign vs_ub = vs_we && (vs_wr_mem == 2'(MEM_UB));
   assign vs_wb = vs_we && (vs_wr_mem == 2'(MEM_WB));
   assign vs_acc = vs_we && (vs_wr_mem == 2'(MEM_ACC));
-  assign cmd_ub = (cmd_mem_sel == 2'(MEM_UB));
-  assign cmd_wb = (cmd_mem_sel == 2'(MEM_WB));
-  assign cmd_acc = (cmd_mem_sel == 2'(MEM_ACC));
+  assign cmd_ub = (cmd_mem_sel == 3'(MEM_UB));
+  assign cmd_wb = (cmd_mem_sel == 3'(MEM_WB));
+  assign cmd_acc = (cmd_mem_sel == 3'(MEM_ACC));
 
   ntpu_ram #(
     .WIDTH(N * 16),
@@ -425,6 +450,28 @@ module ntpu_core
     );
   end else begin : g_acc_shared
     assign cmd_acc_rdata = acc_rdata;
+  end
+
+  // OS: the command processor's WRITE_MEM / READ_MEM and ADAM's reads and writes, never at once.
+  if (OS_ROWS > 0) begin : g_os
+    logic cmd_os;
+    assign cmd_os = (cmd_mem_sel == 3'(MEM_OS));
+    ntpu_ram #(
+      .WIDTH(N * 32),
+      .DEPTH(OS_ROWS)
+    ) u_os (
+      .clk  (clk),
+      .we   (vs_os_we || (cmd_mem_we && cmd_os)),
+      .waddr(vs_os_we ? vs_os_waddr : OS_AW'(cmd_mem_addr)),
+      .wdata(vs_os_we ? vs_os_wdata : cmd_mem_wdata),
+      .re   (vs_os_re || (cmd_mem_re && cmd_os)),
+      .raddr(vs_os_re ? vs_os_raddr : OS_AW'(cmd_mem_addr)),
+      .rdata(os_rdata)
+    );
+  end else begin : g_no_os
+    logic unused_os;
+    assign unused_os = ^{vs_os_re, vs_os_raddr, vs_os_we, vs_os_waddr, vs_os_wdata};
+    assign os_rdata = '0;
   end
 
   // ---------------------------------------------------------------- performance counters

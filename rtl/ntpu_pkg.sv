@@ -56,14 +56,16 @@ package ntpu_pkg;
   localparam int LEN_RUN = 6;
   localparam int RUN_REPLY_BYTES = 2;  // RUN's reply data once its program started: done, u16
   localparam int PROG_LEN_BYTES = 2;   // the u16 LEN before each command of a program
-  localparam int CMD_HDR_MAX = 10;  // longest fixed part: MATMUL with TRANSPOSE_A, ACT, RELU_GRAD
+  localparam int LEN_OPTIM_ADAM = 12;  // OPTIM with OPTIM_ADAM: adds s (1.4)
+  localparam int CMD_HDR_MAX = 12;  // longest fixed part: OPTIM with ADAM (a core without OS: 10)
 
   // ---------------------------------------------------------------- memories
   typedef enum logic [7:0] {
     MEM_UB = 8'd0,   // unified buffer: N lanes x 16 bit
     MEM_WB = 8'd1,   // weight buffer: N lanes x 16 bit
     MEM_ACC = 8'd2,  // accumulators: N lanes x 32 bit
-    MEM_PM = 8'd3    // program memory (1.4): rows of 2N bytes
+    MEM_PM = 8'd3,   // program memory (1.4): rows of 2N bytes
+    MEM_OS = 8'd4    // optimizer state (1.4, OS_ROWS > 0): N lanes x 32 bit
   } mem_e;
 
   // ---------------------------------------------------------------- flag bits
@@ -88,7 +90,10 @@ package ntpu_pkg;
   localparam logic [7:0] COLSUM_ACCUMULATE = 8'h01;
   localparam logic [7:0] COLSUM_RESERVED = 8'hFE;
   localparam logic [7:0] OPTIM_MOMENTUM = 8'h01;
-  localparam logic [7:0] OPTIM_RESERVED = 8'hFE;
+  localparam logic [7:0] OPTIM_ADAM = 8'h02;       // 1.4: Adam, m and v in OS
+  localparam logic [7:0] OPTIM_DECOUPLED = 8'h04;  // 1.4: AdamW, with OPTIM_ADAM
+  localparam logic [7:0] OPTIM_RESERVED = 8'hF8;
+  localparam int ADAM_AUX_ROWS = 9;                // OPTIM ADAM's constant rows
 
   // ---------------------------------------------------------------- device status (reply byte 0)
   typedef enum logic [7:0] {
@@ -114,6 +119,7 @@ package ntpu_pkg;
   localparam logic [7:0] FEATURE_VECTOR_BIT = 8'h04;       // ACT, RELU_GRAD, COLSUM (1.1)
   localparam logic [7:0] FEATURE_OPTIM_BIT = 8'h08;        // OPTIM (1.3)
   localparam logic [7:0] FEATURE_PROGRAM_BIT = 8'h10;      // PM and RUN (1.4)
+  localparam logic [7:0] FEATURE_ADAM_BIT = 8'h20;         // OPTIM ADAM, memory OS (1.4)
   localparam logic [7:0] PLATFORM_RTL = 8'd1;
 
   // ---------------------------------------------------------------- status block (STATUS)

@@ -19,6 +19,9 @@
 //   p. 11 cycles a row with momentum, 8 without (plain SGD skips two steps, a read and a write).
 //   The next row's reads come after this row's writes, so every overlap of the ranges gets the
 //   ISA's row-at-a-time result.
+// - OPTIM ADAM (OS_ROWS > 0, "Version 1.4"): its nine constant rows into ntpu_vadam, one a cycle;
+//   then one row at a time and nothing overlapped: read g and m, then p and v, run ntpu_vadam's
+//   steps, write p and m (ACC and OS in the same cycle), then v. 93 cycles a row.
 // - idle: nothing accepted is left to do, every write has landed.
 `default_nettype none
 
@@ -28,8 +31,10 @@ module ntpu_vseq
   parameter int N = 8,            // lanes
   parameter int UB_ROWS = 16384,  // unified buffer rows
   parameter int ACC_ROWS = 32768, // accumulator rows
+  parameter int OS_ROWS = 0,      // optimizer-state rows (OPTIM ADAM); 0: none, no Adam logic
   parameter int UB_AW = (UB_ROWS > 1) ? $clog2(UB_ROWS) : 1,    // leave at the default
-  parameter int ACC_AW = (ACC_ROWS > 1) ? $clog2(ACC_ROWS) : 1  // leave at the default
+  parameter int ACC_AW = (ACC_ROWS > 1) ? $clog2(ACC_ROWS) : 1,  // leave at the default
+  parameter int OS_AW = (OS_ROWS > 1) ? $clog2(OS_ROWS) : 1       // leave at the default
 ) (
   input  logic              clk,
   input  logic              rst,
@@ -42,6 +47,7 @@ module ntpu_vseq
   input  logic [15:0]       s_cmd_dst,    // OPTIM: g
   input  logic [15:0]       s_cmd_rows,
   input  logic [15:0]       s_cmd_aux,    // ACT: aux; RELU_GRAD: mask
+  input  logic [15:0]       s_cmd_s,      // OPTIM ADAM: m and v rows in OS
   output logic              idle,
   // memories (read data one cycle after the read, held until the next read)
   output logic              acc_re,
@@ -54,11 +60,18 @@ module ntpu_vseq
   output logic [1:0]        wr_mem,       // MEM_UB, MEM_WB or MEM_ACC
   output logic [15:0]       wr_addr,      // a row of wr_mem
   output logic [N*32-1:0]   wr_data,      // UB and WB rows in the low N*16 bits
+  // optimizer state (OS_ROWS > 0; read data as ACC's)
+  output logic              os_re,
+  output logic [OS_AW-1:0]  os_raddr,
+  input  logic [N*32-1:0]   os_rdata,
+  output logic              os_we,
+  output logic [OS_AW-1:0]  os_waddr,
+  output logic [N*32-1:0]   os_wdata,
   // events for the performance counters
   output logic              stall_hazard  // a row waits for an earlier row's write
 );
 
-  typedef enum logic [3:0] {
+  typedef enum logic [4:0] {
     S_IDLE,
     S_AUX0,  // read aux row 0
     S_AUX1,  // take it, read aux row 1
@@ -70,7 +83,13 @@ module ntpu_vseq
     S_OS,    // take it, read s (momentum)
     S_OX,    // ntpu_vopt's steps (taking s in step 0)
     S_OWS,   // write s (momentum)
-    S_OWP    // write p; next row
+    S_OWP,   // write p; next row
+    S_AK,    // ADAM: read the constants, take each a cycle later
+    S_AG,    // ADAM: read g and m
+    S_AP,    // take them, read p and v
+    S_AX,    // take them; ntpu_vadam's steps
+    S_AW,    // write p and m
+    S_AV     // write v; next row
   } state_e;
 
   state_e state_q, state_d;
@@ -87,6 +106,11 @@ module ntpu_vseq
   logic [2:0]  o_k_q;                       // OPTIM: the step in S_OX
   logic [N*32-1:0] o_p, o_s;
   logic [1:0]  out_q;
+  logic        adam_q, dec_q;               // OPTIM ADAM, DECOUPLED
+  logic [3:0]  ak_q;                        // ADAM: constant rows read so far
+  logic [OS_AW-1:0] o_m_q, o_v_q;           // ADAM: this row's m, v rows in OS
+  logic        a_fin;
+  logic [N*32-1:0] a_p, a_m, a_v;
 
   logic [16:0] beats_left_q;                // beats still to send into ntpu_vec
   logic [16:0] results_left_q;              // result rows still to write
@@ -110,11 +134,25 @@ module ntpu_vseq
 
   // ---------------------------------------------------------------- control
   assign s_cmd_ready = (state_q == S_IDLE);
+  logic cmd_adam;  // an OPTIM ADAM arrives (outside always_comb: Icarus 11 and constant selects)
+  assign cmd_adam = (OS_ROWS > 0) && s_cmd_op == OP_OPTIM && s_cmd_flags[1];
 
   always_comb begin
     state_d = state_q;
     case (state_q)
-      S_IDLE: if (s_cmd_valid) state_d = S_AUX0;
+      S_IDLE: begin
+        if (s_cmd_valid && cmd_adam) state_d = S_AK;
+        else if (s_cmd_valid) state_d = S_AUX0;
+      end
+      S_AK: begin
+        if (ak_q == 4'(ADAM_AUX_ROWS) && o_left_q == 16'd0) state_d = S_IDLE;
+        else if (ak_q == 4'(ADAM_AUX_ROWS)) state_d = S_AG;
+      end
+      S_AG: state_d = S_AP;
+      S_AP: state_d = S_AX;
+      S_AX: if (a_fin) state_d = S_AW;
+      S_AW: state_d = S_AV;
+      S_AV: if (o_left_q == 16'd1) state_d = S_IDLE; else state_d = S_AG;
       S_AUX0: state_d = S_AUX1;
       S_AUX1: state_d = S_AUX2;
       S_AUX2: state_d = S_AUX3;
@@ -161,6 +199,10 @@ module ntpu_vseq
       o_s_q <= ACC_AW'(s_cmd_src + s_cmd_rows);
       o_g_q <= ACC_AW'(s_cmd_dst);
       o_left_q <= s_cmd_rows;
+      adam_q <= opt && s_cmd_flags[1];
+      dec_q <= s_cmd_flags[2];
+      o_m_q <= OS_AW'(s_cmd_s);
+      o_v_q <= OS_AW'(s_cmd_s + s_cmd_rows);
       rd_src_q <= ACC_AW'(s_cmd_src);
       rd_mask_q <= UB_AW'(s_cmd_aux);
       hz_en_q <= !colsum && (out == OUT_ACC[3:2] || (rg && out == OUT_UB[3:2]));
@@ -172,7 +214,11 @@ module ntpu_vseq
         rd_mask_q <= rd_mask_q + UB_AW'(1);
       end
       if (wr_we && !is_opt) results_left_q <= results_left_q - 17'd1;
-      if (state_q == S_OWP) begin
+      if (state_q == S_AV) begin
+        o_m_q <= o_m_q + OS_AW'(1);
+        o_v_q <= o_v_q + OS_AW'(1);
+      end
+      if (state_q == S_OWP || state_q == S_AV) begin
         o_p_q <= o_p_q + ACC_AW'(1);
         o_s_q <= o_s_q + ACC_AW'(1);
         o_g_q <= o_g_q + ACC_AW'(1);
@@ -182,6 +228,8 @@ module ntpu_vseq
     // SGD skips the momentum steps 2 and 3.
     if (state_q != S_OX) o_k_q <= 3'd0;
     else o_k_q <= (o_k_q == 3'd1 && !mom) ? 3'd4 : o_k_q + 3'd1;
+    if (state_q != S_AK) ak_q <= '0;
+    else ak_q <= ak_q + 4'd1;
     if (state_q == S_AUX1 && need_q[0]) aux0_q <= acc_rdata;
     if (state_q == S_AUX2 && need_q[1]) mult_q <= acc_rdata;
     if (state_q == S_AUX3 && need_q[2]) shift_q <= acc_rdata;
@@ -216,10 +264,14 @@ module ntpu_vseq
   assign aux_k = (state_q == S_AUX1) ? 2'd1 : (state_q == S_AUX2) ? 2'd2 : 2'd0;
   logic o_re;  // OPTIM reads g, p and (momentum) s
   assign o_re = (state_q == S_OG) || (state_q == S_OP) || (state_q == S_OS && mom);
+  logic a_kre;  // ADAM reads a constant row
+  assign a_kre = (state_q == S_AK) && ak_q != 4'(ADAM_AUX_ROWS);
   assign acc_re = (state_q == S_AUX0 || state_q == S_AUX1 || state_q == S_AUX2) ? need_q[aux_k]
-                : o_re || (issue && !void_q);
+                : o_re || a_kre || state_q == S_AG || state_q == S_AP || (issue && !void_q);
   assign acc_raddr = (state_q == S_RUN) ? rd_src_q
-                   : (state_q == S_OG) ? o_g_q : (state_q == S_OP) ? o_p_q : (state_q == S_OS) ? o_s_q
+                   : (state_q == S_OG || state_q == S_AG) ? o_g_q
+                   : (state_q == S_OP || state_q == S_AP) ? o_p_q : (state_q == S_OS) ? o_s_q
+                   : (state_q == S_AK) ? ACC_AW'(aux_base_q + 16'(ak_q))
                    : ACC_AW'(aux_base_q + 16'(aux_k));
 
   assign ub_re = issue && is_rg;
@@ -273,12 +325,51 @@ module ntpu_vseq
     .s_out  (o_s)
   );
 
+  // ---------------------------------------------------------------- Adam
+  logic ax_q;  // ld_pv only in the first cycle of S_AX
+  always_ff @(posedge clk) ax_q <= (state_q == S_AX);
+
+  if (OS_ROWS > 0) begin : g_adam
+    ntpu_vadam #(
+      .N(N)
+    ) u_vadam (
+      .clk     (clk),
+      .rst     (rst),
+      .ld_k    (state_q == S_AK && ak_q != 4'd0),
+      .k_idx   (ak_q - 4'd1),
+      .ld_gm   (state_q == S_AP),
+      .ld_pv   (state_q == S_AX && !ax_q),
+      .rdata   (acc_rdata),
+      .os_rdata(os_rdata),
+      .dec     (dec_q),
+      .fin     (a_fin),
+      .p_out   (a_p),
+      .m_out   (a_m),
+      .v_out   (a_v)
+    );
+  end else begin : g_no_adam
+    // The command processor answers ADAM with ERR_ARG: these states are never entered.
+    logic unused_adam;
+    assign unused_adam = ^{os_rdata, dec_q, ax_q};
+    assign a_fin = 1'b1;
+    assign a_p = '0;
+    assign a_m = '0;
+    assign a_v = '0;
+  end
+
+  assign os_re = (state_q == S_AG) || (state_q == S_AP);
+  assign os_raddr = (state_q == S_AG) ? o_m_q : o_v_q;
+  assign os_we = (state_q == S_AW) || (state_q == S_AV);
+  assign os_waddr = (state_q == S_AW) ? o_m_q : o_v_q;
+  assign os_wdata = (state_q == S_AW) ? a_m : a_v;
+
   // ---------------------------------------------------------------- writes
-  logic o_wr;  // OPTIM writes s, then p
-  assign o_wr = (state_q == S_OWS) || (state_q == S_OWP);
+  logic o_wr;  // OPTIM writes s, then p; ADAM p (with m in OS)
+  assign o_wr = (state_q == S_OWS) || (state_q == S_OWP) || (state_q == S_AW);
   assign wr_we = vec_out_valid || o_wr;
-  assign wr_data = (state_q == S_OWS) ? o_s : (state_q == S_OWP) ? o_p : vec_out_data;
-  assign wr_addr = (state_q == S_OWS) ? 16'(o_s_q) : (state_q == S_OWP) ? 16'(o_p_q) : dst_q + wr_idx_q;
+  assign wr_data = (state_q == S_OWS) ? o_s : (state_q == S_OWP) ? o_p : (state_q == S_AW) ? a_p : vec_out_data;
+  assign wr_addr = (state_q == S_OWS) ? 16'(o_s_q) : (state_q == S_OWP || state_q == S_AW) ? 16'(o_p_q)
+                 : dst_q + wr_idx_q;
   assign wr_mem = (is_colsum || is_opt || out_q == OUT_ACC[3:2]) ? 2'(MEM_ACC)
                 : (out_q == OUT_WB[3:2]) ? 2'(MEM_WB) : 2'(MEM_UB);
 
@@ -288,7 +379,7 @@ module ntpu_vseq
   // The unit is empty whenever the last result has been written: busy adds nothing here. Reserved
   // flag bits are zero in a checked command.
   logic unused_bits;
-  assign unused_bits = ^{vec_busy, s_cmd_flags[7:4]};
+  assign unused_bits = ^{vec_busy, s_cmd_flags[7:4], adam_q};
 
 endmodule
 

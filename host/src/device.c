@@ -124,6 +124,9 @@ static ntpu_status read_id(ntpu_device *dev)
     in->pm_rows = ntpu_rd32(id + NTPU_ID_OFF_PM_ROWS); /* 0 from a 1.3 device (link.c) */
     if (!(in->features & NTPU_FEATURE_PROGRAM_BIT) || in->pm_rows > 65536)
         in->pm_rows = 0;
+    in->os_rows = ntpu_rd32(id + NTPU_ID_OFF_OS_ROWS); /* 0 from a 1.3 device */
+    if (!(in->features & NTPU_FEATURE_ADAM_BIT) || in->os_rows > 65536)
+        in->os_rows = 0;
     if (in->version_major != NTPU_VERSION_MAJOR)
         return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "the device speaks protocol %u.%u; this library speaks %u.x",
                          in->version_major, in->version_minor, NTPU_VERSION_MAJOR);
@@ -132,9 +135,10 @@ static ntpu_status read_id(ntpu_device *dev)
     if (n < 2 || in->cols != n)
         return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "unsupported array shape %ux%u", in->rows, in->cols);
     if (in->ub_rows == 0 || in->ub_rows > 65536 || in->acc_rows == 0 || in->acc_rows > 65536 ||
-        in->wb_rows < n || in->wb_rows > 65536)
-        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "unsupported memory sizes: UB %u, WB %u, ACC %u rows",
-                         (unsigned)in->ub_rows, (unsigned)in->wb_rows, (unsigned)in->acc_rows);
+        in->wb_rows < n || in->wb_rows > 65536 || in->os_rows > 65536)
+        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "unsupported memory sizes: UB %u, WB %u, ACC %u, OS %u rows",
+                         (unsigned)in->ub_rows, (unsigned)in->wb_rows, (unsigned)in->acc_rows,
+                         (unsigned)in->os_rows);
     /* The longest fixed reply (COUNTERS) and one row each way must fit a frame. */
     if (in->max_payload < 1 + NTPU_COUNTERS_BYTES || in->max_payload < 1 + 4 * n ||
         in->max_payload < NTPU_LEN_MEM_HDR + 2 * n)
@@ -250,11 +254,12 @@ uint32_t ntpu_mem_rows(const ntpu_device *dev, unsigned mem)
     case NTPU_MEM_WB: return dev->info.wb_rows;
     case NTPU_MEM_ACC: return dev->info.acc_rows;
     case NTPU_MEM_PM: return dev->info.pm_rows;
+    case NTPU_MEM_OS: return dev->info.os_rows;
     }
     return 0;
 }
 
 size_t ntpu_row_bytes(const ntpu_device *dev, unsigned mem)
 {
-    return (size_t)dev->n * (mem == NTPU_MEM_ACC ? 4u : 2u);
+    return (size_t)dev->n * (mem == NTPU_MEM_ACC || mem == NTPU_MEM_OS ? 4u : 2u);
 }

@@ -380,11 +380,11 @@ static ntpu_status take_reply(ntpu_link *l)
     uint8_t status = f[NTPU_FRAME_HEADER];
     switch (status) {
     case NTPU_DEV_OK:
-        if (p->op == NTPU_OP_INFO && p->data_len == NTPU_ID_BYTES && len == 1 + NTPU_ID_BYTES_V13) {
-            /* A 1.3 or older device: its ID block ends before the 1.4 fields, which read as 0. */
+        if (p->op == NTPU_OP_INFO && p->data_len == NTPU_ID_BYTES && len == 1 + (size_t)NTPU_ID_BYTES_1_3) {
+            /* A device before 1.4 sends the shorter ID block: its missing fields read as 0. */
             if (p->dst) {
-                memcpy(p->dst, f + NTPU_FRAME_HEADER + 1, NTPU_ID_BYTES_V13);
-                memset((uint8_t *)p->dst + NTPU_ID_BYTES_V13, 0, NTPU_ID_BYTES - NTPU_ID_BYTES_V13);
+                memcpy(p->dst, f + NTPU_FRAME_HEADER + 1, NTPU_ID_BYTES_1_3);
+                memset((uint8_t *)p->dst + NTPU_ID_BYTES_1_3, 0, NTPU_ID_BYTES - NTPU_ID_BYTES_1_3);
             }
             break;
         }

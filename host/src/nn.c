@@ -76,6 +76,12 @@ void ntpu_model_destroy(ntpu_model *m)
     free(m);
 }
 
+/* The device optimizer runs Adam or AdamW (OPTIM ADAM, moments in OS). */
+static int dev_adam(const ntpu_model *m)
+{
+    return m->devopt && (m->opt.kind == NTPU_OPT_ADAM || m->opt.kind == NTPU_OPT_ADAMW);
+}
+
 /* Places every tensor in the device's memories; NTPU_ERR_UNSUPPORTED, with the
  * reason in m->why, when one does not fit. */
 static ntpu_status plan(ntpu_model *m)
@@ -83,7 +89,8 @@ static ntpu_status plan(ntpu_model *m)
     ntpu_device *dev = m->dev;
     const size_t n = m->n, bp = m->max_bp, L = m->layers;
     const size_t mom = m->devopt && m->opt.kind == NTPU_OPT_MOMENTUM;
-    size_t ub = 0, wb = 0, acc = 0, dw_max = 0;
+    const int adam = dev_adam(m);
+    size_t ub = 0, wb = 0, acc = 0, os = 0, dw_max = 0;
     for (size_t l = 0; l < L; l++) {
         size_t ti = m->tiles[l], to = m->tiles[l + 1];
         m->ub_x[l] = (uint32_t)ub;
@@ -114,11 +121,19 @@ static ntpu_status plan(ntpu_model *m)
             m->acc_dw[l] = (uint32_t)acc;
         acc += dw_max;
         m->acc_k = (uint32_t)acc;
-        acc += 3;
+        acc += adam ? NTPU_ADAM_AUX_ROWS : 3;
     }
-    const struct { const char *name; size_t need, have; } mem[] = {
-        {"UB", ub, dev->info.ub_rows}, {"WB", wb, dev->info.wb_rows}, {"ACC", acc, dev->info.acc_rows}};
-    for (size_t i = 0; i < 3; i++)
+    for (size_t l = 0; l < L && adam; l++) {
+        m->os_w[l] = (uint32_t)os;
+        os += 2 * (size_t)m->tiles[l + 1] * m->tiles[l] * n;
+        m->os_b[l] = (uint32_t)os;
+        os += 2 * (size_t)m->tiles[l + 1];
+    }
+    const struct { const char *name; size_t need, have; } mem[] = {{"UB", ub, dev->info.ub_rows},
+                                                                   {"WB", wb, dev->info.wb_rows},
+                                                                   {"ACC", acc, dev->info.acc_rows},
+                                                                   {"OS", os, dev->info.os_rows}};
+    for (size_t i = 0; i < 4; i++)
         if (mem[i].need > mem[i].have) {
             snprintf(m->why, sizeof m->why, "needs %zu %s rows for batches of %zu, the device has %zu", mem[i].need,
                      mem[i].name, m->max_batch, mem[i].have);
@@ -128,7 +143,8 @@ static ntpu_status plan(ntpu_model *m)
 }
 
 /* Decides where the optimizer runs (m->opt.device asks for the device, which
- * needs SGD or momentum, OPTIM and room in ACC; else devopt_why says why not)
+ * needs OPTIM and room in ACC, and for Adam / AdamW feature ADAM and room in OS;
+ * else devopt_why says why not)
  * and plans the resident layout for it: plan()'s status. */
 static ntpu_status place(ntpu_model *m)
 {
@@ -139,10 +155,11 @@ static ntpu_status place(ntpu_model *m)
         for (size_t l = 0; l < m->layers; l++)
             if ((size_t)m->tiles[l] * m->n > 65535)
                 no = "a layer has more than 65535 input rows, more than one OPTIM covers";
-        if (m->opt.kind != NTPU_OPT_SGD && m->opt.kind != NTPU_OPT_MOMENTUM)
-            no = "Adam and AdamW need division and square root, which the vector unit lacks";
-        else if (!(m->dev->info.features & NTPU_FEATURE_OPTIM_BIT))
+        if (!(m->dev->info.features & NTPU_FEATURE_OPTIM_BIT))
             no = "the device has no OPTIM (protocol 1.3, vector unit)";
+        else if ((m->opt.kind == NTPU_OPT_ADAM || m->opt.kind == NTPU_OPT_ADAMW) &&
+                 !(m->dev->info.features & NTPU_FEATURE_ADAM_BIT))
+            no = "Adam and AdamW need the device's ADAM (protocol 1.4: divide, square root, OS memory)";
         if (no)
             snprintf(m->devopt_why, sizeof m->devopt_why, "%s", no);
         m->devopt = !no;
@@ -212,13 +229,37 @@ static ntpu_status alloc_model(ntpu_device *dev, const unsigned *sizes, size_t n
     return NTPU_OK;
 }
 
+/* Device Adam: layer l's moments m and v (ws1, ws2, bs1, bs2) to OS (layout in
+ * nn_internal.h), padding zero; rows: scratch for them. */
+static ntpu_status sync_moments(ntpu_model *m, size_t l, float *rows)
+{
+    const size_t n = m->n, in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
+    for (size_t nt = 0; nt < to; nt++)
+        for (size_t s = 0; s < 2; s++) {
+            const float *src = s ? m->ws2[l] : m->ws1[l];
+            for (size_t k = 0; k < ti * n; k++)
+                for (size_t j = 0; j < n; j++) {
+                    size_t o = nt * n + j;
+                    rows[((nt * 2 + s) * ti * n + k) * n + j] = k < in && o < out ? src[k * out + o] : 0.0f;
+                }
+        }
+    ntpu_status st = ntpu_write_rows(m->dev, NTPU_MEM_OS, m->os_w[l], (uint32_t)(2 * to * ti * n), rows);
+    if (st != NTPU_OK)
+        return st;
+    for (size_t o = 0; o < to * n; o++) {
+        rows[o] = o < out ? m->bs1[l][o] : 0.0f;
+        rows[to * n + o] = o < out ? m->bs2[l][o] : 0.0f;
+    }
+    return ntpu_write_rows(m->dev, NTPU_MEM_OS, m->os_b[l], (uint32_t)(2 * to), rows);
+}
+
 /* Device optimizer: layer l's fp32 master weights, momentum and bias momentum
- * to ACC (layout in nn_internal.h), padding zero. */
+ * to ACC (layout in nn_internal.h), padding zero; with Adam the moments to OS. */
 static ntpu_status sync_master(ntpu_model *m, size_t l)
 {
     const size_t n = m->n, in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
     const size_t mom = m->opt.kind == NTPU_OPT_MOMENTUM, blk = (1 + mom) * ti * n;
-    float *rows = grow_scratch(m, to * blk * n * 4);
+    float *rows = grow_scratch(m, (dev_adam(m) ? 2 : 1) * to * ti * n * n * 4 * (1 + mom));
     if (!rows)
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
     for (size_t nt = 0; nt < to; nt++)
@@ -231,11 +272,37 @@ static ntpu_status sync_master(ntpu_model *m, size_t l)
                 }
         }
     ntpu_status st = ntpu_write_rows(m->dev, NTPU_MEM_ACC, m->acc_mw[l], (uint32_t)(to * blk), rows);
+    if (st == NTPU_OK && dev_adam(m))
+        return sync_moments(m, l, rows);
     if (st != NTPU_OK || !mom)
         return st;
     for (size_t o = 0; o < to * n; o++)
         rows[o] = o < out ? m->bs1[l][o] : 0.0f;
     return ntpu_write_rows(m->dev, NTPU_MEM_ACC, m->acc_b[l] + (uint32_t)to, (uint32_t)to, rows);
+}
+
+/* Device Adam: layer l's m and v from OS into ws1, ws2, bs1, bs2. */
+static ntpu_status fetch_moments(ntpu_model *m, size_t l)
+{
+    const size_t n = m->n, in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
+    float *rows = grow_scratch(m, 2 * to * ti * n * n * 4);
+    if (!rows)
+        return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
+    ntpu_status st = ntpu_read_rows(m->dev, NTPU_MEM_OS, m->os_w[l], (uint32_t)(2 * to * ti * n), rows);
+    if (st != NTPU_OK)
+        return st;
+    for (size_t nt = 0; nt < to; nt++) {
+        size_t lanes = out - nt * n < n ? out - nt * n : n;
+        for (size_t s = 0; s < 2; s++)
+            for (size_t k = 0; k < in; k++)
+                memcpy(&(s ? m->ws2[l] : m->ws1[l])[k * out + nt * n], &rows[((nt * 2 + s) * ti * n + k) * n],
+                       lanes * 4);
+    }
+    if ((st = ntpu_read_rows(m->dev, NTPU_MEM_OS, m->os_b[l], (uint32_t)(2 * to), rows)) != NTPU_OK)
+        return st;
+    memcpy(m->bs1[l], rows, out * 4);
+    memcpy(m->bs2[l], rows + to * n, out * 4);
+    return NTPU_OK;
 }
 
 ntpu_status ntpu_model_fetch(ntpu_model *m)
@@ -266,6 +333,8 @@ ntpu_status ntpu_model_fetch(ntpu_model *m)
         memcpy(m->b[l], rows, out * 4);
         if (mom)
             memcpy(m->bs1[l], rows + to * n, out * 4);
+        if (dev_adam(m) && (st = fetch_moments(m, l)) != NTPU_OK)
+            return st;
     }
     m->dev_ahead = 0;
     return NTPU_OK;
@@ -499,6 +568,7 @@ static ntpu_status backward(ntpu_model *m, size_t bp)
 {
     ntpu_device *dev = m->dev;
     const size_t n = m->n;
+    const int adam = dev_adam(m), decoupled = m->opt.kind == NTPU_OPT_ADAMW;
     ntpu_status st = NTPU_OK;
     for (size_t l = m->layers; l-- > 0 && st == NTPU_OK;) {
         const size_t ti = m->tiles[l], to = m->tiles[l + 1];
@@ -522,11 +592,16 @@ static ntpu_status backward(ntpu_model *m, size_t bp)
                     st = ntpu_matmul_tile_t(dev, NTPU_DTYPE_BF16, (uint32_t)(m->ub_x[l] + j * n), (uint32_t)bp, dw,
                                             (uint32_t)(ti * n), j > 0);
             }
-            if (st == NTPU_OK && m->devopt)
+            if (st == NTPU_OK && adam)
+                st = ntpu_vec_optim_adam(dev, decoupled, (uint32_t)(m->acc_mw[l] + nt * blk), dw, (uint32_t)(ti * n),
+                                         m->acc_k, (uint32_t)(m->os_w[l] + nt * 2 * ti * n));
+            else if (st == NTPU_OK && m->devopt)
                 st = ntpu_vec_optim(dev, oflags, (uint32_t)(m->acc_mw[l] + nt * blk), dw, (uint32_t)(ti * n),
                                     m->acc_k);
         }
-        if (st == NTPU_OK && m->devopt)
+        if (st == NTPU_OK && adam)
+            st = ntpu_vec_optim_adam(dev, decoupled, m->acc_b[l], m->acc_db[l], (uint32_t)to, m->acc_k, m->os_b[l]);
+        else if (st == NTPU_OK && m->devopt)
             st = ntpu_vec_optim(dev, oflags, m->acc_b[l], m->acc_db[l], (uint32_t)to, m->acc_k);
         /* dX = dZ·Wᵀ (weights loaded transposed), then ReLU backward against the
          * forward activation, which is this layer's input. */
@@ -621,22 +696,38 @@ static ntpu_status prepare_programs(ntpu_model *m, size_t bp, int *use)
 }
 
 /* Device optimizer: lr (of this step's schedule), wd and mu, one value per lane,
- * to the ACC rows OPTIM reads; only when they change. */
+ * to the ACC rows OPTIM reads; for Adam the nine NTPU_ADAM_K_* constants,
+ * computed in fp32 exactly as ntpu_optim_update computes them; only when they
+ * change. */
 static ntpu_status write_optim_consts(ntpu_model *m)
 {
-    const float v[3] = {ntpu_optim_lr(&m->opt, m->step), m->opt.weight_decay, m->opt.momentum};
-    uint32_t bits[3];
-    memcpy(bits, v, sizeof bits);
+    const float lr = ntpu_optim_lr(&m->opt, m->step), wd = m->opt.weight_decay;
+    const float b1 = m->opt.beta1, b2 = m->opt.beta2;
+    float v[NTPU_ADAM_CONSTS] = {lr, wd, m->opt.momentum};
+    size_t k = 3;
+    if (dev_adam(m)) {
+        v[NTPU_ADAM_K_WD] = m->opt.kind == NTPU_OPT_ADAMW ? 1.0f - lr * wd : wd;
+        v[NTPU_ADAM_K_B1] = b1;
+        v[NTPU_ADAM_K_1MB1] = 1.0f - b1;
+        v[NTPU_ADAM_K_B2] = b2;
+        v[NTPU_ADAM_K_1MB2] = 1.0f - b2;
+        v[NTPU_ADAM_K_C1] = 1.0f - powf(b1, (float)(m->step + 1));
+        v[NTPU_ADAM_K_C2] = 1.0f - powf(b2, (float)(m->step + 1));
+        v[NTPU_ADAM_K_EPS] = m->opt.eps;
+        k = NTPU_ADAM_CONSTS;
+    }
+    uint32_t bits[NTPU_ADAM_CONSTS] = {0};
+    memcpy(bits, v, k * 4);
     if (m->k_valid && memcmp(bits, m->k_bits, sizeof bits) == 0)
         return NTPU_OK;
     const size_t n = m->n;
-    uint32_t *rows = grow_scratch(m, 3 * n * 4);
+    uint32_t *rows = grow_scratch(m, k * n * 4);
     if (!rows)
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
-    for (size_t i = 0; i < 3; i++)
+    for (size_t i = 0; i < k; i++)
         for (size_t j = 0; j < n; j++)
             rows[i * n + j] = bits[i];
-    ntpu_status st = ntpu_write_rows(m->dev, NTPU_MEM_ACC, m->acc_k, 3, rows);
+    ntpu_status st = ntpu_write_rows(m->dev, NTPU_MEM_ACC, m->acc_k, (uint32_t)k, rows);
     if (st == NTPU_OK) {
         memcpy(m->k_bits, bits, sizeof bits);
         m->k_valid = 1;

@@ -8,11 +8,16 @@ ntpu_status ntpu_check_range(ntpu_device *dev, unsigned mem, uint32_t addr, uint
 {
     uint32_t size = ntpu_mem_rows(dev, mem);
     if (size == 0)
-        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "memory id %u is not UB (0), WB (1), ACC (2) or PM (3, with PROGRAM)", mem);
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG,
+                         "memory id %u is not UB (0), WB (1), ACC (2), PM (3, with PROGRAM) or OS (4, with ADAM)", mem);
     if ((uint64_t)addr + rows > size)
         return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "rows %u..%llu are past the end of %s (%u rows)",
                          (unsigned)addr, (unsigned long long)addr + rows - 1,
-                         mem == NTPU_MEM_UB ? "UB" : mem == NTPU_MEM_WB ? "WB" : mem == NTPU_MEM_PM ? "PM" : "ACC",
+                         mem == NTPU_MEM_UB    ? "UB"
+                         : mem == NTPU_MEM_WB  ? "WB"
+                         : mem == NTPU_MEM_PM  ? "PM"
+                         : mem == NTPU_MEM_OS  ? "OS"
+                                               : "ACC",
                          (unsigned)size);
     return NTPU_OK;
 }
@@ -40,7 +45,7 @@ ntpu_status ntpu_write_rows(ntpu_device *dev, enum ntpu_mem mem, uint32_t addr, 
         ntpu_wr16(p + 4, cnt);
         uint8_t *q = p + NTPU_LEN_MEM_HDR;
         size_t first = (size_t)done * lanes, count = (size_t)cnt * lanes;
-        if (mem == NTPU_MEM_ACC) {
+        if (mem == NTPU_MEM_ACC || mem == NTPU_MEM_OS) {
             const uint32_t *src = (const uint32_t *)data + first;
             for (size_t i = 0; i < count; i++)
                 ntpu_wr32(q + 4 * i, src[i]);
@@ -84,7 +89,7 @@ ntpu_status ntpu_read_rows(ntpu_device *dev, enum ntpu_mem mem, uint32_t addr, u
     if ((st = ntpu_link_wait(&dev->link, ticket)) != NTPU_OK)
         return st;
     size_t count = (size_t)rows * dev->n;
-    if (mem == NTPU_MEM_ACC) {
+    if (mem == NTPU_MEM_ACC || mem == NTPU_MEM_OS) {
         uint32_t *w = data;
         for (size_t i = 0; i < count; i++)
             w[i] = ntpu_rd32((const uint8_t *)&w[i]);

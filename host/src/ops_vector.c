@@ -116,3 +116,29 @@ ntpu_status ntpu_vec_optim(ntpu_device *dev, unsigned flags, uint32_t p, uint32_
         return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "OPTIM: the device has no on-device optimizer (protocol 1.3)");
     return vec_command(dev, NTPU_OP_OPTIM, flags, p, g, rows, aux, NTPU_LEN_OPTIM);
 }
+
+ntpu_status ntpu_vec_optim_adam(ntpu_device *dev, int decoupled, uint32_t p, uint32_t g, uint32_t rows, uint32_t aux,
+                                uint32_t s)
+{
+    ntpu_status st = ntpu_check_dev(dev);
+    if (st != NTPU_OK)
+        return st;
+    if (rows > 65535)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "OPTIM: %u rows, at most 65535", (unsigned)rows);
+    if (!(dev->info.features & NTPU_FEATURE_ADAM_BIT))
+        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "OPTIM ADAM: the device has no optimizer-state memory "
+                         "(protocol 1.4, feature ADAM)");
+    if ((st = ntpu_check_range(dev, NTPU_MEM_ACC, p, rows)) != NTPU_OK ||
+        (st = ntpu_check_range(dev, NTPU_MEM_ACC, g, rows)) != NTPU_OK ||
+        (st = ntpu_check_range(dev, NTPU_MEM_ACC, aux, NTPU_ADAM_AUX_ROWS)) != NTPU_OK ||
+        (st = ntpu_check_range(dev, NTPU_MEM_OS, s, 2 * rows)) != NTPU_OK)
+        return st;
+    uint8_t cmd[NTPU_LEN_OPTIM_ADAM] = {NTPU_OP_OPTIM,
+                                        (uint8_t)(NTPU_OPTIM_ADAM | (decoupled ? NTPU_OPTIM_DECOUPLED : 0))};
+    ntpu_wr16(cmd + 2, p);
+    ntpu_wr16(cmd + 4, g);
+    ntpu_wr16(cmd + 6, rows);
+    ntpu_wr16(cmd + 8, aux);
+    ntpu_wr16(cmd + 10, s);
+    return ntpu_link_command(&dev->link, cmd, sizeof cmd, 0, NULL, NULL);
+}

@@ -49,6 +49,7 @@ static int parse_opts(const char *opts, ntpu_ref_config *cfg, char *err, size_t 
         {"ub", offsetof(ntpu_ref_config, ub_rows), 1, 65536},
         {"wb", offsetof(ntpu_ref_config, wb_rows), 1, 65536},
         {"acc", offsetof(ntpu_ref_config, acc_rows), 1, 65536},
+        {"os", offsetof(ntpu_ref_config, os_rows), 0, 65536}, /* 0: no OS, as the boards (no ADAM) */
         {"payload", offsetof(ntpu_ref_config, max_payload), 1 + NTPU_COUNTERS_BYTES, 65535},
         {"novec", offsetof(ntpu_ref_config, no_vector), 0, 1}, /* 1: as a board built with VEC_EN = 0 */
         {"notra", offsetof(ntpu_ref_config, no_transpose_a), 0, 1}, /* 1: as one with TRANSPOSE_A_EN = 0 */
@@ -64,7 +65,7 @@ static int parse_opts(const char *opts, ntpu_ref_config *cfg, char *err, size_t 
             while (i < nk && !(strlen(keys[i].key) == (size_t)(eq - p) && !strncmp(keys[i].key, p, eq - p)))
                 i++;
         if (!eq || i == nk) {
-            ntpu_errf(err, errlen, "unknown ref option '%.*s' (expected n=, ub=, wb=, acc=, payload=, novec=, notra=, pm=)", (int)len, p);
+            ntpu_errf(err, errlen, "unknown ref option '%.*s' (expected n=, ub=, wb=, acc=, os=, pm=, payload=, novec=, notra=)", (int)len, p);
             return -1;
         }
         char *stop;
@@ -98,10 +99,10 @@ ntpu_status ntpu_transport_ref_open(const char *opts, ntpu_transport *out, char 
     ntpu_ref *ref = ntpu_ref_new(&cfg);
     if (!ref) {
         ntpu_errf(err, errlen,
-                  "cannot create the golden model with n=%u ub=%u wb=%u acc=%u payload=%u novec=%u notra=%u pm=%u "
+                  "cannot create the golden model with n=%u ub=%u wb=%u acc=%u os=%u pm=%u payload=%u novec=%u notra=%u "
                   "(out of memory)",
-                  cfg.n, cfg.ub_rows, cfg.wb_rows, cfg.acc_rows, cfg.max_payload, cfg.no_vector, cfg.no_transpose_a,
-                  cfg.pm_rows);
+                  cfg.n, cfg.ub_rows, cfg.wb_rows, cfg.acc_rows, cfg.os_rows, cfg.pm_rows, cfg.max_payload, cfg.no_vector,
+                  cfg.no_transpose_a);
         return NTPU_ERR_INVALID_ARG;
     }
     out->ops = &ref_ops;

@@ -311,8 +311,9 @@ static const char train_help[] =
     "Ctrl-C; it is replaced atomically. --resume continues a checkpoint's run exactly where it stopped\n"
     "(same result, bit for bit, as an uninterrupted run); --epochs counts from the run's start, so\n"
     "give more to train longer. --device-optimizer keeps the fp32 weights and the momentum in the\n"
-    "device's ACC and runs SGD / momentum there (protocol 1.3, OPTIM): the same bits, far fewer link\n"
-    "bytes; where the device, the optimizer or ACC's size does not allow it, the host optimizer runs.\n";
+    "device's ACC and runs SGD / momentum there (protocol 1.3, OPTIM), and Adam / AdamW with their\n"
+    "moments in its OS memory (1.4, feature ADAM): the same bits, far fewer link bytes; where the\n"
+    "device, the optimizer or the memories' sizes do not allow it, the host optimizer runs.\n";
 
 int cmd_train(common *cm, int argc, char **argv)
 {

@@ -53,6 +53,7 @@ static int cmd_info(common *cm, int argc, char **argv)
         {NTPU_FEATURE_VECTOR_BIT, "vector", "vector unit"},
         {NTPU_FEATURE_OPTIM_BIT, "optim", "on-device optimizer"},
         {NTPU_FEATURE_PROGRAM_BIT, "program", "stored programs"},
+        {NTPU_FEATURE_ADAM_BIT, "adam", "on-device Adam"},
     };
     char fjson[128] = "", ftext[128] = "";
     for (size_t k = 0; k < sizeof feats / sizeof feats[0]; k++)
@@ -68,10 +69,10 @@ static int cmd_info(common *cm, int argc, char **argv)
         json_str(stdout, in.platform_name);
         printf(",\"platform_id\":%u,\"version\":\"%u.%u\",\"rows\":%u,\"cols\":%u,\"dtypes\":[%s%s%s],"
                "\"features\":[%s],\"ub_rows\":%" PRIu32 ",\"wb_rows\":%" PRIu32 ",\"acc_rows\":%" PRIu32
-               ",\"pm_rows\":%" PRIu32 ",\"max_payload\":%u,\"clock_hz\":%" PRIu32 "}\n",
+               ",\"pm_rows\":%" PRIu32 ",\"os_rows\":%" PRIu32 ",\"max_payload\":%u,\"clock_hz\":%" PRIu32 "}\n",
                in.platform, in.version_major, in.version_minor, in.rows, in.cols, i8 ? "\"int8\"" : "",
                i8 && b16 ? "," : "", b16 ? "\"bf16\"" : "", fjson, in.ub_rows, in.wb_rows,
-               in.acc_rows, in.pm_rows, in.max_payload, in.clock_hz);
+               in.acc_rows, in.pm_rows, in.os_rows, in.max_payload, in.clock_hz);
         return 0;
     }
     char b1[32], b2[32];
@@ -90,6 +91,9 @@ static int cmd_info(common *cm, int argc, char **argv)
     if (in.pm_rows)
         printf("PM           %s rows x %u bytes (%s)\n", grouped(in.pm_rows, b1, sizeof b1), 2 * in.cols,
                bytes_str((uint64_t)in.pm_rows * in.cols * 2, b2, sizeof b2));
+    if (in.os_rows)
+        printf("OS           %s rows x %u lanes x 32 bit (%s)\n", grouped(in.os_rows, b1, sizeof b1), in.cols,
+               bytes_str((uint64_t)in.os_rows * in.cols * 4, b2, sizeof b2));
     printf("max payload  %u bytes per frame\n", in.max_payload);
     if (in.clock_hz)
         printf("clock        %.3f MHz\n", in.clock_hz / 1e6);

@@ -28,12 +28,15 @@ typedef struct ntpu_ref_config {
     unsigned pm_rows;        /* program memory rows of 2N bytes, 0..65536 (1.4): 0 as the RTL's
                               * PM_ROWS = 0, no feature PROGRAM, RUN is ERR_OPCODE and memory 3
                               * ERR_MEM. NTPU_DEFAULT_PM_ROWS (8192) by default */
+    unsigned os_rows;        /* optimizer-state rows (memory OS, OPTIM ADAM, 1.4), 0..65536; 0: none, as
+                              * the boards (feature ADAM clear; last, so that an initializer without it
+                              * means none). Also 0 with no_vector. 65536 by default */
 } ntpu_ref_config;
 
 /* The configuration of the default simulated core (same as vsim's): N from
  * NTPU_DEFAULT_N (8), 16384 UB rows, 32768 WB rows, 32768 ACC rows, 8192 PM rows,
- * max_payload 4112, with the vector unit, a link of NTPU_LINK_BYTES (32) bytes per
- * cycle. */
+ * 65536 OS rows, max_payload 4112, with the vector unit, a link of NTPU_LINK_BYTES
+ * (32) bytes per cycle. */
 ntpu_ref_config ntpu_ref_default_config(void);
 
 typedef struct ntpu_ref ntpu_ref;

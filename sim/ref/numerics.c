@@ -90,6 +90,54 @@ void ntpu_optim_f32(uint32_t *p, uint32_t g, uint32_t *s, uint32_t lr, uint32_t 
     *p = add_f32(*p, ntpu_f32_mul(lr, t) ^ 0x80000000u);
 }
 
+/* Below 2^-126 the device rounds to 24 bits and then flushes: only a value at
+ * or above the midpoint between 2^-126 and the 24-bit value below it survives,
+ * as 2^-126 (the midpoint itself rounds to even, up). `q` is the double nearest
+ * the exact result, which is on the same side of that midpoint: a quotient of
+ * two 24-bit values is either a 24-bit midpoint or further from it than half a
+ * double ulp (the reason rounding through double is exact for / and sqrt). */
+static uint32_t small_f32(double q, uint32_t sign)
+{
+    return sign | (fabs(q) >= 0x1p-126 - 0x1p-151 ? 0x00800000u : 0u);
+}
+
+/* The vector unit's fp32 divider (OPTIM ADAM). The quotient rounded to double
+ * and then to float is the quotient rounded once to float (53 >= 2 * 24 + 2). */
+uint32_t ntpu_f32_div(uint32_t a, uint32_t b)
+{
+    double q = (double)ntpu_f32_from_bits(flush_subnormal(a)) / (double)ntpu_f32_from_bits(flush_subnormal(b));
+    if (q != q)
+        return NTPU_F32_CANONICAL_NAN;
+    if (fabs(q) < 0x1p-126)
+        return small_f32(q, (a ^ b) & 0x80000000u);
+    return ntpu_f32_bits((float)q);
+}
+
+/* The vector unit's fp32 square root. The root of a normal fp32 value is in
+ * [2^-63, 2^64): never below the normal range, never rounded to Inf. */
+uint32_t ntpu_f32_sqrt(uint32_t a)
+{
+    a = flush_subnormal(a);
+    if (is_nan_bits(a) || (a > 0x80000000u))
+        return NTPU_F32_CANONICAL_NAN; /* NaN, or below zero (-0 is 0x80000000) */
+    return ntpu_f32_bits((float)sqrt((double)ntpu_f32_from_bits(a)));
+}
+
+void ntpu_adam_f32(uint32_t *p, uint32_t g, uint32_t *m, uint32_t *v, const uint32_t k[NTPU_ADAM_CONSTS],
+                   int decoupled)
+{
+    uint32_t gi = g;
+    if (decoupled)
+        *p = ntpu_f32_mul(*p, k[NTPU_ADAM_K_WD]); /* 1 - lr * wd */
+    else
+        gi = add_f32(g, ntpu_f32_mul(k[NTPU_ADAM_K_WD], *p));
+    *m = add_f32(ntpu_f32_mul(k[NTPU_ADAM_K_B1], *m), ntpu_f32_mul(k[NTPU_ADAM_K_1MB1], gi));
+    *v = add_f32(ntpu_f32_mul(k[NTPU_ADAM_K_B2], *v), ntpu_f32_mul(ntpu_f32_mul(k[NTPU_ADAM_K_1MB2], gi), gi));
+    uint32_t num = ntpu_f32_mul(k[NTPU_ADAM_K_LR], ntpu_f32_div(*m, k[NTPU_ADAM_K_C1]));
+    uint32_t den = add_f32(ntpu_f32_sqrt(ntpu_f32_div(*v, k[NTPU_ADAM_K_C2])), k[NTPU_ADAM_K_EPS]);
+    *p = add_f32(*p, ntpu_f32_div(num, den) ^ 0x80000000u);
+}
+
 uint32_t ntpu_relu_f32(uint32_t x) { return (x & 0x80000000u) && !is_nan_bits(x) ? 0u : x; }
 
 int32_t ntpu_mac_int8(int32_t acc, int8_t a, int8_t b) { return mac_int8(acc, a, b); }

@@ -23,7 +23,7 @@
  *     per clock through a short pipeline);
  *   - OPTIM costs 11 cycles per row with momentum, 8 without (reads, the chain
  *     of multiplies and adds, writes, one after another, as the RTL), plus
- *     REF_VECTOR_LATENCY;
+ *     REF_VECTOR_LATENCY; with ADAM REF_ADAM_ROW_CYCLES per row, plus its aux rows;
  *   - RUN costs, per command of its program, one cycle plus its LEN prefix and
  *     payload fetched at the link's width, at most 2N bytes per cycle (the RTL
  *     reads PM a row of 2N bytes at a time), on top of what the command itself costs;
@@ -48,12 +48,18 @@
 #ifndef NTPU_DEFAULT_PM_ROWS
 #define NTPU_DEFAULT_PM_ROWS 8192
 #endif
+#ifndef NTPU_DEFAULT_OS_ROWS
+#define NTPU_DEFAULT_OS_ROWS 65536
+#endif
 
 /* Extra cycles of a MATMUL beyond one per row: fill + drain of the array. */
 #define REF_MATMUL_LATENCY(n) (2u * (n))
 /* Extra cycles of a vector command beyond one per row: reading the aux rows
  * and the pipeline's fill. An estimate, like every counter but `macs`. */
 #define REF_VECTOR_LATENCY 4u
+/* Cycles of one OPTIM ADAM row in the RTL (ntpu_vseq): reads, the chain of
+ * multiplies and adds, two divides and a square root one bit a cycle, writes. */
+#define REF_ADAM_ROW_CYCLES 93u
 /* Largest N a configuration accepts (config_ok): sizes the per-row scratch. */
 #define REF_MAX_N 64u
 
@@ -71,6 +77,7 @@ struct ntpu_ref {
     uint16_t *ub;        /* ub_rows x N */
     uint16_t *wb;        /* wb_rows x N */
     uint32_t *acc;       /* acc_rows x N: int32 or fp32 bits */
+    uint32_t *os;        /* os_rows x N: fp32 bits (NULL when os_rows is 0) */
     uint16_t *w_active;  /* N x N, row i = array row i */
     uint16_t *w_pending; /* N x N */
     int pending;
@@ -108,6 +115,7 @@ ntpu_ref_config ntpu_ref_default_config(void)
     c.ub_rows = 16384;
     c.wb_rows = 32768;
     c.acc_rows = 32768;
+    c.os_rows = NTPU_DEFAULT_OS_ROWS;
     c.max_payload = 4112;
     c.no_vector = 0;
     c.no_transpose_a = 0;
@@ -119,9 +127,9 @@ ntpu_ref_config ntpu_ref_default_config(void)
 static int config_ok(const ntpu_ref_config *c)
 {
     return c->n >= 2 && c->n <= REF_MAX_N && c->ub_rows >= 1 && c->ub_rows <= 65536 && c->wb_rows >= c->n &&
-           c->wb_rows <= 65536 && c->acc_rows >= 1 && c->acc_rows <= 65536 && c->max_payload >= 1 + NTPU_COUNTERS_BYTES &&
-           c->max_payload <= 65535 && c->no_vector <= 1 && c->no_transpose_a <= 1 && c->link_bytes <= 64 &&
-           c->pm_rows <= 65536;
+           c->wb_rows <= 65536 && c->acc_rows >= 1 && c->acc_rows <= 65536 && c->os_rows <= 65536 &&
+           c->max_payload >= 1 + NTPU_COUNTERS_BYTES && c->max_payload <= 65535 && c->no_vector <= 1 &&
+           c->no_transpose_a <= 1 && c->link_bytes <= 64 && c->pm_rows <= 65536;
 }
 
 /* Cycles the link takes for `bytes` more bytes, carrying the remainder. */
@@ -141,11 +149,14 @@ ntpu_ref *ntpu_ref_new(const ntpu_ref_config *cfg)
     ntpu_ref *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
+    if (c.no_vector) /* OS belongs to the vector unit's OPTIM, as the RTL's OS_ROWS needs VEC_EN */
+        c.os_rows = 0;
     r->cfg = c;
     size_t n = c.n;
     r->ub = calloc((size_t)c.ub_rows * n, sizeof *r->ub);
     r->wb = calloc((size_t)c.wb_rows * n, sizeof *r->wb);
     r->acc = calloc((size_t)c.acc_rows * n, sizeof *r->acc);
+    r->os = c.os_rows ? calloc((size_t)c.os_rows * n, sizeof *r->os) : NULL;
     r->w_active = calloc(n * n, sizeof *r->w_active);
     r->w_pending = calloc(n * n, sizeof *r->w_pending);
     r->a_block = calloc(n * n, sizeof *r->a_block);
@@ -155,7 +166,8 @@ ntpu_ref *ntpu_ref_new(const ntpu_ref_config *cfg)
      * never makes the queue grow. */
     r->tx_cap = 4 * ((size_t)c.max_payload + NTPU_FRAME_OVERHEAD);
     r->tx = malloc(r->tx_cap);
-    if (!r->ub || !r->wb || !r->acc || !r->w_active || !r->w_pending || !r->a_block || !r->pm || !r->frame || !r->tx) {
+    if (!r->ub || !r->wb || !r->acc || (c.os_rows && !r->os) || !r->w_active || !r->w_pending || !r->a_block || !r->pm ||
+        !r->frame || !r->tx) {
         ntpu_ref_free(r);
         return NULL;
     }
@@ -170,6 +182,7 @@ void ntpu_ref_free(ntpu_ref *r)
     free(r->ub);
     free(r->wb);
     free(r->acc);
+    free(r->os);
     free(r->w_active);
     free(r->w_pending);
     free(r->a_block);
@@ -277,12 +290,28 @@ static void reply_status(ntpu_ref *r, uint8_t seq, uint8_t st)
 
 /* ---------------------------------------------------------------- commands */
 
+/* A memory id WRITE_MEM / READ_MEM accept: UB, WB, ACC, and PM and OS when there are. */
+static int mem_ok(const ntpu_ref *r, unsigned mem)
+{
+    return mem <= NTPU_MEM_ACC || (mem == NTPU_MEM_PM && r->cfg.pm_rows > 0) ||
+           (mem == NTPU_MEM_OS && r->cfg.os_rows > 0);
+}
+
 static unsigned mem_rows(const ntpu_ref *r, unsigned mem)
 {
-    return mem == NTPU_MEM_UB ? r->cfg.ub_rows
+    return mem == NTPU_MEM_UB   ? r->cfg.ub_rows
            : mem == NTPU_MEM_WB ? r->cfg.wb_rows
            : mem == NTPU_MEM_PM ? r->cfg.pm_rows
+           : mem == NTPU_MEM_OS ? r->cfg.os_rows
                                 : r->cfg.acc_rows;
+}
+
+/* ACC and OS have 32-bit lanes, UB and WB 16-bit ones. */
+static int wide(unsigned mem) { return mem == NTPU_MEM_ACC || mem == NTPU_MEM_OS; }
+
+static uint32_t *wide_rows(const ntpu_ref *r, unsigned mem, unsigned addr)
+{
+    return (mem == NTPU_MEM_OS ? r->os : r->acc) + (size_t)addr * r->cfg.n;
 }
 
 /* Rows of the memory a vector command's OUT field writes. */
@@ -293,7 +322,7 @@ static unsigned out_rows(const ntpu_ref *r, unsigned out)
 
 static size_t row_bytes(const ntpu_ref *r, unsigned mem)
 {
-    return (size_t)r->cfg.n * (mem == NTPU_MEM_ACC ? 4u : 2u);
+    return (size_t)r->cfg.n * (wide(mem) ? 4u : 2u);
 }
 
 /* The wire is little-endian: on such a host, lanes are copied as they are. */
@@ -311,13 +340,13 @@ static void write_rows(ntpu_ref *r, unsigned mem, unsigned addr, unsigned rows, 
         return;
     }
     if (REF_WIRE_ORDER) {
-        void *dst = mem == NTPU_MEM_ACC ? (void *)(r->acc + (size_t)addr * r->cfg.n)
-                                        : (void *)((mem == NTPU_MEM_UB ? r->ub : r->wb) + (size_t)addr * r->cfg.n);
-        memcpy(dst, src, lanes * (mem == NTPU_MEM_ACC ? 4u : 2u));
+        void *dst = wide(mem) ? (void *)wide_rows(r, mem, addr)
+                              : (void *)((mem == NTPU_MEM_UB ? r->ub : r->wb) + (size_t)addr * r->cfg.n);
+        memcpy(dst, src, lanes * (wide(mem) ? 4u : 2u));
         return;
     }
-    if (mem == NTPU_MEM_ACC) {
-        uint32_t *dst = r->acc + (size_t)addr * r->cfg.n;
+    if (wide(mem)) {
+        uint32_t *dst = wide_rows(r, mem, addr);
         for (size_t i = 0; i < lanes; i++)
             dst[i] = get32(src + 4 * i);
     } else {
@@ -335,14 +364,13 @@ static void read_rows(const ntpu_ref *r, unsigned mem, unsigned addr, unsigned r
         return;
     }
     if (REF_WIRE_ORDER) {
-        const void *src = mem == NTPU_MEM_ACC
-                              ? (const void *)(r->acc + (size_t)addr * r->cfg.n)
-                              : (const void *)((mem == NTPU_MEM_UB ? r->ub : r->wb) + (size_t)addr * r->cfg.n);
-        memcpy(dst, src, lanes * (mem == NTPU_MEM_ACC ? 4u : 2u));
+        const void *src = wide(mem) ? (const void *)wide_rows(r, mem, addr)
+                                    : (const void *)((mem == NTPU_MEM_UB ? r->ub : r->wb) + (size_t)addr * r->cfg.n);
+        memcpy(dst, src, lanes * (wide(mem) ? 4u : 2u));
         return;
     }
-    if (mem == NTPU_MEM_ACC) {
-        const uint32_t *src = r->acc + (size_t)addr * r->cfg.n;
+    if (wide(mem)) {
+        const uint32_t *src = wide_rows(r, mem, addr);
         for (size_t i = 0; i < lanes; i++)
             put32(dst + 4 * i, src[i]);
     } else {
@@ -508,6 +536,35 @@ static void optim(ntpu_ref *r, unsigned flags, unsigned prow, unsigned grow, uns
     r->cnt[NTPU_CNT_CYCLES] += (uint64_t)rows * (mom ? 11u : 8u) + REF_VECTOR_LATENCY;
 }
 
+/* OPTIM ADAM (docs/isa.md, "Version 1.4"): as optim(), with m and v in OS. */
+static void optim_adam(ntpu_ref *r, unsigned flags, unsigned prow, unsigned grow, unsigned rows, unsigned aux,
+                       unsigned srow)
+{
+    const unsigned n = r->cfg.n;
+    const int decoupled = (flags & NTPU_OPTIM_DECOUPLED) != 0;
+    uint32_t k[REF_MAX_N][NTPU_ADAM_CONSTS];
+    for (unsigned i = 0; i < NTPU_ADAM_CONSTS; i++)
+        for (unsigned j = 0; j < n; j++)
+            k[j][i] = r->acc[((size_t)aux + i) * n + j];
+    for (unsigned row = 0; row < rows; row++) {
+        uint32_t *p = r->acc + (size_t)(prow + row) * n;
+        const uint32_t *g = r->acc + (size_t)(grow + row) * n;
+        uint32_t *m = r->os + (size_t)(srow + row) * n;
+        uint32_t *v = r->os + ((size_t)srow + rows + row) * n;
+        uint32_t pv[REF_MAX_N], gv[REF_MAX_N], mv[REF_MAX_N], vv[REF_MAX_N];
+        memcpy(pv, p, n * sizeof *pv);
+        memcpy(gv, g, n * sizeof *gv);
+        memcpy(mv, m, n * sizeof *mv);
+        memcpy(vv, v, n * sizeof *vv);
+        for (unsigned j = 0; j < n; j++)
+            ntpu_adam_f32(&pv[j], gv[j], &mv[j], &vv[j], k[j], decoupled);
+        memcpy(m, mv, n * sizeof *mv);
+        memcpy(v, vv, n * sizeof *vv);
+        memcpy(p, pv, n * sizeof *pv);
+    }
+    r->cnt[NTPU_CNT_CYCLES] += (uint64_t)rows * REF_ADAM_ROW_CYCLES + NTPU_ADAM_AUX_ROWS + REF_VECTOR_LATENCY;
+}
+
 static void info_block(const ntpu_ref *r, uint8_t *p)
 {
     memset(p, 0, NTPU_ID_BYTES);
@@ -520,7 +577,8 @@ static void info_block(const ntpu_ref *r, uint8_t *p)
     p[NTPU_ID_OFF_FEATURES] = (uint8_t)(NTPU_FEATURE_TRANSPOSE_BIT |
                                         (r->cfg.no_transpose_a ? 0 : NTPU_FEATURE_TRANSPOSE_A_BIT) |
                                         (r->cfg.no_vector ? 0 : NTPU_FEATURE_VECTOR_BIT | NTPU_FEATURE_OPTIM_BIT) |
-                                        (r->cfg.pm_rows ? NTPU_FEATURE_PROGRAM_BIT : 0));
+                                        (r->cfg.pm_rows ? NTPU_FEATURE_PROGRAM_BIT : 0) |
+                                        (r->cfg.os_rows ? NTPU_FEATURE_ADAM_BIT : 0));
     put16(p + NTPU_ID_OFF_MAX_PAYLOAD, r->cfg.max_payload);
     put32(p + NTPU_ID_OFF_UB_ROWS, r->cfg.ub_rows);
     put32(p + NTPU_ID_OFF_WB_ROWS, r->cfg.wb_rows);
@@ -528,7 +586,7 @@ static void info_block(const ntpu_ref *r, uint8_t *p)
     put32(p + NTPU_ID_OFF_CLOCK_HZ, 0);
     p[NTPU_ID_OFF_PLATFORM] = 0;
     put32(p + NTPU_ID_OFF_PM_ROWS, r->cfg.pm_rows);
-    put32(p + NTPU_ID_OFF_OS_ROWS, 0);
+    put32(p + NTPU_ID_OFF_OS_ROWS, r->cfg.os_rows);
 }
 
 /* The first checks of a vector-unit command: the unit is there, and the length is the opcode's. */
@@ -574,7 +632,7 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len, int i
         if (write ? len < NTPU_LEN_MEM_HDR : len != NTPU_LEN_MEM_HDR)
             return NTPU_DEV_ERR_LENGTH;
         unsigned mem = p[1], addr = get16(p + 2), rows = get16(p + 4);
-        if (mem > NTPU_MEM_PM || (mem == NTPU_MEM_PM && (r->cfg.pm_rows == 0 || inner)))
+        if (!mem_ok(r, mem) || (mem == NTPU_MEM_PM && inner))
             return NTPU_DEV_ERR_MEM;
         size_t bytes = (size_t)rows * row_bytes(r, mem);
         if (write ? len != NTPU_LEN_MEM_HDR + bytes : 1 + bytes > r->cfg.max_payload)
@@ -672,12 +730,25 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len, int i
     }
 
     case NTPU_OP_OPTIM: {
-        int st = vector_cmd_ok(r, len, NTPU_LEN_OPTIM);
+        /* The flags byte says which fixed part applies (ADAM adds s), so it must exist first. */
+        int st = vector_cmd_ok(r, len, len >= 2 && (p[1] & NTPU_OPTIM_ADAM) ? NTPU_LEN_OPTIM_ADAM : NTPU_LEN_OPTIM);
         if (st != NTPU_DEV_OK)
             return st;
         unsigned flags = p[1], prow = get16(p + 2), grow = get16(p + 4), rows = get16(p + 6), aux = get16(p + 8);
-        if (flags & ~NTPU_OPTIM_MOMENTUM)
+        if (flags & ~(NTPU_OPTIM_MOMENTUM | NTPU_OPTIM_ADAM | NTPU_OPTIM_DECOUPLED))
             return NTPU_DEV_ERR_ARG;
+        if (flags & (NTPU_OPTIM_ADAM | NTPU_OPTIM_DECOUPLED)) {
+            /* ADAM needs OS; MOMENTUM with it and DECOUPLED without it are reserved combinations */
+            if (!r->cfg.os_rows || !(flags & NTPU_OPTIM_ADAM) || (flags & NTPU_OPTIM_MOMENTUM))
+                return NTPU_DEV_ERR_ARG;
+            unsigned srow = get16(p + 10);
+            if ((unsigned long)prow + rows > r->cfg.acc_rows || (unsigned long)grow + rows > r->cfg.acc_rows ||
+                (unsigned long)aux + NTPU_ADAM_AUX_ROWS > r->cfg.acc_rows ||
+                (unsigned long)srow + 2ul * rows > r->cfg.os_rows)
+                return NTPU_DEV_ERR_RANGE;
+            optim_adam(r, flags, prow, grow, rows, aux, srow);
+            return NTPU_DEV_OK;
+        }
         /* with MOMENTUM the state rows follow the parameter rows; aux + 2 (+ 3) constant rows */
         unsigned long mom = flags & NTPU_OPTIM_MOMENTUM;
         if ((unsigned long)prow + rows * (1 + mom) > r->cfg.acc_rows ||

@@ -1,18 +1,20 @@
 /* Differential test: random command streams (every opcode, both dtypes, special
  * values, invalid commands mixed in) through the golden model and the RTL; the
  * reply streams must be bit-identical, frame for frame. The 1.1 commands
- * (MATMUL TRANSPOSE_A, ACT, RELU_GRAD, COLSUM), 1.3's OPTIM and 1.4's programs
- * (WRITE_MEM / READ_MEM of PM, RUN of random commands, broken programs) join
- * the streams when the device's feature bits announce them.
+ * (MATMUL TRANSPOSE_A, ACT, RELU_GRAD, COLSUM), 1.3's OPTIM, 1.4's programs
+ * (WRITE_MEM / READ_MEM of PM, RUN of random commands, broken programs) and 1.4's
+ * OS memory and OPTIM ADAM join the streams when the device's feature bits
+ * announce them.
  * Usage: diff_random [streams=1000] [seed=1] */
 #include "pair.h"
 
-enum { UB_WIN = 128, WB_WIN = 64, ACC_WIN = 128 }; /* rows every stream works in */
+enum { UB_WIN = 128, WB_WIN = 64, ACC_WIN = 128, OS_WIN = 64 }; /* rows every stream works in */
 
-static unsigned N, UB_ROWS, WB_ROWS, ACC_ROWS, MAX_PAYLOAD;
-static int HAS_TRANSPOSE_A, HAS_VECTOR, HAS_OPTIM, HAS_PROGRAM;
+static unsigned N, UB_ROWS, WB_ROWS, ACC_ROWS, OS_ROWS, MAX_PAYLOAD;
+static int HAS_TRANSPOSE_A, HAS_VECTOR, HAS_OPTIM, HAS_PROGRAM, HAS_ADAM;
 static unsigned PM_ROWS;
 enum { PM_WIN = 256 }; /* PM rows the programs use */
+static unsigned long adam_rows; /* rows of the valid OPTIM ADAMs sent: the streams reach the Adam datapath */
 
 static uint16_t rnd_bf16(void)
 {
@@ -44,13 +46,13 @@ static uint32_t rnd_f32(void)
     }
 }
 
-static unsigned row_bytes(unsigned mem) { return mem == NTPU_MEM_ACC ? 4 * N : 2 * N; } /* PM: 2N */
+static unsigned row_bytes(unsigned mem) { return mem == NTPU_MEM_ACC || mem == NTPU_MEM_OS ? 4 * N : 2 * N; } /* PM: 2N */
 
 /* Random row data for memory mem; `bf16` picks the flavour of UB/WB lanes. */
 static void fill_rows(uint8_t *p, unsigned mem, unsigned rows, int bf16)
 {
     for (unsigned i = 0; i < rows * N; i++) {
-        if (mem == NTPU_MEM_ACC)
+        if (mem == NTPU_MEM_ACC || mem == NTPU_MEM_OS)
             put32(p + 4 * i, rnd_below(2) ? rnd_f32() : (uint32_t)rnd());
         else
             put16(p + 2 * i, bf16 ? rnd_bf16() : (uint16_t)rnd()); /* int8: high byte must be ignored */
@@ -76,7 +78,15 @@ static void mem_cmd(pair *p, unsigned op, unsigned mem, unsigned addr, unsigned 
     pair_cmd(p, cmd, 6);
 }
 
-static unsigned window(unsigned mem) { return mem == NTPU_MEM_UB ? UB_WIN : mem == NTPU_MEM_WB ? WB_WIN : ACC_WIN; }
+static unsigned window(unsigned mem)
+{
+    return mem == NTPU_MEM_UB ? UB_WIN : mem == NTPU_MEM_WB ? WB_WIN : mem == NTPU_MEM_OS ? OS_WIN : ACC_WIN;
+}
+
+static unsigned mem_size(unsigned mem)
+{
+    return mem == NTPU_MEM_UB ? UB_ROWS : mem == NTPU_MEM_WB ? WB_ROWS : mem == NTPU_MEM_OS ? OS_ROWS : ACC_ROWS;
+}
 
 static unsigned out_window(unsigned out) { return out == NTPU_OUT_WB ? WB_WIN : out == NTPU_OUT_ACC ? ACC_WIN : UB_WIN; }
 
@@ -164,12 +174,79 @@ static void random_optim(pair *p)
     cmd10(p, NTPU_OP_OPTIM, mom, prow, grow, rows, aux, NTPU_LEN_OPTIM);
 }
 
+/* The nine Adam constants at aux: mostly ordinary values (small positive like
+ * lr, eps, 1 - b1; near 1 like b1, c1; some zero), sometimes any fp32 value. */
+static void write_adam_consts(pair *p, unsigned aux)
+{
+    static uint8_t cmd[6 + NTPU_ADAM_AUX_ROWS * 4 * 64];
+    cmd[0] = NTPU_OP_WRITE_MEM;
+    cmd[1] = NTPU_MEM_ACC;
+    put16(cmd + 2, aux);
+    put16(cmd + 4, NTPU_ADAM_AUX_ROWS);
+    for (unsigned i = 0; i < NTPU_ADAM_AUX_ROWS * N; i++) {
+        uint32_t v;
+        switch (rnd_below(8)) {
+        case 0: v = rnd_f32(); break;
+        case 1: v = rnd_below(2) ? 0 : 0x80000000u; break;
+        case 2: case 3: v = 0x3F000000u | (uint32_t)rnd_below(0x1000000); break; /* [0.5, 2) */
+        default: v = (uint32_t)(90 + rnd_below(37)) << 23 | (uint32_t)rnd_below(0x800000); break;
+        }
+        put32(cmd + 6 + 4 * i, v);
+    }
+    pair_cmd(p, cmd, 6 + NTPU_ADAM_AUX_ROWS * (size_t)row_bytes(NTPU_MEM_ACC));
+}
+
+static void optim12(pair *p, unsigned flags, unsigned prow, unsigned grow, unsigned rows, unsigned aux, unsigned s,
+                    size_t len)
+{
+    uint8_t c[12] = {NTPU_OP_OPTIM, (uint8_t)flags};
+    put16(c + 2, prow);
+    put16(c + 4, grow);
+    put16(c + 6, rows);
+    put16(c + 8, aux);
+    put16(c + 10, s);
+    pair_cmd(p, c, len);
+}
+
+/* One random OPTIM ADAM (1.4), usually valid: Adam or AdamW, gradients and
+ * constants anywhere in the window (overlapping the parameters too), or one of
+ * each error. */
+static void random_adam(pair *p)
+{
+    const unsigned A = NTPU_OPTIM_ADAM, D = NTPU_OPTIM_DECOUPLED;
+    unsigned rows = rnd_below(N + 1), dec = rnd_below(2) ? D : 0;
+    if (rnd_below(5) == 0) {
+        unsigned e = rnd_below(7);
+        if (e == 0) optim12(p, A | dec, 0, 0, 1, 0, 0, NTPU_LEN_OPTIM);                   /* LEN 10 */
+        else if (e == 1) optim12(p, 0, 0, 0, 1, 0, 0, NTPU_LEN_OPTIM_ADAM);              /* LEN 12 without */
+        else if (e == 2) optim12(p, A | NTPU_OPTIM_MOMENTUM, 0, 0, 1, 0, 0, 12);         /* with MOMENTUM */
+        else if (e == 3) optim12(p, D | (8u << rnd_below(5)), 0, 0, 1, 0, 0, 10);        /* DECOUPLED alone, reserved */
+        else if (e == 4) optim12(p, A | (8u << rnd_below(5)), 0, 0, 1, 0, 0, 12);         /* reserved bits */
+        else if (e == 5) /* a constant row past the end */
+            optim12(p, A | dec, 0, 0, 1, ACC_ROWS - NTPU_ADAM_AUX_ROWS + 1 + rnd_below(2), 0, 12);
+        else /* v's rows past the end of OS; m's alone would fit */
+            optim12(p, A | dec, 0, 0, N, 0, OS_ROWS - 2 * N + 1 + rnd_below(N), 12);
+        return;
+    }
+    unsigned prow = rnd_below(ACC_WIN - rows + 1), aux = rnd_below(ACC_WIN - NTPU_ADAM_AUX_ROWS + 1);
+    unsigned grow = rnd_below(2) ? rnd_below(ACC_WIN - rows + 1) : dst_near(prow, rows, ACC_WIN);
+    unsigned s = rnd_below(OS_WIN - 2 * rows + 1);
+    if (rnd_below(3))
+        write_adam_consts(p, aux);
+    optim12(p, A | dec, prow, grow, rows, aux, s, NTPU_LEN_OPTIM_ADAM);
+    adam_rows += rows;
+}
+
 /* One random 1.1 command, usually valid. */
 static void random_command_v11(pair *p)
 {
     unsigned rows = rnd_below(3 * N + 1), kind = rnd_below(HAS_TRANSPOSE_A ? 12 : 9);
     if (!HAS_VECTOR)
         kind = 9 + rnd_below(3);
+    if (HAS_ADAM && rnd_below(5) == 0) {
+        random_adam(p);
+        return;
+    }
     if (HAS_OPTIM && rnd_below(4) == 0) {
         random_optim(p);
         return;
@@ -237,7 +314,7 @@ static void random_command_v11(pair *p)
 static void random_command(pair *p)
 {
     uint8_t c[16] = {0};
-    unsigned mem = rnd_below(3), rows = 1 + rnd_below(3 * N);
+    unsigned mem = HAS_ADAM && rnd_below(5) == 0 ? NTPU_MEM_OS : rnd_below(3), rows = 1 + rnd_below(3 * N);
     if ((HAS_VECTOR || HAS_TRANSPOSE_A) && rnd_below(3) == 0) {
         random_command_v11(p);
         return;
@@ -269,7 +346,7 @@ static void random_command(pair *p)
     case 16: c[0] = NTPU_OP_NOP; pair_cmd(p, c, 1); break;
     case 17: c[0] = NTPU_OP_STATUS; pair_cmd(p, c, 1); break;
     case 18: /* writes at the very end of a memory: valid, never read back */
-        write_mem(p, mem, (mem == NTPU_MEM_UB ? UB_ROWS : mem == NTPU_MEM_WB ? WB_ROWS : ACC_ROWS) - rows, rows, 1);
+        write_mem(p, mem, mem_size(mem) - rows, rows, 1);
         break;
     default: { /* invalid: each kind of error */
         unsigned kind = rnd_below(10);
@@ -414,6 +491,10 @@ int main(int argc, char **argv)
     PM_ROWS = get32(id + NTPU_ID_OFF_PM_ROWS);
     if (HAS_PROGRAM && PM_ROWS < PM_WIN)
         die("PM has %u rows, the test needs %u", PM_ROWS, (unsigned)PM_WIN);
+    HAS_ADAM = (id[NTPU_ID_OFF_FEATURES] & NTPU_FEATURE_ADAM_BIT) != 0;
+    OS_ROWS = get32(id + NTPU_ID_OFF_OS_ROWS);
+    if (HAS_ADAM != (OS_ROWS > 0) || (HAS_ADAM && OS_ROWS < OS_WIN))
+        die("feature ADAM %d with %u OS rows", HAS_ADAM, OS_ROWS);
     if (id[NTPU_ID_OFF_PLATFORM] != 0 || vid[NTPU_ID_OFF_PLATFORM] != 1)
         die("platform bytes wrong: ref %u vsim %u", id[NTPU_ID_OFF_PLATFORM], vid[NTPU_ID_OFF_PLATFORM]);
     N = id[NTPU_ID_OFF_ROWS];
@@ -421,14 +502,16 @@ int main(int argc, char **argv)
     UB_ROWS = get32(id + NTPU_ID_OFF_UB_ROWS);
     WB_ROWS = get32(id + NTPU_ID_OFF_WB_ROWS);
     ACC_ROWS = get32(id + NTPU_ID_OFF_ACC_ROWS);
-    printf("device: version %u.%u N=%u ub=%u wb=%u acc=%u pm=%u max_payload=%u%s%s%s%s\n",
+    printf("device: version %u.%u N=%u ub=%u wb=%u acc=%u pm=%u os=%u max_payload=%u%s%s%s%s%s\n",
            id[NTPU_ID_OFF_VERSION_MAJOR], id[NTPU_ID_OFF_VERSION_MINOR], N, UB_ROWS, WB_ROWS, ACC_ROWS, PM_ROWS,
-           MAX_PAYLOAD, HAS_TRANSPOSE_A ? " +TRANSPOSE_A" : "", HAS_VECTOR ? " +VECTOR" : "",
-           HAS_OPTIM ? " +OPTIM" : "", HAS_PROGRAM ? " +PROGRAM" : "");
+           OS_ROWS, MAX_PAYLOAD, HAS_TRANSPOSE_A ? " +TRANSPOSE_A" : "", HAS_VECTOR ? " +VECTOR" : "",
+           HAS_OPTIM ? " +OPTIM" : "", HAS_PROGRAM ? " +PROGRAM" : "", HAS_ADAM ? " +ADAM" : "");
 
     /* Give the windows defined contents (memory after reset is unspecified). */
     static uint8_t zero[65536];
-    for (unsigned mem = 0; mem < 3; mem++) {
+    for (unsigned mem = 0; mem <= NTPU_MEM_OS; mem++) {
+        if (mem == 3 || (mem == NTPU_MEM_OS && !HAS_ADAM))
+            continue;
         unsigned per = (MAX_PAYLOAD - 6) / row_bytes(mem);
         for (unsigned a = 0; a < window(mem); a += per) {
             unsigned rows = window(mem) - a < per ? window(mem) - a : per;
@@ -455,6 +538,10 @@ int main(int argc, char **argv)
         }
         mem_cmd(&p, NTPU_OP_READ_MEM, NTPU_MEM_ACC, 0, ACC_WIN / 2);
         mem_cmd(&p, NTPU_OP_READ_MEM, NTPU_MEM_ACC, ACC_WIN / 2, ACC_WIN / 2);
+        if (HAS_ADAM) { /* OPTIM ADAM writes m and v there */
+            mem_cmd(&p, NTPU_OP_READ_MEM, NTPU_MEM_OS, 0, OS_WIN / 2);
+            mem_cmd(&p, NTPU_OP_READ_MEM, NTPU_MEM_OS, OS_WIN / 2, OS_WIN / 2);
+        }
         for (unsigned mem = NTPU_MEM_UB; HAS_VECTOR && mem <= NTPU_MEM_WB; mem++) { /* ACT, RELU_GRAD write there */
             unsigned per = (MAX_PAYLOAD - 1) / row_bytes(mem);
             for (unsigned a = 0; a < window(mem); a += per)
@@ -480,9 +567,11 @@ int main(int argc, char **argv)
     }
     if (mr != mv)
         die("MAC counters differ: ref %llu vsim %llu", (unsigned long long)mr, (unsigned long long)mv);
-    printf("%u random command streams, %lu replies (%lu errors among them), %llu MACs: "
+    printf("%u random command streams, %lu replies (%lu errors among them), %llu MACs, %lu Adam rows: "
            "ref and vsim bit-identical (%llu vsim cycles)\n",
-           streams, frames, errors, (unsigned long long)mr, (unsigned long long)ntpu_vsim_cycles(p.vsim));
+           streams, frames, errors, (unsigned long long)mr, adam_rows, (unsigned long long)ntpu_vsim_cycles(p.vsim));
+    if (HAS_ADAM && streams >= 100 && adam_rows == 0)
+        die("no OPTIM ADAM row ran");
     pair_close(&p);
     puts("PASS diff_random");
     return 0;

@@ -179,15 +179,83 @@ static uint16_t read_ub(uint16_t addr, ntpu_status *st)
 
 Test(link, info_round_trip)
 {
-    uint8_t op = NTPU_OP_INFO, id[32];
+    uint8_t op = NTPU_OP_INFO, id[NTPU_ID_BYTES];
     uint64_t t;
-    cr_assert_eq(ntpu_link_command(&L, &op, 1, 32, id, &t), NTPU_OK);
+    cr_assert_eq(ntpu_link_command(&L, &op, 1, NTPU_ID_BYTES, id, &t), NTPU_OK);
     cr_assert_eq(ntpu_link_wait(&L, t), NTPU_OK, "%s", errbuf);
     cr_assert_eq(ntpu_rd32(id), NTPU_ID_MAGIC);
     cr_assert_eq(L.stats.tx_frames, 1);
     cr_assert_eq(L.stats.rx_frames, 1);
     cr_assert_eq(L.stats.tx_bytes, 9);
-    cr_assert_eq(L.stats.rx_bytes, 8 + 33);
+    cr_assert_eq(L.stats.rx_bytes, 8 + 41, "a 1.4 ID block: 40 bytes");
+}
+
+/* A device before 1.4 answers INFO with a 32-byte ID block: the host takes it,
+ * the 1.4 fields (pm_rows, os_rows) read as 0. Any other short reply is an error. */
+typedef struct canned {
+    uint8_t buf[64];
+    size_t len, pos;
+} canned;
+
+static ntpu_status canned_send(void *ctx, const uint8_t *buf, size_t n, char *err, size_t errlen)
+{
+    (void)ctx, (void)buf, (void)n, (void)err, (void)errlen;
+    return NTPU_OK;
+}
+
+static ntpu_status canned_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeout_ms, size_t *got, char *err,
+                               size_t errlen)
+{
+    (void)timeout_ms, (void)err, (void)errlen;
+    canned *c = ctx;
+    *got = c->len - c->pos < n ? c->len - c->pos : n;
+    memcpy(buf, c->buf + c->pos, *got);
+    c->pos += *got;
+    return *got == n ? NTPU_OK : NTPU_ERR_TIMEOUT;
+}
+
+static const ntpu_transport_ops canned_ops = {"canned", canned_send, canned_recv, wire_close, 1, 0, 0, 0};
+
+/* The reply frame (SEQ 0) of an INFO whose ID block has `bytes` bytes, 0xA5 after the magic. */
+static void canned_info(canned *c, unsigned bytes)
+{
+    c->buf[0] = NTPU_SOF_REPLY;
+    c->buf[1] = 0;
+    ntpu_wr16(c->buf + 2, 1 + bytes);
+    c->buf[4] = NTPU_DEV_OK;
+    memset(c->buf + 5, 0xA5, bytes);
+    ntpu_wr32(c->buf + 5, NTPU_ID_MAGIC);
+    ntpu_wr32(c->buf + 5 + bytes, crc_bitwise(c->buf + 1, 4 + bytes));
+    c->len = 5 + bytes + 4;
+    c->pos = 0;
+}
+
+Test(link_id, a_1_3_id_block_of_32_bytes_is_accepted)
+{
+    static canned c;
+    static ntpu_link l;
+    static char e[NTPU_ERRMSG_LEN];
+    uint8_t op = NTPU_OP_INFO, id[NTPU_ID_BYTES];
+    uint64_t t;
+    memset(id, 0xEE, sizeof id);
+    canned_info(&c, NTPU_ID_BYTES_1_3);
+    cr_assert_eq(ntpu_link_init(&l, (ntpu_transport){&canned_ops, &c}, 4112, e), NTPU_OK);
+    cr_assert_eq(ntpu_link_command(&l, &op, 1, NTPU_ID_BYTES, id, &t), NTPU_OK);
+    cr_assert_eq(ntpu_link_wait(&l, t), NTPU_OK, "%s", e);
+    cr_expect_eq(ntpu_rd32(id), NTPU_ID_MAGIC);
+    cr_expect_eq(id[NTPU_ID_BYTES_1_3 - 1], 0xA5);
+    cr_expect_eq(ntpu_rd32(id + NTPU_ID_OFF_PM_ROWS), 0);
+    cr_expect_eq(ntpu_rd32(id + NTPU_ID_OFF_OS_ROWS), 0);
+    ntpu_link_free(&l);
+
+    /* 36 bytes is neither */
+    canned_info(&c, 36);
+    cr_assert_eq(ntpu_link_init(&l, (ntpu_transport){&canned_ops, &c}, 4112, e), NTPU_OK);
+    cr_assert_eq(ntpu_link_command(&l, &op, 1, NTPU_ID_BYTES, id, &t), NTPU_OK);
+    ntpu_status st = ntpu_link_wait(&l, t);
+    cr_expect_neq(st, NTPU_OK, "a 36-byte block is refused");
+    cr_expect(strstr(e, "36 data bytes"), "%d %s", st, e);
+    ntpu_link_free(&l);
 }
 
 Test(link, sequence_numbers_wrap_and_replies_are_checked_in_order)

@@ -1,7 +1,7 @@
-/* The device optimizer (ntpu_optim_config.device, OPTIM of protocol 1.3): a model
- * whose SGD or momentum runs on the device must end every step with exactly the
- * bits of the same model whose optimizer runs on the host (weights, biases,
- * momentum, losses, logits), on the golden model at N = 8 and N = 2 and on the
+/* The device optimizer (ntpu_optim_config.device, OPTIM of protocols 1.3 and 1.4):
+ * a model whose SGD, momentum, Adam or AdamW runs on the device must end every
+ * step with exactly the bits of the same model whose optimizer runs on the host
+ * (weights, biases, momentum or moments, losses, logits), on the golden model at N = 8 and N = 2 and on the
  * RTL (vsim); the values here stay in the normal range, where the two agree
  * (docs/isa.md, OPTIM). Devices or optimizers that cannot do it fall back to the
  * host and say why; checkpoints carry the device's weights and state. */
@@ -98,6 +98,18 @@ Test(nn_devopt, momentum_on_vsim_equals_host_on_ref) { compare("ref", "vsim", NT
 
 Test(nn_devopt, sgd_on_vsim_equals_host_on_ref) { compare("ref", "vsim", NTPU_OPT_SGD); }
 
+Test(nn_devopt, adam_on_ref_equals_host) { compare("ref", "ref", NTPU_OPT_ADAM); }
+
+Test(nn_devopt, adamw_on_ref_equals_host) { compare("ref", "ref", NTPU_OPT_ADAMW); }
+
+Test(nn_devopt, adam_at_n2_equals_host) { compare("ref:n=2", "ref:n=2", NTPU_OPT_ADAM); }
+
+Test(nn_devopt, adamw_at_n2_equals_host) { compare("ref:n=2", "ref:n=2", NTPU_OPT_ADAMW); }
+
+Test(nn_devopt, adam_on_vsim_equals_host_on_ref) { compare("ref", "vsim", NTPU_OPT_ADAM); }
+
+Test(nn_devopt, adamw_on_vsim_equals_host_on_ref) { compare("ref", "vsim", NTPU_OPT_ADAMW); }
+
 /* Asked for where it cannot run: the host optimizer, and the reason. */
 static void expect_fallback(const char *spec, ntpu_optimizer kind, const char *reason_part)
 {
@@ -120,20 +132,37 @@ static void expect_fallback(const char *spec, ntpu_optimizer kind, const char *r
 
 Test(nn_devopt, falls_back_without_optim) { expect_fallback("ref:novec=1", NTPU_OPT_MOMENTUM, "no OPTIM"); }
 
-Test(nn_devopt, falls_back_for_adam) { expect_fallback("ref", NTPU_OPT_ADAM, "square root"); }
+Test(nn_devopt, falls_back_for_adam_without_os) { expect_fallback("ref:os=0", NTPU_OPT_ADAM, "ADAM"); }
+
+Test(nn_devopt, falls_back_for_adamw_without_optim) { expect_fallback("ref:novec=1", NTPU_OPT_ADAMW, "no OPTIM"); }
+
+/* Adam's moments of 20-12-5 at N = 8 take 134 OS rows. */
+Test(nn_devopt, falls_back_when_os_is_too_small) { expect_fallback("ref:os=133", NTPU_OPT_ADAM, "OS rows"); }
+
+Test(nn_devopt, adam_fits_os_exactly)
+{
+    ntpu_device *dev;
+    cr_assert_eq(ntpu_open("ref:os=134", &dev), NTPU_OK);
+    ntpu_optim_config o = config(NTPU_OPT_ADAM, 1);
+    ntpu_model *m;
+    cr_assert_eq(ntpu_model_create(dev, sizes, 3, BATCH, 7, &o, &m), NTPU_OK, "%s", ntpu_last_error(dev));
+    cr_assert_eq(ntpu_model_device_optimizer(m, NULL), 1);
+    ntpu_model_destroy(m);
+    ntpu_close(dev);
+}
 
 /* Resident needs 118 ACC rows at N = 8, batch 10; with the momentum on the device 212. */
 Test(nn_devopt, falls_back_when_acc_is_too_small) { expect_fallback("ref:acc=150", NTPU_OPT_MOMENTUM, "ACC rows"); }
 
 /* A checkpoint of a device-optimizer model holds the device's weights and
- * momentum: loaded into a host-optimizer model it trains on in step. */
-Test(nn_devopt, checkpoint_holds_device_state)
+ * momentum (or moments): loaded into a host-optimizer model it trains on in step. */
+static void checkpoint_holds_device_state(ntpu_optimizer kind)
 {
     ntpu_device *dr, *dd, *dl; /* one model per device: a model owns its device's memories */
     cr_assert_eq(ntpu_open("ref", &dr), NTPU_OK);
     cr_assert_eq(ntpu_open("ref", &dd), NTPU_OK);
     cr_assert_eq(ntpu_open("ref", &dl), NTPU_OK);
-    ntpu_optim_config oh = config(NTPU_OPT_MOMENTUM, 0), od = config(NTPU_OPT_MOMENTUM, 1);
+    ntpu_optim_config oh = config(kind, 0), od = config(kind, 1);
     ntpu_model *mh, *md;
     cr_assert_eq(ntpu_model_create(dr, sizes, 3, BATCH, 3, &oh, &mh), NTPU_OK);
     cr_assert_eq(ntpu_model_create(dd, sizes, 3, BATCH, 3, &od, &md), NTPU_OK);
@@ -167,13 +196,17 @@ Test(nn_devopt, checkpoint_holds_device_state)
     ntpu_close(dl);
 }
 
+Test(nn_devopt, checkpoint_holds_device_momentum) { checkpoint_holds_device_state(NTPU_OPT_MOMENTUM); }
+
+Test(nn_devopt, checkpoint_holds_device_moments) { checkpoint_holds_device_state(NTPU_OPT_ADAMW); }
+
 /* The optimizer moves between host and device mid-run without changing a bit. */
-Test(nn_devopt, switching_places_mid_run)
+static void switching_places_mid_run(ntpu_optimizer kind)
 {
     ntpu_device *dr, *dd;
     cr_assert_eq(ntpu_open("ref", &dr), NTPU_OK);
     cr_assert_eq(ntpu_open("ref", &dd), NTPU_OK);
-    ntpu_optim_config o = config(NTPU_OPT_MOMENTUM, 0);
+    ntpu_optim_config o = config(kind, 0);
     ntpu_model *mh, *ms;
     cr_assert_eq(ntpu_model_create(dr, sizes, 3, BATCH, 9, &o, &mh), NTPU_OK);
     cr_assert_eq(ntpu_model_create(dd, sizes, 3, BATCH, 9, &o, &ms), NTPU_OK);
@@ -193,3 +226,7 @@ Test(nn_devopt, switching_places_mid_run)
     ntpu_close(dr);
     ntpu_close(dd);
 }
+
+Test(nn_devopt, switching_places_mid_run_momentum) { switching_places_mid_run(NTPU_OPT_MOMENTUM); }
+
+Test(nn_devopt, switching_places_mid_run_adam) { switching_places_mid_run(NTPU_OPT_ADAM); }

@@ -448,6 +448,182 @@ Test(numerics, optim_f32_is_the_host_optimizer)
     }
 }
 
+/* ---------------------------------------------------------------- f32_div, f32_sqrt, adam_f32 */
+
+#define EXPECT_DIV(a, b, want)                                                                                  \
+    cr_expect_eq(ntpu_f32_div((a), (b)), (uint32_t)(want), "div(0x%08x, 0x%08x) = 0x%08x, want 0x%08x",           \
+                 (unsigned)(a), (unsigned)(b), ntpu_f32_div((a), (b)), (unsigned)(want))
+#define EXPECT_SQRT(a, want)                                                                                    \
+    cr_expect_eq(ntpu_f32_sqrt(a), (uint32_t)(want), "sqrt(0x%08x) = 0x%08x, want 0x%08x", (unsigned)(a),         \
+                 ntpu_f32_sqrt(a), (unsigned)(want))
+
+Test(numerics, f32_div_hand_cases)
+{
+    EXPECT_DIV(0x40400000, 0x40000000, 0x3FC00000); /* 3 / 2 */
+    EXPECT_DIV(0x3F800000, 0x40400000, 0x3EAAAAAB); /* 1 / 3 rounds up */
+    EXPECT_DIV(0x40000000, 0x40400000, 0x3F2AAAAB); /* 2 / 3 */
+    EXPECT_DIV(0x3F800000, 0x00000000, 0x7F800000); /* 1 / +0 = +Inf */
+    EXPECT_DIV(0x3F800000, 0x80000000, 0xFF800000); /* 1 / -0 = -Inf */
+    EXPECT_DIV(0xBF800000, 0x00400000, 0xFF800000); /* a subnormal divisor reads as +0 */
+    EXPECT_DIV(0x00400000, 0x3F800000, 0x00000000); /* a subnormal dividend reads as zero */
+    EXPECT_DIV(0x80400000, 0x3F800000, 0x80000000); /* ... of its sign */
+    EXPECT_DIV(0x00000000, 0x00000000, 0x7FC00000); /* 0 / 0 */
+    EXPECT_DIV(0x00400000, 0x80400000, 0x7FC00000); /* subnormal / subnormal is 0 / 0 */
+    EXPECT_DIV(0x7F800000, 0xFF800000, 0x7FC00000); /* Inf / Inf */
+    EXPECT_DIV(0xFF800000, 0x3F800000, 0xFF800000); /* -Inf / 1 */
+    EXPECT_DIV(0x3F800000, 0xFF800000, 0x80000000); /* 1 / -Inf = -0 */
+    EXPECT_DIV(0x00000000, 0xBF800000, 0x80000000); /* +0 / -1 = -0 */
+    EXPECT_DIV(0xFFC00001, 0x3F800000, 0x7FC00000); /* NaN canonical */
+    EXPECT_DIV(0x3F800000, 0x7F800001, 0x7FC00000);
+    EXPECT_DIV(0x7F7FFFFF, 0x3F000000, 0x7F800000); /* overflow */
+    EXPECT_DIV(0x7F7FFFFF, 0x3F800000, 0x7F7FFFFF);
+    EXPECT_DIV(0x00800000, 0x40000000, 0x00000000); /* 2^-127: flushed */
+    EXPECT_DIV(0x00FFFFFF, 0x40000000, 0x00000000); /* (2 - 2^-23) 2^-127 is a 24-bit value: flushed */
+    EXPECT_DIV(0x00800000, 0x3F800001, 0x00000000); /* 2^-126 / (1 + 2^-23) rounds to 2^-126 - 2^-150 */
+    EXPECT_DIV(0x00800001, 0x3F800001, 0x00800000); /* exactly 2^-126 */
+    EXPECT_DIV(0x80800001, 0x3F800001, 0x80800000);
+    EXPECT_DIV(0x00800000, 0x3F7FFFFF, 0x00800001); /* 2^-126 / (1 - 2^-24) = 2^-126 (1 + 2^-24 + ...) */
+    EXPECT_DIV(0x3F7FFFFF, 0x3F800001, 0x3F7FFFFD); /* (1 - 2^-24) / (1 + 2^-23) */
+}
+
+/* Exact reference by integers: the quotient of the significands to 64 bits
+ * plus a sticky bit, rounded to 24 bits at an unbounded exponent, then the
+ * device's flush and overflow rules. Normal operands only. */
+static uint32_t div_exact(uint32_t a, uint32_t b)
+{
+    uint64_t ma = (a & 0x7FFFFFu) | 0x800000u, mb = (b & 0x7FFFFFu) | 0x800000u;
+    int e = (int)((a >> 23) & 0xFF) - (int)((b >> 23) & 0xFF) + 127; /* biased, for ma >= mb */
+    if (ma < mb) {
+        ma <<= 1;
+        e--;
+    }
+    /* (ma << 26) / mb is in [2^26, 2^27): 27 quotient bits, 24 kept, 3 below */
+    uint64_t q = (ma << 26) / mb, rem = (ma << 26) % mb;
+    uint64_t keep = q >> 3, below = q & 7u;
+    int up = below > 4 || (below == 4 && (rem != 0 || (keep & 1)));
+    keep += (uint64_t)up;
+    if (keep >> 24) {
+        keep >>= 1;
+        e++;
+    }
+    uint32_t sign = (a ^ b) & 0x80000000u;
+    if (e >= 255)
+        return sign | 0x7F800000u;
+    if (e <= 0)
+        return sign;
+    return sign | ((uint32_t)e << 23) | (uint32_t)(keep & 0x7FFFFFu);
+}
+
+static uint32_t rnd_normal(int emin, int emax)
+{
+    uint64_t r = rnd();
+    uint32_t e = (uint32_t)(emin + (int)((r >> 40) % (uint64_t)(emax - emin + 1)));
+    return (uint32_t)(r & 0x807FFFFFu) | e << 23;
+}
+
+Test(numerics, f32_div_random_against_float_and_integers)
+{
+    /* normal range: the device's quotient is IEEE's (the C library's `/`) */
+    for (int k = 0; k < 2000000; k++) {
+        uint32_t a = rnd_normal(1, 254), b = rnd_normal(1, 254);
+        if (k & 1) /* near each other: quotients near 1, where ties and carries happen */
+            b = (b & 0x807FFFFFu) | (a & 0x7F800000u);
+        float q = ntpu_f32_from_bits(a) / ntpu_f32_from_bits(b);
+        uint32_t got = ntpu_f32_div(a, b);
+        if (isnormal(q) || isinf(q)) {
+            if (got != ntpu_f32_bits(q))
+                cr_assert_fail("div(0x%08x, 0x%08x) = 0x%08x, want 0x%08x", a, b, got, ntpu_f32_bits(q));
+        }
+        if (got != div_exact(a, b))
+            cr_assert_fail("div(0x%08x, 0x%08x) = 0x%08x, exact 0x%08x", a, b, got, div_exact(a, b));
+    }
+    /* around the flush edge, against the integer reference alone */
+    for (int k = 0; k < 1000000; k++) {
+        uint32_t a = rnd_normal(1, 40), b = rnd_normal(127, 140);
+        if (k & 1) /* biased quotient exponent 0, 1 or 2 */
+            a = (a & 0x807FFFFFu) | ((uint32_t)(((b >> 23) & 0xFF) - 126 + (rnd() & 1)) << 23);
+        uint32_t got = ntpu_f32_div(a, b);
+        if (got != div_exact(a, b))
+            cr_assert_fail("div(0x%08x, 0x%08x) = 0x%08x, exact 0x%08x", a, b, got, div_exact(a, b));
+    }
+}
+
+Test(numerics, f32_sqrt_hand_cases)
+{
+    EXPECT_SQRT(0x40800000, 0x40000000); /* sqrt 4 = 2 */
+    EXPECT_SQRT(0x40000000, 0x3FB504F3); /* sqrt 2 */
+    EXPECT_SQRT(0x00000000, 0x00000000);
+    EXPECT_SQRT(0x80000000, 0x80000000); /* sqrt(-0) = -0 */
+    EXPECT_SQRT(0x00400000, 0x00000000); /* a subnormal reads as zero */
+    EXPECT_SQRT(0x80400000, 0x80000000); /* ... of its sign: -0, not NaN */
+    EXPECT_SQRT(0x7F800000, 0x7F800000); /* sqrt(+Inf) */
+    EXPECT_SQRT(0xFF800000, 0x7FC00000); /* sqrt(-Inf) */
+    EXPECT_SQRT(0xBF800000, 0x7FC00000); /* sqrt(-1) */
+    EXPECT_SQRT(0x80800000, 0x7FC00000); /* the smallest negative normal */
+    EXPECT_SQRT(0x7FA00000, 0x7FC00000); /* NaN canonical */
+    EXPECT_SQRT(0x00800000, 0x20000000); /* sqrt 2^-126 = 2^-63 */
+    EXPECT_SQRT(0x7F7FFFFF, 0x5F7FFFFF); /* the largest: rounds to 2^64 (1 - 2^-24) */
+}
+
+Test(numerics, f32_sqrt_random_against_sqrtf)
+{
+    for (int k = 0; k < 2000000; k++) {
+        uint32_t a = rnd_normal(1, 254) & 0x7FFFFFFFu;
+        if (k & 1) /* near squares, where the remainder is small */
+            a = ntpu_f32_bits(ntpu_f32_from_bits((uint32_t)rnd_normal(64, 190) & 0x7FFFFFFFu) *
+                              ntpu_f32_from_bits((uint32_t)rnd_normal(64, 190) & 0x7FFFFFFFu));
+        if (!isnormal(ntpu_f32_from_bits(a)))
+            continue;
+        uint32_t want = ntpu_f32_bits(sqrtf(ntpu_f32_from_bits(a))), got = ntpu_f32_sqrt(a);
+        if (got != want)
+            cr_assert_fail("sqrt(0x%08x) = 0x%08x, want 0x%08x", a, got, want);
+    }
+    /* every exponent, a few significands each: against sqrtf, and root^2 brackets a */
+    for (uint32_t e = 1; e < 255; e++)
+        for (uint32_t f = 0; f < 0x800000u; f += 0x1FFFFu) {
+            uint32_t a = e << 23 | f;
+            cr_expect_eq(ntpu_f32_sqrt(a), ntpu_f32_bits(sqrtf(ntpu_f32_from_bits(a))), "sqrt(0x%08x)", a);
+        }
+}
+
+/* The device's Adam element is the host's Adam / AdamW, bit for bit, for
+ * ordinary hyperparameters and values. */
+Test(numerics, adam_f32_is_the_host_optimizer)
+{
+    for (int kind = NTPU_OPT_ADAM; kind <= NTPU_OPT_ADAMW; kind++)
+        for (uint64_t t = 0; t < 40; t += 13) {
+            ntpu_optim_config c = ntpu_optim_defaults((ntpu_optimizer)kind);
+            c.lr = 0.00371f;
+            c.weight_decay = kind == NTPU_OPT_ADAM ? 1e-3f : 0.013f;
+            float lr = ntpu_optim_lr(&c, t), wd = c.weight_decay, b1 = c.beta1, b2 = c.beta2;
+            uint32_t k[NTPU_ADAM_CONSTS];
+            k[NTPU_ADAM_K_LR] = ntpu_f32_bits(lr);
+            k[NTPU_ADAM_K_WD] = ntpu_f32_bits(kind == NTPU_OPT_ADAMW ? 1.0f - lr * wd : wd);
+            k[NTPU_ADAM_K_B1] = ntpu_f32_bits(b1);
+            k[NTPU_ADAM_K_1MB1] = ntpu_f32_bits(1.0f - b1);
+            k[NTPU_ADAM_K_B2] = ntpu_f32_bits(b2);
+            k[NTPU_ADAM_K_1MB2] = ntpu_f32_bits(1.0f - b2);
+            k[NTPU_ADAM_K_C1] = ntpu_f32_bits(1.0f - powf(b1, (float)(t + 1)));
+            k[NTPU_ADAM_K_C2] = ntpu_f32_bits(1.0f - powf(b2, (float)(t + 1)));
+            k[NTPU_ADAM_K_EPS] = ntpu_f32_bits(c.eps);
+            for (int i = 0; i < 200000; i++) {
+                float p = (float)((int64_t)(rnd() % 2000001) - 1000000) * 1e-6f;
+                float g = (float)((int64_t)(rnd() % 2000001) - 1000000) * 1e-5f;
+                float m = (float)((int64_t)(rnd() % 2000001) - 1000000) * 1e-7f;
+                float v = (float)(rnd() % 1000001) * 1e-9f;
+                float hp = p, hm = m, hv = v;
+                ntpu_optim_update(&c, t, &hp, &g, &hm, &hv, 1);
+                uint32_t dp = ntpu_f32_bits(p), dm = ntpu_f32_bits(m), dv = ntpu_f32_bits(v);
+                ntpu_adam_f32(&dp, ntpu_f32_bits(g), &dm, &dv, k, kind == NTPU_OPT_ADAMW);
+                if (dp != ntpu_f32_bits(hp) || dm != ntpu_f32_bits(hm) || dv != ntpu_f32_bits(hv))
+                    cr_assert_fail("%s t %llu p %.9g g %.9g m %.9g v %.9g: device %08x %08x %08x, host %08x %08x %08x",
+                                   ntpu_optimizer_name((ntpu_optimizer)kind), (unsigned long long)t, (double)p,
+                                   (double)g, (double)m, (double)v, dp, dm, dv, ntpu_f32_bits(hp), ntpu_f32_bits(hm),
+                                   ntpu_f32_bits(hv));
+            }
+        }
+}
+
 /* ---------------------------------------------------------------- relu_f32 */
 
 Test(numerics, relu_f32_is_a_select)

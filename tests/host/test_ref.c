@@ -244,6 +244,7 @@ Test(ref_model, default_config)
     cr_expect_eq(c.ub_rows, 16384);
     cr_expect_eq(c.wb_rows, 32768);
     cr_expect_eq(c.acc_rows, 32768);
+    cr_expect_eq(c.os_rows, 65536);
     cr_expect_eq(c.max_payload, 4112);
     cr_expect_eq(c.no_vector, 0);
     cr_expect_eq(c.pm_rows, 8192);
@@ -268,7 +269,7 @@ Test(ref_model, info_block)
     cr_expect_eq(id[6], N);
     cr_expect_eq(id[7], N);
     cr_expect_eq(id[8], 3);
-    cr_expect_eq(id[9], 31, "features TRANSPOSE, TRANSPOSE_A, VECTOR, OPTIM, PROGRAM");
+    cr_expect_eq(id[9], 0x3F, "features TRANSPOSE, TRANSPOSE_A, VECTOR, OPTIM, PROGRAM, ADAM");
     cr_expect_eq(get16(id + 10), 4112);
     cr_expect_eq(get32(id + 12), 16384);
     cr_expect_eq(get32(id + 16), 32768);
@@ -277,7 +278,7 @@ Test(ref_model, info_block)
     cr_expect_eq(id[28], 0);
     cr_expect_eq(id[29] | id[30] | id[31], 0);
     cr_expect_eq(get32(id + 32), 8192, "pm_rows");
-    cr_expect_eq(get32(id + 36), 0, "os_rows: no ADAM here");
+    cr_expect_eq(get32(id + 36), 65536, "os_rows");
 }
 
 Test(ref_model, config_limits)
@@ -298,11 +299,11 @@ Test(ref_model, config_limits)
         {1, 16, 8, 32, 73, 0, 0, 0, 0},  {65, 16, 65, 32, 73, 0, 0, 0, 0},   {4, 0, 8, 32, 73, 0, 0, 0, 0},     {4, 65537, 8, 32, 73, 0, 0, 0, 0},
         {4, 16, 3, 32, 73, 0, 0, 0, 0},  {4, 16, 65537, 32, 73, 0, 0, 0, 0}, {4, 16, 8, 0, 73, 0, 0, 0, 0},     {4, 16, 8, 65537, 73, 0, 0, 0, 0},
         {4, 16, 8, 32, 72, 0, 0, 0, 0},  {4, 16, 8, 32, 65536, 0, 0, 0, 0}, {4, 16, 8, 32, 73, 2, 0, 0, 0}, {4, 16, 8, 32, 73, 0, 2, 0, 0},
-        {4, 16, 8, 32, 73, 0, 0, 65, 0}, {4, 16, 8, 32, 73, 0, 0, 0, 65537},
+        {4, 16, 8, 32, 73, 0, 0, 65, 0}, {4, 16, 8, 32, 73, 0, 0, 0, 65537}, {4, 16, 8, 32, 73, 0, 0, 0, 0, 65537},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_expect_null(ntpu_ref_new(&bad[i]), "config %zu rejected", i);
-    ntpu_ref_config big = {64, 65536, 65536, 65536, 65535, 0, 0, 0, 0};
+    ntpu_ref_config big = {64, 65536, 65536, 65536, 65535, 0, 0, 0, 65536, 65536};
     r = new_model(&big);
     cr_assert(r, "largest config accepted");
     uint8_t c[6] = {NTPU_OP_READ_MEM, NTPU_MEM_UB};
@@ -611,7 +612,7 @@ Test(ref_model, byte_counters_count_the_link)
     cr_assert_eq(op0(dev, NTPU_OP_INFO), NTPU_DEV_OK);
     counters(dev, 0, c);
     cr_expect_eq(c[NTPU_CNT_RX_BYTES], 7 + 9 + 10);
-    cr_expect_eq(c[NTPU_CNT_TX_BYTES], 81 + 49);
+    cr_expect_eq(c[NTPU_CNT_TX_BYTES], 81 + 49); /* COUNTERS reply, INFO reply (40-byte ID block) */
 }
 
 Test(ref_model, nop_and_fence)

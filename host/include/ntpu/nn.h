@@ -93,11 +93,11 @@ typedef struct ntpu_model_view {
 NTPU_API void ntpu_model_view_get(ntpu_model *m, ntpu_model_view *out);
 
 /* Writes the host's master weights to the device (bf16 copies and biases; with
- * the device optimizer also the fp32 weights and the momentum). */
+ * the device optimizer also the fp32 weights and the momentum or Adam's moments). */
 NTPU_API ntpu_status ntpu_model_sync(ntpu_model *m);
 
 /* 1 if training runs the optimizer on the device (ntpu_optim_config.device was
- * set and the device, the optimizer and ACC's size allow it), else 0. why_not (may
+ * set and the device, the optimizer and ACC's and OS's sizes allow it), else 0. why_not (may
  * be NULL) gets the reason when it was asked for and is not used, else NULL. */
 NTPU_API int ntpu_model_device_optimizer(const ntpu_model *m, const char **why_not);
 
@@ -108,7 +108,7 @@ NTPU_API int ntpu_model_device_optimizer(const ntpu_model *m, const char **why_n
  * where it runs now. Errors: link errors, NTPU_ERR_NO_MEMORY. */
 NTPU_API ntpu_status ntpu_model_set_device_optimizer(ntpu_model *m, int on);
 
-/* With the device optimizer, reads the fp32 weights, biases and momentum from
+/* With the device optimizer, reads the fp32 weights, biases and momentum (or m and v) from
  * the device into the host copies (the view); ntpu_model_save and
  * ntpu_qmodel_create do it themselves. A no-op otherwise or when nothing changed
  * since. Errors: link errors, NTPU_ERR_NO_MEMORY. */

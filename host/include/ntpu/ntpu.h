@@ -117,6 +117,7 @@ typedef struct ntpu_info {
     uint32_t ub_rows, wb_rows, acc_rows;   /* memory sizes in rows of N lanes */
     uint32_t pm_rows;                      /* program memory rows of 2N bytes (1.4, NTPU_FEATURE_PROGRAM_BIT);
                                             * 0 without programs */
+    uint32_t os_rows;                      /* optimizer-state rows (1.4, NTPU_FEATURE_ADAM_BIT); 0: none */
     uint32_t clock_hz;                     /* 0 in simulation */
     unsigned platform;                     /* 0 golden model, 1 RTL */
     const char *platform_name;             /* "golden model", "RTL", ... (static) */
@@ -137,7 +138,7 @@ NTPU_API ntpu_status ntpu_get_info(const ntpu_device *dev, ntpu_info *out);
  * there as NTPU_ERR_DEVICE. Arguments are checked against the ID block before
  * anything is sent, so a correct program sees no device errors. */
 
-/* Writes `rows` rows to memory `mem` (NTPU_MEM_UB, NTPU_MEM_WB, NTPU_MEM_ACC)
+/* Writes `rows` rows to memory `mem` (NTPU_MEM_UB, NTPU_MEM_WB, NTPU_MEM_ACC, NTPU_MEM_OS)
  * starting at row `addr`. data: rows x N lanes, row-major, host byte order;
  * uint16_t lanes for UB and WB (bf16 bits, or int8 in the low byte), uint32_t
  * lanes for ACC (int32 or fp32 bits). Split into as many frames as needed.
@@ -217,6 +218,17 @@ NTPU_API ntpu_status ntpu_vec_colsum(ntpu_device *dev, uint32_t src, uint32_t ds
  * NTPU_ERR_UNSUPPORTED (the device has no OPTIM; nothing was sent), link errors. */
 NTPU_API ntpu_status ntpu_vec_optim(ntpu_device *dev, unsigned flags, uint32_t p, uint32_t g, uint32_t rows,
                                     uint32_t aux);
+
+/* OPTIM ADAM (protocol 1.4, feature NTPU_FEATURE_ADAM_BIT): Adam (decoupled 0)
+ * or AdamW (1) on `rows` ACC rows of fp32 parameters at p with gradients at g;
+ * the first moments are the OS rows s .. s+rows-1, the second moments the
+ * `rows` OS rows after them; the NTPU_ADAM_AUX_ROWS constant rows at aux hold
+ * NTPU_ADAM_K_* (numerics.h), one value per lane. Each element is
+ * ntpu_adam_f32 (docs/isa.md). Queued.
+ * Errors: NTPU_ERR_INVALID_ARG (a range past ACC's or OS's end),
+ * NTPU_ERR_UNSUPPORTED (the device has no ADAM; nothing was sent), link errors. */
+NTPU_API ntpu_status ntpu_vec_optim_adam(ntpu_device *dev, int decoupled, uint32_t p, uint32_t g, uint32_t rows,
+                                         uint32_t aux, uint32_t s);
 
 /* Waits until every earlier command has finished on the device and every reply
  * has been checked. Errors: NTPU_ERR_DEVICE (a queued command was rejected),

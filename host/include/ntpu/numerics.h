@@ -52,6 +52,46 @@ NTPU_API uint32_t ntpu_f32_mul(uint32_t a, uint32_t b);
  * the expression order of ntpu_optim_update (optim.h). */
 NTPU_API void ntpu_optim_f32(uint32_t *p, uint32_t g, uint32_t *s, uint32_t lr, uint32_t wd, uint32_t mu);
 
+/* The fp32 division of the vector unit (OPTIM ADAM), on bit patterns, with
+ * the conventions of ntpu_f32_mul: subnormal a or b reads as zero of its sign;
+ * the exact quotient is rounded to 24 bits (RNE) with unbounded exponent, then
+ * flushed to zero of its sign below 2^-126 or made +-Inf above the range;
+ * x / 0 = +-Inf for x != 0, 0 / 0, Inf / Inf and any NaN give
+ * NTPU_F32_CANONICAL_NAN. */
+NTPU_API uint32_t ntpu_f32_div(uint32_t a, uint32_t b);
+
+/* The fp32 square root of the vector unit, on bit patterns: a subnormal reads
+ * as zero of its sign; sqrt(+-0) = +-0, sqrt(+Inf) = +Inf, the exact root
+ * rounded to nearest even otherwise; a NaN or anything below zero (-Inf
+ * included) gives NTPU_F32_CANONICAL_NAN. */
+NTPU_API uint32_t ntpu_f32_sqrt(uint32_t a);
+
+/* The per-lane constants of OPTIM ADAM, one ACC row each at aux + index
+ * (docs/isa.md, "Version 1.4"): the host computes them in fp32 exactly as
+ * ntpu_optim_update does. */
+enum {
+    NTPU_ADAM_K_LR = 0,   /* lr (after the schedule) */
+    NTPU_ADAM_K_WD = 1,   /* Adam: weight decay wd; AdamW (decoupled): 1 - lr * wd */
+    NTPU_ADAM_K_B1 = 2,   /* beta1 */
+    NTPU_ADAM_K_1MB1 = 3, /* 1 - beta1 */
+    NTPU_ADAM_K_B2 = 4,   /* beta2 */
+    NTPU_ADAM_K_1MB2 = 5, /* 1 - beta2 */
+    NTPU_ADAM_K_C1 = 6,   /* 1 - beta1^(t+1) */
+    NTPU_ADAM_K_C2 = 7,   /* 1 - beta2^(t+1) */
+    NTPU_ADAM_K_EPS = 8,  /* eps */
+    NTPU_ADAM_CONSTS = 9
+};
+
+/* One element of OPTIM ADAM, on fp32 bit patterns, with the device's
+ * ntpu_f32_add / _mul / _div / _sqrt, one rounding each, in the order of
+ * ntpu_optim_update (x - y is x + (y with its sign flipped)):
+ *   gi = decoupled ? g : g + k[WD] * p;   decoupled (AdamW): p = p * k[WD] (= 1 - lr*wd)
+ *   m = b1 * m + (1 - b1) * gi;        v = b2 * v + ((1 - b2) * gi) * gi
+ *   p = p - (lr * (m / c1)) / (sqrt(v / c2) + eps)
+ * k: the NTPU_ADAM_CONSTS constants, indexed by NTPU_ADAM_K_*. */
+NTPU_API void ntpu_adam_f32(uint32_t *p, uint32_t g, uint32_t *m, uint32_t *v, const uint32_t k[NTPU_ADAM_CONSTS],
+                            int decoupled);
+
 /* ReLU of the vector unit on fp32 bits: +0 if x's sign bit is set and x is not
  * NaN (so -0 and -Inf give +0), else x unchanged (NaN keeps its bits, a
  * positive subnormal is not flushed). */

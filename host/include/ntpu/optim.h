@@ -38,9 +38,11 @@ typedef struct ntpu_optim_config {
     uint64_t total_steps; /* NTPU_LR_COSINE: length of the schedule */
     int device;           /* 1: training keeps the fp32 master weights and the momentum in the
                            * device's ACC and updates them there (OPTIM, protocol 1.3), for SGD and
-                           * momentum on a device that has it and room for them; else (and by
-                           * default, 0) the host runs the optimizer. The results are the same
-                           * bits while every value stays in the normal range (docs/training.md). */
+                           * momentum; Adam and AdamW keep their moments in the device's OS
+                           * memory (OPTIM ADAM, 1.4); on a device that has it and room for them;
+                           * else (and by default, 0) the host runs the optimizer. The results are
+                           * the same bits while every value stays in the normal range
+                           * (docs/training.md). */
 } ntpu_optim_config;
 
 /* Defaults of the usual frameworks for `kind`: lr 0.01 (SGD, momentum) or 0.001

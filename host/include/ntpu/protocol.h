@@ -36,6 +36,7 @@ enum ntpu_opcode {
     NTPU_OP_SYNC = 0x0C,      /* [op], any SEQ; executes nothing   -> status, expected_seq u8      */
     /* version 1.3 (feature bit OPTIM) */
     NTPU_OP_OPTIM = 0x0D,     /* [op][flags][p u16][g u16][rows u16][aux u16]      -> status       */
+                              /* 1.4, flags ADAM: ... [aux u16][s u16] (LEN 12)                    */
     /* version 1.4 (feature bit PROGRAM) */
     NTPU_OP_RUN = 0x0E,       /* [op][flags][addr u16][rows u16]: the program in PM -> status, done u16 */
 };
@@ -55,6 +56,7 @@ enum ntpu_opcode {
 #define NTPU_LEN_COLSUM 8u
 #define NTPU_LEN_SYNC 1u
 #define NTPU_LEN_OPTIM 10u
+#define NTPU_LEN_OPTIM_ADAM 12u /* with NTPU_OPTIM_ADAM: adds s u16 (1.4) */
 #define NTPU_LEN_RUN 6u
 #define NTPU_RUN_REPLY_BYTES 2u /* RUN's reply data once its program started: done, u16 */
 #define NTPU_PROG_LEN_BYTES 2u  /* the u16 LEN before each command of a program */
@@ -66,6 +68,7 @@ enum ntpu_mem {
     NTPU_MEM_WB = 1,  /* weight buffer: weight tiles, N rows each                    */
     NTPU_MEM_ACC = 2, /* accumulators: int32 or fp32                                  */
     NTPU_MEM_PM = 3,  /* program memory (1.4, feature PROGRAM): rows of 2N bytes      */
+    NTPU_MEM_OS = 4,  /* optimizer state: fp32, as ACC rows (1.4, feature ADAM)       */
 };
 
 #define NTPU_LOADW_TRANSPOSE 0x01u /* LOAD_W flags: PE(i,n) takes WB[wb_addr+n][i] */
@@ -84,6 +87,9 @@ enum ntpu_mem {
 #define NTPU_OUT_MASK 0x0Cu
 #define NTPU_COLSUM_ACCUMULATE 0x01u /* COLSUM flags: the sum starts at ACC[dst] (else +0) */
 #define NTPU_OPTIM_MOMENTUM 0x01u /* OPTIM flags: momentum (state rows ACC[p + rows ..]); else plain SGD */
+#define NTPU_OPTIM_ADAM 0x02u      /* OPTIM flags (1.4): Adam, m = OS[s ..], v = OS[s + rows ..]       */
+#define NTPU_OPTIM_DECOUPLED 0x04u /* OPTIM flags (1.4), with ADAM: AdamW's decoupled weight decay     */
+#define NTPU_ADAM_AUX_ROWS 9u      /* OPTIM ADAM's constant rows at aux (NTPU_ADAM_K_*, numerics.h)   */
 
 /* Device status: the first payload byte of every reply. */
 enum ntpu_dev_status {
@@ -97,11 +103,11 @@ enum ntpu_dev_status {
     NTPU_DEV_ERR_SEQ = 7,    /* SEQ is not the one the device expects; the frame was not run (1.2) */
 };
 
-/* ID block returned by INFO (40 bytes after the status byte; a 1.3 or older
- * device sends the first 32, and the fields past them read as 0). */
+/* ID block returned by INFO (40 bytes after the status byte; 32 from a 1.3
+ * device, whose missing fields read as 0). */
 #define NTPU_ID_MAGIC 0x5550544Eu /* "NTPU" */
 #define NTPU_ID_BYTES 40u
-#define NTPU_ID_BYTES_V13 32u
+#define NTPU_ID_BYTES_1_3 32u /* what a device before 1.4 sends */
 #define NTPU_ID_OFF_MAGIC 0         /* u32 */
 #define NTPU_ID_OFF_VERSION_MAJOR 4 /* u8  */
 #define NTPU_ID_OFF_VERSION_MINOR 5 /* u8  */
@@ -115,8 +121,8 @@ enum ntpu_dev_status {
 #define NTPU_ID_OFF_ACC_ROWS 20     /* u32 */
 #define NTPU_ID_OFF_CLOCK_HZ 24     /* u32: 0 in simulation */
 #define NTPU_ID_OFF_PLATFORM 28     /* u8: 0 golden model, 1 RTL */
-#define NTPU_ID_OFF_PM_ROWS 32      /* u32: program memory rows (1.4; 0 without PROGRAM) */
-#define NTPU_ID_OFF_OS_ROWS 36      /* u32: optimizer state rows (1.4, feature ADAM; 0 without it) */
+#define NTPU_ID_OFF_PM_ROWS 32      /* u32: program memory rows (1.4, feature PROGRAM) */
+#define NTPU_ID_OFF_OS_ROWS 36      /* u32: optimizer-state rows (1.4, feature ADAM)   */
 #define NTPU_DTYPE_INT8_BIT 0x01u
 #define NTPU_DTYPE_BF16_BIT 0x02u
 #define NTPU_FEATURE_TRANSPOSE_BIT 0x01u   /* LOAD_W TRANSPOSE */
@@ -124,6 +130,7 @@ enum ntpu_dev_status {
 #define NTPU_FEATURE_VECTOR_BIT 0x04u      /* ACT, RELU_GRAD, COLSUM (1.1) */
 #define NTPU_FEATURE_OPTIM_BIT 0x08u       /* OPTIM (1.3) */
 #define NTPU_FEATURE_PROGRAM_BIT 0x10u     /* PM and RUN (1.4) */
+#define NTPU_FEATURE_ADAM_BIT 0x20u        /* OPTIM ADAM, memory OS (1.4) */
 #define NTPU_VERSION_MAJOR 1u
 #define NTPU_VERSION_MINOR 4u
 

@@ -295,7 +295,7 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
     case NTPU_OP_INFO:
         if (len != 1)
             return NTPU_DEV_ERR_LENGTH;
-        memset(d, 0, NTPU_ID_BYTES); /* pm_rows and os_rows (1.4) 0: no PM, no ADAM here */
+        memset(d, 0, NTPU_ID_BYTES); /* 1.4: pm_rows and os_rows 0, these cores have neither */
         put32(d, NTPU_ID_MAGIC);
         d[4] = NTPU_VERSION_MAJOR;
         d[5] = NTPU_VERSION_MINOR;
@@ -545,7 +545,8 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
     case NTPU_OP_OPTIM: {
         if (cfg.novec)
             return NTPU_DEV_ERR_OPCODE;
-        if (len != NTPU_LEN_OPTIM)
+        /* 1.4: LEN 12 with ADAM, which a core without OS refuses as a reserved flag */
+        if (len != (len >= 2 && (p[1] & NTPU_OPTIM_ADAM) ? NTPU_LEN_OPTIM_ADAM : NTPU_LEN_OPTIM))
             return NTPU_DEV_ERR_LENGTH;
         unsigned fl = p[1], pr = get16(p + 2), gr = get16(p + 4), rows = get16(p + 6), aux = get16(p + 8);
         unsigned mom = fl & NTPU_OPTIM_MOMENTUM;
@@ -1028,7 +1029,16 @@ static void directed_v11(void)
     optim(NTPU_OPTIM_MOMENTUM, N, N + 1, 3, 6 * N);        /* g inside p and s */
     optim(NTPU_OPTIM_MOMENTUM, 0, 0, 0, 6 * N);            /* no rows */
     optim(0, A - 1, 0, 1, A - 2);                          /* fine: at the very end */
-    optim(0x02, 0, 0, 1, 0);                               /* ERR_ARG */
+    optim(0x04, 0, 0, 1, 0);                               /* ERR_ARG: DECOUPLED without ADAM */
+    optim(0x02, 0, 0, 1, 0);                               /* ERR_LENGTH: ADAM (1.4) is 12 bytes */
+    memset(p, 0, sizeof p);
+    p[0] = NTPU_OP_OPTIM;
+    p[1] = NTPU_OPTIM_ADAM;
+    p[6] = 1;
+    frame(p, NTPU_LEN_OPTIM_ADAM);                         /* ERR_ARG: ADAM without OS */
+    p[1] = NTPU_OPTIM_ADAM | NTPU_OPTIM_DECOUPLED;
+    frame(p, NTPU_LEN_OPTIM_ADAM);                         /* ERR_ARG */
+    read_mem(NTPU_MEM_OS, 0, 1);                           /* ERR_MEM: no OS on these cores */
     optim(0x80, 0xFFFF, 0, 1, 0);                          /* ERR_ARG before ERR_RANGE */
     optim(NTPU_OPTIM_MOMENTUM, A - 3, 0, 2, 0);            /* ERR_RANGE: state rows; SGD would fit */
     optim(0, A - 1, 0, 2, 0);                              /* ERR_RANGE: p */

@@ -1,0 +1,99 @@
+// ntpu_fp32_sqrt: fp32 square root as the device defines it (docs/numerics.md, "fp32 divide and
+// square root"), one root bit a cycle.
+//
+// A subnormal input reads as zero of its sign; sqrt(±0) = ±0, sqrt(+Inf) = +Inf; a NaN or anything
+// below zero (−Inf included, −0 not) gives the canonical NaN 0x7FC00000; otherwise the exact root is
+// rounded to 24 bits, to nearest, ties to even (digit-by-digit to 25 bits, the remainder as the
+// sticky bit). The root of a normal number is normal. Bit-exact with ntpu_f32_sqrt
+// (sim/ref/numerics.c).
+//
+// Contract: as ntpu_fp32_div (start any cycle, x read then; done LATENCY cycles later for every
+// start; r holds from done until the next start; busy from the cycle after start until done).
+`default_nettype none
+
+module ntpu_fp32_sqrt #(
+  parameter int LATENCY = 26  // fixed: 25 root bits and the cycle that shows them
+) (
+  input  logic        clk,
+  input  logic        rst,
+  input  logic        start,
+  input  logic [31:0] x,
+  output logic        busy,
+  output logic        done,
+  output logic [31:0] r    // sqrt(x), from done until the next start
+);
+  if (LATENCY != 26) begin : g_bad_latency
+    initial $fatal(1, "ntpu_fp32_sqrt: LATENCY is 26, not a choice");
+  end
+
+  logic [4:0]  cnt_q;     // root bits still to produce
+  logic        busy_q;
+  logic [49:0] rad_q;     // radicand bits still to bring down, two a step, from the top
+  logic [27:0] rem_q;     // partial remainder, <= 2 * root
+  logic [24:0] root_q;    // root bits so far: 1 integer bit, 23 fraction bits, guard
+  logic [7:0]  e_q;       // biased result exponent
+  logic        spec_q;    // a special case: the result is spec_r_q
+  logic [31:0] spec_r_q;
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      busy_q <= 1'b0;
+      cnt_q <= '0;
+    end else if (start) begin
+      busy_q <= 1'b1;
+      cnt_q <= 5'd25;
+    end else if (busy_q) begin
+      if (cnt_q == 5'd0) busy_q <= 1'b0;
+      else cnt_q <= cnt_q - 5'd1;
+    end
+  end
+  assign busy = busy_q;
+  assign done = busy_q && cnt_q == 5'd0;
+
+  always_ff @(posedge clk) begin
+    if (start) begin
+      logic xz, xi, xn;
+      xz = (x[30:23] == 8'h00);
+      xi = (x[30:23] == 8'hFF) && (x[22:0] == 23'd0);
+      xn = (x[30:23] == 8'hFF) && (x[22:0] != 23'd0);
+      spec_q <= xz || xi || xn || x[31];
+      if (xz) spec_r_q <= {x[31], 31'd0};
+      else if (xn || x[31]) spec_r_q <= 32'h7FC0_0000;
+      else spec_r_q <= 32'h7F80_0000;  // +Inf
+      // x = 1.f · 2^E, E = exp - 127. E even: the root of 1.f; E odd: of 2 · 1.f, E - 1. Scaled by
+      // 2^48 (as 1.f · 2^23 · 2^25) so that the integer root has 24 fraction bits and a guard bit.
+      if (x[23]) begin  // exp odd: E even
+        rad_q <= {2'b00, 1'b1, x[22:0], 24'd0} << 1;
+        e_q <= 8'((9'(x[30:23]) + 9'd127) >> 1);
+      end else begin
+        rad_q <= {1'b0, 1'b1, x[22:0], 25'd0} << 1;
+        e_q <= 8'((9'(x[30:23]) + 9'd126) >> 1);
+      end
+      rem_q <= '0;
+      root_q <= '0;
+    end else if (busy_q && cnt_q != 5'd0) begin
+      logic [27:0] rt, trial;
+      rt = {rem_q[25:0], rad_q[49:48]};
+      trial = {1'b0, root_q, 2'b01};
+      if (rt >= trial) begin
+        rem_q <= rt - trial;
+        root_q <= {root_q[23:0], 1'b1};
+      end else begin
+        rem_q <= rt;
+        root_q <= {root_q[23:0], 1'b0};
+      end
+      rad_q <= rad_q << 2;
+    end
+  end
+
+  logic [24:0] m_rnd;
+  logic [7:0]  e;
+  logic        unused_bits;
+  assign m_rnd = {1'b0, root_q[24:1]} + {24'd0, root_q[0] && (rem_q != 28'd0 || root_q[1])};
+  assign e = e_q + {7'd0, m_rnd[24]};  // never carries (the largest root rounds down); kept exact
+  assign unused_bits = m_rnd[23];
+  assign r = spec_q ? spec_r_q : {1'b0, e, m_rnd[22:0]};
+
+endmodule
+
+`default_nettype wire

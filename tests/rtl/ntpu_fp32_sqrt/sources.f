@@ -1,0 +1,3 @@
+rtl/ntpu_fp32_sqrt.sv
+tests/rtl/common/fp32_iter_check.sv
+tests/rtl/ntpu_fp32_sqrt/tb.sv
