@@ -283,7 +283,7 @@ Test(ref_model, info_block)
 
 Test(ref_model, config_limits)
 {
-    ntpu_ref_config ok = {4, 16, 8, 32, 73, 0, 0, 0, 0}; /* 73: the COUNTERS reply */
+    ntpu_ref_config ok = {4, 16, 8, 32, 73, 0, 0, 0, 0, 0}; /* 73: the COUNTERS reply */
     ntpu_ref *r = new_model(&ok);
     cr_assert(r);
     cr_assert_eq(op0(r, NTPU_OP_INFO), NTPU_DEV_OK);
@@ -296,10 +296,10 @@ Test(ref_model, config_limits)
     ntpu_ref_free(NULL);
 
     const ntpu_ref_config bad[] = {
-        {1, 16, 8, 32, 73, 0, 0, 0, 0},  {65, 16, 65, 32, 73, 0, 0, 0, 0},   {4, 0, 8, 32, 73, 0, 0, 0, 0},     {4, 65537, 8, 32, 73, 0, 0, 0, 0},
-        {4, 16, 3, 32, 73, 0, 0, 0, 0},  {4, 16, 65537, 32, 73, 0, 0, 0, 0}, {4, 16, 8, 0, 73, 0, 0, 0, 0},     {4, 16, 8, 65537, 73, 0, 0, 0, 0},
-        {4, 16, 8, 32, 72, 0, 0, 0, 0},  {4, 16, 8, 32, 65536, 0, 0, 0, 0}, {4, 16, 8, 32, 73, 2, 0, 0, 0}, {4, 16, 8, 32, 73, 0, 2, 0, 0},
-        {4, 16, 8, 32, 73, 0, 0, 65, 0}, {4, 16, 8, 32, 73, 0, 0, 0, 65537}, {4, 16, 8, 32, 73, 0, 0, 0, 0, 65537},
+        {1, 16, 8, 32, 73, 0, 0, 0, 0, 0},  {65, 16, 65, 32, 73, 0, 0, 0, 0, 0},   {4, 0, 8, 32, 73, 0, 0, 0, 0, 0},     {4, 65537, 8, 32, 73, 0, 0, 0, 0, 0},
+        {4, 16, 3, 32, 73, 0, 0, 0, 0, 0},  {4, 16, 65537, 32, 73, 0, 0, 0, 0, 0}, {4, 16, 8, 0, 73, 0, 0, 0, 0, 0},     {4, 16, 8, 65537, 73, 0, 0, 0, 0, 0},
+        {4, 16, 8, 32, 72, 0, 0, 0, 0, 0},  {4, 16, 8, 32, 65536, 0, 0, 0, 0, 0}, {4, 16, 8, 32, 73, 2, 0, 0, 0, 0}, {4, 16, 8, 32, 73, 0, 2, 0, 0, 0},
+        {4, 16, 8, 32, 73, 0, 0, 65, 0, 0}, {4, 16, 8, 32, 73, 0, 0, 0, 65537, 0}, {4, 16, 8, 32, 73, 0, 0, 0, 0, 65537},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_expect_null(ntpu_ref_new(&bad[i]), "config %zu rejected", i);
@@ -701,9 +701,9 @@ Test(ref_model, every_error_status)
     put16(c + 4, (4112 - 1) / (4 * N) + 1);
     cr_assert_eq(run_len(c, 6), NTPU_DEV_ERR_LENGTH);
 
-    /* ERR_MEM (3 is PM, 1.4) */
+    /* ERR_MEM (3 is PM and 4 is OS, 1.4) */
     memset(c, 0, sizeof c);
-    for (unsigned mem = 4; mem < 256; mem += 41) {
+    for (unsigned mem = 5; mem < 256; mem += 41) {
         c[0] = NTPU_OP_READ_MEM;
         c[1] = (uint8_t)mem;
         cr_assert_eq(run_len(c, 6), NTPU_DEV_ERR_MEM);
@@ -1119,7 +1119,7 @@ Test(ref_model, fuzz_random_frames_one_reply_each)
  * length (the opcode check comes before the length check), the rest unchanged. */
 Test(ref_model, no_vector_unit)
 {
-    ntpu_ref_config c = {4, 16, 8, 32, 73, 1, 0, 0, 0};
+    ntpu_ref_config c = {4, 16, 8, 32, 73, 1, 0, 0, 0, 0};
     ntpu_ref *r = ntpu_ref_new(&c);
     cr_assert(r);
     cr_assert_eq(op0(r, NTPU_OP_INFO), NTPU_DEV_OK);
@@ -1141,7 +1141,7 @@ Test(ref_model, no_vector_unit)
  * checked for its length (10) first, then refused as a reserved flag; plain MATMUL unchanged. */
 Test(ref_model, no_transpose_a)
 {
-    ntpu_ref_config c = {4, 16, 8, 32, 73, 0, 1, 0, 0};
+    ntpu_ref_config c = {4, 16, 8, 32, 73, 0, 1, 0, 0, 0};
     ntpu_ref *r = ntpu_ref_new(&c);
     cr_assert(r);
     cr_assert_eq(op0(r, NTPU_OP_INFO), NTPU_DEV_OK);
@@ -1160,7 +1160,7 @@ Test(ref_model, no_transpose_a)
 Test(ref_model, fuzz_random_bytes_never_crash)
 {
     static uint8_t junk[1 << 16], out[1 << 16];
-    ntpu_ref_config small = {2, 4, 2, 3, 73, 0, 0, 0, 0};
+    ntpu_ref_config small = {2, 4, 2, 3, 73, 0, 0, 0, 0, 0};
     ntpu_ref *r = ntpu_ref_new(&small);
     cr_assert(r);
     for (int k = 0; k < 200; k++) {
@@ -1184,7 +1184,7 @@ Test(ref_model, small_and_large_arrays)
     const unsigned sizes[] = {2, 4, 16, 64};
     for (size_t s = 0; s < 4; s++) {
         unsigned n = sizes[s];
-        ntpu_ref_config cfg = {n, 64, 2 * n, 64, 65535, 0, 0, 0, 0};
+        ntpu_ref_config cfg = {n, 64, 2 * n, 64, 65535, 0, 0, 0, 0, 0};
         ntpu_ref *r = new_model(&cfg);
         cr_assert(r);
         enum { M = 5 };
@@ -2228,7 +2228,7 @@ Test(ref_model, run_checks_its_own_fields)
     cr_assert_eq(run(dev, c, 5), NTPU_DEV_ERR_LENGTH);
     cr_assert_eq(run(dev, c, 7), NTPU_DEV_ERR_LENGTH);
     cr_assert_eq(write_mem(dev, N, NTPU_MEM_PM, 8191, 2, (const uint8_t[64]){0}), NTPU_DEV_ERR_RANGE);
-    cr_assert_eq(read_mem(dev, 4, 0, 1), NTPU_DEV_ERR_MEM, "memory 4 is not here (ADAM's OS)");
+    cr_assert_eq(read_mem(dev, 5, 0, 1), NTPU_DEV_ERR_MEM, "there is no memory 5");
 }
 
 Test(ref_model, without_pm_run_is_unknown)

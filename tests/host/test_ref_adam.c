@@ -105,6 +105,7 @@ static ntpu_ref *model(unsigned n, unsigned acc, unsigned os)
     c.n = n;
     c.acc_rows = acc;
     c.os_rows = os;
+    c.pm_rows = 0; /* without programs: memory 3 and feature bit 4 stay clear */
     return fresh(&c);
 }
 
