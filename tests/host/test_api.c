@@ -358,7 +358,7 @@ Test(api, bad_arguments_send_nothing)
     cr_assert_not_null(strstr(ntpu_last_error(dev), "dtype"), "%s", ntpu_last_error(dev));
     cr_assert_eq(ntpu_matmul(dev, NTPU_DTYPE_INT8, a, b, c, SIZE_MAX / 2, SIZE_MAX / 2, 2), NTPU_ERR_INVALID_ARG);
     cr_assert_eq(ntpu_matmul_bf16(dev, NULL, NULL, NULL, 1, 1, 1), NTPU_ERR_INVALID_ARG);
-    cr_assert_eq(ntpu_write_rows(dev, (enum ntpu_mem)3, 0, 1, rows), NTPU_ERR_INVALID_ARG);
+    cr_assert_eq(ntpu_write_rows(dev, (enum ntpu_mem)4, 0, 1, rows), NTPU_ERR_INVALID_ARG); /* 3 is PM (1.4) */
     ntpu_info info; /* ranges relative to this device's memories */
     cr_assert_eq(ntpu_get_info(dev, &info), NTPU_OK);
     cr_assert_eq(ntpu_write_rows(dev, NTPU_MEM_UB, info.ub_rows - 2, 4, rows), NTPU_ERR_INVALID_ARG);

@@ -80,6 +80,9 @@ typedef struct wire {
     int swallow;       /* drop every reply byte */
     int mangle_frames; /* corrupt byte 20 of every send of 30+ bytes that starts with SOF */
     size_t rx_count, tx_count;
+    /* a device other than the golden model: these reply bytes instead of its own */
+    uint8_t canned[64];
+    size_t ncanned, canned_at;
 } wire;
 
 static ntpu_status wire_send(void *ctx, const uint8_t *buf, size_t n, char *err, size_t errlen)
@@ -114,6 +117,15 @@ static ntpu_status wire_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeout
             ;
         *got = 0;
         return NTPU_ERR_TIMEOUT;
+    }
+    if (w->ncanned) {
+        uint8_t junk[256];
+        while (ntpu_ref_read(w->ref, junk, sizeof junk))
+            ;
+        *got = w->ncanned - w->canned_at < n ? w->ncanned - w->canned_at : n;
+        memcpy(buf, w->canned + w->canned_at, *got);
+        w->canned_at += *got;
+        return *got == n ? NTPU_OK : NTPU_ERR_TIMEOUT;
     }
     *got = ntpu_ref_read(w->ref, buf, n);
     for (size_t i = 0; i < *got; i++, w->rx_count++)
@@ -179,15 +191,40 @@ static uint16_t read_ub(uint16_t addr, ntpu_status *st)
 
 Test(link, info_round_trip)
 {
-    uint8_t op = NTPU_OP_INFO, id[32];
+    uint8_t op = NTPU_OP_INFO, id[NTPU_ID_BYTES];
     uint64_t t;
-    cr_assert_eq(ntpu_link_command(&L, &op, 1, 32, id, &t), NTPU_OK);
+    cr_assert_eq(ntpu_link_command(&L, &op, 1, NTPU_ID_BYTES, id, &t), NTPU_OK);
     cr_assert_eq(ntpu_link_wait(&L, t), NTPU_OK, "%s", errbuf);
     cr_assert_eq(ntpu_rd32(id), NTPU_ID_MAGIC);
     cr_assert_eq(L.stats.tx_frames, 1);
     cr_assert_eq(L.stats.rx_frames, 1);
     cr_assert_eq(L.stats.tx_bytes, 9);
-    cr_assert_eq(L.stats.rx_bytes, 8 + 33);
+    cr_assert_eq(L.stats.rx_bytes, 8 + 1 + NTPU_ID_BYTES);
+}
+
+/* A 1.3 device's ID block ends at byte 32: the 1.4 fields read as 0. */
+Test(link, info_from_a_1_3_device_is_accepted)
+{
+    uint8_t body[1 + NTPU_ID_BYTES_V13] = {NTPU_DEV_OK};
+    for (unsigned i = 0; i < NTPU_ID_BYTES_V13; i++)
+        body[1 + i] = (uint8_t)(0x40 + i);
+    W->ncanned = ntpu_frame_encode(W->canned, NTPU_SOF_REPLY, 0, body, sizeof body);
+    uint8_t op = NTPU_OP_INFO, id[NTPU_ID_BYTES];
+    memset(id, 0xAA, sizeof id);
+    uint64_t t;
+    cr_assert_eq(ntpu_link_command(&L, &op, 1, NTPU_ID_BYTES, id, &t), NTPU_OK);
+    cr_assert_eq(ntpu_link_wait(&L, t), NTPU_OK, "%s", errbuf);
+    cr_assert_arr_eq(id, body + 1, NTPU_ID_BYTES_V13);
+    for (unsigned i = NTPU_ID_BYTES_V13; i < NTPU_ID_BYTES; i++)
+        cr_assert_eq(id[i], 0, "byte %u", i);
+    /* only INFO may be short */
+    W->canned_at = 0;
+    body[0] = NTPU_DEV_OK;
+    W->ncanned = ntpu_frame_encode(W->canned, NTPU_SOF_REPLY, 1, body, 1 + 16);
+    uint8_t st[NTPU_STATUS_BYTES + 8], sop = NTPU_OP_STATUS;
+    L.timeout_ms = 10;
+    cr_assert_eq(ntpu_link_command(&L, &sop, 1, NTPU_STATUS_BYTES + 8, st, &t), NTPU_OK);
+    cr_assert_neq(ntpu_link_wait(&L, t), NTPU_OK);
 }
 
 Test(link, sequence_numbers_wrap_and_replies_are_checked_in_order)
