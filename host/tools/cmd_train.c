@@ -312,7 +312,9 @@ static const char train_help[] =
     "(same result, bit for bit, as an uninterrupted run); --epochs counts from the run's start, so\n"
     "give more to train longer. --device-optimizer keeps the fp32 weights and the momentum in the\n"
     "device's ACC and runs SGD / momentum there (protocol 1.3, OPTIM): the same bits, far fewer link\n"
-    "bytes; where the device, the optimizer or ACC's size does not allow it, the host optimizer runs.\n";
+    "bytes; where the device, the optimizer or ACC's size does not allow it, the host optimizer runs.\n"
+    "On a device with program memory (protocol 1.4, PROGRAM) a step's device work is then stored on\n"
+    "the device once and run by two RUN frames: a step sends little more than its batch.\n";
 
 int cmd_train(common *cm, int argc, char **argv)
 {
