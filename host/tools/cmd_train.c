@@ -313,7 +313,9 @@ static const char train_help[] =
     "give more to train longer. --device-optimizer keeps the fp32 weights and the momentum in the\n"
     "device's ACC and runs SGD / momentum there (protocol 1.3, OPTIM), and Adam / AdamW with their\n"
     "moments in its OS memory (1.4, feature ADAM): the same bits, far fewer link bytes; where the\n"
-    "device, the optimizer or the memories' sizes do not allow it, the host optimizer runs.\n";
+    "device, the optimizer or the memories' sizes do not allow it, the host optimizer runs.\n"
+    "On a device with program memory (protocol 1.4, PROGRAM) a step's device work is then stored on\n"
+    "the device once and run by two RUN frames: a step sends little more than its batch.\n";
 
 int cmd_train(common *cm, int argc, char **argv)
 {

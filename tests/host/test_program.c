@@ -280,6 +280,10 @@ static void train_same(const char *base, const char *spec, int expect_programs)
     cr_assert_eq(ntpu_model_fetch(ma), NTPU_OK);
     cr_assert_eq(ntpu_model_fetch(mb), NTPU_OK, "%s", ntpu_last_error(db));
     assert_same_view(ma, mb, 0);
+    ntpu_link_stats ls;
+    ntpu_get_link_stats(db, &ls);
+    if (strstr(spec, "faults="))
+        cr_assert_gt(ls.recoveries, 0, "the faulty link had faults to recover from");
     if (expect_programs)
         cr_assert_lt(frames_b * 5, frames_a, "programs: %llu frames vs %llu", (unsigned long long)frames_b,
                      (unsigned long long)frames_a);
@@ -295,3 +299,9 @@ Test(program, training_with_programs_on_ref_is_bit_identical) { train_same("ref:
 Test(program, training_with_programs_at_n2_is_bit_identical) { train_same("ref:n=2,pm=0", "ref:n=2", 1); }
 Test(program, training_with_programs_on_vsim_is_bit_identical, .timeout = 600) { train_same("ref:pm=0", "vsim", 1); }
 Test(program, training_without_room_in_pm_falls_back) { train_same("ref:pm=0", "ref:pm=3", 0); }
+/* Lost and corrupted bytes both ways: a RUN that ran is never sent again (its reply may be lost), one
+ * that did not is; reads are repeated only while no RUN could have changed their rows. */
+Test(program, training_with_programs_over_a_faulty_link_is_bit_identical)
+{
+    train_same("ref:pm=0,payload=516", "ref:payload=516,faults=0.0003,fault_seed=11,timeout_ms=50", 1);
+}

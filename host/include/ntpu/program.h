@@ -12,7 +12,9 @@
  *     ntpu_program_free(p);
  *
  * A RUN does exactly what sending the recorded commands would have done, in the
- * same order; only the replies of the inner commands are not sent. */
+ * same order; only the replies of the inner commands are not sent. A model
+ * trained with the device optimizer (ntpu/nn.h) keeps its own two programs in
+ * PM from row 0 and uploads them again if anything else wrote PM meanwhile. */
 #ifndef NTPU_PROGRAM_H
 #define NTPU_PROGRAM_H
 
