@@ -24,6 +24,7 @@ struct config {
     unsigned novec;     /* 1: built with VEC_EN = 0 */
     unsigned counter_w; /* COUNTER_W: counters wrap at 2^counter_w, upper bytes read 0 */
     unsigned notra;     /* 1: built with TRANSPOSE_A_EN = 0 (the flag is reserved) */
+    unsigned os_rows;   /* OS_ROWS: the optimizer-state memory and OPTIM ADAM (1.4); 0: none */
 };
 static struct config cfg;
 #define N cfg.n
@@ -96,7 +97,7 @@ static void counters(uint8_t flags)
     frame(p, 2);
 }
 
-static unsigned row_bytes(unsigned mem) { return mem == NTPU_MEM_ACC ? 4 * N : 2 * N; }
+static unsigned row_bytes(unsigned mem) { return mem == NTPU_MEM_ACC || mem == NTPU_MEM_OS ? 4 * N : 2 * N; }
 
 static void write_mem(unsigned mem, unsigned addr, unsigned rows, const uint8_t *data)
 {
@@ -174,6 +175,7 @@ static void optim(unsigned flags, unsigned prow, unsigned grow, unsigned rows, u
 
 static uint16_t ub[MAX_ROWS][MAX_N], wb[MAX_ROWS][MAX_N];
 static uint32_t acc[MAX_ROWS][MAX_N];
+static uint32_t os[MAX_ROWS][MAX_N]; /* 1.4: OS, cfg.os_rows rows */
 static uint16_t w_act[MAX_N][MAX_N], w_pend[MAX_N][MAX_N];
 static int pending;
 static uint8_t last_error;
@@ -247,7 +249,10 @@ static void put32(uint8_t *p, uint32_t v)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static unsigned mem_rows(unsigned mem) { return mem == 0 ? UB_ROWS : mem == 1 ? WB_ROWS : ACC_ROWS; }
+static unsigned mem_rows(unsigned mem)
+{
+    return mem == 0 ? UB_ROWS : mem == 1 ? WB_ROWS : mem == NTPU_MEM_OS ? cfg.os_rows : ACC_ROWS;
+}
 
 /* OUT of ACT (fp32 mode) and RELU_GRAD: 0 UB, 1 WB, 2 ACC. */
 static unsigned out_rows(unsigned out)
@@ -303,7 +308,9 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
         d[7] = N;
         d[8] = 3;
         d[9] = NTPU_FEATURE_TRANSPOSE_BIT | (cfg.notra ? 0 : NTPU_FEATURE_TRANSPOSE_A_BIT) |
-               (cfg.novec ? 0 : NTPU_FEATURE_VECTOR_BIT | NTPU_FEATURE_OPTIM_BIT);
+               (cfg.novec ? 0 : NTPU_FEATURE_VECTOR_BIT | NTPU_FEATURE_OPTIM_BIT) |
+               (cfg.os_rows ? NTPU_FEATURE_ADAM_BIT : 0);
+        put32(d + NTPU_ID_OFF_OS_ROWS, cfg.os_rows);
         d[10] = (uint8_t)MAXP;
         d[11] = (uint8_t)(MAXP >> 8);
         put32(d + 12, UB_ROWS);
@@ -356,7 +363,7 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
         if (wr ? len < 6 : len != 6)
             return NTPU_DEV_ERR_LENGTH;
         unsigned mem = p[1], addr = get16(p + 2), rows = get16(p + 4);
-        if (mem > 2)
+        if (mem > 2 && !(mem == NTPU_MEM_OS && cfg.os_rows))
             return NTPU_DEV_ERR_MEM;
         unsigned long bytes = (unsigned long)rows * row_bytes(mem);
         if (wr ? len != 6 + bytes : 1 + bytes > MAXP)
@@ -368,8 +375,9 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
             const uint8_t *s = p + 6;
             for (unsigned r = 0; r < rows; r++)
                 for (unsigned n = 0; n < N; n++) {
-                    if (mem == 2) {
-                        acc[addr + r][n] = s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24;
+                    if (mem == 2 || mem == NTPU_MEM_OS) {
+                        (mem == 2 ? acc : os)[addr + r][n] =
+                            s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24;
                         s += 4;
                     } else {
                         uint16_t v = (uint16_t)get16(s);
@@ -385,8 +393,8 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
         uint8_t *o = d;
         for (unsigned r = 0; r < rows; r++)
             for (unsigned n = 0; n < N; n++) {
-                if (mem == 2) {
-                    put32(o, acc[addr + r][n]);
+                if (mem == 2 || mem == NTPU_MEM_OS) {
+                    put32(o, (mem == 2 ? acc : os)[addr + r][n]);
                     o += 4;
                 } else {
                     uint16_t v = mem == 0 ? ub[addr + r][n] : wb[addr + r][n];
@@ -550,6 +558,33 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
             return NTPU_DEV_ERR_LENGTH;
         unsigned fl = p[1], pr = get16(p + 2), gr = get16(p + 4), rows = get16(p + 6), aux = get16(p + 8);
         unsigned mom = fl & NTPU_OPTIM_MOMENTUM;
+        if (fl & (NTPU_OPTIM_ADAM | NTPU_OPTIM_DECOUPLED)) {
+            if ((fl & ~(NTPU_OPTIM_MOMENTUM | NTPU_OPTIM_ADAM | NTPU_OPTIM_DECOUPLED)) || !cfg.os_rows ||
+                !(fl & NTPU_OPTIM_ADAM) || mom)
+                return NTPU_DEV_ERR_ARG;
+            unsigned sr = get16(p + 10);
+            if ((unsigned long)pr + rows > ACC_ROWS || (unsigned long)gr + rows > ACC_ROWS ||
+                (unsigned long)aux + NTPU_ADAM_AUX_ROWS > ACC_ROWS || (unsigned long)sr + 2ul * rows > cfg.os_rows)
+                return NTPU_DEV_ERR_RANGE;
+            uint32_t k[MAX_N][NTPU_ADAM_CONSTS];
+            for (unsigned i = 0; i < NTPU_ADAM_CONSTS; i++)
+                for (unsigned n = 0; n < N; n++)
+                    k[n][i] = acc[aux + i][n];
+            for (unsigned r = 0; r < rows; r++) {
+                uint32_t pv[MAX_N], gv[MAX_N], mv[MAX_N], vv[MAX_N];
+                memcpy(pv, acc[pr + r], sizeof pv);
+                memcpy(gv, acc[gr + r], sizeof gv);
+                memcpy(mv, os[sr + r], sizeof mv);
+                memcpy(vv, os[sr + rows + r], sizeof vv);
+                for (unsigned n = 0; n < N; n++)
+                    ntpu_adam_f32(&pv[n], gv[n], &mv[n], &vv[n], k[n], (fl & NTPU_OPTIM_DECOUPLED) != 0);
+                memcpy(os[sr + r], mv, sizeof mv);
+                memcpy(os[sr + rows + r], vv, sizeof vv);
+                memcpy(acc[pr + r], pv, sizeof pv);
+            }
+            maybe_busy = 1;
+            return NTPU_DEV_OK;
+        }
         if (fl & ~NTPU_OPTIM_MOMENTUM)
             return NTPU_DEV_ERR_ARG;
         if ((unsigned long)pr + rows * (1ul + mom) > ACC_ROWS || (unsigned long)gr + rows > ACC_ROWS ||
@@ -708,7 +743,7 @@ static void write_random(unsigned mem, unsigned addr, unsigned rows, int bf16)
     static uint8_t d[65536];
     do {
         unsigned r = rows < max_rows(mem) ? rows : max_rows(mem);
-        if (mem == NTPU_MEM_ACC)
+        if (mem == NTPU_MEM_ACC || mem == NTPU_MEM_OS)
             fill_rows32(d, r, bf16);
         else
             fill_rows16(d, r, bf16);
@@ -856,6 +891,58 @@ static void read_out(unsigned out, unsigned addr, unsigned rows)
 
 /* The 1.1 commands: MATMUL TRANSPOSE_A, ACT, RELU_GRAD, COLSUM, their checks, and their order with
  * the 1.0 commands (no FENCE in between). Addresses scale with the configuration's memories. */
+/* 1.4, OS and OPTIM ADAM: only on a core with OS (n4); the others answer these with ERR_MEM /
+ * ERR_ARG in directed_v11. Random p, g, m, v (every class of value), constants mostly like
+ * training's, Adam and AdamW, g and the constants overlapping p, every error, then everything read
+ * back. */
+static void adam12(unsigned flags, unsigned p, unsigned g, unsigned rows, unsigned aux, unsigned sr, unsigned len)
+{
+    uint8_t c[12] = {NTPU_OP_OPTIM, (uint8_t)flags, (uint8_t)p, (uint8_t)(p >> 8), (uint8_t)g, (uint8_t)(g >> 8),
+                     (uint8_t)rows, (uint8_t)(rows >> 8), (uint8_t)aux, (uint8_t)(aux >> 8), (uint8_t)sr,
+                     (uint8_t)(sr >> 8)};
+    frame(c, len);
+}
+
+static void directed_adam(void)
+{
+    const unsigned A = NTPU_OPTIM_ADAM, D = NTPU_OPTIM_DECOUPLED, S = cfg.os_rows;
+    if (!S)
+        return;
+    write_random(NTPU_MEM_ACC, 0, ACC_ROWS, 1);
+    write_random(NTPU_MEM_OS, 0, S, 1);
+    read_all(NTPU_MEM_OS);
+    /* constants at ACC 30..38: lr, wd, b1, 1-b1, b2, 1-b2, c1, c2, eps of a plausible run */
+    static uint8_t d[NTPU_ADAM_AUX_ROWS * 4 * MAX_N];
+    const float k[NTPU_ADAM_AUX_ROWS] = {1e-3f, 1e-2f, 0.9f, 1.0f - 0.9f, 0.999f, 1.0f - 0.999f, 0.271f, 0.002997f,
+                                         1e-8f};
+    for (unsigned i = 0; i < NTPU_ADAM_AUX_ROWS; i++)
+        for (unsigned n = 0; n < N; n++) {
+            float v = k[i] * (1.0f + 0.125f * (float)n); /* a different value per lane */
+            uint32_t u;
+            memcpy(&u, &v, 4);
+            put32(d + 4 * (i * N + n), u);
+        }
+    write_mem(NTPU_MEM_ACC, 30, NTPU_ADAM_AUX_ROWS, d);
+    adam12(A, 0, 10, 8, 30, 0, 12);                        /* Adam: m at OS 0..7, v at 8..15 */
+    adam12(A | D, 4, 4, 6, 30, 12, 12);                    /* AdamW, g = p */
+    adam12(A, 2, 5, 5, 30, 1, 12);                         /* g overlapping p */
+    adam12(A | D, 26, 20, 6, 30, 0, 12);                   /* p overlapping the constants (read first) */
+    adam12(A, 0, 0, 0, ACC_ROWS - NTPU_ADAM_AUX_ROWS, S, 12); /* no rows, at the very end */
+    adam12(A, 0, 0, 1, 30, 0, 10);                         /* ERR_LENGTH: ADAM is 12 bytes */
+    adam12(0, 0, 0, 1, 30, 0, 12);                         /* ERR_LENGTH: without ADAM 10 */
+    adam12(A | NTPU_OPTIM_MOMENTUM, 0, 0, 1, 30, 0, 12);   /* ERR_ARG */
+    adam12(A | 0x40, 0xFFFF, 0, 1, 30, 0, 12);             /* ERR_ARG before ERR_RANGE */
+    adam12(A, ACC_ROWS - 1, 0, 2, 30, 0, 12);              /* ERR_RANGE: p */
+    adam12(A, 0, ACC_ROWS - 1, 2, 30, 0, 12);              /* ERR_RANGE: g */
+    adam12(A, 0, 0, 1, ACC_ROWS - NTPU_ADAM_AUX_ROWS + 1, 0, 12); /* ERR_RANGE: the last constant */
+    adam12(A, 0, 0, 4, 30, S - 7, 12);                     /* ERR_RANGE: v's last row */
+    read_all(NTPU_MEM_ACC);
+    read_all(NTPU_MEM_OS);
+    read_mem(NTPU_MEM_OS, S - 1, 2);                       /* ERR_RANGE */
+    read_mem(3, 0, 1);                                     /* ERR_MEM: no PM */
+    cmd1(NTPU_OP_STATUS);
+}
+
 static void directed_v11(void)
 {
     const unsigned U = UB_ROWS, W = WB_ROWS, A = ACC_ROWS;
@@ -1448,6 +1535,7 @@ static void reset_state(void)
     memset(ub, 0, sizeof ub);
     memset(wb, 0, sizeof wb);
     memset(acc, 0, sizeof acc);
+    memset(os, 0, sizeof os);
     memset(w_act, 0, sizeof w_act);
     memset(w_pend, 0, sizeof w_pend);
     memset(dropped_ahead, 0, sizeof dropped_ahead);
@@ -1497,7 +1585,7 @@ int main(int argc, char **argv)
      * 21 UB rows filling max_payload (127). n2: the iCEBreaker's options (no vector unit, no
      * TRANSPOSE_A, narrow counters), a shorter random stream. */
     static const struct config configs[3] = {
-        {4, 48, 20, 40, 201, 0, 64, 0}, {3, 40, 14, 33, 127, 0, 64, 0}, {2, 24, 12, 20, 97, 1, 24, 1}};
+        {4, 48, 20, 40, 201, 0, 64, 0, 24}, {3, 40, 14, 33, 127, 0, 64, 0, 0}, {2, 24, 12, 20, 97, 1, 24, 1, 0}};
     static const char *prefixes[3] = {"n4_", "n3_", "n2_"};
     if (argc != 2) {
         fprintf(stderr, "usage: gen OUTDIR\n");
@@ -1508,6 +1596,7 @@ int main(int argc, char **argv)
         reset_state();
         directed();
         directed_v11();
+        directed_adam();
         /* Fresh operands for the random part. */
         write_random(NTPU_MEM_WB, 0, WB_ROWS, 0);
         write_random(NTPU_MEM_UB, 0, UB_ROWS / 2, 0);

@@ -17,6 +17,9 @@ rtl/ntpu_requant.sv
 rtl/ntpu_vec.sv
 rtl/ntpu_fp32_mul.sv
 rtl/ntpu_vopt.sv
+rtl/ntpu_fp32_div.sv
+rtl/ntpu_fp32_sqrt.sv
+rtl/ntpu_vadam.sv
 rtl/ntpu_vseq.sv
 rtl/ntpu_core.sv
 tests/rtl/ntpu_core/tb.sv

@@ -1,7 +1,7 @@
 // Bench for ntpu_core with the real array and the 1.1 units (transposer, vector unit), in two
 // configurations side by side (gen.c's configs[]):
-// N = 4 with UB 48 / WB 20 / ACC 40 rows and max_payload 201, and N = 3 with UB 40 / WB 14 / ACC 33
-// and max_payload 127 (odd lanes, memories not powers of two). Each run streams gen.c's command
+// N = 4 with UB 48 / WB 20 / ACC 40 / OS 24 rows (OS: 1.4's OPTIM ADAM) and max_payload 201, and
+// N = 3 with UB 40 / WB 14 / ACC 33 and max_payload 127 (odd lanes, memories not powers of two). Each run streams gen.c's command
 // frames into s_rx with random gaps and takes the replies with random m_tx_ready, in phases from
 // none to heavy stalls on either side. Every reply byte is checked against gen.c's device model
 // (bytes the ISA leaves open are masked there), every reply frame's SOF and CRC are checked here,
@@ -20,7 +20,8 @@ module tb_core_run #(
   parameter int COUNTER_W = 64,
   parameter int PE_STAGES = 1,
   parameter int BF16_SHARED = 0,
-  parameter int SEG_DEPTH = 4
+  parameter int SEG_DEPTH = 4,
+  parameter int OS_ROWS = 0
 ) (
   input  logic clk,
   output logic done,    // 1 once every reply came or the core went quiet
@@ -52,7 +53,8 @@ module tb_core_run #(
     .COUNTER_W  (COUNTER_W),
     .PE_STAGES  (PE_STAGES),
     .BF16_SHARED(BF16_SHARED),
-    .SEG_DEPTH  (SEG_DEPTH)
+    .SEG_DEPTH  (SEG_DEPTH),
+    .OS_ROWS    (OS_ROWS)
   ) dut (
     .clk       (clk),
     .rst       (rst),
@@ -238,7 +240,7 @@ module tb;
   int err2, hz2, ov2, bb2, rf2, tr2, vh2;
 
   tb_core_run #(
-    .N(4), .UB_ROWS(48), .WB_ROWS(20), .ACC_ROWS(40), .MAX_PAYLOAD(201)
+    .N(4), .UB_ROWS(48), .WB_ROWS(20), .ACC_ROWS(40), .MAX_PAYLOAD(201), .OS_ROWS(24)
   ) u_n4 (
     .clk(clk), .done(done4), .errors(err4), .cov_hazard(hz4), .cov_overlap(ov4), .cov_b2b(bb4),
     .cov_rx_full(rf4), .cov_tr_rows(tr4), .cov_vhazard(vh4)
