@@ -79,6 +79,24 @@ def main():
     out.append(table(["device", "array", "cycles", "MACs", "util", "wall s", "MAC/s", "link bytes/step", "check"],
                      rows) + "\n")
 
+    dev_opt = b.get("train_step_device_optimizer", [])
+    if dev_opt:
+        out.append("### The same step with the optimizer on the device\n")
+        out.append("fp32 master weights and optimizer state stay in the device (OPTIM, protocol 1.3; Adam: OPTIM\n"
+                   "ADAM and the OS memory, 1.4); on a device with PROGRAM the step's device work runs as two\n"
+                   "stored programs (RUN, 1.4). The second step is measured (the first records and uploads the\n"
+                   "programs). Budget: 1.1 × (bf16 batch + one label byte a sample + 8 bytes of loss and\n"
+                   f"metrics) = {grouped(dev_opt[0]['budget_bytes'])} B.\n")
+        rows = []
+        for d in dev_opt:
+            agree = {True: "ref == vsim", False: "DIFFER", None: "-"}[d["agree"]]
+            rows += [[r["device"], d["optimizer"], "yes" if r["programs"] else "no", grouped(r["cycles"]),
+                      f'{100 * r["utilization"]:.1f} %', f'{r["seconds"]:.3f}', grouped(r["link_tx_bytes"]),
+                      grouped(r["link_rx_bytes"]), grouped(r["link_bytes"]), f'{r["budget_ratio"]:.3f} ×', agree]
+                     for r in d["runs"]]
+        out.append(table(["device", "optimizer", "programs", "cycles", "util", "wall s", "link tx B", "link rx B",
+                          "link bytes/step", "/ budget", "check"], rows) + "\n")
+
     out.append("## (c) Simulator speed\n")
     out.append("MACs of simulated work per wall-clock second (host work included): 16N × 16N × 16N matmuls of\n"
                "each dtype repeated for at least 0.3 s, and the training step of (b).\n")

@@ -266,10 +266,14 @@ out:
     return rc;
 }
 
-/* (b) with the device optimizer: SGD on the device and, when the device has
+/* The optimizers (b) runs on the device. */
+static const ntpu_optimizer devopt_kinds[] = {NTPU_OPT_SGD, NTPU_OPT_ADAM};
+#define DEVOPT_KINDS (sizeof devopt_kinds / sizeof devopt_kinds[0])
+
+/* (b) with the device optimizer: `kind` on the device and, when the device has
  * PROGRAM, the step's device work as stored programs (decision 0015). The first
  * step records and uploads the programs and is not measured; the second is. */
-static int bench_step_devopt(ntpu_device *dev, step_row *row, int *programs)
+static int bench_step_devopt(ntpu_device *dev, ntpu_optimizer kind, step_row *row, int *programs)
 {
     const size_t in = mlp_sizes[0], classes = mlp_sizes[2];
     float *x = malloc(MLP_BATCH * in * sizeof *x);
@@ -285,13 +289,13 @@ static int bench_step_devopt(ntpu_device *dev, step_row *row, int *programs)
         x[i] = (float)((double)(splitmix(&seed) >> 11) / 9007199254740992.0);
     for (size_t i = 0; i < MLP_BATCH; i++)
         y[i] = (uint8_t)(splitmix(&seed) % classes);
-    ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_SGD);
+    ntpu_optim_config opt = ntpu_optim_defaults(kind);
     opt.device = 1;
     ntpu_status st = ntpu_model_create(dev, mlp_sizes, 3, MLP_BATCH, 0, &opt, &model);
     ntpu_link_stats l0;
     ntpu_step_result r = {0};
     if (st == NTPU_OK && !ntpu_model_device_optimizer(model, NULL)) {
-        fail("bench training step on %s: the device cannot run the optimizer", row->device);
+        fail("bench training step on %s: the device cannot run %s", row->device, ntpu_optimizer_name(kind));
         goto out;
     }
     if (st == NTPU_OK)
@@ -462,7 +466,8 @@ static int bench_epoch(const char *data, const char *script, epoch_res *e)
 static double rate(uint64_t macs, double secs) { return secs > 0 ? (double)macs / secs : 0.0; }
 
 static void print_json(const mm_row *mm, int nmm, const step_row *st, const speed_row *sp, int nst,
-                       int step_agree, const step_row *so, const int *prog, int so_agree, const epoch_res *ep)
+                       int step_agree, step_row so[][MAX_DEVICES], const int *prog, const int *so_agree,
+                       const epoch_res *ep)
 {
     printf("{\"runs\":[");
     for (int i = 0; i < nmm; i++) {
@@ -489,21 +494,26 @@ static void print_json(const mm_row *mm, int nmm, const step_row *st, const spee
                r->n, r->m.c.cycles, r->m.c.macs, r->m.c.array_busy, r->m.util, r->m.secs,
                rate(r->m.c.macs, r->m.secs), r->m.tx, r->m.rx, r->m.tx + r->m.rx, (double)r->loss);
     }
-    printf("]},\"train_step_device_optimizer\":{\"layers\":[784,256,10],\"batch\":%d,\"optimizer\":\"sgd\","
-           "\"budget_bytes\":%.1f,\"agree\":%s,\"runs\":[",
-           MLP_BATCH, STEP_BUDGET_BYTES, so_agree < 0 ? "null" : so_agree ? "true" : "false");
-    for (int i = 0; i < nst; i++) {
-        const step_row *r = &so[i];
-        printf("%s{\"device\":", i ? "," : "");
-        json_str(stdout, r->device);
-        printf(",\"programs\":%s,\"cycles\":%" PRIu64 ",\"macs\":%" PRIu64 ",\"array_busy\":%" PRIu64
-               ",\"utilization\":%.6f,\"seconds\":%.6f,\"link_tx_bytes\":%" PRIu64 ",\"link_rx_bytes\":%" PRIu64
-               ",\"link_bytes\":%" PRIu64 ",\"budget_ratio\":%.4f,\"loss\":%.9g}",
-               prog[i] ? "true" : "false", r->m.c.cycles, r->m.c.macs, r->m.c.array_busy, r->m.util, r->m.secs,
-               r->m.tx, r->m.rx, r->m.tx + r->m.rx, (double)(r->m.tx + r->m.rx) / STEP_BUDGET_BYTES,
-               (double)r->loss);
+    printf("]},\"train_step_device_optimizer\":[");
+    for (size_t k = 0; k < DEVOPT_KINDS; k++) {
+        printf("%s{\"layers\":[784,256,10],\"batch\":%d,\"optimizer\":\"%s\",\"budget_bytes\":%.1f,"
+               "\"agree\":%s,\"runs\":[",
+               k ? "," : "", MLP_BATCH, ntpu_optimizer_name(devopt_kinds[k]), STEP_BUDGET_BYTES,
+               so_agree[k] < 0 ? "null" : so_agree[k] ? "true" : "false");
+        for (int i = 0; i < nst; i++) {
+            const step_row *r = &so[k][i];
+            printf("%s{\"device\":", i ? "," : "");
+            json_str(stdout, r->device);
+            printf(",\"programs\":%s,\"cycles\":%" PRIu64 ",\"macs\":%" PRIu64 ",\"array_busy\":%" PRIu64
+                   ",\"utilization\":%.6f,\"seconds\":%.6f,\"link_tx_bytes\":%" PRIu64 ",\"link_rx_bytes\":%" PRIu64
+                   ",\"link_bytes\":%" PRIu64 ",\"budget_ratio\":%.4f,\"loss\":%.9g}",
+                   prog[i] ? "true" : "false", r->m.c.cycles, r->m.c.macs, r->m.c.array_busy, r->m.util, r->m.secs,
+                   r->m.tx, r->m.rx, r->m.tx + r->m.rx, (double)(r->m.tx + r->m.rx) / STEP_BUDGET_BYTES,
+                   (double)r->loss);
+        }
+        printf("]}");
     }
-    printf("]},\"sim_speed\":[");
+    printf("],\"sim_speed\":[");
     for (int i = 0; i < nst; i++) {
         printf("%s{\"device\":", i ? "," : "");
         json_str(stdout, st[i].device);
@@ -526,7 +536,8 @@ static void print_json(const mm_row *mm, int nmm, const step_row *st, const spee
 }
 
 static void print_tables(const mm_row *mm, int nmm, const step_row *st, const speed_row *sp, int nst,
-                         int step_agree, const step_row *so, const int *prog, int so_agree, const epoch_res *ep)
+                         int step_agree, step_row so[][MAX_DEVICES], const int *prog, const int *so_agree,
+                         const epoch_res *ep)
 {
     char b[6][32];
     int w = 10; /* the device column: as wide as the longest name (vsim:board=icebreaker,...) */
@@ -558,20 +569,23 @@ static void print_tables(const mm_row *mm, int nmm, const step_row *st, const sp
                bytes_str(r->m.rx, b[4], sizeof b[4]), grouped(r->m.tx + r->m.rx, b[5], sizeof b[5]),
                step_agree < 0 ? "-" : step_agree ? "ref==vsim" : "DIFFER");
     }
-    printf("\n    the same step with SGD on the device (OPTIM) and, with PROGRAM, its device work as two stored programs\n"
-           "    (RUN); budget 1.1 x (batch %s + labels %d + loss/metrics 8 B) = %s B\n\n",
+    printf("\n    the same step with the optimizer on the device (OPTIM; Adam: OPTIM ADAM) and, with PROGRAM, its device\n"
+           "    work as two stored programs (RUN); budget 1.1 x (batch %s + labels %d + loss/metrics 8 B) = %s B\n\n",
            grouped((uint64_t)MLP_BATCH * 784 * 2, b[0], sizeof b[0]), MLP_BATCH,
            grouped((uint64_t)STEP_BUDGET_BYTES, b[1], sizeof b[1]));
-    printf("%-*s %-6s %-8s %14s %7s %10s %10s %12s %8s  %s\n", w, "device", "array", "programs", "cycles", "util",
-           "link tx", "link rx", "link B/step", "/budget", "check");
-    for (int i = 0; i < nst; i++) {
-        const step_row *r = &so[i];
-        snprintf(b[0], sizeof b[0], "%ux%u", r->n, r->n);
-        printf("%-*s %-6s %-8s %14s %6.1f%% %10s %10s %12s %7.3fx  %s\n", w, r->device, b[0], prog[i] ? "yes" : "no",
-               grouped(r->m.c.cycles, b[1], sizeof b[1]), 100.0 * r->m.util, bytes_str(r->m.tx, b[3], sizeof b[3]),
-               bytes_str(r->m.rx, b[4], sizeof b[4]), grouped(r->m.tx + r->m.rx, b[5], sizeof b[5]),
-               (double)(r->m.tx + r->m.rx) / STEP_BUDGET_BYTES,
-               so_agree < 0 ? "-" : so_agree ? "ref==vsim" : "DIFFER");
+    printf("%-*s %-6s %-5s %-8s %14s %7s %10s %10s %12s %8s  %s\n", w, "device", "array", "optim", "programs",
+           "cycles", "util", "link tx", "link rx", "link B/step", "/budget", "check");
+    for (size_t k = 0; k < DEVOPT_KINDS; k++) {
+        for (int i = 0; i < nst; i++) {
+            const step_row *r = &so[k][i];
+            snprintf(b[0], sizeof b[0], "%ux%u", r->n, r->n);
+            printf("%-*s %-6s %-5s %-8s %14s %6.1f%% %10s %10s %12s %7.3fx  %s\n", w, r->device, b[0],
+                   ntpu_optimizer_name(devopt_kinds[k]), prog[i] ? "yes" : "no",
+                   grouped(r->m.c.cycles, b[1], sizeof b[1]), 100.0 * r->m.util,
+                   bytes_str(r->m.tx, b[3], sizeof b[3]), bytes_str(r->m.rx, b[4], sizeof b[4]),
+                   grouped(r->m.tx + r->m.rx, b[5], sizeof b[5]), (double)(r->m.tx + r->m.rx) / STEP_BUDGET_BYTES,
+                   so_agree[k] < 0 ? "-" : so_agree[k] ? "ref==vsim" : "DIFFER");
+        }
     }
     printf("\n(c) simulator speed, MACs of simulated work per wall-clock second (16N matmuls, repeated)\n\n");
     printf("%-*s %16s %16s %16s\n", w, "device", "int8 matmul", "bf16 matmul", "training step");
@@ -629,7 +643,7 @@ int cmd_bench(common *cm, int argc, char **argv)
     const char *const *devices = cm->device ? &cm->device : defaults;
     int ndev = cm->device ? 1 : MAX_DEVICES;
     mm_row mm[MAX_DEVICES * SWEEP_STEPS * 2];
-    step_row st[MAX_DEVICES], so[MAX_DEVICES];
+    step_row st[MAX_DEVICES], so[DEVOPT_KINDS][MAX_DEVICES];
     int prog[MAX_DEVICES] = {0};
     speed_row sp[MAX_DEVICES];
     int nmm = 0, nst = 0;
@@ -668,12 +682,15 @@ int cmd_bench(common *cm, int argc, char **argv)
             ntpu_close(dev);
             return 1;
         }
-        memset(&so[nst], 0, sizeof so[nst]);
-        snprintf(so[nst].device, sizeof so[nst].device, "%s", info.device);
-        so[nst].n = info.rows;
-        if (bench_step_devopt(dev, &so[nst], &prog[nst])) {
-            ntpu_close(dev);
-            return 1;
+        for (size_t k = 0; k < DEVOPT_KINDS; k++) {
+            step_row *o = &so[k][nst];
+            memset(o, 0, sizeof *o);
+            snprintf(o->device, sizeof o->device, "%s", info.device);
+            o->n = info.rows;
+            if (bench_step_devopt(dev, devopt_kinds[k], o, &prog[nst])) {
+                ntpu_close(dev);
+                return 1;
+            }
         }
         nst++;
         ntpu_close(dev);
@@ -682,9 +699,12 @@ int cmd_bench(common *cm, int argc, char **argv)
     int step_agree = nst < 2 ? -1 : 1;
     for (int i = 1; i < nst; i++)
         step_agree &= st[i].digest == st[0].digest;
-    int so_agree = nst < 2 ? -1 : 1;
-    for (int i = 1; i < nst; i++)
-        so_agree &= so[i].digest == so[0].digest;
+    int so_agree[DEVOPT_KINDS];
+    for (size_t k = 0; k < DEVOPT_KINDS; k++) {
+        so_agree[k] = nst < 2 ? -1 : 1;
+        for (int i = 1; i < nst; i++)
+            so_agree[k] &= so[k][i].digest == so[k][0].digest;
+    }
     epoch_res ep;
     memset(&ep, 0, sizeof ep);
     if (epoch) {
@@ -703,7 +723,10 @@ int cmd_bench(common *cm, int argc, char **argv)
         all_ok &= mm[i].correct;
     if (!all_ok)
         return fail("bench: a result differs from the host's reference computation");
-    if (step_agree == 0 || so_agree == 0)
+    int devopt_differs = 0;
+    for (size_t k = 0; k < DEVOPT_KINDS; k++)
+        devopt_differs |= so_agree[k] == 0;
+    if (step_agree == 0 || devopt_differs)
         return fail("bench: the training step differs between the devices");
     return 0;
 }

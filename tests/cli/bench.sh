@@ -31,6 +31,14 @@ want = 64 * (t(784) * t(256) + t(256) * t(10)) * 2 + 64 * t(256) * t(10)
 assert s["macs"] == want, (s["macs"], want)
 assert 0 < s["utilization"] <= 1 and s["link_bytes"] == s["link_tx_bytes"] + s["link_rx_bytes"] > 0, s
 assert s["loss"] > 0, s
+# the step with the optimizer on the device, as stored programs: within issue 5's link budget
+dev = o["train_step_device_optimizer"]
+assert [d["optimizer"] for d in dev] == ["sgd", "adam"], dev
+for d in dev:
+    assert abs(d["budget_bytes"] - 1.1 * (64 * 784 * 2 + 64 + 8)) < 0.1, d
+    (r,) = d["runs"]
+    assert r["programs"] is True and r["macs"] == want and r["loss"] > 0, r
+    assert r["link_bytes"] == r["link_tx_bytes"] + r["link_rx_bytes"] <= d["budget_bytes"], r
 (sp,) = o["sim_speed"]
 assert sp["device"] == "ref" and min(sp["int8_mac_per_s"], sp["bf16_mac_per_s"], sp["train_step_mac_per_s"]) > 0
 assert o["epoch"] is None
