@@ -272,8 +272,9 @@ module ntpu_cmd
     assign e16 = 16'd0;
   end
   assign len = run ? run_len_q : s_frm_len;
-  assign mem = f1[2:0];
-  assign is_acc = (mem == 3'(MEM_ACC)) || (mem == 3'(MEM_OS));
+  // Without OS, bit 2 of the id is never a memory's (f1 > 3 is ERR_MEM): left out of the logic.
+  assign mem = (OS_ROWS > 0) ? f1[2:0] : {1'b0, f1[1:0]};
+  assign is_acc = (mem == 3'(MEM_ACC)) || (OS_ROWS > 0 && mem == 3'(MEM_OS));
   assign row_bytes = is_acc ? 8'(ROW32_BYTES) : 8'(ROW16_BYTES);
   // Two constant factors (shifts when N is a power of two) rather than one multiplier.
   assign data_bytes = is_acc ? 24'(b16) * 24'(ROW32_BYTES) : 24'(b16) * 24'(ROW16_BYTES);

@@ -93,6 +93,15 @@ module ntpu_vseq
   } state_e;
 
   state_e state_q, state_d;
+  // The ADAM states, as the datapath sees them: constant 0 without OS (never entered then), so that
+  // a core without OS builds none of their multiplexers.
+  logic st_ak, st_ag, st_ap, st_ax, st_aw, st_av;
+  assign st_ak = (OS_ROWS > 0) && state_q == S_AK;
+  assign st_ag = (OS_ROWS > 0) && state_q == S_AG;
+  assign st_ap = (OS_ROWS > 0) && state_q == S_AP;
+  assign st_ax = (OS_ROWS > 0) && state_q == S_AX;
+  assign st_aw = (OS_ROWS > 0) && state_q == S_AW;
+  assign st_av = (OS_ROWS > 0) && state_q == S_AV;
 
   logic [7:0]  op_q;
   logic [3:0]  flags_q;                     // the defined bits; the rest are 0 once checked
@@ -214,11 +223,11 @@ module ntpu_vseq
         rd_mask_q <= rd_mask_q + UB_AW'(1);
       end
       if (wr_we && !is_opt) results_left_q <= results_left_q - 17'd1;
-      if (state_q == S_AV) begin
+      if (st_av) begin
         o_m_q <= o_m_q + OS_AW'(1);
         o_v_q <= o_v_q + OS_AW'(1);
       end
-      if (state_q == S_OWP || state_q == S_AV) begin
+      if (state_q == S_OWP || st_av) begin
         o_p_q <= o_p_q + ACC_AW'(1);
         o_s_q <= o_s_q + ACC_AW'(1);
         o_g_q <= o_g_q + ACC_AW'(1);
@@ -228,7 +237,7 @@ module ntpu_vseq
     // SGD skips the momentum steps 2 and 3.
     if (state_q != S_OX) o_k_q <= 3'd0;
     else o_k_q <= (o_k_q == 3'd1 && !mom) ? 3'd4 : o_k_q + 3'd1;
-    if (state_q != S_AK) ak_q <= '0;
+    if (!st_ak) ak_q <= '0;
     else ak_q <= ak_q + 4'd1;
     if (state_q == S_AUX1 && need_q[0]) aux0_q <= acc_rdata;
     if (state_q == S_AUX2 && need_q[1]) mult_q <= acc_rdata;
@@ -265,13 +274,13 @@ module ntpu_vseq
   logic o_re;  // OPTIM reads g, p and (momentum) s
   assign o_re = (state_q == S_OG) || (state_q == S_OP) || (state_q == S_OS && mom);
   logic a_kre;  // ADAM reads a constant row
-  assign a_kre = (state_q == S_AK) && ak_q != 4'(ADAM_AUX_ROWS);
+  assign a_kre = (st_ak) && ak_q != 4'(ADAM_AUX_ROWS);
   assign acc_re = (state_q == S_AUX0 || state_q == S_AUX1 || state_q == S_AUX2) ? need_q[aux_k]
-                : o_re || a_kre || state_q == S_AG || state_q == S_AP || (issue && !void_q);
+                : o_re || a_kre || st_ag || st_ap || (issue && !void_q);
   assign acc_raddr = (state_q == S_RUN) ? rd_src_q
-                   : (state_q == S_OG || state_q == S_AG) ? o_g_q
-                   : (state_q == S_OP || state_q == S_AP) ? o_p_q : (state_q == S_OS) ? o_s_q
-                   : (state_q == S_AK) ? ACC_AW'(aux_base_q + 16'(ak_q))
+                   : (state_q == S_OG || st_ag) ? o_g_q
+                   : (state_q == S_OP || st_ap) ? o_p_q : (state_q == S_OS) ? o_s_q
+                   : (st_ak) ? ACC_AW'(aux_base_q + 16'(ak_q))
                    : ACC_AW'(aux_base_q + 16'(aux_k));
 
   assign ub_re = issue && is_rg;
@@ -327,7 +336,7 @@ module ntpu_vseq
 
   // ---------------------------------------------------------------- Adam
   logic ax_q;  // ld_pv only in the first cycle of S_AX
-  always_ff @(posedge clk) ax_q <= (state_q == S_AX);
+  always_ff @(posedge clk) ax_q <= (st_ax);
 
   if (OS_ROWS > 0) begin : g_adam
     ntpu_vadam #(
@@ -335,10 +344,10 @@ module ntpu_vseq
     ) u_vadam (
       .clk     (clk),
       .rst     (rst),
-      .ld_k    (state_q == S_AK && ak_q != 4'd0),
+      .ld_k    (st_ak && ak_q != 4'd0),
       .k_idx   (ak_q - 4'd1),
-      .ld_gm   (state_q == S_AP),
-      .ld_pv   (state_q == S_AX && !ax_q),
+      .ld_gm   (st_ap),
+      .ld_pv   (st_ax && !ax_q),
       .rdata   (acc_rdata),
       .os_rdata(os_rdata),
       .dec     (dec_q),
@@ -357,18 +366,18 @@ module ntpu_vseq
     assign a_v = '0;
   end
 
-  assign os_re = (state_q == S_AG) || (state_q == S_AP);
-  assign os_raddr = (state_q == S_AG) ? o_m_q : o_v_q;
-  assign os_we = (state_q == S_AW) || (state_q == S_AV);
-  assign os_waddr = (state_q == S_AW) ? o_m_q : o_v_q;
-  assign os_wdata = (state_q == S_AW) ? a_m : a_v;
+  assign os_re = (st_ag) || (st_ap);
+  assign os_raddr = (st_ag) ? o_m_q : o_v_q;
+  assign os_we = (st_aw) || (st_av);
+  assign os_waddr = (st_aw) ? o_m_q : o_v_q;
+  assign os_wdata = (st_aw) ? a_m : a_v;
 
   // ---------------------------------------------------------------- writes
   logic o_wr;  // OPTIM writes s, then p; ADAM p (with m in OS)
-  assign o_wr = (state_q == S_OWS) || (state_q == S_OWP) || (state_q == S_AW);
+  assign o_wr = (state_q == S_OWS) || (state_q == S_OWP) || (st_aw);
   assign wr_we = vec_out_valid || o_wr;
-  assign wr_data = (state_q == S_OWS) ? o_s : (state_q == S_OWP) ? o_p : (state_q == S_AW) ? a_p : vec_out_data;
-  assign wr_addr = (state_q == S_OWS) ? 16'(o_s_q) : (state_q == S_OWP || state_q == S_AW) ? 16'(o_p_q)
+  assign wr_data = (state_q == S_OWS) ? o_s : (state_q == S_OWP) ? o_p : (st_aw) ? a_p : vec_out_data;
+  assign wr_addr = (state_q == S_OWS) ? 16'(o_s_q) : (state_q == S_OWP || st_aw) ? 16'(o_p_q)
                  : dst_q + wr_idx_q;
   assign wr_mem = (is_colsum || is_opt || out_q == OUT_ACC[3:2]) ? 2'(MEM_ACC)
                 : (out_q == OUT_WB[3:2]) ? 2'(MEM_WB) : 2'(MEM_UB);
