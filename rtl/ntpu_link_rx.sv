@@ -102,11 +102,7 @@ module ntpu_link_rx
                : (W >= 3 && state_q == S_SEQ && nheld_q != 2'd2) ? KW'(3) : KW'(1);
   // Thermometer codes: the count is the number of set bits at the bottom. Word-level operations
   // (a shift, a population count) rather than a loop over the bits: one step each in Verilator.
-  logic [W:0] rdy_mask;
-  assign rdy_mask = ((W+1)'(1) << rdy_n) - (W+1)'(1);
-  assign s_rx_ready = rdy_mask[W-1:0];
-  logic unused_rdy_top;  // set only for rdy_n = W + 1, which never happens
-  assign unused_rdy_top = rdy_mask[W];
+  assign s_rx_ready = ~({W{1'b1}} << rdy_n);  // shifting by W leaves all ones
   assign vld_n = KW'($countones(s_rx_valid));
   assign take_n = (vld_n < rdy_n) ? vld_n : rdy_n;
   assign take = (take_n != '0);
