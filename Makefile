@@ -40,6 +40,14 @@ LIB_SAN_OBJS := $(LIB_C_SRCS:%.c=$(BUILD)/san/%.o)
 VOBJ := $(BUILD)/vobj
 # C++ flags of the Verilated models (docs/decisions/0010-fast-vsim.md).
 VOPT := OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2
+# The core model (vsim) is built guided by a profile (docs/decisions/0017-vsim-speed.md): compiled
+# with -fprofile-generate, run on the recorded matmul streams in tools/pgo, compiled again with
+# -fprofile-use (partial training: code the streams miss keeps its -O2). VPGO=0 builds it plainly.
+VPGO ?= 1
+VPGO_STREAMS := $(sort $(wildcard tools/pgo/*.bin))
+VPGO_GEN := OPT_FAST="-O2 -fprofile-generate -fprofile-update=single" OPT_SLOW=-O1 OPT_GLOBAL=-O2
+VPGO_USE := OPT_FAST="-O2 -fprofile-use -fprofile-partial-training -Wno-missing-profile" OPT_SLOW=-O1 \
+            OPT_GLOBAL=-O2
 VCXXFLAGS := -fPIC -std=c++17
 VMODEL := $(VOBJ)/Vntpu_core__ALL.a
 # Two models of the core: Vntpu_core without tracing, which lets Verilator keep internal signals in
@@ -78,10 +86,22 @@ all: $(CLI) $(LIB_A) $(LIB_SO) $(EXAMPLES) ## build the library, the CLI, the ex
 
 # Verilate when any RTL file changes; the model's own makefile then compiles it at -O2
 # (Verilator's default -Os is ~9x slower here, see ../shared/notes/simulation.md).
-$(VOBJ)/stamp: $(RTL_SRCS) Makefile sim/vsim/vobj.mk
+$(VOBJ)/stamp: $(RTL_SRCS) Makefile sim/vsim/vobj.mk tools/vsim_pgo_train.cpp $(VPGO_STREAMS)
 	@mkdir -p $(VOBJ)
 	$(VERILATOR) $(VFLAGS) $(RTL_SRCS)
+ifeq ($(VPGO),1)
+	rm -f $(VOBJ)/*.o $(VOBJ)/*.gcda
+	$(MAKE) -s -C $(VOBJ) -f $(CURDIR)/sim/vsim/vobj.mk -j$(JOBS) $(VPGO_GEN) CXXFLAGS="$(VCXXFLAGS)" vsim-objs
+	$(CXX) -std=c++17 -O1 -DNTPU_LINK_BYTES=$(LINK_BYTES) -I$(VOBJ) -isystem /usr/share/verilator/include \
+	       -isystem /usr/share/verilator/include/vltstd -fprofile-generate tools/vsim_pgo_train.cpp \
+	       $$(cat $(VOBJ)/objs.txt) -lpthread -o $(VOBJ)/vsim_pgo_train
+	$(VOBJ)/vsim_pgo_train $(VPGO_STREAMS)
+	rm -f $(VOBJ)/*.o
+	$(MAKE) -s -C $(VOBJ) -f $(CURDIR)/sim/vsim/vobj.mk -j$(JOBS) $(VPGO_USE) CXXFLAGS="$(VCXXFLAGS)" vsim-objs
+else
+	rm -f $(VOBJ)/*.o $(VOBJ)/*.gcda
 	$(MAKE) -s -C $(VOBJ) -f $(CURDIR)/sim/vsim/vobj.mk -j$(JOBS) $(VOPT) CXXFLAGS="$(VCXXFLAGS)" vsim-objs
+endif
 	@touch $@
 
 # The traced core brings the FST writer (VRUNTIME=trace) for itself and the board model. Compiled

@@ -475,16 +475,11 @@ module ntpu_core
   end
 
   // ---------------------------------------------------------------- performance counters
-  // Link bytes per cycle: thermometer codes, so the count is the highest byte that moved, plus one.
+  // Link bytes per cycle: thermometer codes, so the count is the number of bits set (a population
+  // count is one step in Verilator, a loop over the bits one per bit).
   logic [7:0] rx_n, tx_n;
-  always @* begin
-    rx_n = '0;
-    tx_n = '0;
-    for (int i = 0; i < LINK_BYTES; i++) begin
-      if (s_rx_valid[i] && s_rx_ready[i]) rx_n = 8'(i + 1);
-      if (m_tx_valid[i] && m_tx_ready) tx_n = 8'(i + 1);
-    end
-  end
+  assign rx_n = 8'($countones(s_rx_valid & s_rx_ready));
+  assign tx_n = m_tx_ready ? 8'($countones(m_tx_valid)) : 8'd0;
 
   ntpu_perf #(
     .N        (N),

@@ -45,6 +45,7 @@ module ntpu_crc32 #(
   end else begin : g_table
     // Wide (simulation): a byte at a time through a 256-entry table, the first `count` bytes;
     // eight times fewer operations per cycle than the unrolled LFSR, which matters to vsim's speed.
+    // Under `if (en)`, so that Verilator skips the lookups on the many cycles no byte moves.
     logic [31:0] tbl [256];
     initial begin
       logic [31:0] c;
@@ -56,8 +57,10 @@ module ntpu_crc32 #(
     end
     always @* begin
       next = state_q;
-      for (int b = 0; b < BYTES; b++) begin
-        if (CW'(b) < count) next = (next >> 8) ^ tbl[next[7:0] ^ data[8*b +: 8]];
+      if (en) begin
+        for (int b = 0; b < BYTES; b++) begin
+          if (CW'(b) < count) next = (next >> 8) ^ tbl[next[7:0] ^ data[8*b +: 8]];
+        end
       end
     end
   end

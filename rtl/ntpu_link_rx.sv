@@ -100,16 +100,10 @@ module ntpu_link_rx
                : (W > 1 && state_q == S_PAYLOAD) ? ((pay_left < 16'(W)) ? KW'(pay_left) : KW'(W))
                : (W > 1 && state_q == S_CRC) ? ((16'd4 - cnt_q < 16'(W)) ? KW'(16'd4 - cnt_q) : KW'(W))
                : (W >= 3 && state_q == S_SEQ && nheld_q != 2'd2) ? KW'(3) : KW'(1);
-  for (genvar i = 0; i < W; i++) begin : g_ready
-    assign s_rx_ready[i] = (KW'(i) < rdy_n);
-  end
-  // Thermometer codes: the count is the number of set bits at the bottom.
-  always @* begin
-    vld_n = '0;
-    for (int i = 0; i < W; i++) begin
-      if (s_rx_valid[i]) vld_n = KW'(i + 1);
-    end
-  end
+  // Thermometer codes: the count is the number of set bits at the bottom. Word-level operations
+  // (a shift, a population count) rather than a loop over the bits: one step each in Verilator.
+  assign s_rx_ready = ~({W{1'b1}} << rdy_n);  // shifting by W leaves all ones
+  assign vld_n = KW'($countones(s_rx_valid));
   assign take_n = (vld_n < rdy_n) ? vld_n : rdy_n;
   assign take = (take_n != '0);
   // Bytes taken, read only with `take`: 1 at W = 1.
@@ -283,10 +277,17 @@ module ntpu_link_rx
     initial begin
       for (int i = 0; i < BUF_DEPTH + W; i++) mem[i] = '0;
     end
+    // The enables outside the loops: Verilator then skips them on idle cycles.
     always_ff @(posedge clk) begin
-      for (int i = 0; i < W; i++) begin
-        if (buf_we && KW'(i) < take_n) mem[32'(buf_waddr) + i] <= s_rx_data[8*i +: 8];
-        if (frm_re) frm_rdata[8*i +: 8] <= mem[32'(buf_raddr) + i];
+      if (buf_we) begin
+        for (int i = 0; i < W; i++) begin
+          if (KW'(i) < take_n) mem[32'(buf_waddr) + i] <= s_rx_data[8*i +: 8];
+        end
+      end
+      if (frm_re) begin
+        for (int i = 0; i < W; i++) begin
+          frm_rdata[8*i +: 8] <= mem[32'(buf_raddr) + i];
+        end
       end
     end
   end

@@ -72,13 +72,12 @@ module ntpu_link_tx
   assign {crc_b3, crc_b2, crc_b1, crc_b0} = crc;
 
   assign out_free = !m_tx_valid_q[0] || m_tx_ready;
-  // The body transfer's byte count (thermometer code).
-  always @* begin
-    body_n = '0;
-    for (int i = 0; i < W; i++) begin
-      if (s_body_valid[i]) body_n = KW'(i + 1);
-    end
-  end
+  // The thermometer code of load_n, by a shift rather than a loop over the bits (vsim's speed);
+  // shifting by W leaves all ones.
+  logic [W-1:0] load_mask;
+  assign load_mask = ~({W{1'b1}} << load_n);
+  // The body transfer's byte count: a thermometer code, so its set bits.
+  assign body_n = KW'($countones(s_body_valid));
   assign s_hdr_ready = !hdr_full_q;
   // Handshakes between modules are plain assigns: a default-then-override in always_comb would
   // glitch, and two such blocks reading each other's glitches never settle in an event simulator.
@@ -185,9 +184,7 @@ module ntpu_link_tx
       state_q <= state_d;
       if (s_hdr_valid && s_hdr_ready) hdr_full_q <= 1'b1;
       else if (start) hdr_full_q <= 1'b0;
-      for (int i = 0; i < W; i++) begin
-        if (out_free) m_tx_valid_q[i] <= load && KW'(i) < load_n;
-      end
+      if (out_free) m_tx_valid_q <= load ? load_mask : '0;
     end
   end
 

@@ -57,10 +57,13 @@ template <class P> void put_bytes(P &port, const uint8_t *b, unsigned k)
             v |= uint64_t{b[i]} << (8 * i);
         port = static_cast<P>(v);
     } else {
-        for (unsigned w = 0; w < (kLinkBytes + 3) / 4; w++)
-            port[w] = 0;
-        for (unsigned i = 0; i < k; i++)
-            port[i / 4] |= static_cast<EData>(b[i]) << (8 * (i % 4));
+        // A word at a time: this runs every cycle that bytes move.
+        for (unsigned w = 0; w < (kLinkBytes + 3) / 4; w++) {
+            EData v = 0;
+            for (unsigned i = 4 * w; i < 4 * w + 4 && i < k; i++)
+                v |= static_cast<EData>(b[i]) << (8 * (i % 4));
+            port[w] = v;
+        }
     }
 }
 
@@ -76,9 +79,10 @@ template <class P> void get_bytes(const P &port, uint8_t *b, unsigned k)
     }
 }
 
-// A thermometer code of k bytes, and the count one stands for.
+// A thermometer code of k bytes, and the count one stands for: the position of its highest set
+// bit plus one (a bit scan; x86-64 without -mpopcnt makes a popcount a library call).
 uint64_t thermo(unsigned k) { return k >= 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1; }
-unsigned thermo_count(uint64_t v) { return static_cast<unsigned>(__builtin_popcountll(v)); }
+unsigned thermo_count(uint64_t v) { return v ? 64u - static_cast<unsigned>(__builtin_clzll(v)) : 0u; }
 
 } // namespace
 
