@@ -218,24 +218,46 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
     return h;
 }
 
+/* A random batch of the MLP: inputs in [0, 1), labels below the class count. NULL when out of memory. */
+static float *random_batch(uint64_t seed, uint8_t y[MLP_BATCH])
+{
+    const size_t in = mlp_sizes[0], classes = mlp_sizes[2];
+    float *x = malloc(MLP_BATCH * in * sizeof *x);
+    if (!x)
+        return NULL;
+    for (size_t i = 0; i < MLP_BATCH * in; i++)
+        x[i] = (float)((double)(splitmix(&seed) >> 11) / 9007199254740992.0);
+    for (size_t i = 0; i < MLP_BATCH; i++)
+        y[i] = (uint8_t)(splitmix(&seed) % classes);
+    return x;
+}
+
+/* The step's loss and the model's weights and biases after it, hashed: devices that compute the same
+ * bits give the same digest. */
+static uint64_t step_digest(ntpu_model *model, float loss)
+{
+    ntpu_model_view v;
+    ntpu_model_view_get(model, &v);
+    uint64_t h = fnv1a(0xCBF29CE484222325ull, &loss, sizeof loss);
+    for (size_t l = 0; l < v.n_layers; l++) {
+        h = fnv1a(h, v.weights[l], (size_t)v.sizes[l] * v.sizes[l + 1] * sizeof(float));
+        h = fnv1a(h, v.biases[l], (size_t)v.sizes[l + 1] * sizeof(float));
+    }
+    return h;
+}
+
 /* One Adam step of the MLP on random data; the model's creation (its first
  * weight upload) is not part of the measurement. */
 static int bench_step(ntpu_device *dev, step_row *row)
 {
-    const size_t in = mlp_sizes[0], classes = mlp_sizes[2];
-    float *x = malloc(MLP_BATCH * in * sizeof *x);
     uint8_t y[MLP_BATCH];
+    float *x = random_batch(64, y);
     ntpu_model *model = NULL;
     int rc = 1;
     if (!x) {
         fail("out of memory");
         goto out;
     }
-    uint64_t seed = 64;
-    for (size_t i = 0; i < MLP_BATCH * in; i++)
-        x[i] = (float)((double)(splitmix(&seed) >> 11) / 9007199254740992.0);
-    for (size_t i = 0; i < MLP_BATCH; i++)
-        y[i] = (uint8_t)(splitmix(&seed) % classes);
     ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_ADAM);
     ntpu_status st = ntpu_model_create(dev, mlp_sizes, 3, MLP_BATCH, 0, &opt, &model);
     ntpu_link_stats l0;
@@ -251,14 +273,7 @@ static int bench_step(ntpu_device *dev, step_row *row)
         goto out;
     }
     row->loss = r.loss;
-    ntpu_model_view v;
-    ntpu_model_view_get(model, &v);
-    uint64_t h = fnv1a(0xCBF29CE484222325ull, &r.loss, sizeof r.loss);
-    for (size_t l = 0; l < v.n_layers; l++) {
-        h = fnv1a(h, v.weights[l], (size_t)v.sizes[l] * v.sizes[l + 1] * sizeof(float));
-        h = fnv1a(h, v.biases[l], (size_t)v.sizes[l + 1] * sizeof(float));
-    }
-    row->digest = h;
+    row->digest = step_digest(model, r.loss);
     rc = 0;
 out:
     ntpu_model_destroy(model);
@@ -275,20 +290,14 @@ static const ntpu_optimizer devopt_kinds[] = {NTPU_OPT_SGD, NTPU_OPT_ADAM};
  * step records and uploads the programs and is not measured; the second is. */
 static int bench_step_devopt(ntpu_device *dev, ntpu_optimizer kind, step_row *row, int *programs)
 {
-    const size_t in = mlp_sizes[0], classes = mlp_sizes[2];
-    float *x = malloc(MLP_BATCH * in * sizeof *x);
     uint8_t y[MLP_BATCH];
+    float *x = random_batch(65, y);
     ntpu_model *model = NULL;
     int rc = 1;
     if (!x) {
         fail("out of memory");
         goto out;
     }
-    uint64_t seed = 65;
-    for (size_t i = 0; i < MLP_BATCH * in; i++)
-        x[i] = (float)((double)(splitmix(&seed) >> 11) / 9007199254740992.0);
-    for (size_t i = 0; i < MLP_BATCH; i++)
-        y[i] = (uint8_t)(splitmix(&seed) % classes);
     ntpu_optim_config opt = ntpu_optim_defaults(kind);
     opt.device = 1;
     ntpu_status st = ntpu_model_create(dev, mlp_sizes, 3, MLP_BATCH, 0, &opt, &model);
@@ -316,14 +325,7 @@ static int bench_step_devopt(ntpu_device *dev, ntpu_optimizer kind, step_row *ro
     ntpu_get_info(dev, &info);
     *programs = (info.features & NTPU_FEATURE_PROGRAM_BIT) != 0;
     row->loss = r.loss;
-    ntpu_model_view v;
-    ntpu_model_view_get(model, &v);
-    uint64_t h = fnv1a(0xCBF29CE484222325ull, &r.loss, sizeof r.loss);
-    for (size_t l = 0; l < v.n_layers; l++) {
-        h = fnv1a(h, v.weights[l], (size_t)v.sizes[l] * v.sizes[l + 1] * sizeof(float));
-        h = fnv1a(h, v.biases[l], (size_t)v.sizes[l + 1] * sizeof(float));
-    }
-    row->digest = h;
+    row->digest = step_digest(model, r.loss);
     rc = 0;
 out:
     ntpu_model_destroy(model);
