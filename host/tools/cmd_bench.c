@@ -246,52 +246,18 @@ static uint64_t step_digest(ntpu_model *model, float loss)
     return h;
 }
 
-/* One Adam step of the MLP on random data; the model's creation (its first
- * weight upload) is not part of the measurement. */
-static int bench_step(ntpu_device *dev, step_row *row)
-{
-    uint8_t y[MLP_BATCH];
-    float *x = random_batch(64, y);
-    ntpu_model *model = NULL;
-    int rc = 1;
-    if (!x) {
-        fail("out of memory");
-        goto out;
-    }
-    ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_ADAM);
-    ntpu_status st = ntpu_model_create(dev, mlp_sizes, 3, MLP_BATCH, 0, &opt, &model);
-    ntpu_link_stats l0;
-    ntpu_step_result r = {0};
-    if (st == NTPU_OK)
-        st = measure_begin(dev, &row->m, &l0);
-    if (st == NTPU_OK)
-        st = ntpu_train_step(model, x, y, MLP_BATCH, &r);
-    if (st == NTPU_OK)
-        st = measure_end(dev, &row->m, &l0);
-    if (st != NTPU_OK) {
-        fail("bench training step on %s: %s", row->device, ntpu_last_error(dev));
-        goto out;
-    }
-    row->loss = r.loss;
-    row->digest = step_digest(model, r.loss);
-    rc = 0;
-out:
-    ntpu_model_destroy(model);
-    free(x);
-    return rc;
-}
-
 /* The optimizers (b) runs on the device. */
 static const ntpu_optimizer devopt_kinds[] = {NTPU_OPT_SGD, NTPU_OPT_ADAM};
 #define DEVOPT_KINDS (sizeof devopt_kinds / sizeof devopt_kinds[0])
 
-/* (b) with the device optimizer: `kind` on the device and, when the device has
- * PROGRAM, the step's device work as stored programs (decision 0015). The first
- * step records and uploads the programs and is not measured; the second is. */
-static int bench_step_devopt(ntpu_device *dev, ntpu_optimizer kind, step_row *row, int *programs)
+/* One training step of the MLP on random data, measured: `kind` on the host, or with `device` on the
+ * device and, when it has PROGRAM, the step's device work as stored programs (decision 0015), after an
+ * unmeasured first step that records and uploads them. The model's creation (its first weight upload)
+ * is never part of the measurement. *programs (when given): whether the device has PROGRAM. */
+static int bench_step(ntpu_device *dev, ntpu_optimizer kind, int device, step_row *row, int *programs)
 {
     uint8_t y[MLP_BATCH];
-    float *x = random_batch(65, y);
+    float *x = random_batch(device ? 65 : 64, y);
     ntpu_model *model = NULL;
     int rc = 1;
     if (!x) {
@@ -299,15 +265,15 @@ static int bench_step_devopt(ntpu_device *dev, ntpu_optimizer kind, step_row *ro
         goto out;
     }
     ntpu_optim_config opt = ntpu_optim_defaults(kind);
-    opt.device = 1;
+    opt.device = device;
     ntpu_status st = ntpu_model_create(dev, mlp_sizes, 3, MLP_BATCH, 0, &opt, &model);
     ntpu_link_stats l0;
     ntpu_step_result r = {0};
-    if (st == NTPU_OK && !ntpu_model_device_optimizer(model, NULL)) {
+    if (st == NTPU_OK && device && !ntpu_model_device_optimizer(model, NULL)) {
         fail("bench training step on %s: the device cannot run %s", row->device, ntpu_optimizer_name(kind));
         goto out;
     }
-    if (st == NTPU_OK)
+    if (st == NTPU_OK && device)
         st = ntpu_train_step(model, x, y, MLP_BATCH, &r);
     if (st == NTPU_OK)
         st = measure_begin(dev, &row->m, &l0);
@@ -315,15 +281,18 @@ static int bench_step_devopt(ntpu_device *dev, ntpu_optimizer kind, step_row *ro
         st = ntpu_train_step(model, x, y, MLP_BATCH, &r);
     if (st == NTPU_OK)
         st = measure_end(dev, &row->m, &l0);
-    if (st == NTPU_OK)
+    if (st == NTPU_OK && device)
         st = ntpu_model_fetch(model);
     if (st != NTPU_OK) {
-        fail("bench training step (device optimizer) on %s: %s", row->device, ntpu_last_error(dev));
+        fail("bench training step%s on %s: %s", device ? " (device optimizer)" : "", row->device,
+             ntpu_last_error(dev));
         goto out;
     }
-    ntpu_info info;
-    ntpu_get_info(dev, &info);
-    *programs = (info.features & NTPU_FEATURE_PROGRAM_BIT) != 0;
+    if (programs) {
+        ntpu_info info;
+        ntpu_get_info(dev, &info);
+        *programs = (info.features & NTPU_FEATURE_PROGRAM_BIT) != 0;
+    }
     row->loss = r.loss;
     row->digest = step_digest(model, r.loss);
     rc = 0;
@@ -680,7 +649,7 @@ int cmd_bench(common *cm, int argc, char **argv)
         memset(r, 0, sizeof *r);
         snprintf(r->device, sizeof r->device, "%s", info.device);
         r->n = info.rows;
-        if (bench_step(dev, r)) {
+        if (bench_step(dev, NTPU_OPT_ADAM, 0, r, NULL)) {
             ntpu_close(dev);
             return 1;
         }
@@ -689,7 +658,7 @@ int cmd_bench(common *cm, int argc, char **argv)
             memset(o, 0, sizeof *o);
             snprintf(o->device, sizeof o->device, "%s", info.device);
             o->n = info.rows;
-            if (bench_step_devopt(dev, devopt_kinds[k], o, &prog[nst])) {
+            if (bench_step(dev, devopt_kinds[k], 1, o, &prog[nst])) {
                 ntpu_close(dev);
                 return 1;
             }
