@@ -16,6 +16,7 @@
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #include "Vntpu_core.h"
 #include "verilated.h"
+#include "../sim/vsim/link_words.h"
 #pragma GCC diagnostic pop
 
 #ifndef NTPU_LINK_BYTES
@@ -29,24 +30,12 @@ static_assert(kLinkBytes >= 1 && kLinkBytes <= 32, "vsim_pgo_train handles LINK_
 constexpr uint64_t kIdleCycles = 10000;     // reply idle this long after the last byte: done
 constexpr uint64_t kMaxCycles = 50000000;   // a stream the core does not answer still ends
 
+using ntpu_link_words::thermo;
+using ntpu_link_words::thermo_count;
 template <class P> void put_bytes(P &port, const uint8_t *b, unsigned k)
 {
-    if constexpr (std::is_integral_v<P>) {
-        uint64_t v = 0;
-        for (unsigned i = 0; i < k; i++)
-            v |= uint64_t{b[i]} << (8 * i);
-        port = static_cast<P>(v);
-    } else {
-        for (unsigned w = 0; w < (kLinkBytes + 3) / 4; w++) {
-            EData v = 0;
-            for (unsigned i = 4 * w; i < 4 * w + 4 && i < k; i++)
-                v |= static_cast<EData>(b[i]) << (8 * (i % 4));
-            port[w] = v;
-        }
-    }
+    ntpu_link_words::put_bytes<kLinkBytes>(port, b, k);
 }
-
-unsigned thermo_count(uint64_t v) { return v ? 64u - static_cast<unsigned>(__builtin_clzll(v)) : 0u; }
 
 void replay(const std::vector<uint8_t> &in)
 {
@@ -67,7 +56,7 @@ void replay(const std::vector<uint8_t> &in)
     for (uint64_t cyc = 0; cyc < kMaxCycles && (head < in.size() || idle < kIdleCycles); cyc++) {
         const size_t have = in.size() - head;
         const unsigned k = have < kLinkBytes ? static_cast<unsigned>(have) : kLinkBytes;
-        t.s_rx_valid = static_cast<decltype(+t.s_rx_valid)>(k >= 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1);
+        t.s_rx_valid = static_cast<decltype(+t.s_rx_valid)>(thermo(k));
         if (k)
             put_bytes(t.s_rx_data, in.data() + head, k);
         t.clk = 0;

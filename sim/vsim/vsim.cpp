@@ -11,6 +11,7 @@
 // The link moves up to NTPU_LINK_BYTES bytes per cycle each way (the core's
 // LINK_BYTES, set by the Makefile): valid and ready are thermometer codes.
 #include "ntpu_vsim.h"
+#include "link_words.h"
 #include "vsim_util.h"
 
 #include <cerrno>
@@ -48,41 +49,13 @@ using ntpu_vsim_util::set_err;
 constexpr unsigned kLinkBytes = NTPU_LINK_BYTES;
 static_assert(kLinkBytes >= 1 && kLinkBytes <= 64, "NTPU_LINK_BYTES must be 1..64");
 
-// Bytes 0..k-1 of a data port (an integer up to 64 bits, or Verilator's VlWide).
+using ntpu_link_words::get_bytes;
+using ntpu_link_words::thermo;
+using ntpu_link_words::thermo_count;
 template <class P> void put_bytes(P &port, const uint8_t *b, unsigned k)
 {
-    if constexpr (std::is_integral_v<P>) {
-        uint64_t v = 0;
-        for (unsigned i = 0; i < k; i++)
-            v |= uint64_t{b[i]} << (8 * i);
-        port = static_cast<P>(v);
-    } else {
-        // A word at a time: this runs every cycle that bytes move.
-        for (unsigned w = 0; w < (kLinkBytes + 3) / 4; w++) {
-            EData v = 0;
-            for (unsigned i = 4 * w; i < 4 * w + 4 && i < k; i++)
-                v |= static_cast<EData>(b[i]) << (8 * (i % 4));
-            port[w] = v;
-        }
-    }
+    ntpu_link_words::put_bytes<kLinkBytes>(port, b, k);
 }
-
-template <class P> void get_bytes(const P &port, uint8_t *b, unsigned k)
-{
-    if constexpr (std::is_integral_v<P>) {
-        const uint64_t v = port;
-        for (unsigned i = 0; i < k; i++)
-            b[i] = static_cast<uint8_t>(v >> (8 * i));
-    } else {
-        for (unsigned i = 0; i < k; i++)
-            b[i] = static_cast<uint8_t>(port[i / 4] >> (8 * (i % 4)));
-    }
-}
-
-// A thermometer code of k bytes, and the count one stands for: the position of its highest set
-// bit plus one (a bit scan; x86-64 without -mpopcnt makes a popcount a library call).
-uint64_t thermo(unsigned k) { return k >= 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1; }
-unsigned thermo_count(uint64_t v) { return v ? 64u - static_cast<unsigned>(__builtin_clzll(v)) : 0u; }
 
 } // namespace
 
