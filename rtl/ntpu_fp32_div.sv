@@ -1,5 +1,5 @@
 // ntpu_fp32_div: fp32 division as the device defines it (docs/numerics.md, "fp32 divide and square
-// root"), one quotient bit a cycle.
+// root"), BITS quotient bits a cycle.
 //
 // Subnormal inputs read as zero of their sign; the exact quotient is rounded to 24 bits, to nearest,
 // ties to even, with an unbounded exponent (restoring division to 25 bits, the remainder as the
@@ -10,13 +10,15 @@
 // Contract:
 // - start is taken in any cycle (a start while busy abandons the division under way); x and y are
 //   read in that cycle only.
-// - done is high for one cycle, LATENCY cycles after the start cycle, for every start, special
-//   operands included (lanes in lockstep stay in lockstep); q is the quotient from then until the
-//   next start. busy is high from the cycle after start until done.
+// - done is high for one cycle, LATENCY = 25 / BITS + 1 cycles after the start cycle (26 at BITS = 1,
+//   6 at BITS = 5), for every start, special operands included (lanes in lockstep stay in lockstep);
+//   q is the quotient from then until the next start. busy is high from the cycle after start until
+//   done.
+// - BITS is 1, 5 or 25: BITS chained subtract-and-select stages a cycle, each about a 26-bit adder.
 `default_nettype none
 
 module ntpu_fp32_div #(
-  parameter int LATENCY = 26  // fixed: 25 quotient bits and the cycle that shows them
+  parameter int BITS = 1  // quotient bits a cycle: 1, 5 or 25
 ) (
   input  logic        clk,
   input  logic        rst,
@@ -27,9 +29,10 @@ module ntpu_fp32_div #(
   output logic        done,
   output logic [31:0] q    // x / y, from done until the next start
 );
-  if (LATENCY != 26) begin : g_bad_latency
-    initial $fatal(1, "ntpu_fp32_div: LATENCY is 26, not a choice");
+  if (BITS != 1 && BITS != 5 && BITS != 25) begin : g_bad_bits
+    initial $fatal(1, "ntpu_fp32_div: BITS must divide the 25 quotient bits: 1, 5 or 25");
   end
+  localparam int STEPS = 25 / BITS;  // cycles of subtract-and-select; then the cycle that shows q
 
   logic [4:0]  cnt_q;     // quotient bits still to produce
   logic        busy_q;
@@ -48,7 +51,7 @@ module ntpu_fp32_div #(
       cnt_q <= '0;
     end else if (start) begin
       busy_q <= 1'b1;
-      cnt_q <= 5'd25;
+      cnt_q <= 5'(STEPS);
     end else if (busy_q) begin
       if (cnt_q == 5'd0) busy_q <= 1'b0;
       else cnt_q <= cnt_q - 5'd1;
@@ -86,13 +89,21 @@ module ntpu_fp32_div #(
         e_q <= 10'(x[30:23]) - 10'(y[30:23]) + 10'd127;
       end
     end else if (busy_q && cnt_q != 5'd0) begin
-      if (rem_q >= {2'b00, dv_q}) begin
-        rem_q <= (rem_q - {2'b00, dv_q}) << 1;
-        quo_q <= {quo_q[23:0], 1'b1};
-      end else begin
-        rem_q <= rem_q << 1;
-        quo_q <= {quo_q[23:0], 1'b0};
+      logic [25:0] rem;
+      logic [24:0] quo;
+      rem = rem_q;
+      quo = quo_q;
+      for (int i = 0; i < BITS; i++) begin
+        if (rem >= {2'b00, dv_q}) begin
+          rem = (rem - {2'b00, dv_q}) << 1;
+          quo = {quo[23:0], 1'b1};
+        end else begin
+          rem = rem << 1;
+          quo = {quo[23:0], 1'b0};
+        end
       end
+      rem_q <= rem;
+      quo_q <= quo;
     end
   end
 

@@ -1,5 +1,5 @@
 // ntpu_fp32_sqrt: fp32 square root as the device defines it (docs/numerics.md, "fp32 divide and
-// square root"), one root bit a cycle.
+// square root"), BITS root bits a cycle.
 //
 // A subnormal input reads as zero of its sign; sqrt(±0) = ±0, sqrt(+Inf) = +Inf; a NaN or anything
 // below zero (−Inf included, −0 not) gives the canonical NaN 0x7FC00000; otherwise the exact root is
@@ -7,12 +7,13 @@
 // sticky bit). The root of a normal number is normal. Bit-exact with ntpu_f32_sqrt
 // (sim/ref/numerics.c).
 //
-// Contract: as ntpu_fp32_div (start any cycle, x read then; done LATENCY cycles later for every
-// start; r holds from done until the next start; busy from the cycle after start until done).
+// Contract: as ntpu_fp32_div (start any cycle, x read then; done LATENCY = 25 / BITS + 1 cycles later
+// for every start; r holds from done until the next start; busy from the cycle after start until
+// done; BITS 1, 5 or 25 chained digit stages a cycle).
 `default_nettype none
 
 module ntpu_fp32_sqrt #(
-  parameter int LATENCY = 26  // fixed: 25 root bits and the cycle that shows them
+  parameter int BITS = 1  // root bits a cycle: 1, 5 or 25
 ) (
   input  logic        clk,
   input  logic        rst,
@@ -22,9 +23,10 @@ module ntpu_fp32_sqrt #(
   output logic        done,
   output logic [31:0] r    // sqrt(x), from done until the next start
 );
-  if (LATENCY != 26) begin : g_bad_latency
-    initial $fatal(1, "ntpu_fp32_sqrt: LATENCY is 26, not a choice");
+  if (BITS != 1 && BITS != 5 && BITS != 25) begin : g_bad_bits
+    initial $fatal(1, "ntpu_fp32_sqrt: BITS must divide the 25 root bits: 1, 5 or 25");
   end
+  localparam int STEPS = 25 / BITS;  // cycles of digit steps; then the cycle that shows r
 
   logic [4:0]  cnt_q;     // root bits still to produce
   logic        busy_q;
@@ -41,7 +43,7 @@ module ntpu_fp32_sqrt #(
       cnt_q <= '0;
     end else if (start) begin
       busy_q <= 1'b1;
-      cnt_q <= 5'd25;
+      cnt_q <= 5'(STEPS);
     end else if (busy_q) begin
       if (cnt_q == 5'd0) busy_q <= 1'b0;
       else cnt_q <= cnt_q - 5'd1;
@@ -72,17 +74,27 @@ module ntpu_fp32_sqrt #(
       rem_q <= '0;
       root_q <= '0;
     end else if (busy_q && cnt_q != 5'd0) begin
-      logic [27:0] rt, trial;
-      rt = {rem_q[25:0], rad_q[49:48]};
-      trial = {1'b0, root_q, 2'b01};
-      if (rt >= trial) begin
-        rem_q <= rt - trial;
-        root_q <= {root_q[23:0], 1'b1};
-      end else begin
-        rem_q <= rt;
-        root_q <= {root_q[23:0], 1'b0};
+      logic [27:0] rem, rt, trial;
+      logic [24:0] root;
+      logic [49:0] rad;
+      rem = rem_q;
+      root = root_q;
+      rad = rad_q;
+      for (int i = 0; i < BITS; i++) begin
+        rt = {rem[25:0], rad[49:48]};
+        trial = {1'b0, root, 2'b01};
+        if (rt >= trial) begin
+          rem = rt - trial;
+          root = {root[23:0], 1'b1};
+        end else begin
+          rem = rt;
+          root = {root[23:0], 1'b0};
+        end
+        rad = rad << 2;
       end
-      rad_q <= rad_q << 2;
+      rem_q <= rem;
+      root_q <= root;
+      rad_q <= rad;
     end
   end
 

@@ -12,8 +12,9 @@
 //   4: m = add(t1, t2); t1 = mul(k4, v)           10: wait for sqrt; t2 = add(sqrt, k8)
 //   5: t2 = mul(k5, g); start divA(m, k6)         11: start divA(t1, t2)
 //   6: t2 = mul(t2, g)                            12: wait for divA; p = add(p, -divA)
-// so the two divisions of m / c1 and v / c2 overlap; a row takes 13 + 3 * 26 - 3 = 88 cycles from
-// the one after ld_pv (ntpu_fp32_div / _sqrt: 26 cycles each, every lane in lockstep).
+// so the two divisions of m / c1 and v / c2 overlap; a row takes ROW_CYCLES = 13 + 3 * L - 3 cycles
+// from the one after ld_pv, with L = 25 / DIV_BITS + 1 the latency of ntpu_fp32_div / _sqrt (every
+// lane in lockstep): 28 at the default DIV_BITS = 5, 88 at 1 (docs/decisions/0016-device-adam.md).
 //
 // Contract:
 // - ld_k takes rdata into constant k_idx (0..8), for every lane; the constants hold until the next.
@@ -24,7 +25,8 @@
 `default_nettype none
 
 module ntpu_vadam #(
-  parameter int N = 8  // lanes, 2..32
+  parameter int N = 8,        // lanes, 2..32
+  parameter int DIV_BITS = 5  // result bits a cycle of the dividers and the square root: 1, 5 or 25
 ) (
   input  logic            clk,
   input  logic            rst,
@@ -137,7 +139,9 @@ module ntpu_vadam #(
     );
 
     // divA: m / c1, then num / den; divB: v / c2.
-    ntpu_fp32_div u_div_a (
+    ntpu_fp32_div #(
+      .BITS(DIV_BITS)
+    ) u_div_a (
       .clk  (clk),
       .rst  (rst),
       .start(s5 || s11),
@@ -148,7 +152,9 @@ module ntpu_vadam #(
       .q    (qa)
     );
 
-    ntpu_fp32_div u_div_b (
+    ntpu_fp32_div #(
+      .BITS(DIV_BITS)
+    ) u_div_b (
       .clk  (clk),
       .rst  (rst),
       .start(s8),
@@ -159,7 +165,9 @@ module ntpu_vadam #(
       .q    (qb)
     );
 
-    ntpu_fp32_sqrt u_sqrt (
+    ntpu_fp32_sqrt #(
+      .BITS(DIV_BITS)
+    ) u_sqrt (
       .clk  (clk),
       .rst  (rst),
       .start(s9),

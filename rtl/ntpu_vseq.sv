@@ -21,7 +21,7 @@
 //   ISA's row-at-a-time result.
 // - OPTIM ADAM (OS_ROWS > 0, "Version 1.4"): its nine constant rows into ntpu_vadam, one a cycle;
 //   then one row at a time and nothing overlapped: read g and m, then p and v, run ntpu_vadam's
-//   steps, write p and m (ACC and OS in the same cycle), then v. 93 cycles a row.
+//   steps, write p and m (ACC and OS in the same cycle), then v. 33 cycles a row (ntpu_vadam: 28).
 // - idle: nothing accepted is left to do, every write has landed.
 `default_nettype none
 

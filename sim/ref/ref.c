@@ -58,8 +58,8 @@
  * and the pipeline's fill. An estimate, like every counter but `macs`. */
 #define REF_VECTOR_LATENCY 4u
 /* Cycles of one OPTIM ADAM row in the RTL (ntpu_vseq): reads, the chain of
- * multiplies and adds, two divides and a square root one bit a cycle, writes. */
-#define REF_ADAM_ROW_CYCLES 93u
+ * multiplies and adds, two divides and a square root five bits a cycle, writes. */
+#define REF_ADAM_ROW_CYCLES 33u
 /* Largest N a configuration accepts (config_ok): sizes the per-row scratch. */
 #define REF_MAX_N 64u
 

@@ -1,12 +1,15 @@
 // Bench for ntpu_vadam (N = 3 lanes): every row from gen.c (Adam or AdamW, per-lane constants,
 // ordinary and arbitrary operands) is loaded the way ntpu_vseq loads it (nine constant rows, then
 // g with m, then p with v) and must finish with p, m and v equal to ntpu_adam_f32's bit for bit,
-// fin exactly 88 cycles after the cycle that loads p and v, and the operands read only when loaded.
+// fin exactly ROW_CYCLES cycles after the cycle that loads p and v, and the operands read only when
+// loaded.
 `default_nettype none
 `timescale 1ns / 1ps
 
 module tb;
   localparam int N = 3;
+  localparam int DIV_BITS = 5;  // the device's
+  localparam int ROW_CYCLES = 13 + 3 * (25 / DIV_BITS + 1) - 3;
   localparam int WORDS = 1 + 16 * N;
   localparam int MAX_ROWS = 4096;
 
@@ -18,7 +21,8 @@ module tb;
   always #5 clk = ~clk;
 
   ntpu_vadam #(
-    .N(N)
+    .N       (N),
+    .DIV_BITS(DIV_BITS)
   ) dut (
     .clk     (clk),
     .rst     (rst),
@@ -91,9 +95,10 @@ module tb;
         @(posedge clk);
         #1 cycles++;
       end
-      if (cycles != 88) begin
+      if (cycles != ROW_CYCLES) begin
         errors++;
-        if (errors <= 20) $display("FAIL ntpu_vadam: row %0d: fin after %0d cycles, not 88", r, cycles);
+        if (errors <= 20)
+          $display("FAIL ntpu_vadam: row %0d: fin after %0d cycles, not %0d", r, cycles, ROW_CYCLES);
       end
       @(posedge clk);
       #1;
@@ -114,7 +119,8 @@ module tb;
       end
     end
     if (errors != 0) $fatal(1, "FAIL ntpu_vadam: %0d errors in %0d rows", errors, count[0]);
-    $display("PASS ntpu_vadam: %0d rows of %0d lanes bit-exact (Adam and AdamW), 88 cycles each", count[0], N);
+    $display("PASS ntpu_vadam: %0d rows of %0d lanes bit-exact (Adam and AdamW), %0d cycles each", count[0], N,
+             ROW_CYCLES);
     $finish;
   end
 endmodule
