@@ -86,7 +86,7 @@ all: $(CLI) $(LIB_A) $(LIB_SO) $(EXAMPLES) ## build the library, the CLI, the ex
 
 # Verilate when any RTL file changes; the model's own makefile then compiles it at -O2
 # (Verilator's default -Os is ~9x slower here, see ../shared/notes/simulation.md).
-$(VOBJ)/stamp: $(RTL_SRCS) Makefile sim/vsim/vobj.mk tools/vsim_pgo_train.cpp sim/vsim/link_words.h $(VPGO_STREAMS)
+$(VOBJ)/stamp: $(RTL_SRCS) Makefile sim/vsim/vobj.mk tools/vsim_pgo_train.cpp sim/vsim/link_words.h sim/vsim/clock_edge.h $(VPGO_STREAMS)
 	@mkdir -p $(VOBJ)
 	$(VERILATOR) $(VFLAGS) $(RTL_SRCS)
 ifeq ($(VPGO),1)

@@ -48,7 +48,7 @@ module ntpu_bf16_mul (
       // a fifth of vsim's bf16 time). It gives the value the chain below gives; synthesis sees the chain alone, unchanged.
 `ifdef VERILATOR
       if (8'(a[14:7] - 8'd1) < 8'd254 && 8'(b[14:7] - 8'd1) < 8'd254 && 10'(exp - 10'd1) < 10'd254) begin
-        p = {a[15] ^ b[15], exp[7:0], sig[15] ? {sig[14:0], 8'h00} : {sig[13:0], 9'h000}};
+        p = {a[15] ^ b[15], exp[7:0], 23'({sig, 9'h000} >> sig[15])};  // a shift: no branch on sig[15]
       end else
 `endif
       if (a_nan || b_nan || (a_inf && b_zero) || (b_inf && a_zero)) begin

@@ -82,28 +82,29 @@ module ntpu_fp32_add (
       end else begin
         sum = {1'b0, m_hi} + {1'b0, m_lo};
       end
-
-      // Normalise by halving steps: the shift amount and the shifted value together.
+`ifndef VERILATOR
+      // Normalise by halving steps (simulation: the same steps without branches, further down).
       v = {sum, 4'h0};
       if (v[31:16] == 16'd0) begin v = v << 16; lz = lz + 5'd16; end
       if (v[31:24] == 8'd0)  begin v = v << 8;  lz = lz + 5'd8;  end
       if (v[31:28] == 4'd0)  begin v = v << 4;  lz = lz + 5'd4;  end
       if (v[31:30] == 2'd0)  begin v = v << 2;  lz = lz + 5'd2;  end
       if (!v[31])            begin v = v << 1;  lz = lz + 5'd1;  end
-
+`endif
       // v[31:8] is the significand, v[7] the round bit, v[6:0] sticky.
       m_rnd = {1'b0, v[31:8]} + {24'd0, v[7] && (v[6:0] != 7'd0 || v[8])};
       // sum's leading one at bit 27 (lz = 0) is one binade above hi's hidden bit at 26.
       e = {2'b00, hi[30:23]} + 10'd1 - {5'd0, lz} + {9'd0, m_rnd[24]};
-
-      // Simulation only: the usual case, two normal operands with a normal, nonzero sum, decided
-      // first by range compares, so that Verilator skips the special cases (with ntpu_bf16_mul's,
-      // a fifth of vsim's bf16 time). It gives the value the chain below gives; synthesis sees the chain alone, unchanged.
 `ifdef VERILATOR
+      sum = {1'b0, m_hi} + ({1'b0, m_lo} ^ {28{hi[31] ^ lo[31]}}) + {27'd0, hi[31] ^ lo[31]};
+      v = {sum, 4'h0};  lz[4] = v[31:16] == 16'd0;  v = v << {lz[4], 4'd0};
+      lz[3] = v[31:24] == 8'd0;  v = v << {lz[3], 3'd0};  lz[2] = v[31:28] == 4'd0;
+      v = v << {lz[2], 2'd0};  lz[1] = v[31:30] == 2'd0;  v = v << {lz[1], 1'd0};  lz[0] = !v[31];
+      v = v << lz[0];
+      m_rnd = {1'b0, v[31:8]} + {24'd0, v[7] && (v[6:0] != 7'd0 || v[8])};
+      e = {2'b00, hi[30:23]} + 10'd1 - {5'd0, lz} + {9'd0, m_rnd[24]};
       if (8'(x[30:23] - 8'd1) < 8'd254 && 8'(y[30:23] - 8'd1) < 8'd254 && sum != 28'd0 &&
-          10'(e - 10'd1) < 10'd254) begin
-        s = {hi[31], e[7:0], m_rnd[22:0]};
-      end else
+          10'(e - 10'd1) < 10'd254) s = {hi[31], e[7:0], m_rnd[22:0]}; else
 `endif
       if (x_nan || y_nan || (x_inf && y_inf && x[31] != y[31])) begin
         s = 32'h7FC0_0000;
@@ -131,6 +132,16 @@ module ntpu_fp32_add (
       end
     end
   end
+  // The `ifdef VERILATOR blocks above, simulation only (docs/decisions/0017-vsim-speed.md):
+  // - The normalising steps without data-dependent branches: the leading zeros vary from one MAC
+  //   to the next, and mispredicted branches cost vsim's bf16 more than the work. Each step's bit
+  //   is both its shift amount and a bit of lz; m_rnd and e are then computed again from them.
+  // - The usual case, two normal operands with a normal, nonzero sum, decided first by range
+  //   compares, so that Verilator skips the special cases (with ntpu_bf16_mul's, a fifth of vsim's
+  //   bf16 time). It gives the value the chain gives; synthesis sees the chain alone.
+  // - Written on lines that were blank or comments, so that every line synthesis reads keeps its
+  //   number: Yosys names cells by line, and the ECP5 mapping follows the names (the same logic
+  //   with its lines moved maps to 817 LUT4 rather than 994).
 endmodule
 
 `default_nettype wire

@@ -111,13 +111,30 @@ module ntpu_fp32_div #(
   logic [24:0] m_rnd;     // rounded significand with its carry-out
   logic [9:0]  e;
   logic        unused_hidden;
+  assign unused_hidden = m_rnd[23];
+`ifdef VERILATOR
+  // Simulation only: the same, as a latch open while busy_q (docs/decisions/0017-vsim-speed.md).
+  // The registers it reads change only at a start or while busy, and q is read only from done
+  // until the next start, where both forms agree; Verilator then skips the rounding on the many
+  // cycles the divider is idle, instead of evaluating it every cycle in every lane.
+  always_latch begin
+    if (busy_q) begin
+      m_rnd = {1'b0, quo_q[24:1]} + {24'd0, quo_q[0] && (rem_q != 26'd0 || quo_q[1])};
+      e = e_q + {9'd0, m_rnd[24]};
+      q = spec_q ? spec_r_q
+        : ($signed(e) >= 10'sd255) ? {sgn_q, 8'hFF, 23'd0}
+        : ($signed(e) <= 10'sd0) ? {sgn_q, 31'd0}
+        : {sgn_q, e[7:0], m_rnd[22:0]};
+    end
+  end
+`else
   assign m_rnd = {1'b0, quo_q[24:1]} + {24'd0, quo_q[0] && (rem_q != 26'd0 || quo_q[1])};
   assign e = e_q + {9'd0, m_rnd[24]};  // all ones rounded up: 1.0 · 2^(e+1), fraction 0
-  assign unused_hidden = m_rnd[23];
   assign q = spec_q ? spec_r_q
            : ($signed(e) >= 10'sd255) ? {sgn_q, 8'hFF, 23'd0}
            : ($signed(e) <= 10'sd0) ? {sgn_q, 31'd0}
            : {sgn_q, e[7:0], m_rnd[22:0]};
+`endif
 
 endmodule
 

@@ -101,10 +101,22 @@ module ntpu_fp32_sqrt #(
   logic [24:0] m_rnd;
   logic [7:0]  e;
   logic        unused_bits;
+  assign unused_bits = m_rnd[23];
+`ifdef VERILATOR
+  // Simulation only: the same, as a latch open while busy_q, as in ntpu_fp32_div: r is read only
+  // from done until the next start, and Verilator skips the rounding while the unit is idle.
+  always_latch begin
+    if (busy_q) begin
+      m_rnd = {1'b0, root_q[24:1]} + {24'd0, root_q[0] && (rem_q != 28'd0 || root_q[1])};
+      e = e_q + {7'd0, m_rnd[24]};
+      r = spec_q ? spec_r_q : {1'b0, e, m_rnd[22:0]};
+    end
+  end
+`else
   assign m_rnd = {1'b0, root_q[24:1]} + {24'd0, root_q[0] && (rem_q != 28'd0 || root_q[1])};
   assign e = e_q + {7'd0, m_rnd[24]};  // never carries (the largest root rounds down); kept exact
-  assign unused_bits = m_rnd[23];
   assign r = spec_q ? spec_r_q : {1'b0, e, m_rnd[22:0]};
+`endif
 
 endmodule
 

@@ -119,10 +119,29 @@ module ntpu_vadam #(
     assign k7 = k_q[7];
     assign k8 = k_q[8];
 
+    logic [31:0] da_x, da_y;  // divA's operands, read at its start
+`ifdef VERILATOR
+    // Simulation only: the same operands, as a latch open while run_q. Only the steps read them
+    // (every enable and start below is a step), so Verilator skips the muxes between rows, which
+    // are most cycles (docs/decisions/0017-vsim-speed.md).
+    always_latch begin
+      if (run_q) begin
+        mx = s0 ? (dec ? p_q : k1) : s2 ? k2 : s3 ? k3 : s4 ? k4 : s5 ? k5 : s6 ? t2_q : k0;
+        my = s0 ? (dec ? k1 : p_q) : s2 ? m_q : s4 ? v_q : s9 ? qa : g_q;
+        ax = s1 ? g_q : s4 ? t1_q : s7 ? t1_q : s10 ? sr : p_q;
+        ay = s1 ? t1_q : s4 ? t2_q : s7 ? t2_q : s10 ? k8 : {~qa[31], qa[30:0]};
+        da_x = s5 ? m_q : t1_q;
+        da_y = s5 ? k6 : t2_q;
+      end
+    end
+`else
     assign mx = s0 ? (dec ? p_q : k1) : s2 ? k2 : s3 ? k3 : s4 ? k4 : s5 ? k5 : s6 ? t2_q : k0;
     assign my = s0 ? (dec ? k1 : p_q) : s2 ? m_q : s4 ? v_q : s9 ? qa : g_q;  // s3, s5, s6: g
     assign ax = s1 ? g_q : s4 ? t1_q : s7 ? t1_q : s10 ? sr : p_q;
     assign ay = s1 ? t1_q : s4 ? t2_q : s7 ? t2_q : s10 ? k8 : {~qa[31], qa[30:0]};
+    assign da_x = s5 ? m_q : t1_q;
+    assign da_y = s5 ? k6 : t2_q;
+`endif
 
     ntpu_fp32_mul u_mul (
       .en(mul_en),
@@ -145,8 +164,8 @@ module ntpu_vadam #(
       .clk  (clk),
       .rst  (rst),
       .start(s5 || s11),
-      .x    (s5 ? m_q : t1_q),
-      .y    (s5 ? k6 : t2_q),
+      .x    (da_x),
+      .y    (da_y),
       .busy (da_busy),
       .done (da_dn),
       .q    (qa)

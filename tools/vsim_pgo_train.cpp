@@ -17,6 +17,7 @@
 #include "Vntpu_core.h"
 #include "verilated.h"
 #include "../sim/vsim/link_words.h"
+#include "../sim/vsim/clock_edge.h"
 #pragma GCC diagnostic pop
 
 #ifndef NTPU_LINK_BYTES
@@ -59,12 +60,9 @@ void replay(const std::vector<uint8_t> &in)
         t.s_rx_valid = static_cast<decltype(+t.s_rx_valid)>(thermo(k));
         if (k)
             put_bytes(t.s_rx_data, in.data() + head, k);
-        t.clk = 0;
-        t.eval();
         const unsigned ready = thermo_count(t.s_rx_ready);
         const unsigned ntx = thermo_count(t.m_tx_valid);
-        t.clk = 1;
-        t.eval();
+        ntpu_clock_edge::rising_edge(&t);
         head += k < ready ? k : ready;
         idle = ntx ? 0 : idle + 1;
     }
