@@ -44,25 +44,31 @@ module ntpu_fp32_div #(
   logic        spec_q;    // a special case: the result is spec_r_q
   logic [31:0] spec_r_q;
 
-  // ---------------------------------------------------------------- control
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      busy_q <= 1'b0;
-      cnt_q <= '0;
-    end else if (start) begin
-      busy_q <= 1'b1;
-      cnt_q <= 5'(STEPS);
-    end else if (busy_q) begin
-      if (cnt_q == 5'd0) busy_q <= 1'b0;
-      else cnt_q <= cnt_q - 5'd1;
-    end
-  end
   assign busy = busy_q;
   assign done = busy_q && cnt_q == 5'd0;
 
-  // ---------------------------------------------------------------- datapath
+  // One block, ordered so that every read of a register comes before any write to it (the steps,
+  // then a start, then the control): Verilator then keeps no shadow copy of them, which it would
+  // otherwise make and copy back every cycle in each of the idle Adam lanes' units.
   always_ff @(posedge clk) begin
-    if (start) begin
+    // ---------------------------------------------------------------- datapath
+    if (!start && busy_q && cnt_q != 5'd0) begin
+      logic [25:0] rem;
+      logic [24:0] quo;
+      rem = rem_q;
+      quo = quo_q;
+      for (int i = 0; i < BITS; i++) begin
+        if (rem >= {2'b00, dv_q}) begin
+          rem = (rem - {2'b00, dv_q}) << 1;
+          quo = {quo[23:0], 1'b1};
+        end else begin
+          rem = rem << 1;
+          quo = {quo[23:0], 1'b0};
+        end
+      end
+      rem_q <= rem;
+      quo_q <= quo;
+    end else if (start) begin
       logic xz, yz, xi, yi, xn, yn;
       logic [23:0] mx, my;
       xz = (x[30:23] == 8'h00);
@@ -88,22 +94,18 @@ module ntpu_fp32_div #(
         rem_q <= {2'b00, mx};
         e_q <= 10'(x[30:23]) - 10'(y[30:23]) + 10'd127;
       end
-    end else if (busy_q && cnt_q != 5'd0) begin
-      logic [25:0] rem;
-      logic [24:0] quo;
-      rem = rem_q;
-      quo = quo_q;
-      for (int i = 0; i < BITS; i++) begin
-        if (rem >= {2'b00, dv_q}) begin
-          rem = (rem - {2'b00, dv_q}) << 1;
-          quo = {quo[23:0], 1'b1};
-        end else begin
-          rem = rem << 1;
-          quo = {quo[23:0], 1'b0};
-        end
-      end
-      rem_q <= rem;
-      quo_q <= quo;
+    end
+
+    // ---------------------------------------------------------------- control
+    if (rst) begin
+      busy_q <= 1'b0;
+      cnt_q <= '0;
+    end else if (start) begin
+      busy_q <= 1'b1;
+      cnt_q <= 5'(STEPS);
+    end else if (busy_q) begin
+      if (cnt_q == 5'd0) busy_q <= 1'b0;
+      else cnt_q <= cnt_q - 5'd1;
     end
   end
 

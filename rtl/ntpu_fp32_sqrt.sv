@@ -37,43 +37,12 @@ module ntpu_fp32_sqrt #(
   logic        spec_q;    // a special case: the result is spec_r_q
   logic [31:0] spec_r_q;
 
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      busy_q <= 1'b0;
-      cnt_q <= '0;
-    end else if (start) begin
-      busy_q <= 1'b1;
-      cnt_q <= 5'(STEPS);
-    end else if (busy_q) begin
-      if (cnt_q == 5'd0) busy_q <= 1'b0;
-      else cnt_q <= cnt_q - 5'd1;
-    end
-  end
   assign busy = busy_q;
   assign done = busy_q && cnt_q == 5'd0;
 
+  // One block, every read of a register before any write to it (as in ntpu_fp32_div).
   always_ff @(posedge clk) begin
-    if (start) begin
-      logic xz, xi, xn;
-      xz = (x[30:23] == 8'h00);
-      xi = (x[30:23] == 8'hFF) && (x[22:0] == 23'd0);
-      xn = (x[30:23] == 8'hFF) && (x[22:0] != 23'd0);
-      spec_q <= xz || xi || xn || x[31];
-      if (xz) spec_r_q <= {x[31], 31'd0};
-      else if (xn || x[31]) spec_r_q <= 32'h7FC0_0000;
-      else spec_r_q <= 32'h7F80_0000;  // +Inf
-      // x = 1.f · 2^E, E = exp - 127. E even: the root of 1.f; E odd: of 2 · 1.f, E - 1. Scaled by
-      // 2^48 (as 1.f · 2^23 · 2^25) so that the integer root has 24 fraction bits and a guard bit.
-      if (x[23]) begin  // exp odd: E even
-        rad_q <= {2'b00, 1'b1, x[22:0], 24'd0} << 1;
-        e_q <= 8'((9'(x[30:23]) + 9'd127) >> 1);
-      end else begin
-        rad_q <= {1'b0, 1'b1, x[22:0], 25'd0} << 1;
-        e_q <= 8'((9'(x[30:23]) + 9'd126) >> 1);
-      end
-      rem_q <= '0;
-      root_q <= '0;
-    end else if (busy_q && cnt_q != 5'd0) begin
+    if (!start && busy_q && cnt_q != 5'd0) begin
       logic [27:0] rem, rt, trial;
       logic [24:0] root;
       logic [49:0] rad;
@@ -95,6 +64,37 @@ module ntpu_fp32_sqrt #(
       rem_q <= rem;
       root_q <= root;
       rad_q <= rad;
+    end else if (start) begin
+      logic xz, xi, xn;
+      xz = (x[30:23] == 8'h00);
+      xi = (x[30:23] == 8'hFF) && (x[22:0] == 23'd0);
+      xn = (x[30:23] == 8'hFF) && (x[22:0] != 23'd0);
+      spec_q <= xz || xi || xn || x[31];
+      if (xz) spec_r_q <= {x[31], 31'd0};
+      else if (xn || x[31]) spec_r_q <= 32'h7FC0_0000;
+      else spec_r_q <= 32'h7F80_0000;  // +Inf
+      // x = 1.f · 2^E, E = exp - 127. E even: the root of 1.f; E odd: of 2 · 1.f, E - 1. Scaled by
+      // 2^48 (as 1.f · 2^23 · 2^25) so that the integer root has 24 fraction bits and a guard bit.
+      if (x[23]) begin  // exp odd: E even
+        rad_q <= {2'b00, 1'b1, x[22:0], 24'd0} << 1;
+        e_q <= 8'((9'(x[30:23]) + 9'd127) >> 1);
+      end else begin
+        rad_q <= {1'b0, 1'b1, x[22:0], 25'd0} << 1;
+        e_q <= 8'((9'(x[30:23]) + 9'd126) >> 1);
+      end
+      rem_q <= '0;
+      root_q <= '0;
+    end
+
+    if (rst) begin
+      busy_q <= 1'b0;
+      cnt_q <= '0;
+    end else if (start) begin
+      busy_q <= 1'b1;
+      cnt_q <= 5'(STEPS);
+    end else if (busy_q) begin
+      if (cnt_q == 5'd0) busy_q <= 1'b0;
+      else cnt_q <= cnt_q - 5'd1;
     end
   end
 
