@@ -34,8 +34,7 @@ module ntpu_fp32_div #(
   end
   localparam int STEPS = 25 / BITS;  // cycles of subtract-and-select; then the cycle that shows q
 
-  logic [4:0]  cnt_q;     // quotient bits still to produce
-  logic        busy_q;
+  logic        step;      // a cycle of subtract-and-select steps
   logic [25:0] rem_q;     // partial remainder, < 2 * divisor
   logic [24:0] quo_q;     // quotient bits so far: 1 integer bit, 23 fraction bits, guard
   logic [23:0] dv_q;      // divisor significand
@@ -44,15 +43,23 @@ module ntpu_fp32_div #(
   logic        spec_q;    // a special case: the result is spec_r_q
   logic [31:0] spec_r_q;
 
-  assign busy = busy_q;
-  assign done = busy_q && cnt_q == 5'd0;
+  ntpu_iter_count #(
+    .STEPS(STEPS)
+  ) u_count (
+    .clk  (clk),
+    .rst  (rst),
+    .start(start),
+    .step (step),
+    .busy (busy),
+    .done (done)
+  );
 
-  // One block, ordered so that every read of a register comes before any write to it (the steps,
-  // then a start, then the control): Verilator then keeps no shadow copy of them, which it would
-  // otherwise make and copy back every cycle in each of the idle Adam lanes' units.
+  // One block, the steps before a start, so that every read of a register comes before any write
+  // to it: Verilator then keeps no shadow copy of them, which it would otherwise make and copy back
+  // every cycle in each of the idle Adam lanes' units.
   always_ff @(posedge clk) begin
     // ---------------------------------------------------------------- datapath
-    if (!start && busy_q && cnt_q != 5'd0) begin
+    if (!start && step) begin
       logic [25:0] rem;
       logic [24:0] quo;
       rem = rem_q;
@@ -95,18 +102,6 @@ module ntpu_fp32_div #(
         e_q <= 10'(x[30:23]) - 10'(y[30:23]) + 10'd127;
       end
     end
-
-    // ---------------------------------------------------------------- control
-    if (rst) begin
-      busy_q <= 1'b0;
-      cnt_q <= '0;
-    end else if (start) begin
-      busy_q <= 1'b1;
-      cnt_q <= 5'(STEPS);
-    end else if (busy_q) begin
-      if (cnt_q == 5'd0) busy_q <= 1'b0;
-      else cnt_q <= cnt_q - 5'd1;
-    end
   end
 
   // ---------------------------------------------------------------- rounding (combinational)
@@ -115,12 +110,12 @@ module ntpu_fp32_div #(
   logic        unused_hidden;
   assign unused_hidden = m_rnd[23];
 `ifdef VERILATOR
-  // Simulation only: the same, as a latch open while busy_q (docs/decisions/0017-vsim-speed.md).
+  // Simulation only: the same, as a latch open while busy (docs/decisions/0017-vsim-speed.md).
   // The registers it reads change only at a start or while busy, and q is read only from done
   // until the next start, where both forms agree; Verilator then skips the rounding on the many
   // cycles the divider is idle, instead of evaluating it every cycle in every lane.
   always_latch begin
-    if (busy_q) begin
+    if (busy) begin
       m_rnd = {1'b0, quo_q[24:1]} + {24'd0, quo_q[0] && (rem_q != 26'd0 || quo_q[1])};
       e = e_q + {9'd0, m_rnd[24]};
       q = spec_q ? spec_r_q

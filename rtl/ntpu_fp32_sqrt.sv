@@ -28,8 +28,7 @@ module ntpu_fp32_sqrt #(
   end
   localparam int STEPS = 25 / BITS;  // cycles of digit steps; then the cycle that shows r
 
-  logic [4:0]  cnt_q;     // root bits still to produce
-  logic        busy_q;
+  logic        step;      // a cycle of digit steps
   logic [49:0] rad_q;     // radicand bits still to bring down, two a step, from the top
   logic [27:0] rem_q;     // partial remainder, <= 2 * root
   logic [24:0] root_q;    // root bits so far: 1 integer bit, 23 fraction bits, guard
@@ -37,12 +36,20 @@ module ntpu_fp32_sqrt #(
   logic        spec_q;    // a special case: the result is spec_r_q
   logic [31:0] spec_r_q;
 
-  assign busy = busy_q;
-  assign done = busy_q && cnt_q == 5'd0;
+  ntpu_iter_count #(
+    .STEPS(STEPS)
+  ) u_count (
+    .clk  (clk),
+    .rst  (rst),
+    .start(start),
+    .step (step),
+    .busy (busy),
+    .done (done)
+  );
 
   // One block, every read of a register before any write to it (as in ntpu_fp32_div).
   always_ff @(posedge clk) begin
-    if (!start && busy_q && cnt_q != 5'd0) begin
+    if (!start && step) begin
       logic [27:0] rem, rt, trial;
       logic [24:0] root;
       logic [49:0] rad;
@@ -85,17 +92,6 @@ module ntpu_fp32_sqrt #(
       rem_q <= '0;
       root_q <= '0;
     end
-
-    if (rst) begin
-      busy_q <= 1'b0;
-      cnt_q <= '0;
-    end else if (start) begin
-      busy_q <= 1'b1;
-      cnt_q <= 5'(STEPS);
-    end else if (busy_q) begin
-      if (cnt_q == 5'd0) busy_q <= 1'b0;
-      else cnt_q <= cnt_q - 5'd1;
-    end
   end
 
   logic [24:0] m_rnd;
@@ -103,10 +99,10 @@ module ntpu_fp32_sqrt #(
   logic        unused_bits;
   assign unused_bits = m_rnd[23];
 `ifdef VERILATOR
-  // Simulation only: the same, as a latch open while busy_q, as in ntpu_fp32_div: r is read only
+  // Simulation only: the same, as a latch open while busy, as in ntpu_fp32_div: r is read only
   // from done until the next start, and Verilator skips the rounding while the unit is idle.
   always_latch begin
-    if (busy_q) begin
+    if (busy) begin
       m_rnd = {1'b0, root_q[24:1]} + {24'd0, root_q[0] && (rem_q != 28'd0 || root_q[1])};
       e = e_q + {7'd0, m_rnd[24]};
       r = spec_q ? spec_r_q : {1'b0, e, m_rnd[22:0]};

@@ -17,6 +17,7 @@ rtl/ntpu_requant.sv
 rtl/ntpu_vec.sv
 rtl/ntpu_fp32_mul.sv
 rtl/ntpu_vopt.sv
+rtl/ntpu_iter_count.sv
 rtl/ntpu_fp32_div.sv
 rtl/ntpu_fp32_sqrt.sv
 rtl/ntpu_vadam.sv

@@ -1,3 +1,4 @@
+rtl/ntpu_iter_count.sv
 rtl/ntpu_fp32_sqrt.sv
 tests/rtl/common/fp32_iter_check.sv
 tests/rtl/ntpu_fp32_sqrt/tb.sv
