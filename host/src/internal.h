@@ -177,6 +177,7 @@ typedef struct ntpu_link {
     int dev_error;
     uint8_t dev_error_status, dev_error_op, dev_error_seq;
     int broken; /* lost sync and could not resync */
+    char broken_why[NTPU_ERRMSG_LEN]; /* the error that broke it, repeated by every call until reset */
     uint16_t dev_error_done; /* RUN: commands of the program that ran before the failing one */
     /* Recording a program (program.c): while rec_on, begin/commit append each
      * payload, prefixed by its u16 LEN, to rec[] instead of sending it; a

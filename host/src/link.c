@@ -200,6 +200,21 @@ static ntpu_status sync_once(ntpu_link *l, uint8_t *e, int *heard)
     }
 }
 
+/* The link gives up until ntpu_reset_link; the error already in l->err says why,
+ * and later calls repeat it rather than hide it behind a generic message. */
+static void link_break(ntpu_link *l)
+{
+    l->broken = 1;
+    memcpy(l->broken_why, l->err, sizeof l->broken_why);
+    l->broken_why[sizeof l->broken_why - 1] = 0;
+}
+
+/* The error of a call on a broken link: the original cause. */
+static void broken_error(ntpu_link *l)
+{
+    ntpu_errf(l->err, NTPU_ERRMSG_LEN, "the link is out of sync: %s", l->broken_why);
+}
+
 /* SYNC until the device answers; gives up as docs/protocol.md says. why is
  * the fault that started it, for the message (NULL: none, a resync). */
 static ntpu_status learn_expected_seq(ntpu_link *l, const char *why, uint8_t *e)
@@ -211,18 +226,18 @@ static ntpu_status learn_expected_seq(ntpu_link *l, const char *why, uint8_t *e)
             char last[NTPU_ERRMSG_LEN];
             memcpy(last, l->err, sizeof last);
             last[sizeof last - 1] = 0;
-            l->broken = 1;
             if (why)
                 ntpu_errf(l->err, NTPU_ERRMSG_LEN, "%s; no answer to SYNC either (%s): call ntpu_reset_link", why,
                           last);
             else
                 ntpu_errf(l->err, NTPU_ERRMSG_LEN, "no answer to SYNC (%s)", last);
+            link_break(l);
             return st;
         }
         if (l->no_progress >= NTPU_LINK_MAX_RECOVERIES) {
-            l->broken = 1;
             ntpu_errf(l->err, NTPU_ERRMSG_LEN, "%s; no frame got through in %u recoveries: call ntpu_reset_link",
                       why ? why : "resynchronizing", l->no_progress);
+            link_break(l);
             return NTPU_ERR_IO;
         }
         l->no_progress++;
@@ -231,7 +246,7 @@ static ntpu_status learn_expected_seq(ntpu_link *l, const char *why, uint8_t *e)
         if (st == NTPU_OK)
             return NTPU_OK;
         if (st == NTPU_ERR_NO_MEMORY) {
-            l->broken = 1;
+            link_break(l);
             return st;
         }
         silent = heard ? 0 : silent + 1;
@@ -256,11 +271,11 @@ static ntpu_status requeue(ntpu_link *l, uint8_t e)
     uint8_t oldest = count ? l->pend[head].seq : l->next_seq;
     unsigned ran = (uint8_t)(e - oldest);
     if (ran > count) {
-        l->broken = 1;
         ntpu_errf(l->err, NTPU_ERRMSG_LEN,
                   "the device expects SEQ %u, outside the %u frames in flight from SEQ %u (was it reset?): call "
                   "ntpu_reset_link",
                   e, count, oldest);
+        link_break(l);
         return NTPU_ERR_IO;
     }
     /* The new ring, from slot 0: the frames to send, then every other slot
@@ -306,7 +321,7 @@ static ntpu_status requeue(ntpu_link *l, uint8_t e)
         bytes += l->pend[i].len + NTPU_FRAME_OVERHEAD;
     ntpu_status st = tx_reserve(l, bytes);
     if (st != NTPU_OK) {
-        l->broken = 1;
+        link_break(l);
         return st;
     }
     for (unsigned i = 0; i < kept; i++) {
@@ -336,7 +351,7 @@ static ntpu_status recover(ntpu_link *l)
         st = raw_send(l, l->tx, l->tx_len);
         l->tx_len = 0;
         if (st != NTPU_OK)
-            l->broken = 1;
+            link_break(l);
     }
     return st;
 }
@@ -447,7 +462,7 @@ static uint8_t *record_begin(ntpu_link *l, size_t len, uint32_t reply_len, ntpu_
 uint8_t *ntpu_link_begin(ntpu_link *l, size_t len, uint32_t reply_len, ntpu_status *st)
 {
     if (l->broken) {
-        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "the link is out of sync: call ntpu_reset_link");
+        broken_error(l);
         *st = NTPU_ERR_IO;
         return NULL;
     }
@@ -699,7 +714,7 @@ ntpu_status ntpu_link_wait(ntpu_link *l, uint64_t ticket)
         return NTPU_ERR_INVALID_ARG;
     }
     if (l->broken) {
-        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "the link is out of sync: call ntpu_reset_link");
+        broken_error(l);
         return NTPU_ERR_IO;
     }
     while (l->pend_count > 0 && l->pend[l->pend_head].ticket <= ticket) {

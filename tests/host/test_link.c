@@ -435,6 +435,9 @@ Test(link, timeout_then_broken_until_reset)
     /* Everything fails fast while broken, and nothing is sent. */
     size_t before = W->tx_count;
     cr_assert_eq(nop(&t), NTPU_ERR_IO);
+    /* ...and says what broke it, not only that it is broken. */
+    cr_assert_not_null(strstr(errbuf, "out of sync: "), "%s", errbuf);
+    cr_assert_not_null(strstr(errbuf, "no answer to SYNC"), "%s", errbuf);
     cr_assert_eq(ntpu_link_sync(&L), NTPU_ERR_IO);
     cr_assert_eq(W->tx_count, before);
     /* The wire heals: an explicit resync brings the link back. */
