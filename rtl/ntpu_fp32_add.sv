@@ -97,10 +97,10 @@ module ntpu_fp32_add (
       e = {2'b00, hi[30:23]} + 10'd1 - {5'd0, lz} + {9'd0, m_rnd[24]};
 `ifdef VERILATOR
       sum = {1'b0, m_hi} + ({1'b0, m_lo} ^ {28{hi[31] ^ lo[31]}}) + {27'd0, hi[31] ^ lo[31]};
-      v = {sum, 4'h0};  lz[4] = v[31:16] == 16'd0;  v = v << {lz[4], 4'd0};
-      lz[3] = v[31:24] == 8'd0;  v = v << {lz[3], 3'd0};  lz[2] = v[31:28] == 4'd0;
-      v = v << {lz[2], 2'd0};  lz[1] = v[31:30] == 2'd0;  v = v << {lz[1], 1'd0};  lz[0] = !v[31];
-      v = v << lz[0];
+      // Leading zeros by the exponent of sum as a double (exact: 0 < sum < 2^28; for sum = 0 lz is
+      // unused): the host's int-to-double conversion is a bit scan without branches.
+      lz = 5'(11'd1050 - 11'($realtobits($itor({4'd0, sum})) >> 52));
+      v = {sum, 4'h0} << lz;
       m_rnd = {1'b0, v[31:8]} + {24'd0, v[7] && (v[6:0] != 7'd0 || v[8])};
       e = {2'b00, hi[30:23]} + 10'd1 - {5'd0, lz} + {9'd0, m_rnd[24]};
       if (8'(x[30:23] - 8'd1) < 8'd254 && 8'(y[30:23] - 8'd1) < 8'd254 && sum != 28'd0 &&
@@ -133,9 +133,9 @@ module ntpu_fp32_add (
     end
   end
   // The `ifdef VERILATOR blocks above, simulation only (docs/decisions/0017-vsim-speed.md):
-  // - The normalising steps without data-dependent branches: the leading zeros vary from one MAC
-  //   to the next, and mispredicted branches cost vsim's bf16 more than the work. Each step's bit
-  //   is both its shift amount and a bit of lz; m_rnd and e are then computed again from them.
+  // - Normalisation without data-dependent branches: the leading zeros vary from one MAC to the
+  //   next, and mispredicted branches cost vsim's bf16 more than the work. lz comes from a bit
+  //   scan (sum's exponent as a double), then one shift; m_rnd and e are computed again from it.
   // - The usual case, two normal operands with a normal, nonzero sum, decided first by range
   //   compares, so that Verilator skips the special cases (with ntpu_bf16_mul's, a fifth of vsim's
   //   bf16 time). It gives the value the chain gives; synthesis sees the chain alone.
