@@ -488,12 +488,12 @@ module ntpu_cmd
   logic cnt_end;                    // this beat ends a counter
   assign cnt_rest = ((left_q - 8'd1) & 8'd7) + 8'd1;
   assign blk_n = (W == 1 || op != OP_COUNTERS || run_rep) ? KW'(1) : (cnt_rest < 8'(W)) ? KW'(cnt_rest) : KW'(W);
-  assign cnt_end = (W == 1) ? (left_q[2:0] == 3'd1) : (8'(blk_n) == cnt_rest);
+  assign cnt_end = (W == 1) ? (left_q[2:0] == 3'd1) : (8'(blk_n) == cnt_rest);  `ifndef VERILATOR
   for (genvar i = 0; i < W; i++) begin : g_body_valid
     assign m_body_valid[i] = (i == 0) ? (state_q == S_BLOCK || state_q == S_RD_SEND)
                                       : (state_q == S_RD_SEND && KW'(i) < rd_n) ||
                                         (state_q == S_BLOCK && KW'(i) < blk_n);
-  end
+  end  `endif  // simulation form at the end
   // LOAD_W and MATMUL must see the vector unit's writes: they are handed over only while it is idle.
   assign m_seq_valid = (state_q == S_DISPATCH) && vec_idle;
   assign m_vec_valid = (state_q == S_VDISPATCH);
@@ -1029,6 +1029,15 @@ module ntpu_cmd
       wr_shift = '0;
       if (state_q == S_WRITE && fb_take) wr_shift = SH_W'({src_data, sh_q} >> (8 * fb_k_q));
     end
+  end
+
+  // m_body_valid as two thermometer codes by shifts, not a compare per bit (W compares twice over);
+  // bit 0 from the state alone, as in the per-bit form.
+  always_comb begin
+    m_body_valid = '0;
+    if (state_q == S_RD_SEND) m_body_valid = ~({W{1'b1}} << rd_n);
+    else if (state_q == S_BLOCK) m_body_valid = ~({W{1'b1}} << blk_n);
+    m_body_valid[0] = (state_q == S_BLOCK || state_q == S_RD_SEND);
   end
 `endif
 
