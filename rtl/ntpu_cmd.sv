@@ -493,7 +493,7 @@ module ntpu_cmd
     assign m_body_valid[i] = (i == 0) ? (state_q == S_BLOCK || state_q == S_RD_SEND)
                                       : (state_q == S_RD_SEND && KW'(i) < rd_n) ||
                                         (state_q == S_BLOCK && KW'(i) < blk_n);
-  end  `endif  // simulation form at the end
+  end  `endif  // see the end
   // LOAD_W and MATMUL must see the vector unit's writes: they are handed over only while it is idle.
   assign m_seq_valid = (state_q == S_DISPATCH) && vec_idle;
   assign m_vec_valid = (state_q == S_VDISPATCH);
@@ -750,7 +750,7 @@ module ntpu_cmd
   if (W == 1) begin : g_wr_byte
     assign wr_shift = {src_data, sh_q[SH_W-1:8]};
   end else begin : g_wr_wide  `ifndef VERILATOR
-    assign wr_shift = SH_W'({src_data, sh_q} >> (8 * fb_k_q));  `endif  // simulation form at the end
+    assign wr_shift = SH_W'({src_data, sh_q} >> (8 * fb_k_q));  `endif  // see the end
   end
 
   // READ_MEM: a row just read comes straight from the memory's output, later bytes from sh_q.
@@ -834,7 +834,7 @@ module ntpu_cmd
   assign pm_re = PM_EN && ((run && fetch_re) || (in_plen && run && !pl_wait_q && !prog_end) ||
                            (rd_re && mem_pm));
   logic [8*W+16*N-1:0] pm_shifted;  `ifndef VERILATOR
-  assign pm_shifted = {(8*W)'(0), pm_rdata} >> (8 * pm_byte_q);  `endif  // simulation form at the end
+  assign pm_shifted = {(8*W)'(0), pm_rdata} >> (8 * pm_byte_q);  `endif  // see the end
   logic unused_pm_shifted;  // only the low W bytes (and two for LEN) are ever needed
   assign unused_pm_shifted = ^pm_shifted;
   assign src_data = run ? pm_shifted[8*W-1:0] : frm_rdata;
@@ -1016,7 +1016,8 @@ module ntpu_cmd
       end
     end
   end
-  assign cnt_clear = (cnt_load && (f1 & COUNTERS_CLEAR) != 8'd0) ? CNT_COUNT'(1) << cnt_load_idx : '0;
+  assign cnt_clear = (cnt_load && (f1 & COUNTERS_CLEAR) != 8'd0) ? CNT_COUNT'(1) << cnt_load_idx
+                                                                : '0;
 
   // PM bytes are read only inside a program (src_data with run, pl_len and pl_lo_q in S_PLEN), and
   // WRITE_MEM's shifted row only in S_WRITE as a byte is taken: the wide shifts only then.
