@@ -123,7 +123,7 @@ module ntpu_array #(
   for (genvar i = 0; i < N; i++) begin : g_skew_a
     localparam int DEPTH = i * PE_S;
     logic [17:0] sr_q [0:DEPTH];  // {buf, bf16, lane}
-
+`ifndef VERILATOR
     always_ff @(posedge clk) begin
       if (busy) begin
         sr_q[0] <= {a_buf, a_bf16, a_row[16*i +: 16]};
@@ -132,7 +132,7 @@ module ntpu_array #(
         end
       end
     end
-
+`endif
     assign {buf_h[i][0], bf16_h[i][0], a_h[i][0]} = sr_q[DEPTH];
   end
 
@@ -141,7 +141,7 @@ module ntpu_array #(
   for (genvar n = 0; n < N; n++) begin : g_skew_acc
     localparam int DEPTH = n + PRE;
     logic [31:0] sr_q [0:DEPTH];
-
+`ifndef VERILATOR
     always_ff @(posedge clk) begin
       if (busy) begin
         sr_q[0] <= a_acc[32*n +: 32];
@@ -150,7 +150,7 @@ module ntpu_array #(
         end
       end
     end
-
+`endif
     assign ps_v[0][n] = sr_q[DEPTH];
   end
 
@@ -209,7 +209,7 @@ module ntpu_array #(
     end else begin : g_delay
       localparam int DEPTH = N - 1 - n;
       logic [31:0] sr_q [0:DEPTH-1];
-
+`ifndef VERILATOR
       always_ff @(posedge clk) begin
         if (busy) begin
           sr_q[0] <= ps_v[N][n];
@@ -218,7 +218,7 @@ module ntpu_array #(
           end
         end
       end
-
+`endif
       assign pe_row[32*n +: 32] = sr_q[DEPTH-1];
     end
   end
@@ -256,6 +256,71 @@ module ntpu_array #(
     assign y_valid = pe_valid;
     assign y_row = pe_row;
   end
+
+`ifdef VERILATOR
+  // Simulation only (vsim speed): each skew line as a ring of its inputs and a pointer, rather
+  // than a shift register whose every element Verilator moves through a queued copy each cycle.
+  // Exact: the line's last element (the only one read) is loaded with the input taken D busy
+  // cycles earlier, as the shift does; the ring is read before it is written and only here, and
+  // starts all zeros like the shift register (which has no reset either).
+  for (genvar i = 0; i < N; i++) begin : g_skew_a_v
+    localparam int D = i * PE_S;
+    if (D == 0) begin : g_reg
+      always_ff @(posedge clk) if (busy) g_skew_a[i].sr_q[D] <= {a_buf, a_bf16, a_row[16*i +: 16]};
+    end else begin : g_ring
+      logic [17:0] ring [2**$clog2(D + 1)];
+      logic [$clog2(D + 1)-1:0] p_q = '0;
+      initial for (int k = 0; k < 2**$clog2(D + 1); k++) ring[k] = '0;
+      always_ff @(posedge clk) begin
+        if (busy) begin
+          g_skew_a[i].sr_q[D] <= ring[p_q];
+          /* verilator lint_off BLKSEQ */
+          ring[p_q] = {a_buf, a_bf16, a_row[16*i +: 16]};
+          /* verilator lint_on BLKSEQ */
+          p_q <= (p_q == ($clog2(D + 1))'(D - 1)) ? '0 : p_q + 1'b1;
+        end
+      end
+    end
+  end
+  for (genvar n = 0; n < N; n++) begin : g_skew_acc_v
+    localparam int D = n + PRE;
+    if (D == 0) begin : g_reg
+      always_ff @(posedge clk) if (busy) g_skew_acc[n].sr_q[D] <= a_acc[32*n +: 32];
+    end else begin : g_ring
+      logic [31:0] ring [2**$clog2(D + 1)];
+      logic [$clog2(D + 1)-1:0] p_q = '0;
+      initial for (int k = 0; k < 2**$clog2(D + 1); k++) ring[k] = '0;
+      always_ff @(posedge clk) begin
+        if (busy) begin
+          g_skew_acc[n].sr_q[D] <= ring[p_q];
+          /* verilator lint_off BLKSEQ */
+          ring[p_q] = a_acc[32*n +: 32];
+          /* verilator lint_on BLKSEQ */
+          p_q <= (p_q == ($clog2(D + 1))'(D - 1)) ? '0 : p_q + 1'b1;
+        end
+      end
+    end
+  end
+  for (genvar n = 0; n < N - 1; n++) begin : g_deskew_v
+    localparam int D = N - 2 - n;
+    if (D == 0) begin : g_reg
+      always_ff @(posedge clk) if (busy) g_deskew[n].g_delay.sr_q[D] <= ps_v[N][n];
+    end else begin : g_ring
+      logic [31:0] ring [2**$clog2(D + 1)];
+      logic [$clog2(D + 1)-1:0] p_q = '0;
+      initial for (int k = 0; k < 2**$clog2(D + 1); k++) ring[k] = '0;
+      always_ff @(posedge clk) begin
+        if (busy) begin
+          g_deskew[n].g_delay.sr_q[D] <= ring[p_q];
+          /* verilator lint_off BLKSEQ */
+          ring[p_q] = ps_v[N][n];
+          /* verilator lint_on BLKSEQ */
+          p_q <= (p_q == ($clog2(D + 1))'(D - 1)) ? '0 : p_q + 1'b1;
+        end
+      end
+    end
+  end
+`endif
 endmodule
 
 `default_nettype wire

@@ -328,7 +328,7 @@ module ntpu_cmd
   assign adam_flag = (f1 & OPTIM_ADAM) != 8'd0;
   assign dec_flag = (f1 & OPTIM_DECOUPLED) != 8'd0;
   assign mom_flag = (f1 & OPTIM_MOMENTUM) != 8'd0;
-
+`ifndef VERILATOR
   always_comb begin
     err = DEV_OK;
     case (op)
@@ -420,7 +420,7 @@ module ntpu_cmd
     if (run && (op == OP_INFO || op == OP_READ_MEM || op == OP_STATUS || op == OP_COUNTERS ||
                 op == OP_SYNC || op == OP_RUN)) err = DEV_ERR_OPCODE;
   end
-
+`endif
   // A frame after a lost one must not run until the lost one comes again; SYNC runs with any SEQ.
   // A program's commands have no SEQ: RUN's was checked.
   assign dec_status = (!run && op != OP_SYNC && s_frm_seq != expected_seq_q) ? DEV_ERR_SEQ : err;
@@ -488,12 +488,12 @@ module ntpu_cmd
   logic cnt_end;                    // this beat ends a counter
   assign cnt_rest = ((left_q - 8'd1) & 8'd7) + 8'd1;
   assign blk_n = (W == 1 || op != OP_COUNTERS || run_rep) ? KW'(1) : (cnt_rest < 8'(W)) ? KW'(cnt_rest) : KW'(W);
-  assign cnt_end = (W == 1) ? (left_q[2:0] == 3'd1) : (8'(blk_n) == cnt_rest);
+  assign cnt_end = (W == 1) ? (left_q[2:0] == 3'd1) : (8'(blk_n) == cnt_rest);  `ifndef VERILATOR
   for (genvar i = 0; i < W; i++) begin : g_body_valid
     assign m_body_valid[i] = (i == 0) ? (state_q == S_BLOCK || state_q == S_RD_SEND)
                                       : (state_q == S_RD_SEND && KW'(i) < rd_n) ||
                                         (state_q == S_BLOCK && KW'(i) < blk_n);
-  end
+  end  `endif  // see the end
   // LOAD_W and MATMUL must see the vector unit's writes: they are handed over only while it is idle.
   assign m_seq_valid = (state_q == S_DISPATCH) && vec_idle;
   assign m_vec_valid = (state_q == S_VDISPATCH);
@@ -504,8 +504,8 @@ module ntpu_cmd
   assign rd_re = (state_q == S_RD_ISSUE) ||
                  (W > 1 && state_q == S_RD_SEND && m_body_ready && rd_last && rows_left_q != 16'd0);
   assign mem_re = rd_re && !mem_pm;
-  // COUNTERS: counter 0 in S_CNT, counter k+1 as the last byte of counter k leaves. Each counter
-  // is read whole into sh_q (no torn values) and, with CLEAR, zeroed in the same cycle.
+`ifndef VERILATOR
+  // COUNTERS: counter 0 in S_CNT, counter k+1 as the last byte of counter k leaves (read whole).
   assign cnt_load = (state_q == S_CNT) ||
                     (state_q == S_BLOCK && op == OP_COUNTERS && !run_rep && m_body_ready &&
                      cnt_end && left_q != 8'(blk_n));
@@ -519,7 +519,7 @@ module ntpu_cmd
   for (genvar k = 0; k < CNT_COUNT; k++) begin : g_cnt_clear
     assign cnt_clear[k] = cnt_load && cnt_load_idx == 4'(k) && ((f1 & COUNTERS_CLEAR) != 8'd0);
   end
-  // The frame is released with its last reply byte.
+`endif
   assign s_frm_ready = (state_q == S_REPLY && m_hdr_ready && after_reply_q == S_IDLE) ||
                        (state_q == S_BLOCK && m_body_ready && left_q == 8'(blk_n)) ||
                        (state_q == S_RD_SEND && m_body_ready && rd_last && rows_left_q == 16'd0);
@@ -749,8 +749,8 @@ module ntpu_cmd
   logic [SH_W-1:0] wr_shift;
   if (W == 1) begin : g_wr_byte
     assign wr_shift = {src_data, sh_q[SH_W-1:8]};
-  end else begin : g_wr_wide
-    assign wr_shift = SH_W'({src_data, sh_q} >> (8 * fb_k_q));
+  end else begin : g_wr_wide  `ifndef VERILATOR
+    assign wr_shift = SH_W'({src_data, sh_q} >> (8 * fb_k_q));  `endif  // see the end
   end
 
   // READ_MEM: a row just read comes straight from the memory's output, later bytes from sh_q.
@@ -833,8 +833,8 @@ module ntpu_cmd
   assign pm_byte = 8'(pm_baddr % PB_W'(ROW16_BYTES));
   assign pm_re = PM_EN && ((run && fetch_re) || (in_plen && run && !pl_wait_q && !prog_end) ||
                            (rd_re && mem_pm));
-  logic [8*W+16*N-1:0] pm_shifted;
-  assign pm_shifted = {(8*W)'(0), pm_rdata} >> (8 * pm_byte_q);
+  logic [8*W+16*N-1:0] pm_shifted;  `ifndef VERILATOR
+  assign pm_shifted = {(8*W)'(0), pm_rdata} >> (8 * pm_byte_q);  `endif  // see the end
   logic unused_pm_shifted;  // only the low W bytes (and two for LEN) are ever needed
   assign unused_pm_shifted = ^pm_shifted;
   assign src_data = run ? pm_shifted[8*W-1:0] : frm_rdata;
@@ -902,6 +902,145 @@ module ntpu_cmd
 
   assign wait_frame = (state_q == S_IDLE) && !s_frm_valid;
   assign wait_drain = ((state_q == S_DRAIN) && !all_idle && !mem_go) || ((state_q == S_DISPATCH) && !vec_idle);
+
+`ifdef VERILATOR
+  // ---------------------------------------------------------------- simulation-only forms
+  // vsim speed: the same logic, written so that Verilator skips it on the cycles nobody reads it.
+  // The checks: only S_DECODE reads err (through dec_status), so it is computed only there.
+  always_comb begin
+    err = DEV_OK;
+    if (state_q == S_DECODE) begin
+      case (op)
+        OP_NOP, OP_INFO, OP_FENCE, OP_STATUS: begin
+          if (len != 16'd1) err = DEV_ERR_LENGTH;
+        end
+        OP_WRITE_MEM: begin
+          if (len < 16'(LEN_MEM_HDR)) err = DEV_ERR_LENGTH;
+          else if (mem_bad) err = DEV_ERR_MEM;
+          else if (24'(len) != 24'(LEN_MEM_HDR) + data_bytes) err = DEV_ERR_LENGTH;
+          else if (17'(a16) + 17'(b16) > mem_rows) err = DEV_ERR_RANGE;
+        end
+        OP_READ_MEM: begin
+          if (len != 16'(LEN_MEM_HDR)) err = DEV_ERR_LENGTH;
+          else if (mem_bad) err = DEV_ERR_MEM;
+          else if (24'd1 + data_bytes > 24'(MAX_PAYLOAD)) err = DEV_ERR_LENGTH;
+          else if (17'(a16) + 17'(b16) > mem_rows) err = DEV_ERR_RANGE;
+        end
+        OP_LOAD_W: begin
+          if (len != 16'(LEN_LOAD_W)) err = DEV_ERR_LENGTH;
+          else if ((f1 & LOADW_RESERVED) != 8'd0) err = DEV_ERR_ARG;
+          else if (17'(a16) + 17'(N) > 17'(WB_ROWS)) err = DEV_ERR_RANGE;
+        end
+        OP_MATMUL: begin
+          // Past LEN the fixed part reads as zero, so a MATMUL of LEN 1 asks for 8 bytes and fails.
+          if (len != (tr_flag ? 16'(LEN_MATMUL_T) : 16'(LEN_MATMUL))) err = DEV_ERR_LENGTH;
+          else if ((f1 & MATMUL_RESERVED) != 8'd0 || (tr_flag && !tr_a)) err = DEV_ERR_ARG;
+          else if (tr_a && !rows_whole) err = DEV_ERR_ARG;
+          else if ((tr_a ? ub_end_t > 34'(UB_ROWS) : 17'(a16) + 17'(c16) > 17'(UB_ROWS)) ||
+                   17'(b16) + 17'(c16) > 17'(ACC_ROWS)) err = DEV_ERR_RANGE;
+        end
+        OP_ACT: begin
+          if (VEC_EN == 0) err = DEV_ERR_OPCODE;
+          else if (len != 16'(LEN_ACT)) err = DEV_ERR_LENGTH;
+          else if ((f1 & ACT_RESERVED) != 8'd0) err = DEV_ERR_ARG;
+          else if (17'(a16) + 17'(c16) > 17'(ACC_ROWS) || 17'(b16) + 17'(c16) > out_rows ||
+                   aux_end > 18'(ACC_ROWS)) err = DEV_ERR_RANGE;
+        end
+        OP_RELU_GRAD: begin
+          if (VEC_EN == 0) err = DEV_ERR_OPCODE;
+          else if (len != 16'(LEN_RELU_GRAD)) err = DEV_ERR_LENGTH;
+          else if ((f1 & RELU_GRAD_RESERVED) != 8'd0 || out_f == OUT_INT8[3:2]) err = DEV_ERR_ARG;
+          else if (17'(a16) + 17'(c16) > 17'(ACC_ROWS) || 17'(d16) + 17'(c16) > 17'(UB_ROWS) ||
+                   17'(b16) + 17'(c16) > out_rows) err = DEV_ERR_RANGE;
+        end
+        OP_COLSUM: begin
+          if (VEC_EN == 0) err = DEV_ERR_OPCODE;
+          else if (len != 16'(LEN_COLSUM)) err = DEV_ERR_LENGTH;
+          else if ((f1 & COLSUM_RESERVED) != 8'd0) err = DEV_ERR_ARG;
+          else if (17'(a16) + 17'(c16) > 17'(ACC_ROWS) || 17'(b16) + 17'd1 > 17'(ACC_ROWS)) begin
+            err = DEV_ERR_RANGE;
+          end
+        end
+        OP_OPTIM: begin
+          // p rows, then as many momentum rows; lr, wd (and mu) at aux. ADAM: m and v rows in OS at
+          // s, nine constant rows at aux; its LEN is 12 on every core, OS or not.
+          if (VEC_EN == 0) err = DEV_ERR_OPCODE;
+          else if (len != (adam_flag ? 16'(LEN_OPTIM_ADAM) : 16'(LEN_OPTIM))) err = DEV_ERR_LENGTH;
+          else if ((f1 & OPTIM_RESERVED) != 8'd0 || (adam_flag && (OS_ROWS == 0 || mom_flag)) ||
+                   (dec_flag && !adam_flag)) err = DEV_ERR_ARG;
+          else if (adam_flag) begin
+            if (17'(a16) + 17'(c16) > 17'(ACC_ROWS) || 17'(b16) + 17'(c16) > 17'(ACC_ROWS) ||
+                17'(d16) + 17'(ADAM_AUX_ROWS) > 17'(ACC_ROWS) || 18'(e16) + 18'(c16) + 18'(c16) > 18'(OS_ROWS)) begin
+              err = DEV_ERR_RANGE;
+            end
+          end
+          else if (18'(a16) + 18'(c16) + (((f1 & OPTIM_MOMENTUM) != 8'd0) ? 18'(c16) : 18'd0) > 18'(ACC_ROWS) ||
+                   17'(b16) + 17'(c16) > 17'(ACC_ROWS) ||
+                   18'(d16) + (((f1 & OPTIM_MOMENTUM) != 8'd0) ? 18'd3 : 18'd2) > 18'(ACC_ROWS)) begin
+            err = DEV_ERR_RANGE;
+          end
+        end
+        OP_COUNTERS: begin
+          if (len != 16'(LEN_COUNTERS)) err = DEV_ERR_LENGTH;
+          else if ((f1 & COUNTERS_RESERVED) != 8'd0) err = DEV_ERR_ARG;
+        end
+        OP_SYNC: begin
+          if (len != 16'(LEN_SYNC)) err = DEV_ERR_LENGTH;
+        end
+        OP_RUN: begin
+          if (!PM_EN) err = DEV_ERR_OPCODE;
+          else if (len != 16'(LEN_RUN)) err = DEV_ERR_LENGTH;
+          else if (f1 != 8'd0) err = DEV_ERR_ARG;
+          else if (17'(a16) + 17'(b16) > 17'(PM_ROWS)) err = DEV_ERR_RANGE;
+        end
+        default: err = DEV_ERR_OPCODE;
+      endcase
+      // Inside a program, what replies with data or touches the link is an unknown opcode.
+      if (run && (op == OP_INFO || op == OP_READ_MEM || op == OP_STATUS || op == OP_COUNTERS ||
+                  op == OP_SYNC || op == OP_RUN)) err = DEV_ERR_OPCODE;
+    end
+  end
+
+  // COUNTERS: counter 0 in S_CNT, counter k+1 as the last byte of counter k leaves (read whole).
+  // cnt_sel is read only with cnt_load; cnt_clear as one shift rather than a bit per counter (an
+  // index past the last counter clears none, as the per-bit compares do).
+  assign cnt_load = (state_q == S_CNT) ||
+                    (state_q == S_BLOCK && op == OP_COUNTERS && !run_rep && m_body_ready &&
+                     cnt_end && left_q != 8'(blk_n));
+  assign cnt_load_idx = (state_q == S_CNT) ? 4'd0 : cnt_idx_q + 4'd1;
+  always @* begin
+    cnt_sel = '0;
+    if (cnt_load) begin
+      for (int k = 0; k < CNT_COUNT; k++) begin
+        if (cnt_load_idx == 4'(k)) cnt_sel = cnt[k*COUNTER_W +: COUNTER_W];
+      end
+    end
+  end
+  assign cnt_clear = (cnt_load && (f1 & COUNTERS_CLEAR) != 8'd0) ? CNT_COUNT'(1) << cnt_load_idx
+                                                                : '0;
+
+  // PM bytes are read only inside a program (src_data with run, pl_len and pl_lo_q in S_PLEN), and
+  // WRITE_MEM's shifted row only in S_WRITE as a byte is taken: the wide shifts only then.
+  always_comb begin
+    pm_shifted = '0;
+    if (run || in_plen) pm_shifted = {(8*W)'(0), pm_rdata} >> (8 * pm_byte_q);
+  end
+  if (W > 1) begin : g_wr_wide_v
+    always_comb begin
+      wr_shift = '0;
+      if (state_q == S_WRITE && fb_take) wr_shift = SH_W'({src_data, sh_q} >> (8 * fb_k_q));
+    end
+  end
+
+  // m_body_valid as two thermometer codes by shifts, not a compare per bit (W compares twice over);
+  // bit 0 from the state alone, as in the per-bit form.
+  always_comb begin
+    m_body_valid = '0;
+    if (state_q == S_RD_SEND) m_body_valid = ~({W{1'b1}} << rd_n);
+    else if (state_q == S_BLOCK) m_body_valid = ~({W{1'b1}} << blk_n);
+    m_body_valid[0] = (state_q == S_BLOCK || state_q == S_RD_SEND);
+  end
+`endif
 
 endmodule
 

@@ -277,16 +277,20 @@ module ntpu_link_rx
     initial begin
       for (int i = 0; i < BUF_DEPTH + W; i++) mem[i] = '0;
     end
-    // The enables outside the loops: Verilator then skips them on idle cycles.
+    // The enables outside the loops: Verilator then skips them on idle cycles. The write is a
+    // blocking one after the read (only this block reads mem, so it is the same as a nonblocking
+    // one): Verilator then queues no W delayed byte writes and checks no W flags every cycle.
     always_ff @(posedge clk) begin
-      if (buf_we) begin
-        for (int i = 0; i < W; i++) begin
-          if (KW'(i) < take_n) mem[32'(buf_waddr) + i] <= s_rx_data[8*i +: 8];
-        end
-      end
       if (frm_re) begin
         for (int i = 0; i < W; i++) begin
           frm_rdata[8*i +: 8] <= mem[32'(buf_raddr) + i];
+        end
+      end
+      if (buf_we) begin
+        for (int i = 0; i < W; i++) begin
+          /* verilator lint_off BLKSEQ */
+          if (KW'(i) < take_n) mem[32'(buf_waddr) + i] = s_rx_data[8*i +: 8];
+          /* verilator lint_on BLKSEQ */
         end
       end
     end

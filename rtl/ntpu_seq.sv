@@ -188,8 +188,8 @@ module ntpu_seq #(
   end
 
   // ---------------------------------------------------------------- loader
-  // The streamer's own segment is left out: while it is still issuing, a row of it can only use
-  // ld_buf_q if its MATMUL waits for this very tile, in which case none has entered the array yet.
+  // The streamer's own segment is left out: a row of it using ld_buf_q waits for this very tile.
+`ifndef VERILATOR
   always_comb begin
     ld_guard = 1'b0;
     for (int i = 0; i < SEG_DEPTH; i++) begin
@@ -198,7 +198,7 @@ module ntpu_seq #(
       end
     end
   end
-
+`endif
   assign ld_issue = ld_busy_q && !ld_guard;
 
   always_ff @(posedge clk) begin
@@ -287,7 +287,7 @@ module ntpu_seq #(
 
   // ---------------------------------------------------------------- hazard check
   assign seg_own = seg_tail_q - SP_W'(1);
-
+`ifndef VERILATOR
   always_comb begin
     mm_hazard = 1'b0;
     if (mm_accum_q) begin
@@ -299,7 +299,7 @@ module ntpu_seq #(
       end
     end
   end
-
+`endif
   // ---------------------------------------------------------------- streamer
   // A row issued in the cycle of the tile's last beat enters the array one cycle later, after the
   // beat: so only reads still to issue hold the streamer back. A transposed row is no different:
@@ -442,6 +442,34 @@ module ntpu_seq #(
   // Reserved flag bits and the address bits above a memory's size are zero in a checked command.
   logic unused_cmd_bits;
   assign unused_cmd_bits = ^{s_cmd_flags, s_cmd_addr, s_cmd_acc_addr, s_cmd_stride};
+
+`ifdef VERILATOR
+  // Simulation only (vsim speed): the same loops, skipped while their result is not read.
+  // Exact: ld_guard is read only with ld_busy_q (ld_issue), mm_hazard only with mm_busy_q
+  // (mm_issue, stall_hazard).
+  always_comb begin
+    ld_guard = 1'b0;
+    if (ld_busy_q) begin
+      for (int i = 0; i < SEG_DEPTH; i++) begin
+        if (seg_vld_q[i] && seg_buf_q[i] == ld_buf_q && !(mm_busy_q && SP_W'(i) == seg_own)) begin
+          ld_guard = 1'b1;
+        end
+      end
+    end
+  end
+
+  always_comb begin
+    mm_hazard = 1'b0;
+    if (mm_accum_q && mm_busy_q) begin
+      for (int i = 0; i < SEG_DEPTH; i++) begin
+        if (seg_vld_q[i] && SP_W'(i) != seg_own &&
+            mm_acc_q >= seg_base_q[i] && mm_acc_q < seg_end_q[i]) begin
+          mm_hazard = 1'b1;
+        end
+      end
+    end
+  end
+`endif
 
 endmodule
 
