@@ -374,11 +374,11 @@ module ntpu_core
   end
 
   // ---------------------------------------------------------------- memories
-  // The command processor touches memory only while both sequencers are idle, and starts each
-  // sequencer only while the other is idle, so at most one of the three uses a port at a time:
-  // the muxes below are plain priorities. With MEM_OVERLAP the command processor also writes
-  // UB / WB beside the sequencer, which only reads them, and reads ACC from a mirror (below).
-`ifndef VERILATOR
+  // The command processor touches memory only while both sequencers are idle, and it starts the
+  // vector sequencer only while the other one is idle and the other way round, so at most one of
+  // the three uses a port at a time: the muxes below are plain priorities. With MEM_OVERLAP the
+  // command processor also writes UB / WB beside the sequencer, which only reads them, and reads
+  // ACC from a mirror that every ACC write also updates.
   logic cmd_ub, cmd_wb, cmd_acc, vs_ub, vs_wb, vs_acc;
   logic unused_addr_bits;  // above the memory's size: zero after the range check
   assign unused_addr_bits = ^{cmd_mem_addr, vs_wr_addr};
@@ -388,7 +388,7 @@ module ntpu_core
   assign cmd_ub = (cmd_mem_sel == 3'(MEM_UB));
   assign cmd_wb = (cmd_mem_sel == 3'(MEM_WB));
   assign cmd_acc = (cmd_mem_sel == 3'(MEM_ACC));
-`endif
+
   ntpu_ram #(
     .WIDTH(N * 16),
     .DEPTH(UB_ROWS)
@@ -500,30 +500,6 @@ module ntpu_core
     .tx_bytes    (tx_n),
     .cnt         (cnt)
   );
-
-`ifdef VERILATOR
-  // ---------------------------------------------------------------- simulation only
-  // The memory selects of the `ifndef VERILATOR region above, for Verilator: the vector unit's
-  // under one test of vs_we (each is 0 without it), so that they cost nothing during a MATMUL
-  // (docs/decisions/0017-vsim-speed.md, "Round 3"); here, below every line synthesis reads, so that
-  // those keep their numbers (rtl/README.md).
-  logic cmd_ub, cmd_wb, cmd_acc, vs_ub, vs_wb, vs_acc;
-  logic unused_addr_bits;  // above the memory's size: zero after the range check
-  assign unused_addr_bits = ^{cmd_mem_addr, vs_wr_addr};
-  always_comb begin
-    vs_ub = 1'b0;
-    vs_wb = 1'b0;
-    vs_acc = 1'b0;
-    if (vs_we) begin
-      vs_ub = (vs_wr_mem == 2'(MEM_UB));
-      vs_wb = (vs_wr_mem == 2'(MEM_WB));
-      vs_acc = (vs_wr_mem == 2'(MEM_ACC));
-    end
-  end
-  assign cmd_ub = (cmd_mem_sel == 3'(MEM_UB));
-  assign cmd_wb = (cmd_mem_sel == 3'(MEM_WB));
-  assign cmd_acc = (cmd_mem_sel == 3'(MEM_ACC));
-`endif
 
 endmodule
 

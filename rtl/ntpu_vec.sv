@@ -81,12 +81,12 @@ module ntpu_vec #(
   logic            a_v_q, a_last_q, a_void_q;
   logic [N*32-1:0] a_x_q;
   logic [N*16-1:0] a_m_q;
-`ifndef VERILATOR
+
   always_ff @(posedge clk) begin
     if (rst) a_v_q <= 1'b0;
     else if (adv) a_v_q <= s_in_valid;
   end
-`endif
+
   always_ff @(posedge clk) begin
     if (adv && s_in_valid) begin
       a_x_q <= s_in_acc;
@@ -115,7 +115,7 @@ module ntpu_vec #(
   assign s_cur = sum_q ? b_q : (accumulate ? aux0 : '0);
   assign add_a = is_colsum ? s_cur : a_x_q;
   assign add_b = is_colsum ? a_x_q : aux0;
-`ifndef VERILATOR
+
   for (genvar n = 0; n < N; n++) begin : g_add
     ntpu_fp32_add u_add (
       .en(add_en),
@@ -124,7 +124,7 @@ module ntpu_vec #(
       .s (add_s[32*n +: 32])
     );
   end
-`endif
+
   // One lane of stage B. x: ACC lane, ax: aux0 lane, sc: the sum so far, sum: add_s, m: mask lane.
   function automatic logic [31:0] lane_b(input logic [31:0] x, input logic [31:0] ax,
                                          input logic [31:0] sc, input logic [31:0] sum,
@@ -146,7 +146,7 @@ module ntpu_vec #(
     end
     return t;
   endfunction
-`ifndef VERILATOR
+
   always_ff @(posedge clk) begin
     if (rst) begin
       b_v_q <= 1'b0;
@@ -165,7 +165,7 @@ module ntpu_vec #(
       end
     end
   end
-`endif
+
   // ---------------------------------------------------------------- stages C and D
   // fp32 results: C holds the value, D its output form. int8: the requantizer's two stages.
   logic            c_v_q, d_v_q;
@@ -195,7 +195,7 @@ module ntpu_vec #(
     f = (c[30:23] == 8'h00) ? {c[31], 31'd0} : c;
     return 16'((f + 32'h0000_7FFF + {31'd0, f[16]}) >> 16);
   endfunction
-`ifndef VERILATOR
+
   always_ff @(posedge clk) begin
     if (rst) begin
       c_v_q <= 1'b0;
@@ -205,7 +205,7 @@ module ntpu_vec #(
       d_v_q <= c_v_q;
     end
   end
-`endif
+
   // Separate blocks for c_q and d_q: d_q reads the old c_q, and Verilator would otherwise keep a
   // shadow copy of c_q every cycle.
   always_ff @(posedge clk) begin
@@ -232,54 +232,6 @@ module ntpu_vec #(
   assign m_out_valid = d_v_q;
   assign m_out_data = is_int8 ? {{(N * 16){1'b0}}, y16} : d_q;
   assign busy = a_v_q || b_v_q || c_v_q || d_v_q || sum_q;
-
-`ifdef VERILATOR
-  // ---------------------------------------------------------------- simulation only
-  // The `ifndef VERILATOR blocks above, for Verilator (docs/decisions/0017-vsim-speed.md, "Round
-  // 3"); here, below every line synthesis reads, so that those keep their numbers (rtl/README.md).
-  //
-  // The valid bits in one block under one test: with no reset, no beat offered and every valid bit
-  // and sum_q 0, the blocks above leave them all 0, so skipping them is the same next state. The
-  // statements are ordered so that every register is read before it is written (no shadow copies).
-  always_ff @(posedge clk) begin
-    if (rst || s_in_valid || a_v_q || b_v_q || c_v_q || d_v_q || sum_q) begin
-      if (rst) begin
-        d_v_q <= 1'b0;
-        c_v_q <= 1'b0;
-        b_v_q <= 1'b0;
-        sum_q <= 1'b0;
-        a_v_q <= 1'b0;
-      end else if (adv) begin
-        d_v_q <= c_v_q;
-        c_v_q <= b_v_q;
-        b_v_q <= a_v_q && (is_colsum ? a_last_q : !a_void_q);
-        if (a_v_q && is_colsum) sum_q <= !a_last_q;
-        a_v_q <= s_in_valid;
-      end
-    end
-  end
-
-  // Each lane's adder result straight into its lane of stage B: through the wide add_s, Verilator
-  // copied the eight idle adders' zero outputs into it every cycle.
-  for (genvar n = 0; n < N; n++) begin : g_lane_b
-    logic [31:0] s_n;
-    ntpu_fp32_add u_add (
-      .en(add_en),
-      .x (add_a[32*n +: 32]),
-      .y (add_b[32*n +: 32]),
-      .s (s_n)
-    );
-    always_ff @(posedge clk) begin
-      if (a_go) begin
-        b_q[32*n +: 32] <= lane_b(a_x_q[32*n +: 32], aux0[32*n +: 32], s_cur[32*n +: 32], s_n,
-                                  a_m_q[16*n +: 16]);
-      end
-    end
-  end
-  logic unused_add_s;  // add_s is not used in this form
-  assign add_s = '0;
-  assign unused_add_s = ^add_s;
-`endif
 
 endmodule
 
