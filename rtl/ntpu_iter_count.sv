@@ -30,9 +30,9 @@ module ntpu_iter_count #(
   // Simulation only: the same block under act, the busy branch first, and step and done as
   // registers set with busy_q and cnt_q (each the assign's function of their next values). With
   // act low there is no rst, start or busy, so the block below would do nothing: the same next
-  // state. The caller's act is one signal for many units, so Verilator tests it once for all of
-  // them while they are idle; with every read of busy_q and cnt_q before any write to them it keeps
-  // no shadow copies; and no compare runs on the idle cycles.
+  // state. The caller's act is one signal for many units, so Verilator merges their blocks under
+  // one test of it; with every read of busy_q and cnt_q before any write to them it keeps no shadow
+  // copies; and no compare runs on the idle cycles.
   logic step_q, done_q;
   always_ff @(posedge clk) begin
     if (act) begin
