@@ -328,9 +328,9 @@ module ntpu_cmd
   assign adam_flag = (f1 & OPTIM_ADAM) != 8'd0;
   assign dec_flag = (f1 & OPTIM_DECOUPLED) != 8'd0;
   assign mom_flag = (f1 & OPTIM_MOMENTUM) != 8'd0;
-`ifndef VERILATOR
+  // vsim: only S_DECODE reads err (through dec_status), so Verilator computes it only there.
   always_comb begin
-    err = DEV_OK;
+    err = DEV_OK;  `ifdef VERILATOR if (state_q == S_DECODE) begin `endif
     case (op)
       OP_NOP, OP_INFO, OP_FENCE, OP_STATUS: begin
         if (len != 16'd1) err = DEV_ERR_LENGTH;
@@ -418,9 +418,9 @@ module ntpu_cmd
     endcase
     // Inside a program, what replies with data or touches the link is an unknown opcode.
     if (run && (op == OP_INFO || op == OP_READ_MEM || op == OP_STATUS || op == OP_COUNTERS ||
-                op == OP_SYNC || op == OP_RUN)) err = DEV_ERR_OPCODE;
+                op == OP_SYNC || op == OP_RUN)) err = DEV_ERR_OPCODE;  `ifdef VERILATOR end `endif
   end
-`endif
+
   // A frame after a lost one must not run until the lost one comes again; SYNC runs with any SEQ.
   // A program's commands have no SEQ: RUN's was checked.
   assign dec_status = (!run && op != OP_SYNC && s_frm_seq != expected_seq_q) ? DEV_ERR_SEQ : err;
@@ -906,101 +906,6 @@ module ntpu_cmd
 `ifdef VERILATOR
   // ---------------------------------------------------------------- simulation-only forms
   // vsim speed: the same logic, written so that Verilator skips it on the cycles nobody reads it.
-  // The checks: only S_DECODE reads err (through dec_status), so it is computed only there.
-  always_comb begin
-    err = DEV_OK;
-    if (state_q == S_DECODE) begin
-      case (op)
-        OP_NOP, OP_INFO, OP_FENCE, OP_STATUS: begin
-          if (len != 16'd1) err = DEV_ERR_LENGTH;
-        end
-        OP_WRITE_MEM: begin
-          if (len < 16'(LEN_MEM_HDR)) err = DEV_ERR_LENGTH;
-          else if (mem_bad) err = DEV_ERR_MEM;
-          else if (24'(len) != 24'(LEN_MEM_HDR) + data_bytes) err = DEV_ERR_LENGTH;
-          else if (17'(a16) + 17'(b16) > mem_rows) err = DEV_ERR_RANGE;
-        end
-        OP_READ_MEM: begin
-          if (len != 16'(LEN_MEM_HDR)) err = DEV_ERR_LENGTH;
-          else if (mem_bad) err = DEV_ERR_MEM;
-          else if (24'd1 + data_bytes > 24'(MAX_PAYLOAD)) err = DEV_ERR_LENGTH;
-          else if (17'(a16) + 17'(b16) > mem_rows) err = DEV_ERR_RANGE;
-        end
-        OP_LOAD_W: begin
-          if (len != 16'(LEN_LOAD_W)) err = DEV_ERR_LENGTH;
-          else if ((f1 & LOADW_RESERVED) != 8'd0) err = DEV_ERR_ARG;
-          else if (17'(a16) + 17'(N) > 17'(WB_ROWS)) err = DEV_ERR_RANGE;
-        end
-        OP_MATMUL: begin
-          // Past LEN the fixed part reads as zero, so a MATMUL of LEN 1 asks for 8 bytes and fails.
-          if (len != (tr_flag ? 16'(LEN_MATMUL_T) : 16'(LEN_MATMUL))) err = DEV_ERR_LENGTH;
-          else if ((f1 & MATMUL_RESERVED) != 8'd0 || (tr_flag && !tr_a)) err = DEV_ERR_ARG;
-          else if (tr_a && !rows_whole) err = DEV_ERR_ARG;
-          else if ((tr_a ? ub_end_t > 34'(UB_ROWS) : 17'(a16) + 17'(c16) > 17'(UB_ROWS)) ||
-                   17'(b16) + 17'(c16) > 17'(ACC_ROWS)) err = DEV_ERR_RANGE;
-        end
-        OP_ACT: begin
-          if (VEC_EN == 0) err = DEV_ERR_OPCODE;
-          else if (len != 16'(LEN_ACT)) err = DEV_ERR_LENGTH;
-          else if ((f1 & ACT_RESERVED) != 8'd0) err = DEV_ERR_ARG;
-          else if (17'(a16) + 17'(c16) > 17'(ACC_ROWS) || 17'(b16) + 17'(c16) > out_rows ||
-                   aux_end > 18'(ACC_ROWS)) err = DEV_ERR_RANGE;
-        end
-        OP_RELU_GRAD: begin
-          if (VEC_EN == 0) err = DEV_ERR_OPCODE;
-          else if (len != 16'(LEN_RELU_GRAD)) err = DEV_ERR_LENGTH;
-          else if ((f1 & RELU_GRAD_RESERVED) != 8'd0 || out_f == OUT_INT8[3:2]) err = DEV_ERR_ARG;
-          else if (17'(a16) + 17'(c16) > 17'(ACC_ROWS) || 17'(d16) + 17'(c16) > 17'(UB_ROWS) ||
-                   17'(b16) + 17'(c16) > out_rows) err = DEV_ERR_RANGE;
-        end
-        OP_COLSUM: begin
-          if (VEC_EN == 0) err = DEV_ERR_OPCODE;
-          else if (len != 16'(LEN_COLSUM)) err = DEV_ERR_LENGTH;
-          else if ((f1 & COLSUM_RESERVED) != 8'd0) err = DEV_ERR_ARG;
-          else if (17'(a16) + 17'(c16) > 17'(ACC_ROWS) || 17'(b16) + 17'd1 > 17'(ACC_ROWS)) begin
-            err = DEV_ERR_RANGE;
-          end
-        end
-        OP_OPTIM: begin
-          // p rows, then as many momentum rows; lr, wd (and mu) at aux. ADAM: m and v rows in OS at
-          // s, nine constant rows at aux; its LEN is 12 on every core, OS or not.
-          if (VEC_EN == 0) err = DEV_ERR_OPCODE;
-          else if (len != (adam_flag ? 16'(LEN_OPTIM_ADAM) : 16'(LEN_OPTIM))) err = DEV_ERR_LENGTH;
-          else if ((f1 & OPTIM_RESERVED) != 8'd0 || (adam_flag && (OS_ROWS == 0 || mom_flag)) ||
-                   (dec_flag && !adam_flag)) err = DEV_ERR_ARG;
-          else if (adam_flag) begin
-            if (17'(a16) + 17'(c16) > 17'(ACC_ROWS) || 17'(b16) + 17'(c16) > 17'(ACC_ROWS) ||
-                17'(d16) + 17'(ADAM_AUX_ROWS) > 17'(ACC_ROWS) || 18'(e16) + 18'(c16) + 18'(c16) > 18'(OS_ROWS)) begin
-              err = DEV_ERR_RANGE;
-            end
-          end
-          else if (18'(a16) + 18'(c16) + (((f1 & OPTIM_MOMENTUM) != 8'd0) ? 18'(c16) : 18'd0) > 18'(ACC_ROWS) ||
-                   17'(b16) + 17'(c16) > 17'(ACC_ROWS) ||
-                   18'(d16) + (((f1 & OPTIM_MOMENTUM) != 8'd0) ? 18'd3 : 18'd2) > 18'(ACC_ROWS)) begin
-            err = DEV_ERR_RANGE;
-          end
-        end
-        OP_COUNTERS: begin
-          if (len != 16'(LEN_COUNTERS)) err = DEV_ERR_LENGTH;
-          else if ((f1 & COUNTERS_RESERVED) != 8'd0) err = DEV_ERR_ARG;
-        end
-        OP_SYNC: begin
-          if (len != 16'(LEN_SYNC)) err = DEV_ERR_LENGTH;
-        end
-        OP_RUN: begin
-          if (!PM_EN) err = DEV_ERR_OPCODE;
-          else if (len != 16'(LEN_RUN)) err = DEV_ERR_LENGTH;
-          else if (f1 != 8'd0) err = DEV_ERR_ARG;
-          else if (17'(a16) + 17'(b16) > 17'(PM_ROWS)) err = DEV_ERR_RANGE;
-        end
-        default: err = DEV_ERR_OPCODE;
-      endcase
-      // Inside a program, what replies with data or touches the link is an unknown opcode.
-      if (run && (op == OP_INFO || op == OP_READ_MEM || op == OP_STATUS || op == OP_COUNTERS ||
-                  op == OP_SYNC || op == OP_RUN)) err = DEV_ERR_OPCODE;
-    end
-  end
-
   // COUNTERS: counter 0 in S_CNT, counter k+1 as the last byte of counter k leaves (read whole).
   // cnt_sel is read only with cnt_load; cnt_clear as one shift rather than a bit per counter (an
   // index past the last counter clears none, as the per-bit compares do).

@@ -185,7 +185,7 @@ module ntpu_vseq
     if (rst) state_q <= S_IDLE;
     else state_q <= state_d;
   end
-`ifndef VERILATOR
+  // vsim: Verilator skips the updates below while idle without a write (issue, st_av, S_OWP are 0).
   // ---------------------------------------------------------------- command fields
   always_ff @(posedge clk) begin
     if (s_cmd_valid && s_cmd_ready) begin
@@ -216,7 +216,7 @@ module ntpu_vseq
       rd_mask_q <= UB_AW'(s_cmd_aux);
       hz_en_q <= !colsum && (out == OUT_ACC[3:2] || (rg && out == OUT_UB[3:2]));
       hz_d_q <= 18'(s_cmd_dst) - ((rg && out == OUT_UB[3:2]) ? 18'(s_cmd_aux) : 18'(s_cmd_src));
-    end else begin
+    end else begin  `ifdef VERILATOR if (state_q != S_IDLE || wr_we) begin `endif
       if (issue) begin
         beats_left_q <= beats_left_q - 17'd1;
         rd_src_q <= rd_src_q + ACC_AW'(1);
@@ -233,17 +233,17 @@ module ntpu_vseq
         o_g_q <= o_g_q + ACC_AW'(1);
         o_left_q <= o_left_q - 16'd1;
       end
-    end
+    end  `ifdef VERILATOR end `endif
     // SGD skips the momentum steps 2 and 3.
     if (state_q != S_OX) o_k_q <= 3'd0;
     else o_k_q <= (o_k_q == 3'd1 && !mom) ? 3'd4 : o_k_q + 3'd1;
     if (!st_ak) ak_q <= '0;
-    else ak_q <= ak_q + 4'd1;
+    else ak_q <= ak_q + 4'd1;  `ifdef VERILATOR if (state_q != S_IDLE) begin `endif
     if (state_q == S_AUX1 && need_q[0]) aux0_q <= acc_rdata;
     if (state_q == S_AUX2 && need_q[1]) mult_q <= acc_rdata;
-    if (state_q == S_AUX3 && need_q[2]) shift_q <= acc_rdata;
+    if (state_q == S_AUX3 && need_q[2]) shift_q <= acc_rdata;  `ifdef VERILATOR end `endif
   end
-`endif
+
   // ---------------------------------------------------------------- reads
   assign in_flight = rd_idx_q - wr_idx_q;
   assign hazard = hz_en_q && hz_d_q > 18'sd0 && $signed({2'b00, in_flight}) >= hz_d_q;
@@ -517,66 +517,6 @@ module ntpu_vseq
   always_latch begin
     if (state_q != S_IDLE || act_q || vec_out_valid || (vop == 2'd0 && out_q == OUT_INT8[3:2])) begin
       wr_data = (state_q == S_OWS) ? o_s : (state_q == S_OWP) ? o_p : (st_aw) ? a_p : vec_out_data;
-    end
-  end
-
-  // The command fields, as above, the updates other than a command's under one test: with the
-  // state S_IDLE and no write, issue, st_av and the S_OWP test are 0, so they change nothing.
-  always_ff @(posedge clk) begin
-    if (s_cmd_valid && s_cmd_ready) begin
-      logic int8, colsum, rg, opt;
-      logic [1:0] out;
-      int8 = (s_cmd_op == OP_ACT) && (s_cmd_flags[3:2] == OUT_INT8[3:2]);
-      colsum = (s_cmd_op == OP_COLSUM);
-      rg = (s_cmd_op == OP_RELU_GRAD);
-      opt = (s_cmd_op == OP_OPTIM);
-      out = s_cmd_flags[3:2];
-      op_q <= s_cmd_op;
-      flags_q <= s_cmd_flags[3:0];
-      dst_q <= s_cmd_dst;
-      aux_base_q <= colsum ? s_cmd_dst : s_cmd_aux;
-      need_q <= opt ? {s_cmd_flags[0], 2'b11} : {int8, int8, s_cmd_flags[0] && s_cmd_op != OP_RELU_GRAD};
-      void_q <= colsum && s_cmd_rows == 16'd0;
-      beats_left_q <= opt ? 17'd0 : (colsum && s_cmd_rows == 16'd0) ? 17'd1 : 17'(s_cmd_rows);
-      results_left_q <= opt ? 17'd0 : colsum ? 17'd1 : 17'(s_cmd_rows);
-      o_p_q <= ACC_AW'(s_cmd_src);
-      o_s_q <= ACC_AW'(s_cmd_src + s_cmd_rows);
-      o_g_q <= ACC_AW'(s_cmd_dst);
-      o_left_q <= s_cmd_rows;
-      adam_q <= opt && s_cmd_flags[1];
-      dec_q <= s_cmd_flags[2];
-      o_m_q <= OS_AW'(s_cmd_s);
-      o_v_q <= OS_AW'(s_cmd_s + s_cmd_rows);
-      rd_src_q <= ACC_AW'(s_cmd_src);
-      rd_mask_q <= UB_AW'(s_cmd_aux);
-      hz_en_q <= !colsum && (out == OUT_ACC[3:2] || (rg && out == OUT_UB[3:2]));
-      hz_d_q <= 18'(s_cmd_dst) - ((rg && out == OUT_UB[3:2]) ? 18'(s_cmd_aux) : 18'(s_cmd_src));
-    end else if (state_q != S_IDLE || wr_we) begin
-      if (issue) begin
-        beats_left_q <= beats_left_q - 17'd1;
-        rd_src_q <= rd_src_q + ACC_AW'(1);
-        rd_mask_q <= rd_mask_q + UB_AW'(1);
-      end
-      if (wr_we && !is_opt) results_left_q <= results_left_q - 17'd1;
-      if (st_av) begin
-        o_m_q <= o_m_q + OS_AW'(1);
-        o_v_q <= o_v_q + OS_AW'(1);
-      end
-      if (state_q == S_OWP || st_av) begin
-        o_p_q <= o_p_q + ACC_AW'(1);
-        o_s_q <= o_s_q + ACC_AW'(1);
-        o_g_q <= o_g_q + ACC_AW'(1);
-        o_left_q <= o_left_q - 16'd1;
-      end
-    end
-    if (state_q != S_OX) o_k_q <= 3'd0;
-    else o_k_q <= (o_k_q == 3'd1 && !mom) ? 3'd4 : o_k_q + 3'd1;
-    if (!st_ak) ak_q <= '0;
-    else ak_q <= ak_q + 4'd1;
-    if (state_q != S_IDLE) begin  // the aux states only
-      if (state_q == S_AUX1 && need_q[0]) aux0_q <= acc_rdata;
-      if (state_q == S_AUX2 && need_q[1]) mult_q <= acc_rdata;
-      if (state_q == S_AUX3 && need_q[2]) shift_q <= acc_rdata;
     end
   end
 `endif
