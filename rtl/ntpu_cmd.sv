@@ -504,12 +504,12 @@ module ntpu_cmd
   assign rd_re = (state_q == S_RD_ISSUE) ||
                  (W > 1 && state_q == S_RD_SEND && m_body_ready && rd_last && rows_left_q != 16'd0);
   assign mem_re = rd_re && !mem_pm;
-`ifndef VERILATOR
+  // (vsim: cnt_sel and cnt_clear below have Verilator forms at the end of the module.)
   // COUNTERS: counter 0 in S_CNT, counter k+1 as the last byte of counter k leaves (read whole).
   assign cnt_load = (state_q == S_CNT) ||
                     (state_q == S_BLOCK && op == OP_COUNTERS && !run_rep && m_body_ready &&
                      cnt_end && left_q != 8'(blk_n));
-  assign cnt_load_idx = (state_q == S_CNT) ? 4'd0 : cnt_idx_q + 4'd1;
+  assign cnt_load_idx = (state_q == S_CNT) ? 4'd0 : cnt_idx_q + 4'd1;  `ifndef VERILATOR
   always @* begin
     cnt_sel = '0;
     for (int k = 0; k < CNT_COUNT; k++) begin
@@ -906,13 +906,8 @@ module ntpu_cmd
 `ifdef VERILATOR
   // ---------------------------------------------------------------- simulation-only forms
   // vsim speed: the same logic, written so that Verilator skips it on the cycles nobody reads it.
-  // COUNTERS: counter 0 in S_CNT, counter k+1 as the last byte of counter k leaves (read whole).
   // cnt_sel is read only with cnt_load; cnt_clear as one shift rather than a bit per counter (an
   // index past the last counter clears none, as the per-bit compares do).
-  assign cnt_load = (state_q == S_CNT) ||
-                    (state_q == S_BLOCK && op == OP_COUNTERS && !run_rep && m_body_ready &&
-                     cnt_end && left_q != 8'(blk_n));
-  assign cnt_load_idx = (state_q == S_CNT) ? 4'd0 : cnt_idx_q + 4'd1;
   always @* begin
     cnt_sel = '0;
     if (cnt_load) begin
