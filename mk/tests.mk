@@ -24,9 +24,20 @@ $(TEST_BUILD)/rtl/%/tb.vvp: tests/rtl/%/sources.f $(RTL_SRCS) $(wildcard tests/r
 	@mkdir -p $(dir $@)
 	$(IVERILOG) -g2012 -Wall -Wno-timescale -o $@ -f $<
 
+# The same benches built by Verilator, for the blocks whose Verilator-only forms compute differently
+# from the synthesised logic (the fp units' normal cases: docs/decisions/0019-vsim-fp-add.md): vsim
+# runs those forms, so they are checked vector for vector like the logic the boards get.
+VERILATOR_BENCHES := ntpu_fp32_add ntpu_pe
+$(TEST_BUILD)/rtl-verilator/%/Vtb: tests/rtl/%/sources.f $(RTL_SRCS) $(wildcard tests/rtl/*/*)
+	@rm -rf $(dir $@) && mkdir -p $(dir $@)
+	$(VERILATOR) --binary --timing -O3 -Wno-fatal -Wno-lint -Wno-style -Wno-TIMESCALEMOD --top-module tb \
+	  -Mdir $(dir $@)obj -o ../Vtb -f $< > $(dir $@)build.log 2>&1 || { tail -20 $(dir $@)build.log; exit 1; }
+
 .PHONY: test
 TEST_PARTS := $(TEST_BUILD)/host_tests $(RTL_BENCHES:%=$(TEST_BUILD)/rtl/%/tb.vvp) \
+              $(VERILATOR_BENCHES:%=$(TEST_BUILD)/rtl-verilator/%/Vtb) \
               $(COSIM_SRCS:tests/cosim/%.c=$(TEST_BUILD)/cosim/%)
 test: deps all $(TEST_PARTS) ## run every test (installs what is missing first)
 	@BUILD=$(BUILD) CC="$(CC)" CPPFLAGS="$(CPPFLAGS)" RTL_BENCHES="$(RTL_BENCHES)" \
+	  VERILATOR_BENCHES="$(VERILATOR_BENCHES)" \
 	  bash tests/run.sh

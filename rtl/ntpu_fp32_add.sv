@@ -61,7 +61,7 @@ module ntpu_fp32_add (
     m_rnd  = 25'd0;
     e      = 10'd0;
     s      = 32'd0;
-    if (en) begin
+    if (en) begin  `ifdef VERILATOR if (fast_ok) s = fast_s; else begin `endif
       x_zero = x[30:23] == 8'h00;
       y_zero = y[30:23] == 8'h00;
       x_inf  = x[30:23] == 8'hFF && x[22:0] == 23'd0;
@@ -82,30 +82,30 @@ module ntpu_fp32_add (
       end else begin
         sum = {1'b0, m_hi} + {1'b0, m_lo};
       end
-`ifndef VERILATOR
-      // Normalise by halving steps (simulation: the same steps without branches, further down).
+      // Normalise by halving steps.
+
       v = {sum, 4'h0};
       if (v[31:16] == 16'd0) begin v = v << 16; lz = lz + 5'd16; end
       if (v[31:24] == 8'd0)  begin v = v << 8;  lz = lz + 5'd8;  end
       if (v[31:28] == 4'd0)  begin v = v << 4;  lz = lz + 5'd4;  end
       if (v[31:30] == 2'd0)  begin v = v << 2;  lz = lz + 5'd2;  end
       if (!v[31])            begin v = v << 1;  lz = lz + 5'd1;  end
-`endif
+
       // v[31:8] is the significand, v[7] the round bit, v[6:0] sticky.
       m_rnd = {1'b0, v[31:8]} + {24'd0, v[7] && (v[6:0] != 7'd0 || v[8])};
       // sum's leading one at bit 27 (lz = 0) is one binade above hi's hidden bit at 26.
       e = {2'b00, hi[30:23]} + 10'd1 - {5'd0, lz} + {9'd0, m_rnd[24]};
-`ifdef VERILATOR
-      sum = {1'b0, m_hi} + ({1'b0, m_lo} ^ {28{hi[31] ^ lo[31]}}) + {27'd0, hi[31] ^ lo[31]};
-      // Leading zeros by the exponent of sum as a double (exact: 0 < sum < 2^28; for sum = 0 lz is
-      // unused): the host's int-to-double conversion is a bit scan without branches.
-      lz = 5'(11'd1050 - 11'($realtobits($itor({4'd0, sum})) >> 52));
-      v = {sum, 4'h0} << lz;
-      m_rnd = {1'b0, v[31:8]} + {24'd0, v[7] && (v[6:0] != 7'd0 || v[8])};
-      e = {2'b00, hi[30:23]} + 10'd1 - {5'd0, lz} + {9'd0, m_rnd[24]};
-      if (8'(x[30:23] - 8'd1) < 8'd254 && 8'(y[30:23] - 8'd1) < 8'd254 && sum != 28'd0 &&
-          10'(e - 10'd1) < 10'd254) s = {hi[31], e[7:0], m_rnd[22:0]}; else
-`endif
+      // vsim (docs/decisions/0019-vsim-fp-add.md): Verilator runs the steps above only when the
+      // double add at the end of this module did not decide s (fast_ok low): for a zero,
+      // subnormal, Inf or NaN operand, or a sum that cancels, overflows or falls below 2^-126.
+      // Every other sum comes from the host's double add, the same value (the comment there says
+      // why); this chain alone is what synthesis reads.
+
+
+
+
+
+
       if (x_nan || y_nan || (x_inf && y_inf && x[31] != y[31])) begin
         s = 32'h7FC0_0000;
       end else if (x_inf) begin
@@ -130,18 +130,38 @@ module ntpu_fp32_add (
         // A rounding carry-out leaves m_rnd = 2^24, whose fraction bits are zero either way.
         s = {hi[31], e[7:0], m_rnd[22:0]};
       end
+    end  `ifdef VERILATOR end `endif
+  end
+  // Simulation only, below every synthesised line so that each keeps its number (Yosys names cells
+  // by line, and the ECP5 mapping follows the names: the same logic with its lines moved maps to
+  // 817 LUT4 rather than 994); the two guards above are inline for the same reason.
+`ifdef VERILATOR
+  // The sum by the host's double add, when x and y are normal and their sum rounds to a normal fp32
+  // value (fast_ok); the chain gives the same s then. Exact: the double add gives x + y rounded to 53
+  // bits, and rounding that to 24 (to nearest, ties to even: add 2^28 - 1 and the lowest kept bit,
+  // drop 29 bits, a carry moving into the exponent) gives x + y rounded once to 24 bits, because
+  // 53 >= 2 * 24 + 2 (Figueroa, 1995). An always block of its own, not a function: Verilator keeps a
+  // function's arguments and locals in the model, a store and a load each.
+  logic [63:0] fast_r;  // the double sum's bits
+  logic [33:0] fast_m;  // its magnitude rounded to 24 bits: double exponent, 23 fraction bits
+  logic        fast_ok;
+  logic [31:0] fast_s;
+  always @* begin
+    fast_r  = 64'd0;
+    fast_m  = 34'd0;
+    fast_ok = 1'b0;
+    fast_s  = 32'd0;
+    if (en) begin
+      // A normal fp32 value's bits as the same double: the exponent rebased from 127 to 1023.
+      fast_r  = $realtobits($bitstoreal((64'({x[31], 3'b000, x[30:0]}) << 29) + 64'h3800_0000_0000_0000) +
+                            $bitstoreal((64'({y[31], 3'b000, y[30:0]}) << 29) + 64'h3800_0000_0000_0000));
+      fast_m  = 34'(({1'b0, fast_r[62:0]} + 64'h0FFF_FFFF + {63'd0, fast_r[29]}) >> 29);
+      fast_ok = 8'(x[30:23] - 8'd1) < 8'd254 && 8'(y[30:23] - 8'd1) < 8'd254 &&
+                11'(fast_m[33:23] - 11'd897) < 11'd254;
+      fast_s  = {fast_r[63], 31'(fast_m - 34'h1_C000_0000)};
     end
   end
-  // The `ifdef VERILATOR blocks above, simulation only (docs/decisions/0017-vsim-speed.md):
-  // - Normalisation without data-dependent branches: the leading zeros vary from one MAC to the
-  //   next, and mispredicted branches cost vsim's bf16 more than the work. lz comes from a bit
-  //   scan (sum's exponent as a double), then one shift; m_rnd and e are computed again from it.
-  // - The usual case, two normal operands with a normal, nonzero sum, decided first by range
-  //   compares, so that Verilator skips the special cases (with ntpu_bf16_mul's, a fifth of vsim's
-  //   bf16 time). It gives the value the chain gives; synthesis sees the chain alone.
-  // - Written on lines that were blank or comments, so that every line synthesis reads keeps its
-  //   number: Yosys names cells by line, and the ECP5 mapping follows the names (the same logic
-  //   with its lines moved maps to 817 LUT4 rather than 994).
+`endif
 endmodule
 
 `default_nettype wire

@@ -39,6 +39,18 @@ for t in ${RTL_BENCHES:-}; do
   fi
 done
 
+echo "== RTL benches built by Verilator (the simulation-only forms vsim runs)"
+for t in ${VERILATOR_BENCHES:-}; do
+  dir="$B/tests/rtl/$t"  # the vectors the Icarus run above generated
+  log="$B/tests/rtl-verilator/$t/run.log"
+  (cd "$dir" && timeout 900 "$B/tests/rtl-verilator/$t/Vtb" +dir="$PWD") > "$log" 2>&1; rc=$?
+  if [ "$rc" = 0 ] && grep -q '^PASS' "$log" && ! grep -q -E '^(FAIL|ERROR)' "$log"; then
+    echo "ok   $t (Verilator): $(grep '^PASS' "$log" | head -1)"; record "$t (Verilator)" 0
+  else
+    echo "FAIL $t (Verilator, exit $rc):"; tail -5 "$log" | sed 's/^/     /'; record "$t (Verilator)" 1
+  fi
+done
+
 echo "== Differential and end-to-end tests (ref vs vsim)"
 while read -r t args; do
   case "$t" in ''|'#'*) continue ;; esac
