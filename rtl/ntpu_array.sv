@@ -120,8 +120,8 @@ module ntpu_array #(
   // Activations: lane i (with the row's buffer and dtype bits) waits i*PE_STAGES+1 cycles before
   // PE(i,0). The first register also keeps the PEs off the module inputs, so no PE logic is
   // combinational from outside.
-  for (genvar i = 0; i < N; i++) begin : g_skew_a
-    localparam int DEPTH = i * PE_S;
+  for (genvar i = 0; i < N; i++) begin : g_skew_a  /* verilator lint_off UNUSEDPARAM */
+    localparam int DEPTH = i * PE_S;  `ifndef VERILATOR
     logic [17:0] sr_q [0:DEPTH];  // {buf, bf16, lane}
 `ifndef VERILATOR
     always_ff @(posedge clk) begin
@@ -133,13 +133,13 @@ module ntpu_array #(
       end
     end
 `endif
-    assign {buf_h[i][0], bf16_h[i][0], a_h[i][0]} = sr_q[DEPTH];
+    assign {buf_h[i][0], bf16_h[i][0], a_h[i][0]} = sr_q[DEPTH];  `endif  /* verilator lint_on UNUSEDPARAM */
   end
 
   // Chain start values: column n waits n+1 cycles (one more with pipelined PEs), to meet its row
   // at PE(0,n).
-  for (genvar n = 0; n < N; n++) begin : g_skew_acc
-    localparam int DEPTH = n + PRE;
+  for (genvar n = 0; n < N; n++) begin : g_skew_acc  /* verilator lint_off UNUSEDPARAM */
+    localparam int DEPTH = n + PRE;  `ifndef VERILATOR
     logic [31:0] sr_q [0:DEPTH];
 `ifndef VERILATOR
     always_ff @(posedge clk) begin
@@ -151,7 +151,7 @@ module ntpu_array #(
       end
     end
 `endif
-    assign ps_v[0][n] = sr_q[DEPTH];
+    assign ps_v[0][n] = sr_q[DEPTH];  `endif  /* verilator lint_on UNUSEDPARAM */
   end
 
   for (genvar i = 0; i < N; i++) begin : g_row
@@ -206,8 +206,8 @@ module ntpu_array #(
   for (genvar n = 0; n < N; n++) begin : g_deskew
     if (n == N - 1) begin : g_direct
       assign pe_row[32*n +: 32] = ps_v[N][n];
-    end else begin : g_delay
-      localparam int DEPTH = N - 1 - n;
+    end else begin : g_delay  /* verilator lint_off UNUSEDPARAM */
+      localparam int DEPTH = N - 1 - n;  `ifndef VERILATOR
       logic [31:0] sr_q [0:DEPTH-1];
 `ifndef VERILATOR
       always_ff @(posedge clk) begin
@@ -219,7 +219,7 @@ module ntpu_array #(
         end
       end
 `endif
-      assign pe_row[32*n +: 32] = sr_q[DEPTH-1];
+      assign pe_row[32*n +: 32] = sr_q[DEPTH-1];  `endif  /* verilator lint_on UNUSEDPARAM */
     end
   end
 
@@ -262,18 +262,25 @@ module ntpu_array #(
   // than a shift register whose every element Verilator moves through a queued copy each cycle.
   // Exact: the line's last element (the only one read) is loaded with the input taken D busy
   // cycles earlier, as the shift does; the ring is read before it is written and only here, and
-  // starts all zeros like the shift register (which has no reset either).
+  // starts all zeros like the shift register (which has no reset either). The last element is a
+  // plain register (last_q, starting at zero like the array's elements), not the array's element
+  // D: a nonblocking write to an array element goes through Verilator's write queue (a set flag,
+  // a value, a test) every cycle, ~4 instructions a line. The synthesised lines' sr_q and DEPTH are
+  // hidden from Verilator (`ifndef at their line ends; lint_off UNUSEDPARAM for DEPTH, whose
+  // value D repeats here).
   for (genvar i = 0; i < N; i++) begin : g_skew_a_v
     localparam int D = i * PE_S;
+    logic [17:0] last_q = '0;
+    assign {buf_h[i][0], bf16_h[i][0], a_h[i][0]} = last_q;
     if (D == 0) begin : g_reg
-      always_ff @(posedge clk) if (busy) g_skew_a[i].sr_q[D] <= {a_buf, a_bf16, a_row[16*i +: 16]};
+      always_ff @(posedge clk) if (busy) last_q <= {a_buf, a_bf16, a_row[16*i +: 16]};
     end else begin : g_ring
       logic [17:0] ring [2**$clog2(D + 1)];
       logic [$clog2(D + 1)-1:0] p_q = '0;
       initial for (int k = 0; k < 2**$clog2(D + 1); k++) ring[k] = '0;
       always_ff @(posedge clk) begin
         if (busy) begin
-          g_skew_a[i].sr_q[D] <= ring[p_q];
+          last_q <= ring[p_q];
           /* verilator lint_off BLKSEQ */
           ring[p_q] = {a_buf, a_bf16, a_row[16*i +: 16]};
           /* verilator lint_on BLKSEQ */
@@ -284,15 +291,17 @@ module ntpu_array #(
   end
   for (genvar n = 0; n < N; n++) begin : g_skew_acc_v
     localparam int D = n + PRE;
+    logic [31:0] last_q = '0;
+    assign ps_v[0][n] = last_q;
     if (D == 0) begin : g_reg
-      always_ff @(posedge clk) if (busy) g_skew_acc[n].sr_q[D] <= a_acc[32*n +: 32];
+      always_ff @(posedge clk) if (busy) last_q <= a_acc[32*n +: 32];
     end else begin : g_ring
       logic [31:0] ring [2**$clog2(D + 1)];
       logic [$clog2(D + 1)-1:0] p_q = '0;
       initial for (int k = 0; k < 2**$clog2(D + 1); k++) ring[k] = '0;
       always_ff @(posedge clk) begin
         if (busy) begin
-          g_skew_acc[n].sr_q[D] <= ring[p_q];
+          last_q <= ring[p_q];
           /* verilator lint_off BLKSEQ */
           ring[p_q] = a_acc[32*n +: 32];
           /* verilator lint_on BLKSEQ */
@@ -303,15 +312,17 @@ module ntpu_array #(
   end
   for (genvar n = 0; n < N - 1; n++) begin : g_deskew_v
     localparam int D = N - 2 - n;
+    logic [31:0] last_q = '0;
+    assign pe_row[32*n +: 32] = last_q;
     if (D == 0) begin : g_reg
-      always_ff @(posedge clk) if (busy) g_deskew[n].g_delay.sr_q[D] <= ps_v[N][n];
+      always_ff @(posedge clk) if (busy) last_q <= ps_v[N][n];
     end else begin : g_ring
       logic [31:0] ring [2**$clog2(D + 1)];
       logic [$clog2(D + 1)-1:0] p_q = '0;
       initial for (int k = 0; k < 2**$clog2(D + 1); k++) ring[k] = '0;
       always_ff @(posedge clk) begin
         if (busy) begin
-          g_deskew[n].g_delay.sr_q[D] <= ring[p_q];
+          last_q <= ring[p_q];
           /* verilator lint_off BLKSEQ */
           ring[p_q] = ps_v[N][n];
           /* verilator lint_on BLKSEQ */

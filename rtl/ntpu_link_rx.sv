@@ -100,10 +100,10 @@ module ntpu_link_rx
                : (W > 1 && state_q == S_PAYLOAD) ? ((pay_left < 16'(W)) ? KW'(pay_left) : KW'(W))
                : (W > 1 && state_q == S_CRC) ? ((16'd4 - cnt_q < 16'(W)) ? KW'(16'd4 - cnt_q) : KW'(W))
                : (W >= 3 && state_q == S_SEQ && nheld_q != 2'd2) ? KW'(3) : KW'(1);
-  // Thermometer codes: the count is the number of set bits at the bottom. Word-level operations
-  // (a shift, a population count) rather than a loop over the bits: one step each in Verilator.
-  assign s_rx_ready = ~({W{1'b1}} << rdy_n);  // shifting by W leaves all ones
-  assign vld_n = KW'($countones(s_rx_valid));
+  // Thermometer codes: a shift (by W leaves all ones); the count (set bits) by ntpu_pkg::therm_count.
+`ifdef VERILATOR assign vld_n = KW'(therm_count(64'(s_rx_valid))); `endif
+  assign s_rx_ready = ~({W{1'b1}} << rdy_n);  `ifndef VERILATOR
+  assign vld_n = KW'($countones(s_rx_valid));  `endif
   assign take_n = (vld_n < rdy_n) ? vld_n : rdy_n;
   assign take = (take_n != '0);
   // Bytes taken, read only with `take`: 1 at W = 1.

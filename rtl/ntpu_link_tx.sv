@@ -73,11 +73,11 @@ module ntpu_link_tx
 
   assign out_free = !m_tx_valid_q[0] || m_tx_ready;
   // The thermometer code of load_n, by a shift rather than a loop over the bits (vsim's speed);
-  // shifting by W leaves all ones.
+  // shifting by W leaves all ones. The body's byte count: its set bits (ntpu_pkg::therm_count).
   logic [W-1:0] load_mask;
-  assign load_mask = ~({W{1'b1}} << load_n);
-  // The body transfer's byte count: a thermometer code, so its set bits.
-  assign body_n = KW'($countones(s_body_valid));
+  assign load_mask = ~({W{1'b1}} << load_n);  `ifdef VERILATOR
+  assign body_n = KW'(therm_count(64'(s_body_valid)));  `else
+  assign body_n = KW'($countones(s_body_valid));  `endif
   assign s_hdr_ready = !hdr_full_q;
   // Handshakes between modules are plain assigns: a default-then-override in always_comb would
   // glitch, and two such blocks reading each other's glitches never settle in an event simulator.

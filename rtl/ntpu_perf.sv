@@ -45,16 +45,28 @@ module ntpu_perf
     inc[CNT_TX_BYTES] = W'(tx_bytes);
   end
 
-  for (genvar k = 0; k < CNT_COUNT; k++) begin : g_cnt
+  for (genvar k = 0; k < CNT_COUNT; k++) begin : g_cnt  `ifndef VERILATOR
     always_ff @(posedge clk) begin
       if (rst || clear[k]) begin
         cnt_q[k] <= '0;
       end else begin
         cnt_q[k] <= cnt_q[k] + inc[k];
       end
-    end
+    end  `endif
     assign cnt[k*W +: W] = cnt_q[k];
   end
+
+`ifdef VERILATOR
+  // Simulation only (vsim speed): the counters under one test of "a reset or any clear" (rare),
+  // rather than a test per counter every cycle. Exact: with neither, g_cnt adds inc[k] to every
+  // counter, as the else branch does; otherwise each counter takes g_cnt's own choice.
+  for (genvar k = 0; k < CNT_COUNT; k++) begin : g_cnt_v
+    always_ff @(posedge clk) begin
+      if (rst || clear != '0) cnt_q[k] <= (rst || clear[k]) ? '0 : cnt_q[k] + inc[k];
+      else cnt_q[k] <= cnt_q[k] + inc[k];
+    end
+  end
+`endif
 
 endmodule
 
