@@ -140,17 +140,15 @@ module ntpu_fp32_add (
   // value (fast_ok); the chain gives the same s then. Exact: the double add gives x + y rounded to 53
   // bits, and rounding that to 24 (to nearest, ties to even: add 2^28 - 1 and the lowest kept bit,
   // drop 29 bits, a carry moving into the exponent) gives x + y rounded once to 24 bits, because
-  // 53 >= 2 * 24 + 2 (Figueroa, 1995). An always block of its own, not a function: Verilator keeps a
+  // 53 >= 2 * 24 + 2 (Figueroa, 1995). A block of its own, not a function: Verilator keeps a
   // function's arguments and locals in the model, a store and a load each.
   logic [63:0] fast_r;  // the double sum's bits
   logic [33:0] fast_m;  // its magnitude rounded to 24 bits: double exponent, 23 fraction bits
   logic        fast_ok;
   logic [31:0] fast_s;
-  always @* begin
-    fast_r  = 64'd0;
-    fast_m  = 34'd0;
-    fast_ok = 1'b0;
-    fast_s  = 32'd0;
+  // A latch open while en: its outputs are read only then, and with en low (int8 rows) Verilator
+  // does nothing but the test.
+  always_latch begin
     if (en) begin
       // A normal fp32 value's bits as the same double: the exponent rebased from 127 to 1023.
       fast_r  = $realtobits($bitstoreal((64'({x[31], 3'b000, x[30:0]}) << 29) + 64'h3800_0000_0000_0000) +
