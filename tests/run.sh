@@ -43,7 +43,8 @@ echo "== RTL benches built by Verilator (the simulation-only forms vsim runs)"
 for t in ${VERILATOR_BENCHES:-}; do
   dir="$B/tests/rtl/$t"  # the vectors the Icarus run above generated
   log="$B/tests/rtl-verilator/$t/run.log"
-  (cd "$dir" && timeout 900 "$B/tests/rtl-verilator/$t/Vtb" +dir="$PWD") > "$log" 2>&1; rc=$?
+  vtb="$(cd "$B/tests/rtl-verilator/$t" && pwd)/Vtb"  # B may be relative; the bench runs in $dir
+  (cd "$dir" && timeout 900 "$vtb" +dir="$PWD") > "$log" 2>&1; rc=$?
   if [ "$rc" = 0 ] && grep -q '^PASS' "$log" && ! grep -q -E '^(FAIL|ERROR)' "$log"; then
     echo "ok   $t (Verilator): $(grep '^PASS' "$log" | head -1)"; record "$t (Verilator)" 0
   else
