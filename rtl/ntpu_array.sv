@@ -258,78 +258,22 @@ module ntpu_array #(
   end
 
 `ifdef VERILATOR
-  // Simulation only (vsim speed): each skew line as a ring of its inputs and a pointer, rather
-  // than a shift register whose every element Verilator moves through a queued copy each cycle.
-  // Exact: the line's last element (the only one read) is loaded with the input taken D busy
-  // cycles earlier, as the shift does; the ring is read before it is written and only here, and
-  // starts all zeros like the shift register (which has no reset either). The last element is a
-  // plain register (last_q, starting at zero like the array's elements), not the array's element
-  // D: a nonblocking write to an array element goes through Verilator's write queue (a set flag,
-  // a value, a test) every cycle, ~4 instructions a line. The synthesised lines' sr_q and DEPTH are
-  // hidden from Verilator (`ifndef at their line ends; lint_off UNUSEDPARAM for DEPTH, whose
-  // value D repeats here).
+  // Simulation only (vsim speed): each skew line as ntpu_vsim_delay (a ring of its inputs and a
+  // pointer, then a plain register) rather than a shift register whose every element Verilator
+  // moves through a queued copy each cycle. Exact: the line's last element (the only one read) is
+  // the input taken D + 1 busy cycles earlier, as the shift gives; both start all zeros (the shift
+  // register has no reset either). The synthesised lines' sr_q and DEPTH are hidden from Verilator
+  // (`ifndef at their line ends; lint_off UNUSEDPARAM for DEPTH, whose value D repeats here).
   for (genvar i = 0; i < N; i++) begin : g_skew_a_v
-    localparam int D = i * PE_S;
-    logic [17:0] last_q = '0;
-    assign {buf_h[i][0], bf16_h[i][0], a_h[i][0]} = last_q;
-    if (D == 0) begin : g_reg
-      always_ff @(posedge clk) if (busy) last_q <= {a_buf, a_bf16, a_row[16*i +: 16]};
-    end else begin : g_ring
-      logic [17:0] ring [2**$clog2(D + 1)];
-      logic [$clog2(D + 1)-1:0] p_q = '0;
-      initial for (int k = 0; k < 2**$clog2(D + 1); k++) ring[k] = '0;
-      always_ff @(posedge clk) begin
-        if (busy) begin
-          last_q <= ring[p_q];
-          /* verilator lint_off BLKSEQ */
-          ring[p_q] = {a_buf, a_bf16, a_row[16*i +: 16]};
-          /* verilator lint_on BLKSEQ */
-          p_q <= (p_q == ($clog2(D + 1))'(D - 1)) ? '0 : p_q + 1'b1;
-        end
-      end
-    end
+    ntpu_vsim_delay #(.W(18), .D(i * PE_S)) u_line (
+      .clk(clk), .en(busy), .in({a_buf, a_bf16, a_row[16*i +: 16]}),
+      .out({buf_h[i][0], bf16_h[i][0], a_h[i][0]}));
   end
   for (genvar n = 0; n < N; n++) begin : g_skew_acc_v
-    localparam int D = n + PRE;
-    logic [31:0] last_q = '0;
-    assign ps_v[0][n] = last_q;
-    if (D == 0) begin : g_reg
-      always_ff @(posedge clk) if (busy) last_q <= a_acc[32*n +: 32];
-    end else begin : g_ring
-      logic [31:0] ring [2**$clog2(D + 1)];
-      logic [$clog2(D + 1)-1:0] p_q = '0;
-      initial for (int k = 0; k < 2**$clog2(D + 1); k++) ring[k] = '0;
-      always_ff @(posedge clk) begin
-        if (busy) begin
-          last_q <= ring[p_q];
-          /* verilator lint_off BLKSEQ */
-          ring[p_q] = a_acc[32*n +: 32];
-          /* verilator lint_on BLKSEQ */
-          p_q <= (p_q == ($clog2(D + 1))'(D - 1)) ? '0 : p_q + 1'b1;
-        end
-      end
-    end
+    ntpu_vsim_delay #(.W(32), .D(n + PRE)) u_line (.clk(clk), .en(busy), .in(a_acc[32*n +: 32]), .out(ps_v[0][n]));
   end
   for (genvar n = 0; n < N - 1; n++) begin : g_deskew_v
-    localparam int D = N - 2 - n;
-    logic [31:0] last_q = '0;
-    assign pe_row[32*n +: 32] = last_q;
-    if (D == 0) begin : g_reg
-      always_ff @(posedge clk) if (busy) last_q <= ps_v[N][n];
-    end else begin : g_ring
-      logic [31:0] ring [2**$clog2(D + 1)];
-      logic [$clog2(D + 1)-1:0] p_q = '0;
-      initial for (int k = 0; k < 2**$clog2(D + 1); k++) ring[k] = '0;
-      always_ff @(posedge clk) begin
-        if (busy) begin
-          last_q <= ring[p_q];
-          /* verilator lint_off BLKSEQ */
-          ring[p_q] = ps_v[N][n];
-          /* verilator lint_on BLKSEQ */
-          p_q <= (p_q == ($clog2(D + 1))'(D - 1)) ? '0 : p_q + 1'b1;
-        end
-      end
-    end
+    ntpu_vsim_delay #(.W(32), .D(N - 2 - n)) u_line (.clk(clk), .en(busy), .in(ps_v[N][n]), .out(pe_row[32*n +: 32]));
   end
 `endif
 endmodule
