@@ -92,6 +92,7 @@ module tb;
   initial begin
     string dir;
     int fd, fr, w, sq, len, st, k;
+    logic taken;
     logic [7:0] body [0:65535];
     if (!$value$plusargs("dir=%s", dir)) dir = ".";
     fd = $fopen({dir, "/counts.hex"}, "r");
@@ -105,12 +106,16 @@ module tb;
     $fclose(fd);
     fr = $fopen({dir, "/replies.hex"}, "r");
 
+    // The producer changes its inputs at falling edges and reads s_hdr_ready / s_body_ready there:
+    // neither depends on this side's inputs, so the value read holds through the next rising edge,
+    // which is the edge that takes the transfer. Sampling after a rising edge instead would race
+    // the design's registers (Verilator's --timing resumes such waits after they have updated).
     s_hdr_valid = 1'b0;
     s_body_valid = '0;
     m_tx_ready = 1'b1;
-    repeat (3) @(posedge clk);
-    rst <= 1'b0;
-    @(posedge clk);
+    repeat (3) @(negedge clk);
+    rst = 1'b0;
+    @(negedge clk);
     for (int r = 0; r < nrep; r++) begin
       if ($fscanf(fr, "%h %h %h", sq, len, st) != 3) $fatal(1, "FAIL ntpu_link_tx: replies.hex");
       // Phases: full speed, host stalls, source gaps, both.
@@ -118,40 +123,40 @@ module tb;
         ready_pct = ((r / 50) % 2 == 0) ? 100 : 40;
         src_gap_pct = ((r / 100) % 2 == 0) ? 0 : 40;
       end
-      while (($urandom % 100) < src_gap_pct) @(posedge clk);
-      s_hdr_valid <= 1'b1;
-      s_hdr_seq <= 8'(sq);
-      s_hdr_len <= 16'(len);
-      s_hdr_status <= 8'(st);
-      do @(posedge clk); while (!s_hdr_ready);
-      s_hdr_valid <= 1'b0;
-      s_hdr_seq <= $urandom;
+      while (($urandom % 100) < src_gap_pct) @(negedge clk);
+      s_hdr_valid = 1'b1;
+      s_hdr_seq = 8'(sq);
+      s_hdr_len = 16'(len);
+      s_hdr_status = 8'(st);
+      do begin taken = s_hdr_ready; @(negedge clk); end while (!taken);
+      s_hdr_valid = 1'b0;
+      s_hdr_seq = $urandom;
       for (int i = 1; i < len; i++) begin
         if ($fscanf(fr, "%h", w) != 1) $fatal(1, "FAIL ntpu_link_tx: replies.hex");
         body[i] = w[7:0];
       end
       for (int i = 1; i < len; i += k) begin
         while (($urandom % 100) < src_gap_pct) begin
-          s_body_valid <= '0;
-          @(posedge clk);
+          s_body_valid = '0;
+          @(negedge clk);
         end
         k = 1 + $urandom % W;
         if (k > len - i) k = len - i;
         for (int j = 0; j < W; j++) begin
-          s_body_valid[j] <= (j < k);
-          s_body_data[8*j +: 8] <= (j < k) ? body[i + j] : 8'($urandom);
+          s_body_valid[j] = (j < k);
+          s_body_data[8*j +: 8] = (j < k) ? body[i + j] : 8'($urandom);
         end
-        do @(posedge clk); while (!s_body_ready);
+        do begin taken = s_body_ready; @(negedge clk); end while (!taken);
       end
-      s_body_valid <= '0;
+      s_body_valid = '0;
     end
     // A stray body byte must not be taken once every reply is complete.
-    s_body_valid <= '1;
-    s_body_data <= '1;
+    s_body_valid = '1;
+    s_body_data = '1;
     ready_pct = 100;
     for (int c = 0; c < 3 * nout / nrep + 200 && got != nout; c++) begin
-      @(posedge clk);
       if (s_body_ready) fail("s_body_ready outside a body");
+      @(negedge clk);
     end
     repeat (20) @(posedge clk);
     if (got != nout) fail($sformatf("%0d of %0d bytes came out", got, nout));
