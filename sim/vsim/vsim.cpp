@@ -15,15 +15,11 @@
 #include "link_words.h"
 #include "vsim_util.h"
 
-#include <cerrno>
-#include <cstdarg>
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
 #include <string>
 #include <type_traits>
-#include <vector>
 
 // Verilator 5.006's own headers have unused parameters; the Makefile passes
 // them with -I, not -isystem, so -Werror would reject them here.
@@ -67,10 +63,8 @@ struct ntpu_vsim {
     std::unique_ptr<Vntpu_core_trace> top_tr;  // null unless trace=FILE
     std::unique_ptr<VerilatedFstC> fst;        // null unless trace=FILE
 
-    std::vector<uint8_t> in; // bytes for s_rx, [in_head, end) not yet accepted
-    size_t in_head = 0;
-    std::vector<uint8_t> out; // bytes from m_tx not yet read, [out_head, end)
-    size_t out_head = 0;
+    ntpu_vsim_util::byte_queue in;  // bytes for s_rx not yet accepted
+    ntpu_vsim_util::byte_queue out; // bytes from m_tx not yet read
     uint64_t cycles = 0;
 
     void dump()
@@ -88,11 +82,11 @@ struct ntpu_vsim {
 
     template <class Model> unsigned step_on(Model *t, uint8_t *tx, unsigned *rx)
     {
-        const size_t have = in.size() - in_head;
+        const size_t have = in.size();
         const unsigned k = have < kLinkBytes ? static_cast<unsigned>(have) : kLinkBytes;
         t->s_rx_valid = static_cast<decltype(+t->s_rx_valid)>(thermo(k));
         if (k)
-            put_bytes(t->s_rx_data, in.data() + in_head, k);
+            put_bytes(t->s_rx_data, in.data(), k);
         // The traced model shows both phases; the other one takes the edge in one eval
         // (clock_edge.h): the outputs sampled here depend on the core's registers only.
         constexpr bool traced = !std::is_same_v<Model, Vntpu_core>;
@@ -114,7 +108,7 @@ struct ntpu_vsim {
             ntpu_clock_edge::rising_edge(t);
         }
         cycles++;
-        in_head += taken;
+        in.drop(taken);
         *rx = taken;
         return ntx;
     }
@@ -137,17 +131,6 @@ struct ntpu_vsim {
             cycles++;
         }
         t->rst = 0;
-    }
-
-    void compact_in()
-    {
-        if (in_head == in.size()) {
-            in.clear();
-            in_head = 0;
-        } else if (in_head > 4096 && in_head > in.size() / 2) {
-            in.erase(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(in_head));
-            in_head = 0;
-        }
     }
 };
 
@@ -191,8 +174,8 @@ extern "C" ntpu_vsim *ntpu_vsim_new(const char *opts, char *err, size_t errlen)
             s->top_tr->trace(s->fst.get(), 99);
             s->fst->open(trace_path.c_str());
         }
-        s->in.reserve(1 << 16);
-        s->out.reserve(1 << 16);
+        s->in.buf.reserve(1 << 16);
+        s->out.buf.reserve(1 << 16);
     } catch (const std::bad_alloc &) {
         delete s;
         set_err(err, errlen, "vsim: out of memory");
@@ -223,8 +206,8 @@ extern "C" void ntpu_vsim_write(ntpu_vsim *s, const uint8_t *buf, size_t n)
 {
     if (!s || !buf || n == 0)
         return;
-    s->compact_in();
-    s->in.insert(s->in.end(), buf, buf + n);
+    s->in.compact();
+    s->in.push(buf, n);
 }
 
 extern "C" size_t ntpu_vsim_read(ntpu_vsim *s, uint8_t *buf, size_t n, uint64_t idle_limit)
@@ -232,16 +215,8 @@ extern "C" size_t ntpu_vsim_read(ntpu_vsim *s, uint8_t *buf, size_t n, uint64_t 
     if (!s || !buf)
         return 0;
     // Bytes collected by drain() come first.
-    size_t got = s->out.size() - s->out_head;
-    if (got > n)
-        got = n;
-    if (got)
-        std::memcpy(buf, s->out.data() + s->out_head, got);
-    s->out_head += got;
-    if (s->out_head == s->out.size()) {
-        s->out.clear();
-        s->out_head = 0;
-    }
+    size_t got = s->out.take(buf, n);
+    s->out.compact();
     uint64_t idle = 0;
     while (got < n && idle < idle_limit) {
         uint8_t tx[kLinkBytes];
@@ -249,10 +224,10 @@ extern "C" size_t ntpu_vsim_read(ntpu_vsim *s, uint8_t *buf, size_t n, uint64_t 
         unsigned use = ntx < n - got ? ntx : static_cast<unsigned>(n - got);
         std::memcpy(buf + got, tx, use);
         got += use;
-        s->out.insert(s->out.end(), tx + use, tx + ntx); // past n: kept for the next read
+        s->out.push(tx + use, ntx - use); // past n: kept for the next read
         idle = (rx || ntx) ? 0 : idle + 1;
     }
-    s->compact_in();
+    s->in.compact();
     return got;
 }
 
@@ -263,15 +238,15 @@ extern "C" void ntpu_vsim_drain(ntpu_vsim *s, uint64_t idle_limit)
     const uint64_t stuck = idle_limit ? idle_limit : kStuckCycles;
     uint64_t idle = 0;
     for (;;) {
-        bool pending = s->in_head < s->in.size();
+        bool pending = !s->in.empty();
         if (pending ? idle >= stuck : idle >= idle_limit)
             break;
         uint8_t tx[kLinkBytes];
         unsigned rx, ntx = s->step(tx, &rx);
-        s->out.insert(s->out.end(), tx, tx + ntx);
+        s->out.push(tx, ntx);
         idle = (rx || ntx) ? 0 : idle + 1;
     }
-    s->compact_in();
+    s->in.compact();
 }
 
 extern "C" uint64_t ntpu_vsim_cycles(const ntpu_vsim *s) { return s ? s->cycles : 0; }

@@ -14,14 +14,10 @@
 #include "vsim_util.h"
 
 #include <cerrno>
-#include <cstdarg>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
-#include <vector>
 
 #include "ntpu_board_params.h"
 
@@ -69,9 +65,7 @@ struct ntpu_vsim_board {
     double ber = 0, drop = 0;
     uint64_t rng = 1;
 
-    // Host -> board: bytes not yet on the wire, [in_head, end).
-    std::vector<uint8_t> in;
-    size_t in_head = 0;
+    ntpu_vsim_util::byte_queue in; // host -> board: bytes not yet on the wire
     // The transmitter: the frame on the wire, LSB first, and where in it.
     bool tx_busy = false;
     unsigned tx_frame = 0, tx_bit = 0, tx_left = 0;
@@ -85,8 +79,7 @@ struct ntpu_vsim_board {
     // The receiver: hunting for a start bit, or sampling bit rx_bit in rx_wait cycles.
     enum { RX_IDLE, RX_BITS, RX_BREAK } rx_state = RX_IDLE;
     unsigned rx_bit = 0, rx_wait = 0, rx_shift = 0;
-    std::vector<uint8_t> out; // received and not yet read, [out_head, end)
-    size_t out_head = 0;
+    ntpu_vsim_util::byte_queue out; // board -> host: received and not yet read
     bool red_q = false; // the red LED was lit last cycle (after power-up)
 
     ntpu_vsim_board_stats st{};
@@ -130,13 +123,13 @@ struct ntpu_vsim_board {
     bool tx_level()
     {
         if (!tx_busy) {
-            while (in_head < in.size() && chance(drop)) {
-                in_head++;
+            while (!in.empty() && chance(drop)) {
+                in.drop(1);
                 st.dropped_bytes++;
             }
-            if (in_head == in.size())
+            if (in.empty())
                 return true; // idle high
-            tx_frame = (1u << 9) | (unsigned)in[in_head++] << 1; // stop, data, start
+            tx_frame = (1u << 9) | (unsigned)in.pop() << 1; // stop, data, start
             tx_busy = true;
             tx_bit = 0;
             tx_left = kClksPerBit;
@@ -225,7 +218,7 @@ struct ntpu_vsim_board {
             if (chance(drop)) {
                 st.dropped_bytes++;
             } else {
-                out.push_back(static_cast<uint8_t>(rx_shift));
+                out.push(static_cast<uint8_t>(rx_shift));
                 st.rx_bytes++;
             }
         }
@@ -244,21 +237,6 @@ struct ntpu_vsim_board {
         bool moved = rx_cycle(wire_level(top->uart_tx != 0));
         moved |= tx_advance();
         return moved;
-    }
-
-    void compact()
-    {
-        if (in_head == in.size()) {
-            in.clear();
-            in_head = 0;
-        } else if (in_head > 4096 && in_head > in.size() / 2) {
-            in.erase(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(in_head));
-            in_head = 0;
-        }
-        if (out_head == out.size()) {
-            out.clear();
-            out_head = 0;
-        }
     }
 };
 
@@ -336,8 +314,8 @@ extern "C" ntpu_vsim_board *ntpu_vsim_board_new(const char *opts, char *err, siz
             b->top->trace(b->fst.get(), 99);
             b->fst->open(trace_path.c_str());
         }
-        b->in.reserve(1 << 12);
-        b->out.reserve(1 << 16);
+        b->in.buf.reserve(1 << 12);
+        b->out.buf.reserve(1 << 16);
     } catch (const std::bad_alloc &) {
         delete b;
         set_err(err, errlen, "vsim: out of memory");
@@ -380,8 +358,8 @@ extern "C" void ntpu_vsim_board_write(ntpu_vsim_board *b, const uint8_t *buf, si
 {
     if (!b || !buf || n == 0)
         return;
-    b->compact();
-    b->in.insert(b->in.end(), buf, buf + n);
+    b->in.compact();
+    b->in.push(buf, n);
 }
 
 extern "C" size_t ntpu_vsim_board_read(ntpu_vsim_board *b, uint8_t *buf, size_t n, uint64_t idle_limit)
@@ -391,18 +369,13 @@ extern "C" size_t ntpu_vsim_board_read(ntpu_vsim_board *b, uint8_t *buf, size_t 
     size_t got = 0;
     uint64_t idle = 0;
     for (;;) {
-        size_t have = b->out.size() - b->out_head;
-        size_t take = have < n - got ? have : n - got;
-        if (take) {
-            std::memcpy(buf + got, b->out.data() + b->out_head, take);
-            b->out_head += take;
-            got += take;
-        }
+        got += b->out.take(buf + got, n - got);
         if (got == n || idle >= idle_limit)
             break;
         idle = b->step() ? 0 : idle + 1;
     }
-    b->compact();
+    b->in.compact();
+    b->out.compact();
     return got;
 }
 

@@ -1,14 +1,17 @@
 // What the two Verilator harnesses (vsim.cpp: the core, vsim_board.cpp: a board top) share:
-// one-line error messages and the early check of a trace file.
+// one-line error messages, the early check of a trace file, and the byte queues on each side of
+// the link.
 #ifndef NTPU_VSIM_UTIL_H
 #define NTPU_VSIM_UTIL_H
 
 #include <cerrno>
 #include <cstdarg>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace ntpu_vsim_util {
 
@@ -37,6 +40,40 @@ inline bool trace_writable(const std::string &path, char *err, size_t errlen)
     std::fclose(f);
     return true;
 }
+
+// Bytes waiting for their reader, oldest first: [head, end) of a vector. Appending never moves
+// what is queued; compact() gives the space back once enough has been taken.
+struct byte_queue {
+    std::vector<uint8_t> buf;
+    size_t head = 0;
+
+    size_t size() const { return buf.size() - head; }
+    bool empty() const { return head == buf.size(); }
+    const uint8_t *data() const { return buf.data() + head; }
+    void push(const uint8_t *p, size_t n) { buf.insert(buf.end(), p, p + n); }
+    void push(uint8_t b) { buf.push_back(b); }
+    uint8_t pop() { return buf[head++]; }  // not empty()
+    void drop(size_t n) { head += n; }     // n <= size()
+    // Moves up to n bytes to dst; returns how many.
+    size_t take(uint8_t *dst, size_t n)
+    {
+        size_t k = size() < n ? size() : n;
+        if (k)
+            std::memcpy(dst, data(), k);
+        head += k;
+        return k;
+    }
+    void compact()
+    {
+        if (head == buf.size()) {
+            buf.clear();
+            head = 0;
+        } else if (head > 4096 && head > buf.size() / 2) {
+            buf.erase(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(head));
+            head = 0;
+        }
+    }
+};
 
 } // namespace ntpu_vsim_util
 
