@@ -189,16 +189,16 @@ module ntpu_seq #(
 
   // ---------------------------------------------------------------- loader
   // The streamer's own segment is left out: a row of it using ld_buf_q waits for this very tile.
-`ifndef VERILATOR
+  // vsim evaluates the loop only while ld_busy_q, the only time ld_guard is read (ld_issue).
   always_comb begin
-    ld_guard = 1'b0;
+    ld_guard = 1'b0;  `ifdef VERILATOR if (ld_busy_q) `endif
     for (int i = 0; i < SEG_DEPTH; i++) begin
       if (seg_vld_q[i] && seg_buf_q[i] == ld_buf_q && !(mm_busy_q && SP_W'(i) == seg_own)) begin
         ld_guard = 1'b1;
       end
     end
   end
-`endif
+
   assign ld_issue = ld_busy_q && !ld_guard;
 
   always_ff @(posedge clk) begin
@@ -287,9 +287,9 @@ module ntpu_seq #(
 
   // ---------------------------------------------------------------- hazard check
   assign seg_own = seg_tail_q - SP_W'(1);
-`ifndef VERILATOR
+  // vsim: only while mm_busy_q, the only time mm_hazard is read (mm_issue, stall_hazard).
   always_comb begin
-    mm_hazard = 1'b0;
+    mm_hazard = 1'b0;  `ifdef VERILATOR if (mm_busy_q) `endif
     if (mm_accum_q) begin
       for (int i = 0; i < SEG_DEPTH; i++) begin
         if (seg_vld_q[i] && SP_W'(i) != seg_own &&
@@ -299,7 +299,7 @@ module ntpu_seq #(
       end
     end
   end
-`endif
+
   // ---------------------------------------------------------------- streamer
   // A row issued in the cycle of the tile's last beat enters the array one cycle later, after the
   // beat: so only reads still to issue hold the streamer back. A transposed row is no different:
@@ -442,34 +442,6 @@ module ntpu_seq #(
   // Reserved flag bits and the address bits above a memory's size are zero in a checked command.
   logic unused_cmd_bits;
   assign unused_cmd_bits = ^{s_cmd_flags, s_cmd_addr, s_cmd_acc_addr, s_cmd_stride};
-
-`ifdef VERILATOR
-  // Simulation only (vsim speed): the same loops, skipped while their result is not read.
-  // Exact: ld_guard is read only with ld_busy_q (ld_issue), mm_hazard only with mm_busy_q
-  // (mm_issue, stall_hazard).
-  always_comb begin
-    ld_guard = 1'b0;
-    if (ld_busy_q) begin
-      for (int i = 0; i < SEG_DEPTH; i++) begin
-        if (seg_vld_q[i] && seg_buf_q[i] == ld_buf_q && !(mm_busy_q && SP_W'(i) == seg_own)) begin
-          ld_guard = 1'b1;
-        end
-      end
-    end
-  end
-
-  always_comb begin
-    mm_hazard = 1'b0;
-    if (mm_accum_q && mm_busy_q) begin
-      for (int i = 0; i < SEG_DEPTH; i++) begin
-        if (seg_vld_q[i] && SP_W'(i) != seg_own &&
-            mm_acc_q >= seg_base_q[i] && mm_acc_q < seg_end_q[i]) begin
-          mm_hazard = 1'b1;
-        end
-      end
-    end
-  end
-`endif
 
 endmodule
 
