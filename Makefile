@@ -51,11 +51,13 @@ VPGO_USE := OPT_FAST="-O2 -fprofile-use -fprofile-partial-training -Wno-missing-
 VCXXFLAGS := -fPIC -std=c++17
 VMODEL := $(VOBJ)/Vntpu_core__ALL.a
 # Two models of the core: Vntpu_core without tracing, which lets Verilator keep internal signals in
-# C++ locals (~15 % faster), for every run; Vntpu_core_trace for vsim:trace=FILE only.
-VFLAGS := --cc --top-module ntpu_core --prefix Vntpu_core -GN=$(N) -GLINK_BYTES=$(LINK_BYTES) -GPM_ROWS=$(PM_ROWS) -GMEM_OVERLAP=1 -GOS_ROWS=$(OS_ROWS) -O3 --x-assign fast --x-initial fast \
+# C++ locals (~15 % faster), for every run; Vntpu_core_trace for vsim:trace=FILE only. Both are the
+# core behind sim/vsim/ntpu_vsim_core.sv, which ties m_tx_ready high (the harness takes every byte).
+VSIM_SRCS := $(RTL_SRCS) sim/vsim/ntpu_vsim_core.sv
+VFLAGS := --cc --top-module ntpu_vsim_core --prefix Vntpu_core -GN=$(N) -GLINK_BYTES=$(LINK_BYTES) -GPM_ROWS=$(PM_ROWS) -GMEM_OVERLAP=1 -GOS_ROWS=$(OS_ROWS) -O3 --x-assign fast --x-initial fast \
           --noassert -Wno-fatal -Mdir $(VOBJ)
 VOBJ_TRACE := $(BUILD)/vobj-trace
-VFLAGS_TRACE := --cc --top-module ntpu_core --prefix Vntpu_core_trace -GN=$(N) -GLINK_BYTES=$(LINK_BYTES) -GPM_ROWS=$(PM_ROWS) -GMEM_OVERLAP=1 -GOS_ROWS=$(OS_ROWS) -O3 --x-assign fast \
+VFLAGS_TRACE := --cc --top-module ntpu_vsim_core --prefix Vntpu_core_trace -GN=$(N) -GLINK_BYTES=$(LINK_BYTES) -GPM_ROWS=$(PM_ROWS) -GMEM_OVERLAP=1 -GOS_ROWS=$(OS_ROWS) -O3 --x-assign fast \
                 --x-initial fast --noassert --trace-fst -Wno-fatal -Mdir $(VOBJ_TRACE)
 
 # The iCEBreaker board top, a second model for vsim:board=icebreaker (sim/vsim/vsim_board.cpp): built
@@ -86,9 +88,9 @@ all: $(CLI) $(LIB_A) $(LIB_SO) $(EXAMPLES) ## build the library, the CLI, the ex
 
 # Verilate when any RTL file changes; the model's own makefile then compiles it at -O2
 # (Verilator's default -Os is ~9x slower here, see ../shared/notes/simulation.md).
-$(VOBJ)/stamp: $(RTL_SRCS) Makefile sim/vsim/vobj.mk tools/vsim_pgo_train.cpp sim/vsim/link_words.h sim/vsim/clock_edge.h $(VPGO_STREAMS)
+$(VOBJ)/stamp: $(VSIM_SRCS) Makefile sim/vsim/vobj.mk tools/vsim_pgo_train.cpp sim/vsim/link_words.h sim/vsim/clock_edge.h $(VPGO_STREAMS)
 	@mkdir -p $(VOBJ)
-	$(VERILATOR) $(VFLAGS) $(RTL_SRCS)
+	$(VERILATOR) $(VFLAGS) $(VSIM_SRCS)
 ifeq ($(VPGO),1)
 	rm -f $(VOBJ)/*.o $(VOBJ)/*.gcda
 	$(MAKE) -s -C $(VOBJ) -f $(CURDIR)/sim/vsim/vobj.mk -j$(JOBS) $(VPGO_GEN) CXXFLAGS="$(VCXXFLAGS)" vsim-objs
@@ -106,9 +108,9 @@ endif
 
 # The traced core brings the FST writer (VRUNTIME=trace) for itself and the board model. Compiled
 # at -O1: it only runs for waveforms, and -O1 builds it in about half the time.
-$(VOBJ_TRACE)/stamp: $(RTL_SRCS) Makefile sim/vsim/vobj.mk
+$(VOBJ_TRACE)/stamp: $(VSIM_SRCS) Makefile sim/vsim/vobj.mk
 	@mkdir -p $(VOBJ_TRACE)
-	$(VERILATOR) $(VFLAGS_TRACE) $(RTL_SRCS)
+	$(VERILATOR) $(VFLAGS_TRACE) $(VSIM_SRCS)
 	$(MAKE) -s -C $(VOBJ_TRACE) -f $(CURDIR)/sim/vsim/vobj.mk -j$(JOBS) VMODEL=Vntpu_core_trace VRUNTIME=trace \
 	        OPT_FAST=-O1 OPT_SLOW=-O1 OPT_GLOBAL=-O2 CXXFLAGS="$(VCXXFLAGS)" vsim-objs
 	@touch $@
@@ -189,11 +191,11 @@ include mk/fpga.mk
 
 # ---------------------------------------------------------------- lint
 .PHONY: lint
-lint: deps-quiet ## verilator -Wall on every RTL file; C and C++ with -Werror
-	@for f in $(RTL_SRCS); do \
+lint: deps-quiet ## verilator -Wall on every RTL file (and vsim's top); C and C++ with -Werror
+	@for f in $(VSIM_SRCS); do \
 	  m=$$(basename $$f .sv); [ "$$m" = ntpu_pkg ] && continue; \
-	  $(VERILATOR) --lint-only -Wall --top-module $$m $(RTL_SRCS) || exit 1; \
-	done; echo "verilator -Wall: $(words $(RTL_SRCS)) files clean"
+	  $(VERILATOR) --lint-only -Wall --top-module $$m $(VSIM_SRCS) || exit 1; \
+	done; echo "verilator -Wall: $(words $(VSIM_SRCS)) files clean"
 	@$(MAKE) -s all
 	@echo "C/C++: built with -Wall -Wextra -Werror"
 

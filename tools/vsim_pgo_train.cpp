@@ -42,7 +42,6 @@ void replay(const std::vector<uint8_t> &in)
 {
     VerilatedContext ctx;
     Vntpu_core t(&ctx);
-    t.m_tx_ready = 1;
     t.rst = 1;
     t.s_rx_valid = 0;
     for (int i = 0; i < 4; i++) {

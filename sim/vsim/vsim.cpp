@@ -97,7 +97,7 @@ struct ntpu_vsim {
         }
         const unsigned ready = thermo_count(t->s_rx_ready);
         const unsigned taken = k < ready ? k : ready;
-        const unsigned ntx = thermo_count(t->m_tx_valid); // m_tx_ready is always 1
+        const unsigned ntx = thermo_count(t->m_tx_valid); // all taken: m_tx_ready is tied high
         if (ntx)
             get_bytes(t->m_tx_data, tx, ntx);
         if constexpr (traced) {
@@ -118,7 +118,6 @@ struct ntpu_vsim {
         t->rst = 1;
         t->s_rx_valid = 0;
         put_bytes(t->s_rx_data, nullptr, 0);
-        t->m_tx_ready = 1;
         for (unsigned i = 0; i < kResetCycles; i++) {
             t->clk = 0;
             t->eval();
