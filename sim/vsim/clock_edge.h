@@ -3,8 +3,8 @@
 // drive the model the same way (docs/decisions/0017-vsim-speed.md).
 //
 // Verilator 5.006 runs the input-combinational region (all logic combinational from rst and
-// s_rx_*; m_tx_ready is tied high in sim/vsim/ntpu_vsim_core.sv) on every eval, so the usual low eval + high eval computes it twice a cycle
-// (~700 instructions at 8x8). The low eval serves two ends: it settles outputs that depend on
+// s_rx_*; m_tx_ready is tied high in sim/vsim/ntpu_vsim_core.sv) on every eval, so the usual low
+// eval + high eval computes it twice a cycle (~150 instructions each at 8x8). The low eval serves two ends: it settles outputs that depend on
 // this cycle's inputs, and it lets the model see clk low, so that the high is an edge. The core
 // has no such outputs (s_rx_ready depends on the receiver's state only, m_tx is driven from
 // registers: rtl/ntpu_core.sv), so the caller samples them before the edge, where they already

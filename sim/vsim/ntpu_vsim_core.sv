@@ -1,18 +1,18 @@
 // The core as vsim drives it: rtl/ntpu_core with a host end of the link that takes every byte the
 // core offers (sim/vsim/vsim.cpp reads them all each cycle). m_tx_ready is tied high here rather
-// than set by the harness, so that Verilator folds the constant: the transmitter's stall logic and
-// what hangs off it (the command processor's reply handshakes, the stall counter) no longer run in
-// the input pass on every evaluation (docs/decisions/0017-vsim-speed.md, round 5). The core itself
-// is the one the boards build.
+// than set by the harness so that Verilator folds the constant, and the transmitter's stall logic
+// and what hangs off it (the command processor's reply handshakes, the stall counter) stay out of
+// the input pass that runs on every evaluation (docs/decisions/0017-vsim-speed.md, round 5). The
+// core itself is the one the boards build.
 `default_nettype none
 
 module ntpu_vsim_core #(
-  // The parameters the Makefile sets (-G); the rest keep ntpu_core's defaults.
-  parameter int N = 8,
-  parameter int LINK_BYTES = 1,
-  parameter int PM_ROWS = 0,
-  parameter int MEM_OVERLAP = 0,
-  parameter int OS_ROWS = 0
+  // The parameters the Makefile sets (-G), with ntpu_core's defaults; its others keep theirs.
+  parameter int N = 8,            // array size, as ntpu_core
+  parameter int LINK_BYTES = 1,   // link bytes per cycle each way
+  parameter int PM_ROWS = 0,      // program memory rows
+  parameter int MEM_OVERLAP = 0,  // WRITE_MEM / READ_MEM beside LOAD_W / MATMUL
+  parameter int OS_ROWS = 0       // optimizer-state rows
 ) (
   input  logic                    clk,
   input  logic                    rst,

@@ -173,8 +173,8 @@ extern "C" ntpu_vsim *ntpu_vsim_new(const char *opts, char *err, size_t errlen)
             s->top_tr->trace(s->fst.get(), 99);
             s->fst->open(trace_path.c_str());
         }
-        s->in.buf.reserve(1 << 16);
-        s->out.buf.reserve(1 << 16);
+        s->in.reserve(1 << 16);
+        s->out.reserve(1 << 16);
     } catch (const std::bad_alloc &) {
         delete s;
         set_err(err, errlen, "vsim: out of memory");

@@ -314,8 +314,8 @@ extern "C" ntpu_vsim_board *ntpu_vsim_board_new(const char *opts, char *err, siz
             b->top->trace(b->fst.get(), 99);
             b->fst->open(trace_path.c_str());
         }
-        b->in.buf.reserve(1 << 12);
-        b->out.buf.reserve(1 << 16);
+        b->in.reserve(1 << 12);
+        b->out.reserve(1 << 16);
     } catch (const std::bad_alloc &) {
         delete b;
         set_err(err, errlen, "vsim: out of memory");

@@ -41,12 +41,13 @@ inline bool trace_writable(const std::string &path, char *err, size_t errlen)
     return true;
 }
 
-// Bytes waiting for their reader, oldest first: [head, end) of a vector. Appending never moves
-// what is queued; compact() gives the space back once enough has been taken.
+// Bytes waiting for their reader, oldest first: [head, end) of a vector. push() may reallocate,
+// so data() is valid only until the next push; compact() reuses the space already taken.
 struct byte_queue {
     std::vector<uint8_t> buf;
     size_t head = 0;
 
+    void reserve(size_t n) { buf.reserve(n); }
     size_t size() const { return buf.size() - head; }
     bool empty() const { return head == buf.size(); }
     const uint8_t *data() const { return buf.data() + head; }
