@@ -31,7 +31,9 @@ static const char bench_help[] =
     "      (MACs / (N^2 x cycles), every cycle from the first command to the last result read),\n"
     "      simulator speed in MAC/s of wall-clock time, and the bytes that crossed the link;\n"
     "  (b) one training step of the 784-256-10 MLP, batch 64, Adam, random data: the same\n"
-    "      figures per step, and ref and vsim must agree bit for bit;\n"
+    "      figures per step, and ref and vsim must agree bit for bit; then the same step with SGD\n"
+    "      and Adam on the device (OPTIM, stored programs), or \"not run\" and why on a device\n"
+    "      without them (the small boards);\n"
     "  (c) simulator speed of each device, from (a) and (b);\n"
     "  (d) with --epoch: one full epoch of `ntpu train -d ref` on Fashion-MNIST beside the same\n"
     "      model in PyTorch on one CPU thread (/usr/bin/python3, python3-torch), as a ratio of\n"
@@ -81,6 +83,7 @@ typedef struct step_row {
     measure m;
     float loss;
     uint64_t digest; /* of the loss and every weight after the step */
+    char skip[160];  /* why the step was not run on this device (no OPTIM, ...); "" when it was */
 } step_row;
 
 /* (c): MACs per wall second of one device, each dtype from repeated 16N matmuls. */
@@ -269,8 +272,11 @@ static int bench_step(ntpu_device *dev, ntpu_optimizer kind, int device, step_ro
     ntpu_status st = ntpu_model_create(dev, mlp_sizes, 3, MLP_BATCH, 0, &opt, &model);
     ntpu_link_stats l0;
     ntpu_step_result r = {0};
-    if (st == NTPU_OK && device && !ntpu_model_device_optimizer(model, NULL)) {
-        fail("bench training step on %s: the device cannot run %s", row->device, ntpu_optimizer_name(kind));
+    const char *why = NULL;
+    if (st == NTPU_OK && device && !ntpu_model_device_optimizer(model, &why)) {
+        /* A device without OPTIM (a small board, ref:novec=1) still gets the rest of the table. */
+        snprintf(row->skip, sizeof row->skip, "%s", why ? why : "the device cannot run the optimizer");
+        rc = 0;
         goto out;
     }
     if (st == NTPU_OK && device)
@@ -475,6 +481,12 @@ static void print_json(const mm_row *mm, int nmm, const step_row *st, const spee
             const step_row *r = &so[k][i];
             printf("%s{\"device\":", i ? "," : "");
             json_str(stdout, r->device);
+            if (r->skip[0]) {
+                printf(",\"skipped\":");
+                json_str(stdout, r->skip);
+                printf("}");
+                continue;
+            }
             printf(",\"programs\":%s,\"cycles\":%" PRIu64 ",\"macs\":%" PRIu64 ",\"array_busy\":%" PRIu64
                    ",\"utilization\":%.6f,\"seconds\":%.6f,\"link_tx_bytes\":%" PRIu64 ",\"link_rx_bytes\":%" PRIu64
                    ",\"link_bytes\":%" PRIu64 ",\"budget_ratio\":%.4f,\"loss\":%.9g}",
@@ -550,6 +562,11 @@ static void print_tables(const mm_row *mm, int nmm, const step_row *st, const sp
         for (int i = 0; i < nst; i++) {
             const step_row *r = &so[k][i];
             snprintf(b[0], sizeof b[0], "%ux%u", r->n, r->n);
+            if (r->skip[0]) {
+                printf("%-*s %-6s %-5s not run: %s\n", w, r->device, b[0], ntpu_optimizer_name(devopt_kinds[k]),
+                       r->skip);
+                continue;
+            }
             printf("%-*s %-6s %-5s %-8s %14s %6.1f%% %10s %10s %12s %7.3fx  %s\n", w, r->device, b[0],
                    ntpu_optimizer_name(devopt_kinds[k]), prog[i] ? "yes" : "no",
                    grouped(r->m.c.cycles, b[1], sizeof b[1]), 100.0 * r->m.util,
@@ -670,11 +687,18 @@ int cmd_bench(common *cm, int argc, char **argv)
     int step_agree = nst < 2 ? -1 : 1;
     for (int i = 1; i < nst; i++)
         step_agree &= st[i].digest == st[0].digest;
-    int so_agree[DEVOPT_KINDS];
+    int so_agree[DEVOPT_KINDS]; /* over the devices that ran the step; -1 when fewer than two did */
     for (size_t k = 0; k < DEVOPT_KINDS; k++) {
-        so_agree[k] = nst < 2 ? -1 : 1;
-        for (int i = 1; i < nst; i++)
-            so_agree[k] &= so[k][i].digest == so[k][0].digest;
+        const step_row *first = NULL;
+        so_agree[k] = -1;
+        for (int i = 0; i < nst; i++) {
+            if (so[k][i].skip[0])
+                continue;
+            if (first)
+                so_agree[k] = (so_agree[k] != 0) && so[k][i].digest == first->digest;
+            else
+                first = &so[k][i];
+        }
     }
     epoch_res ep;
     memset(&ep, 0, sizeof ep);
