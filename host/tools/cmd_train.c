@@ -303,19 +303,38 @@ static const char train_help[] =
     "\n"
     "Trains a multilayer perceptron (ReLU between layers, softmax cross-entropy) on the device: bf16\n"
     "matmuls with fp32 accumulation, fp32 master weights and optimizer on the host (docs/training.md).\n"
-    "Data: an IDX directory (MNIST family, plain or .gz); default " DEFAULT_DATA ".\n"
-    "Defaults: --layers 784,256,10 --epochs 5 --batch 64 --optimizer adam (lr 0.001; sgd and momentum 0.01)\n"
-    "--seed 0; all samples. --schedule step multiplies lr by --gamma (0.1) every --step-size steps\n"
-    "(default: one epoch); cosine decays it to 0 over the run. --save writes a checkpoint (weights,\n"
-    "optimizer state, step, data order) at the end of every epoch, every --save-every steps, and on\n"
-    "Ctrl-C; it is replaced atomically. --resume continues a checkpoint's run exactly where it stopped\n"
-    "(same result, bit for bit, as an uninterrupted run); --epochs counts from the run's start, so\n"
-    "give more to train longer. --device-optimizer keeps the fp32 weights and the momentum in the\n"
-    "device's ACC and runs SGD / momentum there (protocol 1.3, OPTIM), and Adam / AdamW with their\n"
-    "moments in its OS memory (1.4, feature ADAM): the same bits, far fewer link bytes; where the\n"
-    "device, the optimizer or the memories' sizes do not allow it, the host optimizer runs.\n"
-    "On a device with program memory (protocol 1.4, PROGRAM) a step's device work is then stored on\n"
-    "the device once and run by two RUN frames: a step sends little more than its batch.\n";
+    "After every epoch it prints the train loss and accuracy and the test accuracy.\n"
+    "\n"
+    "  -d, --device DEV      ref, vsim (default, or $NTPU_DEVICE), ftdi[:serial=S], ...\n"
+    "  --data DIR            IDX dataset directory (MNIST family, plain or .gz); default\n"
+    "                        " DEFAULT_DATA "\n"
+    "  --layers L            layer sizes, input first and classes last (784,256,10)\n"
+    "  --epochs E            epochs from the run's start (5)\n"
+    "  --batch B             samples a step (64)\n"
+    "  --optimizer O         sgd, momentum, adam or adamw (adam)\n"
+    "  --lr X                learning rate (0.001 for adam and adamw, 0.01 for sgd and momentum)\n"
+    "  --momentum M          for momentum (0.9)\n"
+    "  --weight-decay W      added to the gradient for sgd, momentum and adam; decoupled for adamw\n"
+    "                        (0; adamw 0.01)\n"
+    "  --schedule S          constant (default); step multiplies lr by --gamma (0.1) every\n"
+    "                        --step-size steps (one epoch); cosine decays it to 0 over the run\n"
+    "  --seed S              weight initialisation and data order (0)\n"
+    "  --train-limit N       use the first N training samples (all)\n"
+    "  --test-limit N        evaluate on the first N test samples (all)\n"
+    "  --save FILE           checkpoint (weights, optimizer state, step, data order) at the end of\n"
+    "                        every epoch, every --save-every steps, and on Ctrl-C; replaced atomically\n"
+    "  --save-every STEPS    also checkpoint inside an epoch (needs --save)\n"
+    "  --resume FILE         continue a checkpoint's run exactly where it stopped (same result, bit for\n"
+    "                        bit, as an uninterrupted run); give more --epochs to train longer (a cosine\n"
+    "                        schedule then stretches its rest over the longer run)\n"
+    "  --log FILE.csv        one row an epoch (a resumed run keeps the earlier rows)\n"
+    "  --plot FILE.svg       the loss of every step and each epoch's train loss and test accuracy\n"
+    "  --device-optimizer    keep the fp32 weights and optimizer state on the device: SGD / momentum\n"
+    "                        in its ACC (protocol 1.3, OPTIM), Adam / AdamW with their moments in its\n"
+    "                        OS memory (1.4, feature ADAM). The same bits, far fewer link bytes; with\n"
+    "                        program memory (1.4, PROGRAM) a step is two RUN frames plus its batch.\n"
+    "                        Where the device or its memories do not allow it, the host optimizer runs\n"
+    "  --json                one JSON object on stdout instead of the table\n";
 
 int cmd_train(common *cm, int argc, char **argv)
 {
@@ -451,6 +470,15 @@ int cmd_train(common *cm, int argc, char **argv)
             goto out;
         if (opt_s || lr_s || mom_s || wd_s || sched_s || stepsize_s || gamma_s)
             fprintf(stderr, "ntpu: note: --resume keeps the checkpoint's optimizer settings\n");
+        /* A cosine schedule ends at lr 0 with the run it was made for; more --epochs would train on
+         * at lr 0, so the rest of the schedule is stretched over the longer run. */
+        ntpu_optim_config *ro = v.opt;
+        uint64_t run_steps = epochs * ((train.count + batch - 1) / batch);
+        if (ro->schedule == NTPU_LR_COSINE && ro->total_steps != run_steps) {
+            fprintf(stderr, "ntpu: note: the cosine schedule now ends with epoch %" PRIu64 " (%" PRIu64
+                    " steps; the checkpoint's run had %" PRIu64 ")\n", epochs, run_steps, ro->total_steps);
+            ro->total_steps = run_steps;
+        }
         if (dev_opt && ntpu_model_set_device_optimizer(model, 1) != NTPU_OK) {
             fail("%s", ntpu_last_error(dev));
             goto out;
@@ -645,10 +673,19 @@ static const char eval_help[] =
     "usage: ntpu eval [-d DEV] --model FILE.safetensors [--data DIR] [--test-limit N] [--int8]\n"
     "                 [--calib N] [--batch B] [--json]\n"
     "\n"
-    "Evaluates a checkpoint of ntpu train on the test split of an IDX directory (default " DEFAULT_DATA ").\n"
-    "--int8 also quantizes the model after training (per-channel int8 weights, activation scales\n"
-    "calibrated on the first --calib training samples, default 1000) and runs int8 inference on the\n"
-    "device: int8 matmuls, int32 accumulation, requantization in the vector unit.\n";
+    "Evaluates a checkpoint of ntpu train on the test split of an IDX directory: test accuracy and\n"
+    "loss with bf16 matmuls on the device.\n"
+    "\n"
+    "  -d, --device DEV   ref, vsim (default, or $NTPU_DEVICE), ftdi[:serial=S], ...\n"
+    "  --model FILE       the checkpoint (safetensors, as ntpu train --save writes it)\n"
+    "  --data DIR         IDX dataset directory (default " DEFAULT_DATA ")\n"
+    "  --test-limit N     the first N test samples (all)\n"
+    "  --batch B          samples a device pass (64)\n"
+    "  --int8             also quantize the model (per-channel int8 weights, activation scales\n"
+    "                     calibrated on the first --calib training samples) and run int8 inference:\n"
+    "                     int8 matmuls, int32 accumulation, requantization in the vector unit\n"
+    "  --calib N          calibration samples for --int8 (1000)\n"
+    "  --json             one JSON object on stdout instead of the table\n";
 
 int cmd_eval(common *cm, int argc, char **argv)
 {

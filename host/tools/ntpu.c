@@ -24,7 +24,7 @@ static const char info_help[] =
     "Shows the device's identity and configuration: protocol version, array size,\n"
     "dtypes, features, buffer sizes, largest frame and clock.\n"
     "\n"
-    "  -d, --device DEV  ref[:n=N,ub=R,wb=R,acc=R,os=R,payload=B,novec=1,notra=1], vsim[:trace=FILE],\n"
+    "  -d, --device DEV  ref[:n=N,ub=R,wb=R,acc=R,os=R,pm=R,payload=B,novec=1,notra=1], vsim[:trace=FILE],\n"
     "                    vsim:board=icebreaker[,ber=P,drop=P,seed=N,trace=FILE],\n"
     "                    ftdi[:serial=S,board=icebreaker|ulx3s], usb[:serial=S]\n"
     "                    (default: $NTPU_DEVICE, else vsim)\n"

@@ -28,4 +28,24 @@ else
   echo "FAIL --schedule step default"; failures=$((failures + 1))
 fi
 
+# A cosine run resumed with more --epochs: the rest of the schedule stretches over the longer run
+# (it used to end at lr 0 with the first run, and the added epochs trained nothing).
+cos() { run --optimizer sgd --lr 0.1 --schedule cosine "$@"; }
+cos --epochs 1 --save "$T/c1.st" > /dev/null
+cos --epochs 3 --resume "$T/c1.st" --save "$T/c3.st" > "$T/longer.json"
+note=$("$B/ntpu" train -d ref --layers 784,16,10 --train-limit 640 --test-limit 64 --epochs 3 \
+       --resume "$T/c1.st" --save "$T/c3b.st" 2>&1 > /dev/null | grep -c 'cosine schedule now ends with epoch 3')
+if [ "$note" = 1 ] && python3 - "$T" <<'PY'
+import json, sys
+h = json.load(open(f"{sys.argv[1]}/longer.json"))["history"]
+assert len(h) == 2, h  # epochs 2 and 3 of the resumed run
+# with lr 0 both epochs gave the same loss and accuracy; with the stretched schedule they still learn
+assert h[1]["train_loss"] < h[0]["train_loss"], h
+PY
+then
+  echo "ok   --resume with more --epochs stretches a cosine schedule (and says so)"
+else
+  echo "FAIL cosine resume with more epochs (note lines: $note)"; failures=$((failures + 1))
+fi
+
 [ "$failures" = 0 ] && echo "PASS train_schedule" || { echo "FAIL train_schedule"; exit 1; }
