@@ -808,6 +808,10 @@ ntpu_status ntpu_model_evaluate(ntpu_model *m, const float *x, const uint8_t *la
     if (!m || !x || !labels || count == 0)
         return m ? ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "evaluate: no samples") : NTPU_ERR_INVALID_ARG;
     const size_t classes = m->sizes[m->layers], in = m->sizes[0];
+    for (size_t i = 0; i < count; i++)
+        if (labels[i] >= classes)
+            return ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "evaluate: label %u of sample %zu is not below %zu",
+                             labels[i], i, classes);
     float *logits = malloc(m->max_batch * classes * 2 * sizeof *logits);
     if (!logits)
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "evaluate: out of memory");

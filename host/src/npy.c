@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "ntpu/outfile.h"
 
 static const char npy_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 
@@ -412,39 +413,14 @@ ntpu_status ntpu_npy_write(const char *path, const ntpu_tensor *t, char *err, si
         ntpu_errf(err, errlen, "ntpu_npy_write: shape too large, or data NULL");
         return NTPU_ERR_INVALID_ARG;
     }
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 32);
-    if (!tmp) {
-        ntpu_errf(err, errlen, "%s: out of memory", path);
-        return NTPU_ERR_NO_MEMORY;
-    }
-    /* A fresh name next to the target, so the rename stays on one file system. */
-    int fd = -1;
-    for (unsigned attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        snprintf(tmp, plen + 32, "%s.tmp%ld.%u", path, (long)getpid(), attempt);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
-        if (fd < 0 && errno != EEXIST)
-            break;
-    }
-    if (fd < 0) {
-        ntpu_errf(err, errlen, "%s: cannot create a temporary file: %s", path, strerror(errno));
-        free(tmp);
+    ntpu_outfile o;
+    ntpu_status st = ntpu_outfile_open(&o, path, err, errlen);
+    if (st != NTPU_OK)
+        return st;
+    if (write_npy(o.fd, t)) {
+        ntpu_errf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        ntpu_outfile_abort(&o);
         return NTPU_ERR_FILE;
     }
-    int bad = write_npy(fd, t);
-    int e = errno;
-    if (close(fd) && !bad) {
-        bad = 1;
-        e = errno;
-    }
-    if (!bad && rename(tmp, path)) {
-        bad = 1;
-        e = errno;
-    }
-    if (bad) {
-        unlink(tmp);
-        ntpu_errf(err, errlen, "%s: cannot write: %s", path, strerror(e));
-    }
-    free(tmp);
-    return bad ? NTPU_ERR_FILE : NTPU_OK;
+    return ntpu_outfile_commit(&o, err, errlen);
 }

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ntpu/outfile.h"
 #include "ntpu/safetensors.h"
 
 #define ST_MAX_HEADER (100u << 20) /* the format's own limit on the JSON header */
@@ -99,32 +100,22 @@ ntpu_status ntpu_safetensors_write(const char *path, const ntpu_st_tensor *t, si
     uint8_t prefix[8];
     for (int i = 0; i < 8; i++)
         prefix[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
-    char *tmp = malloc(strlen(path) + 16);
-    if (!tmp) {
+    ntpu_outfile o;
+    if ((st = ntpu_outfile_open(&o, path, err, errlen)) != NTPU_OK) {
         free(json);
-        return fail(err, errlen, NTPU_ERR_NO_MEMORY, "safetensors: out of memory");
+        return st;
     }
-    sprintf(tmp, "%s.tmp%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int bad = fd < 0;
     static const char spaces[8] = "        ";
-    if (!bad)
-        bad = write_all(fd, prefix, 8) || write_all(fd, json, jlen) || write_all(fd, spaces, hlen - jlen);
+    int bad = write_all(o.fd, prefix, 8) || write_all(o.fd, json, jlen) || write_all(o.fd, spaces, hlen - jlen);
     for (size_t i = 0; !bad && i < n; i++)
-        bad = write_all(fd, t[i].data, t[i].nbytes);
-    if (!bad)
-        bad = fsync(fd) != 0;
-    if (fd >= 0 && close(fd) != 0)
-        bad = 1;
-    if (!bad)
-        bad = rename(tmp, path) != 0;
+        bad = write_all(o.fd, t[i].data, t[i].nbytes);
+    free(json);
     if (bad) {
         st = fail(err, errlen, NTPU_ERR_FILE, "%s: cannot write: %s", path, strerror(errno));
-        unlink(tmp);
+        ntpu_outfile_abort(&o);
+        return st;
     }
-    free(tmp);
-    free(json);
-    return st;
+    return ntpu_outfile_commit(&o, err, errlen);
 }
 
 struct ntpu_safetensors {

@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "ntpu/data.h"
 #include "ntpu/nn.h"
+#include "ntpu/outfile.h"
 #include "ntpu/safetensors.h"
 
 #define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
@@ -72,33 +73,61 @@ static void layers_str(const unsigned *sizes, size_t n, char *buf, size_t len)
 }
 
 /* The layer sizes must fit the data: as many inputs as pixels, at least as many
- * outputs as classes. */
-static int check_layers(const unsigned *sizes, size_t n, const ntpu_dataset *d, const char *dir)
+ * outputs as classes, in the training and in the test split. */
+static int check_layers(const unsigned *sizes, size_t n, const ntpu_dataset *train, const ntpu_dataset *test,
+                        const char *dir)
 {
-    if (sizes[0] != d->features)
+    if (sizes[0] != train->features)
         return fail("--layers: the first size is %u but the images in %s have %zu pixels", sizes[0], dir,
-                    d->features);
-    if (sizes[n - 1] < d->classes)
-        return fail("--layers: the last size is %u but the labels in %s need %u classes", sizes[n - 1], dir,
-                    d->classes);
+                    train->features);
+    const ntpu_dataset *sets[2] = {train, test};
+    for (int i = 0; i < 2; i++)
+        if (sizes[n - 1] < sets[i]->classes)
+            return fail("--layers: the last size is %u but the %s labels in %s need %u classes", sizes[n - 1],
+                        i ? "test" : "training", dir, sets[i]->classes);
     return 0;
 }
 
-/* An output that cannot be written must fail now, not after the first epoch:
- * creates and removes a file beside it, where the atomic writers put theirs. */
+/* An output that cannot be written must fail now, not after the first epoch. */
 static int check_output(const char *opt, const char *path)
 {
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return fail("%s: cannot write %s: it is a directory", opt, path);
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd < 0)
-        return fail("%s: cannot write %s: %s", opt, path, strerror(errno));
-    close(fd);
-    unlink(tmp);
-    return 0;
+    char err[600];
+    return ntpu_outfile_check(path, err, sizeof err) == NTPU_OK ? 0 : fail("%s: %s", opt, err);
+}
+
+/* Opens path for replacement as a stdio stream (ntpu/outfile.h); NULL after
+ * printing the error. */
+static FILE *out_open(const char *opt, const char *path, ntpu_outfile *o)
+{
+    char err[600];
+    if (ntpu_outfile_open(o, path, err, sizeof err) != NTPU_OK) {
+        fail("%s: %s", opt, err);
+        return NULL;
+    }
+    int fd = dup(o->fd); /* the stream closes its own descriptor; commit closes o->fd */
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        fail("%s: cannot write %s: %s", opt, path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        ntpu_outfile_abort(o);
+    }
+    return f;
+}
+
+/* Closes the stream and puts the file in place: 0, or 1 after printing the error
+ * (the old file is then untouched). */
+static int out_close(const char *opt, const char *path, FILE *f, ntpu_outfile *o)
+{
+    char err[600];
+    int bad = ferror(f);
+    bad |= fclose(f) != 0;
+    if (bad) {
+        int e = errno;
+        ntpu_outfile_abort(o);
+        return fail("%s: cannot write %s: %s", opt, path, strerror(e));
+    }
+    return ntpu_outfile_commit(o, err, sizeof err) == NTPU_OK ? 0 : fail("%s: %s", opt, err);
 }
 
 /* Epoch e's order of the samples: Fisher-Yates from a splitmix64 stream that
@@ -136,23 +165,16 @@ typedef struct epoch_row {
 /* Writes the CSV log atomically (temporary file, then rename). */
 static int write_log(const char *path, const epoch_row *rows, size_t n)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
+    ntpu_outfile o;
+    FILE *f = out_open("--log", path, &o);
     if (!f)
-        return fail("--log: cannot write %s: %s", path, strerror(errno));
+        return 1;
     fprintf(f, "epoch,steps,train_loss,train_accuracy,test_accuracy,utilization,seconds,link_bytes_per_step\n");
     for (size_t i = 0; i < n; i++)
         fprintf(f, "%" PRIu64 ",%" PRIu64 ",%.6f,%.6f,%.6f,%.6f,%.3f,%.0f\n", rows[i].epoch, rows[i].steps,
                 rows[i].train_loss, rows[i].train_acc, rows[i].test_acc, rows[i].utilization, rows[i].seconds,
                 rows[i].link_bytes_per_step);
-    int bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return fail("--log: cannot write %s: %s", path, strerror(errno));
-    }
-    return 0;
+    return out_close("--log", path, f, &o);
 }
 
 /* Reads the rows of an earlier log (for --resume), keeping epochs before `upto`. */
@@ -179,11 +201,10 @@ static size_t read_log(const char *path, epoch_row *rows, size_t cap, uint64_t u
 static int write_plot(const char *path, const float *step_loss, size_t nsteps, uint64_t first_step,
                       const epoch_row *rows, size_t nrows, const char *title)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
+    ntpu_outfile o;
+    FILE *f = out_open("--plot", path, &o);
     if (!f)
-        return fail("--plot: cannot write %s: %s", path, strerror(errno));
+        return 1;
     const double W = 740, H = 300, L = 60, R = 50, T = 40, B = 40, pw = W - L - R, ph = H - T - B;
     float lmax = 0.0f;
     for (size_t i = 0; i < nsteps; i++)
@@ -231,13 +252,7 @@ static int write_plot(const char *path, const float *step_loss, size_t nsteps, u
     fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" fill=\"#c33\">train loss</text>\n", L + 8, T + 16);
     fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" fill=\"#36c\">test accuracy</text>\n", L + 8, T + 32);
     fprintf(f, "</svg>\n");
-    int bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return fail("--plot: cannot write %s: %s", path, strerror(errno));
-    }
-    return 0;
+    return out_close("--plot", path, f, &o);
 }
 
 /* Progress on stderr: a bar redrawn in place on a terminal, a plain line every
@@ -399,6 +414,12 @@ int cmd_train(common *cm, int argc, char **argv)
     if ((save && check_output("--save", save)) || (log_path && check_output("--log", log_path)) ||
         (plot_path && check_output("--plot", plot_path)))
         return 1;
+    /* One file for two outputs would leave only the last written (a checkpoint overwritten by the log). */
+    const char *outs[][2] = {{"--save", save}, {"--log", log_path}, {"--plot", plot_path}, {"--resume", resume}};
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = i + 1; j < 4; j++)
+            if (outs[i][1] && outs[j][1] && !(i == 0 && j == 3) && ntpu_outfile_same(outs[i][1], outs[j][1]))
+                return fail("%s and %s name the same file, %s", outs[i][0], outs[j][0], outs[j][1]);
 
     /* Resuming: the run's data order comes from the checkpoint. */
     uint64_t resumed[5];
@@ -442,7 +463,7 @@ int cmd_train(common *cm, int argc, char **argv)
     epoch_row rows[1024];
     size_t nrows = 0;
 
-    if ((!resume || layers_s) && check_layers(sizes, n_sizes, &train, data))
+    if ((!resume || layers_s) && check_layers(sizes, n_sizes, &train, &test, data))
         goto out;
     if (test.features != train.features) {
         fail("%s: the test images have %zu pixels, the training images %zu", data, test.features, train.features);
@@ -466,7 +487,7 @@ int cmd_train(common *cm, int argc, char **argv)
         }
         n_sizes = v.n_layers + 1;
         memcpy(sizes, v.sizes, n_sizes * sizeof *sizes);
-        if (check_layers(sizes, n_sizes, &train, data))
+        if (check_layers(sizes, n_sizes, &train, &test, data))
             goto out;
         if (opt_s || lr_s || mom_s || wd_s || sched_s || stepsize_s || gamma_s)
             fprintf(stderr, "ntpu: note: --resume keeps the checkpoint's optimizer settings\n");

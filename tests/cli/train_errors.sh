@@ -40,6 +40,12 @@ done
 
 expect_error "--layers with too few inputs" "$B/ntpu" train -d ref --layers 700,10 --train-limit 64
 expect_error "--layers with too few classes" "$B/ntpu" train -d ref --layers 784,32,5 --train-limit 64
+# A test label past the class count (it was read past the logits' end, and the run "succeeded")
+mkidx testlabel; cp "$D"/train-images-idx3-ubyte.gz "$T/testlabel/"; rm "$T/testlabel/t10k-labels-idx1-ubyte.gz"
+zcat "$D/t10k-labels-idx1-ubyte.gz" | python3 -c "
+import sys; b = bytearray(sys.stdin.buffer.read()); b[8] = 200; sys.stdout.buffer.write(b)" > "$T/testlabel/t10k-labels-idx1-ubyte"
+expect_error "a test label past the classes" "$B/ntpu" train -d ref --data "$T/testlabel" --train-limit 64 --epochs 1
+grep -q 'the test labels in .* need 201 classes$' "$T/err" || { echo "FAIL test label: $(cat "$T/err")"; failures=$((failures + 1)); }
 expect_error "--layers not a list" "$B/ntpu" train -d ref --layers 784,x,10
 expect_error "--optimizer unknown" "$B/ntpu" train -d ref --optimizer adagrad
 expect_error "--epochs zero" "$B/ntpu" train -d ref --epochs 0
@@ -51,6 +57,11 @@ for o in "--save $T/nodir/m.st" "--log $T/nodir/log.csv" "--plot $T" "--save $T/
   [ -s "$T/out" ] && { echo "FAIL train $o: it trained before failing"; failures=$((failures + 1)); }
 done
 [ -e "$T/nodir" ] && { echo "FAIL train with an unwritable output left $T/nodir"; failures=$((failures + 1)); }
+# Two outputs in one file (the log would overwrite the checkpoint), or an empty name: refused up front.
+for o in "--save $T/same --log $T/same" "--plot $T/same --save $T/./same" "--resume $T/ok.st --log $T/ok.st" "--save="; do
+  expect_error "train $o" "$B/ntpu" train -d ref --layers 784,16,10 --train-limit 128 --test-limit 64 --epochs 2 $o
+  [ -s "$T/out" ] && { echo "FAIL train $o: it trained before failing"; failures=$((failures + 1)); }
+done
 
 "$B/ntpu" train -d ref --train-limit 128 --test-limit 64 --epochs 1 --save "$T/ok.st" > /dev/null 2>&1 || { echo "FAIL training a checkpoint"; exit 1; }
 size=$(stat -c %s "$T/ok.st")

@@ -510,3 +510,34 @@ Test(api, qmodel_check_before_quantizing)
     }
     cr_assert_eq(ntpu_qmodel_check(NULL), NTPU_ERR_INVALID_ARG);
 }
+
+/* A label at or above the class count is refused before anything is read by it (it indexed the
+ * logits past their end); the same labels below it evaluate. */
+Test(api, evaluate_checks_labels)
+{
+    static const unsigned sizes[] = {6, 5, 3};
+    ntpu_device *d = NULL;
+    cr_assert_eq(ntpu_open("ref", &d), NTPU_OK);
+    ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_SGD);
+    ntpu_model *m = NULL;
+    cr_assert_eq(ntpu_model_create(d, sizes, 3, 4, 1, &opt, &m), NTPU_OK, "%s", ntpu_last_error(d));
+    float x[8 * 6];
+    for (int i = 0; i < 8 * 6; i++)
+        x[i] = (float)(i % 7) / 7.0f;
+    uint8_t y[8] = {0, 1, 2, 0, 1, 2, 0, 200};
+    double acc = -1, loss = -1;
+    cr_assert_eq(ntpu_model_evaluate(m, x, y, 8, &acc, &loss), NTPU_ERR_INVALID_ARG);
+    cr_assert(strstr(ntpu_last_error(d), "label 200 of sample 7 is not below 3") != NULL, "%s", ntpu_last_error(d));
+    cr_assert_eq(acc, -1);
+    y[7] = 2;
+    cr_assert_eq(ntpu_model_evaluate(m, x, y, 8, &acc, &loss), NTPU_OK, "%s", ntpu_last_error(d));
+    cr_assert(acc >= 0 && acc <= 1 && loss > 0, "acc %g loss %g", acc, loss);
+    ntpu_qmodel *q = NULL;
+    cr_assert_eq(ntpu_qmodel_create(m, x, 8, &q), NTPU_OK, "%s", ntpu_last_error(d));
+    y[7] = 3;
+    cr_assert_eq(ntpu_qmodel_evaluate(q, x, y, 8, &acc), NTPU_ERR_INVALID_ARG);
+    cr_assert(strstr(ntpu_last_error(d), "label 3 of sample 7 is not below 3") != NULL, "%s", ntpu_last_error(d));
+    ntpu_qmodel_destroy(q);
+    ntpu_model_destroy(m);
+    ntpu_close(d);
+}

@@ -1,0 +1,51 @@
+/* Replacing a file whole: what the library's writers (.npy, safetensors) use,
+ * for tools that write their own formats (ntpu train's log and plot).
+ *
+ * An existing regular file, or a new one, is written to a fresh temporary file
+ * beside it, flushed to disk and renamed over it, so the path holds either its
+ * old contents or the whole new file, never a part. A symbolic link is followed
+ * (the file it names is replaced, the link stays). Anything else that exists at
+ * the path (a device such as /dev/null, a FIFO) is written directly: renaming a
+ * file over it would remove it. */
+#ifndef NTPU_OUTFILE_H
+#define NTPU_OUTFILE_H
+
+#include <stddef.h>
+
+#include "ntpu/ntpu.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ntpu_outfile {
+    int fd;       /* write the contents here */
+    char *target; /* the file that commit replaces (path, its links followed) */
+    char *tmp;    /* the temporary file, or NULL when writing directly */
+} ntpu_outfile;
+
+/* Opens path for replacement. Errors (one line in err, naming path):
+ * NTPU_ERR_INVALID_ARG (empty path), NTPU_ERR_FILE (a directory, or the OS's
+ * reason), NTPU_ERR_NO_MEMORY. On error *o holds nothing to release. */
+NTPU_API ntpu_status ntpu_outfile_open(ntpu_outfile *o, const char *path, char *err, size_t errlen);
+
+/* Flushes, closes and puts the new contents in place; on failure the old file
+ * is untouched and the temporary one removed. Releases *o either way. */
+NTPU_API ntpu_status ntpu_outfile_commit(ntpu_outfile *o, char *err, size_t errlen);
+
+/* Drops the new contents (the old file is untouched) and releases *o. */
+NTPU_API void ntpu_outfile_abort(ntpu_outfile *o);
+
+/* Whether ntpu_outfile_open would succeed, without changing anything: for a
+ * program that writes its outputs only after long work. */
+NTPU_API ntpu_status ntpu_outfile_check(const char *path, char *err, size_t errlen);
+
+/* Whether two output paths name the same file (after links; a file that does
+ * not exist yet by its directory and name). */
+NTPU_API int ntpu_outfile_same(const char *a, const char *b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

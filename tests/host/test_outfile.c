@@ -1,0 +1,154 @@
+/* Replacing files whole (host/src/outfile.c, ntpu/outfile.h), which every
+ * writer of the library and the CLI goes through: links are followed, devices
+ * and FIFOs are written in place instead of being replaced by a file, a
+ * directory or an empty name is refused, a stale temporary file from a killed
+ * run is stepped over, and an aborted write leaves the old file as it was. */
+#define _DEFAULT_SOURCE /* symlink, mkdtemp */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ntpu/outfile.h"
+
+static char dir[64];
+
+static void make_dir(void)
+{
+    strcpy(dir, "/tmp/ntpu_outfile_XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+}
+
+static void remove_dir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(outfile, .init = make_dir, .fini = remove_dir);
+
+static const char *at(const char *name)
+{
+    static char p[4][256];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
+    return p[k];
+}
+
+static void put(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static const char *get(const char *path)
+{
+    static char buf[256];
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static ntpu_status replace(const char *path, const char *text, char *err)
+{
+    ntpu_outfile o;
+    ntpu_status st = ntpu_outfile_open(&o, path, err, 256);
+    if (st != NTPU_OK)
+        return st;
+    cr_assert_eq(write(o.fd, text, strlen(text)), (ssize_t)strlen(text));
+    return ntpu_outfile_commit(&o, err, 256);
+}
+
+static int entries(void) /* files in dir: no temporary file may be left */
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+Test(outfile, replaces_a_file_and_keeps_its_mode)
+{
+    char err[256];
+    put(at("a"), "old");
+    cr_assert_eq(chmod(at("a"), 0640), 0);
+    cr_assert_eq(replace(at("a"), "new", err), NTPU_OK, "%s", err);
+    cr_assert_str_eq(get(at("a")), "new");
+    struct stat sb;
+    cr_assert_eq(stat(at("a"), &sb), 0);
+    cr_assert_eq(sb.st_mode & 0777, 0640);
+    cr_assert_eq(entries(), 1);
+}
+
+Test(outfile, abort_leaves_the_old_file)
+{
+    char err[256];
+    put(at("a"), "old");
+    ntpu_outfile o;
+    cr_assert_eq(ntpu_outfile_open(&o, at("a"), err, sizeof err), NTPU_OK);
+    cr_assert_eq(write(o.fd, "half", 4), 4);
+    ntpu_outfile_abort(&o);
+    cr_assert_str_eq(get(at("a")), "old");
+    cr_assert_eq(entries(), 1);
+}
+
+Test(outfile, follows_links_also_to_a_file_not_yet_there)
+{
+    char err[256];
+    cr_assert_eq(mkdir(at("real"), 0755), 0);
+    cr_assert_eq(symlink("real/ck", at("link")), 0); /* relative, dangling */
+    cr_assert_eq(replace(at("link"), "one", err), NTPU_OK, "%s", err);
+    struct stat sb;
+    cr_assert_eq(lstat(at("link"), &sb), 0);
+    cr_assert(S_ISLNK(sb.st_mode), "the link was replaced by a file");
+    cr_assert_str_eq(get(at("real/ck")), "one");
+    cr_assert_eq(replace(at("link"), "two", err), NTPU_OK, "%s", err);
+    cr_assert_str_eq(get(at("real/ck")), "two");
+    cr_assert(ntpu_outfile_same(at("link"), at("real/ck")));
+    cr_assert(ntpu_outfile_same(at("real/../real/new"), at("real/new")));
+    cr_assert_not(ntpu_outfile_same(at("real/new"), at("new")));
+}
+
+Test(outfile, writes_a_device_in_place)
+{
+    char err[256];
+    cr_assert_eq(replace("/dev/null", "x", err), NTPU_OK, "%s", err);
+    struct stat sb;
+    cr_assert_eq(stat("/dev/null", &sb), 0);
+    cr_assert(S_ISCHR(sb.st_mode), "/dev/null was replaced");
+    cr_assert_eq(ntpu_outfile_check("/dev/null", err, sizeof err), NTPU_OK, "%s", err);
+    cr_assert_eq(mkfifo(at("fifo"), 0600), 0);
+    cr_assert_eq(ntpu_outfile_check(at("fifo"), err, sizeof err), NTPU_OK, "%s", err); /* without a reader */
+}
+
+Test(outfile, refuses_directories_and_empty_names)
+{
+    char err[256];
+    cr_assert_eq(ntpu_outfile_check(dir, err, sizeof err), NTPU_ERR_FILE);
+    cr_assert(strstr(err, "directory"), "%s", err);
+    cr_assert_eq(ntpu_outfile_check("", err, sizeof err), NTPU_ERR_INVALID_ARG);
+    cr_assert(strstr(err, "empty"), "%s", err);
+    cr_assert_eq(ntpu_outfile_check(at("missing/x"), err, sizeof err), NTPU_ERR_FILE);
+    cr_assert_eq(entries(), 0);
+}
+
+Test(outfile, steps_over_a_stale_temporary_file)
+{
+    char err[256], stale[300];
+    snprintf(stale, sizeof stale, "%s.tmp%ld.0", at("a"), (long)getpid()); /* a killed run with this PID */
+    put(stale, "stale");
+    cr_assert_eq(replace(at("a"), "new", err), NTPU_OK, "%s", err);
+    cr_assert_str_eq(get(at("a")), "new");
+}
