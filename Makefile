@@ -87,7 +87,7 @@ EXAMPLES := $(patsubst host/examples/%.c,$(BUILD)/examples/%,$(wildcard host/exa
 all: $(CLI) $(LIB_A) $(LIB_SO) $(EXAMPLES) ## build the library, the CLI, the examples and the Verilator model
 
 # Verilate when any RTL file changes; the model's own makefile then compiles it at -O2
-# (Verilator's default -Os is ~9x slower here, see ../shared/notes/simulation.md).
+# (Verilator's default -Os is ~9x slower here, see docs/simulation-facts.md).
 $(VOBJ)/stamp: $(VSIM_SRCS) Makefile sim/vsim/vobj.mk tools/vsim_pgo_train.cpp sim/vsim/link_words.h sim/vsim/clock_edge.h $(VPGO_STREAMS)
 	@mkdir -p $(VOBJ)
 	$(VERILATOR) $(VFLAGS) $(VSIM_SRCS)

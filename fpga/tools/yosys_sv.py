@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Copy SystemVerilog files into a form Yosys's own frontend reads.
 
-The RTL is written for Icarus 11 and Verilator 5.006 (../shared/STYLE.md). Yosys's built-in
+The RTL is written for Icarus 11 and Verilator 5.006 (the house style of rtl/README.md). Yosys's built-in
 frontend (checked with 0.70) lacks three constructs it uses, each rewritten here to its
 equivalent:
   - a package import in a module header (`module m import p::*; #(...)`) -> the same import at

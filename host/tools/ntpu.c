@@ -112,7 +112,8 @@ static const char matmul_help[] =
     "  bf16: A, B float32, rounded to bf16 (nearest even) on the way in -> C float32;\n"
     "        uint16 inputs are taken as raw bf16 bit patterns\n"
     "A 1-D A is one row, a 1-D B one column (as numpy.matmul); C then drops that axis.\n"
-    "Prints one line with the device's counters: cycles, MACs, array utilization.\n"
+    "Prints one line with the device's counters: cycles, MACs and array utilization. The MACs are\n"
+    "the array's: K and N padded to multiples of its size, so more than M*K*N when they are not.\n"
     "\n"
     "  --dtype T         int8 or bf16 (default: from A's element type)\n"
     "  -o, --output F    where to write C (.npy)\n"
@@ -183,6 +184,11 @@ static int cmd_matmul(common *cm, int argc, char **argv)
     for (int i = 0; i < 2; i++) {
         ntpu_elem e = in[i]->elem;
         int good = dtype == NTPU_DTYPE_INT8 ? e == NTPU_ELEM_INT8 : (e == NTPU_ELEM_FLOAT32 || e == NTPU_ELEM_UINT16);
+        if (!good && !dtype_arg) { /* the dtype came from A: say what the inputs may be */
+            fail("%s holds %s; matmul takes int8 inputs (int8 matmul) or float32 / uint16 bf16 bits (bf16)",
+                 pos[i], elem_name(e));
+            goto out;
+        }
         if (!good) {
             fail("%s holds %s; --dtype %s needs %s", pos[i], elem_name(e), dtype_name(dtype),
                  dtype == NTPU_DTYPE_INT8 ? "int8" : "float32 (or uint16 bf16 bits)");

@@ -42,8 +42,10 @@ typedef uint16_t u16x8 __attribute__((vector_size(16)));
 
 /* bf16 lanes to flushed fp32 in af; 0 when some nonzero one has an exponent
  * field below thr + 1 (its products could leave the 2^-126 grid). */
-static inline __attribute__((always_inline)) int convert_a(float *af, const uint16_t *a, size_t count, u32x8 thr)
+static inline __attribute__((always_inline)) int convert_a(float *af, const uint16_t *a, size_t count,
+                                                          uint32_t thr_exp)
 {
+    const u32x8 thr = (u32x8){0} + thr_exp; /* a scalar argument: gcc warns of a vector's passing ABI */
     u32x8 bad = {0};
     for (size_t k = 0; k < count; k += 8) {
         u32x8 bits;
@@ -141,7 +143,7 @@ static inline __attribute__((always_inline)) void rows_impl(uint32_t *acc, const
             if (wmin[l] + 1u < w_exp)
                 w_exp = wmin[l] + 1u;
         /* A product is on the 2^-126 grid when Ea + Ew >= 142: bad when Ea - 1 < 141 - w_exp. */
-        const u32x8 thr = (u32x8){0} + (w_exp < 141 ? 141u - w_exp : 0u);
+        const uint32_t thr = w_exp < 141 ? 141u - w_exp : 0u;
         if (!transposed) {
             for (; m + block <= rows; m += block)
                 if (!convert_a(af, a + m * n, (size_t)block * n, thr) ||
