@@ -17,6 +17,7 @@
  *       dw[l] weight gradients: ACC[dw + nt*T(l)*N + k][lane] = dW[k][nt*N + lane]
  *       (with the device optimizer one output tile at a time, see nn_internal.h)
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -937,24 +938,27 @@ ntpu_status ntpu_model_save(ntpu_model *m, const char *path, const ntpu_st_tenso
     return st == NTPU_OK ? st : ntpu_fail(m->dev, st, "%s", err);
 }
 
+/* Digits only: strtoull alone would take "-1" (as 2^64 - 1), spaces and a sign. */
 static int meta_u64(const ntpu_safetensors *f, const char *key, uint64_t *out)
 {
     const char *v = ntpu_safetensors_meta(f, key);
     char *end;
-    if (!v)
+    if (!v || *v < '0' || *v > '9')
         return -1;
+    errno = 0;
     *out = strtoull(v, &end, 10);
-    return *end ? -1 : 0;
+    return *end || errno ? -1 : 0;
 }
 
+/* A finite value >= 0, as every optimizer setting is (the CLI refuses others on its command line). */
 static int meta_float(const ntpu_safetensors *f, const char *key, float *out)
 {
     const char *v = ntpu_safetensors_meta(f, key);
     char *end;
-    if (!v)
+    if (!v || !*v)
         return -1;
     *out = strtof(v, &end);
-    return *end ? -1 : 0;
+    return *end || !isfinite(*out) || *out < 0.0f ? -1 : 0;
 }
 
 /* Copies tensor `name` (F32, shape rows x cols, or a vector when cols is 0) into
@@ -1004,17 +1008,42 @@ ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t max_batch
         sizes[n_sizes++] = (unsigned)v;
         p = *end ? end + 1 : end;
     }
-    bad = bad || n_sizes < 2 || n_sizes > NTPU_MAX_LAYERS + 1 ||
-          ntpu_optimizer_parse(ntpu_safetensors_meta(f, "optimizer"), &opt.kind) ||
-          ntpu_lr_schedule_parse(ntpu_safetensors_meta(f, "schedule"), &opt.schedule) ||
-          meta_float(f, "lr", &opt.lr) || meta_float(f, "momentum", &opt.momentum) ||
-          meta_float(f, "beta1", &opt.beta1) || meta_float(f, "beta2", &opt.beta2) ||
-          meta_float(f, "eps", &opt.eps) || meta_float(f, "weight_decay", &opt.weight_decay) ||
-          meta_u64(f, "step_size", &opt.step_size) || meta_float(f, "gamma", &opt.gamma) ||
-          meta_u64(f, "total_steps", &opt.total_steps) || meta_u64(f, "step", &step);
     if (bad) {
         ntpu_safetensors_free(f);
         return ntpu_fail(dev, NTPU_ERR_FORMAT, "%s: not a nanoTPU checkpoint (metadata missing or malformed)", path);
+    }
+    /* Each setting checked on its own, so that a damaged one is named. */
+    const char *what = NULL;
+    if (n_sizes < 2 || n_sizes > NTPU_MAX_LAYERS + 1)
+        what = "sizes";
+    else if (ntpu_optimizer_parse(ntpu_safetensors_meta(f, "optimizer"), &opt.kind))
+        what = "optimizer";
+    else if (ntpu_lr_schedule_parse(ntpu_safetensors_meta(f, "schedule"), &opt.schedule))
+        what = "schedule";
+    else if (meta_float(f, "lr", &opt.lr))
+        what = "lr";
+    else if (meta_float(f, "momentum", &opt.momentum))
+        what = "momentum";
+    else if (meta_float(f, "beta1", &opt.beta1) || opt.beta1 >= 1.0f)
+        what = "beta1";
+    else if (meta_float(f, "beta2", &opt.beta2) || opt.beta2 >= 1.0f)
+        what = "beta2";
+    else if (meta_float(f, "eps", &opt.eps) || opt.eps == 0.0f) /* Adam divides by sqrt(v) + eps, and v can be 0 */
+        what = "eps";
+    else if (meta_float(f, "weight_decay", &opt.weight_decay))
+        what = "weight_decay";
+    else if (meta_u64(f, "step_size", &opt.step_size))
+        what = "step_size";
+    else if (meta_float(f, "gamma", &opt.gamma))
+        what = "gamma";
+    else if (meta_u64(f, "total_steps", &opt.total_steps))
+        what = "total_steps";
+    else if (meta_u64(f, "step", &step))
+        what = "step";
+    if (what) {
+        ntpu_safetensors_free(f);
+        return ntpu_fail(dev, NTPU_ERR_FORMAT, "%s: not a valid nanoTPU checkpoint (its '%s' is missing or out of range)",
+                         path, what);
     }
     ntpu_model *m;
     if ((st = alloc_model(dev, sizes, n_sizes, max_batch, &opt, &m)) != NTPU_OK) {

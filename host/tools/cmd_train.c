@@ -289,21 +289,33 @@ static int read_resume_state(const char *path, uint64_t vals[5], double *loss_su
     ntpu_safetensors *ck;
     if (ntpu_safetensors_read(path, &ck, err, sizeof err) != NTPU_OK)
         return fail("--resume: %s", err);
-    const char *keys[] = {"train.seed", "train.epoch", "train.batch_index", "train.batch", "train.train_limit"};
-    int ok = 1;
-    for (int i = 0; i < 5 && ok; i++) {
+    /* The same ranges as the command line's (the batch index is checked against the data later). */
+    const char *keys[] = {"train.seed", "train.epoch", "train.batch_index", "train.batch", "train.train_limit",
+                          "train.correct"};
+    const uint64_t lo[] = {0, 0, 0, 1, 0, 0}, hi[] = {UINT64_MAX, 1000000, UINT32_MAX, 4096, UINT32_MAX, UINT32_MAX};
+    const char *ls = ntpu_safetensors_meta(ck, "train.loss_sum");
+    uint64_t cs = 0;
+    int found = ls != NULL, bad = -1;
+    for (int i = 0; i < 6 && found && bad < 0; i++) {
         const char *v = ntpu_safetensors_meta(ck, keys[i]);
+        uint64_t *dst = i < 5 ? &vals[i] : &cs;
         char *end;
-        ok = v && (vals[i] = strtoull(v, &end, 10), *end == 0);
+        found = v != NULL;
+        errno = 0;
+        if (found && (*v < '0' || *v > '9' || (*dst = strtoull(v, &end, 10), *end || errno) || *dst < lo[i] ||
+                      *dst > hi[i]))
+            bad = i;
     }
-    const char *ls = ntpu_safetensors_meta(ck, "train.loss_sum"), *cs = ntpu_safetensors_meta(ck, "train.correct");
-    if (ok && ls && cs) {
-        *loss_sum = strtod(ls, NULL);
-        *correct = strtoull(cs, NULL, 10);
-    }
+    char *end = NULL;
+    if (found && bad < 0 && (*loss_sum = strtod(ls, &end), *end || !isfinite(*loss_sum) || *loss_sum < 0))
+        bad = 6;
     ntpu_safetensors_free(ck);
-    if (!ok || !ls || !cs)
+    if (!found)
         return fail("--resume: %s is not a checkpoint of ntpu train (it has no data-order state)", path);
+    if (bad >= 0)
+        return fail("--resume: %s is not a valid checkpoint (its %s is out of range)", path,
+                    bad < 6 ? keys[bad] : "train.loss_sum");
+    *correct = cs;
     return 0;
 }
 
@@ -465,6 +477,10 @@ int cmd_train(common *cm, int argc, char **argv)
 
     if ((!resume || layers_s) && check_layers(sizes, n_sizes, &train, &test, data))
         goto out;
+    if (resume && start_batch >= (train.count + batch - 1) / batch) {
+        fail("--resume: %s is not a valid checkpoint (its train.batch_index is past the epoch's end)", resume);
+        goto out;
+    }
     if (test.features != train.features) {
         fail("%s: the test images have %zu pixels, the training images %zu", data, test.features, train.features);
         goto out;

@@ -71,6 +71,26 @@ printf 'not a checkpoint at all, just text\n' > "$T/text.st"
 cp "$T/ok.st" "$T/foreign.st"; python3 - "$T/foreign.st" <<'PY'
 import sys; p=sys.argv[1]; b=open(p,'rb').read(); open(p,'wb').write(b.replace(b'ntpu-mlp-1', b'other-fmt1'))
 PY
+# One damaged metadata value each: named in the error, nothing trained or written (a NaN lr trained to NaN
+# and saved it over the input; a batch index past the epoch "trained" 0 steps at 3e25 samples/s).
+setmeta() { # src dst key value
+  python3 - "$@" <<'PY'
+import json, struct, sys
+src, dst, key, val = sys.argv[1:]
+b = open(src, 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; h = json.loads(b[8:8 + n])
+h['__metadata__'][key] = val
+j = json.dumps(h).encode(); j += b' ' * (-len(j) % 8)
+open(dst, 'wb').write(struct.pack('<Q', len(j)) + j + b[8 + n:])
+PY
+}
+for kv in lr=nan lr=-5 eps=0 step=-1 beta2=1 train.batch=5000 train.batch_index=999999 train.loss_sum=nan \
+          train.epoch=18446744073709551615 train.seed=+3; do
+  setmeta "$T/ok.st" "$T/meta.st" "${kv%%=*}" "${kv#*=}"
+  cp "$T/meta.st" "$T/meta0.st"
+  expect_error "resume with $kv" "$B/ntpu" train -d ref --train-limit 128 --test-limit 64 --epochs 3 --resume "$T/meta.st" --save "$T/meta.st"
+  grep -q "${kv%%=*}.* out of range\|${kv%%=*}.* past the epoch" "$T/err" || { echo "FAIL $kv not named: $(cat "$T/err")"; failures=$((failures + 1)); }
+  cmp -s "$T/meta.st" "$T/meta0.st" || { echo "FAIL resume with $kv changed the checkpoint"; failures=$((failures + 1)); }
+done
 for f in half tiny text foreign; do
   expect_error "eval of a $f checkpoint" "$B/ntpu" eval -d ref --model "$T/$f.st"
   expect_error "resume from a $f checkpoint" "$B/ntpu" train -d ref --resume "$T/$f.st"
