@@ -637,12 +637,6 @@ int cmd_train(common *cm, int argc, char **argv)
         }
         if (nrows < sizeof rows / sizeof rows[0])
             rows[nrows++] = row;
-        if (!cm->json)
-            printf("epoch %" PRIu64 "/%" PRIu64 "  train loss %.4f  train accuracy %.4f  test accuracy %.4f  "
-                   "utilization %.1f%%  %.1f s (%.0f samples/s)\n",
-                   e + 1, epochs, row.train_loss, row.train_acc, row.test_acc, 100 * row.utilization, train_secs,
-                   (double)(train.count - done_at_start) / train_secs);
-        fflush(stdout);
         if (save) {
             char ms[5][32];
             snprintf(ms[0], 32, "%" PRIu64, seed);
@@ -662,6 +656,17 @@ int cmd_train(common *cm, int argc, char **argv)
             goto out;
         if (plot_path && write_plot(plot_path, step_loss, nloss, first_step, rows, nrows, lstr))
             goto out;
+        if (!cm->json)
+            printf("epoch %" PRIu64 "/%" PRIu64 "  train loss %.4f  train accuracy %.4f  test accuracy %.4f  "
+                   "utilization %.1f%%  %.1f s (%.0f samples/s)\n",
+                   e + 1, epochs, row.train_loss, row.train_acc, row.test_acc, 100 * row.utilization, train_secs,
+                   (double)(train.count - done_at_start) / train_secs);
+        /* Reported after the saves above: a reader that stops reading cannot cost the epoch's checkpoint. */
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            fail("cannot write the output (%s): stopped after epoch %" PRIu64 "%s", strerror(errno), e + 1,
+                 save ? ", which the checkpoint holds" : "");
+            goto out;
+        }
     }
     if (stop_requested) {
         fail("interrupted%s", save ? "; the checkpoint holds the last completed step (--resume continues)" : "");
