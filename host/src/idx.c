@@ -75,15 +75,24 @@ static ntpu_status read_idx(const char *dir, const char *name, unsigned rank, si
         dims[0] = (uint32_t)limit;
     for (unsigned i = 0; i < rank; i++)
         total *= dims[i];
-    *data = malloc(total);
-    if (!*data) {
-        st = fail(err, errlen, NTPU_ERR_NO_MEMORY, "%s: out of memory for %zu bytes", path, total);
-        goto out;
-    }
-    size_t have = 0;
+    /* The buffer grows with the data read, so that a header that claims more than the file holds
+     * (whose size a .gz does not tell) gives "truncated", not a huge allocation first. */
+    size_t have = 0, cap = 0;
+    uint8_t *buf = NULL;
     while (have < total) {
-        size_t want = total - have > (1u << 30) ? (1u << 30) : total - have;
-        int n = gzread(gz, *data + have, (unsigned)want);
+        if (have == cap) {
+            size_t ncap = cap ? (cap > total / 2 ? total : 2 * cap) : (total < (1u << 24) ? total : (1u << 24));
+            uint8_t *nb = realloc(buf, ncap);
+            if (!nb) {
+                free(buf);
+                st = fail(err, errlen, NTPU_ERR_NO_MEMORY, "%s: out of memory for %zu bytes", path, ncap);
+                goto out;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t want = cap - have > (1u << 30) ? (1u << 30) : cap - have;
+        int n = gzread(gz, buf + have, (unsigned)want);
         if (n <= 0)
             break;
         have += (size_t)n;
@@ -91,11 +100,18 @@ static ntpu_status read_idx(const char *dir, const char *name, unsigned rank, si
     if (have != total) {
         int zerr;
         const char *msg = gzerror(gz, &zerr);
-        st = fail(err, errlen, NTPU_ERR_FORMAT, "%s: truncated: %zu of %zu data bytes%s%s", path, have, total,
-                  zerr < 0 ? ": " : "", zerr < 0 ? msg : "");
-        free(*data);
-        *data = NULL;
+        size_t pl = strlen(path);
+        if (zerr < 0 && !strncmp(msg, path, pl) && msg[pl] == ':') /* zlib puts the path in front */
+            msg += pl + (msg[pl + 1] == ' ' ? 2 : 1);
+        if (zerr < 0)
+            st = fail(err, errlen, NTPU_ERR_FORMAT, "%s: corrupt compressed data after %zu of %zu data bytes: %s", path,
+                      have, total, msg);
+        else
+            st = fail(err, errlen, NTPU_ERR_FORMAT, "%s: truncated: %zu of %zu data bytes", path, have, total);
+        free(buf);
+        goto out;
     }
+    *data = buf;
 out:
     gzclose(gz);
     return st;

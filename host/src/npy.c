@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -291,6 +292,14 @@ ntpu_status ntpu_npy_read(const char *path, ntpu_tensor *out, char *err, size_t 
         goto out;
     }
     size_t count = (size_t)(rows * cols), bytes = count * es;
+    /* A header that claims more data than the file holds: say so before allocating it. */
+    struct stat sb;
+    long pos = ftell(f);
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && pos >= 0 && (uint64_t)sb.st_size - (uint64_t)pos < bytes) {
+        ntpu_errf(why, sizeof why, "data is shorter than the shape says (%llu of %zu bytes)",
+                  (unsigned long long)((uint64_t)sb.st_size - (uint64_t)pos), bytes);
+        goto out;
+    }
     uint8_t *data = malloc(bytes ? bytes : 1);
     if (!data) {
         st = NTPU_ERR_NO_MEMORY;
