@@ -177,23 +177,44 @@ static int write_log(const char *path, const epoch_row *rows, size_t n)
     return out_close("--log", path, f, &o);
 }
 
+/* Room for element n of a growing array a (a run's steps and epochs have no fixed bound): a itself,
+ * or a moved with *cap doubled; NULL (a freed) when out of memory. */
+static void *room_for(void *a, size_t n, size_t *cap, size_t size)
+{
+    if (n < *cap)
+        return a;
+    size_t ncap = *cap ? 2 * *cap : 64;
+    void *na = realloc(a, ncap * size);
+    if (!na) {
+        free(a);
+        *cap = 0;
+        return NULL;
+    }
+    *cap = ncap;
+    return na;
+}
+
 /* Reads the rows of an earlier log (for --resume), keeping epochs before `upto`. */
-static size_t read_log(const char *path, epoch_row *rows, size_t cap, uint64_t upto)
+static int read_log(const char *path, epoch_row **rows, size_t *n, size_t *cap, uint64_t upto)
 {
     FILE *f = fopen(path, "r");
     if (!f)
         return 0;
     char line[512];
-    size_t n = 0;
-    while (n < cap && fgets(line, sizeof line, f)) {
+    int bad = 0;
+    while (!bad && fgets(line, sizeof line, f)) {
         epoch_row r;
         if (sscanf(line, "%" SCNu64 ",%" SCNu64 ",%lf,%lf,%lf,%lf,%lf,%lf", &r.epoch, &r.steps, &r.train_loss,
                    &r.train_acc, &r.test_acc, &r.utilization, &r.seconds, &r.link_bytes_per_step) == 8 &&
-            r.epoch <= upto)
-            rows[n++] = r;
+            r.epoch <= upto) {
+            if ((*rows = room_for(*rows, *n, cap, sizeof r)))
+                (*rows)[(*n)++] = r;
+            else
+                bad = fail("out of memory");
+        }
     }
     fclose(f);
-    return n;
+    return bad;
 }
 
 /* An SVG with the training loss per step (this run) and the per-epoch train loss
@@ -472,8 +493,8 @@ int cmd_train(common *cm, int argc, char **argv)
     size_t *order = NULL;
     float *xb = NULL, *step_loss = NULL;
     uint8_t *yb = NULL;
-    epoch_row rows[1024];
-    size_t nrows = 0;
+    epoch_row *rows = NULL;
+    size_t nrows = 0, rows_cap = 0, nloss = 0, loss_cap = 0;
 
     if ((!resume || layers_s) && check_layers(sizes, n_sizes, &train, &test, data))
         goto out;
@@ -521,7 +542,8 @@ int cmd_train(common *cm, int argc, char **argv)
             goto out;
         }
         if (log_path)
-            nrows = read_log(log_path, rows, sizeof rows / sizeof rows[0], start_epoch);
+            if (read_log(log_path, &rows, &nrows, &rows_cap, start_epoch))
+                goto out;
     } else {
         size_t steps_per_epoch = (train.count + batch - 1) / batch;
         opt.total_steps = epochs * steps_per_epoch;
@@ -548,8 +570,7 @@ int cmd_train(common *cm, int argc, char **argv)
     order = malloc(train.count * sizeof *order);
     xb = malloc((size_t)batch * in * sizeof *xb);
     yb = malloc((size_t)batch);
-    step_loss = malloc((size_t)(epochs > start_epoch ? epochs - start_epoch : 1) * steps_per_epoch * sizeof *step_loss);
-    if (!order || !xb || !yb || !step_loss) {
+    if (!order || !xb || !yb) {
         fail("out of memory");
         goto out;
     }
@@ -566,7 +587,6 @@ int cmd_train(common *cm, int argc, char **argv)
     signal(SIGTERM, on_signal);
 
     const uint64_t first_step = *view.step;
-    size_t nloss = 0;
     double t_run = now_s();
     ntpu_counters c;
     for (uint64_t e = start_epoch; e < epochs && !stop_requested; e++) {
@@ -595,6 +615,10 @@ int cmd_train(common *cm, int argc, char **argv)
             }
             loss_sum += (double)r.loss * (double)nb;
             correct_sum += r.correct;
+            if (!(step_loss = room_for(step_loss, nloss, &loss_cap, sizeof *step_loss))) {
+                fail("out of memory");
+                goto out;
+            }
             step_loss[nloss++] = r.loss;
             size_t done = at + nb;
             double dt = now_s() - t0;
@@ -635,8 +659,11 @@ int cmd_train(common *cm, int argc, char **argv)
             fail("evaluation: %s", ntpu_last_error(dev));
             goto out;
         }
-        if (nrows < sizeof rows / sizeof rows[0])
-            rows[nrows++] = row;
+        if (!(rows = room_for(rows, nrows, &rows_cap, sizeof row))) {
+            fail("out of memory");
+            goto out;
+        }
+        rows[nrows++] = row;
         if (save) {
             char ms[5][32];
             snprintf(ms[0], 32, "%" PRIu64, seed);
@@ -706,6 +733,7 @@ out:
     free(xb);
     free(yb);
     free(step_loss);
+    free(rows);
     return rc;
 }
 
