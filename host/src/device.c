@@ -237,6 +237,30 @@ ntpu_status ntpu_check_dev(ntpu_device *dev)
     return NTPU_OK;
 }
 
+ntpu_status ntpu_claim_memories(ntpu_device *dev, void *who, ntpu_status (*evict)(void *owner), int *changed)
+{
+    if (changed)
+        *changed = !who || dev->mem_owner != who;
+    if (who && dev->mem_owner == who)
+        return NTPU_OK;
+    if (dev->mem_owner && dev->mem_evict) {
+        ntpu_status st = dev->mem_evict(dev->mem_owner); /* the owner stays when it could not save its state */
+        if (st != NTPU_OK)
+            return st;
+    }
+    dev->mem_owner = who;
+    dev->mem_evict = who ? evict : NULL;
+    return NTPU_OK;
+}
+
+void ntpu_release_memories(ntpu_device *dev, const void *who)
+{
+    if (dev && who && dev->mem_owner == who) {
+        dev->mem_owner = NULL;
+        dev->mem_evict = NULL;
+    }
+}
+
 ntpu_status ntpu_get_info(const ntpu_device *dev, ntpu_info *out)
 {
     if (!dev || !out)

@@ -244,8 +244,19 @@ struct ntpu_device {
     ntpu_info info;
     unsigned n; /* array size */
     uint64_t pm_writes; /* writes to PM so far: whoever keeps a program there can tell it is still there */
+    void *mem_owner;    /* whose data UB, WB, ACC and OS hold (ntpu_claim_memories) */
+    ntpu_status (*mem_evict)(void *owner);
     char err[NTPU_ERRMSG_LEN];
 };
+
+/* The high-level users of the memories (a model, a quantized model, ntpu_matmul) take them in turn:
+ * before its work each claims them, which first lets the previous owner save what only the device
+ * holds (evict: a device-optimizer model fetches its fp32 weights); *changed (when given) says that
+ * who did not hold them, so its data must be written again. who NULL: a one-off user that keeps
+ * nothing there. The low-level calls (ntpu_write_rows, ...) claim nothing. */
+ntpu_status ntpu_claim_memories(ntpu_device *dev, void *who, ntpu_status (*evict)(void *owner), int *changed);
+/* who gives the memories up (it is being destroyed): nothing is evicted. */
+void ntpu_release_memories(ntpu_device *dev, const void *who);
 
 /* Sets dev->err (printf style) and returns st. */
 ntpu_status ntpu_fail(ntpu_device *dev, ntpu_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

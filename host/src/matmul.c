@@ -509,6 +509,8 @@ static ntpu_status matmul(ntpu_device *dev, enum src_kind src, const void *A, co
     unsigned bit = bf16 ? NTPU_DTYPE_BF16_BIT : NTPU_DTYPE_INT8_BIT;
     if (!(dev->info.dtypes & bit))
         return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "this device does not compute in %s", bf16 ? "bf16" : "int8");
+    if ((st = ntpu_claim_memories(dev, NULL, NULL, NULL)) != NTPU_OK) /* a model there saves its state first */
+        return st;
     mm s = {.dev = dev, .l = &dev->link, .n = dev->n, .bf16 = bf16, .src = src, .A = A, .B = B, .C = C,
             .M = M, .K = K, .P = N};
     plan(&s);

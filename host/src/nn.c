@@ -61,6 +61,7 @@ void ntpu_model_destroy(ntpu_model *m)
 {
     if (!m)
         return;
+    ntpu_release_memories(m->dev, m);
     drop_programs(m);
     for (size_t l = 0; l < NTPU_MAX_LAYERS; l++) {
         free(m->w[l]);
@@ -363,12 +364,9 @@ int ntpu_model_device_optimizer(const ntpu_model *m, const char **why_not)
     return m && m->devopt;
 }
 
-ntpu_status ntpu_model_sync(ntpu_model *m)
+/* Writes the host's weights (and, with the device optimizer, its fp32 state) to the device. */
+static ntpu_status upload(ntpu_model *m)
 {
-    if (!m)
-        return NTPU_ERR_INVALID_ARG;
-    if (m->streamed)
-        return ntpu_stream_sync(m);
     ntpu_device *dev = m->dev;
     const size_t n = m->n;
     for (size_t l = 0; l < m->layers; l++) {
@@ -400,6 +398,28 @@ ntpu_status ntpu_model_sync(ntpu_model *m)
     m->k_valid = 0;
     m->dev_ahead = 0;
     return NTPU_OK;
+}
+
+static ntpu_status evict(void *m) { return ntpu_model_fetch(m); }
+
+/* Before m's work on the device: when something else used the memories since m last did (its
+ * quantized copy, ntpu_matmul, another model), they are m's again, with its weights written anew.
+ * A streamed model keeps nothing there between calls. */
+static ntpu_status own_memories(ntpu_model *m)
+{
+    int changed;
+    ntpu_status st = m->streamed ? NTPU_OK : ntpu_claim_memories(m->dev, m, evict, &changed);
+    return st == NTPU_OK && !m->streamed && changed ? upload(m) : st;
+}
+
+ntpu_status ntpu_model_sync(ntpu_model *m)
+{
+    if (!m)
+        return NTPU_ERR_INVALID_ARG;
+    if (m->streamed)
+        return ntpu_stream_sync(m);
+    ntpu_status st = ntpu_claim_memories(m->dev, m, evict, NULL);
+    return st == NTPU_OK ? upload(m) : st;
 }
 
 ntpu_status ntpu_model_create(ntpu_device *dev, const unsigned *sizes, size_t n_sizes, size_t max_batch,
@@ -560,6 +580,8 @@ ntpu_status ntpu_predict(ntpu_model *m, const float *x, size_t batch, float *log
         return st;
     if (!logits)
         return ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "predict: logits is NULL");
+    if ((st = own_memories(m)) != NTPU_OK)
+        return st;
     return forward_logits(m, x, batch, ntpu_round_up(batch, m->n), logits);
 }
 
@@ -749,6 +771,8 @@ ntpu_status ntpu_train_step(ntpu_model *m, const float *x, const uint8_t *labels
         if (labels[b] >= classes)
             return ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "train: label %u of sample %zu is not below %zu",
                              labels[b], b, classes);
+    if ((st = own_memories(m)) != NTPU_OK)
+        return st;
     size_t bp = ntpu_round_up(batch, n);
     float *logits = malloc(batch * classes * 2 * sizeof *logits);
     if (!logits)

@@ -19,17 +19,39 @@ struct ntpu_qmodel {
     float *w_scale[NTPU_MAX_LAYERS];   /* per output channel */
     int32_t *bias_q[NTPU_MAX_LAYERS];  /* last layer's biases, added on the host */
     uint32_t ub_x[NTPU_MAX_LAYERS], wb_w[NTPU_MAX_LAYERS], acc_z[NTPU_MAX_LAYERS], acc_aux[NTPU_MAX_LAYERS];
+    /* What it keeps in the device's memories, to write again when it gets them back (from its model,
+     * ntpu_matmul, ...): the int8 weight tiles and the bias / multiplier / shift rows of each layer. */
+    uint16_t *tiles[NTPU_MAX_LAYERS];
+    uint32_t *aux[NTPU_MAX_LAYERS];
 };
 
 void ntpu_qmodel_destroy(ntpu_qmodel *q)
 {
     if (!q)
         return;
+    ntpu_release_memories(q->m->dev, q);
     for (size_t l = 0; l < NTPU_MAX_LAYERS; l++) {
         free(q->w_scale[l]);
         free(q->bias_q[l]);
+        free(q->tiles[l]);
+        free(q->aux[l]);
     }
     free(q);
+}
+
+/* Makes the device's memories q's, writing its weights and aux rows when something else had them. */
+static ntpu_status own_memories(ntpu_qmodel *q)
+{
+    const ntpu_model *m = q->m;
+    int changed;
+    ntpu_status st = ntpu_claim_memories(m->dev, q, NULL, &changed);
+    for (size_t l = 0; l < m->layers && st == NTPU_OK && changed; l++) {
+        const size_t ti = m->tiles[l], to = m->tiles[l + 1];
+        st = ntpu_write_rows(m->dev, NTPU_MEM_WB, q->wb_w[l], (uint32_t)(ti * to * m->n), q->tiles[l]);
+        if (st == NTPU_OK)
+            st = ntpu_write_rows(m->dev, NTPU_MEM_ACC, q->acc_aux[l], (uint32_t)(3 * to), q->aux[l]);
+    }
+    return st;
 }
 
 static int32_t sat_round(double v, double lim)
@@ -120,7 +142,7 @@ ntpu_status ntpu_qmodel_create(ntpu_model *m, const float *calib, size_t count, 
     ntpu_status cst = ntpu_qmodel_check(m);
     if (cst != NTPU_OK)
         return cst;
-    /* the device optimizer's weights, before this model takes the memories over */
+    /* the device optimizer's weights, which the host's pass below reads */
     ntpu_status fst = ntpu_model_fetch(m);
     if (fst != NTPU_OK)
         return fst;
@@ -140,13 +162,11 @@ ntpu_status ntpu_qmodel_create(ntpu_model *m, const float *calib, size_t count, 
         const size_t in = m->sizes[l], outn = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
         const int last = l + 1 == L;
         float *ws = q->w_scale[l] = calloc(outn, sizeof *ws);
-        uint16_t *tiles = calloc(ti * to * n * n, sizeof *tiles);
-        uint32_t *aux = calloc(3 * to * n, sizeof *aux);
+        uint16_t *tiles = q->tiles[l] = calloc(ti * to * n * n, sizeof *tiles);
+        uint32_t *aux = q->aux[l] = calloc(3 * to * n, sizeof *aux);
         if (last)
             q->bias_q[l] = calloc(outn, sizeof *q->bias_q[l]);
         if (!ws || !tiles || !aux || (last && !q->bias_q[l])) {
-            free(tiles);
-            free(aux);
             st = ntpu_fail(dev, NTPU_ERR_NO_MEMORY, "quantize: out of memory");
             break;
         }
@@ -184,12 +204,9 @@ ntpu_status ntpu_qmodel_create(ntpu_model *m, const float *calib, size_t count, 
             if (last && o < outn)
                 q->bias_q[l][o] = bq;
         }
-        st = ntpu_write_rows(dev, NTPU_MEM_WB, q->wb_w[l], (uint32_t)(ti * to * n), tiles);
-        if (st == NTPU_OK)
-            st = ntpu_write_rows(dev, NTPU_MEM_ACC, q->acc_aux[l], (uint32_t)(3 * to), aux);
-        free(tiles);
-        free(aux);
     }
+    if (st == NTPU_OK)
+        st = own_memories(q); /* the model saves its device state first (evict), then the rows go out */
     if (st != NTPU_OK) {
         ntpu_qmodel_destroy(q);
         return st;
@@ -206,6 +223,9 @@ ntpu_status ntpu_qmodel_predict(ntpu_qmodel *q, const float *x, size_t batch, fl
     ntpu_device *dev = m->dev;
     if (!x || !logits || batch == 0 || batch > m->max_batch)
         return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "int8 predict: batch of 1..%zu samples and buffers", m->max_batch);
+    ntpu_status ost = own_memories(q);
+    if (ost != NTPU_OK)
+        return ost;
     const size_t n = m->n, L = m->layers, bp = ntpu_round_up(batch, n), in = m->sizes[0], t0 = m->tiles[0];
     const size_t classes = m->sizes[L], tl = m->tiles[L];
     size_t words = t0 * bp * n > tl * bp * n * 2 ? t0 * bp * n : tl * bp * n * 2;

@@ -137,9 +137,10 @@ typedef struct ntpu_qmodel ntpu_qmodel; /* a quantized copy of a model, on the s
  * fp32 forward pass of the `count` calibration samples calib, count x sizes[0]),
  * biases to int32. On the device: int8 matmuls with int32 accumulation, and
  * bias + ReLU + requantization to int8 in the vector unit (ACT with NTPU_OUT_INT8);
- * the last layer's int32 results are scaled to logits on the host. The
- * quantized model takes over the device's memories: call ntpu_model_sync before
- * training m again. Errors: NTPU_ERR_INVALID_ARG, NTPU_ERR_UNSUPPORTED (no int8
+ * the last layer's int32 results are scaled to logits on the host. A model, its
+ * quantized copy and ntpu_matmul on one device take the device's memories in
+ * turn: each call of one of them writes its own data again when another used
+ * them since (the low-level calls of ntpu.h do not take part). Errors: NTPU_ERR_INVALID_ARG, NTPU_ERR_UNSUPPORTED (no int8
  * or vector unit, or too little memory), NTPU_ERR_NO_MEMORY, device and link errors. */
 /* NTPU_OK if m's quantized copy would fit the device (int8 matmuls and room in its
  * memories), else NTPU_ERR_UNSUPPORTED with the reason: lets a caller find out

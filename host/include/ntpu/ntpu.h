@@ -303,7 +303,9 @@ NTPU_API ntpu_status ntpu_get_link_stats(const ntpu_device *dev, ntpu_link_stats
  *                    bit for bit to: acc = +0.0f; for k ascending:
  *                    acc = ntpu_mac_bf16(acc, A[m][k], B[k][n]).
  * The library tiles, pads and pipelines; it uses (and overwrites) all of the
- * device's UB, WB and ACC, and the array's weights. C must not overlap A or B.
+ * device's UB, WB and ACC, and the array's weights: a model on the same device
+ * first saves what only the device holds, and writes its weights again at its
+ * next use (nn.h). C must not overlap A or B.
  * Errors: NTPU_ERR_INVALID_ARG (NULL pointer, a size of 0, bad dtype, sizes whose
  * product overflows size_t), NTPU_ERR_UNSUPPORTED (dtype not on this device),
  * NTPU_ERR_NO_MEMORY, NTPU_ERR_DEVICE, NTPU_ERR_IO, NTPU_ERR_TIMEOUT. On any error
