@@ -1,5 +1,6 @@
 /* Device handles: device strings, the table of transports, open (reading the
  * ID block) and close. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,14 +68,15 @@ static int take_link_opts(char *opts, link_opts *o, char *err, size_t errlen)
                 return -1;
             }
         } else if (!strncmp(p, "fault_seed=", 11)) {
+            errno = 0;
             o->seed = strtoull(p + 11, &stop, 0);
-            if (stop == p + 11 || stop != p + len) {
+            if (p[11] < '0' || p[11] > '9' || stop != p + len || errno) {
                 ntpu_errf(err, errlen, "option '%.*s' needs a whole number", (int)len, p);
                 return -1;
             }
         } else if (!strncmp(p, "timeout_ms=", 11)) {
             unsigned long t = strtoul(p + 11, &stop, 10);
-            if (stop == p + 11 || stop != p + len || t == 0 || t > 3600000ul) {
+            if (p[11] < '0' || p[11] > '9' || stop != p + len || t == 0 || t > 3600000ul) {
                 ntpu_errf(err, errlen, "option '%.*s' needs a whole number of milliseconds, 1..3600000", (int)len, p);
                 return -1;
             }

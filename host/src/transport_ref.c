@@ -56,6 +56,7 @@ static int parse_opts(const char *opts, ntpu_ref_config *cfg, char *err, size_t 
         {"pm", offsetof(ntpu_ref_config, pm_rows), 0, 65536}, /* 0: no PROGRAM, as PM_ROWS = 0 */
     };
     const char *p = opts;
+    unsigned given = 0; /* a bit per key: one given twice is a mistake, not "the last wins" */
     while (p && *p) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
@@ -71,7 +72,7 @@ static int parse_opts(const char *opts, ntpu_ref_config *cfg, char *err, size_t 
         char *stop;
         errno = 0;
         unsigned long v = strtoul(eq + 1, &stop, 10);
-        if (stop == eq + 1 || stop != p + len || errno || v > 0xFFFFFFFFul) {
+        if (eq[1] < '0' || eq[1] > '9' || stop != p + len || errno || v > 0xFFFFFFFFul) {
             ntpu_errf(err, errlen, "ref option '%.*s' needs a whole number", (int)len, p);
             return -1;
         }
@@ -80,6 +81,11 @@ static int parse_opts(const char *opts, ntpu_ref_config *cfg, char *err, size_t 
                       keys[i].lo, keys[i].hi);
             return -1;
         }
+        if (given & (1u << i)) {
+            ntpu_errf(err, errlen, "ref option %s= is given twice", keys[i].key);
+            return -1;
+        }
+        given |= 1u << i;
         *(unsigned *)((char *)cfg + keys[i].off) = (unsigned)v;
         p = end ? end + 1 : NULL;
     }

@@ -616,9 +616,9 @@ int cmd_bench(common *cm, int argc, char **argv)
     }
     size_t s_one = 0;
     if (size_arg) {
-        char *end;
+        char *end = NULL;
         unsigned long v = strtoul(size_arg, &end, 10);
-        if (end == size_arg || *end || v < 1 || v > 4096)
+        if (*size_arg < '0' || *size_arg > '9' || *end || v < 1 || v > 4096) /* digits only */
             return fail("--size must be a whole number from 1 to 4096, not '%s'", size_arg);
         s_one = v;
     }

@@ -28,7 +28,7 @@ static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, u
     char *end;
     errno = 0;
     unsigned long long v = s ? strtoull(s, &end, 10) : 0;
-    if (!s || !*s || *end || errno || s[0] == '-' || v < lo || v > hi)
+    if (!s || *s < '0' || *s > '9' || *end || errno || v < lo || v > hi) /* digits only: no sign, no space */
         return fail("%s: '%s' is not a whole number in %" PRIu64 "..%" PRIu64, opt, s ? s : "", lo, hi);
     *out = v;
     return 0;
@@ -51,7 +51,8 @@ static size_t parse_layers(const char *s, unsigned *sizes)
     for (const char *p = s; p && *p;) {
         char *end;
         unsigned long v = strtoul(p, &end, 10);
-        if (end == p || v == 0 || v > 65536 || (*end && *end != ',') || n == NTPU_MAX_LAYERS + 1) {
+        if (*p < '0' || *p > '9' || v == 0 || v > 65536 || (*end && (*end != ',' || !end[1])) ||
+            n == NTPU_MAX_LAYERS + 1) {
             fail("--layers: '%s' is not a list of 2 to %d sizes like 784,256,10", s, NTPU_MAX_LAYERS + 1);
             return 0;
         }

@@ -282,7 +282,7 @@ extern "C" ntpu_vsim_board *ntpu_vsim_board_new(const char *opts, char *err, siz
             char *end = nullptr;
             errno = 0;
             seed = std::strtoull(val.c_str(), &end, 0);
-            if (val.empty() || val[0] == '-' || errno || *end) {
+            if (val.empty() || val[0] < '0' || val[0] > '9' || errno || *end) {
                 set_err(err, errlen, "vsim: seed='%s' is not a non-negative integer", val.c_str());
                 return nullptr;
             }

@@ -50,6 +50,9 @@ expect_error "--layers not a list" "$B/ntpu" train -d ref --layers 784,x,10
 expect_error "--optimizer unknown" "$B/ntpu" train -d ref --optimizer adagrad
 expect_error "--epochs zero" "$B/ntpu" train -d ref --epochs 0
 expect_error "--lr negative" "$B/ntpu" train -d ref --lr -1
+expect_error "--batch with a space" "$B/ntpu" train -d ref --batch " 5"
+expect_error "--epochs with a sign" "$B/ntpu" train -d ref --epochs +2
+expect_error "--layers with a trailing comma" "$B/ntpu" train -d ref --layers 784,32,10,
 
 # An output that cannot be written fails before any training (nothing on stdout), not after an epoch.
 for o in "--save $T/nodir/m.st" "--log $T/nodir/log.csv" "--plot $T" "--save $T/nodir/m.st --resume $T/nope.st"; do
