@@ -226,7 +226,9 @@ static ntpu_status learn_expected_seq(ntpu_link *l, const char *why, uint8_t *e)
             char last[NTPU_ERRMSG_LEN];
             memcpy(last, l->err, sizeof last);
             last[sizeof last - 1] = 0;
-            if (why)
+            if (why && strcmp(why, last) == 0) /* e.g. the board unplugged: one reason, said once */
+                ntpu_errf(l->err, NTPU_ERRMSG_LEN, "%s; no answer to SYNC either: call ntpu_reset_link", why);
+            else if (why)
                 ntpu_errf(l->err, NTPU_ERRMSG_LEN, "%s; no answer to SYNC either (%s): call ntpu_reset_link", why,
                           last);
             else
