@@ -77,6 +77,7 @@ LIB_A := $(BUILD)/libntpu.a
 LIB_SO := $(BUILD)/libntpu.so
 CLI := $(BUILD)/ntpu
 VERSION := 1.0.0
+CPPFLAGS += -DNTPU_LIB_VERSION='"$(VERSION)"'
 
 include mk/deps.mk
 

@@ -302,7 +302,7 @@ static const struct command {
 
 static void usage(FILE *f)
 {
-    fputs("usage: ntpu [-d DEV] [--json] <command> [args]\n\ncommands:\n", f);
+    fputs("usage: ntpu [-d DEV] [--json] <command> [args]\n       ntpu --version\n\ncommands:\n", f);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fputs("\n"
@@ -324,6 +324,10 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--version")) {
+            printf("ntpu %s (libntpu, device protocol %u.%u)\n", NTPU_LIB_VERSION, NTPU_VERSION_MAJOR,
+                   NTPU_VERSION_MINOR);
             return 0;
         } else if (!strcmp(a, "--json")) {
             cm.json = 1;
