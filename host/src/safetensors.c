@@ -2,6 +2,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +137,13 @@ void ntpu_safetensors_free(ntpu_safetensors *st)
     free(st);
 }
 
+/* A JSON number that is a whole number from 0 to 2^53 (beyond, a double has gaps). */
+static int whole(const cJSON *d)
+{
+    return cJSON_IsNumber(d) && d->valuedouble >= 0 && d->valuedouble <= 9007199254740992.0 &&
+           d->valuedouble == floor(d->valuedouble);
+}
+
 static ntpu_status parse(ntpu_safetensors *st, const char *path, char *err, size_t errlen)
 {
     if (st->size < 8)
@@ -168,18 +176,26 @@ static ntpu_status parse(ntpu_safetensors *st, const char *path, char *err, size
             cJSON_GetArraySize(offs) != 2)
             return fail(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s: bad dtype, shape or data_offsets", path,
                         item->string);
+        for (size_t i = 0; i < st->count; i++)
+            if (strcmp(st->tensors[i].name, item->string) == 0)
+                return fail(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s appears twice", path, item->string);
         size_t count = 1;
         t->rank = 0;
         const cJSON *d;
         cJSON_ArrayForEach(d, shape)
         {
-            if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble > 1e15)
+            /* a whole number, and the product within the data: no fraction, no overflow */
+            if (!whole(d) || (d->valuedouble > 0 && (double)count > (double)data_size / d->valuedouble))
                 return fail(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s: bad shape", path, item->string);
             t->shape[t->rank++] = (size_t)d->valuedouble;
             count *= (size_t)d->valuedouble;
         }
-        double b = cJSON_GetArrayItem(offs, 0)->valuedouble, e = cJSON_GetArrayItem(offs, 1)->valuedouble;
-        if (!(b >= 0 && e >= b && e <= (double)data_size) || (size_t)(e - b) != count * es)
+        const cJSON *bj = cJSON_GetArrayItem(offs, 0), *ej = cJSON_GetArrayItem(offs, 1);
+        if (!whole(bj) || !whole(ej))
+            return fail(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s: data_offsets are not two whole numbers", path,
+                        item->string);
+        double b = bj->valuedouble, e = ej->valuedouble;
+        if (!(e >= b && e <= (double)data_size) || (size_t)(e - b) != count * es)
             return fail(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s: data range [%.0f, %.0f) outside the %zu data bytes "
                         "or not matching its shape (file truncated?)", path, item->string, b, e, data_size);
         t->name = item->string;

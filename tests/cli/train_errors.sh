@@ -94,6 +94,21 @@ for kv in lr=nan lr=-5 eps=0 step=-1 beta2=1 train.batch=5000 train.batch_index=
   grep -q "${kv%%=*}.* out of range\|${kv%%=*}.* past the epoch" "$T/err" || { echo "FAIL $kv not named: $(cat "$T/err")"; failures=$((failures + 1)); }
   cmp -s "$T/meta.st" "$T/meta0.st" || { echo "FAIL resume with $kv changed the checkpoint"; failures=$((failures + 1)); }
 done
+# Header entries a reader must not take: a fractional shape, offsets as strings (read as 0), a tensor twice.
+python3 - "$T/ok.st" "$T" <<'PY'
+import json, struct, sys
+src, out = sys.argv[1:]
+b = open(src, 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; raw = b[8:8 + n].decode()
+def put(name, text):
+    text = text.encode(); text += b' ' * (-len(text) % 8)
+    open(f'{out}/{name}.st', 'wb').write(struct.pack('<Q', len(text)) + text + b[8 + n:])
+h = json.loads(raw); h['fc0.bias']['shape'] = [len(h['fc0.bias']['shape']) and 16.5]; put('fraction', json.dumps(h))
+h = json.loads(raw); h['fc0.bias']['data_offsets'] = [str(x) for x in h['fc0.bias']['data_offsets']]; put('stroffsets', json.dumps(h))
+i = raw.index('"fc0.bias"'); j = raw.index('}', i) + 1; put('twice', raw[:j] + ',' + raw[i:j] + raw[j:])
+PY
+for f in fraction stroffsets twice; do
+  expect_error "eval of a checkpoint with a $f entry" "$B/ntpu" eval -d ref --model "$T/$f.st"
+done
 for f in half tiny text foreign; do
   expect_error "eval of a $f checkpoint" "$B/ntpu" eval -d ref --model "$T/$f.st"
   expect_error "resume from a $f checkpoint" "$B/ntpu" train -d ref --resume "$T/$f.st"
