@@ -150,6 +150,8 @@ static ntpu_status read_id(ntpu_device *dev)
     return NTPU_OK;
 }
 
+static ntpu_status open_kind(ntpu_device *dev, char *kind);
+
 ntpu_status ntpu_open(const char *device, ntpu_device **out)
 {
     if (!out)
@@ -162,13 +164,26 @@ ntpu_status ntpu_open(const char *device, ntpu_device **out)
     if (!device || !*device)
         device = default_device();
     size_t len = strlen(device);
-    if (len >= sizeof dev->info.device)
-        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "device string is longer than %zu characters",
-                         sizeof dev->info.device - 1);
-    memcpy(dev->info.device, device, len + 1);
+    if (len > NTPU_DEVICE_STRING_MAX)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "device string is longer than %d characters",
+                         NTPU_DEVICE_STRING_MAX);
+    /* info.device keeps what fits (a long vsim:trace= path is cut, with "..." at the end). */
+    const size_t cap = sizeof dev->info.device;
+    memcpy(dev->info.device, device, len < cap ? len + 1 : cap);
+    if (len >= cap)
+        memcpy(dev->info.device + cap - 4, "...", 4);
 
-    char kind[sizeof dev->info.device];
-    memcpy(kind, device, len + 1);
+    char *kind = strdup(device);
+    if (!kind)
+        return ntpu_fail(dev, NTPU_ERR_NO_MEMORY, "out of memory");
+    ntpu_status st = open_kind(dev, kind);
+    free(kind);
+    return st;
+}
+
+/* ntpu_open for the string "kind[:options]" (modified in place). */
+static ntpu_status open_kind(ntpu_device *dev, char *kind)
+{
     char *colon = strchr(kind, ':');
     const char *opts = NULL;
     if (colon) {

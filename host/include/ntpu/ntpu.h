@@ -63,6 +63,9 @@ NTPU_API const char *ntpu_dev_status_str(unsigned dev_status);
 
 typedef struct ntpu_device ntpu_device; /* opaque; one thread at a time per handle */
 
+/* The longest device string ntpu_open takes (a vsim:trace= path can be long). */
+#define NTPU_DEVICE_STRING_MAX 4096
+
 /* Opens a device. `device` is a device string:
  *   "ref[:n=N,ub=R,wb=R,acc=R,payload=B,novec=1,notra=1]"
  *                                          the C golden model, in-process; the
@@ -121,7 +124,7 @@ typedef struct ntpu_info {
     uint32_t clock_hz;                     /* 0 in simulation */
     unsigned platform;                     /* 0 golden model, 1 RTL */
     const char *platform_name;             /* "golden model", "RTL", ... (static) */
-    char device[128];                      /* the device string that was opened */
+    char device[128];                      /* the device string that was opened (a longer one cut, ending "...") */
 } ntpu_info;
 
 /* Fills *out. Sends nothing. Errors: NTPU_ERR_INVALID_ARG (NULL argument),
