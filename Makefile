@@ -76,8 +76,7 @@ VSTAMPS := $(VOBJ)/stamp $(VOBJ_TRACE)/stamp $(VOBJ_BOARD)/stamp
 LIB_A := $(BUILD)/libntpu.a
 LIB_SO := $(BUILD)/libntpu.so
 CLI := $(BUILD)/ntpu
-VERSION := 1.0.0
-CPPFLAGS += -DNTPU_LIB_VERSION='"$(VERSION)"'
+VERSION := $(shell sed -n 's/^\#define NTPU_LIB_VERSION "\(.*\)"/\1/p' host/include/ntpu/ntpu.h)
 
 include mk/deps.mk
 

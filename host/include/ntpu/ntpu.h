@@ -63,6 +63,9 @@ NTPU_API const char *ntpu_dev_status_str(unsigned dev_status);
 
 typedef struct ntpu_device ntpu_device; /* opaque; one thread at a time per handle */
 
+/* The library's version (also the pkg-config file's). */
+#define NTPU_LIB_VERSION "1.0.0"
+
 /* The longest device string ntpu_open takes (a vsim:trace= path can be long). */
 #define NTPU_DEVICE_STRING_MAX 4096
 
