@@ -12,18 +12,38 @@
 #include "internal.h"
 #include "ntpu/outfile.h"
 
-/* path with its symbolic links followed, also when the last one names a file
- * that does not exist yet (which realpath cannot do). NULL with errno set. */
-static char *follow_links(const char *path)
+/* Whether the directory part of p lies in /proc (where /dev/stdout and /dev/fd/N lead): its links
+ * name open descriptors, not files that can be replaced by name. */
+static int in_proc(const char *p)
+{
+    const char *slash = strrchr(p, '/');
+    char dir[PATH_MAX], real[PATH_MAX];
+    size_t n = slash ? (size_t)(slash - p) : 0;
+    if (n >= sizeof dir)
+        return 0;
+    memcpy(dir, p, n);
+    dir[n] = '\0';
+    return realpath(slash ? (n ? dir : "/") : ".", real) && strncmp(real, "/proc/", 6) == 0;
+}
+
+/* path with its symbolic links followed by name, also when the last one names a file that does not
+ * exist yet (which realpath cannot do); *proc is set when a link lies in /proc. NULL with errno. */
+static char *follow_links(const char *path, int *proc)
 {
     char *cur = strdup(path);
-    for (int hops = 0; cur && hops < 40; hops++) {
+    for (int hops = 0; cur && hops <= 40; hops++) {
         struct stat sb;
         if (lstat(cur, &sb) != 0 || !S_ISLNK(sb.st_mode))
             return cur;
+        if (in_proc(cur)) {
+            *proc = 1;
+            return cur;
+        }
         char link[PATH_MAX];
-        ssize_t n = readlink(cur, link, sizeof link - 1);
-        if (n < 0) {
+        ssize_t n = readlink(cur, link, sizeof link);
+        if (n < 0 || (size_t)n >= sizeof link) {
+            if (n >= 0)
+                errno = ENAMETOOLONG;
             free(cur);
             return NULL;
         }
@@ -45,6 +65,12 @@ static char *follow_links(const char *path)
     return NULL;
 }
 
+static ntpu_status failed(char *err, size_t errlen, const char *path, int e)
+{
+    ntpu_errf(err, errlen, "%s: cannot write: %s", path, e == ENOMEM ? "out of memory" : strerror(e));
+    return e == ENOMEM ? NTPU_ERR_NO_MEMORY : NTPU_ERR_FILE;
+}
+
 ntpu_status ntpu_outfile_open(ntpu_outfile *o, const char *path, char *err, size_t errlen)
 {
     o->fd = -1;
@@ -53,53 +79,68 @@ ntpu_status ntpu_outfile_open(ntpu_outfile *o, const char *path, char *err, size
         ntpu_errf(err, errlen, "cannot write a file with an empty name");
         return NTPU_ERR_INVALID_ARG;
     }
-    char *target = follow_links(path);
-    if (!target) {
-        int e = errno;
-        ntpu_errf(err, errlen, "%s: cannot write: %s", path, e == ENOMEM ? "out of memory" : strerror(e));
-        return e == ENOMEM ? NTPU_ERR_NO_MEMORY : NTPU_ERR_FILE;
-    }
-    struct stat sb;
-    int exists = stat(target, &sb) == 0;
-    if (exists && S_ISDIR(sb.st_mode)) {
+    struct stat ps; /* what the path leads to, every link followed by the kernel */
+    int exists = stat(path, &ps) == 0;
+    if (exists && S_ISDIR(ps.st_mode)) {
         ntpu_errf(err, errlen, "%s: cannot write: it is a directory", path);
+        return NTPU_ERR_FILE;
+    }
+    if (exists && !S_ISREG(ps.st_mode)) { /* a device, FIFO, pipe or terminal: renaming over it would remove it */
+        o->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        if (o->fd < 0)
+            return failed(err, errlen, path, errno);
+        if (!(o->target = strdup(path))) {
+            close(o->fd);
+            o->fd = -1;
+            return failed(err, errlen, path, ENOMEM);
+        }
+        return NTPU_OK;
+    }
+    int proc = 0;
+    char *target = follow_links(path, &proc);
+    if (!target)
+        return failed(err, errlen, path, errno);
+    struct stat ts;
+    if (proc || (exists && (stat(target, &ts) != 0 || ts.st_dev != ps.st_dev || ts.st_ino != ps.st_ino))) {
+        /* /dev/stdout redirected to a file: replacing that file would leave the descriptor on the old one */
+        ntpu_errf(err, errlen, "%s: cannot replace a file reached through an open descriptor; give its name", path);
         free(target);
         return NTPU_ERR_FILE;
     }
-    if (exists && !S_ISREG(sb.st_mode)) { /* a device or a FIFO: renaming over it would remove it */
-        o->fd = open(target, O_WRONLY | O_CLOEXEC);
-        if (o->fd < 0) {
-            ntpu_errf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-            free(target);
-            return NTPU_ERR_FILE;
-        }
-        o->target = target;
-        return NTPU_OK;
-    }
     /* A fresh name beside the target, so the rename stays on one file system; O_EXCL with a counter
      * steps past files left by a killed run (which may have had this process's ID). */
-    size_t len = strlen(target) + 40;
+    const char *slash = strrchr(target, '/'), *base = slash ? slash + 1 : target;
+    size_t dir = (size_t)(base - target), len = strlen(target) + 40;
     char *tmp = malloc(len);
     if (!tmp) {
         free(target);
-        ntpu_errf(err, errlen, "%s: out of memory", path);
-        return NTPU_ERR_NO_MEMORY;
+        return failed(err, errlen, path, ENOMEM);
     }
     int fd = -1;
     for (unsigned attempt = 0; attempt < 1000 && fd < 0; attempt++) {
-        snprintf(tmp, len, "%s.tmp%ld.%u", target, (long)getpid(), attempt);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (strlen(base) + 32 <= NAME_MAX)
+            snprintf(tmp, len, "%s.tmp%ld.%u", target, (long)getpid(), attempt);
+        else /* a name near the file system's limit: a short one beside it */
+            snprintf(tmp, len, "%.*s.ntpu-tmp%ld.%u", (int)dir, target, (long)getpid(), attempt);
+        /* An existing file's replacement is private until it has the file's permissions. */
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, exists ? 0600 : 0666);
         if (fd < 0 && errno != EEXIST)
             break;
     }
     if (fd < 0) {
-        ntpu_errf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        int e = errno;
         free(tmp);
         free(target);
-        return NTPU_ERR_FILE;
+        return failed(err, errlen, path, e);
     }
-    if (exists)
-        (void)fchmod(fd, sb.st_mode & 07777); /* the replacement keeps the file's permissions */
+    if (exists && fchmod(fd, ps.st_mode & 0777) != 0) { /* not set-id bits */
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        free(tmp);
+        free(target);
+        return failed(err, errlen, path, e);
+    }
     o->fd = fd;
     o->target = target;
     o->tmp = tmp;
@@ -109,7 +150,7 @@ ntpu_status ntpu_outfile_open(ntpu_outfile *o, const char *path, char *err, size
 ntpu_status ntpu_outfile_commit(ntpu_outfile *o, char *err, size_t errlen)
 {
     int bad = 0, e = 0;
-    if (o->tmp && fsync(o->fd) != 0) { /* a device written directly may not sync: nothing to keep whole */
+    if (o->tmp && fsync(o->fd) != 0) { /* a device written in place has nothing to keep whole */
         bad = 1;
         e = errno;
     }
@@ -142,17 +183,13 @@ void ntpu_outfile_abort(ntpu_outfile *o)
 
 ntpu_status ntpu_outfile_check(const char *path, char *err, size_t errlen)
 {
-    char *target = path && *path ? follow_links(path) : NULL;
     struct stat sb;
-    if (target && stat(target, &sb) == 0 && !S_ISDIR(sb.st_mode) && !S_ISREG(sb.st_mode)) {
+    if (path && *path && stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode) && !S_ISREG(sb.st_mode)) {
         /* Opening a FIFO to try it would wait for a reader. */
-        int ok = access(target, W_OK) == 0;
-        if (!ok)
-            ntpu_errf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-        free(target);
-        return ok ? NTPU_OK : NTPU_ERR_FILE;
+        if (access(path, W_OK) == 0)
+            return NTPU_OK;
+        return failed(err, errlen, path, errno);
     }
-    free(target);
     ntpu_outfile o;
     ntpu_status st = ntpu_outfile_open(&o, path, err, errlen);
     if (st == NTPU_OK)
@@ -164,7 +201,8 @@ ntpu_status ntpu_outfile_check(const char *path, char *err, size_t errlen)
  * spelling per file, also for one that does not exist yet. */
 static char *canonical(const char *p)
 {
-    char *t = follow_links(p);
+    int proc = 0;
+    char *t = follow_links(p, &proc);
     if (!t)
         return NULL;
     char *slash = strrchr(t, '/');
@@ -187,7 +225,10 @@ static char *canonical(const char *p)
 int ntpu_outfile_same(const char *a, const char *b)
 {
     struct stat sa, sb;
-    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+    int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if ((ea && !S_ISREG(sa.st_mode)) || (eb && !S_ISREG(sb.st_mode)))
+        return 0; /* two outputs to one terminal or /dev/null are both written, in turn */
+    if (ea && eb)
         return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
     char *ca = canonical(a), *cb = canonical(b);
     int same = ca && cb && strcmp(ca, cb) == 0;

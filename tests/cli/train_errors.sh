@@ -60,6 +60,14 @@ for o in "--save $T/nodir/m.st" "--log $T/nodir/log.csv" "--plot $T" "--save $T/
   [ -s "$T/out" ] && { echo "FAIL train $o: it trained before failing"; failures=$((failures + 1)); }
 done
 [ -e "$T/nodir" ] && { echo "FAIL train with an unwritable output left $T/nodir"; failures=$((failures + 1)); }
+# /dev/stdout on a file (as here: expect_error sends stdout to one) cannot be replaced by name: refused
+# up front. On a pipe it is written in place, and two outputs to /dev/null are not "one file".
+expect_error "train --log /dev/stdout into a file" "$B/ntpu" train -d ref --layers 784,16,10 --train-limit 128 \
+  --test-limit 64 --epochs 1 --log /dev/stdout
+n=$("$B/ntpu" train -d ref --layers 784,16,10 --train-limit 128 --test-limit 64 --epochs 2 --log /dev/stdout \
+    --plot /dev/null 2> /dev/null | grep -c '^epoch,steps,train_loss')
+[ "$n" = 2 ] && echo "ok   --log /dev/stdout on a pipe: the log twice (once an epoch)" ||
+  { echo "FAIL --log /dev/stdout on a pipe: $n logs"; failures=$((failures + 1)); }
 # Two outputs in one file (the log would overwrite the checkpoint), or an empty name: refused up front.
 for o in "--save $T/same --log $T/same" "--plot $T/same --save $T/./same" "--resume $T/ok.st --log $T/ok.st" "--save="; do
   expect_error "train $o" "$B/ntpu" train -d ref --layers 784,16,10 --train-limit 128 --test-limit 64 --epochs 2 $o

@@ -1,7 +1,8 @@
 /* Replacing files whole (host/src/outfile.c, ntpu/outfile.h), which every
- * writer of the library and the CLI goes through: links are followed, devices
- * and FIFOs are written in place instead of being replaced by a file, a
- * directory or an empty name is refused, a stale temporary file from a killed
+ * writer of the library and the CLI goes through: links are followed, FIFOs
+ * are written in place instead of being replaced by a file, a file behind an
+ * open descriptor (/dev/stdout), a link loop, a directory or an empty name is
+ * refused, a stale temporary file from a killed
  * run is stepped over, and an aborted write leaves the old file as it was. */
 #define _DEFAULT_SOURCE /* symlink, mkdtemp */
 #include <criterion/criterion.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ntpu/outfile.h"
@@ -121,16 +123,50 @@ Test(outfile, follows_links_also_to_a_file_not_yet_there)
     cr_assert_not(ntpu_outfile_same(at("real/new"), at("new")));
 }
 
-Test(outfile, writes_a_device_in_place)
+Test(outfile, writes_a_fifo_in_place)
 {
     char err[256];
-    cr_assert_eq(replace("/dev/null", "x", err), NTPU_OK, "%s", err);
-    struct stat sb;
-    cr_assert_eq(stat("/dev/null", &sb), 0);
-    cr_assert(S_ISCHR(sb.st_mode), "/dev/null was replaced");
-    cr_assert_eq(ntpu_outfile_check("/dev/null", err, sizeof err), NTPU_OK, "%s", err);
     cr_assert_eq(mkfifo(at("fifo"), 0600), 0);
     cr_assert_eq(ntpu_outfile_check(at("fifo"), err, sizeof err), NTPU_OK, "%s", err); /* without a reader */
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) { /* the reader: copies what comes through the FIFO into a file */
+        char buf[64];
+        FILE *in = fopen(at("fifo"), "r"), *out = fopen(at("got"), "w");
+        size_t n = in && out ? fread(buf, 1, sizeof buf, in) : 0;
+        _exit(out && fwrite(buf, 1, n, out) == n && fclose(out) == 0 ? 0 : 1);
+    }
+    cr_assert_eq(replace(at("fifo"), "through", err), NTPU_OK, "%s", err);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    cr_assert_str_eq(get(at("got")), "through");
+    struct stat sb;
+    cr_assert_eq(lstat(at("fifo"), &sb), 0);
+    cr_assert(S_ISFIFO(sb.st_mode), "the FIFO was replaced by a file");
+    cr_assert_not(ntpu_outfile_same(at("fifo"), at("fifo")), "both writes reach a FIFO");
+}
+
+Test(outfile, refuses_a_file_behind_an_open_descriptor)
+{
+    char err[256], proc[64];
+    put(at("a"), "old");
+    FILE *f = fopen(at("a"), "a"); /* as a shell's > a.txt: then /dev/stdout leads to a.txt */
+    cr_assert_not_null(f);
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fileno(f));
+    cr_assert_eq(ntpu_outfile_check(proc, err, sizeof err), NTPU_ERR_FILE);
+    cr_assert(strstr(err, "open descriptor"), "%s", err);
+    fclose(f);
+    cr_assert_str_eq(get(at("a")), "old");
+}
+
+Test(outfile, refuses_a_link_loop)
+{
+    char err[256];
+    cr_assert_eq(symlink("loop2", at("loop1")), 0);
+    cr_assert_eq(symlink("loop1", at("loop2")), 0);
+    cr_assert_eq(ntpu_outfile_check(at("loop1"), err, sizeof err), NTPU_ERR_FILE);
+    cr_assert(strstr(err, "symbolic links"), "%s", err);
 }
 
 Test(outfile, refuses_directories_and_empty_names)

@@ -4,9 +4,11 @@
  * An existing regular file, or a new one, is written to a fresh temporary file
  * beside it, flushed to disk and renamed over it, so the path holds either its
  * old contents or the whole new file, never a part. A symbolic link is followed
- * (the file it names is replaced, the link stays). Anything else that exists at
- * the path (a device such as /dev/null, a FIFO) is written directly: renaming a
- * file over it would remove it. */
+ * (the file it names is replaced, the link stays). Anything else the path leads
+ * to (a device such as /dev/null, a FIFO, or /dev/stdout on a pipe or terminal)
+ * is written in place: renaming a file over it would remove it. A regular file
+ * reached through an open descriptor (/dev/stdout redirected to a file) is
+ * refused: the descriptor would stay on the replaced file. */
 #ifndef NTPU_OUTFILE_H
 #define NTPU_OUTFILE_H
 
@@ -40,8 +42,10 @@ NTPU_API void ntpu_outfile_abort(ntpu_outfile *o);
  * program that writes its outputs only after long work. */
 NTPU_API ntpu_status ntpu_outfile_check(const char *path, char *err, size_t errlen);
 
-/* Whether two output paths name the same file (after links; a file that does
- * not exist yet by its directory and name). */
+/* Whether two output paths name the same regular file (after links; a file
+ * that does not exist yet by its directory and name), so that writing one would
+ * overwrite the other. Devices, FIFOs and terminals are never "the same": both
+ * writes reach them. */
 NTPU_API int ntpu_outfile_same(const char *a, const char *b);
 
 #ifdef __cplusplus
