@@ -409,7 +409,9 @@ static ntpu_status own_memories(ntpu_model *m)
 {
     int changed;
     ntpu_status st = m->streamed ? NTPU_OK : ntpu_claim_memories(m->dev, m, evict, &changed);
-    return st == NTPU_OK && !m->streamed && changed ? upload(m) : st;
+    if (st == NTPU_OK && !m->streamed && changed && (st = upload(m)) != NTPU_OK)
+        ntpu_release_memories(m->dev, m); /* half written: the next call writes it all again */
+    return st;
 }
 
 ntpu_status ntpu_model_sync(ntpu_model *m)
@@ -419,7 +421,9 @@ ntpu_status ntpu_model_sync(ntpu_model *m)
     if (m->streamed)
         return ntpu_stream_sync(m);
     ntpu_status st = ntpu_claim_memories(m->dev, m, evict, NULL);
-    return st == NTPU_OK ? upload(m) : st;
+    if (st == NTPU_OK && (st = upload(m)) != NTPU_OK)
+        ntpu_release_memories(m->dev, m);
+    return st;
 }
 
 ntpu_status ntpu_model_create(ntpu_device *dev, const unsigned *sizes, size_t n_sizes, size_t max_batch,

@@ -15,6 +15,7 @@
 
 struct ntpu_qmodel {
     ntpu_model *m;
+    ntpu_device *dev; /* m's, kept for destroy: a copy may outlive its model */
     float in_scale[NTPU_MAX_LAYERS];   /* scale of layer l's input activations */
     float *w_scale[NTPU_MAX_LAYERS];   /* per output channel */
     int32_t *bias_q[NTPU_MAX_LAYERS];  /* last layer's biases, added on the host */
@@ -29,7 +30,7 @@ void ntpu_qmodel_destroy(ntpu_qmodel *q)
 {
     if (!q)
         return;
-    ntpu_release_memories(q->m->dev, q);
+    ntpu_release_memories(q->dev, q);
     for (size_t l = 0; l < NTPU_MAX_LAYERS; l++) {
         free(q->w_scale[l]);
         free(q->bias_q[l]);
@@ -50,6 +51,8 @@ static ntpu_status own_memories(ntpu_qmodel *q)
         st = ntpu_write_rows(m->dev, NTPU_MEM_WB, q->wb_w[l], (uint32_t)(ti * to * m->n), q->tiles[l]);
         if (st == NTPU_OK)
             st = ntpu_write_rows(m->dev, NTPU_MEM_ACC, q->acc_aux[l], (uint32_t)(3 * to), q->aux[l]);
+        if (st != NTPU_OK) /* half written: the next call writes them all again */
+            ntpu_release_memories(m->dev, q);
     }
     return st;
 }
@@ -151,6 +154,7 @@ ntpu_status ntpu_qmodel_create(ntpu_model *m, const float *calib, size_t count, 
     if (!q)
         return ntpu_fail(dev, NTPU_ERR_NO_MEMORY, "quantize: out of memory");
     q->m = m;
+    q->dev = dev;
     ntpu_status st = place(m, q);
     float amax[NTPU_MAX_LAYERS];
     if (st == NTPU_OK)

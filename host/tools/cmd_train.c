@@ -121,12 +121,14 @@ static FILE *out_open(const char *opt, const char *path, ntpu_outfile *o)
 static int out_close(const char *opt, const char *path, FILE *f, ntpu_outfile *o)
 {
     char err[600];
-    int bad = ferror(f);
-    bad |= fclose(f) != 0;
+    int bad = ferror(f), e = 0;
+    if (fclose(f) != 0) {
+        bad = 1;
+        e = errno;
+    }
     if (bad) {
-        int e = errno;
         ntpu_outfile_abort(o);
-        return fail("%s: cannot write %s: %s", opt, path, strerror(e));
+        return fail("%s: cannot write %s: %s", opt, path, e ? strerror(e) : "write error");
     }
     return ntpu_outfile_commit(o, err, sizeof err) == NTPU_OK ? 0 : fail("%s: %s", opt, err);
 }
@@ -375,7 +377,7 @@ static const char train_help[] =
     "  --save-every STEPS    also checkpoint inside an epoch (needs --save)\n"
     "  --resume FILE         continue a checkpoint's run exactly where it stopped (same result, bit for\n"
     "                        bit, as an uninterrupted run); give more --epochs to train longer (a cosine\n"
-    "                        schedule then stretches its rest over the longer run)\n"
+    "                        schedule is then recomputed over the longer run)\n"
     "  --log FILE.csv        one row an epoch (a resumed run keeps the earlier rows)\n"
     "  --plot FILE.svg       the loss of every step and each epoch's train loss and test accuracy\n"
     "  --device-optimizer    keep the fp32 weights and optimizer state on the device: SGD / momentum\n"
@@ -412,6 +414,7 @@ int cmd_train(common *cm, int argc, char **argv)
         fputs(train_help, stdout);
         return 0;
     }
+    signal(SIGPIPE, SIG_IGN); /* a closed stdout (| head) ends the run after a save, with a reason */
 
     /* Settings: the command line's, else the checkpoint's (when resuming), else defaults. */
     uint64_t epochs = 5, batch = 64, seed = 0, train_limit = 0, test_limit = 0, save_every = 0;
@@ -530,10 +533,11 @@ int cmd_train(common *cm, int argc, char **argv)
         if (opt_s || lr_s || mom_s || wd_s || sched_s || stepsize_s || gamma_s)
             fprintf(stderr, "ntpu: note: --resume keeps the checkpoint's optimizer settings\n");
         /* A cosine schedule ends at lr 0 with the run it was made for; more --epochs would train on
-         * at lr 0, so the rest of the schedule is stretched over the longer run. */
+         * at lr 0, so the schedule is recomputed over the longer run (lr rises to its value at this
+         * step). Fewer epochs leave it as it was: the run just stops earlier. */
         ntpu_optim_config *ro = v.opt;
         uint64_t run_steps = epochs * ((train.count + batch - 1) / batch);
-        if (ro->schedule == NTPU_LR_COSINE && ro->total_steps != run_steps) {
+        if (ro->schedule == NTPU_LR_COSINE && ro->total_steps < run_steps) {
             fprintf(stderr, "ntpu: note: the cosine schedule now ends with epoch %" PRIu64 " (%" PRIu64
                     " steps; the checkpoint's run had %" PRIu64 ")\n", epochs, run_steps, ro->total_steps);
             ro->total_steps = run_steps;
@@ -690,9 +694,10 @@ int cmd_train(common *cm, int argc, char **argv)
                    e + 1, epochs, row.train_loss, row.train_acc, row.test_acc, 100 * row.utilization, train_secs,
                    (double)(train.count - done_at_start) / train_secs);
         /* Reported after the saves above: a reader that stops reading cannot cost the epoch's checkpoint. */
+        errno = 0;
         if (fflush(stdout) != 0 || ferror(stdout)) {
-            fail("cannot write the output (%s): stopped after epoch %" PRIu64 "%s", strerror(errno), e + 1,
-                 save ? ", which the checkpoint holds" : "");
+            fail("cannot write the output (%s): stopped after epoch %" PRIu64 "%s",
+                 errno ? strerror(errno) : "write error", e + 1, save ? ", which the checkpoint holds" : "");
             goto out;
         }
     }

@@ -8,7 +8,6 @@
  * declared in cli.h) and add a row to `commands` at the bottom. */
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,14 +345,12 @@ int main(int argc, char **argv)
     }
     if (i >= argc)
         return fail("no command given (try 'ntpu --help')");
-    /* A closed stdout (ntpu train | head -1) is a write error to report, not a silent death by
-     * SIGPIPE in the middle of a step: train then stops as on Ctrl-C, its checkpoint saved. */
-    signal(SIGPIPE, SIG_IGN);
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
         if (!strcmp(argv[i], commands[k].name)) {
             int rc = commands[k].run(&cm, argc - i - 1, argv + i + 1);
-            if ((fflush(stdout) != 0 || ferror(stdout)) && rc == 0)
-                rc = fail("cannot write the output: %s", strerror(errno));
+            errno = 0; /* a full disk under > out.json must not pass as success */
+            if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout)))
+                rc = fail("cannot write the output%s%s", errno ? ": " : "", errno ? strerror(errno) : "");
             return rc;
         }
     return fail("unknown command '%s' (try 'ntpu --help')", argv[i]);

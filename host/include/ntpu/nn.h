@@ -42,7 +42,7 @@ typedef struct ntpu_model ntpu_model; /* opaque; bound to one device handle */
 NTPU_API ntpu_status ntpu_model_create(ntpu_device *dev, const unsigned *sizes, size_t n_sizes, size_t max_batch,
                                        uint64_t seed, const ntpu_optim_config *opt, ntpu_model **out);
 
-/* NULL is a no-op. */
+/* NULL is a no-op. Before ntpu_close of its device (which must outlive it). */
 NTPU_API void ntpu_model_destroy(ntpu_model *m);
 
 /* NULL when the model's tensors stay in the device's memories; for a streamed
@@ -149,7 +149,8 @@ NTPU_API ntpu_status ntpu_qmodel_check(ntpu_model *m);
 
 NTPU_API ntpu_status ntpu_qmodel_create(ntpu_model *m, const float *calib, size_t count, ntpu_qmodel **out);
 
-/* NULL is a no-op. */
+/* NULL is a no-op. Works also after its model was destroyed (nothing else
+ * does), but not after ntpu_close of the device. */
 NTPU_API void ntpu_qmodel_destroy(ntpu_qmodel *q);
 
 /* Logits (batch x classes floats) of batch <= the model's max_batch samples. */

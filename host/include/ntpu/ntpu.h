@@ -354,10 +354,11 @@ typedef struct ntpu_tensor {
  * unsupported dtype or rank, data shorter than the shape), NTPU_ERR_NO_MEMORY. */
 NTPU_API ntpu_status ntpu_npy_read(const char *path, ntpu_tensor *out, char *err, size_t errlen);
 
-/* Writes t to path as .npy (format 1.0, little-endian, C order). Writes a
- * temporary file next to path and renames it over path, so path is either
- * untouched or complete. Errors: NTPU_ERR_INVALID_ARG (bad tensor),
- * NTPU_ERR_FILE. */
+/* Writes t to path as .npy (format 1.0, little-endian, C order), replacing the
+ * file whole as ntpu/outfile.h says: path is either untouched or complete (links
+ * followed; a device, FIFO or pipe written in place). Errors:
+ * NTPU_ERR_INVALID_ARG (bad tensor, empty path), NTPU_ERR_FILE,
+ * NTPU_ERR_NO_MEMORY. */
 NTPU_API ntpu_status ntpu_npy_write(const char *path, const ntpu_tensor *t, char *err, size_t errlen);
 
 /* Frees t->data and zeroes *t. NULL and a zeroed tensor are no-ops. */

@@ -27,9 +27,10 @@ typedef struct ntpu_st_tensor {
 } ntpu_st_tensor;
 
 /* Writes n tensors and optional string metadata (meta: key, value, key, value,
- * ..., NULL; or NULL) to path atomically: the data goes to a temporary file in
- * the same directory, is flushed to disk, then renamed over path, so path holds
- * either its old contents or the whole new file, never a part.
+ * ..., NULL; or NULL) to path atomically, as ntpu/outfile.h says: the data goes to
+ * a temporary file beside the file path leads to, is flushed to disk, then
+ * renamed over it, so it holds either its old contents or the whole new file,
+ * never a part.
  * Errors: NTPU_ERR_INVALID_ARG (bad dtype, nbytes not matching the shape, a
  * duplicate or empty name), NTPU_ERR_FILE (with the OS reason in err),
  * NTPU_ERR_NO_MEMORY. */
