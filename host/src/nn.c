@@ -173,6 +173,32 @@ static ntpu_status place(ntpu_model *m)
     return plan(m);
 }
 
+/* The name of the first setting of o that the optimizers cannot run with, or NULL: one rule for a new
+ * model and a loaded checkpoint (a NaN lr trains to NaN; Adam divides by sqrt(v) + eps, and v can be 0). */
+static const char *bad_setting(const ntpu_optim_config *o)
+{
+    const int adam = o->kind == NTPU_OPT_ADAM || o->kind == NTPU_OPT_ADAMW;
+    const struct {
+        const char *name;
+        float v;
+        int ok;
+    } f[] = {{"lr", o->lr, 1},
+             {"momentum", o->momentum, 1},
+             {"beta1", o->beta1, !adam || o->beta1 < 1.0f},
+             {"beta2", o->beta2, !adam || o->beta2 < 1.0f},
+             {"eps", o->eps, !adam || o->eps > 0.0f},
+             {"weight_decay", o->weight_decay, 1},
+             {"gamma", o->gamma, 1}};
+    if ((unsigned)o->kind > NTPU_OPT_ADAMW)
+        return "optimizer";
+    if ((unsigned)o->schedule > NTPU_LR_COSINE)
+        return "schedule";
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (!isfinite(f[i].v) || f[i].v < 0.0f || !f[i].ok)
+            return f[i].name;
+    return NULL;
+}
+
 static ntpu_status alloc_model(ntpu_device *dev, const unsigned *sizes, size_t n_sizes, size_t max_batch,
                                const ntpu_optim_config *opt, ntpu_model **out)
 {
@@ -186,6 +212,9 @@ static ntpu_status alloc_model(ntpu_device *dev, const unsigned *sizes, size_t n
     for (size_t i = 0; i < n_sizes; i++)
         if (sizes[i] == 0 || sizes[i] > 65536)
             return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "model: layer size %u out of range", sizes[i]);
+    const char *bad = bad_setting(opt);
+    if (bad)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "model: the optimizer's %s is out of range", bad);
     /* Without the vector unit or TRANSPOSE_A the library does that work on the host
      * (vector_host.c, transpose_host.c). */
     if (!(dev->info.dtypes & NTPU_DTYPE_BF16_BIT) || !(dev->info.features & NTPU_FEATURE_TRANSPOSE_BIT))
@@ -978,7 +1007,6 @@ static int meta_u64(const ntpu_safetensors *f, const char *key, uint64_t *out)
     return *end || errno ? -1 : 0;
 }
 
-/* A finite value >= 0, as every optimizer setting is (the CLI refuses others on its command line). */
 static int meta_float(const ntpu_safetensors *f, const char *key, float *out)
 {
     const char *v = ntpu_safetensors_meta(f, key);
@@ -986,7 +1014,7 @@ static int meta_float(const ntpu_safetensors *f, const char *key, float *out)
     if (!v || !*v)
         return -1;
     *out = strtof(v, &end);
-    return *end || !isfinite(*out) || *out < 0.0f ? -1 : 0;
+    return *end ? -1 : 0;
 }
 
 /* Copies tensor `name` (F32, shape rows x cols, or a vector when cols is 0) into
@@ -1040,7 +1068,16 @@ ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t max_batch
         ntpu_safetensors_free(f);
         return ntpu_fail(dev, NTPU_ERR_FORMAT, "%s: not a nanoTPU checkpoint (metadata missing or malformed)", path);
     }
-    /* Each setting checked on its own, so that a damaged one is named. */
+    /* Each setting read and checked on its own, so that a damaged one is named. */
+    const struct {
+        const char *key;
+        float *f;
+        uint64_t *u;
+    } keys[] = {{"lr", &opt.lr, NULL},         {"momentum", &opt.momentum, NULL},
+                {"beta1", &opt.beta1, NULL},   {"beta2", &opt.beta2, NULL},
+                {"eps", &opt.eps, NULL},       {"weight_decay", &opt.weight_decay, NULL},
+                {"gamma", &opt.gamma, NULL},   {"step_size", NULL, &opt.step_size},
+                {"total_steps", NULL, &opt.total_steps}, {"step", NULL, &step}};
     const char *what = NULL;
     if (n_sizes < 2 || n_sizes > NTPU_MAX_LAYERS + 1)
         what = "sizes";
@@ -1048,26 +1085,11 @@ ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t max_batch
         what = "optimizer";
     else if (ntpu_lr_schedule_parse(ntpu_safetensors_meta(f, "schedule"), &opt.schedule))
         what = "schedule";
-    else if (meta_float(f, "lr", &opt.lr))
-        what = "lr";
-    else if (meta_float(f, "momentum", &opt.momentum))
-        what = "momentum";
-    else if (meta_float(f, "beta1", &opt.beta1) || opt.beta1 >= 1.0f)
-        what = "beta1";
-    else if (meta_float(f, "beta2", &opt.beta2) || opt.beta2 >= 1.0f)
-        what = "beta2";
-    else if (meta_float(f, "eps", &opt.eps) || opt.eps == 0.0f) /* Adam divides by sqrt(v) + eps, and v can be 0 */
-        what = "eps";
-    else if (meta_float(f, "weight_decay", &opt.weight_decay))
-        what = "weight_decay";
-    else if (meta_u64(f, "step_size", &opt.step_size))
-        what = "step_size";
-    else if (meta_float(f, "gamma", &opt.gamma))
-        what = "gamma";
-    else if (meta_u64(f, "total_steps", &opt.total_steps))
-        what = "total_steps";
-    else if (meta_u64(f, "step", &step))
-        what = "step";
+    for (size_t i = 0; !what && i < sizeof keys / sizeof keys[0]; i++)
+        if (keys[i].f ? meta_float(f, keys[i].key, keys[i].f) : meta_u64(f, keys[i].key, keys[i].u))
+            what = keys[i].key;
+    if (!what)
+        what = bad_setting(&opt);
     if (what) {
         ntpu_safetensors_free(f);
         return ntpu_fail(dev, NTPU_ERR_FORMAT, "%s: not a valid nanoTPU checkpoint (its '%s' is missing or out of range)",

@@ -110,12 +110,13 @@ b = open(src, 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; raw = b[8:8 + n].
 def put(name, text):
     text = text.encode(); text += b' ' * (-len(text) % 8)
     open(f'{out}/{name}.st', 'wb').write(struct.pack('<Q', len(text)) + text + b[8 + n:])
-h = json.loads(raw); h['fc0.bias']['shape'] = [len(h['fc0.bias']['shape']) and 16.5]; put('fraction', json.dumps(h))
+h = json.loads(raw); h['fc0.bias']['shape'] = [h['fc0.bias']['shape'][0] + 0.5]; put('fraction', json.dumps(h))
 h = json.loads(raw); h['fc0.bias']['data_offsets'] = [str(x) for x in h['fc0.bias']['data_offsets']]; put('stroffsets', json.dumps(h))
 i = raw.index('"fc0.bias"'); j = raw.index('}', i) + 1; put('twice', raw[:j] + ',' + raw[i:j] + raw[j:])
 PY
-for f in fraction stroffsets twice; do
-  expect_error "eval of a checkpoint with a $f entry" "$B/ntpu" eval -d ref --model "$T/$f.st"
+for f in "fraction:bad shape" "stroffsets:not two whole numbers" "twice:appears twice"; do
+  expect_error "eval of a checkpoint with a ${f%%:*} entry" "$B/ntpu" eval -d ref --model "$T/${f%%:*}.st"
+  grep -q "${f#*:}" "$T/err" || { echo "FAIL ${f%%:*}: not '${f#*:}': $(cat "$T/err")"; failures=$((failures + 1)); }
 done
 for f in half tiny text foreign; do
   expect_error "eval of a $f checkpoint" "$B/ntpu" eval -d ref --model "$T/$f.st"

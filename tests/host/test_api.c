@@ -4,6 +4,7 @@
  * force every tiling path; device memory, counters and status; and the error
  * contract (bad arguments send nothing, failures never abort). */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -547,6 +548,31 @@ Test(api, evaluate_checks_labels)
     cr_assert_eq(ntpu_qmodel_evaluate(q, x, y, 8, &acc), NTPU_ERR_INVALID_ARG);
     cr_assert(strstr(ntpu_last_error(d), "label 3 of sample 7 is not below 3") != NULL, "%s", ntpu_last_error(d));
     ntpu_qmodel_destroy(q);
+    ntpu_model_destroy(m);
+    ntpu_close(d);
+}
+
+/* The optimizer settings a checkpoint may hold are the ones a model may be created with. */
+Test(api, model_create_checks_optimizer_settings)
+{
+    static const unsigned sizes[] = {6, 5, 3};
+    ntpu_device *d = NULL;
+    cr_assert_eq(ntpu_open("ref", &d), NTPU_OK);
+    ntpu_model *m = NULL;
+    ntpu_optim_config bad[4] = {ntpu_optim_defaults(NTPU_OPT_SGD), ntpu_optim_defaults(NTPU_OPT_ADAM),
+                                ntpu_optim_defaults(NTPU_OPT_ADAMW), ntpu_optim_defaults(NTPU_OPT_MOMENTUM)};
+    bad[0].lr = NAN;
+    bad[1].eps = 0.0f;
+    bad[2].beta2 = 1.0f;
+    bad[3].momentum = -0.5f;
+    const char *what[4] = {"lr", "eps", "beta2", "momentum"};
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(ntpu_model_create(d, sizes, 3, 4, 1, &bad[i], &m), NTPU_ERR_INVALID_ARG, "%s", what[i]);
+        cr_assert(strstr(ntpu_last_error(d), what[i]) != NULL, "%s", ntpu_last_error(d));
+    }
+    ntpu_optim_config sgd = ntpu_optim_defaults(NTPU_OPT_SGD);
+    sgd.eps = 0.0f; /* not SGD's */
+    cr_assert_eq(ntpu_model_create(d, sizes, 3, 4, 1, &sgd, &m), NTPU_OK, "%s", ntpu_last_error(d));
     ntpu_model_destroy(m);
     ntpu_close(d);
 }
