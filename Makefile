@@ -186,7 +186,7 @@ install: all ## install the library, headers, pkg-config file and CLI under PREF
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' host/ntpu.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ntpu.pc
 	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/
 	@# The dynamic linker finds a new library in a system directory (/usr/local/lib) only after ldconfig.
-	@if [ -z "$(DESTDIR)" ] && [ -w /etc/ld.so.cache ] && command -v ldconfig > /dev/null; then ldconfig; \
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig > /dev/null; then ldconfig; \
 	 elif [ -z "$(DESTDIR)" ]; then echo "note: run ldconfig as root, or set LD_LIBRARY_PATH=$(PREFIX)/lib, before running programs linked with -lntpu"; fi
 
 include mk/tests.mk

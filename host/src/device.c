@@ -1,6 +1,5 @@
 /* Device handles: device strings, the table of transports, open (reading the
  * ID block) and close. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,15 +67,13 @@ static int take_link_opts(char *opts, link_opts *o, char *err, size_t errlen)
                 return -1;
             }
         } else if (!strncmp(p, "fault_seed=", 11)) {
-            errno = 0;
-            o->seed = strtoull(p + 11, &stop, 0);
-            if (p[11] < '0' || p[11] > '9' || stop != p + len || errno) {
+            if (len == 11 || ntpu_parse_whole(p + 11, len - 11, UINT64_MAX, &o->seed)) {
                 ntpu_errf(err, errlen, "option '%.*s' needs a whole number", (int)len, p);
                 return -1;
             }
         } else if (!strncmp(p, "timeout_ms=", 11)) {
-            unsigned long t = strtoul(p + 11, &stop, 10);
-            if (p[11] < '0' || p[11] > '9' || stop != p + len || t == 0 || t > 3600000ul) {
+            uint64_t t = 0;
+            if (len == 11 || ntpu_parse_whole(p + 11, len - 11, 3600000, &t) || t == 0) {
                 ntpu_errf(err, errlen, "option '%.*s' needs a whole number of milliseconds, 1..3600000", (int)len, p);
                 return -1;
             }
@@ -252,6 +249,24 @@ ntpu_status ntpu_check_dev(ntpu_device *dev)
     if (!dev->ok)
         return NTPU_ERR_NO_DEVICE; /* err still holds why open failed */
     return NTPU_OK;
+}
+
+int ntpu_parse_whole(const char *s, size_t len, uint64_t max, uint64_t *out)
+{
+    if (!s)
+        return -1;
+    if (!len)
+        len = strlen(s);
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9' || v > (max - (uint64_t)(s[i] - '0')) / 10)
+            return -1;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    if (!len)
+        return -1;
+    *out = v;
+    return 0;
 }
 
 ntpu_status ntpu_claim_memories(ntpu_device *dev, void *who, ntpu_status (*evict)(void *owner), int *changed)

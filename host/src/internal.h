@@ -258,6 +258,10 @@ ntpu_status ntpu_claim_memories(ntpu_device *dev, void *who, ntpu_status (*evict
 /* who gives the memories up (it is being destroyed): nothing is evicted. */
 void ntpu_release_memories(ntpu_device *dev, const void *who);
 
+/* The whole decimal number s[0..len) (len 0: up to the end), digits only (no sign, space or 0x),
+ * into *out: 0, or -1 when it is not one or exceeds max. */
+int ntpu_parse_whole(const char *s, size_t len, uint64_t max, uint64_t *out);
+
 /* Sets dev->err (printf style) and returns st. */
 ntpu_status ntpu_fail(ntpu_device *dev, ntpu_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -17,7 +17,6 @@
  *       dw[l] weight gradients: ACC[dw + nt*T(l)*N + k][lane] = dW[k][nt*N + lane]
  *       (with the device optimizer one output tile at a time, see nn_internal.h)
  */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -800,11 +799,7 @@ ntpu_status ntpu_train_step(ntpu_model *m, const float *x, const uint8_t *labels
     const size_t L = m->layers, classes = m->sizes[L], n = m->n, to = m->tiles[L];
     if (!labels)
         return ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "train: labels is NULL");
-    for (size_t b = 0; b < batch; b++)
-        if (labels[b] >= classes)
-            return ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "train: label %u of sample %zu is not below %zu",
-                             labels[b], b, classes);
-    if ((st = own_memories(m)) != NTPU_OK)
+    if ((st = ntpu_check_labels(m, labels, batch, "train")) != NTPU_OK || (st = own_memories(m)) != NTPU_OK)
         return st;
     size_t bp = ntpu_round_up(batch, n);
     float *logits = malloc(batch * classes * 2 * sizeof *logits);
@@ -860,16 +855,25 @@ ntpu_status ntpu_train_step(ntpu_model *m, const float *x, const uint8_t *labels
     return ntpu_model_sync(m);
 }
 
+ntpu_status ntpu_check_labels(const ntpu_model *m, const uint8_t *labels, size_t count, const char *what)
+{
+    const size_t classes = m->sizes[m->layers];
+    for (size_t i = 0; i < count; i++)
+        if (labels[i] >= classes)
+            return ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "%s: label %u of sample %zu is not below %zu", what,
+                             labels[i], i, classes);
+    return NTPU_OK;
+}
+
 ntpu_status ntpu_model_evaluate(ntpu_model *m, const float *x, const uint8_t *labels, size_t count,
                                 double *accuracy, double *loss)
 {
     if (!m || !x || !labels || count == 0)
         return m ? ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "evaluate: no samples") : NTPU_ERR_INVALID_ARG;
     const size_t classes = m->sizes[m->layers], in = m->sizes[0];
-    for (size_t i = 0; i < count; i++)
-        if (labels[i] >= classes)
-            return ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "evaluate: label %u of sample %zu is not below %zu",
-                             labels[i], i, classes);
+    ntpu_status lst = ntpu_check_labels(m, labels, count, "evaluate");
+    if (lst != NTPU_OK)
+        return lst;
     float *logits = malloc(m->max_batch * classes * 2 * sizeof *logits);
     if (!logits)
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "evaluate: out of memory");
@@ -999,12 +1003,7 @@ ntpu_status ntpu_model_save(ntpu_model *m, const char *path, const ntpu_st_tenso
 static int meta_u64(const ntpu_safetensors *f, const char *key, uint64_t *out)
 {
     const char *v = ntpu_safetensors_meta(f, key);
-    char *end;
-    if (!v || *v < '0' || *v > '9')
-        return -1;
-    errno = 0;
-    *out = strtoull(v, &end, 10);
-    return *end || errno ? -1 : 0;
+    return v && *v ? ntpu_parse_whole(v, 0, UINT64_MAX, out) : -1;
 }
 
 static int meta_float(const ntpu_safetensors *f, const char *key, float *out)

@@ -70,4 +70,8 @@ ntpu_status ntpu_stream_backward(ntpu_model *m, const float *grad, size_t batch,
 
 static inline size_t ntpu_round_up(size_t x, size_t n) { return (x + n - 1) / n * n; }
 
+/* NTPU_OK when every label is below the model's class count, else NTPU_ERR_INVALID_ARG naming the
+ * first that is not (what: "train", "evaluate", ...): a label indexes the logits. */
+ntpu_status ntpu_check_labels(const ntpu_model *m, const uint8_t *labels, size_t count, const char *what);
+
 #endif

@@ -273,10 +273,9 @@ ntpu_status ntpu_qmodel_evaluate(ntpu_qmodel *q, const float *x, const uint8_t *
     if (!q || !x || !labels || count == 0)
         return q ? ntpu_fail(q->m->dev, NTPU_ERR_INVALID_ARG, "int8 evaluate: no samples") : NTPU_ERR_INVALID_ARG;
     const size_t mb = q->m->max_batch, classes = q->m->sizes[q->m->layers], in = q->m->sizes[0];
-    for (size_t i = 0; i < count; i++)
-        if (labels[i] >= classes)
-            return ntpu_fail(q->m->dev, NTPU_ERR_INVALID_ARG, "int8 evaluate: label %u of sample %zu is not below %zu",
-                             labels[i], i, classes);
+    ntpu_status lst = ntpu_check_labels(q->m, labels, count, "int8 evaluate");
+    if (lst != NTPU_OK)
+        return lst;
     float *logits = malloc(mb * classes * sizeof *logits);
     if (!logits)
         return ntpu_fail(q->m->dev, NTPU_ERR_NO_MEMORY, "int8 evaluate: out of memory");

@@ -1,7 +1,6 @@
 /* The "ref" transport: the golden model (sim/ref) in-process. It executes each
  * frame the moment its last byte arrives, so a reply that is not queued when
  * asked for will never come: recv gives up at once instead of waiting. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,10 +68,9 @@ static int parse_opts(const char *opts, ntpu_ref_config *cfg, char *err, size_t 
             ntpu_errf(err, errlen, "unknown ref option '%.*s' (expected n=, ub=, wb=, acc=, os=, pm=, payload=, novec=, notra=)", (int)len, p);
             return -1;
         }
-        char *stop;
-        errno = 0;
-        unsigned long v = strtoul(eq + 1, &stop, 10);
-        if (eq[1] < '0' || eq[1] > '9' || stop != p + len || errno || v > 0xFFFFFFFFul) {
+        uint64_t v = 0;
+        size_t vlen = len - (size_t)(eq + 1 - p);
+        if (!vlen || ntpu_parse_whole(eq + 1, vlen, 0xFFFFFFFFu, &v)) {
             ntpu_errf(err, errlen, "ref option '%.*s' needs a whole number", (int)len, p);
             return -1;
         }

@@ -11,9 +11,32 @@
 #include "cli.h"
 
 
+int whole_number(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (!s || !*s)
+        return -1;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9' || v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+            return -1;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    if (whole_number(s, lo, hi, out))
+        return fail("%s: '%s' is not a whole number in %" PRIu64 "..%" PRIu64, opt, s ? s : "", lo, hi);
+    return 0;
+}
+
 int fail(const char *fmt, ...)
 {
-    char msg[2048];
+    char msg[8192]; /* room for a 4096-character device string and its reason */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);

@@ -26,6 +26,11 @@ typedef struct option {
 /* Prints "ntpu: <message>" on stderr; returns 1 (the exit status). */
 __attribute__((format(printf, 1, 2))) int fail(const char *fmt, ...);
 
+/* s as a whole decimal number in lo..hi, digits only (no sign, space or 0x): 0, or -1. */
+int whole_number(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+/* The same for option opt's value: 0, or 1 after printing the error. */
+int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+
 /* Parses argv (after the command name) into the common options, the command's
  * options and up to max_pos positional arguments. "--opt=value", "-oVALUE" and
  * "--" work as usual. Returns 0, or 1 after printing the error. */

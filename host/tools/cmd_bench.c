@@ -614,14 +614,9 @@ int cmd_bench(common *cm, int argc, char **argv)
         fputs(bench_help, stdout);
         return 0;
     }
-    size_t s_one = 0;
-    if (size_arg) {
-        char *end = NULL;
-        unsigned long v = strtoul(size_arg, &end, 10);
-        if (*size_arg < '0' || *size_arg > '9' || *end || v < 1 || v > 4096) /* digits only */
-            return fail("--size must be a whole number from 1 to 4096, not '%s'", size_arg);
-        s_one = v;
-    }
+    uint64_t s_one = 0;
+    if (size_arg && parse_u64("--size", size_arg, 1, 4096, &s_one))
+        return 1;
     char script_path[4200];
     if (epoch && find_script(script, script_path, sizeof script_path)) /* before the long part */
         return 1;

@@ -23,17 +23,6 @@
 
 /* ------------------------------------------------------------------ helpers */
 
-static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = s ? strtoull(s, &end, 10) : 0;
-    if (!s || *s < '0' || *s > '9' || *end || errno || v < lo || v > hi) /* digits only: no sign, no space */
-        return fail("%s: '%s' is not a whole number in %" PRIu64 "..%" PRIu64, opt, s ? s : "", lo, hi);
-    *out = v;
-    return 0;
-}
-
 static int parse_float(const char *opt, const char *s, float *out)
 {
     char *end;
@@ -322,12 +311,8 @@ static int read_resume_state(const char *path, uint64_t vals[5], double *loss_su
     int found = ls != NULL, bad = -1;
     for (int i = 0; i < 6 && found && bad < 0; i++) {
         const char *v = ntpu_safetensors_meta(ck, keys[i]);
-        uint64_t *dst = i < 5 ? &vals[i] : &cs;
-        char *end;
         found = v != NULL;
-        errno = 0;
-        if (found && (*v < '0' || *v > '9' || (*dst = strtoull(v, &end, 10), *end || errno) || *dst < lo[i] ||
-                      *dst > hi[i]))
+        if (found && whole_number(v, lo[i], hi[i], i < 5 ? &vals[i] : &cs))
             bad = i;
     }
     char *end = NULL;

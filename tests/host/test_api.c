@@ -441,12 +441,12 @@ Test(api, open_errors)
     ntpu_close(dev);
     /* Digits only, each option once (strtoul alone took a sign and spaces, and the last n= won). */
     const char *loose[] = {"ref:n=+8", "ref:n= 8", "ref:n=8,n=4", "ref:fault_seed=-1,faults=0.1",
-                           "ref:timeout_ms=+5", "ref:faults=0.1,fault_seed= 3"};
+                           "ref:timeout_ms=+5", "ref:faults=0.1,fault_seed= 3", "ref:fault_seed=0x10"};
     for (size_t i = 0; i < sizeof loose / sizeof loose[0]; i++) {
         cr_assert_eq(ntpu_open(loose[i], &dev), NTPU_ERR_INVALID_ARG, "%s", loose[i]);
         ntpu_close(dev);
     }
-    cr_assert_eq(ntpu_open("ref:n=8,ub=100,faults=0.001,fault_seed=0x10", &dev), NTPU_OK, "%s", ntpu_last_error(dev));
+    cr_assert_eq(ntpu_open("ref:n=8,ub=100,faults=0.001,fault_seed=16", &dev), NTPU_OK, "%s", ntpu_last_error(dev));
     ntpu_close(dev);
     char long_name[300];
     memset(long_name, 'r', sizeof long_name - 1);
