@@ -259,7 +259,8 @@ int ntpu_parse_whole(const char *s, size_t len, uint64_t max, uint64_t *out)
         len = strlen(s);
     uint64_t v = 0;
     for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9' || v > (max - (uint64_t)(s[i] - '0')) / 10)
+        const uint64_t d = (uint64_t)(s[i] - '0');
+        if (s[i] < '0' || s[i] > '9' || d > max || v > (max - d) / 10)
             return -1;
         v = v * 10 + (uint64_t)(s[i] - '0');
     }

@@ -1057,11 +1057,12 @@ ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t max_batch
     uint64_t step = 0;
     int bad = !format || strcmp(format, CKPT_FORMAT) != 0 || !sizes_s;
     for (const char *p = sizes_s; !bad && *p && n_sizes < NTPU_MAX_LAYERS + 2;) {
-        char *end;
-        unsigned long v = strtoul(p, &end, 10);
-        bad = end == p || v == 0 || v > 65536 || (*end && *end != ',');
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        uint64_t v = 0;
+        bad = !len || ntpu_parse_whole(p, len, 65536, &v) || v == 0 || (comma && !comma[1]);
         sizes[n_sizes++] = (unsigned)v;
-        p = *end ? end + 1 : end;
+        p += len + (comma != NULL);
     }
     if (bad) {
         ntpu_safetensors_free(f);

@@ -107,10 +107,26 @@ ntpu_status ntpu_outfile_open(ntpu_outfile *o, const char *path, char *err, size
         free(target);
         return NTPU_ERR_FILE;
     }
-    /* A fresh name beside the target, so the rename stays on one file system; O_EXCL with a counter
-     * steps past files left by a killed run (which may have had this process's ID). */
+    /* What rename would refuse only after the work: a name too long for the directory, and (sticky
+     * directories such as /tmp) a file of another user's. */
     const char *slash = strrchr(target, '/'), *base = slash ? slash + 1 : target;
     size_t dir = (size_t)(base - target), len = strlen(target) + 40;
+    char dname[PATH_MAX];
+    snprintf(dname, sizeof dname, "%.*s", dir ? (int)dir : 1, dir ? target : ".");
+    long name_max = pathconf(dname, _PC_NAME_MAX);
+    struct stat ds;
+    int e = 0;
+    if (strlen(base) > (size_t)(name_max > 0 ? name_max : NAME_MAX))
+        e = ENAMETOOLONG;
+    else if (exists && geteuid() != 0 && stat(dname, &ds) == 0 && (ds.st_mode & S_ISVTX) &&
+             ps.st_uid != geteuid() && ds.st_uid != geteuid())
+        e = EPERM;
+    if (e) {
+        free(target);
+        return failed(err, errlen, path, e);
+    }
+    /* A fresh name beside the target, so the rename stays on one file system; O_EXCL with a counter
+     * steps past files left by a killed run (which may have had this process's ID). */
     char *tmp = malloc(len);
     if (!tmp) {
         free(target);
@@ -118,7 +134,7 @@ ntpu_status ntpu_outfile_open(ntpu_outfile *o, const char *path, char *err, size
     }
     int fd = -1;
     for (unsigned attempt = 0; attempt < 1000 && fd < 0; attempt++) {
-        if (strlen(base) + 32 <= NAME_MAX)
+        if (strlen(base) + 32 <= (size_t)(name_max > 0 ? name_max : NAME_MAX))
             snprintf(tmp, len, "%s.tmp%ld.%u", target, (long)getpid(), attempt);
         else /* a name near the file system's limit: a short one beside it */
             snprintf(tmp, len, "%.*s.ntpu-tmp%ld.%u", (int)dir, target, (long)getpid(), attempt);
@@ -128,13 +144,15 @@ ntpu_status ntpu_outfile_open(ntpu_outfile *o, const char *path, char *err, size
             break;
     }
     if (fd < 0) {
-        int e = errno;
+        e = errno;
         free(tmp);
         free(target);
         return failed(err, errlen, path, e);
     }
+    if (exists)
+        (void)fchown(fd, (uid_t)-1, ps.st_gid); /* the file's group where allowed: its group bits mean it */
     if (exists && fchmod(fd, ps.st_mode & 0777) != 0) { /* not set-id bits */
-        int e = errno;
+        e = errno;
         close(fd);
         unlink(tmp);
         free(tmp);
@@ -184,11 +202,20 @@ void ntpu_outfile_abort(ntpu_outfile *o)
 ntpu_status ntpu_outfile_check(const char *path, char *err, size_t errlen)
 {
     struct stat sb;
-    if (path && *path && stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode) && !S_ISREG(sb.st_mode)) {
+    if (path && *path && stat(path, &sb) == 0 && S_ISFIFO(sb.st_mode)) {
         /* Opening a FIFO to try it would wait for a reader. */
         if (access(path, W_OK) == 0)
             return NTPU_OK;
         return failed(err, errlen, path, errno);
+    }
+    if (path && *path && stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode) && !S_ISREG(sb.st_mode)) {
+        /* A device, terminal, pipe or socket: opened as the write will open it (a socket's /proc link
+         * cannot be), without waiting. */
+        int fd = open(path, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+            return failed(err, errlen, path, errno);
+        close(fd);
+        return NTPU_OK;
     }
     ntpu_outfile o;
     ntpu_status st = ntpu_outfile_open(&o, path, err, errlen);

@@ -189,6 +189,9 @@ static void *room_for(void *a, size_t n, size_t *cap, size_t size)
 /* Reads the rows of an earlier log (for --resume), keeping epochs before `upto`. */
 static int read_log(const char *path, epoch_row **rows, size_t *n, size_t *cap, uint64_t upto)
 {
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return 0; /* a pipe, terminal or FIFO (--log /dev/stdout) has no earlier rows, and reading one waits */
     FILE *f = fopen(path, "r");
     if (!f)
         return 0;

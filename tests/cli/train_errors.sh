@@ -68,6 +68,12 @@ n=$("$B/ntpu" train -d ref --layers 784,16,10 --train-limit 128 --test-limit 64 
     --plot /dev/null 2> /dev/null | grep -c '^epoch,steps,train_loss')
 [ "$n" = 2 ] && echo "ok   --log /dev/stdout on a pipe: the log twice (once an epoch)" ||
   { echo "FAIL --log /dev/stdout on a pipe: $n logs"; failures=$((failures + 1)); }
+# Resuming reads the earlier log's rows; from a pipe that read waited forever on the run's own output.
+"$B/ntpu" train -d ref --layers 784,16,10 --train-limit 128 --test-limit 64 --epochs 1 --save "$T/p.st" > /dev/null 2>&1
+n=$(timeout 60 "$B/ntpu" train -d ref --layers 784,16,10 --train-limit 128 --test-limit 64 --epochs 2 \
+    --resume "$T/p.st" --log /dev/stdout 2> /dev/null | grep -c '^2,')
+[ "$n" = 1 ] && echo "ok   --resume with --log /dev/stdout on a pipe" ||
+  { echo "FAIL --resume with --log /dev/stdout on a pipe (hung, or $n rows)"; failures=$((failures + 1)); }
 # Two outputs in one file (the log would overwrite the checkpoint), or an empty name: refused up front.
 for o in "--save $T/same --log $T/same" "--plot $T/same --save $T/./same" "--resume $T/ok.st --log $T/ok.st" "--save="; do
   expect_error "train $o" "$B/ntpu" train -d ref --layers 784,16,10 --train-limit 128 --test-limit 64 --epochs 2 $o

@@ -4,7 +4,8 @@
  * open descriptor (/dev/stdout), a link loop, a directory or an empty name is
  * refused, a stale temporary file from a killed
  * run is stepped over, and an aborted write leaves the old file as it was. */
-#define _DEFAULT_SOURCE /* symlink, mkdtemp */
+#define _DEFAULT_SOURCE /* symlink, mkdtemp, cfmakeraw */
+#define _XOPEN_SOURCE 600 /* posix_openpt, grantpt, unlockpt, ptsname */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -12,6 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "ntpu/outfile.h"
@@ -35,7 +38,7 @@ TestSuite(outfile, .init = make_dir, .fini = remove_dir);
 
 static const char *at(const char *name)
 {
-    static char p[4][256];
+    static char p[4][600];
     static int k;
     k = (k + 1) % 4;
     snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
@@ -147,6 +150,60 @@ Test(outfile, writes_a_fifo_in_place)
     cr_assert_not(ntpu_outfile_same(at("fifo"), at("fifo")), "both writes reach a FIFO");
 }
 
+/* A terminal (here a pseudo-terminal's slave end, /dev/pts/N) is written in place: renaming a file over
+ * it would remove the device node (as -o /dev/null once did, run as root). */
+Test(outfile, writes_a_terminal_in_place)
+{
+    char err[256];
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    cr_assert_geq(master, 0);
+    cr_assert_eq(grantpt(master), 0);
+    cr_assert_eq(unlockpt(master), 0);
+    const char *slave = ptsname(master);
+    cr_assert_not_null(slave);
+    struct termios t; /* raw: the bytes come through unchanged, no echo */
+    int sfd = open(slave, O_RDWR | O_NOCTTY);
+    cr_assert_geq(sfd, 0);
+    cr_assert_eq(tcgetattr(sfd, &t), 0);
+    cfmakeraw(&t);
+    cr_assert_eq(tcsetattr(sfd, TCSANOW, &t), 0);
+    cr_assert_eq(ntpu_outfile_check(slave, err, sizeof err), NTPU_OK, "%s", err);
+    cr_assert_eq(replace(slave, "tty", err), NTPU_OK, "%s", err);
+    char buf[8] = {0};
+    cr_assert_eq(read(master, buf, 3), 3);
+    cr_assert_str_eq(buf, "tty");
+    struct stat sb;
+    cr_assert_eq(stat(slave, &sb), 0);
+    cr_assert(S_ISCHR(sb.st_mode), "%s was replaced", slave);
+    close(sfd);
+    close(master);
+}
+
+Test(outfile, keeps_permission_bits_but_not_set_id)
+{
+    char err[256];
+    put(at("run"), "old");
+    cr_assert_eq(chmod(at("run"), 04755), 0);
+    cr_assert_eq(replace(at("run"), "new", err), NTPU_OK, "%s", err);
+    struct stat sb;
+    cr_assert_eq(stat(at("run"), &sb), 0);
+    cr_assert_eq(sb.st_mode & 07777, 0755);
+}
+
+Test(outfile, names_up_to_the_limit)
+{
+    char err[1024], name[300];
+    memset(name, 'n', 255);
+    name[255] = '\0';
+    cr_assert_eq(replace(at(name), "long", err), NTPU_OK, "%s", err); /* its temporary file: a short name */
+    cr_assert_str_eq(get(at(name)), "long");
+    name[255] = 'n';
+    name[256] = '\0';
+    cr_assert_eq(ntpu_outfile_check(at(name), err, sizeof err), NTPU_ERR_FILE); /* before any work, not at rename */
+    cr_assert(strstr(err, "too long"), "%s", err);
+    cr_assert_eq(entries(), 1);
+}
+
 Test(outfile, refuses_a_file_behind_an_open_descriptor)
 {
     char err[256], proc[64];
@@ -182,7 +239,7 @@ Test(outfile, refuses_directories_and_empty_names)
 
 Test(outfile, steps_over_a_stale_temporary_file)
 {
-    char err[256], stale[300];
+    char err[256], stale[700];
     snprintf(stale, sizeof stale, "%s.tmp%ld.0", at("a"), (long)getpid()); /* a killed run with this PID */
     put(stale, "stale");
     cr_assert_eq(replace(at("a"), "new", err), NTPU_OK, "%s", err);
