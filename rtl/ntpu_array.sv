@@ -80,7 +80,7 @@ module ntpu_array #(
   if (BF16_SHARED != 0 && BF16_GAP < BF16_LATENCY) begin : g_bad_gap
     initial $fatal(1, "ntpu_array: BF16_GAP must be at least BF16_LATENCY = %0d", BF16_LATENCY);
   end
-
+  /* verilator lint_off UNUSEDSIGNAL */  // the nets below are unused by vsim's g_fast form
   // Nets between PEs. PE(i,n) reads a_h[i][n] etc. from the left and writes a_h[i][n+1]; reads
   // ps_v[i][n] from above and writes ps_v[i+1][n]. Every one is driven by a register, so no
   // combinational path crosses a PE; split_var lets Verilator order them element by element
@@ -89,12 +89,12 @@ module ntpu_array #(
   logic             buf_h  [0:N-1][0:N] /*verilator split_var*/;
   logic             bf16_h [0:N-1][0:N] /*verilator split_var*/;
   logic [31:0]      ps_v   [0:N][0:N-1] /*verilator split_var*/;
-  logic [1:0][15:0] w_q    [0:N-1][0:N-1] /*verilator split_var*/;
+  logic [1:0][15:0] w_q    [0:N-1][0:N-1] /*verilator split_var*/;  /* verilator lint_on UNUSEDSIGNAL */
 
   // y_valid: a_valid delayed LATENCY cycles (only int8 rows' with BF16_SHARED); the only state
   // with a reset.
   logic [LATENCY-1:0] valid_q;
-  logic               pe_valid;
+  logic               pe_valid;  `ifdef VERILATOR localparam bit VFAST = PE_STAGES == 1 && BF16_SHARED == 0; `endif
   logic [N*32-1:0]    pe_row;
 
   always_ff @(posedge clk) begin
@@ -154,7 +154,7 @@ module ntpu_array #(
     assign ps_v[0][n] = sr_q[DEPTH];  `endif  /* verilator lint_on UNUSEDPARAM */
   end
 
-  for (genvar i = 0; i < N; i++) begin : g_row
+  for (genvar i = 0; i < N; i++) begin : g_row  `ifdef VERILATOR if (!VFAST) begin : g_pes `endif
     for (genvar n = 0; n < N; n++) begin : g_col
       // Flat vectors (the PE's ports are [1:0][15:0]): Yosys cannot size a packed 2-D signal
       // declared in a generate block and driven from a nested one.
@@ -192,18 +192,18 @@ module ntpu_array #(
         .psum_in    (ps_v[i][n]),
         .psum_q     (ps_v[i+1][n])
       );
-    end
+    end  `ifdef VERILATOR end `endif
   end
 
   // The right edge's activations have nowhere to go.
   logic [N-1:0] unused_right;
-  for (genvar i = 0; i < N; i++) begin : g_unused
-    assign unused_right[i] = ^{a_h[i][N], buf_h[i][N], bf16_h[i][N]};
+  for (genvar i = 0; i < N; i++) begin : g_unused  `ifdef VERILATOR if (!VFAST) begin : g_pes `endif
+    assign unused_right[i] = ^{a_h[i][N], buf_h[i][N], bf16_h[i][N]};  `ifdef VERILATOR end `endif
   end
 
   // De-skew: column n's result leaves the bottom PE at cycle n+1+PRE+N*PE_STAGES and waits
   // N-1-n more cycles.
-  for (genvar n = 0; n < N; n++) begin : g_deskew
+  for (genvar n = 0; n < N; n++) begin : g_deskew  `ifdef VERILATOR if (!VFAST) begin : g_pes `endif
     if (n == N - 1) begin : g_direct
       assign pe_row[32*n +: 32] = ps_v[N][n];
     end else begin : g_delay  /* verilator lint_off UNUSEDPARAM */
@@ -220,7 +220,7 @@ module ntpu_array #(
       end
 `endif
       assign pe_row[32*n +: 32] = sr_q[DEPTH-1];  `endif  /* verilator lint_on UNUSEDPARAM */
-    end
+    end  `ifdef VERILATOR end `endif
   end
 
   if (BF16_SHARED != 0) begin : g_shared
@@ -258,22 +258,147 @@ module ntpu_array #(
   end
 
 `ifdef VERILATOR
-  // Simulation only (vsim speed): each skew line as ntpu_vsim_delay (a ring of its inputs and a
-  // pointer, then a plain register) rather than a shift register whose every element Verilator
-  // moves through a queued copy each cycle. Exact: the line's last element (the only one read) is
-  // the input taken D + 1 busy cycles earlier, as the shift gives; both start all zeros (the shift
-  // register has no reset either). The synthesised lines' sr_q and DEPTH are hidden from Verilator
-  // (`ifndef at their line ends; lint_off UNUSEDPARAM for DEPTH, whose value D repeats here).
-  for (genvar i = 0; i < N; i++) begin : g_skew_a_v
-    ntpu_vsim_delay #(.W(18), .D(i * PE_S)) u_line (
-      .clk(clk), .en(busy), .in({a_buf, a_bf16, a_row[16*i +: 16]}),
-      .out({buf_h[i][0], bf16_h[i][0], a_h[i][0]}));
-  end
-  for (genvar n = 0; n < N; n++) begin : g_skew_acc_v
-    ntpu_vsim_delay #(.W(32), .D(n + PRE)) u_line (.clk(clk), .en(busy), .in(a_acc[32*n +: 32]), .out(ps_v[0][n]));
-  end
-  for (genvar n = 0; n < N - 1; n++) begin : g_deskew_v
-    ntpu_vsim_delay #(.W(32), .D(N - 2 - n)) u_line (.clk(clk), .en(busy), .in(ps_v[N][n]), .out(pe_row[32*n +: 32]));
+  // Simulation only (vsim speed), two forms. Both give every y_row bit for bit and y_valid as the
+  // header says; the Verilator bench (tests/rtl/ntpu_array) checks them vector for vector.
+  if (!VFAST) begin : g_lines
+    // Pipelined PEs or the shared bf16 unit (the boards' arrays): the PEs as synthesised, each skew
+    // line as ntpu_vsim_delay (a ring of its inputs and a pointer, then a plain register) rather
+    // than a shift register whose every element Verilator moves through a queued copy each cycle.
+    // Exact: the line's last element (the only one read) is the input taken D + 1 busy cycles
+    // earlier, as the shift gives; both start all zeros (the shift register has no reset either).
+    // The synthesised lines' sr_q and DEPTH are hidden from Verilator (`ifndef at their line ends;
+    // lint_off UNUSEDPARAM for DEPTH, whose value D repeats here).
+    for (genvar i = 0; i < N; i++) begin : g_skew_a_v
+      ntpu_vsim_delay #(.W(18), .D(i * PE_S)) u_line (
+        .clk(clk), .en(busy), .in({a_buf, a_bf16, a_row[16*i +: 16]}),
+        .out({buf_h[i][0], bf16_h[i][0], a_h[i][0]}));
+    end
+    for (genvar n = 0; n < N; n++) begin : g_skew_acc_v
+      ntpu_vsim_delay #(.W(32), .D(n + PRE)) u_line (.clk(clk), .en(busy), .in(a_acc[32*n +: 32]), .out(ps_v[0][n]));
+    end
+    for (genvar n = 0; n < N - 1; n++) begin : g_deskew_v
+      ntpu_vsim_delay #(.W(32), .D(N - 2 - n)) u_line (.clk(clk), .en(busy), .in(ps_v[N][n]), .out(pe_row[32*n +: 32]));
+    end
+  end else begin : g_fast
+    // Single-cycle PEs (vsim's array): no PEs, skew or de-skew lines (the synthesised ones are left
+    // out by the `ifdef guards at their line ends). A row's N column chains are computed whole in
+    // the cycle it enters, with the weights it would meet in the PEs, and its result waits in a
+    // delay line until LATENCY. Exact because the weights a row uses cannot change while it is
+    // inside the array (the driver's requirements in the header) and a row may enter in the cycle
+    // of its tile's last beat, which lands before the row is computed below.
+    //
+    // The weights are kept in the forms the rows use: int8 sign-extended, bf16 as a double (both
+    // exact). A bf16 MAC is ntpu_mac_bf16 by the host's double arithmetic: the product of two bf16
+    // values is exact in a double, the sum of two fp32 values rounded to 53 bits and then to 24
+    // (add 2^28 - 1 and the lowest kept bit, drop 29 bits) is the sum rounded once to 24 bits,
+    // because 53 >= 2 * 24 + 2 (Figueroa, 1995; decision 0019). The chain keeps its sum as a
+    // double, so only the device's range rules need code: a product or sum outside fp32's normal
+    // range is flushed to zero of its sign or becomes Inf (mac_rare), and a NaN leaves as
+    // 0x7FC00000.
+    int  wi [2][N][N];  // PE(i,n)'s buffer b: the low byte sign-extended
+    real wd [2][N][N];  // the same weight as bf16, as a double (a subnormal is zero of its sign)
+    logic [N*32-1:0] row_q;
+
+    // bf16 (or the high half of fp32) bits as the same double, reading a subnormal as zero.
+    function automatic real to_real(logic [31:0] x);
+      if (x[30:23] == 8'h00) return $bitstoreal({x[31], 63'd0});
+      if (x[30:23] == 8'hFF) return $bitstoreal({x[31], 11'h7FF, x[22:0], 29'd0});
+      return $bitstoreal({x[31], 11'({3'd0, x[30:23]} + 11'd896), x[22:0], 29'd0});
+    endfunction
+
+    // A double that is an fp32 value, zero, Inf or NaN, as fp32 bits (any NaN as 0x7FC00000).
+    function automatic logic [31:0] to_fp32(real r);
+      logic [63:0] b = $realtobits(r);
+      if (b[62:52] == 11'h7FF) return (b[51:0] != 52'd0) ? 32'h7FC0_0000 : {b[63], 8'hFF, 23'd0};
+      if (b[62:52] == 11'h000) return {b[63], 31'd0};
+      return {b[63], 8'(b[62:52] - 11'd896), b[51:29]};
+    endfunction
+
+    // acc + p by the device's rules for what the common case in the row loop does not take: p the
+    // exact double product of two bf16 values (ntpu_bf16_mul's range: below 2^-126 zero, from
+    // 2^128 Inf), acc an fp32 value, zero, Inf or NaN (ntpu_fp32_add's range after rounding).
+    function automatic real mac_rare(real acc, real p);
+      logic [63:0] pb = $realtobits(p);
+      logic [63:0] sb, rb;
+      if (pb[62:52] != 11'h7FF && pb[62:0] != 63'd0) begin
+        if (pb[62:52] < 11'd897) pb = {pb[63], 63'd0};
+        else if (pb[62:52] > 11'd1150) pb = {pb[63], 11'h7FF, 52'd0};
+      end
+      sb = $realtobits(acc + $bitstoreal(pb));
+      if (sb[62:52] == 11'h7FF || sb[62:0] == 63'd0) return $bitstoreal(sb);
+      rb = (sb + 64'h0FFF_FFFF + {63'd0, sb[29]}) & ~64'h1FFF_FFFF;
+      if (rb[62:52] < 11'd897) return $bitstoreal({sb[63], 63'd0});
+      if (rb[62:52] > 11'd1150) return $bitstoreal({sb[63], 11'h7FF, 52'd0});
+      return $bitstoreal(rb);
+    endfunction
+
+    /* verilator lint_off BLKSEQ */
+    always_ff @(posedge clk) begin
+      logic [N*32-1:0] res;
+      // Weight beat first (blocking, each element read before it is overwritten): a row may use
+      // its tile's last beat in the same cycle.
+      if (w_valid) begin
+        if (w_transpose) begin
+          for (int i = 0; i < N; i++) begin
+            for (int n = N - 1; n > 0; n--) begin
+              wi[w_buf][i][n] = wi[w_buf][i][n-1];
+              wd[w_buf][i][n] = wd[w_buf][i][n-1];
+            end
+            wi[w_buf][i][0] = 32'(signed'(w_row[16*i +: 8]));
+            wd[w_buf][i][0] = to_real({w_row[16*i +: 16], 16'd0});
+          end
+        end else begin
+          for (int i = N - 1; i > 0; i--) begin
+            for (int n = 0; n < N; n++) begin
+              wi[w_buf][i][n] = wi[w_buf][i-1][n];
+              wd[w_buf][i][n] = wd[w_buf][i-1][n];
+            end
+          end
+          for (int n = 0; n < N; n++) begin
+            wi[w_buf][0][n] = 32'(signed'(w_row[16*n +: 8]));
+            wd[w_buf][0][n] = to_real({w_row[16*n +: 16], 16'd0});
+          end
+        end
+      end
+      if (a_valid) begin
+        if (a_bf16) begin
+          real ad [N];
+          for (int i = 0; i < N; i++) ad[i] = to_real({a_row[16*i +: 16], 16'd0});
+          for (int n = 0; n < N; n++) begin
+            real acc, p, s;
+            logic [62:0] pb;  // the product's magnitude bits
+            logic [63:0] sb, rb;
+            acc = to_real(a_acc[32*n +: 32]);
+            for (int i = 0; i < N; i++) begin
+              p = ad[i] * wd[a_buf][i][n];
+              s = acc + p;
+              pb = 63'($realtobits(p));
+              sb = $realtobits(s);
+              rb = (sb + 64'h0FFF_FFFF + {63'd0, sb[29]}) & ~64'h1FFF_FFFF;
+              // The common case: a product and a rounded sum in fp32's normal range, or zero.
+              if ((11'(pb[62:52] - 11'd897) < 11'd254 || pb == 63'd0) &&
+                  (11'(rb[62:52] - 11'd897) < 11'd254 || rb[62:0] == 63'd0)) acc = $bitstoreal(rb);
+              else acc = mac_rare(acc, p);
+            end
+            res[32*n +: 32] = to_fp32(acc);
+          end
+        end else begin
+          int ai [N];
+          for (int i = 0; i < N; i++) ai[i] = 32'(signed'(a_row[16*i +: 8]));
+          for (int n = 0; n < N; n++) begin
+            int acc;
+            acc = a_acc[32*n +: 32];
+            for (int i = 0; i < N; i++) acc += ai[i] * wi[a_buf][i][n];
+            res[32*n +: 32] = acc;
+          end
+        end
+        row_q <= res;
+      end
+    end
+    /* verilator lint_on BLKSEQ */
+
+    // row_q holds the row from the cycle after a_valid; LATENCY - 1 more busy cycles to y_valid.
+    ntpu_vsim_delay #(.W(N*32), .D(LATENCY - 2)) u_line (.clk(clk), .en(busy), .in(row_q), .out(pe_row));
   end
 `endif
 endmodule
