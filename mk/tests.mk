@@ -26,8 +26,8 @@ $(TEST_BUILD)/rtl/%/tb.vvp: tests/rtl/%/sources.f $(RTL_SRCS) $(wildcard tests/r
 
 # The same benches built by Verilator, for blocks whose Verilator-only forms vsim runs instead of the
 # synthesised logic: the fp32 add by doubles (docs/decisions/0019-vsim-fp-add.md), the PE, the array's
-# skew lines, the receiver's and transmitter's byte counts (decision 0017). Checked vector for vector
-# like the logic the boards get.
+# rows computed whole (decision 0020), the receiver's and transmitter's byte counts (decision 0017).
+# Checked vector for vector like the logic the boards get.
 VERILATOR_BENCHES := ntpu_fp32_add ntpu_pe ntpu_array ntpu_link_rx_wide ntpu_link_tx_wide
 $(TEST_BUILD)/rtl-verilator/%/Vtb: tests/rtl/%/sources.f $(RTL_SRCS) $(wildcard tests/rtl/*/*)
 	@rm -rf $(dir $@) && mkdir -p $(dir $@)
