@@ -293,8 +293,7 @@ module ntpu_array #(
     // (add 2^28 - 1 and the lowest kept bit, drop 29 bits) is the sum rounded once to 24 bits,
     // because 53 >= 2 * 24 + 2 (Figueroa, 1995; decision 0019). The chain keeps its sum as a
     // double, so only the device's range rules need code: a product or sum outside fp32's normal
-    // range is flushed to zero of its sign or becomes Inf (mac_rare), and a NaN leaves as
-    // 0x7FC00000.
+    // range is flushed to zero of its sign or becomes Inf, and a NaN leaves as 0x7FC00000.
     int  wi [2][N][N];  // PE(i,n)'s buffer b: the low byte sign-extended
     real wd [2][N][N];  // the same weight as bf16, as a double (a subnormal is zero of its sign)
     logic [N*32-1:0] row_q;
@@ -312,24 +311,6 @@ module ntpu_array #(
       if (b[62:52] == 11'h7FF) return (b[51:0] != 52'd0) ? 32'h7FC0_0000 : {b[63], 8'hFF, 23'd0};
       if (b[62:52] == 11'h000) return {b[63], 31'd0};
       return {b[63], 8'(b[62:52] - 11'd896), b[51:29]};
-    endfunction
-
-    // acc + p by the device's rules for what the common case in the row loop does not take: p the
-    // exact double product of two bf16 values (ntpu_bf16_mul's range: below 2^-126 zero, from
-    // 2^128 Inf), acc an fp32 value, zero, Inf or NaN (ntpu_fp32_add's range after rounding).
-    function automatic real mac_rare(real acc, real p);
-      logic [63:0] pb = $realtobits(p);
-      logic [63:0] sb, rb;
-      if (pb[62:52] != 11'h7FF && pb[62:0] != 63'd0) begin
-        if (pb[62:52] < 11'd897) pb = {pb[63], 63'd0};
-        else if (pb[62:52] > 11'd1150) pb = {pb[63], 11'h7FF, 52'd0};
-      end
-      sb = $realtobits(acc + $bitstoreal(pb));
-      if (sb[62:52] == 11'h7FF || sb[62:0] == 63'd0) return $bitstoreal(sb);
-      rb = (sb + 64'h0FFF_FFFF + {63'd0, sb[29]}) & ~64'h1FFF_FFFF;
-      if (rb[62:52] < 11'd897) return $bitstoreal({sb[63], 63'd0});
-      if (rb[62:52] > 11'd1150) return $bitstoreal({sb[63], 11'h7FF, 52'd0});
-      return $bitstoreal(rb);
     endfunction
 
     /* verilator lint_off BLKSEQ */
@@ -367,7 +348,7 @@ module ntpu_array #(
           for (int n = 0; n < N; n++) begin
             real acc, p, s;
             logic [62:0] pb;  // the product's magnitude bits
-            logic [63:0] sb, rb;
+            logic [63:0] sb, rb, qb;
             acc = to_real(a_acc[32*n +: 32]);
             for (int i = 0; i < N; i++) begin
               p = ad[i] * wd[a_buf][i][n];
@@ -377,8 +358,25 @@ module ntpu_array #(
               rb = (sb + 64'h0FFF_FFFF + {63'd0, sb[29]}) & ~64'h1FFF_FFFF;
               // The common case: a product and a rounded sum in fp32's normal range, or zero.
               if ((11'(pb[62:52] - 11'd897) < 11'd254 || pb == 63'd0) &&
-                  (11'(rb[62:52] - 11'd897) < 11'd254 || rb[62:0] == 63'd0)) acc = $bitstoreal(rb);
-              else acc = mac_rare(acc, p);
+                  (11'(rb[62:52] - 11'd897) < 11'd254 || rb[62:0] == 63'd0)) begin
+                acc = $bitstoreal(rb);
+              end else begin
+                // The rest, by the device's range rules: a finite product below 2^-126 is zero of
+                // its sign, from 2^128 Inf (ntpu_bf16_mul); a sum whose rounding leaves the normal
+                // range likewise (ntpu_fp32_add); Inf, NaN and zero sums as IEEE gives them. Inline,
+                // not a function: Verilator would evaluate a function call on every MAC.
+                qb = $realtobits(p);
+                if (qb[62:52] != 11'h7FF && qb[62:0] != 63'd0) begin
+                  if (qb[62:52] < 11'd897) qb = {qb[63], 63'd0};
+                  else if (qb[62:52] > 11'd1150) qb = {qb[63], 11'h7FF, 52'd0};
+                end
+                sb = $realtobits(acc + $bitstoreal(qb));
+                rb = (sb + 64'h0FFF_FFFF + {63'd0, sb[29]}) & ~64'h1FFF_FFFF;
+                if (sb[62:52] == 11'h7FF || sb[62:0] == 63'd0) acc = $bitstoreal(sb);
+                else if (rb[62:52] < 11'd897) acc = $bitstoreal({sb[63], 63'd0});
+                else if (rb[62:52] > 11'd1150) acc = $bitstoreal({sb[63], 11'h7FF, 52'd0});
+                else acc = $bitstoreal(rb);
+              end
             end
             res[32*n +: 32] = to_fp32(acc);
           end
