@@ -200,6 +200,9 @@ static ntpu_status sync_once(ntpu_link *l, uint8_t *e, int *heard)
     }
 }
 
+/* How a message ends once the link has given up: what brings it back, for API and CLI users alike. */
+#define GAVE_UP "the link gave up (reopen the device, or call ntpu_reset_link)"
+
 /* The link gives up until ntpu_reset_link; the error already in l->err says why,
  * and later calls repeat it rather than hide it behind a generic message. */
 static void link_break(ntpu_link *l)
@@ -227,17 +230,16 @@ static ntpu_status learn_expected_seq(ntpu_link *l, const char *why, uint8_t *e)
             memcpy(last, l->err, sizeof last);
             last[sizeof last - 1] = 0;
             if (why && strcmp(why, last) == 0) /* e.g. the board unplugged: one reason, said once */
-                ntpu_errf(l->err, NTPU_ERRMSG_LEN, "%s; no answer to SYNC either: call ntpu_reset_link", why);
+                ntpu_errf(l->err, NTPU_ERRMSG_LEN, "%s; no answer to SYNC either: " GAVE_UP, why);
             else if (why)
-                ntpu_errf(l->err, NTPU_ERRMSG_LEN, "%s; no answer to SYNC either (%s): call ntpu_reset_link", why,
-                          last);
+                ntpu_errf(l->err, NTPU_ERRMSG_LEN, "%s; no answer to SYNC either (%s): " GAVE_UP, why, last);
             else
-                ntpu_errf(l->err, NTPU_ERRMSG_LEN, "no answer to SYNC (%s)", last);
+                ntpu_errf(l->err, NTPU_ERRMSG_LEN, "no answer to SYNC (%s): " GAVE_UP, last);
             link_break(l);
             return st;
         }
         if (l->no_progress >= NTPU_LINK_MAX_RECOVERIES) {
-            ntpu_errf(l->err, NTPU_ERRMSG_LEN, "%s; no frame got through in %u recoveries: call ntpu_reset_link",
+            ntpu_errf(l->err, NTPU_ERRMSG_LEN, "%s; no frame got through in %u recoveries: " GAVE_UP,
                       why ? why : "resynchronizing", l->no_progress);
             link_break(l);
             return NTPU_ERR_IO;
@@ -274,8 +276,7 @@ static ntpu_status requeue(ntpu_link *l, uint8_t e)
     unsigned ran = (uint8_t)(e - oldest);
     if (ran > count) {
         ntpu_errf(l->err, NTPU_ERRMSG_LEN,
-                  "the device expects SEQ %u, outside the %u frames in flight from SEQ %u (was it reset?): call "
-                  "ntpu_reset_link",
+                  "the device expects SEQ %u, outside the %u frames in flight from SEQ %u (was it reset?): " GAVE_UP,
                   e, count, oldest);
         link_break(l);
         return NTPU_ERR_IO;
