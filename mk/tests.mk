@@ -25,10 +25,12 @@ $(TEST_BUILD)/rtl/%/tb.vvp: tests/rtl/%/sources.f $(RTL_SRCS) $(wildcard tests/r
 	$(IVERILOG) -g2012 -Wall -Wno-timescale -o $@ -f $<
 
 # The same benches built by Verilator, for blocks whose Verilator-only forms vsim runs instead of the
-# synthesised logic: the fp32 add by doubles (docs/decisions/0019-vsim-fp-add.md), the PE, the array's
-# rows computed whole (decision 0020), the receiver's and transmitter's byte counts (decision 0017).
+# synthesised logic: the fp32 add by doubles (docs/decisions/0019-vsim-fp-add.md), the PE (the
+# boards' arrays in the simulated board), the array's rows computed whole (vsim's, decision 0020) and
+# its skew lines (the boards'), the receiver's and transmitter's byte counts (decision 0017).
 # Checked vector for vector like the logic the boards get.
-VERILATOR_BENCHES := ntpu_fp32_add ntpu_pe ntpu_array ntpu_link_rx_wide ntpu_link_tx_wide
+VERILATOR_BENCHES := ntpu_fp32_add ntpu_pe ntpu_array ntpu_array_pipe ntpu_array_shared ntpu_link_rx_wide \
+                     ntpu_link_tx_wide
 $(TEST_BUILD)/rtl-verilator/%/Vtb: tests/rtl/%/sources.f $(RTL_SRCS) $(wildcard tests/rtl/*/*)
 	@rm -rf $(dir $@) && mkdir -p $(dir $@)
 	$(VERILATOR) --binary --timing -O3 -Wno-fatal -Wno-lint -Wno-style -Wno-TIMESCALEMOD --top-module tb \

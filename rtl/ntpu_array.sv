@@ -259,7 +259,8 @@ module ntpu_array #(
 
 `ifdef VERILATOR
   // Simulation only (vsim speed), two forms. Both give every y_row bit for bit and y_valid as the
-  // header says; the Verilator bench (tests/rtl/ntpu_array) checks them vector for vector.
+  // header says; the Verilator benches (ntpu_array for g_fast, ntpu_array_pipe and _shared for
+  // g_lines) check them vector for vector.
   if (!VFAST) begin : g_lines
     // Pipelined PEs or the shared bf16 unit (the boards' arrays): the PEs as synthesised, each skew
     // line as ntpu_vsim_delay (a ring of its inputs and a pointer, then a plain register) rather
@@ -298,7 +299,7 @@ module ntpu_array #(
     real wd [2][N][N];  // the same weight as bf16, as a double (a subnormal is zero of its sign)
     logic [N*32-1:0] row_q;
 
-    // bf16 (or the high half of fp32) bits as the same double, reading a subnormal as zero.
+    // fp32 bits (a bf16 as their high half) as the same double, reading a subnormal as zero.
     function automatic real to_real(logic [31:0] x);
       if (x[30:23] == 8'h00) return $bitstoreal({x[31], 63'd0});
       if (x[30:23] == 8'hFF) return $bitstoreal({x[31], 11'h7FF, x[22:0], 29'd0});
@@ -356,7 +357,9 @@ module ntpu_array #(
               pb = 63'($realtobits(p));
               sb = $realtobits(s);
               rb = (sb + 64'h0FFF_FFFF + {63'd0, sb[29]}) & ~64'h1FFF_FFFF;
-              // The common case: a product and a rounded sum in fp32's normal range, or zero.
+              // The common case: a product and a rounded sum in fp32's normal range, or zero. (A NaN
+              // never passes as zero: its payload came from to_real, whose low 29 bits are zero, so
+              // the rounding add cannot carry into the sign.)
               if ((11'(pb[62:52] - 11'd897) < 11'd254 || pb == 63'd0) &&
                   (11'(rb[62:52] - 11'd897) < 11'd254 || rb[62:0] == 63'd0)) begin
                 acc = $bitstoreal(rb);
@@ -394,6 +397,20 @@ module ntpu_array #(
       end
     end
     /* verilator lint_on BLKSEQ */
+
+    // The driver's rule that makes this form exact (the header): no beat into a buffer until
+    // LATENCY - 1 cycles after the last row that uses it. The PEs would give other results then and
+    // this form would not, so vsim stops rather than hide a sequencer's mistake.
+    int since_q [2] = '{LATENCY, LATENCY};  // cycles since the last row that used each buffer (at most LATENCY)
+    always_ff @(posedge clk) begin
+      for (int b = 0; b < 2; b++) begin
+        if (!rst && w_valid && w_buf == b[0] && since_q[b] < LATENCY - 1)
+          $fatal(1, "ntpu_array: a weight beat into buffer %0d %0d cycles after a row that uses it", b, since_q[b]);
+        if (rst) since_q[b] <= LATENCY;
+        else if (a_valid && a_buf == b[0]) since_q[b] <= 1;
+        else if (since_q[b] < LATENCY) since_q[b] <= since_q[b] + 1;
+      end
+    end
 
     // row_q holds the row from the cycle after a_valid; LATENCY - 1 more busy cycles to y_valid.
     ntpu_vsim_delay #(.W(N*32), .D(LATENCY - 2)) u_line (.clk(clk), .en(busy), .in(row_q), .out(pe_row));

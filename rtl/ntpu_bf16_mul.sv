@@ -45,7 +45,7 @@ module ntpu_bf16_mul (
 
       // Simulation only: the usual case, two normal operands with a normal product, decided first
       // by three range compares, so that Verilator skips the special cases (with ntpu_fp32_add's,
-      // a fifth of vsim's bf16 time). It gives the value the chain below gives; synthesis sees the chain alone, unchanged.
+      // a fifth of vsim's bf16 time while vsim ran the PEs, before decision 0020). It gives the value the chain below gives; synthesis sees the chain alone, unchanged.
 `ifdef VERILATOR
       if (8'(a[14:7] - 8'd1) < 8'd254 && 8'(b[14:7] - 8'd1) < 8'd254 && 10'(exp - 10'd1) < 10'd254) begin
         p = {a[15] ^ b[15], exp[7:0], 23'({sig, 9'h000} >> sig[15])};  // a shift: no branch on sig[15]

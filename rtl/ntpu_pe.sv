@@ -104,8 +104,8 @@ module ntpu_pe #(
     // The int8 MAC in the register update alone (no 16-bit product in between), in 32-bit
     // unsigned words: the same sum modulo 2^32 as g_int8's signed expression. (b ^ 0x80) - 0x80 is
     // b's sign extension; Verilator writes $signed's as a mask, a negation and an OR that gcc does
-    // not see as one sign-extending move (+9 % vsim int8 cycles per second). This PE is simulation
-    // only, so no DSP mapping is lost.
+    // not see as one sign-extending move (+9 % int8 speed while vsim ran these PEs, before decision
+    // 0020). No board uses this PE, so no DSP mapping is lost.
     always_ff @(posedge clk) begin
       if (en && a_bf16_in) psum_q <= sum_bf16;
       else if (en) psum_q <= psum_in + ((32'(a_in[7:0]) ^ 32'h80) - 32'h80) * ((32'(w_sel[7:0]) ^ 32'h80) - 32'h80);

@@ -6,7 +6,9 @@
  * whenever the schedule allows. It keeps to the limits ntpu_array.sv documents, at their tightest:
  * a load of buffer b starts LATENCY-1 cycles after the last row using b, and a row may use b in
  * the cycle of b's last beat. The expected result of each row is the chain of ntpu_mac_bf16 /
- * ntpu_mac_int8 from sim/ref/numerics.c down each column.
+ * ntpu_mac_int8 from sim/ref/numerics.c down each column. A quarter of the bf16 rows sit at an end
+ * of fp32's range, so that products and sums are flushed and overflow (counted: the run fails if
+ * any kind never happened), which vsim's array form handles on a branch of its own.
  *
  * With shared = 1 (the array's BF16_SHARED, for the ntpu_array_shared bench) bf16 rows have their
  * own latency and the next row comes at the earliest that latency after a bf16 row, as ntpu_seq
@@ -19,6 +21,7 @@
  *   nN_exp.hex    one line per row: the expected y_row
  *   nN_count.hex  the number of cycles, then of rows
  * Usage: gen OUTDIR [SEED] */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -58,6 +61,43 @@ static uint32_t fp32_acc(void)
     case 1: return (uint32_t)rng();
     default: return (uint32_t)rnd(2) << 31 | (112 + rnd(31)) << 23 | ((uint32_t)rng() & 0x7FFFFFu);
     }
+}
+
+/* A bf16 value of either sign with a biased exponent in lo..hi. */
+static uint16_t bf16_in(uint32_t lo, uint32_t hi)
+{
+    return (uint16_t)((rnd(2) << 15) | (lo + rnd(hi - lo + 1)) << 7 | rnd(128));
+}
+
+/* Rows at an end of fp32's range: activations of 2^-126..2^-113 (edge 1) or 2^113..2^127 (edge 2)
+ * against weights of mostly 2^-10..2^10, so that products fall on both sides of the normal
+ * range, and chain start values at the same end, so that sums cancel below it or overflow. */
+static uint16_t bf16_edge(int edge) { return edge == 1 ? bf16_in(1, 14) : bf16_in(240, 254); }
+static uint32_t fp32_edge(int edge)
+{
+    return (uint32_t)rnd(2) << 31 | (edge == 1 ? 1 + rnd(8) : 247 + rnd(8)) << 23 | ((uint32_t)rng() & 0x7FFFFFu);
+}
+
+/* A value as the device reads it (subnormal: zero), as a double. */
+static double dev_f32(uint32_t x) { return (x & 0x7F800000u) ? (double)ntpu_f32_from_bits(x) : 0.0; }
+
+/* What one bf16 MAC's range rules did, counted so that the schedule can show it reached them. */
+struct edges {
+    unsigned prod_flushed, prod_inf, sum_flushed, sum_inf;
+};
+static void count_edges(struct edges *e, uint32_t acc, uint16_t a, uint16_t w, uint32_t result)
+{
+    double p = dev_f32((uint32_t)a << 16) * dev_f32((uint32_t)w << 16), s = dev_f32(acc) + p;
+    if (!isfinite(p) || !isfinite(s))
+        return;
+    if (p != 0 && fabs(p) < 0x1p-126)
+        e->prod_flushed++;
+    else if (fabs(p) >= 0x1p128)
+        e->prod_inf++;
+    else if (s != 0 && fabs(s) < 0x1p-126)
+        e->sum_flushed++;
+    else if ((result & 0x7FFFFFFFu) == 0x7F800000u)
+        e->sum_inf++;
 }
 
 static uint32_t int32_acc(void)
@@ -109,6 +149,7 @@ static int generate(const char *dir, int n, int stages, int shared, unsigned cyc
     uint16_t wb[MAX_N][MAX_N];         /* the tile being loaded, as WB rows wb[j][lane] */
     unsigned rows = 0, rows_bf16 = 0, rows_during_load = 0, loads[2][2] = {{0, 0}, {0, 0}};
     unsigned tight_load = 0, tight_row = 0; /* schedules right at the documented limits */
+    struct edges edges = {0, 0, 0, 0};
     long last_beat = -1;
     unsigned p_row = 100, p_beat = 100, p_load = 50;
 
@@ -173,17 +214,27 @@ static int generate(const char *dir, int n, int stages, int shared, unsigned cyc
             rows_bf16 += (unsigned)a_bf16;
             rows_during_load += (unsigned)loading;
             tight_row += last_beat == (long)t && a_buf == fresh;
-            for (int i = 0; i < n; i++)
-                a_lane[i] = a_bf16 ? bf16_value() : (uint16_t)rng(); /* int8: high byte ignored */
+            int edge = a_bf16 && chance(25) ? 1 + (int)rnd(2) : 0; /* a row at an end of the range */
+            for (int i = 0; i < n; i++) /* int8: the high byte is ignored */
+                a_lane[i] = edge ? bf16_edge(edge) : a_bf16 ? bf16_value() : (uint16_t)rng();
+            if (edge == 1 && chance(25)) /* zeros after lane 0: a flushed sum's sign reaches y_row */
+                for (int i = 1; i < n; i++)
+                    a_lane[i] = rnd(2) ? 0x8000 : 0x0000;
             uint32_t y[MAX_N];
             for (int c = 0; c < n; c++) {
-                acc[c] = a_bf16 ? fp32_acc() : int32_acc();
+                acc[c] = edge ? fp32_edge(edge) : a_bf16 ? fp32_acc() : int32_acc();
+                uint32_t p0 = ntpu_mac_bf16(0, (uint16_t)a_lane[0], w[a_buf][0][c]);
+                if (edge == 1 && (p0 & 0x7F800000u) && chance(50))
+                    acc[c] = p0 ^ 0x80000001u; /* minus the first product, one ulp off: a sum below 2^-126 */
                 uint32_t s = acc[c];
                 for (int i = 0; i < n; i++) {
                     uint16_t wv = w[a_buf][i][c];
+                    uint32_t before = s;
                     s = a_bf16 ? ntpu_mac_bf16(s, (uint16_t)a_lane[i], wv)
                                : (uint32_t)ntpu_mac_int8((int32_t)s, (int8_t)(a_lane[i] & 0xFF),
                                                           (int8_t)(wv & 0xFF));
+                    if (a_bf16)
+                        count_edges(&edges, before, (uint16_t)a_lane[i], wv, s);
                 }
                 y[c] = s;
             }
@@ -210,9 +261,12 @@ static int generate(const char *dir, int n, int stages, int shared, unsigned cyc
            "started LATENCY-1 after the buffer's last row)\n",
            n, stages, shared ? " BF16_SHARED" : "", cycles, rows, rows_bf16, rows_during_load, tight_row, loads[0][0], loads[0][1],
            loads[1][0], loads[1][1], tight_load);
+    printf("gen N=%d: bf16 MACs whose product was flushed %u, was Inf %u; whose sum was flushed %u, overflowed %u\n", n,
+           edges.prod_flushed, edges.prod_inf, edges.sum_flushed, edges.sum_inf);
     /* The schedule must have exercised what the bench claims to test. */
     if (rows_during_load == 0 || tight_row == 0 || tight_load == 0 || rows_bf16 == 0 ||
-        rows_bf16 == rows || !loads[0][0] || !loads[0][1] || !loads[1][0] || !loads[1][1]) {
+        rows_bf16 == rows || !loads[0][0] || !loads[0][1] || !loads[1][0] || !loads[1][1] ||
+        !edges.prod_flushed || !edges.prod_inf || !edges.sum_flushed || !edges.sum_inf) {
         fprintf(stderr, "gen N=%d: schedule too thin\n", n);
         return 1;
     }
