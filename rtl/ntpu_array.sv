@@ -400,12 +400,16 @@ module ntpu_array #(
 
     // The driver's rule that makes this form exact (the header): no beat into a buffer until
     // LATENCY - 1 cycles after the last row that uses it. The PEs would give other results then and
-    // this form would not, so vsim stops rather than hide a sequencer's mistake.
-    int since_q [2] = '{LATENCY, LATENCY};  // cycles since the last row that used each buffer (at most LATENCY)
+    // this form would not, so it checks the rule, and once it is broken every row leaves as all
+    // ones, which no differential test takes for a right answer: a sequencer's mistake cannot hide
+    // here. (Not $fatal: a display task gives the model VerilatedScope objects, and deleting such a
+    // model hung vsim's harness in Verilator 5.006.)
+    int   since_q [2] = '{LATENCY, LATENCY};  // cycles since the last row that used each buffer (at most LATENCY)
+    logic broken_q = 1'b0;
+    logic [N*32-1:0] line_row;
     always_ff @(posedge clk) begin
       for (int b = 0; b < 2; b++) begin
-        if (!rst && w_valid && w_buf == b[0] && since_q[b] < LATENCY - 1)
-          $fatal(1, "ntpu_array: a weight beat into buffer %0d %0d cycles after a row that uses it", b, since_q[b]);
+        if (!rst && w_valid && w_buf == b[0] && since_q[b] < LATENCY - 1) broken_q <= 1'b1;
         if (rst) since_q[b] <= LATENCY;
         else if (a_valid && a_buf == b[0]) since_q[b] <= 1;
         else if (since_q[b] < LATENCY) since_q[b] <= since_q[b] + 1;
@@ -413,7 +417,8 @@ module ntpu_array #(
     end
 
     // row_q holds the row from the cycle after a_valid; LATENCY - 1 more busy cycles to y_valid.
-    ntpu_vsim_delay #(.W(N*32), .D(LATENCY - 2)) u_line (.clk(clk), .en(busy), .in(row_q), .out(pe_row));
+    ntpu_vsim_delay #(.W(N*32), .D(LATENCY - 2)) u_line (.clk(clk), .en(busy), .in(row_q), .out(line_row));
+    assign pe_row = broken_q ? '1 : line_row;
   end
 `endif
 endmodule
