@@ -30,7 +30,7 @@
 //                    a column, so after N beats PE(i,n) holds WB[wb_addr+n][i].
 // Only buffer w_buf shifts; rows using the other buffer keep computing meanwhile.
 //
-// Requirements on the driver (the sequencer), not checked here:
+// Requirements on the driver (the sequencer), not checked here (vsim's form checks the first):
 //   - No row using buffer b may be inside the array while b shifts: every beat into b must come at
 //     least LATENCY-1 cycles after the last a_valid with a_buf = b (waiting LATENCY is safe).
 //   - A row using buffer b may enter (a_valid) in the cycle of the last beat of b's tile or later.
@@ -367,7 +367,9 @@ module ntpu_array #(
                 // The rest, by the device's range rules: a finite product below 2^-126 is zero of
                 // its sign, from 2^128 Inf (ntpu_bf16_mul); a sum whose rounding leaves the normal
                 // range likewise (ntpu_fp32_add); Inf, NaN and zero sums as IEEE gives them. Inline,
-                // not a function: Verilator would evaluate a function call on every MAC.
+                // not a function: Verilator would evaluate a function call on every MAC. (The Infs
+                // keep a variable sign: Verilator 5.006 writes a constant Inf as `inf`, which g++
+                // does not know.)
                 qb = $realtobits(p);
                 if (qb[62:52] != 11'h7FF && qb[62:0] != 63'd0) begin
                   if (qb[62:52] < 11'd897) qb = {qb[63], 63'd0};

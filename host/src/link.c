@@ -234,7 +234,7 @@ static ntpu_status learn_expected_seq(ntpu_link *l, const char *why, uint8_t *e)
             else if (why)
                 ntpu_errf(l->err, NTPU_ERRMSG_LEN, "%s; no answer to SYNC either (%s): " GAVE_UP, why, last);
             else
-                ntpu_errf(l->err, NTPU_ERRMSG_LEN, "no answer to SYNC (%s): " GAVE_UP, last);
+                ntpu_errf(l->err, NTPU_ERRMSG_LEN, "no answer to SYNC (%s)", last); /* also at open: no handle yet */
             link_break(l);
             return st;
         }
