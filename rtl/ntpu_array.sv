@@ -406,16 +406,19 @@ module ntpu_array #(
     // ones, which no differential test takes for a right answer: a sequencer's mistake cannot hide
     // here. (Not $fatal: a display task gives the model VerilatedScope objects, and deleting such a
     // model hung vsim's harness in Verilator 5.006.)
-    int   since_q [2] = '{LATENCY, LATENCY};  // cycles since the last row that used each buffer (at most LATENCY)
+    // Cycles since the last row that used buffer 0 / 1 (at most LATENCY), as two registers: an
+    // array's elements written nonblocking would go through Verilator's write queue every cycle.
+    int   since0_q = LATENCY, since1_q = LATENCY;
     logic broken_q = 1'b0;
     logic [N*32-1:0] line_row;
     always_ff @(posedge clk) begin
-      for (int b = 0; b < 2; b++) begin
-        if (!rst && w_valid && w_buf == b[0] && since_q[b] < LATENCY - 1) broken_q <= 1'b1;
-        if (rst) since_q[b] <= LATENCY;
-        else if (a_valid && a_buf == b[0]) since_q[b] <= 1;
-        else if (since_q[b] < LATENCY) since_q[b] <= since_q[b] + 1;
-      end
+      if (!rst && w_valid && (w_buf ? since1_q : since0_q) < LATENCY - 1) broken_q <= 1'b1;
+      if (rst) since0_q <= LATENCY;
+      else if (a_valid && !a_buf) since0_q <= 1;
+      else if (since0_q < LATENCY) since0_q <= since0_q + 1;
+      if (rst) since1_q <= LATENCY;
+      else if (a_valid && a_buf) since1_q <= 1;
+      else if (since1_q < LATENCY) since1_q <= since1_q + 1;
     end
 
     // row_q holds the row from the cycle after a_valid; LATENCY - 1 more busy cycles to y_valid.

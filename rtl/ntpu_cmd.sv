@@ -116,7 +116,7 @@ module ntpu_cmd
   input  logic [CNT_COUNT*COUNTER_W-1:0] cnt,
   output logic [CNT_COUNT-1:0]       cnt_clear,  // COUNTERS CLEAR: counter k is read out now
   output logic                       wait_frame,  // no frame to work on
-  output logic                       wait_drain   // waiting for earlier commands to finish
+  output logic                       wait_drain  `ifdef NTPU_VSIM_GATES , output logic gate_wait `endif  // waiting for earlier commands to finish
 );
 
   if (N < 2 || N > 32) begin : g_bad_n
@@ -940,6 +940,14 @@ module ntpu_cmd
     else if (state_q == S_BLOCK) m_body_valid = ~({W{1'b1}} << blk_n);
     m_body_valid[0] = (state_q == S_BLOCK || state_q == S_RD_SEND);
   end
+`endif
+
+`ifdef NTPU_VSIM_GATES
+  // vsim's clock gate (ntpu_core): waiting for a frame, for other units to finish or for one to take
+  // a command, nothing here changes.
+  assign gate_wait = wait_frame || ((state_q == S_DRAIN) && !all_idle && !mem_go) ||
+                     ((state_q == S_DISPATCH) && !(m_seq_valid && m_seq_ready)) ||
+                     ((state_q == S_VDISPATCH) && !m_vec_ready) || ((state_q == S_REPLY) && !m_hdr_ready);
 `endif
 
 endmodule

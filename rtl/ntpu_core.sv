@@ -31,7 +31,7 @@ module ntpu_core
   parameter int OS_ROWS = 0          // optimizer-state rows (N x 32 bit; OPTIM ADAM, with VEC_EN);
                                      // 0: no OS and no Adam logic (the boards)
 ) (
-  input  logic                    clk,
+  input  logic                    clk,  `ifdef NTPU_VSIM_GATES input logic clk_vec, clk_ctl, output logic vec_clk_en, ctl_clk_en, `endif
   input  logic                    rst,
   input  logic [8*LINK_BYTES-1:0] s_rx_data,
   input  logic [LINK_BYTES-1:0]   s_rx_valid,
@@ -90,8 +90,8 @@ module ntpu_core
     .MAX_PAYLOAD(MAX_PAYLOAD),
     .LINK_BYTES (LINK_BYTES)
   ) u_rx (
-    .clk         (clk),
-    .rst         (rst),
+    .clk         (`ifdef NTPU_VSIM_GATES clk_ctl `else clk `endif),
+    .rst         (rst),  `ifdef NTPU_VSIM_GATES .gate_busy(rx_busy), `endif
     .s_rx_data   (s_rx_data),
     .s_rx_valid  (s_rx_valid),
     .s_rx_ready  (s_rx_ready),
@@ -109,8 +109,8 @@ module ntpu_core
   ntpu_link_tx #(
     .LINK_BYTES(LINK_BYTES)
   ) u_tx (
-    .clk         (clk),
-    .rst         (rst),
+    .clk         (`ifdef NTPU_VSIM_GATES clk_ctl `else clk `endif),
+    .rst         (rst),  `ifdef NTPU_VSIM_GATES .gate_busy(tx_busy), `endif
     .s_hdr_valid (hdr_valid),
     .s_hdr_ready (hdr_ready),
     .s_hdr_seq   (hdr_seq),
@@ -160,8 +160,8 @@ module ntpu_core
     .PM_ROWS    (PM_ROWS),
     .OS_ROWS    (OS_ROWS)
   ) u_cmd (
-    .clk           (clk),
-    .rst           (rst),
+    .clk           (`ifdef NTPU_VSIM_GATES clk_ctl `else clk `endif),
+    .rst           (rst),  `ifdef NTPU_VSIM_GATES .gate_wait(cmd_wait), `endif
     .s_frm_valid   (frm_valid),
     .s_frm_ready   (frm_ready),
     .s_frm_seq     (frm_seq),
@@ -321,7 +321,7 @@ module ntpu_core
       .ACC_ROWS(ACC_ROWS),
       .OS_ROWS (OS_ROWS)
     ) u_vseq (
-      .clk         (clk),
+      .clk         (`ifdef NTPU_VSIM_GATES clk_vec `else clk `endif),
       .rst         (rst),
       .s_cmd_valid (vec_valid),
       .s_cmd_ready (vec_ready),
@@ -500,6 +500,26 @@ module ntpu_core
     .tx_bytes    (tx_n),
     .cnt         (cnt)
   );
+
+`ifdef NTPU_VSIM_GATES
+  // vsim's clock gates (docs/decisions/0021-vsim-clock-gates.md). The vector unit, and the link and
+  // command processor together (`ctl`), each have a clock of their own in vsim, which the harness
+  // gives an edge only where the enable was high before it, as a latch-based clock gate does. An
+  // enable is low only where the units' registers would hold through the edge anyway, so leaving
+  // the edge out changes nothing, and Verilator then skips their logic. Each enable, like every
+  // port of the core, depends on registers only. A byte that enters from the link moves the
+  // receiver: the harness opens the ctl gate in that cycle itself (sim/vsim/clock_edge.h), and
+  // byte_in keeps it open for the tail after it. A gate stays open TAIL cycles after its units
+  // stop, so that registers they set once on entering a waiting state (a valid bit falling, an
+  // offset cleared) land too.
+  logic cmd_wait, rx_busy, tx_busy;
+  logic byte_in;  // a byte enters from the link
+  assign byte_in = s_rx_valid[0] && s_rx_ready[0];
+  ntpu_vsim_gate u_gate_ctl (.clk(clk), .rst(rst), .busy(!cmd_wait || rx_busy || frm_re || frm_ready || tx_busy),
+                             .kick(byte_in), .en(ctl_clk_en));
+  ntpu_vsim_gate #(.TAIL(8)) u_gate_vec (.clk(clk), .rst(rst), .busy(vec_valid || !vec_idle), .kick(1'b0),
+                                         .en(vec_clk_en));
+`endif
 
 `ifdef VERILATOR
   // rx_n, tx_n above: both are thermometer codes (m_tx_valid is one; s_rx_valid & s_rx_ready, the

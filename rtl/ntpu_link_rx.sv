@@ -40,7 +40,7 @@ module ntpu_link_rx
   input  logic             frm_re,
   input  logic [OFF_W-1:0] frm_raddr,
   output logic [8*LINK_BYTES-1:0] frm_rdata,
-  output logic             drop           // a byte was dropped while hunting for SOF
+  output logic             drop  `ifdef NTPU_VSIM_GATES , output logic gate_busy `endif  // a byte was dropped while hunting for SOF
 );
 
   if (MAX_PAYLOAD < 2 || MAX_PAYLOAD > 65535) begin : g_bad_cfg
@@ -295,6 +295,13 @@ module ntpu_link_rx
       end
     end
   end
+
+`ifdef NTPU_VSIM_GATES
+  // vsim's clock gate (ntpu_core): in every state but S_CHECK, nothing here changes unless a byte
+  // enters (the harness and ntpu_core add that) or through frm_re and m_frm_ready (ntpu_core adds
+  // those).
+  assign gate_busy = (state_q == S_CHECK);
+`endif
 
 endmodule
 

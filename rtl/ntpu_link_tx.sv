@@ -33,7 +33,7 @@ module ntpu_link_tx
   output logic        s_body_ready,
   output logic [8*LINK_BYTES-1:0] m_tx_data,
   output logic [LINK_BYTES-1:0]   m_tx_valid,
-  input  logic        m_tx_ready
+  input  logic        m_tx_ready  `ifdef NTPU_VSIM_GATES , output logic gate_busy `endif
 );
 
   if (LINK_BYTES < 1 || LINK_BYTES > 64) begin : g_bad_cfg
@@ -217,6 +217,12 @@ module ntpu_link_tx
 
   assign m_tx_valid = m_tx_valid_q;
   assign m_tx_data = m_tx_data_q;
+
+`ifdef NTPU_VSIM_GATES
+  // vsim's clock gate (ntpu_core): idle, with no header offered, nothing here changes once the
+  // last beat has left.
+  assign gate_busy = (state_q != S_IDLE) || hdr_full_q || s_hdr_valid || (m_tx_valid_q != '0);
+`endif
 
 endmodule
 

@@ -44,12 +44,8 @@ void replay(const std::vector<uint8_t> &in)
     Vntpu_core t(&ctx);
     t.rst = 1;
     t.s_rx_valid = 0;
-    for (int i = 0; i < 4; i++) {
-        t.clk = 0;
-        t.eval();
-        t.clk = 1;
-        t.eval();
-    }
+    for (int i = 0; i < 4; i++)
+        ntpu_clock_edge::reset_cycle(&t);
     t.rst = 0;
     size_t head = 0;
     uint64_t idle = 0;

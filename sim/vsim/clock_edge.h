@@ -22,16 +22,61 @@
 
 namespace ntpu_clock_edge {
 
-// With clk high (after the previous cycle or reset) and this cycle's inputs set: the rising edge.
+// The core's gated clocks (rtl/ntpu_core.sv, NTPU_VSIM_GATES): clk_vec (the vector unit) and
+// clk_ctl (the link and the command processor) have an edge only in the cycles where their enable
+// is high. The enables depend on registers only, so before the edge they already hold this cycle's
+// values; the harness adds what the core cannot know from its registers: a byte that enters on s_rx this cycle (offered by the harness,
+// taken by the receiver, whose s_rx_ready depends on registers only) opens clk_ctl. Bytes offered
+// but not taken change nothing.
+template <class Model> bool byte_enters(const Model *t) { return (t->s_rx_valid & t->s_rx_ready & 1) != 0; }
+
+template <class Model> void gated_low(Model *t)
+{
+    const bool in = byte_enters(t);
+    t->clk_vec = !t->vec_clk_en;
+    t->clk_ctl = !(t->ctl_clk_en || in);
+}
+
+template <class Model> void all_low(Model *t)
+{
+    t->clk = 0;
+    t->clk_vec = 0;
+    t->clk_ctl = 0;
+}
+
+template <class Model> void all_high(Model *t)
+{
+    t->clk = 1;
+    t->clk_vec = 1;
+    t->clk_ctl = 1;
+}
+
+// With every clock high (after the previous cycle or reset) and this cycle's inputs set: the
+// rising edge.
 template <class Model> void rising_edge(Model *t)
 {
 #ifdef NTPU_VSIM_ONE_EVAL
-    t->rootp->__Vtrigrprev__TOP__clk = 0;
+    // The model's record of each clock's last level, set low where an edge is due.
+    const bool in = byte_enters(t);
+    auto *r = t->rootp;
+    r->__Vtrigrprev__TOP__clk = 0;
+    r->__Vtrigrprev__TOP__clk_vec = !t->vec_clk_en;
+    r->__Vtrigrprev__TOP__clk_ctl = !(t->ctl_clk_en || in);
 #else
     t->clk = 0;
+    gated_low(t);
     t->eval();
 #endif
-    t->clk = 1;
+    all_high(t);
+    t->eval();
+}
+
+// One cycle of reset, where every clock has its edge.
+template <class Model> void reset_cycle(Model *t)
+{
+    all_low(t);
+    t->eval();
+    all_high(t);
     t->eval();
 }
 

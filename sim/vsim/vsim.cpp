@@ -66,6 +66,9 @@ struct ntpu_vsim {
     ntpu_vsim_util::byte_queue in;  // bytes for s_rx not yet accepted
     ntpu_vsim_util::byte_queue out; // bytes from m_tx not yet read
     uint64_t cycles = 0;
+    // s_rx_data holds the first port_k bytes of `in` (while the receiver takes none, they stay the
+    // same, and the port is not rewritten: most cycles of a long command wait so).
+    unsigned port_k = 0;
 
     void dump()
     {
@@ -85,13 +88,16 @@ struct ntpu_vsim {
         const size_t have = in.size();
         const unsigned k = have < kLinkBytes ? static_cast<unsigned>(have) : kLinkBytes;
         t->s_rx_valid = static_cast<decltype(+t->s_rx_valid)>(thermo(k));
-        if (k)
+        if (k && k != port_k) {
             put_bytes(t->s_rx_data, in.data(), k);
+            port_k = k;
+        }
         // The traced model shows both phases; the other one takes the edge in one eval
         // (clock_edge.h): the outputs sampled here depend on the core's registers only.
         constexpr bool traced = !std::is_same_v<Model, Vntpu_core>;
         if constexpr (traced) {
             t->clk = 0;
+            ntpu_clock_edge::gated_low(t);
             t->eval();
             dump();
         }
@@ -101,13 +107,15 @@ struct ntpu_vsim {
         if (ntx)
             get_bytes(t->m_tx_data, tx, ntx);
         if constexpr (traced) {
-            t->clk = 1;
+            ntpu_clock_edge::all_high(t);
             t->eval();
             dump();
         } else {
             ntpu_clock_edge::rising_edge(t);
         }
         cycles++;
+        if (taken)
+            port_k = 0;
         in.drop(taken);
         *rx = taken;
         return ntx;
@@ -119,11 +127,12 @@ struct ntpu_vsim {
         t->s_rx_valid = 0;
         put_bytes(t->s_rx_data, nullptr, 0);
         for (unsigned i = 0; i < kResetCycles; i++) {
-            t->clk = 0;
+            // ntpu_clock_edge::reset_cycle, with the traced model's dumps.
+            ntpu_clock_edge::all_low(t);
             t->eval();
             if (fst)
                 dump();
-            t->clk = 1;
+            ntpu_clock_edge::all_high(t);
             t->eval();
             if (fst)
                 dump();
