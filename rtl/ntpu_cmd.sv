@@ -944,10 +944,11 @@ module ntpu_cmd
 
 `ifdef NTPU_VSIM_GATES
   // vsim's clock gate (ntpu_core): waiting for a frame, for other units to finish or for one to take
-  // a command, nothing here changes.
+  // a command, nothing here changes (frm_re and m_frm_ready are low then too). S_REPLY is not among
+  // these: the transmitter is busy while the header is offered, which keeps the gate open anyway.
   assign gate_wait = wait_frame || ((state_q == S_DRAIN) && !all_idle && !mem_go) ||
                      ((state_q == S_DISPATCH) && !(m_seq_valid && m_seq_ready)) ||
-                     ((state_q == S_VDISPATCH) && !m_vec_ready) || ((state_q == S_REPLY) && !m_hdr_ready);
+                     ((state_q == S_VDISPATCH) && !m_vec_ready);
 `endif
 
 endmodule

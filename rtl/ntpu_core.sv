@@ -515,10 +515,14 @@ module ntpu_core
   logic cmd_wait, rx_busy, tx_busy;
   logic byte_in;  // a byte enters from the link
   assign byte_in = s_rx_valid[0] && s_rx_ready[0];
-  ntpu_vsim_gate u_gate_ctl (.clk(clk), .rst(rst), .busy(!cmd_wait || rx_busy || frm_re || frm_ready || tx_busy),
+  ntpu_vsim_gate u_gate_ctl (.clk(clk), .rst(rst), .busy(!cmd_wait || rx_busy || tx_busy),
                              .kick(byte_in), .en(ctl_clk_en));
   ntpu_vsim_gate #(.TAIL(8)) u_gate_vec (.clk(clk), .rst(rst), .busy(vec_valid || !vec_idle), .kick(1'b0),
                                          .en(vec_clk_en));
+  if (VEC_EN == 0) begin : g_no_vec_clk
+    logic unused_clk_vec;
+    assign unused_clk_vec = clk_vec;
+  end
 `endif
 
 `ifdef VERILATOR

@@ -298,8 +298,8 @@ module ntpu_link_rx
 
 `ifdef NTPU_VSIM_GATES
   // vsim's clock gate (ntpu_core): in every state but S_CHECK, nothing here changes unless a byte
-  // enters (the harness and ntpu_core add that) or through frm_re and m_frm_ready (ntpu_core adds
-  // those).
+  // enters (the harness and ntpu_core add that) or the command processor reads or releases a frame
+  // (frm_re, m_frm_ready), which it does only while its own gate_wait is low.
   assign gate_busy = (state_q == S_CHECK);
 `endif
 

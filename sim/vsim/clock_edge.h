@@ -1,15 +1,17 @@
 // One clock cycle of the untraced core model in one eval rather than two: shared by the core's
 // harness (vsim.cpp) and the profile trainer of its build (tools/vsim_pgo_train.cpp), which must
-// drive the model the same way (docs/decisions/0017-vsim-speed.md).
+// drive the model the same way (docs/decisions/0017-vsim-speed.md). The model has three clocks:
+// clk and the two gated ones below (docs/decisions/0021-vsim-clock-gates.md).
 //
 // Verilator 5.006 runs the input-combinational region (all logic combinational from rst and
 // s_rx_*; m_tx_ready is tied high in sim/vsim/ntpu_vsim_core.sv) on every eval, so the usual low
-// eval + high eval computes it twice a cycle (~150 instructions each at 8x8). The low eval serves two ends: it settles outputs that depend on
-// this cycle's inputs, and it lets the model see clk low, so that the high is an edge. The core
-// has no such outputs (s_rx_ready depends on the receiver's state only, m_tx is driven from
-// registers: rtl/ntpu_core.sv), so the caller samples them before the edge, where they already
-// hold this cycle's values; and the model's record of clk's last level is set low directly.
-// That record is a Verilator internal: other versions take the plain two evals.
+// eval + high eval computes it twice a cycle (~150 instructions each at 8x8). The low eval serves
+// two ends: it settles outputs that depend on this cycle's inputs, and it lets the model see the
+// clocks low, so that the high is an edge. The core has no such outputs (s_rx_ready depends on the
+// receiver's state only, m_tx is driven from registers, the gate enables depend on registers:
+// rtl/ntpu_core.sv), so the caller samples them before the edge, where they already hold this
+// cycle's values; and the model's records of each clock's last level are set low directly where an
+// edge is due. Those records are Verilator internals: other versions take the plain two evals.
 #ifndef NTPU_VSIM_CLOCK_EDGE_H
 #define NTPU_VSIM_CLOCK_EDGE_H
 
@@ -25,10 +27,13 @@ namespace ntpu_clock_edge {
 // The core's gated clocks (rtl/ntpu_core.sv, NTPU_VSIM_GATES): clk_vec (the vector unit) and
 // clk_ctl (the link and the command processor) have an edge only in the cycles where their enable
 // is high. The enables depend on registers only, so before the edge they already hold this cycle's
-// values; the harness adds what the core cannot know from its registers: a byte that enters on s_rx this cycle (offered by the harness,
-// taken by the receiver, whose s_rx_ready depends on registers only) opens clk_ctl. Bytes offered
-// but not taken change nothing.
-template <class Model> bool byte_enters(const Model *t) { return (t->s_rx_valid & t->s_rx_ready & 1) != 0; }
+// values. The harness adds what the core cannot know from its registers: a byte that enters on
+// s_rx this cycle (offered by the harness, taken by the receiver, whose s_rx_ready depends on
+// registers only) opens clk_ctl. Bytes offered but not taken change nothing.
+template <class Model> bool byte_enters(const Model *t)
+{
+    return (t->s_rx_valid & t->s_rx_ready & 1) != 0;
+}
 
 template <class Model> void gated_low(Model *t)
 {
