@@ -229,10 +229,12 @@ extern "C" size_t ntpu_vsim_read(ntpu_vsim *s, uint8_t *buf, size_t n, uint64_t 
     while (got < n && idle < idle_limit) {
         uint8_t tx[kLinkBytes];
         unsigned rx, ntx = s->step(tx, &rx);
-        unsigned use = ntx < n - got ? ntx : static_cast<unsigned>(n - got);
-        std::memcpy(buf + got, tx, use);
-        got += use;
-        s->out.push(tx + use, ntx - use); // past n: kept for the next read
+        if (ntx) { // most cycles send nothing
+            unsigned use = ntx < n - got ? ntx : static_cast<unsigned>(n - got);
+            std::memcpy(buf + got, tx, use);
+            got += use;
+            s->out.push(tx + use, ntx - use); // past n: kept for the next read
+        }
         idle = (rx || ntx) ? 0 : idle + 1;
     }
     s->in.compact();
@@ -251,7 +253,8 @@ extern "C" void ntpu_vsim_drain(ntpu_vsim *s, uint64_t idle_limit)
             break;
         uint8_t tx[kLinkBytes];
         unsigned rx, ntx = s->step(tx, &rx);
-        s->out.push(tx, ntx);
+        if (ntx)
+            s->out.push(tx, ntx);
         idle = (rx || ntx) ? 0 : idle + 1;
     }
     s->in.compact();
