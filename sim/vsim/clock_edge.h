@@ -30,16 +30,17 @@ namespace ntpu_clock_edge {
 // values. The harness adds what the core cannot know from its registers: a byte that enters on
 // s_rx this cycle (offered by the harness, taken by the receiver, whose s_rx_ready depends on
 // registers only) opens clk_ctl. Bytes offered but not taken change nothing.
-template <class Model> bool byte_enters(const Model *t)
+template <class Model> bool vec_edge(const Model *t) { return t->vec_clk_en; }
+template <class Model> bool ctl_edge(const Model *t)
 {
-    return (t->s_rx_valid & t->s_rx_ready & 1) != 0;
+    return t->ctl_clk_en || (t->s_rx_valid & t->s_rx_ready & 1) != 0;
 }
 
+// The low phase of the gated clocks: low where an edge is due, else held high.
 template <class Model> void gated_low(Model *t)
 {
-    const bool in = byte_enters(t);
-    t->clk_vec = !t->vec_clk_en;
-    t->clk_ctl = !(t->ctl_clk_en || in);
+    t->clk_vec = !vec_edge(t);
+    t->clk_ctl = !ctl_edge(t);
 }
 
 template <class Model> void all_low(Model *t)
@@ -62,11 +63,10 @@ template <class Model> void rising_edge(Model *t)
 {
 #ifdef NTPU_VSIM_ONE_EVAL
     // The model's record of each clock's last level, set low where an edge is due.
-    const bool in = byte_enters(t);
     auto *r = t->rootp;
     r->__Vtrigrprev__TOP__clk = 0;
-    r->__Vtrigrprev__TOP__clk_vec = !t->vec_clk_en;
-    r->__Vtrigrprev__TOP__clk_ctl = !(t->ctl_clk_en || in);
+    r->__Vtrigrprev__TOP__clk_vec = !vec_edge(t);
+    r->__Vtrigrprev__TOP__clk_ctl = !ctl_edge(t);
 #else
     t->clk = 0;
     gated_low(t);
