@@ -31,12 +31,7 @@ static_assert(kLinkBytes >= 1 && kLinkBytes <= 32, "vsim_pgo_train handles LINK_
 constexpr uint64_t kIdleCycles = 10000;     // reply idle this long after the last byte: done
 constexpr uint64_t kMaxCycles = 50000000;   // a stream the core does not answer still ends
 
-using ntpu_link_words::thermo;
 using ntpu_link_words::thermo_count;
-template <class P> void put_bytes(P &port, const uint8_t *b, unsigned k)
-{
-    ntpu_link_words::put_bytes<kLinkBytes>(port, b, k);
-}
 
 void replay(const std::vector<uint8_t> &in)
 {
@@ -49,16 +44,17 @@ void replay(const std::vector<uint8_t> &in)
     t.rst = 0;
     size_t head = 0;
     uint64_t idle = 0;
+    ntpu_link_words::rx_offer<kLinkBytes> rx_port; // changed: rst just fell
     for (uint64_t cyc = 0; cyc < kMaxCycles && (head < in.size() || idle < kIdleCycles); cyc++) {
         const size_t have = in.size() - head;
         const unsigned k = have < kLinkBytes ? static_cast<unsigned>(have) : kLinkBytes;
-        t.s_rx_valid = static_cast<decltype(+t.s_rx_valid)>(thermo(k));
-        if (k)
-            put_bytes(t.s_rx_data, in.data() + head, k);
+        rx_port.offer(&t, in.data() + head, k);
         const unsigned ready = thermo_count(t.s_rx_ready);
         const unsigned ntx = thermo_count(t.m_tx_valid);
-        ntpu_clock_edge::rising_edge(&t);
-        head += k < ready ? k : ready;
+        ntpu_clock_edge::rising_edge(&t, rx_port.changed);
+        const unsigned taken = k < ready ? k : ready;
+        rx_port.edge_done(taken);
+        head += taken;
         idle = ntx ? 0 : idle + 1;
     }
     t.final();

@@ -1,5 +1,5 @@
-// Link bytes to and from a Verilated data port, and the thermometer codes that say how many
-// are valid: shared by the core's harness (vsim.cpp) and the profile trainer of its build
+// Link bytes to and from a Verilated data port, the thermometer codes that say how many are
+// valid, and the harness's offer of bytes on s_rx: shared by the core's harness (vsim.cpp) and the profile trainer of its build
 // (tools/vsim_pgo_train.cpp), which must drive the model the same way.
 #ifndef NTPU_VSIM_LINK_WORDS_H
 #define NTPU_VSIM_LINK_WORDS_H
@@ -46,6 +46,37 @@ template <class P> void get_bytes(const P &port, uint8_t *b, unsigned k)
 // bit plus one (a bit scan; x86-64 without -mpopcnt makes a popcount a library call).
 inline uint64_t thermo(unsigned k) { return k >= 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1; }
 inline unsigned thermo_count(uint64_t v) { return v ? 64u - static_cast<unsigned>(__builtin_clzll(v)) : 0u; }
+
+// The harness's side of s_rx: each cycle it offers the first k (<= W) bytes waiting. The ports are
+// written only where they change (while the receiver takes nothing, as in most cycles of a long
+// command, they stay the same), and `changed` records whether an input did since the model's
+// last eval: the one-eval clocking then skips the input-combinational region (clock_edge.h).
+template <unsigned W> struct rx_offer {
+    unsigned port_k = 0; // s_rx_data holds the first port_k bytes waiting
+    bool changed = true; // rst or s_rx_* differ from what the model's last eval saw
+
+    template <class Model> void offer(Model *t, const uint8_t *waiting, unsigned k)
+    {
+        const auto valid = static_cast<decltype(+t->s_rx_valid)>(thermo(k));
+        if (t->s_rx_valid != valid) {
+            t->s_rx_valid = valid;
+            changed = true;
+        }
+        if (k && k != port_k) {
+            put_bytes<W>(t->s_rx_data, waiting, k);
+            port_k = k;
+            changed = true;
+        }
+    }
+
+    // After the edge, in which the receiver took `taken` bytes: the waiting bytes moved on.
+    void edge_done(unsigned taken)
+    {
+        changed = false;
+        if (taken)
+            port_k = 0;
+    }
+};
 
 } // namespace ntpu_link_words
 

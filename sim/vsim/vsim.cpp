@@ -48,7 +48,6 @@ constexpr unsigned kLinkBytes = NTPU_LINK_BYTES;
 static_assert(kLinkBytes >= 1 && kLinkBytes <= 64, "NTPU_LINK_BYTES must be 1..64");
 
 using ntpu_link_words::get_bytes;
-using ntpu_link_words::thermo;
 using ntpu_link_words::thermo_count;
 template <class P> void put_bytes(P &port, const uint8_t *b, unsigned k)
 {
@@ -66,9 +65,7 @@ struct ntpu_vsim {
     ntpu_vsim_util::byte_queue in;  // bytes for s_rx not yet accepted
     ntpu_vsim_util::byte_queue out; // bytes from m_tx not yet read
     uint64_t cycles = 0;
-    // s_rx_data holds the first port_k bytes of `in` (while the receiver takes none, they stay the
-    // same, and the port is not rewritten: most cycles of a long command wait so).
-    unsigned port_k = 0;
+    ntpu_link_words::rx_offer<kLinkBytes> rx_port; // what s_rx offers of `in`
 
     void dump()
     {
@@ -87,11 +84,7 @@ struct ntpu_vsim {
     {
         const size_t have = in.size();
         const unsigned k = have < kLinkBytes ? static_cast<unsigned>(have) : kLinkBytes;
-        t->s_rx_valid = static_cast<decltype(+t->s_rx_valid)>(thermo(k));
-        if (k && k != port_k) {
-            put_bytes(t->s_rx_data, in.data(), k);
-            port_k = k;
-        }
+        rx_port.offer(t, in.data(), k);
         // The traced model shows both phases; the other one takes the edge in one eval
         // (clock_edge.h): the outputs sampled here depend on the core's registers only.
         constexpr bool traced = !std::is_same_v<Model, Vntpu_core>;
@@ -111,11 +104,10 @@ struct ntpu_vsim {
             t->eval();
             dump();
         } else {
-            ntpu_clock_edge::rising_edge(t);
+            ntpu_clock_edge::rising_edge(t, rx_port.changed);
         }
         cycles++;
-        if (taken)
-            port_k = 0;
+        rx_port.edge_done(taken);
         in.drop(taken);
         *rx = taken;
         return ntx;
@@ -139,6 +131,7 @@ struct ntpu_vsim {
             cycles++;
         }
         t->rst = 0;
+        rx_port.changed = true;
     }
 };
 
