@@ -48,7 +48,9 @@ VPGO_STREAMS := $(sort $(wildcard tools/pgo/*.bin))
 VPGO_GEN := OPT_FAST="-O2 -fprofile-generate -fprofile-update=single" OPT_SLOW=-O1 OPT_GLOBAL=-O2
 VPGO_USE := OPT_FAST="-O2 -fprofile-use -fprofile-partial-training -Wno-missing-profile" OPT_SLOW=-O1 \
             OPT_GLOBAL=-O2
-VCXXFLAGS := -fPIC -std=c++17
+# -fno-semantic-interposition: the model's functions may call each other directly and be inlined
+# within a file (-fPIC alone assumes another library could replace them): ~1 % fewer instructions.
+VCXXFLAGS := -fPIC -std=c++17 -fno-semantic-interposition
 VMODEL := $(VOBJ)/Vntpu_core__ALL.a
 # Two models of the core: Vntpu_core without tracing, which lets Verilator keep internal signals in
 # C++ locals (~15 % faster), for every run; Vntpu_core_trace for vsim:trace=FILE only. Both are the
