@@ -36,10 +36,40 @@ $(TEST_BUILD)/rtl-verilator/%/Vtb: tests/rtl/%/sources.f $(RTL_SRCS) $(wildcard 
 	$(VERILATOR) --binary --timing -O3 -Wno-fatal -Wno-lint -Wno-style -Wno-TIMESCALEMOD --top-module tb \
 	  -Mdir $(dir $@)obj -o ../Vtb -f $< > $(dir $@)build.log 2>&1 || { tail -20 $(dir $@)build.log; exit 1; }
 
+# The lockstep check of vsim's fast clocking (sim/vsim/lockstep.h): the library again, with the
+# harness built with NTPU_VSIM_LOCKSTEP, which clocks a second model the plain way beside its own and
+# compares the two after every edge. The Criterion suite and the runs of tests/cosim/lockstep_runs.txt
+# are linked against it once more. Only the harness is compiled again; the models are the ones above.
+LOCKSTEP := $(TEST_BUILD)/lockstep
+LOCKSTEP_RUNS := $(shell sed -n 's/^\([a-z_]*\).*/\1/p' tests/cosim/lockstep_runs.txt | sort -u)
+
+$(LOCKSTEP)/ntpu_lockstep_diff.h: tools/vsim_lockstep_gen.py $(VOBJ)/stamp
+	@mkdir -p $(dir $@)
+	python3 $< $(VOBJ)/Vntpu_core___024root.h $@
+
+$(LOCKSTEP)/vsim.o: sim/vsim/vsim.cpp $(wildcard sim/vsim/*.h) $(LOCKSTEP)/ntpu_lockstep_diff.h $(VOBJ)/stamp \
+                    $(VOBJ_TRACE)/stamp
+	$(CXX) $(CPPFLAGS) -DNTPU_VSIM_LOCKSTEP -I$(LOCKSTEP) -I$(VOBJ) -I$(VOBJ_TRACE) \
+	       -isystem /usr/share/verilator/include -isystem /usr/share/verilator/include/vltstd $(CXXFLAGS) -c $< -o $@
+
+$(LOCKSTEP)/libntpu.a: $(LIB_A) $(LOCKSTEP)/vsim.o
+	cp $(LIB_A) $@
+	ar rcs $@ $(LOCKSTEP)/vsim.o
+
+$(LOCKSTEP)/host_tests: $(HOST_TEST_SRCS:%.c=$(BUILD)/san/%.o) $(LIB_SAN_OBJS) $(LOCKSTEP)/vsim.o \
+                        $(filter-out $(BUILD)/obj/sim/vsim/vsim.o,$(VSIM_OBJS)) $(VSTAMPS)
+	$(CXX) $(SAN) -o $@ $(filter %.o,$^) $$(cat $(VOBJS_ALL)) -lcriterion $(LDLIBS)
+
+$(LOCKSTEP)/cosim/%: tests/cosim/%.c $(LOCKSTEP)/libntpu.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@.o
+	$(CXX) -o $@ $@.o $(LOCKSTEP)/libntpu.a $(LDLIBS)
+
 .PHONY: test
 TEST_PARTS := $(TEST_BUILD)/host_tests $(RTL_BENCHES:%=$(TEST_BUILD)/rtl/%/tb.vvp) \
               $(VERILATOR_BENCHES:%=$(TEST_BUILD)/rtl-verilator/%/Vtb) \
-              $(COSIM_SRCS:tests/cosim/%.c=$(TEST_BUILD)/cosim/%)
+              $(COSIM_SRCS:tests/cosim/%.c=$(TEST_BUILD)/cosim/%) $(LOCKSTEP)/host_tests \
+              $(LOCKSTEP_RUNS:%=$(LOCKSTEP)/cosim/%)
 test: deps all $(TEST_PARTS) ## run every test (installs what is missing first)
 	@BUILD=$(BUILD) CC="$(CC)" CPPFLAGS="$(CPPFLAGS)" RTL_BENCHES="$(RTL_BENCHES)" \
 	  VERILATOR_BENCHES="$(VERILATOR_BENCHES)" \

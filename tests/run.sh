@@ -62,6 +62,31 @@ while read -r t args; do
   record "$name" "$rc"
 done < tests/cosim/runs.txt
 
+echo "== vsim's fast clocking in lockstep with plain eval() (sim/vsim/lockstep.h)"
+# A run passes when it passes as usual and compared some cycles (a run that compared none, the check
+# not built in, fails too).
+lockstep_ok() { [ "$1" = 0 ] && grep -qE '^lockstep: [1-9][0-9]* cycles equal' "$2"; }
+log="$B/tests/lockstep/criterion.log"
+"$B/tests/lockstep/host_tests" --jobs 2 > "$log" 2>&1; rc=$?
+grep -E 'Synthesis' "$log" | sed 's/^/     /'
+if lockstep_ok "$rc" "$log"; then
+  echo "ok   lockstep criterion ($(grep -cE '^lockstep: [0-9]+ cycles equal' "$log") models checked)"; record "lockstep criterion" 0
+else
+  grep -E '^lockstep:.*unlike|^\[FAIL' "$log" | head -5 | sed 's/^/     /'; echo "FAIL lockstep criterion (exit $rc)"
+  record "lockstep criterion" 1
+fi
+while read -r t args; do
+  case "$t" in ''|'#'*) continue ;; esac
+  name="lockstep $t${args:+ $args}"; log="$B/tests/lockstep/${t}${args:+_${args// /_}}.log"
+  timeout 1800 "$B/tests/lockstep/cosim/$t" $args < /dev/null > "$log" 2>&1; rc=$?
+  grep -E '^lockstep:' "$log" | tail -2 | sed 's/^/     /'
+  if lockstep_ok "$rc" "$log"; then
+    echo "ok   $name"; record "$name" 0
+  else
+    tail -3 "$log" | sed 's/^/     /'; echo "FAIL $name (exit $rc)"; record "$name" 1
+  fi
+done < tests/cosim/lockstep_runs.txt
+
 echo "== Command-line tests"
 for t in tests/cli/*.sh; do
   [ -e "$t" ] || continue

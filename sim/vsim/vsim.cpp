@@ -30,6 +30,9 @@
 #include "verilated.h"
 #include "verilated_fst_c.h"
 #include "clock_edge.h"
+#ifdef NTPU_VSIM_LOCKSTEP
+#include "lockstep.h"
+#endif
 #pragma GCC diagnostic pop
 
 namespace {
@@ -61,6 +64,9 @@ struct ntpu_vsim {
     std::unique_ptr<Vntpu_core> top;           // null with trace=FILE
     std::unique_ptr<Vntpu_core_trace> top_tr;  // null unless trace=FILE
     std::unique_ptr<VerilatedFstC> fst;        // null unless trace=FILE
+#ifdef NTPU_VSIM_LOCKSTEP
+    std::unique_ptr<ntpu_lockstep> lockstep;   // beside top (make test's lockstep build only)
+#endif
 
     ntpu_vsim_util::byte_queue in;  // bytes for s_rx not yet accepted
     ntpu_vsim_util::byte_queue out; // bytes from m_tx not yet read
@@ -104,7 +110,13 @@ struct ntpu_vsim {
             t->eval();
             dump();
         } else {
+#ifdef NTPU_VSIM_LOCKSTEP
+            lockstep->before_edge(t, rx_port.changed);
+#endif
             ntpu_clock_edge::rising_edge(t, rx_port.changed);
+#ifdef NTPU_VSIM_LOCKSTEP
+            lockstep->after_edge(t);
+#endif
         }
         cycles++;
         rx_port.edge_done(taken);
@@ -183,10 +195,14 @@ extern "C" ntpu_vsim *ntpu_vsim_new(const char *opts, char *err, size_t errlen)
         return nullptr;
     }
 
-    if (s->top)
+    if (s->top) {
         s->reset_on(s->top.get());
-    else
+#ifdef NTPU_VSIM_LOCKSTEP
+        s->lockstep.reset(new ntpu_lockstep(kResetCycles));
+#endif
+    } else {
         s->reset_on(s->top_tr.get());
+    }
     return s;
 }
 
