@@ -79,14 +79,13 @@ struct ntpu_vsim {
         fst->dump(ctx->time());
     }
 
+    // f(model) on whichever model this is: the clock loops below run inside f, so that the choice
+    // is made once per call and step_on is inlined into them (~20 instructions a cycle).
+    template <class F> auto on_model(F &&f) { return top ? f(top.get()) : f(top_tr.get()); }
+
     // One clock cycle. Returns the bytes that left the core (copied to tx, room
     // for kLinkBytes); *rx is set to the bytes that entered it.
-    unsigned step(uint8_t *tx, unsigned *rx)
-    {
-        return top ? step_on(top.get(), tx, rx) : step_on(top_tr.get(), tx, rx);
-    }
-
-    template <class Model> unsigned step_on(Model *t, uint8_t *tx, unsigned *rx)
+    template <class Model> [[gnu::always_inline]] inline unsigned step_on(Model *t, uint8_t *tx, unsigned *rx)
     {
         const size_t have = in.size();
         const unsigned k = have < kLinkBytes ? static_cast<unsigned>(have) : kLinkBytes;
@@ -234,18 +233,21 @@ extern "C" size_t ntpu_vsim_read(ntpu_vsim *s, uint8_t *buf, size_t n, uint64_t 
     // Bytes collected by drain() come first.
     size_t got = s->out.take(buf, n);
     s->out.compact();
-    uint64_t idle = 0;
-    while (got < n && idle < idle_limit) {
-        uint8_t tx[kLinkBytes];
-        unsigned rx, ntx = s->step(tx, &rx);
-        if (ntx) { // most cycles send nothing
-            unsigned use = ntx < n - got ? ntx : static_cast<unsigned>(n - got);
-            std::memcpy(buf + got, tx, use);
-            got += use;
-            s->out.push(tx + use, ntx - use); // past n: kept for the next read
+    got = s->on_model([&](auto *t) {
+        uint64_t idle = 0;
+        while (got < n && idle < idle_limit) {
+            uint8_t tx[kLinkBytes];
+            unsigned rx, ntx = s->step_on(t, tx, &rx);
+            if (ntx) { // most cycles send nothing
+                unsigned use = ntx < n - got ? ntx : static_cast<unsigned>(n - got);
+                std::memcpy(buf + got, tx, use);
+                got += use;
+                s->out.push(tx + use, ntx - use); // past n: kept for the next read
+            }
+            idle = (rx || ntx) ? 0 : idle + 1;
         }
-        idle = (rx || ntx) ? 0 : idle + 1;
-    }
+        return got;
+    });
     s->in.compact();
     return got;
 }
@@ -255,17 +257,20 @@ extern "C" void ntpu_vsim_drain(ntpu_vsim *s, uint64_t idle_limit)
     if (!s)
         return;
     const uint64_t stuck = idle_limit ? idle_limit : kStuckCycles;
-    uint64_t idle = 0;
-    for (;;) {
-        bool pending = !s->in.empty();
-        if (pending ? idle >= stuck : idle >= idle_limit)
-            break;
-        uint8_t tx[kLinkBytes];
-        unsigned rx, ntx = s->step(tx, &rx);
-        if (ntx)
-            s->out.push(tx, ntx);
-        idle = (rx || ntx) ? 0 : idle + 1;
-    }
+    s->on_model([&](auto *t) {
+        uint64_t idle = 0;
+        for (;;) {
+            bool pending = !s->in.empty();
+            if (pending ? idle >= stuck : idle >= idle_limit)
+                break;
+            uint8_t tx[kLinkBytes];
+            unsigned rx, ntx = s->step_on(t, tx, &rx);
+            if (ntx)
+                s->out.push(tx, ntx);
+            idle = (rx || ntx) ? 0 : idle + 1;
+        }
+        return 0;
+    });
     s->in.compact();
 }
 
