@@ -299,14 +299,7 @@ module ntpu_cmd
   // Overlap: a memory command may start beside the sequencer's work when none of its rows is used
   // by that work (ntpu_seq's query); the vector sequencer must still be idle.
   logic mem_go;
-  `ifndef VERILATOR
-  assign q_mem = mem[1:0];  // OS reads as UB: at worst a needless wait (the sequencer never uses OS)
-  `else
-  // vsim: the answer is read only in S_DECODE and S_DRAIN (mem_go). Elsewhere the query names PM,
-  // which no query covers (a conflict at once), so that the sequencer's loop over its MATMULs in
-  // flight, rerun after every edge of its clock, does not run.
-  assign q_mem = (state_q == S_DECODE || state_q == S_DRAIN) ? mem[1:0] : 2'(MEM_PM);
-  `endif
+  `ifndef VERILATOR assign q_mem = mem[1:0]; `endif  // OS reads as UB: at worst a needless wait (vsim: at the end)
   assign q_write = (op == OP_WRITE_MEM);
   assign q_addr = a16;
   assign q_rows = b16;
@@ -938,6 +931,11 @@ module ntpu_cmd
       if (state_q == S_WRITE && fb_take) wr_shift = SH_W'({src_data, sh_q} >> (8 * fb_k_q));
     end
   end
+
+  // The overlap query's answer is read only in S_DECODE and S_DRAIN (mem_go). Elsewhere the query
+  // names PM, which no query covers (a conflict at once), so that the sequencer's loop over its
+  // MATMULs in flight, rerun after every edge of its clock, does not run.
+  assign q_mem = (state_q == S_DECODE || state_q == S_DRAIN) ? mem[1:0] : 2'(MEM_PM);
 
   // m_body_valid as two thermometer codes by shifts, not a compare per bit (W compares twice over);
   // bit 0 from the state alone, as in the per-bit form.

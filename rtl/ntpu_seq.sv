@@ -287,8 +287,7 @@ module ntpu_seq #(
 
   // ---------------------------------------------------------------- hazard check
   assign seg_own = seg_tail_q - SP_W'(1);
-  // vsim: only while mm_busy_q, the only time mm_hazard is read (mm_issue, stall_hazard), and only
-  // with a segment other than the streamer's own (which exists while mm_busy_q) in flight.
+  // vsim: only where it is read (mm_busy_q: mm_issue, stall_hazard) and another MATMUL is in flight.
   always_comb begin
     mm_hazard = 1'b0;  `ifdef VERILATOR if (mm_busy_q && seg_cnt_q > (SP_W + 1)'(1)) `endif
     if (mm_accum_q) begin
