@@ -46,7 +46,7 @@ LOCKSTEP_RUNS := $(shell sed -n 's/^\([a-z_]*\).*/\1/p' tests/cosim/lockstep_run
 
 $(LOCKSTEP)/ntpu_lockstep_diff.h: tools/vsim_lockstep_gen.py $(VOBJ)/stamp
 	@mkdir -p $(dir $@)
-	python3 $< $(VOBJ)/Vntpu_core___024root.h $@
+	python3 $< $(VOBJ)/Vntpu_core___024root.h $@.tmp && mv $@.tmp $@
 
 $(LOCKSTEP)/vsim.o: sim/vsim/vsim.cpp $(wildcard sim/vsim/*.h) $(LOCKSTEP)/ntpu_lockstep_diff.h $(VOBJ)/stamp \
                     $(VOBJ_TRACE)/stamp
@@ -54,8 +54,7 @@ $(LOCKSTEP)/vsim.o: sim/vsim/vsim.cpp $(wildcard sim/vsim/*.h) $(LOCKSTEP)/ntpu_
 	       -isystem /usr/share/verilator/include -isystem /usr/share/verilator/include/vltstd $(CXXFLAGS) -c $< -o $@
 
 $(LOCKSTEP)/libntpu.a: $(LIB_A) $(LOCKSTEP)/vsim.o
-	cp $(LIB_A) $@
-	ar rcs $@ $(LOCKSTEP)/vsim.o
+	cp $(LIB_A) $@.tmp && ar rcs $@.tmp $(LOCKSTEP)/vsim.o && mv $@.tmp $@
 
 $(LOCKSTEP)/host_tests: $(HOST_TEST_SRCS:%.c=$(BUILD)/san/%.o) $(LIB_SAN_OBJS) $(LOCKSTEP)/vsim.o \
                         $(filter-out $(BUILD)/obj/sim/vsim/vsim.o,$(VSIM_OBJS)) $(VSTAMPS)

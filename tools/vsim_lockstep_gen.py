@@ -12,6 +12,8 @@ import sys
 
 PORT = re.compile(r'VL_(?:IN|OUT)(?:8|16|64|W)?\((\w+),')
 VAR = re.compile(r'(?:CData|SData|IData|QData|EData|double|VlWide<\d+>|VlUnpacked<.*>)\s*(?:/\*[^*]*\*/)?\s*(\w+);$')
+# Members that are Verilator's own: its trigger sets and the pointer to the model's symbol table.
+OWN = re.compile(r'(?:VlTriggerVec<\d+>\s+__V\w+|\w+\* const vlSymsp);$')
 CLOCKS = {'clk', 'clk_vec', 'clk_ctl'}
 
 
@@ -19,11 +21,20 @@ def main():
     if len(sys.argv) != 3:
         sys.exit('usage: vsim_lockstep_gen.py ROOT_HEADER OUT')
     names = []
+    inside = False  # in the root class's body
     with open(sys.argv[1]) as f:
-        for line in f:
-            m = PORT.match(line.strip()) or VAR.match(line.strip())
-            if m and not m.group(1).startswith('__V') and m.group(1) not in CLOCKS:
-                names.append(m.group(1))
+        for number, line in enumerate(f, 1):
+            line = line.strip()
+            inside = inside or bool(re.match(r'class \w+ final : public VerilatedModule \{', line))
+            if not inside:
+                continue
+            m = PORT.match(line) or VAR.match(line)
+            if m:
+                if not m.group(1).startswith('__V') and m.group(1) not in CLOCKS:
+                    names.append(m.group(1))
+            elif line.endswith(';') and '(' not in line and line != '};' and not OWN.match(line):
+                # A member of a kind this script does not know would go unchecked: stop instead.
+                sys.exit(f'vsim_lockstep_gen.py: {sys.argv[1]}:{number}: unknown member: {line}')
     if len(names) < 100:
         sys.exit(f'vsim_lockstep_gen.py: only {len(names)} variables in {sys.argv[1]}: not a model header?')
     big = [n for n in names if n.endswith(('__DOT__mem', '__DOT__tbl'))]

@@ -1,6 +1,7 @@
 // Link bytes to and from a Verilated data port, the thermometer codes that say how many are
-// valid, and the harness's offer of bytes on s_rx: shared by the core's harness (vsim.cpp) and the profile trainer of its build
-// (tools/vsim_pgo_train.cpp), which must drive the model the same way.
+// valid, and the harness's offer of bytes on s_rx: shared by the core's harness (vsim.cpp) and
+// the profile trainer of its build (tools/vsim_pgo_train.cpp), which must drive the model the
+// same way.
 #ifndef NTPU_VSIM_LINK_WORDS_H
 #define NTPU_VSIM_LINK_WORDS_H
 

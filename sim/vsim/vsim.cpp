@@ -8,7 +8,8 @@
 // driven and valid/ready/data settle, then the rising edge, where a transfer
 // happens on each stream whose valid and ready were both high. The bytes the
 // core offers are sampled before the edge, since the edge may replace them.
-// The untraced model skips the low eval (clock_edge.h).
+// The untraced model takes the edge without the low eval, in the steps of
+// Verilator's scheduler that do work (clock_edge.h).
 // The link moves up to NTPU_LINK_BYTES bytes per cycle each way (the core's
 // LINK_BYTES, set by the Makefile): valid and ready are thermometer codes.
 #include "ntpu_vsim.h"
@@ -81,7 +82,7 @@ struct ntpu_vsim {
 
     // f(model) on whichever model this is: the clock loops below run inside f, so that the choice
     // is made once per call and step_on is inlined into them (~20 instructions a cycle).
-    template <class F> auto on_model(F &&f) { return top ? f(top.get()) : f(top_tr.get()); }
+    template <class F> void on_model(F &&f) { top ? f(top.get()) : f(top_tr.get()); }
 
     // One clock cycle. Returns the bytes that left the core (copied to tx, room
     // for kLinkBytes); *rx is set to the bytes that entered it.
@@ -209,6 +210,10 @@ extern "C" void ntpu_vsim_free(ntpu_vsim *s)
 {
     if (!s)
         return;
+#ifdef NTPU_VSIM_LOCKSTEP
+    if (s->lockstep)
+        s->lockstep->finish(s->top.get());
+#endif
     if (s->top)
         s->top->final();
     else
@@ -233,7 +238,7 @@ extern "C" size_t ntpu_vsim_read(ntpu_vsim *s, uint8_t *buf, size_t n, uint64_t 
     // Bytes collected by drain() come first.
     size_t got = s->out.take(buf, n);
     s->out.compact();
-    got = s->on_model([&](auto *t) {
+    s->on_model([&](auto *t) {
         uint64_t idle = 0;
         while (got < n && idle < idle_limit) {
             uint8_t tx[kLinkBytes];
@@ -246,7 +251,6 @@ extern "C" size_t ntpu_vsim_read(ntpu_vsim *s, uint8_t *buf, size_t n, uint64_t 
             }
             idle = (rx || ntx) ? 0 : idle + 1;
         }
-        return got;
     });
     s->in.compact();
     return got;
@@ -269,7 +273,6 @@ extern "C" void ntpu_vsim_drain(ntpu_vsim *s, uint64_t idle_limit)
                 s->out.push(tx, ntx);
             idle = (rx || ntx) ? 0 : idle + 1;
         }
-        return 0;
     });
     s->in.compact();
 }
