@@ -169,6 +169,15 @@ vsim-speed: $(BUILD)/tools/vsim_speed ## cycles/s and MAC/s of the Verilated cor
 	$(BUILD)/tools/vsim_speed int8 $(if $(S),$(S),128) 3
 	$(BUILD)/tools/vsim_speed bf16 $(if $(S),$(S),128) 1
 
+# Where vsim's instructions go, by module (tools/vsim_profile.py, under valgrind): vsim_speed built
+# again with -g and without profile guidance, in $(BUILD)/profile. M=module lists its costliest
+# lines, DTYPE=bf16 and S=size pick the matmul.
+.PHONY: vsim-profile
+vsim-profile: ## instructions per simulated cycle of vsim, by module (needs valgrind; M=u_seq for one module's lines)
+	$(MAKE) BUILD=$(BUILD)/profile VPGO=0 VCXXFLAGS="$(VCXXFLAGS) -g" $(BUILD)/profile/tools/vsim_speed
+	python3 tools/vsim_profile.py $(BUILD)/profile/tools/vsim_speed --dtype $(if $(DTYPE),$(DTYPE),int8) \
+	  --size $(if $(S),$(S),128) $(if $(M),--module $(M))
+
 $(BUILD)/tools/vsim_speed: tools/vsim_speed.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIB_A) -Wl,--wrap=ntpu_vsim_write -Wl,--wrap=ntpu_vsim_read -lstdc++ $(LDLIBS) -o $@
