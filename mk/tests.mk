@@ -28,10 +28,10 @@ $(TEST_BUILD)/rtl/%/tb.vvp: tests/rtl/%/sources.f $(RTL_SRCS) $(wildcard tests/r
 # synthesised logic: the fp32 add by doubles (docs/decisions/0019-vsim-fp-add.md), the PE (the
 # boards' arrays in the simulated board), the array's rows computed whole (vsim's, decision 0020) and
 # its skew lines (the boards'), the receiver's and transmitter's byte counts (decision 0017), the
-# transposer's row taken in one block (decision 0022).
+# transposer's row taken in one block and the sequencer's hazard loop (decision 0022).
 # Checked vector for vector like the logic the boards get.
 VERILATOR_BENCHES := ntpu_fp32_add ntpu_pe ntpu_array ntpu_array_pipe ntpu_array_shared ntpu_link_rx_wide ntpu_transpose \
-                     ntpu_link_tx_wide
+                     ntpu_link_tx_wide ntpu_seq
 $(TEST_BUILD)/rtl-verilator/%/Vtb: tests/rtl/%/sources.f $(RTL_SRCS) $(wildcard tests/rtl/*/*)
 	@rm -rf $(dir $@) && mkdir -p $(dir $@)
 	$(VERILATOR) --binary --timing -O3 -Wno-fatal -Wno-lint -Wno-style -Wno-TIMESCALEMOD --top-module tb \

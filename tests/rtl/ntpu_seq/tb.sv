@@ -172,6 +172,7 @@ module tb;
   initial begin
     string dir;
     int fd, ncmds, nchecks, chk, wait_cycles;
+    logic taken;
     logic [31:0] word;
     if (!$value$plusargs("dir=%s", dir)) dir = ".";
     fd = $fopen({dir, "/counts.hex"}, "r");
@@ -191,14 +192,19 @@ module tb;
     $readmemh({dir, "/wb.hex"}, u_wb.mem, 0, WB_ROWS - 1);
     $readmemh({dir, "/acc.hex"}, u_acc.mem, 0, ACC_ROWS - 1);
 
-    repeat (3) @(posedge clk);
-    rst <= 1'b0;
+    // Inputs change and outputs are sampled at the falling edge (1 ns after it, once the sequencer's
+    // combinational ready has followed this side's inputs): a value read there holds through the
+    // next rising edge, the edge that takes the command. Sampling just after a rising edge instead
+    // would race the design's registers (Verilator's --timing resumes such waits after they have
+    // updated).
+    repeat (3) @(negedge clk);
+    rst = 1'b0;
     chk = 0;
     for (int i = 0; i < ncmds; i++) begin
       if (cmds[i][0] == 2) begin
         wait_cycles = 0;
         do begin
-          @(posedge clk);
+          @(negedge clk);
           wait_cycles++;
           if (wait_cycles > 10000) $fatal(1, "FAIL ntpu_seq: never idle (check %0d)", chk);
         end while (!idle);
@@ -210,24 +216,25 @@ module tb;
         end
         chk++;
       end else begin
-        repeat (cmds[i][6]) @(posedge clk);
-        cmd_valid <= 1'b1;
-        cmd_matmul <= cmds[i][0] == 1;
-        cmd_flags <= 8'(cmds[i][1]);
-        cmd_addr <= 16'(cmds[i][2]);
-        cmd_acc_addr <= 16'(cmds[i][3]);
-        cmd_rows <= 16'(cmds[i][4]);
-        cmd_stride <= 16'(cmds[i][5]);
+        repeat (cmds[i][6]) @(negedge clk);
+        cmd_valid = 1'b1;
+        cmd_matmul = cmds[i][0] == 1;
+        cmd_flags = 8'(cmds[i][1]);
+        cmd_addr = 16'(cmds[i][2]);
+        cmd_acc_addr = 16'(cmds[i][3]);
+        cmd_rows = 16'(cmds[i][4]);
+        cmd_stride = 16'(cmds[i][5]);
         wait_cycles = 0;
         do begin
-          @(posedge clk);
+          #1 taken = cmd_ready;
+          @(negedge clk);
           wait_cycles++;
           if (wait_cycles > 10000) $fatal(1, "FAIL ntpu_seq: command %0d never accepted", i);
-        end while (!cmd_ready);
-        cmd_valid <= 1'b0;
-        cmd_flags <= $urandom;
-        cmd_addr <= $urandom;
-        cmd_stride <= $urandom;
+        end while (!taken);
+        cmd_valid = 1'b0;
+        cmd_flags = $urandom;
+        cmd_addr = $urandom;
+        cmd_stride = $urandom;
       end
     end
     if (chk != nchecks) fail($sformatf("%0d checks, want %0d", chk, nchecks));
