@@ -37,11 +37,7 @@ void replay(const std::vector<uint8_t> &in)
 {
     VerilatedContext ctx;
     Vntpu_core t(&ctx);
-    t.rst = 1;
-    t.s_rx_valid = 0;
-    for (int i = 0; i < 4; i++)
-        ntpu_clock_edge::reset_cycle(&t);
-    t.rst = 0;
+    ntpu_clock_edge::reset(&t, 4);
     size_t head = 0;
     uint64_t idle = 0;
     ntpu_link_words::rx_offer<kLinkBytes> rx_port; // changed: rst just fell

@@ -108,6 +108,17 @@ template <class Model> void reset_cycle(Model *t)
     t->eval();
 }
 
+// Reset held for `cycles` cycles with no bytes offered, then released (the models the harness
+// does not trace: the profile trainer's, the lockstep check's).
+template <class Model> void reset(Model *t, unsigned cycles)
+{
+    t->rst = 1;
+    t->s_rx_valid = 0;
+    for (unsigned i = 0; i < cycles; i++)
+        reset_cycle(t);
+    t->rst = 0;
+}
+
 } // namespace ntpu_clock_edge
 
 #endif

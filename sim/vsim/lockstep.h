@@ -26,12 +26,8 @@ class ntpu_lockstep {
   public:
     explicit ntpu_lockstep(unsigned reset_cycles) : ref_(&ctx_)
     {
-        ref_.rst = 1;
-        ref_.s_rx_valid = 0;
         ntpu_link_words::put_bytes<NTPU_LINK_BYTES>(ref_.s_rx_data, nullptr, 0);
-        for (unsigned i = 0; i < reset_cycles; i++)
-            ntpu_clock_edge::reset_cycle(&ref_);
-        ref_.rst = 0;
+        ntpu_clock_edge::reset(&ref_, reset_cycles);
     }
 
     // Before the harness's model goes: the memories too, then what was compared.
