@@ -295,7 +295,9 @@ module ntpu_array #(
     // because 53 >= 2 * 24 + 2 (Figueroa, 1995; decision 0019). The chain keeps its sum as a
     // double, so only the device's range rules need code: a product or sum outside fp32's normal
     // range is flushed to zero of its sign or becomes Inf, and a NaN leaves as 0x7FC00000.
+    localparam int NP = (N + 1) / 2;  // int8 weights packed two columns to a word (below)
     int  wi [2][N][N];  // PE(i,n)'s buffer b: the low byte sign-extended
+    logic [63:0] wp [2][N][NP];  // wi[b][i][2q] + 2^32 * wi[b][i][2q+1] (0 past column N - 1)
     real wd [2][N][N];  // the same weight as bf16, as a double (a subnormal is zero of its sign)
     logic [N*32-1:0] row_q;
 
@@ -317,6 +319,19 @@ module ntpu_array #(
     /* verilator lint_off BLKSEQ */
     always_ff @(posedge clk) begin
       logic [N*32-1:0] res;
+      // The MACs' scalar temporaries, assigned here before any branch: Verilator then makes them
+      // C++ locals, which the compiler keeps in registers (it localizes only a variable whose first
+      // write is outside every branch; a member would be stored and loaded again at every MAC).
+      logic [63:0] s8;  // int8: a column pair's sum of products (below)
+      real acc, p, s;  // bf16: a column's sum, a product, their sum
+      logic [62:0] pb;  // the product's magnitude bits
+      logic [63:0] sb, rb, qb;
+      s8 = 64'd0;
+      acc = 0.0;
+      p = 0.0;
+      s = 0.0;
+      pb = 63'd0;
+      {sb, rb, qb} = '0;
       // Weight beat first (blocking, each element read before it is overwritten): a row may use
       // its tile's last beat in the same cycle.
       if (w_valid) begin
@@ -341,15 +356,18 @@ module ntpu_array #(
             wd[w_buf][0][n] = to_real({w_row[16*n +: 16], 16'd0});
           end
         end
+        for (int i = 0; i < N; i++) begin
+          for (int q = 0; q < NP; q++) begin
+            wp[w_buf][i][q] = 64'(wi[w_buf][i][2*q]);
+            if (2*q + 1 < N) wp[w_buf][i][q] += {wi[w_buf][i][2*q+1], 32'd0};
+          end
+        end
       end
       if (a_valid) begin
         if (a_bf16) begin
           real ad [N];
           for (int i = 0; i < N; i++) ad[i] = to_real({a_row[16*i +: 16], 16'd0});
           for (int n = 0; n < N; n++) begin
-            real acc, p, s;
-            logic [62:0] pb;  // the product's magnitude bits
-            logic [63:0] sb, rb, qb;
             acc = to_real(a_acc[32*n +: 32]);
             for (int i = 0; i < N; i++) begin
               p = ad[i] * wd[a_buf][i][n];
@@ -386,13 +404,20 @@ module ntpu_array #(
             res[32*n +: 32] = to_fp32(acc);
           end
         end else begin
-          int ai [N];
-          for (int i = 0; i < N; i++) ai[i] = 32'(signed'(a_row[16*i +: 8]));
-          for (int n = 0; n < N; n++) begin
-            int acc;
-            acc = a_acc[32*n +: 32];
-            for (int i = 0; i < N; i++) acc += ai[i] * wi[a_buf][i][n];
-            res[32*n +: 32] = acc;
+          // Two columns in one 64-bit multiply-add: the sum over i of a_i * wp[i][q] (mod 2^64, so
+          // unsigned arithmetic gives it) is S0 + 2^32 * S1, where S0 and S1 are the columns' sums
+          // of products. |S0| <= N * 2^14 < 2^31, so S0 is the low half read as signed, and S1 the
+          // high half plus one where S0 is negative (its borrow). Each is then added to its
+          // column's a_acc, wrapping as the PEs' int32 sums do. (The activations are sign-extended
+          // by an XOR and a subtraction: three instructions, where the generated sign extension
+          // takes five.)
+          logic [63:0] ai [N];
+          for (int i = 0; i < N; i++) ai[i] = ({56'd0, a_row[16*i +: 8]} ^ 64'h80) - 64'h80;
+          for (int q = 0; q < NP; q++) begin
+            s8 = 64'd0;
+            for (int i = 0; i < N; i++) s8 += ai[i] * wp[a_buf][i][q];
+            res[64*q +: 32] = a_acc[64*q +: 32] + s8[31:0];
+            if (2*q + 1 < N) res[64*q + 32 +: 32] = a_acc[64*q + 32 +: 32] + s8[63:32] + 32'(s8[31]);
           end
         end
         row_q <= res;

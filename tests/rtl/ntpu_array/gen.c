@@ -283,7 +283,7 @@ int main(int argc, char **argv)
 {
     if (!gen_args(argc, argv, 0x6E74707561727200ull))
         return 2;
-    if (generate(argv[1], 4, 1, 0, 8000) || generate(argv[1], 8, 1, 0, 8000))
+    if (generate(argv[1], 4, 1, 0, 8000) || generate(argv[1], 8, 1, 0, 8000) || generate(argv[1], 3, 1, 0, 8000))
         return 1;
     return 0;
 }
