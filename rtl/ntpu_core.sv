@@ -208,10 +208,10 @@ module ntpu_core
     .mem_re        (cmd_mem_re),
     .mem_addr      (cmd_mem_addr),
     .mem_wdata     (cmd_mem_wdata),
-    .ub_rdata      (ub_rdata),
-    .wb_rdata      (wb_rdata),
-    .acc_rdata     (cmd_acc_rdata),
-    .os_rdata      (os_rdata),
+    .ub_rdata      (`ifdef NTPU_VSIM_GATES ctl_ub_rdata `else ub_rdata `endif),
+    .wb_rdata      (`ifdef NTPU_VSIM_GATES ctl_wb_rdata `else wb_rdata `endif),
+    .acc_rdata     (`ifdef NTPU_VSIM_GATES ctl_acc_rdata `else cmd_acc_rdata `endif),
+    .os_rdata      (`ifdef NTPU_VSIM_GATES ctl_os_rdata `else os_rdata `endif),
     .cnt           (cnt),
     .cnt_clear     (cnt_clear),
     .wait_frame    (wait_frame),
@@ -522,6 +522,32 @@ module ntpu_core
   if (VEC_EN == 0) begin : g_no_vec_clk
     logic unused_clk_vec;
     assign unused_clk_vec = clk_vec;
+  end
+
+  // READ_MEM's rows through read registers of the command processor's own, on clk_ctl, in place of
+  // the memories' shared outputs (which change on clk): the command processor's reply path (its
+  // rd_row, the transmitter's bytes and CRC) then depends on ctl registers only, and Verilator
+  // computes it after ctl edges only, not after every edge of clk. Each register holds what the
+  // shared output would hold while the command processor reads it: it reads a row only in a cycle of
+  // its own (the gate is open), and uses it in the cycles after, before its next read; meanwhile no
+  // other unit reads that memory (UB, WB and OS only while both sequencers are idle, which they stay
+  // through the READ_MEM; ACC, whose own output the sequencer reads, through its mirror, which holds
+  // the same rows). A row is never written in the cycle it is read (the overlap query keeps READ_MEM
+  // off the ACC rows of MATMULs in flight), so reading the array here, whatever the order of the two
+  // clocks' blocks, gives the row before the edge, as the RAM's read port does.
+  logic [N*16-1:0] ctl_ub_rdata, ctl_wb_rdata;
+  logic [N*32-1:0] ctl_acc_rdata, ctl_os_rdata;
+  always_ff @(posedge clk_ctl) begin
+    if (cmd_mem_re && cmd_ub) ctl_ub_rdata <= u_ub.mem[UB_AW'(cmd_mem_addr)];
+    if (cmd_mem_re && cmd_wb) ctl_wb_rdata <= u_wb.mem[WB_AW'(cmd_mem_addr)];
+    if (cmd_mem_re && cmd_acc) ctl_acc_rdata <= u_acc.mem[ACC_AW'(cmd_mem_addr)];
+  end
+  if (OS_ROWS > 0) begin : g_os_ctl
+    always_ff @(posedge clk_ctl) begin
+      if (cmd_mem_re && g_os.cmd_os) ctl_os_rdata <= g_os.u_os.mem[OS_AW'(cmd_mem_addr)];
+    end
+  end else begin : g_no_os_ctl
+    assign ctl_os_rdata = os_rdata;
   end
 `endif
 
