@@ -537,6 +537,8 @@ module ntpu_core
   // clocks' blocks, gives the row before the edge, as the RAM's read port does.
   logic [N*16-1:0] ctl_ub_rdata, ctl_wb_rdata;
   logic [N*32-1:0] ctl_acc_rdata, ctl_os_rdata;
+  logic unused_cmd_acc_rdata;  // the ACC port the command processor reads elsewhere
+  assign unused_cmd_acc_rdata = ^cmd_acc_rdata;
   always_ff @(posedge clk_ctl) begin
     if (cmd_mem_re && cmd_ub) ctl_ub_rdata <= u_ub.mem[UB_AW'(cmd_mem_addr)];
     if (cmd_mem_re && cmd_wb) ctl_wb_rdata <= u_wb.mem[WB_AW'(cmd_mem_addr)];
