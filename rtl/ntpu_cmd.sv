@@ -532,7 +532,7 @@ module ntpu_cmd
     rep_len_d = rep_len_q;
     left_d = left_q;
     rows_left_d = rows_left_q;
-    addr_d = addr_q;
+    addr_d = addr_q;  `ifdef NTPU_VSIM_GATES inner_next = 1'b0; prog_end = 1'b0; prog_status = rep_status_q; if (!gate_wait) begin `endif  // vsim: see the end
     case (state_q)
       S_IDLE: begin
         if (s_frm_valid) begin
@@ -678,7 +678,7 @@ module ntpu_cmd
       rep_len_d = 16'(1 + RUN_REPLY_BYTES);
       left_d = 8'(RUN_REPLY_BYTES);
       after_reply_d = S_BLOCK;
-    end
+    end  `ifdef NTPU_VSIM_GATES end `endif
   end
 
   always_ff @(posedge clk) begin
@@ -954,6 +954,10 @@ module ntpu_cmd
   assign gate_wait = wait_frame || ((state_q == S_DRAIN) && !all_idle && !mem_go) ||
                      ((state_q == S_DISPATCH) && !(m_seq_valid && m_seq_ready)) ||
                      ((state_q == S_VDISPATCH) && !m_vec_ready);
+  // The next-state block reads the sequencers' handshakes, so Verilator runs it after every edge of
+  // clk. While gate_wait is high it only holds (each *_d its register, inner_next and prog_end low:
+  // no state above leaves, and rd_re is low), so there it keeps those defaults and skips the rest
+  // (the `ifdef at the top of the block).
 `endif
 
 endmodule
