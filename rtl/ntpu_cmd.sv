@@ -113,7 +113,7 @@ module ntpu_cmd
   input  logic [N*32-1:0]            acc_rdata,
   input  logic [N*32-1:0]            os_rdata,   // OS_ROWS > 0
   // performance counters
-  input  logic [CNT_COUNT*COUNTER_W-1:0] cnt,
+  input  logic [CNT_COUNT*COUNTER_W-1:0] cnt,  `ifdef NTPU_VSIM_GATES output logic cnt_pick_en, output logic [3:0] cnt_pick_idx, input logic [COUNTER_W-1:0] cnt_pick, `endif
   output logic [CNT_COUNT-1:0]       cnt_clear,  // COUNTERS CLEAR: counter k is read out now
   output logic                       wait_frame,  // no frame to work on
   output logic                       wait_drain  `ifdef NTPU_VSIM_GATES , output logic gate_wait `endif  // waiting for earlier commands to finish
@@ -907,7 +907,15 @@ module ntpu_cmd
   // ---------------------------------------------------------------- simulation-only forms
   // vsim speed: the same logic, written so that Verilator skips it on the cycles nobody reads it.
   // cnt_sel is read only with cnt_load; cnt_clear as one shift rather than a bit per counter (an
-  // index past the last counter clears none, as the per-bit compares do).
+  // index past the last counter clears none, as the per-bit compares do). The gated build takes the
+  // counter from the counters themselves (cnt_pick, ntpu_perf) and leaves cnt unread.
+`ifdef NTPU_VSIM_GATES
+  assign cnt_pick_en = cnt_load;
+  assign cnt_pick_idx = cnt_load_idx;
+  assign cnt_sel = cnt_pick;
+  logic unused_cnt;
+  assign unused_cnt = ^cnt;
+`else
   always @* begin
     cnt_sel = '0;
     if (cnt_load) begin
@@ -916,6 +924,7 @@ module ntpu_cmd
       end
     end
   end
+`endif
   assign cnt_clear = (cnt_load && (f1 & COUNTERS_CLEAR) != 8'd0) ? CNT_COUNT'(1) << cnt_load_idx
                                                                 : '0;
 

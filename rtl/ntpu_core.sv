@@ -212,7 +212,7 @@ module ntpu_core
     .wb_rdata      (`ifdef NTPU_VSIM_GATES ctl_wb_rdata `else wb_rdata `endif),
     .acc_rdata     (`ifdef NTPU_VSIM_GATES ctl_acc_rdata `else cmd_acc_rdata `endif),
     .os_rdata      (`ifdef NTPU_VSIM_GATES ctl_os_rdata `else os_rdata `endif),
-    .cnt           (cnt),
+    .cnt           (cnt),  `ifdef NTPU_VSIM_GATES .cnt_pick_en(cnt_pick_en), .cnt_pick_idx(cnt_pick_idx), .cnt_pick(cnt_pick), `endif
     .cnt_clear     (cnt_clear),
     .wait_frame    (wait_frame),
     .wait_drain    (wait_drain)
@@ -497,7 +497,7 @@ module ntpu_core
     .stall_hazard(stall_hazard || vs_stall_hazard || (wait_drain && !a_valid && !stall_weight)),
     .stall_tx    (m_tx_valid[0] && !m_tx_ready),
     .rx_bytes    (rx_n),
-    .tx_bytes    (tx_n),
+    .tx_bytes    (tx_n),  `ifdef NTPU_VSIM_GATES .pick_en(cnt_pick_en), .pick_idx(cnt_pick_idx), .pick(cnt_pick), `endif
     .cnt         (cnt)
   );
 
@@ -538,6 +538,9 @@ module ntpu_core
   logic [N*16-1:0] ctl_ub_rdata, ctl_wb_rdata;
   logic [N*32-1:0] ctl_acc_rdata, ctl_os_rdata;
   logic unused_cmd_acc_rdata;  // the ACC port the command processor reads elsewhere
+  logic cnt_pick_en;  // COUNTERS: the command processor takes counter cnt_pick_idx (ntpu_perf)
+  logic [3:0] cnt_pick_idx;
+  logic [COUNTER_W-1:0] cnt_pick;
   assign unused_cmd_acc_rdata = ^cmd_acc_rdata;
   always_ff @(posedge clk_ctl) begin
     if (cmd_mem_re && cmd_ub) ctl_ub_rdata <= u_ub.mem[UB_AW'(cmd_mem_addr)];
