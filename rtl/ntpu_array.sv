@@ -299,7 +299,17 @@ module ntpu_array #(
     int  wi [2][N][N];  // PE(i,n)'s buffer b: the low byte sign-extended
     logic [63:0] wp [2][N][NP];  // wi[b][i][2q] + 2^32 * wi[b][i][2q+1] (0 past column N - 1)
     real wd [2][N][N];  // the same weight as bf16, as a double (a subnormal is zero of its sign)
-    logic [N*32-1:0] row_q;
+    // Rows in flight: a row is computed into the ring in the cycle it enters, waits there
+    // LATENCY - 1 busy cycles and then moves into line_q, which y_row shows from the next cycle:
+    // LATENCY in all, as the PEs take. A busy cycle without a row leaves its slot as it was; that
+    // slot comes out where y_valid is low. (Computed in place, with no register and delay line
+    // between: two fewer copies of the row a cycle.)
+    localparam int RING = LATENCY - 1;
+    localparam int RP_W = $clog2(RING);
+    logic [N*32-1:0] ring [RING];
+    logic [RP_W-1:0] rp_q = '0;
+    logic [N*32-1:0] line_q = '0;
+    initial for (int k = 0; k < RING; k++) ring[k] = '0;
 
     // fp32 bits (a bf16 as their high half) as the same double, reading a subnormal as zero.
     function automatic real to_real(logic [31:0] x);
@@ -318,7 +328,6 @@ module ntpu_array #(
 
     /* verilator lint_off BLKSEQ */
     always_ff @(posedge clk) begin
-      logic [N*32-1:0] res;
       // The MACs' scalar temporaries, assigned here before any branch: Verilator then makes them
       // C++ locals, which the compiler keeps in registers (it localizes only a variable whose first
       // write is outside every branch; a member would be stored and loaded again at every MAC).
@@ -332,6 +341,11 @@ module ntpu_array #(
       s = 0.0;
       pb = 63'd0;
       {sb, rb, qb} = '0;
+      // The oldest row out first (its slot is the one a row entering now takes).
+      if (busy) begin
+        line_q <= ring[rp_q];
+        rp_q <= (rp_q == RP_W'(RING - 1)) ? '0 : rp_q + 1'b1;
+      end
       // Weight beat first (blocking, each element read before it is overwritten): a row may use
       // its tile's last beat in the same cycle.
       if (w_valid) begin
@@ -344,22 +358,29 @@ module ntpu_array #(
             wi[w_buf][i][0] = 32'(signed'(w_row[16*i +: 8]));
             wd[w_buf][i][0] = to_real({w_row[16*i +: 16], 16'd0});
           end
+          // Every pair of columns moved: all rows packed again.
+          for (int i = 0; i < N; i++) begin
+            for (int q = 0; q < NP; q++) begin
+              wp[w_buf][i][q] = 64'(wi[w_buf][i][2*q]);
+              if (2*q + 1 < N) wp[w_buf][i][q] += {wi[w_buf][i][2*q+1], 32'd0};
+            end
+          end
         end else begin
           for (int i = N - 1; i > 0; i--) begin
             for (int n = 0; n < N; n++) begin
               wi[w_buf][i][n] = wi[w_buf][i-1][n];
               wd[w_buf][i][n] = wd[w_buf][i-1][n];
             end
+            for (int q = 0; q < NP; q++) wp[w_buf][i][q] = wp[w_buf][i-1][q];
           end
           for (int n = 0; n < N; n++) begin
             wi[w_buf][0][n] = 32'(signed'(w_row[16*n +: 8]));
             wd[w_buf][0][n] = to_real({w_row[16*n +: 16], 16'd0});
           end
-        end
-        for (int i = 0; i < N; i++) begin
+          // The rows moved down whole: only the new row 0 is packed.
           for (int q = 0; q < NP; q++) begin
-            wp[w_buf][i][q] = 64'(wi[w_buf][i][2*q]);
-            if (2*q + 1 < N) wp[w_buf][i][q] += {wi[w_buf][i][2*q+1], 32'd0};
+            wp[w_buf][0][q] = 64'(wi[w_buf][0][2*q]);
+            if (2*q + 1 < N) wp[w_buf][0][q] += {wi[w_buf][0][2*q+1], 32'd0};
           end
         end
       end
@@ -401,7 +422,7 @@ module ntpu_array #(
                 else acc = $bitstoreal(rb);
               end
             end
-            res[32*n +: 32] = to_fp32(acc);
+            ring[rp_q][32*n +: 32] = to_fp32(acc);
           end
         end else begin
           // Two columns in one 64-bit multiply-add: the sum over i of a_i * wp[i][q] (mod 2^64, so
@@ -416,11 +437,10 @@ module ntpu_array #(
           for (int q = 0; q < NP; q++) begin
             s8 = 64'd0;
             for (int i = 0; i < N; i++) s8 += ai[i] * wp[a_buf][i][q];
-            res[64*q +: 32] = a_acc[64*q +: 32] + s8[31:0];
-            if (2*q + 1 < N) res[64*q + 32 +: 32] = a_acc[64*q + 32 +: 32] + s8[63:32] + 32'(s8[31]);
+            ring[rp_q][64*q +: 32] = a_acc[64*q +: 32] + s8[31:0];
+            if (2*q + 1 < N) ring[rp_q][64*q + 32 +: 32] = a_acc[64*q + 32 +: 32] + s8[63:32] + 32'(s8[31]);
           end
         end
-        row_q <= res;
       end
     end
     /* verilator lint_on BLKSEQ */
@@ -435,7 +455,6 @@ module ntpu_array #(
     // array's elements written nonblocking would go through Verilator's write queue every cycle.
     int   since0_q = LATENCY, since1_q = LATENCY;
     logic broken_q = 1'b0;
-    logic [N*32-1:0] line_row;
     always_ff @(posedge clk) begin
       if (!rst && w_valid && (w_buf ? since1_q : since0_q) < LATENCY - 1) broken_q <= 1'b1;
       if (rst) since0_q <= LATENCY;
@@ -446,9 +465,7 @@ module ntpu_array #(
       else if (since1_q < LATENCY) since1_q <= since1_q + 1;
     end
 
-    // row_q holds the row from the cycle after a_valid; LATENCY - 1 more busy cycles to y_valid.
-    ntpu_vsim_delay #(.W(N*32), .D(LATENCY - 2)) u_line (.clk(clk), .en(busy), .in(row_q), .out(line_row));
-    assign pe_row = broken_q ? '1 : line_row;
+    assign pe_row = broken_q ? '1 : line_q;
   end
 `endif
 endmodule
