@@ -82,11 +82,11 @@ module ntpu_link_tx
   // Handshakes between modules are plain assigns: a default-then-override in always_comb would
   // glitch, and two such blocks reading each other's glitches never settle in an event simulator.
   assign s_body_ready = (state_q == S_BODY) && out_free;
-
+  /* verilator lint_off LATCH */  // vsim's gated build: see the end
   always_comb begin
     state_d = state_q;
     body_left_d = body_left_q;
-    load = 1'b0;
+    load = 1'b0;  `ifdef NTPU_VSIM_GATES if (gate_busy) begin `endif  // vsim: see the end
     load_data = '0;
     load_n = KW'(1);
     start = 1'b0;
@@ -169,11 +169,11 @@ module ntpu_link_tx
         if (out_free) state_d = S_IDLE;
       end
       default: state_d = S_IDLE;
-    endcase
+    endcase  `ifdef NTPU_VSIM_GATES end `endif
     // SEQ through the last body byte are covered by the CRC.
     crc_en = load && (state_q == S_SEQ || state_q == S_LEN0 || state_q == S_LEN1 ||
                       state_q == S_STATUS || state_q == S_BODY);
-  end
+  end  /* verilator lint_on LATCH */
 
   always_ff @(posedge clk) begin
     if (rst) begin
@@ -222,6 +222,12 @@ module ntpu_link_tx
   // vsim's clock gate (ntpu_core): idle, with no header offered, nothing here changes once the
   // last beat has left.
   assign gate_busy = (state_q != S_IDLE) || hdr_full_q || s_hdr_valid || (m_tx_valid_q != '0);
+  // The link's receiver and the command processor share this clock, so it ticks in many cycles
+  // where the transmitter is idle. There the next-state block skips its case (the `ifdef at its
+  // top): idle, it would only give the defaults, and of those it keeps state_d, body_left_d and
+  // load (crc_en follows load); load_data, load_n and start keep their last values, which nothing
+  // reads while load and start are low (start was low in the last busy cycle: it only leaves
+  // S_IDLE).
 `endif
 
 endmodule
