@@ -752,9 +752,9 @@ module ntpu_cmd
   end else begin : g_wr_wide  `ifndef VERILATOR
     assign wr_shift = SH_W'({src_data, sh_q} >> (8 * fb_k_q));  `endif  // see the end
   end
-
+  /* verilator lint_off LATCH */
   // READ_MEM: a row just read comes straight from the memory's output, later bytes from sh_q.
-  always_comb begin
+  always_comb begin  `ifdef NTPU_VSIM_GATES if (state_q == S_RD_SEND) begin `endif  // vsim: see the end
     if (!rd_fresh_q) rd_row = sh_q;
     else begin
       case (mem)
@@ -764,8 +764,8 @@ module ntpu_cmd
         3'(MEM_OS): rd_row = SH_W'(os_rdata);
         default: rd_row = SH_W'(acc_rdata);
       endcase
-    end
-  end
+    end  `ifdef NTPU_VSIM_GATES end `endif
+  end  /* verilator lint_on LATCH */
 
   // ---------------------------------------------------------------- sequence numbers
   always_ff @(posedge clk) begin
@@ -821,9 +821,9 @@ module ntpu_cmd
   assign m_vec_s = e16;
 
   assign mem_sel = mem;
-  assign mem_addr = addr_q;
+  assign mem_addr = addr_q;  `ifndef NTPU_VSIM_GATES
   assign mem_wdata = is_acc ? sh_q[SH_W-1 -: 32 * N]
-                            : {{(16 * N){1'b0}}, sh_q[SH_W-1 -: 16 * N]};
+                            : {{(16 * N){1'b0}}, sh_q[SH_W-1 -: 16 * N]};  `endif  // vsim: see the end
 
   // ---------------------------------------------------------------- program memory
   // S_PLEN reads the row holding the next LEN byte; S_HDR and S_WRITE fetch payload bytes from PM
@@ -967,6 +967,15 @@ module ntpu_cmd
   // clk. While gate_wait is high it only holds (each *_d its register, inner_next and prog_end low:
   // no state above leaves, and rd_re is low), so there it keeps those defaults and skips the rest
   // (the `ifdef at the top of the block).
+  //
+  // Two wide values are computed only in the cycles that read them, and hold otherwise (latches):
+  // READ_MEM's rd_row only in S_RD_SEND (m_body_data and sh_q read it only there), and mem_wdata
+  // only with mem_we (the memories read it only with their write enables).
+  /* verilator lint_off LATCH */
+  always_comb begin
+    if (mem_we) mem_wdata = is_acc ? sh_q[SH_W-1 -: 32 * N] : {{(16 * N){1'b0}}, sh_q[SH_W-1 -: 16 * N]};
+  end
+  /* verilator lint_on LATCH */
 `endif
 
 endmodule
