@@ -511,12 +511,13 @@ module ntpu_core
   // receiver: the harness opens the ctl gate in that cycle itself (sim/vsim/clock_edge.h), and
   // byte_in keeps it open for the tail after it. A gate stays open TAIL cycles after its units
   // stop, so that registers they set once on entering a waiting state (a valid bit falling, an
-  // offset cleared) land too.
+  // offset cleared) land too: ctl's longest such chain is one edge long, two on a byte-wide link
+  // (ntpu_cmd clears fb_off_q in S_IDLE; at LINK_BYTES = 1 fb_idx_q copies it an edge later).
   logic cmd_wait, rx_busy, tx_busy;
   logic byte_in;  // a byte enters from the link
   assign byte_in = s_rx_valid[0] && s_rx_ready[0];
-  ntpu_vsim_gate u_gate_ctl (.clk(clk), .rst(rst), .busy(!cmd_wait || rx_busy || tx_busy),
-                             .kick(byte_in), .en(ctl_clk_en));
+  ntpu_vsim_gate #(.TAIL((LINK_BYTES > 1) ? 1 : 2)) u_gate_ctl (
+    .clk(clk), .rst(rst), .busy(!cmd_wait || rx_busy || tx_busy), .kick(byte_in), .en(ctl_clk_en));
   ntpu_vsim_gate #(.TAIL(8)) u_gate_vec (.clk(clk), .rst(rst), .busy(vec_valid || !vec_idle), .kick(1'b0),
                                          .en(vec_clk_en));
   if (VEC_EN == 0) begin : g_no_vec_clk
