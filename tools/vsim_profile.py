@@ -6,7 +6,7 @@
 Runs VSIM_SPEED (tools/vsim_speed.c, best built with -g and without profile guidance, as
 `make vsim-profile` does) under valgrind's cachegrind twice, replaying one and then two S^3 matmuls,
 and prints the difference per simulated cycle: what one replay costs, without the program's start.
-Each replay builds a fresh model, so the model's construction (~300 instructions a cycle at 128^3)
+Each replay builds a fresh model, so the model's construction (~240 instructions a cycle at 128^3)
 is counted in; `ntpu bench` does not pay it per run.
 
 Verilator's C++ names each variable by its instance path (..._DOT__u_seq__DOT__...): a line of the
