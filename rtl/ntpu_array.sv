@@ -284,7 +284,7 @@ module ntpu_array #(
     // Single-cycle PEs (vsim's array): no PEs, skew or de-skew lines (the synthesised ones are left
     // out by the `ifdef guards at their line ends). A row's N column chains are computed whole in
     // the cycle it enters, with the weights it would meet in the PEs, and its result waits in a
-    // delay line until LATENCY. Exact because the weights a row uses cannot change while it is
+    // ring (below) until LATENCY. Exact because the weights a row uses cannot change while it is
     // inside the array (the driver's requirements in the header) and a row may enter in the cycle
     // of its tile's last beat, which lands before the row is computed below.
     //

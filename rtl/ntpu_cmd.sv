@@ -753,7 +753,7 @@ module ntpu_cmd
     assign wr_shift = SH_W'({src_data, sh_q} >> (8 * fb_k_q));  `endif  // see the end
   end
   /* verilator lint_off LATCH */
-  // READ_MEM: a row just read comes straight from the memory's output, later bytes from sh_q.
+  // READ_MEM: a row just read comes straight from the memory's output (vsim: ntpu_core's), later bytes from sh_q.
   always_comb begin  `ifdef NTPU_VSIM_GATES if (state_q == S_RD_SEND) begin `endif  // vsim: see the end
     if (!rd_fresh_q) rd_row = sh_q;
     else begin
