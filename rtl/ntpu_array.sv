@@ -358,13 +358,6 @@ module ntpu_array #(
             wi[w_buf][i][0] = 32'(signed'(w_row[16*i +: 8]));
             wd[w_buf][i][0] = to_real({w_row[16*i +: 16], 16'd0});
           end
-          // Every pair of columns moved: all rows packed again.
-          for (int i = 0; i < N; i++) begin
-            for (int q = 0; q < NP; q++) begin
-              wp[w_buf][i][q] = 64'(wi[w_buf][i][2*q]);
-              if (2*q + 1 < N) wp[w_buf][i][q] += {wi[w_buf][i][2*q+1], 32'd0};
-            end
-          end
         end else begin
           for (int i = N - 1; i > 0; i--) begin
             for (int n = 0; n < N; n++) begin
@@ -377,10 +370,15 @@ module ntpu_array #(
             wi[w_buf][0][n] = 32'(signed'(w_row[16*n +: 8]));
             wd[w_buf][0][n] = to_real({w_row[16*n +: 16], 16'd0});
           end
-          // The rows moved down whole: only the new row 0 is packed.
-          for (int q = 0; q < NP; q++) begin
-            wp[w_buf][0][q] = 64'(wi[w_buf][0][2*q]);
-            if (2*q + 1 < N) wp[w_buf][0][q] += {wi[w_buf][0][2*q+1], 32'd0};
+        end
+        // The pairs packed again where they changed: every row after a transposed beat (each pair
+        // of columns moved), only the new row 0 after a normal one (the rows moved down whole).
+        for (int i = 0; i < N; i++) begin
+          if (i == 0 || w_transpose) begin
+            for (int q = 0; q < NP; q++) begin
+              wp[w_buf][i][q] = 64'(wi[w_buf][i][2*q]);
+              if (2*q + 1 < N) wp[w_buf][i][q] += {wi[w_buf][i][2*q+1], 32'd0};
+            end
           end
         end
       end
