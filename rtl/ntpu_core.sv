@@ -31,7 +31,7 @@ module ntpu_core
   parameter int OS_ROWS = 0          // optimizer-state rows (N x 32 bit; OPTIM ADAM, with VEC_EN);
                                      // 0: no OS and no Adam logic (the boards)
 ) (
-  input  logic                    clk,  `ifdef NTPU_VSIM_GATES input logic clk_vec, clk_ctl, output logic vec_clk_en, ctl_clk_en, `endif
+  input  logic                    clk,  `ifdef NTPU_VSIM_GATES input logic clk_vec, clk_ctl, clk_load, output logic vec_clk_en, ctl_clk_en, load_clk_en, `endif
   input  logic                    rst,
   input  logic [8*LINK_BYTES-1:0] s_rx_data,
   input  logic [LINK_BYTES-1:0]   s_rx_valid,
@@ -238,7 +238,7 @@ module ntpu_core
     .BF16_GAP(BF16_GAP),
     .MEM_OVERLAP(MEM_OVERLAP)
   ) u_seq (
-    .clk           (clk),
+    .clk           (clk),  `ifdef NTPU_VSIM_GATES .clk_load(clk_load), .load_busy(load_busy), `endif
     .rst           (rst),
     .s_cmd_valid   (seq_valid),
     .s_cmd_ready   (seq_ready),
@@ -520,6 +520,9 @@ module ntpu_core
     .clk(clk), .rst(rst), .busy(!cmd_wait || rx_busy || tx_busy), .kick(byte_in), .en(ctl_clk_en));
   ntpu_vsim_gate #(.TAIL(8)) u_gate_vec (.clk(clk), .rst(rst), .busy(vec_valid || !vec_idle), .kick(1'b0),
                                          .en(vec_clk_en));
+  // The sequencer's weight loader, TRANSPOSE_A feeder and transposer (ntpu_seq's load_busy).
+  logic load_busy;
+  ntpu_vsim_gate #(.TAIL(1)) u_gate_load (.clk(clk), .rst(rst), .busy(load_busy), .kick(1'b0), .en(load_clk_en));
   if (VEC_EN == 0) begin : g_no_vec_clk
     logic unused_clk_vec;
     assign unused_clk_vec = clk_vec;

@@ -43,7 +43,7 @@ module ntpu_seq #(
   parameter int WB_AW = (WB_ROWS > 1) ? $clog2(WB_ROWS) : 1,    // leave at the default
   parameter int ACC_AW = (ACC_ROWS > 1) ? $clog2(ACC_ROWS) : 1  // leave at the default
 ) (
-  input  logic              clk,
+  input  logic              clk,  `ifdef NTPU_VSIM_GATES input logic clk_load, output logic load_busy, `endif  // vsim: see the end
   input  logic              rst,
   // commands
   input  logic              s_cmd_valid,
@@ -201,7 +201,7 @@ module ntpu_seq #(
 
   assign ld_issue = ld_busy_q && !ld_guard;
 
-  always_ff @(posedge clk) begin
+  always_ff @(posedge `ifdef NTPU_VSIM_GATES clk_load `else clk `endif) begin
     if (rst) begin
       ld_busy_q <= 1'b1;
       ld_beat_q <= 1'b0;
@@ -224,7 +224,7 @@ module ntpu_seq #(
     end
   end
 
-  always_ff @(posedge clk) begin
+  always_ff @(posedge `ifdef NTPU_VSIM_GATES clk_load `else clk `endif) begin
     if (acc_ld) ld_addr_q <= WB_AW'(s_cmd_addr) + WB_AW'(N - 1);
     else if (ld_issue) ld_addr_q <= ld_addr_q - WB_AW'(1);
   end
@@ -241,7 +241,7 @@ module ntpu_seq #(
   // modulo 2^UB_AW gives them; only the start after the last block may wrap, and it is not read.
   assign fd_issue = fd_busy_q && (!fd_v_q || tr_s_ready);
 
-  always_ff @(posedge clk) begin
+  always_ff @(posedge `ifdef NTPU_VSIM_GATES clk_load `else clk `endif) begin
     if (rst) begin
       fd_busy_q <= 1'b0;
       fd_v_q <= 1'b0;
@@ -252,8 +252,8 @@ module ntpu_seq #(
     end
   end
 
-  always_ff @(posedge clk) begin
-    if (seg_push) begin
+  always_ff @(posedge `ifdef NTPU_VSIM_GATES clk_load `else clk `endif) begin
+    if (seg_push `ifdef NTPU_VSIM_GATES && (s_cmd_flags & MATMUL_TRANSPOSE_A) != 8'd0 `endif) begin
       fd_left_q <= s_cmd_rows;
       fd_addr_q <= UB_AW'(s_cmd_addr);
       fd_base_q <= UB_AW'(s_cmd_addr);
@@ -275,7 +275,7 @@ module ntpu_seq #(
   ntpu_transpose #(
     .N(N)
   ) u_tr (
-    .clk        (clk),
+    .clk        (`ifdef NTPU_VSIM_GATES clk_load `else clk `endif),
     .rst        (rst),
     .s_row_valid(fd_v_q),
     .s_row_ready(tr_s_ready),
@@ -438,6 +438,18 @@ module ntpu_seq #(
 
   assign stall_hazard = (mm_busy_q && !mm_wait_w && mm_hazard) ||
                         (s_cmd_valid && s_cmd_matmul && mm_free && seg_full);
+
+`ifdef NTPU_VSIM_GATES
+  // vsim's gated clock clk_load (ntpu_core; docs/decisions/0024-vsim-load-clock.md): the weight
+  // loader, the TRANSPOSE_A feeder and the transposer. Their registers change only while
+  // load_busy: the loader while it has reads or a beat left or a LOAD_W is offered, the feeder and
+  // the transposer while the feeder has rows left or in hand, a TRANSPOSE_A MATMUL streams (it takes
+  // the transposer's columns) or is offered. The feeder's registers are loaded by TRANSPOSE_A
+  // MATMULs only (by every MATMUL in the synthesised form): they are read only while one streams.
+  // load_busy depends on registers only (s_cmd_* come from the command processor's).
+  assign load_busy = ld_active || fd_busy_q || fd_v_q || (mm_busy_q && mm_tr_q) ||
+                     (s_cmd_valid && (!s_cmd_matmul || (s_cmd_flags & MATMUL_TRANSPOSE_A) != 8'd0));
+`endif
 
   // Reserved flag bits and the address bits above a memory's size are zero in a checked command.
   logic unused_cmd_bits;

@@ -14,7 +14,7 @@ PORT = re.compile(r'VL_(?:IN|OUT)(?:8|16|64|W)?\((\w+),')
 VAR = re.compile(r'(?:CData|SData|IData|QData|EData|double|VlWide<\d+>|VlUnpacked<.*>)\s*(?:/\*[^*]*\*/)?\s*(\w+);$')
 # Members that are Verilator's own: its trigger sets and the pointer to the model's symbol table.
 OWN = re.compile(r'(?:VlTriggerVec<\d+>\s+__V\w+|\w+\* const vlSymsp);$')
-CLOCKS = {'clk', 'clk_vec', 'clk_ctl'}
+CLOCKS = {'clk', 'clk_vec', 'clk_ctl', 'clk_load'}
 
 
 def main():

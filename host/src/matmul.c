@@ -47,6 +47,7 @@ typedef struct mm {
     /* The block the row fillers are producing. */
     size_t blk_m0, blk_mc, blk_k0;
     uint64_t blk_seq0;
+    size_t fill_q, fill_pt, fill_kt; /* fill_b's last tile and its place (fill_q = SIZE_MAX: none) */
 } mm;
 
 static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
@@ -114,25 +115,46 @@ static void tile_of(const mm *s, size_t q, size_t *pt, size_t *kt)
     *kt = k0 + rem / gc;
 }
 
-static void fill_a(const mm *s, size_t r, uint8_t *out)
+/* A row of int8 lanes whose elements all exist: the common case, without the per-lane checks. */
+static void fill_int8(const int8_t *src, size_t n, uint8_t *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = (uint8_t)src[i];
+        out[2 * i + 1] = 0;
+    }
+}
+
+static void fill_a(mm *s, size_t r, uint8_t *out)
 {
     size_t kt = s->blk_k0 + r / s->blk_mc, m = s->blk_m0 + r % s->blk_mc;
+    if (s->src == SRC_INT8 && (kt + 1) * s->n <= s->K) {
+        fill_int8((const int8_t *)s->A + m * s->K + kt * s->n, s->n, out);
+        return;
+    }
     for (size_t i = 0; i < s->n; i++)
         ntpu_wr16(out + 2 * i, a_lane(s, m, kt * s->n + i));
 }
 
-static void fill_b(const mm *s, size_t r, uint8_t *out)
+static void fill_b(mm *s, size_t r, uint8_t *out)
 {
-    size_t pt, kt, i = r % s->n;
-    tile_of(s, (size_t)((s->blk_seq0 + r / s->n) % s->T), &pt, &kt);
+    size_t i = r % s->n, q = (size_t)((s->blk_seq0 + r / s->n) % s->T);
+    if (q != s->fill_q) { /* a tile's n rows come one after another: its place is found once */
+        tile_of(s, q, &s->fill_pt, &s->fill_kt);
+        s->fill_q = q;
+    }
+    size_t k = s->fill_kt * s->n + i, p = s->fill_pt * s->n;
+    if (s->src == SRC_INT8 && k < s->K && p + s->n <= s->P) {
+        fill_int8((const int8_t *)s->B + k * s->P + p, s->n, out);
+        return;
+    }
     for (size_t j = 0; j < s->n; j++)
-        ntpu_wr16(out + 2 * j, b_lane(s, kt * s->n + i, pt * s->n + j));
+        ntpu_wr16(out + 2 * j, b_lane(s, k, p + j));
 }
 
 /* WRITE_MEM of `rows` rows made by fill (rows r0 .. r0+rows-1 of its block),
  * in as few frames as fit. */
 static ntpu_status write_block(mm *s, unsigned mem, size_t addr, size_t r0, size_t rows,
-                               void (*fill)(const mm *, size_t, uint8_t *))
+                               void (*fill)(mm *, size_t, uint8_t *))
 {
     size_t rb = 2 * s->n, per = (s->l->max_payload - NTPU_LEN_MEM_HDR) / rb;
     for (size_t done = 0; done < rows;) {
@@ -512,7 +534,7 @@ static ntpu_status matmul(ntpu_device *dev, enum src_kind src, const void *A, co
     if ((st = ntpu_claim_memories(dev, NULL, NULL, NULL)) != NTPU_OK) /* a model there saves its state first */
         return st;
     mm s = {.dev = dev, .l = &dev->link, .n = dev->n, .bf16 = bf16, .src = src, .A = A, .B = B, .C = C,
-            .M = M, .K = K, .P = N};
+            .M = M, .K = K, .P = N, .fill_q = SIZE_MAX};
     plan(&s);
     return run(&s);
 }

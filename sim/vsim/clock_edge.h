@@ -40,6 +40,7 @@ namespace ntpu_clock_edge {
 // s_rx this cycle (offered by the harness, taken by the receiver, whose s_rx_ready depends on
 // registers only) opens clk_ctl. Bytes offered but not taken change nothing.
 template <class Model> bool vec_edge(const Model *t) { return t->vec_clk_en; }
+template <class Model> bool load_edge(const Model *t) { return t->load_clk_en; }
 template <class Model> bool ctl_edge(const Model *t)
 {
     return t->ctl_clk_en || (t->s_rx_valid & t->s_rx_ready & 1) != 0;
@@ -50,6 +51,7 @@ template <class Model> void gated_low(Model *t)
 {
     t->clk_vec = !vec_edge(t);
     t->clk_ctl = !ctl_edge(t);
+    t->clk_load = !load_edge(t);
 }
 
 template <class Model> void all_low(Model *t)
@@ -57,6 +59,7 @@ template <class Model> void all_low(Model *t)
     t->clk = 0;
     t->clk_vec = 0;
     t->clk_ctl = 0;
+    t->clk_load = 0;
 }
 
 template <class Model> void all_high(Model *t)
@@ -64,6 +67,7 @@ template <class Model> void all_high(Model *t)
     t->clk = 1;
     t->clk_vec = 1;
     t->clk_ctl = 1;
+    t->clk_load = 1;
 }
 
 // With every clock high (after the previous cycle or reset) and this cycle's inputs set: the
@@ -76,6 +80,7 @@ template <class Model> void rising_edge(Model *t, bool inputs_changed)
     r->__Vtrigrprev__TOP__clk = 0;
     r->__Vtrigrprev__TOP__clk_vec = !vec_edge(t);
     r->__Vtrigrprev__TOP__clk_ctl = !ctl_edge(t);
+    r->__Vtrigrprev__TOP__clk_load = !load_edge(t);
     all_high(t);
     // eval(), in the steps that do work here. The input-combinational region's values depend on
     // the inputs and on registers; the NBA region recomputes them after every edge that changes

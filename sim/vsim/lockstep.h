@@ -37,8 +37,8 @@ class ntpu_lockstep {
             fail(name, "at the end");
         std::fprintf(stderr,
                      "lockstep: %llu cycles equal to plain eval(); input region skipped in %llu, "
-                     "no ctl edge in %llu, no vector-unit edge in %llu\n",
-                     ull(cycles_), ull(ico_skipped_), ull(ctl_closed_), ull(vec_closed_));
+                     "no ctl edge in %llu, no vector-unit edge in %llu, no load edge in %llu\n",
+                     ull(cycles_), ull(ico_skipped_), ull(ctl_closed_), ull(vec_closed_), ull(load_closed_));
     }
 
     // With this cycle's inputs set on t, before its edge: the same inputs, the low phase.
@@ -50,11 +50,12 @@ class ntpu_lockstep {
         ref_.eval();
         if (ref_.s_rx_ready != t->s_rx_ready || ref_.m_tx_valid != t->m_tx_valid ||
             std::memcmp(&ref_.m_tx_data, &t->m_tx_data, sizeof t->m_tx_data) ||
-            ref_.vec_clk_en != t->vec_clk_en || ref_.ctl_clk_en != t->ctl_clk_en)
+            ref_.vec_clk_en != t->vec_clk_en || ref_.ctl_clk_en != t->ctl_clk_en || ref_.load_clk_en != t->load_clk_en)
             fail("the outputs", "before the edge");
         ico_skipped_ += !inputs_changed;
         ctl_closed_ += !ntpu_clock_edge::ctl_edge(t);
         vec_closed_ += !ntpu_clock_edge::vec_edge(t);
+        load_closed_ += !ntpu_clock_edge::load_edge(t);
     }
 
     // After t's edge: the plain edge, then every variable compared.
@@ -79,7 +80,7 @@ class ntpu_lockstep {
 
     VerilatedContext ctx_;
     Vntpu_core ref_;
-    uint64_t cycles_ = 0, ico_skipped_ = 0, ctl_closed_ = 0, vec_closed_ = 0;
+    uint64_t cycles_ = 0, ico_skipped_ = 0, ctl_closed_ = 0, vec_closed_ = 0, load_closed_ = 0;
 };
 
 #endif

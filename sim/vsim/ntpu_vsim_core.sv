@@ -20,8 +20,10 @@ module ntpu_vsim_core #(
   // them: sim/vsim/clock_edge.h).
   input  logic                    clk_vec,
   input  logic                    clk_ctl,
+  input  logic                    clk_load,
   output logic                    vec_clk_en,
   output logic                    ctl_clk_en,
+  output logic                    load_clk_en,
 `endif
   input  logic                    rst,
   input  logic [8*LINK_BYTES-1:0] s_rx_data,
@@ -41,8 +43,10 @@ module ntpu_vsim_core #(
 `ifdef NTPU_VSIM_GATES
     .clk_vec   (clk_vec),
     .clk_ctl   (clk_ctl),
+    .clk_load  (clk_load),
     .vec_clk_en(vec_clk_en),
     .ctl_clk_en(ctl_clk_en),
+    .load_clk_en(load_clk_en),
 `endif
     .rst       (rst),
     .s_rx_data (s_rx_data),
