@@ -233,8 +233,8 @@ module ntpu_seq #(
   assign wb_raddr = ld_addr_q;
   assign w_valid = ld_beat_q;
   assign w_buf = ld_buf_q;
-  assign w_transpose = ld_tr_q;
-  assign w_row = ld_zero_q ? '0 : wb_rdata;
+  assign w_transpose = ld_tr_q;  `ifndef NTPU_VSIM_GATES
+  assign w_row = ld_zero_q ? '0 : wb_rdata;  `endif  // vsim: see the end
 
   // ---------------------------------------------------------------- TRANSPOSE_A feeder
   // The block starts ub_addr + j*stride are exact below UB_ROWS (the range check), so arithmetic
@@ -449,6 +449,14 @@ module ntpu_seq #(
   // load_busy depends on registers only (s_cmd_* come from the command processor's).
   assign load_busy = ld_active || fd_busy_q || fd_v_q || (mm_busy_q && mm_tr_q) ||
                      (s_cmd_valid && (!s_cmd_matmul || (s_cmd_flags & MATMUL_TRANSPOSE_A) != 8'd0));
+
+  // The weight row only in the cycles of a beat, the only ones the array reads it in (a latch):
+  // as a net it followed wb_rdata, which changes on clk, and was recomputed after every edge.
+  /* verilator lint_off LATCH */
+  always_comb begin
+    if (ld_beat_q) w_row = ld_zero_q ? '0 : wb_rdata;
+  end
+  /* verilator lint_on LATCH */
 `endif
 
   // Reserved flag bits and the address bits above a memory's size are zero in a checked command.

@@ -15,12 +15,19 @@ module ntpu_vsim_gate #(
   input  logic kick,
   output logic en
 );
-  logic [3:0] tail_q;
-  always_ff @(posedge clk) begin
-    if (rst || busy || kick) tail_q <= 4'(TAIL);
-    else if (tail_q != 4'd0) tail_q <= tail_q - 4'd1;
+  if (TAIL == 1) begin : g_one
+    // One cycle: a bit, set and cleared without a test (the gates run on clk, every cycle).
+    logic last_q;  // busy or kicked in the cycle before
+    always_ff @(posedge clk) last_q <= rst || busy || kick;
+    assign en = busy || last_q;
+  end else begin : g_count
+    logic [3:0] tail_q;
+    always_ff @(posedge clk) begin
+      if (rst || busy || kick) tail_q <= 4'(TAIL);
+      else if (tail_q != 4'd0) tail_q <= tail_q - 4'd1;
+    end
+    assign en = busy || (tail_q != 4'd0);
   end
-  assign en = busy || (tail_q != 4'd0);
 endmodule
 
 `default_nettype wire
