@@ -929,17 +929,18 @@ module ntpu_cmd
                                                                 : '0;
 
   // PM bytes are read only inside a program (src_data with run, pl_len and pl_lo_q in S_PLEN), and
-  // WRITE_MEM's shifted row only in S_WRITE as a byte is taken: the wide shifts only then.
+  // WRITE_MEM's shifted row only in S_WRITE as a byte is taken: the wide shifts only then, and
+  // otherwise they hold (latches, rather than being cleared after every edge).
+  /* verilator lint_off LATCH */
   always_comb begin
-    pm_shifted = '0;
     if (run || in_plen) pm_shifted = {(8*W)'(0), pm_rdata} >> (8 * pm_byte_q);
   end
   if (W > 1) begin : g_wr_wide_v
     always_comb begin
-      wr_shift = '0;
       if (state_q == S_WRITE && fb_take) wr_shift = SH_W'({src_data, sh_q} >> (8 * fb_k_q));
     end
   end
+  /* verilator lint_on LATCH */
 
   // The overlap query's answer is read only in S_DECODE and S_DRAIN (mem_go). Elsewhere the query
   // names PM, which no query covers (a conflict at once), so that the sequencer's loop over its
