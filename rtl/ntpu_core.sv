@@ -502,8 +502,9 @@ module ntpu_core
   );
 
 `ifdef NTPU_VSIM_GATES
-  // vsim's clock gates (docs/decisions/0021-vsim-clock-gates.md). The vector unit, and the link and
-  // command processor together (`ctl`), each have a clock of their own in vsim, which the harness
+  // vsim's clock gates (docs/decisions/0021-vsim-clock-gates.md, 0024). The vector unit, the link and
+  // command processor together (`ctl`), and the sequencer's weight loader with its TRANSPOSE_A feeder
+  // and transposer (`load`), each have a clock of their own in vsim, which the harness
   // gives an edge only where the enable was high before it, as a latch-based clock gate does. An
   // enable is low only where the units' registers would hold through the edge anyway, so leaving
   // the edge out changes nothing, and Verilator then skips their logic. Each enable, like every
@@ -520,7 +521,8 @@ module ntpu_core
     .clk(clk), .rst(rst), .busy(!cmd_wait || rx_busy || tx_busy), .kick(byte_in), .en(ctl_clk_en));
   ntpu_vsim_gate #(.TAIL(8)) u_gate_vec (.clk(clk), .rst(rst), .busy(vec_valid || !vec_idle), .kick(1'b0),
                                          .en(vec_clk_en));
-  // The sequencer's weight loader, TRANSPOSE_A feeder and transposer (ntpu_seq's load_busy).
+  // The sequencer's loader, feeder and transposer: busy covers every cycle they may change in
+  // (ntpu_seq's load_busy), so one tail cycle suffices.
   logic load_busy;
   ntpu_vsim_gate #(.TAIL(1)) u_gate_load (.clk(clk), .rst(rst), .busy(load_busy), .kick(1'b0), .en(load_clk_en));
   if (VEC_EN == 0) begin : g_no_vec_clk

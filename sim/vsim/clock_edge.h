@@ -1,7 +1,7 @@
 // One clock cycle of the untraced core model in one eval rather than two: shared by the core's
 // harness (vsim.cpp) and the profile trainer of its build (tools/vsim_pgo_train.cpp), which must
-// drive the model the same way (docs/decisions/0017-vsim-speed.md). The model has three clocks:
-// clk and the two gated ones below (docs/decisions/0021-vsim-clock-gates.md).
+// drive the model the same way (docs/decisions/0017-vsim-speed.md). The model has four clocks:
+// clk and the three gated ones below (docs/decisions/0021-vsim-clock-gates.md, 0024).
 //
 // Verilator 5.006 runs the input-combinational region (all logic combinational from rst and
 // s_rx_*; m_tx_ready is tied high in sim/vsim/ntpu_vsim_core.sv) on every eval, so the usual low
@@ -33,9 +33,9 @@ void Vntpu_core___024root___eval_nba(Vntpu_core___024root *);
 
 namespace ntpu_clock_edge {
 
-// The core's gated clocks (rtl/ntpu_core.sv, NTPU_VSIM_GATES): clk_vec (the vector unit) and
-// clk_ctl (the link and the command processor) have an edge only in the cycles where their enable
-// is high. The enables depend on registers only, so before the edge they already hold this cycle's
+// The core's gated clocks (rtl/ntpu_core.sv, NTPU_VSIM_GATES): clk_vec (the vector unit), clk_ctl
+// (the link and the command processor) and clk_load (the sequencer's weight loader, TRANSPOSE_A
+// feeder and transposer) have an edge only in the cycles where their enable is high. The enables depend on registers only, so before the edge they already hold this cycle's
 // values. The harness adds what the core cannot know from its registers: a byte that enters on
 // s_rx this cycle (offered by the harness, taken by the receiver, whose s_rx_ready depends on
 // registers only) opens clk_ctl. Bytes offered but not taken change nothing.
