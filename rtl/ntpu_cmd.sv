@@ -935,7 +935,21 @@ module ntpu_cmd
   always_comb begin
     if (run || in_plen) pm_shifted = {(8*W)'(0), pm_rdata} >> (8 * pm_byte_q);
   end
-  if (W > 1) begin : g_wr_wide_v
+  // A fetch of a whole UB / WB row (2N bytes, every fetch of such a row on a link that wide) is a
+  // shift by a constant: word moves, where the variable shift of the 2 * SH_W bits costs ~100
+  // instructions in every cycle of a WRITE_MEM.
+  if (W > 1 && 2 * N <= W) begin : g_wr_wide_v
+    always_comb begin
+      // (Two tests rather than an else: Verilator computes a branch's wide temporaries before the
+      // whole if statement.)
+      if (state_q == S_WRITE && fb_take && fb_k_q == KW'(2 * N)) begin
+        wr_shift = {src_data[16*N-1:0], sh_q[SH_W-1:16*N]};
+      end
+      if (state_q == S_WRITE && fb_take && fb_k_q != KW'(2 * N)) begin
+        wr_shift = SH_W'({src_data, sh_q} >> (8 * fb_k_q));
+      end
+    end
+  end else if (W > 1) begin : g_wr_narrow_v
     always_comb begin
       if (state_q == S_WRITE && fb_take) wr_shift = SH_W'({src_data, sh_q} >> (8 * fb_k_q));
     end
