@@ -522,7 +522,7 @@ module ntpu_core
   ntpu_vsim_gate #(.TAIL(8)) u_gate_vec (.clk(clk), .rst(rst), .busy(vec_valid || !vec_idle), .kick(1'b0),
                                          .en(vec_clk_en));
   // The sequencer's loader, feeder and transposer: busy covers every cycle they may change in
-  // (ntpu_seq's load_busy), so one tail cycle suffices.
+  // (ntpu_seq's load_busy), so no tail is needed; 1 is the gate's smallest.
   logic load_busy;
   ntpu_vsim_gate #(.TAIL(1)) u_gate_load (.clk(clk), .rst(rst), .busy(load_busy), .kick(1'b0), .en(load_clk_en));
   if (VEC_EN == 0) begin : g_no_vec_clk

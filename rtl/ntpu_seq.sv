@@ -445,7 +445,8 @@ module ntpu_seq #(
   // load_busy: the loader while it has reads or a beat left or a LOAD_W is offered, the feeder and
   // the transposer while the feeder has rows left or in hand, a TRANSPOSE_A MATMUL streams (it takes
   // the transposer's columns) or is offered. The feeder's registers are loaded by TRANSPOSE_A
-  // MATMULs only (by every MATMUL in the synthesised form): they are read only while one streams.
+  // MATMULs only (by every MATMUL in the synthesised form): they are read only while the feeder
+  // runs, after such a load.
   // load_busy depends on registers only (s_cmd_* come from the command processor's).
   assign load_busy = ld_active || fd_busy_q || fd_v_q || (mm_busy_q && mm_tr_q) ||
                      (s_cmd_valid && (!s_cmd_matmul || (s_cmd_flags & MATMUL_TRANSPOSE_A) != 8'd0));

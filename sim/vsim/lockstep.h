@@ -50,7 +50,8 @@ class ntpu_lockstep {
         ref_.eval();
         if (ref_.s_rx_ready != t->s_rx_ready || ref_.m_tx_valid != t->m_tx_valid ||
             std::memcmp(&ref_.m_tx_data, &t->m_tx_data, sizeof t->m_tx_data) ||
-            ref_.vec_clk_en != t->vec_clk_en || ref_.ctl_clk_en != t->ctl_clk_en || ref_.load_clk_en != t->load_clk_en)
+            ref_.vec_clk_en != t->vec_clk_en || ref_.ctl_clk_en != t->ctl_clk_en ||
+            ref_.load_clk_en != t->load_clk_en)
             fail("the outputs", "before the edge");
         ico_skipped_ += !inputs_changed;
         ctl_closed_ += !ntpu_clock_edge::ctl_edge(t);
