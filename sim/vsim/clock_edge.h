@@ -36,9 +36,10 @@ namespace ntpu_clock_edge {
 // The core's gated clocks (rtl/ntpu_core.sv, NTPU_VSIM_GATES): clk_vec (the vector unit), clk_ctl
 // (the link and the command processor) and clk_load (the sequencer's weight loader, TRANSPOSE_A
 // feeder and transposer) have an edge only in the cycles where their enable is high. The enables
-// depend on registers only, so before the edge they already hold this cycle's values. The harness adds what the core cannot know from its registers: a byte that enters on
-// s_rx this cycle (offered by the harness, taken by the receiver, whose s_rx_ready depends on
-// registers only) opens clk_ctl. Bytes offered but not taken change nothing.
+// depend on registers only, so before the edge they already hold this cycle's values. The harness
+// adds what the core cannot know from its registers: a byte that enters on s_rx this cycle (offered
+// by the harness, taken by the receiver, whose s_rx_ready depends on registers only) opens clk_ctl.
+// Bytes offered but not taken change nothing.
 template <class Model> bool vec_edge(const Model *t) { return t->vec_clk_en; }
 template <class Model> bool load_edge(const Model *t) { return t->load_clk_en; }
 template <class Model> bool ctl_edge(const Model *t)

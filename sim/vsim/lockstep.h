@@ -2,12 +2,12 @@
 // with NTPU_VSIM_LOCKSTEP runs this second model of the core beside its own.
 //
 // The harness clocks its model in one step a cycle (decision 0017), gives the gated clocks edges
-// only where their enables allow (0021, 0024), and takes Verilator's scheduler steps itself, skipping the
-// input region when no input changed (0022). Each of those claims to change nothing. The second
-// model is clocked the plain way, two eval() calls a cycle with every clock ticking in every cycle,
-// and is given the same inputs. Before every edge the outputs of the two must be equal, after it
-// every variable (the memories and tables every 1,024 cycles and at the end); the first that is
-// not stops the run with its name.
+// only where their enables allow (0021, 0024), and takes Verilator's scheduler steps itself,
+// skipping the input region when no input changed (0022). Each of those claims to change nothing.
+// The second model is clocked the plain way, two eval() calls a cycle with every clock ticking in
+// every cycle, and is given the same inputs. Before every edge the outputs of the two must be
+// equal, after it every variable (the memories and tables every 1,024 cycles and at the end); the
+// first that is not stops the run with its name.
 #ifndef NTPU_VSIM_LOCKSTEP_H
 #define NTPU_VSIM_LOCKSTEP_H
 
