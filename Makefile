@@ -55,12 +55,25 @@ VMODEL := $(VOBJ)/Vntpu_core__ALL.a
 # Two models of the core: Vntpu_core without tracing, which lets Verilator keep internal signals in
 # C++ locals (~15 % faster), for every run; Vntpu_core_trace for vsim:trace=FILE only. Both are the
 # core behind sim/vsim/ntpu_vsim_core.sv, which ties m_tx_ready high (the harness takes every byte).
-VSIM_SRCS := $(RTL_SRCS) sim/vsim/ntpu_vsim_gate.sv sim/vsim/ntpu_vsim_core.sv
-VFLAGS := --cc --top-module ntpu_vsim_core --prefix Vntpu_core -GN=$(N) -GLINK_BYTES=$(LINK_BYTES) -GPM_ROWS=$(PM_ROWS) -GMEM_OVERLAP=1 -GOS_ROWS=$(OS_ROWS) -O3 --x-assign fast --x-initial fast \
-          +define+NTPU_VSIM_GATES --noassert -Wno-fatal -Mdir $(VOBJ)
+# vsim's sources: rtl/ with the simulation forms of sim/vsim/ (a module of the same name as its rtl/
+# twin, held to it by the lockstep check: docs/decisions/0025-one-rtl.md) in place of their twins, and
+# the modules only vsim has. The boards' link modules (UART, FIFO, PLL) are not part of the core.
+VSIM_TWINS := $(sort $(filter $(patsubst rtl/%,sim/vsim/%,$(RTL_SRCS)),$(wildcard sim/vsim/ntpu_*.sv)))
+VSIM_ONLY := sim/vsim/ntpu_vsim_delay.sv sim/vsim/ntpu_vsim_gate.sv sim/vsim/ntpu_vsim_core.sv
+VSIM_SRCS := rtl/ntpu_pkg.sv sim/vsim/ntpu_vsim_pkg.sv \
+             $(filter-out rtl/ntpu_pkg.sv rtl/ntpu_uart_% rtl/ntpu_fifo.sv rtl/ntpu_pll.sv \
+                          $(patsubst sim/vsim/%,rtl/%,$(VSIM_TWINS)),$(RTL_SRCS)) $(VSIM_TWINS) $(VSIM_ONLY)
+VPARAMS := -GN=$(N) -GLINK_BYTES=$(LINK_BYTES) -GPM_ROWS=$(PM_ROWS) -GMEM_OVERLAP=1 -GOS_ROWS=$(OS_ROWS)
+VFLAGS := --cc --top-module ntpu_vsim_core --prefix Vntpu_core $(VPARAMS) -O3 --x-assign fast --x-initial fast \
+          --noassert -Wno-fatal -Mdir $(VOBJ)
 VOBJ_TRACE := $(BUILD)/vobj-trace
-VFLAGS_TRACE := --cc --top-module ntpu_vsim_core --prefix Vntpu_core_trace -GN=$(N) -GLINK_BYTES=$(LINK_BYTES) -GPM_ROWS=$(PM_ROWS) -GMEM_OVERLAP=1 -GOS_ROWS=$(OS_ROWS) -O3 --x-assign fast \
-                --x-initial fast +define+NTPU_VSIM_GATES --noassert --trace-fst -Wno-fatal -Mdir $(VOBJ_TRACE)
+VFLAGS_TRACE := --cc --top-module ntpu_vsim_core --prefix Vntpu_core_trace $(VPARAMS) -O3 --x-assign fast \
+                --x-initial fast --noassert --trace-fst -Wno-fatal -Mdir $(VOBJ_TRACE)
+# The same core from rtl/ alone, exactly what synthesis reads (vsim:rtl): no simulation forms, no gated
+# clocks, two evals a cycle. Also the reference of the lockstep check (mk/tests.mk).
+VOBJ_RTL := $(BUILD)/vobj-rtl
+VFLAGS_RTL := --cc --top-module ntpu_core --prefix Vntpu_core_rtl $(VPARAMS) -O3 --x-assign fast --x-initial fast \
+              --noassert -Wno-fatal -Mdir $(VOBJ_RTL)
 
 # The iCEBreaker board top, a second model for vsim:board=icebreaker (sim/vsim/vsim_board.cpp): built
 # with the parameters of the board's bitstream (its board.mk, CONFIG=core), the generic rtl/ modules
@@ -72,8 +85,8 @@ BOARD_SIM_PARAMS = $(shell MAKEFLAGS= $(MAKE) -s --no-print-directory -f $(BOARD
                      CONFIG=core board-params)
 VFLAGS_BOARD := --cc --top-module ntpu_icebreaker_top --prefix Vntpu_icebreaker_top -GPLL_EN=0 -O3 \
                 --x-assign fast --x-initial fast --noassert --trace-fst -Wno-fatal -Mdir $(VOBJ_BOARD)
-VOBJS_ALL := $(VOBJ)/objs.txt $(VOBJ_TRACE)/objs.txt $(VOBJ_BOARD)/objs.txt
-VSTAMPS := $(VOBJ)/stamp $(VOBJ_TRACE)/stamp $(VOBJ_BOARD)/stamp
+VOBJS_ALL := $(VOBJ)/objs.txt $(VOBJ_TRACE)/objs.txt $(VOBJ_RTL)/objs.txt $(VOBJ_BOARD)/objs.txt
+VSTAMPS := $(VOBJ)/stamp $(VOBJ_TRACE)/stamp $(VOBJ_RTL)/stamp $(VOBJ_BOARD)/stamp
 
 LIB_A := $(BUILD)/libntpu.a
 LIB_SO := $(BUILD)/libntpu.so
@@ -117,6 +130,14 @@ $(VOBJ_TRACE)/stamp: $(VSIM_SRCS) Makefile sim/vsim/vobj.mk
 	        OPT_FAST=-O1 OPT_SLOW=-O1 OPT_GLOBAL=-O2 CXXFLAGS="$(VCXXFLAGS)" vsim-objs
 	@touch $@
 
+# The rtl/ core (vsim:rtl): the model's objects only, as the board's below.
+$(VOBJ_RTL)/stamp: $(RTL_SRCS) Makefile sim/vsim/vobj.mk
+	@mkdir -p $(VOBJ_RTL)
+	$(VERILATOR) $(VFLAGS_RTL) $(filter-out rtl/ntpu_uart_% rtl/ntpu_fifo.sv rtl/ntpu_pll.sv,$(RTL_SRCS))
+	$(MAKE) -s -C $(VOBJ_RTL) -f $(CURDIR)/sim/vsim/vobj.mk -j$(JOBS) VMODEL=Vntpu_core_rtl VRUNTIME=0 \
+	        $(VOPT) CXXFLAGS="$(VCXXFLAGS)" vsim-objs
+	@touch $@
+
 # The model's objects only: Verilator's run-time comes with the core model's. The harness learns
 # the board's clock and bit rate from ntpu_board_params.h.
 $(VOBJ_BOARD)/stamp: $(BOARD_SIM_SRCS) $(BOARD_SIM_MK) mk/board_params.mk sim/vsim/vobj.mk Makefile
@@ -135,9 +156,9 @@ $(BUILD)/obj/%.o: %.c | deps-quiet
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/sim/vsim/%.o: sim/vsim/%.cpp $(VOBJ)/stamp $(VOBJ_TRACE)/stamp
+$(BUILD)/obj/sim/vsim/%.o: sim/vsim/%.cpp $(VOBJ)/stamp $(VOBJ_TRACE)/stamp $(VOBJ_RTL)/stamp
 	@mkdir -p $(dir $@)
-	$(CXX) $(CPPFLAGS) -I$(VOBJ) -I$(VOBJ_TRACE) -isystem /usr/share/verilator/include -isystem /usr/share/verilator/include/vltstd \
+	$(CXX) $(CPPFLAGS) -I$(VOBJ) -I$(VOBJ_TRACE) -I$(VOBJ_RTL) -isystem /usr/share/verilator/include -isystem /usr/share/verilator/include/vltstd \
 	       $(CXXFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/sim/vsim/vsim_board.o: sim/vsim/vsim_board.cpp $(VOBJ_BOARD)/stamp
@@ -206,11 +227,13 @@ include mk/fpga.mk
 # ---------------------------------------------------------------- lint
 .PHONY: lint
 lint: deps-quiet ## verilator -Wall on every RTL file (and vsim's top); C and C++ with -Werror
-	@for f in $(VSIM_SRCS); do \
+	@for f in $(RTL_SRCS); do \
 	  m=$$(basename $$f .sv); [ "$$m" = ntpu_pkg ] && continue; \
-	  $(VERILATOR) --lint-only -Wall --top-module $$m $(VSIM_SRCS) || exit 1; \
-	done; $(VERILATOR) --lint-only -Wall +define+NTPU_VSIM_GATES --top-module ntpu_vsim_core $(VSIM_SRCS) || exit 1; \
-	echo "verilator -Wall: $(words $(VSIM_SRCS)) files clean (and vsim's top with its clock gate)"
+	  $(VERILATOR) --lint-only -Wall --top-module $$m $(RTL_SRCS) || exit 1; \
+	done; echo "verilator -Wall: the $(words $(RTL_SRCS)) files of rtl/ clean"
+	@for f in $(VSIM_TWINS) $(VSIM_ONLY); do \
+	  $(VERILATOR) --lint-only -Wall --top-module $$(basename $$f .sv) $(VSIM_SRCS) || exit 1; \
+	done; echo "verilator -Wall: vsim's $(words $(VSIM_TWINS) $(VSIM_ONLY)) simulation-only files clean"
 	@$(MAKE) -s all
 	@echo "C/C++: built with -Wall -Wextra -Werror"
 

@@ -24,18 +24,25 @@ $(TEST_BUILD)/rtl/%/tb.vvp: tests/rtl/%/sources.f $(RTL_SRCS) $(wildcard tests/r
 	@mkdir -p $(dir $@)
 	$(IVERILOG) -g2012 -Wall -Wno-timescale -o $@ -f $<
 
-# The same benches built by Verilator, for blocks whose Verilator-only forms vsim runs instead of the
-# synthesised logic: the fp32 add by doubles (docs/decisions/0019-vsim-fp-add.md), the PE (the
-# boards' arrays in the simulated board), the array's rows computed whole (vsim's, decision 0020) and
-# its skew lines (the boards'), the receiver's and transmitter's byte counts (decision 0017), the
-# transposer's row taken in one block and the sequencer's hazard loop (decision 0022).
-# Checked vector for vector like the logic the boards get.
-VERILATOR_BENCHES := ntpu_fp32_add ntpu_pe ntpu_array ntpu_array_pipe ntpu_array_shared ntpu_link_rx_wide ntpu_transpose \
+# The same benches built by Verilator with vsim's simulation forms (sim/vsim/ntpu_*.sv) in place of
+# their rtl/ twins, for the twins that compute differently from the synthesised logic: the fp32 add by
+# doubles (docs/decisions/0019-vsim-fp-add.md), the array's rows computed whole (decision 0020) and
+# its skew lines, the receiver's and transmitter's byte counts (decision 0017), the transposer's row
+# taken in one block and the sequencer's hazard loop (decision 0022). Checked vector for vector like
+# the logic the boards get; the whole core is held to rtl/ by the lockstep check below.
+VERILATOR_BENCHES := ntpu_fp32_add ntpu_array ntpu_array_pipe ntpu_array_shared ntpu_link_rx_wide ntpu_transpose \
                      ntpu_link_tx_wide ntpu_seq
-$(TEST_BUILD)/rtl-verilator/%/Vtb: tests/rtl/%/sources.f $(RTL_SRCS) $(wildcard tests/rtl/*/*)
+$(TEST_BUILD)/rtl-verilator/%/Vtb: tests/rtl/%/sources.f $(RTL_SRCS) $(VSIM_SRCS) $(wildcard tests/rtl/*/*)
 	@rm -rf $(dir $@) && mkdir -p $(dir $@)
+	@while read -r f; do \
+	  case "$$f" in rtl/ntpu_pkg.sv) echo "$$f"; echo sim/vsim/ntpu_vsim_pkg.sv ;; \
+	    rtl/*) if [ -f "sim/vsim/$${f#rtl/}" ]; then echo "sim/vsim/$${f#rtl/}"; else echo "$$f"; fi ;; \
+	    *) echo "$$f" ;; esac; \
+	done < $< > $(dir $@)sources.f
+	@grep -q sim/vsim/ntpu_array.sv $(dir $@)sources.f && echo sim/vsim/ntpu_vsim_delay.sv >> $(dir $@)sources.f; \
+	 grep -q sim/vsim/ntpu_vsim_pkg.sv $(dir $@)sources.f || sed -i '1i sim/vsim/ntpu_vsim_pkg.sv' $(dir $@)sources.f
 	$(VERILATOR) --binary --timing -O3 -Wno-fatal -Wno-lint -Wno-style -Wno-TIMESCALEMOD --top-module tb \
-	  -Mdir $(dir $@)obj -o ../Vtb -f $< > $(dir $@)build.log 2>&1 || { tail -20 $(dir $@)build.log; exit 1; }
+	  -Mdir $(dir $@)obj -o ../Vtb -f $(dir $@)sources.f > $(dir $@)build.log 2>&1 || { tail -20 $(dir $@)build.log; exit 1; }
 
 # The lockstep check of vsim's fast clocking (sim/vsim/lockstep.h): the library again, with the
 # harness built with NTPU_VSIM_LOCKSTEP, which clocks a second model the plain way beside its own and
@@ -49,8 +56,8 @@ $(LOCKSTEP)/ntpu_lockstep_diff.h: tools/vsim_lockstep_gen.py $(VOBJ)/stamp
 	python3 $< $(VOBJ)/Vntpu_core___024root.h $@.tmp && mv $@.tmp $@
 
 $(LOCKSTEP)/vsim.o: sim/vsim/vsim.cpp $(wildcard sim/vsim/*.h) $(LOCKSTEP)/ntpu_lockstep_diff.h $(VOBJ)/stamp \
-                    $(VOBJ_TRACE)/stamp
-	$(CXX) $(CPPFLAGS) -DNTPU_VSIM_LOCKSTEP -I$(LOCKSTEP) -I$(VOBJ) -I$(VOBJ_TRACE) \
+                    $(VOBJ_TRACE)/stamp $(VOBJ_RTL)/stamp
+	$(CXX) $(CPPFLAGS) -DNTPU_VSIM_LOCKSTEP -I$(LOCKSTEP) -I$(VOBJ) -I$(VOBJ_TRACE) -I$(VOBJ_RTL) \
 	       -isystem /usr/share/verilator/include -isystem /usr/share/verilator/include/vltstd $(CXXFLAGS) -c $< -o $@
 
 $(LOCKSTEP)/libntpu.a: $(LIB_A) $(LOCKSTEP)/vsim.o

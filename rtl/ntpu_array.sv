@@ -30,7 +30,7 @@
 //                    a column, so after N beats PE(i,n) holds WB[wb_addr+n][i].
 // Only buffer w_buf shifts; rows using the other buffer keep computing meanwhile.
 //
-// Requirements on the driver (the sequencer), not checked here (vsim's form checks the first):
+// Requirements on the driver (the sequencer), not checked here (vsim's fast form checks the first):
 //   - No row using buffer b may be inside the array while b shifts: every beat into b must come at
 //     least LATENCY-1 cycles after the last a_valid with a_buf = b (waiting LATENCY is safe).
 //   - A row using buffer b may enter (a_valid) in the cycle of the last beat of b's tile or later.
@@ -80,7 +80,7 @@ module ntpu_array #(
   if (BF16_SHARED != 0 && BF16_GAP < BF16_LATENCY) begin : g_bad_gap
     initial $fatal(1, "ntpu_array: BF16_GAP must be at least BF16_LATENCY = %0d", BF16_LATENCY);
   end
-  /* verilator lint_off UNUSEDSIGNAL */  // the nets below are unused by vsim's g_fast form
+  /* verilator lint_off UNUSEDSIGNAL */
   // Nets between PEs. PE(i,n) reads a_h[i][n] etc. from the left and writes a_h[i][n+1]; reads
   // ps_v[i][n] from above and writes ps_v[i+1][n]. Every one is driven by a register, so no
   // combinational path crosses a PE; split_var lets Verilator order them element by element
@@ -94,7 +94,7 @@ module ntpu_array #(
   // y_valid: a_valid delayed LATENCY cycles (only int8 rows' with BF16_SHARED); the only state
   // with a reset.
   logic [LATENCY-1:0] valid_q;
-  logic               pe_valid;  `ifdef VERILATOR localparam bit VFAST = PE_STAGES == 1 && BF16_SHARED == 0; `endif
+  logic               pe_valid;
   logic [N*32-1:0]    pe_row;
 
   always_ff @(posedge clk) begin
@@ -121,9 +121,8 @@ module ntpu_array #(
   // PE(i,0). The first register also keeps the PEs off the module inputs, so no PE logic is
   // combinational from outside.
   for (genvar i = 0; i < N; i++) begin : g_skew_a  /* verilator lint_off UNUSEDPARAM */
-    localparam int DEPTH = i * PE_S;  `ifndef VERILATOR
+    localparam int DEPTH = i * PE_S;
     logic [17:0] sr_q [0:DEPTH];  // {buf, bf16, lane}
-`ifndef VERILATOR
     always_ff @(posedge clk) begin
       if (busy) begin
         sr_q[0] <= {a_buf, a_bf16, a_row[16*i +: 16]};
@@ -132,16 +131,14 @@ module ntpu_array #(
         end
       end
     end
-`endif
-    assign {buf_h[i][0], bf16_h[i][0], a_h[i][0]} = sr_q[DEPTH];  `endif  /* verilator lint_on UNUSEDPARAM */
+    assign {buf_h[i][0], bf16_h[i][0], a_h[i][0]} = sr_q[DEPTH];  /* verilator lint_on UNUSEDPARAM */
   end
 
   // Chain start values: column n waits n+1 cycles (one more with pipelined PEs), to meet its row
   // at PE(0,n).
   for (genvar n = 0; n < N; n++) begin : g_skew_acc  /* verilator lint_off UNUSEDPARAM */
-    localparam int DEPTH = n + PRE;  `ifndef VERILATOR
+    localparam int DEPTH = n + PRE;
     logic [31:0] sr_q [0:DEPTH];
-`ifndef VERILATOR
     always_ff @(posedge clk) begin
       if (busy) begin
         sr_q[0] <= a_acc[32*n +: 32];
@@ -150,11 +147,10 @@ module ntpu_array #(
         end
       end
     end
-`endif
-    assign ps_v[0][n] = sr_q[DEPTH];  `endif  /* verilator lint_on UNUSEDPARAM */
+    assign ps_v[0][n] = sr_q[DEPTH];  /* verilator lint_on UNUSEDPARAM */
   end
 
-  for (genvar i = 0; i < N; i++) begin : g_row  `ifdef VERILATOR if (!VFAST) begin : g_pes `endif
+  for (genvar i = 0; i < N; i++) begin : g_row
     for (genvar n = 0; n < N; n++) begin : g_col
       // Flat vectors (the PE's ports are [1:0][15:0]): Yosys cannot size a packed 2-D signal
       // declared in a generate block and driven from a nested one.
@@ -192,24 +188,23 @@ module ntpu_array #(
         .psum_in    (ps_v[i][n]),
         .psum_q     (ps_v[i+1][n])
       );
-    end  `ifdef VERILATOR end `endif
+    end
   end
 
   // The right edge's activations have nowhere to go.
   logic [N-1:0] unused_right;
-  for (genvar i = 0; i < N; i++) begin : g_unused  `ifdef VERILATOR if (!VFAST) begin : g_pes `endif
-    assign unused_right[i] = ^{a_h[i][N], buf_h[i][N], bf16_h[i][N]};  `ifdef VERILATOR end `endif
+  for (genvar i = 0; i < N; i++) begin : g_unused
+    assign unused_right[i] = ^{a_h[i][N], buf_h[i][N], bf16_h[i][N]};
   end
 
   // De-skew: column n's result leaves the bottom PE at cycle n+1+PRE+N*PE_STAGES and waits
   // N-1-n more cycles.
-  for (genvar n = 0; n < N; n++) begin : g_deskew  `ifdef VERILATOR if (!VFAST) begin : g_pes `endif
+  for (genvar n = 0; n < N; n++) begin : g_deskew
     if (n == N - 1) begin : g_direct
       assign pe_row[32*n +: 32] = ps_v[N][n];
     end else begin : g_delay  /* verilator lint_off UNUSEDPARAM */
-      localparam int DEPTH = N - 1 - n;  `ifndef VERILATOR
+      localparam int DEPTH = N - 1 - n;
       logic [31:0] sr_q [0:DEPTH-1];
-`ifndef VERILATOR
       always_ff @(posedge clk) begin
         if (busy) begin
           sr_q[0] <= ps_v[N][n];
@@ -218,9 +213,8 @@ module ntpu_array #(
           end
         end
       end
-`endif
-      assign pe_row[32*n +: 32] = sr_q[DEPTH-1];  `endif  /* verilator lint_on UNUSEDPARAM */
-    end  `ifdef VERILATOR end `endif
+      assign pe_row[32*n +: 32] = sr_q[DEPTH-1];  /* verilator lint_on UNUSEDPARAM */
+    end
   end
 
   if (BF16_SHARED != 0) begin : g_shared
@@ -257,215 +251,12 @@ module ntpu_array #(
     assign y_row = pe_row;
   end
 
-`ifdef VERILATOR
-  // Simulation only (vsim speed), two forms. Both give every y_row bit for bit and y_valid as the
-  // header says; the Verilator benches (ntpu_array for g_fast, ntpu_array_pipe and _shared for
-  // g_lines) check them vector for vector.
-  if (!VFAST) begin : g_lines
-    // Pipelined PEs or the shared bf16 unit (the boards' arrays): the PEs as synthesised, each skew
-    // line as ntpu_vsim_delay (a ring of its inputs and a pointer, then a plain register) rather
-    // than a shift register whose every element Verilator moves through a queued copy each cycle.
-    // Exact: the line's last element (the only one read) is the input taken D + 1 busy cycles
-    // earlier, as the shift gives; both start all zeros (the shift register has no reset either).
-    // The synthesised lines' sr_q and DEPTH are hidden from Verilator (`ifndef at their line ends;
-    // lint_off UNUSEDPARAM for DEPTH, whose value D repeats here).
-    for (genvar i = 0; i < N; i++) begin : g_skew_a_v
-      ntpu_vsim_delay #(.W(18), .D(i * PE_S)) u_line (
-        .clk(clk), .en(busy), .in({a_buf, a_bf16, a_row[16*i +: 16]}),
-        .out({buf_h[i][0], bf16_h[i][0], a_h[i][0]}));
-    end
-    for (genvar n = 0; n < N; n++) begin : g_skew_acc_v
-      ntpu_vsim_delay #(.W(32), .D(n + PRE)) u_line (.clk(clk), .en(busy), .in(a_acc[32*n +: 32]), .out(ps_v[0][n]));
-    end
-    for (genvar n = 0; n < N - 1; n++) begin : g_deskew_v
-      ntpu_vsim_delay #(.W(32), .D(N - 2 - n)) u_line (.clk(clk), .en(busy), .in(ps_v[N][n]), .out(pe_row[32*n +: 32]));
-    end
-  end else begin : g_fast
-    // Single-cycle PEs (vsim's array): no PEs, skew or de-skew lines (the synthesised ones are left
-    // out by the `ifdef guards at their line ends). A row's N column chains are computed whole in
-    // the cycle it enters, with the weights it would meet in the PEs, and its result waits in a
-    // ring (below) until LATENCY. Exact because the weights a row uses cannot change while it is
-    // inside the array (the driver's requirements in the header) and a row may enter in the cycle
-    // of its tile's last beat, which lands before the row is computed below.
-    //
-    // The weights are kept in the forms the rows use: int8 sign-extended, bf16 as a double (both
-    // exact). A bf16 MAC is ntpu_mac_bf16 by the host's double arithmetic: the product of two bf16
-    // values is exact in a double, the sum of two fp32 values rounded to 53 bits and then to 24
-    // (add 2^28 - 1 and the lowest kept bit, drop 29 bits) is the sum rounded once to 24 bits,
-    // because 53 >= 2 * 24 + 2 (Figueroa, 1995; decision 0019). The chain keeps its sum as a
-    // double, so only the device's range rules need code: a product or sum outside fp32's normal
-    // range is flushed to zero of its sign or becomes Inf, and a NaN leaves as 0x7FC00000.
-    localparam int NP = (N + 1) / 2;  // int8 weights packed two columns to a word (below)
-    int  wi [2][N][N];  // PE(i,n)'s buffer b: the low byte sign-extended
-    logic [63:0] wp [2][N][NP];  // wi[b][i][2q] + 2^32 * wi[b][i][2q+1] (0 past column N - 1)
-    real wd [2][N][N];  // the same weight as bf16, as a double (a subnormal is zero of its sign)
-    // Rows in flight: a row is computed into the ring in the cycle it enters, waits there
-    // LATENCY - 1 busy cycles and then moves into line_q, which y_row shows from the next cycle:
-    // LATENCY in all, as the PEs take. A busy cycle without a row leaves its slot as it was; that
-    // slot comes out where y_valid is low. (Computed in place, with no register and delay line
-    // between: two fewer copies of the row a cycle.)
-    localparam int RING = LATENCY - 1;
-    localparam int RP_W = $clog2(RING);
-    logic [N*32-1:0] ring [RING];
-    logic [RP_W-1:0] rp_q = '0;
-    logic [N*32-1:0] line_q = '0;
-    initial for (int k = 0; k < RING; k++) ring[k] = '0;
 
-    // fp32 bits (a bf16 as their high half) as the same double, reading a subnormal as zero.
-    function automatic real to_real(logic [31:0] x);
-      if (x[30:23] == 8'h00) return $bitstoreal({x[31], 63'd0});
-      if (x[30:23] == 8'hFF) return $bitstoreal({x[31], 11'h7FF, x[22:0], 29'd0});
-      return $bitstoreal({x[31], 11'({3'd0, x[30:23]} + 11'd896), x[22:0], 29'd0});
-    endfunction
 
-    // A double that is an fp32 value, zero, Inf or NaN, as fp32 bits (any NaN as 0x7FC00000).
-    function automatic logic [31:0] to_fp32(real r);
-      logic [63:0] b = $realtobits(r);
-      if (b[62:52] == 11'h7FF) return (b[51:0] != 52'd0) ? 32'h7FC0_0000 : {b[63], 8'hFF, 23'd0};
-      if (b[62:52] == 11'h000) return {b[63], 31'd0};
-      return {b[63], 8'(b[62:52] - 11'd896), b[51:29]};
-    endfunction
 
-    /* verilator lint_off BLKSEQ */
-    always_ff @(posedge clk) begin
-      // The MACs' scalar temporaries, assigned here before any branch: Verilator then makes them
-      // C++ locals, which the compiler keeps in registers (it localizes only a variable whose first
-      // write is outside every branch; a member would be stored and loaded again at every MAC).
-      logic [63:0] s8;  // int8: a column pair's sum of products (below)
-      real acc, p, s;  // bf16: a column's sum, a product, their sum
-      logic [62:0] pb;  // the product's magnitude bits
-      logic [63:0] sb, rb, qb;
-      s8 = 64'd0;
-      acc = 0.0;
-      p = 0.0;
-      s = 0.0;
-      pb = 63'd0;
-      {sb, rb, qb} = '0;
-      // The oldest row out first (its slot is the one a row entering now takes).
-      if (busy) begin
-        line_q <= ring[rp_q];
-        rp_q <= (rp_q == RP_W'(RING - 1)) ? '0 : rp_q + 1'b1;
-      end
-      // Weight beat first (blocking, each element read before it is overwritten): a row may use
-      // its tile's last beat in the same cycle.
-      if (w_valid) begin
-        if (w_transpose) begin
-          for (int i = 0; i < N; i++) begin
-            for (int n = N - 1; n > 0; n--) begin
-              wi[w_buf][i][n] = wi[w_buf][i][n-1];
-              wd[w_buf][i][n] = wd[w_buf][i][n-1];
-            end
-            wi[w_buf][i][0] = 32'(signed'(w_row[16*i +: 8]));
-            wd[w_buf][i][0] = to_real({w_row[16*i +: 16], 16'd0});
-          end
-        end else begin
-          for (int i = N - 1; i > 0; i--) begin
-            for (int n = 0; n < N; n++) begin
-              wi[w_buf][i][n] = wi[w_buf][i-1][n];
-              wd[w_buf][i][n] = wd[w_buf][i-1][n];
-            end
-            for (int q = 0; q < NP; q++) wp[w_buf][i][q] = wp[w_buf][i-1][q];
-          end
-          for (int n = 0; n < N; n++) begin
-            wi[w_buf][0][n] = 32'(signed'(w_row[16*n +: 8]));
-            wd[w_buf][0][n] = to_real({w_row[16*n +: 16], 16'd0});
-          end
-        end
-        // The pairs packed again where they changed: every row after a transposed beat (each pair
-        // of columns moved), only the new row 0 after a normal one (the rows moved down whole).
-        for (int i = 0; i < N; i++) begin
-          if (i == 0 || w_transpose) begin
-            for (int q = 0; q < NP; q++) begin
-              wp[w_buf][i][q] = 64'(wi[w_buf][i][2*q]);
-              if (2*q + 1 < N) wp[w_buf][i][q] += {wi[w_buf][i][2*q+1], 32'd0};
-            end
-          end
-        end
-      end
-      if (a_valid) begin
-        if (a_bf16) begin
-          real ad [N];
-          for (int i = 0; i < N; i++) ad[i] = to_real({a_row[16*i +: 16], 16'd0});
-          for (int n = 0; n < N; n++) begin
-            acc = to_real(a_acc[32*n +: 32]);
-            for (int i = 0; i < N; i++) begin
-              p = ad[i] * wd[a_buf][i][n];
-              s = acc + p;
-              pb = 63'($realtobits(p));
-              sb = $realtobits(s);
-              rb = (sb + 64'h0FFF_FFFF + {63'd0, sb[29]}) & ~64'h1FFF_FFFF;
-              // The common case: a product and a rounded sum in fp32's normal range, or zero. (A NaN
-              // never passes as zero: its payload came from to_real, whose low 29 bits are zero, so
-              // the rounding add cannot carry into the sign.)
-              if ((11'(pb[62:52] - 11'd897) < 11'd254 || pb == 63'd0) &&
-                  (11'(rb[62:52] - 11'd897) < 11'd254 || rb[62:0] == 63'd0)) begin
-                acc = $bitstoreal(rb);
-              end else begin
-                // The rest, by the device's range rules: a finite product below 2^-126 is zero of
-                // its sign, from 2^128 Inf (ntpu_bf16_mul); a sum whose rounding leaves the normal
-                // range likewise (ntpu_fp32_add); Inf, NaN and zero sums as IEEE gives them. Inline,
-                // not a function: Verilator would evaluate a function call on every MAC. (The Infs
-                // keep a variable sign: Verilator 5.006 writes a constant Inf as `inf`, which g++
-                // does not know.)
-                qb = $realtobits(p);
-                if (qb[62:52] != 11'h7FF && qb[62:0] != 63'd0) begin
-                  if (qb[62:52] < 11'd897) qb = {qb[63], 63'd0};
-                  else if (qb[62:52] > 11'd1150) qb = {qb[63], 11'h7FF, 52'd0};
-                end
-                sb = $realtobits(acc + $bitstoreal(qb));
-                rb = (sb + 64'h0FFF_FFFF + {63'd0, sb[29]}) & ~64'h1FFF_FFFF;
-                if (sb[62:52] == 11'h7FF || sb[62:0] == 63'd0) acc = $bitstoreal(sb);
-                else if (rb[62:52] < 11'd897) acc = $bitstoreal({sb[63], 63'd0});
-                else if (rb[62:52] > 11'd1150) acc = $bitstoreal({sb[63], 11'h7FF, 52'd0});
-                else acc = $bitstoreal(rb);
-              end
-            end
-            ring[rp_q][32*n +: 32] = to_fp32(acc);
-          end
-        end else begin
-          // Two columns in one 64-bit multiply-add: the sum over i of a_i * wp[i][q] (mod 2^64, so
-          // unsigned arithmetic gives it) is S0 + 2^32 * S1, where S0 and S1 are the columns' sums
-          // of products. |S0| <= N * 2^14 < 2^31, so S0 is the low half read as signed, and S1 the
-          // high half plus one where S0 is negative (its borrow). Each is then added to its
-          // column's a_acc, wrapping as the PEs' int32 sums do. (The activations are sign-extended
-          // by an XOR and a subtraction: three instructions, where the generated sign extension
-          // takes five.)
-          logic [63:0] ai [N];
-          for (int i = 0; i < N; i++) ai[i] = ({56'd0, a_row[16*i +: 8]} ^ 64'h80) - 64'h80;
-          for (int q = 0; q < NP; q++) begin
-            s8 = 64'd0;
-            for (int i = 0; i < N; i++) s8 += ai[i] * wp[a_buf][i][q];
-            ring[rp_q][64*q +: 32] = a_acc[64*q +: 32] + s8[31:0];
-            if (2*q + 1 < N) ring[rp_q][64*q + 32 +: 32] = a_acc[64*q + 32 +: 32] + s8[63:32] + 32'(s8[31]);
-          end
-        end
-      end
-    end
-    /* verilator lint_on BLKSEQ */
 
-    // The driver's rule that makes this form exact (the header): no beat into a buffer until
-    // LATENCY - 1 cycles after the last row that uses it. The PEs would give other results then and
-    // this form would not, so it checks the rule, and once it is broken every row leaves as all
-    // ones, which no differential test takes for a right answer: a sequencer's mistake cannot hide
-    // here. (Not $fatal: a display task gives the model VerilatedScope objects, and deleting such a
-    // model hung vsim's harness in Verilator 5.006.)
-    // Cycles since the last row that used buffer 0 / 1 (at most LATENCY), as two registers: an
-    // array's elements written nonblocking would go through Verilator's write queue every cycle.
-    int   since0_q = LATENCY, since1_q = LATENCY;
-    logic broken_q = 1'b0;
-    always_ff @(posedge clk) begin
-      if (!rst && w_valid && (w_buf ? since1_q : since0_q) < LATENCY - 1) broken_q <= 1'b1;
-      if (rst) since0_q <= LATENCY;
-      else if (a_valid && !a_buf) since0_q <= 1;
-      else if (since0_q < LATENCY) since0_q <= since0_q + 1;
-      if (rst) since1_q <= LATENCY;
-      else if (a_valid && a_buf) since1_q <= 1;
-      else if (since1_q < LATENCY) since1_q <= since1_q + 1;
-    end
 
-    assign pe_row = broken_q ? '1 : line_q;
-  end
-`endif
 endmodule
 
 `default_nettype wire
+

@@ -180,3 +180,4 @@ module ntpu_bf16_shared #(
 endmodule
 
 `default_nettype wire
+

@@ -113,10 +113,10 @@ module ntpu_cmd
   input  logic [N*32-1:0]            acc_rdata,
   input  logic [N*32-1:0]            os_rdata,   // OS_ROWS > 0
   // performance counters
-  input  logic [CNT_COUNT*COUNTER_W-1:0] cnt,  `ifdef NTPU_VSIM_GATES output logic cnt_pick_en, output logic [3:0] cnt_pick_idx, input logic [COUNTER_W-1:0] cnt_pick, `endif
+  input  logic [CNT_COUNT*COUNTER_W-1:0] cnt,
   output logic [CNT_COUNT-1:0]       cnt_clear,  // COUNTERS CLEAR: counter k is read out now
   output logic                       wait_frame,  // no frame to work on
-  output logic                       wait_drain  `ifdef NTPU_VSIM_GATES , output logic gate_wait `endif  // waiting for earlier commands to finish
+  output logic                       wait_drain  // waiting for earlier commands to finish
 );
 
   if (N < 2 || N > 32) begin : g_bad_n
@@ -299,7 +299,7 @@ module ntpu_cmd
   // Overlap: a memory command may start beside the sequencer's work when none of its rows is used
   // by that work (ntpu_seq's query); the vector sequencer must still be idle.
   logic mem_go;
-  `ifndef VERILATOR assign q_mem = mem[1:0]; `endif  // OS reads as UB: at worst a needless wait (vsim: at the end)
+   assign q_mem = mem[1:0];  // OS reads as UB: at worst a needless wait
   assign q_write = (op == OP_WRITE_MEM);
   assign q_addr = a16;
   assign q_rows = b16;
@@ -328,9 +328,8 @@ module ntpu_cmd
   assign adam_flag = (f1 & OPTIM_ADAM) != 8'd0;
   assign dec_flag = (f1 & OPTIM_DECOUPLED) != 8'd0;
   assign mom_flag = (f1 & OPTIM_MOMENTUM) != 8'd0;
-  // vsim: only S_DECODE reads err (through dec_status), so Verilator computes it only there.
   always_comb begin
-    err = DEV_OK;  `ifdef VERILATOR if (state_q == S_DECODE) begin `endif
+    err = DEV_OK;
     case (op)
       OP_NOP, OP_INFO, OP_FENCE, OP_STATUS: begin
         if (len != 16'd1) err = DEV_ERR_LENGTH;
@@ -418,7 +417,7 @@ module ntpu_cmd
     endcase
     // Inside a program, what replies with data or touches the link is an unknown opcode.
     if (run && (op == OP_INFO || op == OP_READ_MEM || op == OP_STATUS || op == OP_COUNTERS ||
-                op == OP_SYNC || op == OP_RUN)) err = DEV_ERR_OPCODE;  `ifdef VERILATOR end `endif
+                op == OP_SYNC || op == OP_RUN)) err = DEV_ERR_OPCODE;
   end
 
   // A frame after a lost one must not run until the lost one comes again; SYNC runs with any SEQ.
@@ -488,12 +487,12 @@ module ntpu_cmd
   logic cnt_end;                    // this beat ends a counter
   assign cnt_rest = ((left_q - 8'd1) & 8'd7) + 8'd1;
   assign blk_n = (W == 1 || op != OP_COUNTERS || run_rep) ? KW'(1) : (cnt_rest < 8'(W)) ? KW'(cnt_rest) : KW'(W);
-  assign cnt_end = (W == 1) ? (left_q[2:0] == 3'd1) : (8'(blk_n) == cnt_rest);  `ifndef VERILATOR
+  assign cnt_end = (W == 1) ? (left_q[2:0] == 3'd1) : (8'(blk_n) == cnt_rest);
   for (genvar i = 0; i < W; i++) begin : g_body_valid
     assign m_body_valid[i] = (i == 0) ? (state_q == S_BLOCK || state_q == S_RD_SEND)
                                       : (state_q == S_RD_SEND && KW'(i) < rd_n) ||
                                         (state_q == S_BLOCK && KW'(i) < blk_n);
-  end  `endif  // see the end
+  end
   // LOAD_W and MATMUL must see the vector unit's writes: they are handed over only while it is idle.
   assign m_seq_valid = (state_q == S_DISPATCH) && vec_idle;
   assign m_vec_valid = (state_q == S_VDISPATCH);
@@ -504,12 +503,11 @@ module ntpu_cmd
   assign rd_re = (state_q == S_RD_ISSUE) ||
                  (W > 1 && state_q == S_RD_SEND && m_body_ready && rd_last && rows_left_q != 16'd0);
   assign mem_re = rd_re && !mem_pm;
-  // (vsim: cnt_sel and cnt_clear below have Verilator forms at the end of the module.)
   // COUNTERS: counter 0 in S_CNT, counter k+1 as the last byte of counter k leaves (read whole).
   assign cnt_load = (state_q == S_CNT) ||
                     (state_q == S_BLOCK && op == OP_COUNTERS && !run_rep && m_body_ready &&
                      cnt_end && left_q != 8'(blk_n));
-  assign cnt_load_idx = (state_q == S_CNT) ? 4'd0 : cnt_idx_q + 4'd1;  `ifndef VERILATOR
+  assign cnt_load_idx = (state_q == S_CNT) ? 4'd0 : cnt_idx_q + 4'd1;
   always @* begin
     cnt_sel = '0;
     for (int k = 0; k < CNT_COUNT; k++) begin
@@ -519,7 +517,6 @@ module ntpu_cmd
   for (genvar k = 0; k < CNT_COUNT; k++) begin : g_cnt_clear
     assign cnt_clear[k] = cnt_load && cnt_load_idx == 4'(k) && ((f1 & COUNTERS_CLEAR) != 8'd0);
   end
-`endif
   assign s_frm_ready = (state_q == S_REPLY && m_hdr_ready && after_reply_q == S_IDLE) ||
                        (state_q == S_BLOCK && m_body_ready && left_q == 8'(blk_n)) ||
                        (state_q == S_RD_SEND && m_body_ready && rd_last && rows_left_q == 16'd0);
@@ -532,7 +529,7 @@ module ntpu_cmd
     rep_len_d = rep_len_q;
     left_d = left_q;
     rows_left_d = rows_left_q;
-    addr_d = addr_q;  `ifdef NTPU_VSIM_GATES inner_next = 1'b0; prog_end = 1'b0; prog_status = rep_status_q; if (!gate_wait) begin `endif  // vsim: see the end
+    addr_d = addr_q;
     case (state_q)
       S_IDLE: begin
         if (s_frm_valid) begin
@@ -678,7 +675,7 @@ module ntpu_cmd
       rep_len_d = 16'(1 + RUN_REPLY_BYTES);
       left_d = 8'(RUN_REPLY_BYTES);
       after_reply_d = S_BLOCK;
-    end  `ifdef NTPU_VSIM_GATES end `endif
+    end
   end
 
   always_ff @(posedge clk) begin
@@ -749,12 +746,12 @@ module ntpu_cmd
   logic [SH_W-1:0] wr_shift;
   if (W == 1) begin : g_wr_byte
     assign wr_shift = {src_data, sh_q[SH_W-1:8]};
-  end else begin : g_wr_wide  `ifndef VERILATOR
-    assign wr_shift = SH_W'({src_data, sh_q} >> (8 * fb_k_q));  `endif  // see the end
+  end else begin : g_wr_wide
+    assign wr_shift = SH_W'({src_data, sh_q} >> (8 * fb_k_q));
   end
   /* verilator lint_off LATCH */
-  // READ_MEM: a row just read comes straight from the memory's output (vsim: ntpu_core's), later bytes from sh_q.
-  always_comb begin  `ifdef NTPU_VSIM_GATES if (state_q == S_RD_SEND) begin `endif  // vsim: see the end
+  // READ_MEM: a row just read comes straight from the memory's output, later bytes from sh_q.
+  always_comb begin
     if (!rd_fresh_q) rd_row = sh_q;
     else begin
       case (mem)
@@ -764,7 +761,7 @@ module ntpu_cmd
         3'(MEM_OS): rd_row = SH_W'(os_rdata);
         default: rd_row = SH_W'(acc_rdata);
       endcase
-    end  `ifdef NTPU_VSIM_GATES end `endif
+    end
   end  /* verilator lint_on LATCH */
 
   // ---------------------------------------------------------------- sequence numbers
@@ -821,9 +818,9 @@ module ntpu_cmd
   assign m_vec_s = e16;
 
   assign mem_sel = mem;
-  assign mem_addr = addr_q;  `ifndef NTPU_VSIM_GATES
+  assign mem_addr = addr_q;
   assign mem_wdata = is_acc ? sh_q[SH_W-1 -: 32 * N]
-                            : {{(16 * N){1'b0}}, sh_q[SH_W-1 -: 16 * N]};  `endif  // vsim: see the end
+                            : {{(16 * N){1'b0}}, sh_q[SH_W-1 -: 16 * N]};
 
   // ---------------------------------------------------------------- program memory
   // S_PLEN reads the row holding the next LEN byte; S_HDR and S_WRITE fetch payload bytes from PM
@@ -833,8 +830,8 @@ module ntpu_cmd
   assign pm_byte = 8'(pm_baddr % PB_W'(ROW16_BYTES));
   assign pm_re = PM_EN && ((run && fetch_re) || (in_plen && run && !pl_wait_q && !prog_end) ||
                            (rd_re && mem_pm));
-  logic [8*W+16*N-1:0] pm_shifted;  `ifndef VERILATOR
-  assign pm_shifted = {(8*W)'(0), pm_rdata} >> (8 * pm_byte_q);  `endif  // see the end
+  logic [8*W+16*N-1:0] pm_shifted;
+  assign pm_shifted = {(8*W)'(0), pm_rdata} >> (8 * pm_byte_q);
   logic unused_pm_shifted;  // only the low W bytes (and two for LEN) are ever needed
   assign unused_pm_shifted = ^pm_shifted;
   assign src_data = run ? pm_shifted[8*W-1:0] : frm_rdata;
@@ -903,96 +900,12 @@ module ntpu_cmd
   assign wait_frame = (state_q == S_IDLE) && !s_frm_valid;
   assign wait_drain = ((state_q == S_DRAIN) && !all_idle && !mem_go) || ((state_q == S_DISPATCH) && !vec_idle);
 
-`ifdef VERILATOR
-  // ---------------------------------------------------------------- simulation-only forms
-  // vsim speed: the same logic, written so that Verilator skips it on the cycles nobody reads it.
-  // cnt_sel is read only with cnt_load; cnt_clear as one shift rather than a bit per counter (an
-  // index past the last counter clears none, as the per-bit compares do). The gated build takes the
-  // counter from the counters themselves (cnt_pick, ntpu_perf) and leaves cnt unread.
-`ifdef NTPU_VSIM_GATES
-  assign cnt_pick_en = cnt_load;
-  assign cnt_pick_idx = cnt_load_idx;
-  assign cnt_sel = cnt_pick;
-  logic unused_cnt;
-  assign unused_cnt = ^cnt;
-`else
-  always @* begin
-    cnt_sel = '0;
-    if (cnt_load) begin
-      for (int k = 0; k < CNT_COUNT; k++) begin
-        if (cnt_load_idx == 4'(k)) cnt_sel = cnt[k*COUNTER_W +: COUNTER_W];
-      end
-    end
-  end
-`endif
-  assign cnt_clear = (cnt_load && (f1 & COUNTERS_CLEAR) != 8'd0) ? CNT_COUNT'(1) << cnt_load_idx
-                                                                : '0;
 
-  // PM bytes are read only inside a program (src_data with run, pl_len and pl_lo_q in S_PLEN), and
-  // WRITE_MEM's shifted row only in S_WRITE as a byte is taken: the wide shifts only then, and
-  // otherwise they hold (latches, rather than being cleared after every edge).
-  /* verilator lint_off LATCH */
-  always_comb begin
-    if (run || in_plen) pm_shifted = {(8*W)'(0), pm_rdata} >> (8 * pm_byte_q);
-  end
-  // A fetch of a whole UB / WB row (2N bytes, every fetch of such a row on a link that wide) is a
-  // shift by a constant: word moves, where the variable shift of the 2 * SH_W bits costs ~100
-  // instructions in every cycle of a WRITE_MEM.
-  if (W > 1 && 2 * N <= W) begin : g_wr_wide_v
-    always_comb begin
-      // (Two tests rather than an else: Verilator computes a branch's wide temporaries before the
-      // whole if statement.)
-      if (state_q == S_WRITE && fb_take && fb_k_q == KW'(2 * N)) begin
-        wr_shift = {src_data[16*N-1:0], sh_q[SH_W-1:16*N]};
-      end
-      if (state_q == S_WRITE && fb_take && fb_k_q != KW'(2 * N)) begin
-        wr_shift = SH_W'({src_data, sh_q} >> (8 * fb_k_q));
-      end
-    end
-  end else if (W > 1) begin : g_wr_narrow_v
-    always_comb begin
-      if (state_q == S_WRITE && fb_take) wr_shift = SH_W'({src_data, sh_q} >> (8 * fb_k_q));
-    end
-  end
-  /* verilator lint_on LATCH */
 
-  // The overlap query's answer is read only in S_DECODE and S_DRAIN (mem_go). Elsewhere the query
-  // names PM, which no query covers (a conflict at once), so that the sequencer's loop over its
-  // MATMULs in flight, rerun after every edge of its clock, does not run.
-  assign q_mem = (state_q == S_DECODE || state_q == S_DRAIN) ? mem[1:0] : 2'(MEM_PM);
 
-  // m_body_valid as two thermometer codes by shifts, not a compare per bit (W compares twice over);
-  // bit 0 from the state alone, as in the per-bit form.
-  always_comb begin
-    m_body_valid = '0;
-    if (state_q == S_RD_SEND) m_body_valid = ~({W{1'b1}} << rd_n);
-    else if (state_q == S_BLOCK) m_body_valid = ~({W{1'b1}} << blk_n);
-    m_body_valid[0] = (state_q == S_BLOCK || state_q == S_RD_SEND);
-  end
-`endif
 
-`ifdef NTPU_VSIM_GATES
-  // vsim's clock gate (ntpu_core): waiting for a frame, for other units to finish or for one to take
-  // a command, nothing here changes (frm_re and m_frm_ready are low then too). S_REPLY is not among
-  // these: the transmitter is busy while the header is offered, which keeps the gate open anyway.
-  assign gate_wait = wait_frame || ((state_q == S_DRAIN) && !all_idle && !mem_go) ||
-                     ((state_q == S_DISPATCH) && !(m_seq_valid && m_seq_ready)) ||
-                     ((state_q == S_VDISPATCH) && !m_vec_ready);
-  // The next-state block reads the sequencers' handshakes, so Verilator runs it after every edge of
-  // clk. While gate_wait is high it only holds (each *_d its register, inner_next and prog_end low:
-  // no state above leaves, and rd_re is low), so there it keeps those defaults and skips the rest
-  // (the `ifdef at the top of the block).
-  //
-  // Two wide values are computed only in the cycles that read them, and hold otherwise (latches):
-  // READ_MEM's rd_row only in S_RD_SEND (m_body_data and sh_q read it only there), and mem_wdata
-  // only with mem_we (the memories read it only with their write enables).
-  /* verilator lint_off LATCH */
-  always_comb begin
-    if (mem_we) mem_wdata = is_acc ? sh_q[SH_W-1 -: 32 * N] : {{(16 * N){1'b0}}, sh_q[SH_W-1 -: 16 * N]};
-  end
-  /* verilator lint_on LATCH */
-`endif
 
 endmodule
 
 `default_nettype wire
+

@@ -6,7 +6,7 @@
 // m_tx_valid are thermometer codes of the bytes offered / taken; m_tx_ready takes every byte
 // offered). LINK_BYTES = 1 is the plain byte-wide valid/ready stream of the boards. Every frame gets exactly one reply, in order; any byte sequence leaves the core able
 // to take the next good frame after the host's resync procedure. m_tx is driven from registers.
-// The ports are fixed: the Verilator harness (sim/vsim/) and the board tops (fpga/) depend on them.
+// The ports are fixed: the Verilator harnesses (sim/vsim/) and the board tops (fpga/) depend on them.
 `default_nettype none
 
 module ntpu_core
@@ -31,7 +31,7 @@ module ntpu_core
   parameter int OS_ROWS = 0          // optimizer-state rows (N x 32 bit; OPTIM ADAM, with VEC_EN);
                                      // 0: no OS and no Adam logic (the boards)
 ) (
-  input  logic                    clk,  `ifdef NTPU_VSIM_GATES input logic clk_vec, clk_ctl, clk_load, output logic vec_clk_en, ctl_clk_en, load_clk_en, `endif
+  input  logic                    clk,
   input  logic                    rst,
   input  logic [8*LINK_BYTES-1:0] s_rx_data,
   input  logic [LINK_BYTES-1:0]   s_rx_valid,
@@ -90,8 +90,8 @@ module ntpu_core
     .MAX_PAYLOAD(MAX_PAYLOAD),
     .LINK_BYTES (LINK_BYTES)
   ) u_rx (
-    .clk         (`ifdef NTPU_VSIM_GATES clk_ctl `else clk `endif),
-    .rst         (rst),  `ifdef NTPU_VSIM_GATES .gate_busy(rx_busy), `endif
+    .clk         (clk),
+    .rst         (rst),
     .s_rx_data   (s_rx_data),
     .s_rx_valid  (s_rx_valid),
     .s_rx_ready  (s_rx_ready),
@@ -109,8 +109,8 @@ module ntpu_core
   ntpu_link_tx #(
     .LINK_BYTES(LINK_BYTES)
   ) u_tx (
-    .clk         (`ifdef NTPU_VSIM_GATES clk_ctl `else clk `endif),
-    .rst         (rst),  `ifdef NTPU_VSIM_GATES .gate_busy(tx_busy), `endif
+    .clk         (clk),
+    .rst         (rst),
     .s_hdr_valid (hdr_valid),
     .s_hdr_ready (hdr_ready),
     .s_hdr_seq   (hdr_seq),
@@ -160,8 +160,8 @@ module ntpu_core
     .PM_ROWS    (PM_ROWS),
     .OS_ROWS    (OS_ROWS)
   ) u_cmd (
-    .clk           (`ifdef NTPU_VSIM_GATES clk_ctl `else clk `endif),
-    .rst           (rst),  `ifdef NTPU_VSIM_GATES .gate_wait(cmd_wait), `endif
+    .clk           (clk),
+    .rst           (rst),
     .s_frm_valid   (frm_valid),
     .s_frm_ready   (frm_ready),
     .s_frm_seq     (frm_seq),
@@ -208,11 +208,11 @@ module ntpu_core
     .mem_re        (cmd_mem_re),
     .mem_addr      (cmd_mem_addr),
     .mem_wdata     (cmd_mem_wdata),
-    .ub_rdata      (`ifdef NTPU_VSIM_GATES ctl_ub_rdata `else ub_rdata `endif),
-    .wb_rdata      (`ifdef NTPU_VSIM_GATES ctl_wb_rdata `else wb_rdata `endif),
-    .acc_rdata     (`ifdef NTPU_VSIM_GATES ctl_acc_rdata `else cmd_acc_rdata `endif),
-    .os_rdata      (`ifdef NTPU_VSIM_GATES ctl_os_rdata `else os_rdata `endif),
-    .cnt           (cnt),  `ifdef NTPU_VSIM_GATES .cnt_pick_en(cnt_pick_en), .cnt_pick_idx(cnt_pick_idx), .cnt_pick(cnt_pick), `endif
+    .ub_rdata      (ub_rdata),
+    .wb_rdata      (wb_rdata),
+    .acc_rdata     (cmd_acc_rdata),
+    .os_rdata      (os_rdata),
+    .cnt           (cnt),
     .cnt_clear     (cnt_clear),
     .wait_frame    (wait_frame),
     .wait_drain    (wait_drain)
@@ -238,7 +238,7 @@ module ntpu_core
     .BF16_GAP(BF16_GAP),
     .MEM_OVERLAP(MEM_OVERLAP)
   ) u_seq (
-    .clk           (clk),  `ifdef NTPU_VSIM_GATES .clk_load(clk_load), .load_busy(load_busy), `endif
+    .clk           (clk),
     .rst           (rst),
     .s_cmd_valid   (seq_valid),
     .s_cmd_ready   (seq_ready),
@@ -321,7 +321,7 @@ module ntpu_core
       .ACC_ROWS(ACC_ROWS),
       .OS_ROWS (OS_ROWS)
     ) u_vseq (
-      .clk         (`ifdef NTPU_VSIM_GATES clk_vec `else clk `endif),
+      .clk         (clk),
       .rst         (rst),
       .s_cmd_valid (vec_valid),
       .s_cmd_ready (vec_ready),
@@ -477,9 +477,9 @@ module ntpu_core
   // ---------------------------------------------------------------- performance counters
   // Link bytes per cycle: thermometer codes, so the count is the number of bits set (in Verilator
   // by the exponent of a double, ntpu_pkg::therm_count, not a population count: ~5 vs ~23 steps).
-  logic [7:0] rx_n, tx_n;  `ifndef VERILATOR
+  logic [7:0] rx_n, tx_n;
   assign rx_n = 8'($countones(s_rx_valid & s_rx_ready));
-  assign tx_n = m_tx_ready ? 8'($countones(m_tx_valid)) : 8'd0;  `endif
+  assign tx_n = m_tx_ready ? 8'($countones(m_tx_valid)) : 8'd0;
 
   ntpu_perf #(
     .N        (N),
@@ -497,78 +497,14 @@ module ntpu_core
     .stall_hazard(stall_hazard || vs_stall_hazard || (wait_drain && !a_valid && !stall_weight)),
     .stall_tx    (m_tx_valid[0] && !m_tx_ready),
     .rx_bytes    (rx_n),
-    .tx_bytes    (tx_n),  `ifdef NTPU_VSIM_GATES .pick_en(cnt_pick_en), .pick_idx(cnt_pick_idx), .pick(cnt_pick), `endif
+    .tx_bytes    (tx_n),
     .cnt         (cnt)
   );
 
-`ifdef NTPU_VSIM_GATES
-  // vsim's clock gates (docs/decisions/0021-vsim-clock-gates.md, 0024). The vector unit, the link and
-  // command processor together (`ctl`), and the sequencer's weight loader with its TRANSPOSE_A feeder
-  // and transposer (`load`), each have a clock of their own in vsim, which the harness
-  // gives an edge only where the enable was high before it, as a latch-based clock gate does. An
-  // enable is low only where the units' registers would hold through the edge anyway, so leaving
-  // the edge out changes nothing, and Verilator then skips their logic. Each enable, like every
-  // port of the core, depends on registers only. A byte that enters from the link moves the
-  // receiver: the harness opens the ctl gate in that cycle itself (sim/vsim/clock_edge.h), and
-  // byte_in keeps it open for the tail after it. A gate stays open TAIL cycles after its units
-  // stop, so that registers they set once on entering a waiting state (a valid bit falling, an
-  // offset cleared) land too: ctl's longest such chain is one edge long, two on a byte-wide link
-  // (ntpu_cmd clears fb_off_q in S_IDLE; at LINK_BYTES = 1 fb_idx_q copies it an edge later).
-  logic cmd_wait, rx_busy, tx_busy;
-  logic byte_in;  // a byte enters from the link
-  assign byte_in = s_rx_valid[0] && s_rx_ready[0];
-  ntpu_vsim_gate #(.TAIL((LINK_BYTES > 1) ? 1 : 2)) u_gate_ctl (
-    .clk(clk), .rst(rst), .busy(!cmd_wait || rx_busy || tx_busy), .kick(byte_in), .en(ctl_clk_en));
-  ntpu_vsim_gate #(.TAIL(8)) u_gate_vec (.clk(clk), .rst(rst), .busy(vec_valid || !vec_idle), .kick(1'b0),
-                                         .en(vec_clk_en));
-  // The sequencer's loader, feeder and transposer: busy covers every cycle they may change in
-  // (ntpu_seq's load_busy), so no tail is needed; 1 is the gate's smallest.
-  logic load_busy;
-  ntpu_vsim_gate #(.TAIL(1)) u_gate_load (.clk(clk), .rst(rst), .busy(load_busy), .kick(1'b0), .en(load_clk_en));
-  if (VEC_EN == 0) begin : g_no_vec_clk
-    logic unused_clk_vec;
-    assign unused_clk_vec = clk_vec;
-  end
 
-  // READ_MEM's rows through read registers of the command processor's own, on clk_ctl, in place of
-  // the memories' shared outputs (which change on clk): the command processor's reply path (its
-  // rd_row, the transmitter's bytes and CRC) then depends on ctl registers only, and Verilator
-  // computes it after ctl edges only, not after every edge of clk. Each register holds what the
-  // shared output would hold while the command processor reads it: it reads a row only in a cycle of
-  // its own (the gate is open), and uses it in the cycles after, before its next read; meanwhile no
-  // other unit reads that memory (UB, WB and OS only while both sequencers are idle, which they stay
-  // through the READ_MEM; ACC, whose own output the sequencer reads, through its mirror, which holds
-  // the same rows). A row is never written in the cycle it is read (the overlap query keeps READ_MEM
-  // off the ACC rows of MATMULs in flight), so reading the array here, whatever the order of the two
-  // clocks' blocks, gives the row before the edge, as the RAM's read port does.
-  logic [N*16-1:0] ctl_ub_rdata, ctl_wb_rdata;
-  logic [N*32-1:0] ctl_acc_rdata, ctl_os_rdata;
-  logic unused_cmd_acc_rdata;  // the ACC port the command processor reads elsewhere
-  logic cnt_pick_en;  // COUNTERS: the command processor takes counter cnt_pick_idx (ntpu_perf)
-  logic [3:0] cnt_pick_idx;
-  logic [COUNTER_W-1:0] cnt_pick;
-  assign unused_cmd_acc_rdata = ^cmd_acc_rdata;
-  always_ff @(posedge clk_ctl) begin
-    if (cmd_mem_re && cmd_ub) ctl_ub_rdata <= u_ub.mem[UB_AW'(cmd_mem_addr)];
-    if (cmd_mem_re && cmd_wb) ctl_wb_rdata <= u_wb.mem[WB_AW'(cmd_mem_addr)];
-    if (cmd_mem_re && cmd_acc) ctl_acc_rdata <= u_acc.mem[ACC_AW'(cmd_mem_addr)];
-  end
-  if (OS_ROWS > 0) begin : g_os_ctl
-    always_ff @(posedge clk_ctl) begin
-      if (cmd_mem_re && g_os.cmd_os) ctl_os_rdata <= g_os.u_os.mem[OS_AW'(cmd_mem_addr)];
-    end
-  end else begin : g_no_os_ctl
-    assign ctl_os_rdata = os_rdata;
-  end
-`endif
 
-`ifdef VERILATOR
-  // rx_n, tx_n above: both are thermometer codes (m_tx_valid is one; s_rx_valid & s_rx_ready, the
-  // AND of two, is one), so therm_count gives their popcount.
-  assign rx_n = therm_count(64'({s_rx_valid & s_rx_ready}));
-  assign tx_n = m_tx_ready ? therm_count(64'(m_tx_valid)) : 8'd0;
-`endif
 
 endmodule
 
 `default_nettype wire
+

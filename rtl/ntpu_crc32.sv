@@ -96,3 +96,4 @@ module ntpu_crc32 #(
 endmodule
 
 `default_nettype wire
+

@@ -78,3 +78,4 @@ module ntpu_fifo #(
 endmodule
 
 `default_nettype wire
+

@@ -61,7 +61,7 @@ module ntpu_fp32_add (
     m_rnd  = 25'd0;
     e      = 10'd0;
     s      = 32'd0;
-    if (en) begin  `ifdef VERILATOR if (fast_ok) s = fast_s; else begin `endif
+    if (en) begin
       x_zero = x[30:23] == 8'h00;
       y_zero = y[30:23] == 8'h00;
       x_inf  = x[30:23] == 8'hFF && x[22:0] == 23'd0;
@@ -95,12 +95,6 @@ module ntpu_fp32_add (
       m_rnd = {1'b0, v[31:8]} + {24'd0, v[7] && (v[6:0] != 7'd0 || v[8])};
       // sum's leading one at bit 27 (lz = 0) is one binade above hi's hidden bit at 26.
       e = {2'b00, hi[30:23]} + 10'd1 - {5'd0, lz} + {9'd0, m_rnd[24]};
-      // vsim (docs/decisions/0019-vsim-fp-add.md): Verilator runs the steps above only when the
-      // double add at the end of this module did not decide s (fast_ok low): for a zero,
-      // subnormal, Inf or NaN operand, or a sum that cancels, overflows or falls below 2^-126.
-      // Every other sum comes from the host's double add, the same value (the comment there says
-      // why); this chain alone is what synthesis reads.
-
 
 
 
@@ -130,36 +124,9 @@ module ntpu_fp32_add (
         // A rounding carry-out leaves m_rnd = 2^24, whose fraction bits are zero either way.
         s = {hi[31], e[7:0], m_rnd[22:0]};
       end
-    end  `ifdef VERILATOR end `endif
-  end
-  // Simulation only, below every synthesised line so that each keeps its number (Yosys names cells
-  // by line, and the ECP5 mapping follows the names: the same logic with its lines moved maps to
-  // 817 LUT4 rather than 994); the two guards above are inline for the same reason.
-`ifdef VERILATOR
-  // The sum by the host's double add, when x and y are normal and their sum rounds to a normal fp32
-  // value (fast_ok); the chain gives the same s then. Exact: the double add gives x + y rounded to 53
-  // bits, and rounding that to 24 (to nearest, ties to even: add 2^28 - 1 and the lowest kept bit,
-  // drop 29 bits, a carry moving into the exponent) gives x + y rounded once to 24 bits, because
-  // 53 >= 2 * 24 + 2 (Figueroa, 1995). A block of its own, not a function: Verilator keeps a
-  // function's arguments and locals in the model, a store and a load each.
-  logic [63:0] fast_r;  // the double sum's bits
-  logic [33:0] fast_m;  // its magnitude rounded to 24 bits: double exponent, 23 fraction bits
-  logic        fast_ok;
-  logic [31:0] fast_s;
-  // A latch open while en: its outputs are read only then, and with en low (int8 rows) Verilator
-  // does nothing but the test.
-  always_latch begin
-    if (en) begin
-      // A normal fp32 value's bits as the same double: the exponent rebased from 127 to 1023.
-      fast_r  = $realtobits($bitstoreal((64'({x[31], 3'b000, x[30:0]}) << 29) + 64'h3800_0000_0000_0000) +
-                            $bitstoreal((64'({y[31], 3'b000, y[30:0]}) << 29) + 64'h3800_0000_0000_0000));
-      fast_m  = 34'(({1'b0, fast_r[62:0]} + 64'h0FFF_FFFF + {63'd0, fast_r[29]}) >> 29);
-      fast_ok = 8'(x[30:23] - 8'd1) < 8'd254 && 8'(y[30:23] - 8'd1) < 8'd254 &&
-                11'(fast_m[33:23] - 11'd897) < 11'd254;
-      fast_s  = {fast_r[63], 31'(fast_m - 34'h1_C000_0000)};
     end
   end
-`endif
 endmodule
 
 `default_nettype wire
+

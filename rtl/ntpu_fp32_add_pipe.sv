@@ -255,3 +255,4 @@ module ntpu_fp32_add_pipe #(
 endmodule
 
 `default_nettype wire
+

@@ -15,8 +15,6 @@
 //   q is the quotient from then until the next start. busy is high from the cycle after start until
 //   done.
 // - BITS is 1, 5 or 25: BITS chained subtract-and-select stages a cycle, each about a 26-bit adder.
-// - Verilator only: act must be high in every cycle with rst, start or busy (ntpu_vadam ties it to
-//   its row running); a bench built with Verilator ties it high.
 `default_nettype none
 
 module ntpu_fp32_div #(
@@ -25,9 +23,6 @@ module ntpu_fp32_div #(
   input  logic        clk,
   input  logic        rst,
   input  logic        start,
-`ifdef VERILATOR
-  input  logic        act,    // simulation only: high in every cycle with rst, start or busy
-`endif
   input  logic [31:0] x,
   input  logic [31:0] y,
   output logic        busy,
@@ -54,9 +49,6 @@ module ntpu_fp32_div #(
     .clk  (clk),
     .rst  (rst),
     .start(start),
-`ifdef VERILATOR
-    .act  (act),
-`endif
     .step (step),
     .busy (busy),
     .done (done)
@@ -66,11 +58,6 @@ module ntpu_fp32_div #(
   // to it: Verilator then keeps no shadow copy of them, which it would otherwise make and copy back
   // every cycle in each of the idle Adam lanes' units.
   always_ff @(posedge clk) begin
-`ifdef VERILATOR
-    // Simulation only: with act low there is no start and no step, so nothing below runs; one
-    // test of act for every idle unit instead of their own conditions.
-    if (act) begin
-`endif
     // ---------------------------------------------------------------- datapath
     if (!start && step) begin
       logic [25:0] rem;
@@ -115,9 +102,6 @@ module ntpu_fp32_div #(
         e_q <= 10'(x[30:23]) - 10'(y[30:23]) + 10'd127;
       end
     end
-`ifdef VERILATOR
-    end
-`endif
   end
 
   // ---------------------------------------------------------------- rounding (combinational)
@@ -125,30 +109,14 @@ module ntpu_fp32_div #(
   logic [9:0]  e;
   logic        unused_hidden;
   assign unused_hidden = m_rnd[23];
-`ifdef VERILATOR
-  // Simulation only: the same, as a latch open while act (docs/decisions/0017-vsim-speed.md).
-  // The registers it reads change only at a start or a step, and busy (so act) is high in the
-  // cycle after each, so the latch always holds the rounding of the present registers; Verilator
-  // then skips it on the many cycles the divider is idle, instead of every cycle in every lane.
-  always_latch begin
-    if (act) begin
-      m_rnd = {1'b0, quo_q[24:1]} + {24'd0, quo_q[0] && (rem_q != 26'd0 || quo_q[1])};
-      e = e_q + {9'd0, m_rnd[24]};
-      q = spec_q ? spec_r_q
-        : ($signed(e) >= 10'sd255) ? {sgn_q, 8'hFF, 23'd0}
-        : ($signed(e) <= 10'sd0) ? {sgn_q, 31'd0}
-        : {sgn_q, e[7:0], m_rnd[22:0]};
-    end
-  end
-`else
   assign m_rnd = {1'b0, quo_q[24:1]} + {24'd0, quo_q[0] && (rem_q != 26'd0 || quo_q[1])};
   assign e = e_q + {9'd0, m_rnd[24]};  // all ones rounded up: 1.0 · 2^(e+1), fraction 0
   assign q = spec_q ? spec_r_q
            : ($signed(e) >= 10'sd255) ? {sgn_q, 8'hFF, 23'd0}
            : ($signed(e) <= 10'sd0) ? {sgn_q, 31'd0}
            : {sgn_q, e[7:0], m_rnd[22:0]};
-`endif
 
 endmodule
 
 `default_nettype wire
+

@@ -82,3 +82,4 @@ module ntpu_fp32_mul (
 endmodule
 
 `default_nettype wire
+

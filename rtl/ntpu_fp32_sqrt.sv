@@ -9,7 +9,7 @@
 //
 // Contract: as ntpu_fp32_div (start any cycle, x read then; done LATENCY = 25 / BITS + 1 cycles later
 // for every start; r holds from done until the next start; busy from the cycle after start until
-// done; BITS 1, 5 or 25 chained digit stages a cycle; in Verilator, act as there).
+// done; BITS 1, 5 or 25 chained digit stages a cycle).
 `default_nettype none
 
 module ntpu_fp32_sqrt #(
@@ -18,9 +18,6 @@ module ntpu_fp32_sqrt #(
   input  logic        clk,
   input  logic        rst,
   input  logic        start,
-`ifdef VERILATOR
-  input  logic        act,    // simulation only: high in every cycle with rst, start or busy
-`endif
   input  logic [31:0] x,
   output logic        busy,
   output logic        done,
@@ -45,9 +42,6 @@ module ntpu_fp32_sqrt #(
     .clk  (clk),
     .rst  (rst),
     .start(start),
-`ifdef VERILATOR
-    .act  (act),
-`endif
     .step (step),
     .busy (busy),
     .done (done)
@@ -55,11 +49,6 @@ module ntpu_fp32_sqrt #(
 
   // One block, every read of a register before any write to it (as in ntpu_fp32_div).
   always_ff @(posedge clk) begin
-`ifdef VERILATOR
-    // Simulation only: with act low there is no start and no step, so nothing below runs; one
-    // test of act for every idle unit instead of their own conditions.
-    if (act) begin
-`endif
     if (!start && step) begin
       logic [27:0] rem, rt, trial;
       logic [24:0] root;
@@ -103,32 +92,17 @@ module ntpu_fp32_sqrt #(
       rem_q <= '0;
       root_q <= '0;
     end
-`ifdef VERILATOR
-    end
-`endif
   end
 
   logic [24:0] m_rnd;
   logic [7:0]  e;
   logic        unused_bits;
   assign unused_bits = m_rnd[23];
-`ifdef VERILATOR
-  // Simulation only: the same, as a latch open while act, as in ntpu_fp32_div: the registers change
-  // only at a start or a step, each followed by a busy cycle, so r is always the rounding of the
-  // present registers, and Verilator skips the rounding while the unit is idle.
-  always_latch begin
-    if (act) begin
-      m_rnd = {1'b0, root_q[24:1]} + {24'd0, root_q[0] && (rem_q != 28'd0 || root_q[1])};
-      e = e_q + {7'd0, m_rnd[24]};
-      r = spec_q ? spec_r_q : {1'b0, e, m_rnd[22:0]};
-    end
-  end
-`else
   assign m_rnd = {1'b0, root_q[24:1]} + {24'd0, root_q[0] && (rem_q != 28'd0 || root_q[1])};
   assign e = e_q + {7'd0, m_rnd[24]};  // never carries (the largest root rounds down); kept exact
   assign r = spec_q ? spec_r_q : {1'b0, e, m_rnd[22:0]};
-`endif
 
 endmodule
 
 `default_nettype wire
+

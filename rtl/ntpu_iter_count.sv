@@ -12,9 +12,6 @@ module ntpu_iter_count #(
   input  logic clk,
   input  logic rst,
   input  logic start,
-`ifdef VERILATOR
-  input  logic act,    // simulation only: high in every cycle with rst, start or busy (see below)
-`endif
   output logic step,
   output logic busy,
   output logic done
@@ -26,42 +23,6 @@ module ntpu_iter_count #(
   logic [4:0] cnt_q;  // steps still to do
   logic       busy_q;
 
-`ifdef VERILATOR
-  // Simulation only: the same block under act, the busy branch first, and step and done as
-  // registers set with busy_q and cnt_q (each the assign's function of their next values). With
-  // act low there is no rst, start or busy, so the block below would do nothing: the same next
-  // state. The caller's act is one signal for many units, so Verilator merges their blocks under
-  // one test of it; with every read of busy_q and cnt_q before any write to them it keeps no shadow
-  // copies; and no compare runs on the idle cycles.
-  logic step_q, done_q;
-  always_ff @(posedge clk) begin
-    if (act) begin
-      if (!rst && !start && busy_q) begin
-        if (cnt_q == 5'd0) begin
-          busy_q <= 1'b0;
-          done_q <= 1'b0;
-        end else begin
-          step_q <= cnt_q != 5'd1;
-          done_q <= cnt_q == 5'd1;
-          cnt_q <= cnt_q - 5'd1;
-        end
-      end else if (rst) begin
-        busy_q <= 1'b0;
-        cnt_q <= '0;
-        step_q <= 1'b0;
-        done_q <= 1'b0;
-      end else if (start) begin
-        busy_q <= 1'b1;
-        cnt_q <= 5'(STEPS);
-        step_q <= 1'b1;
-        done_q <= 1'b0;
-      end
-    end
-  end
-  assign busy = busy_q;
-  assign step = step_q;
-  assign done = done_q;
-`else
   always_ff @(posedge clk) begin
     if (rst) begin
       busy_q <= 1'b0;
@@ -77,8 +38,8 @@ module ntpu_iter_count #(
   assign busy = busy_q;
   assign step = busy_q && cnt_q != 5'd0;
   assign done = busy_q && cnt_q == 5'd0;
-`endif
 
 endmodule
 
 `default_nettype wire
+

@@ -40,7 +40,7 @@ module ntpu_link_rx
   input  logic             frm_re,
   input  logic [OFF_W-1:0] frm_raddr,
   output logic [8*LINK_BYTES-1:0] frm_rdata,
-  output logic             drop  `ifdef NTPU_VSIM_GATES , output logic gate_busy `endif  // a byte was dropped while hunting for SOF
+  output logic             drop  // a byte was dropped while hunting for SOF
 );
 
   if (MAX_PAYLOAD < 2 || MAX_PAYLOAD > 65535) begin : g_bad_cfg
@@ -101,9 +101,8 @@ module ntpu_link_rx
                : (W > 1 && state_q == S_CRC) ? ((16'd4 - cnt_q < 16'(W)) ? KW'(16'd4 - cnt_q) : KW'(W))
                : (W >= 3 && state_q == S_SEQ && nheld_q != 2'd2) ? KW'(3) : KW'(1);
   // Thermometer codes: a shift (by W leaves all ones); the count (set bits) by ntpu_pkg::therm_count.
-`ifdef VERILATOR assign vld_n = KW'(therm_count(64'(s_rx_valid))); `endif
-  assign s_rx_ready = ~({W{1'b1}} << rdy_n);  `ifndef VERILATOR
-  assign vld_n = KW'($countones(s_rx_valid));  `endif
+  assign s_rx_ready = ~({W{1'b1}} << rdy_n);
+  assign vld_n = KW'($countones(s_rx_valid));
   assign take_n = (vld_n < rdy_n) ? vld_n : rdy_n;
   assign take = (take_n != '0);
   // Bytes taken, read only with `take`: 1 at W = 1.
@@ -271,7 +270,7 @@ module ntpu_link_rx
       .rdata(frm_rdata)
     );
   end else begin : g_wide
-    // Simulation only (the boards' links are byte-wide): a byte array written and read W bytes
+    // The wide link (W > 1; every board's link is byte-wide): a byte array written and read W bytes
     // at a time from any offset. W spare bytes at the end keep every access inside the array.
     logic [7:0] mem [BUF_DEPTH + W];
     initial begin
@@ -296,13 +295,8 @@ module ntpu_link_rx
     end
   end
 
-`ifdef NTPU_VSIM_GATES
-  // vsim's clock gate (ntpu_core): in every state but S_CHECK, nothing here changes unless a byte
-  // enters (the harness and ntpu_core add that) or the command processor reads or releases a frame
-  // (frm_re, m_frm_ready), which it does only while its own gate_wait is low.
-  assign gate_busy = (state_q == S_CHECK);
-`endif
 
 endmodule
 
 `default_nettype wire
+

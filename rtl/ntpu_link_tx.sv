@@ -33,7 +33,7 @@ module ntpu_link_tx
   output logic        s_body_ready,
   output logic [8*LINK_BYTES-1:0] m_tx_data,
   output logic [LINK_BYTES-1:0]   m_tx_valid,
-  input  logic        m_tx_ready  `ifdef NTPU_VSIM_GATES , output logic gate_busy `endif
+  input  logic        m_tx_ready
 );
 
   if (LINK_BYTES < 1 || LINK_BYTES > 64) begin : g_bad_cfg
@@ -75,9 +75,8 @@ module ntpu_link_tx
   // The thermometer code of load_n, by a shift rather than a loop over the bits (vsim's speed);
   // shifting by W leaves all ones. The body's byte count: its set bits (ntpu_pkg::therm_count).
   logic [W-1:0] load_mask;
-  assign load_mask = ~({W{1'b1}} << load_n);  `ifdef VERILATOR
-  assign body_n = KW'(therm_count(64'(s_body_valid)));  `else
-  assign body_n = KW'($countones(s_body_valid));  `endif
+  assign load_mask = ~({W{1'b1}} << load_n);
+  assign body_n = KW'($countones(s_body_valid));
   assign s_hdr_ready = !hdr_full_q;
   // Handshakes between modules are plain assigns: a default-then-override in always_comb would
   // glitch, and two such blocks reading each other's glitches never settle in an event simulator.
@@ -86,7 +85,7 @@ module ntpu_link_tx
   always_comb begin
     state_d = state_q;
     body_left_d = body_left_q;
-    load = 1'b0;  `ifdef NTPU_VSIM_GATES if (gate_busy) begin `endif  // vsim: see the end
+    load = 1'b0;
     load_data = '0;
     load_n = KW'(1);
     start = 1'b0;
@@ -169,7 +168,7 @@ module ntpu_link_tx
         if (out_free) state_d = S_IDLE;
       end
       default: state_d = S_IDLE;
-    endcase  `ifdef NTPU_VSIM_GATES end `endif
+    endcase
     // SEQ through the last body byte are covered by the CRC.
     crc_en = load && (state_q == S_SEQ || state_q == S_LEN0 || state_q == S_LEN1 ||
                       state_q == S_STATUS || state_q == S_BODY);
@@ -218,18 +217,8 @@ module ntpu_link_tx
   assign m_tx_valid = m_tx_valid_q;
   assign m_tx_data = m_tx_data_q;
 
-`ifdef NTPU_VSIM_GATES
-  // vsim's clock gate (ntpu_core): idle, with no header offered, nothing here changes once the
-  // last beat has left.
-  assign gate_busy = (state_q != S_IDLE) || hdr_full_q || s_hdr_valid || (m_tx_valid_q != '0);
-  // The link's receiver and the command processor share this clock, so it ticks in many cycles
-  // where the transmitter is idle. There the next-state block skips its case (the `ifdef at its
-  // top): idle, it would only give the defaults, and of those it keeps state_d, body_left_d and
-  // load (crc_en follows load); load_data, load_n and start keep their last values, which nothing
-  // reads while load and start are low (start was low in the last busy cycle: it only leaves
-  // S_IDLE).
-`endif
 
 endmodule
 
 `default_nettype wire
+

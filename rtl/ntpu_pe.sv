@@ -165,3 +165,4 @@ module ntpu_pe #(
 endmodule
 
 `default_nettype wire
+

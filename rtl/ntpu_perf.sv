@@ -23,7 +23,7 @@ module ntpu_perf
   input  logic                      stall_hazard,
   input  logic                      stall_tx,
   input  logic [7:0]                rx_bytes,  // link bytes moved this cycle
-  input  logic [7:0]                tx_bytes,  `ifdef NTPU_VSIM_GATES input logic pick_en, input logic [3:0] pick_idx, output logic [COUNTER_W-1:0] pick, `endif
+  input  logic [7:0]                tx_bytes,
   output logic [CNT_COUNT*COUNTER_W-1:0] cnt
 );
 
@@ -45,56 +45,20 @@ module ntpu_perf
     inc[CNT_TX_BYTES] = W'(tx_bytes);
   end
 
-  for (genvar k = 0; k < CNT_COUNT; k++) begin : g_cnt  `ifndef VERILATOR
+  for (genvar k = 0; k < CNT_COUNT; k++) begin : g_cnt
     always_ff @(posedge clk) begin
       if (rst || clear[k]) begin
         cnt_q[k] <= '0;
       end else begin
         cnt_q[k] <= cnt_q[k] + inc[k];
       end
-    end  `endif
+    end
     assign cnt[k*W +: W] = cnt_q[k];
   end
 
-`ifdef VERILATOR
-  // Simulation only (vsim speed): the counters under one test of "a reset or any clear" (rare),
-  // rather than a test per counter every cycle. Exact: with neither, g_cnt adds inc[k] to every
-  // counter, as the else branch does; otherwise each counter takes g_cnt's own choice.
-  for (genvar k = 0; k < CNT_COUNT; k++) begin : g_cnt_v
-    always_ff @(posedge clk) begin
-      if (rst || clear != '0) cnt_q[k] <= (rst || clear[k]) ? '0 : cnt_q[k] + inc[k];
-      else cnt_q[k] <= cnt_q[k] + inc[k];
-    end
-  end
-`endif
 
-`ifdef NTPU_VSIM_GATES
-  // vsim's gated build: the command processor takes a counter through `pick` (counter pick_idx,
-  // while pick_en) rather than from `cnt`, which it then leaves unread, so that Verilator does not
-  // pack all CNT_COUNT counters into `cnt` after every edge (ntpu_core). A case, not a loop: each
-  // counter is a variable of its own (split_var), which needs constant indices.
-  if (CNT_COUNT != 9) begin : g_bad_pick
-    initial $fatal(1, "ntpu_perf: the pick below lists 9 counters");
-  end
-  always_comb begin
-    pick = '0;
-    if (pick_en) begin
-      case (pick_idx)
-        4'd0: pick = cnt_q[0];
-        4'd1: pick = cnt_q[1];
-        4'd2: pick = cnt_q[2];
-        4'd3: pick = cnt_q[3];
-        4'd4: pick = cnt_q[4];
-        4'd5: pick = cnt_q[5];
-        4'd6: pick = cnt_q[6];
-        4'd7: pick = cnt_q[7];
-        4'd8: pick = cnt_q[8];
-        default: pick = '0;
-      endcase
-    end
-  end
-`endif
 
 endmodule
 
 `default_nettype wire
+

@@ -144,21 +144,8 @@ package ntpu_pkg;
   localparam int CNT_W = 64;  // on the wire; a core may count with fewer bits (COUNTER_W)
   localparam int COUNTERS_BYTES = CNT_COUNT * CNT_W / 8;
 
-  // ---------------------------------------------------------------- thermometer codes
-  // The number of set bits of a thermometer code t (ones at the bottom: 2^k - 1 has k): the link's
-  // byte counts. In Verilator a population count is ~23 instructions (VL_COUNTONES_I: shifts, masks,
-  // a multiply); for a thermometer code the exponent of a double is ~5: (t >> 1) + 1 = 2^(k-1) for
-  // k >= 1 and 1 for k = 0, exact as a double (a power of two <= 2^63), so its biased exponent minus
-  // 1023 is k - 1 (k >= 1) or 0, and t[0] adds the 1 back. Only for thermometer codes.
-  function automatic logic [7:0] therm_count(input logic [63:0] t);
-`ifdef VERILATOR
-    therm_count = 8'({7'd0, t[0]} + 8'($realtobits($itor((t >> 1) + 64'd1)) >> 52) - 8'd255);
-`else
-    therm_count = 8'($countones(t));
-`endif
-  endfunction
-
 endpackage
 /* verilator lint_on UNUSEDPARAM */
 
 `default_nettype wire
+

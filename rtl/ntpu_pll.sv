@@ -28,3 +28,4 @@ module ntpu_pll #(
 endmodule
 
 `default_nettype wire
+

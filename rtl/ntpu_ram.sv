@@ -34,23 +34,12 @@ module ntpu_ram #(
   initial begin
     for (int i = 0; i < DEPTH; i++) mem[i] = '0;
   end
-`ifndef VERILATOR
   always_ff @(posedge clk) begin
     if (we) mem[waddr] <= wdata;
     if (re) rdata <= mem[raddr];
   end
-`else
-  // Simulation only (vsim speed): the write is a blocking one after the read, so Verilator queues
-  // no delayed copy of the word (a WIDTH-bit copy and a flag every written cycle). Exact: only this
-  // block reads mem, and it reads before it writes, as the nonblocking form does.
-  always_ff @(posedge clk) begin
-    if (re) rdata <= mem[raddr];
-    /* verilator lint_off BLKSEQ */
-    if (we) mem[waddr] = wdata;
-    /* verilator lint_on BLKSEQ */
-  end
-`endif
 
 endmodule
 
 `default_nettype wire
+

@@ -51,7 +51,6 @@ module ntpu_requant (
     if (r > 34'sd127) return 8'h7F;
     return r[7:0];
   endfunction
-`ifndef VERILATOR
   always_ff @(posedge clk) begin
     if (ce) begin
       prod_q <= $signed({{32{x[31]}}, x}) * $signed({{32{mult[31]}}, mult});
@@ -59,21 +58,8 @@ module ntpu_requant (
       y      <= round_clamp(prod_q, sh_q);
     end
   end
-`endif
-`ifdef VERILATOR
-  // Simulation only: the same block with y first. y reads the old prod_q and sh_q, and with that
-  // read before their writes Verilator keeps no shadow copies of them (copied every cycle in
-  // every lane); the statements are nonblocking, so their order does not change the function.
-  // Here, below every line synthesis reads, so that those keep their numbers (rtl/README.md).
-  always_ff @(posedge clk) begin
-    if (ce) begin
-      y      <= round_clamp(prod_q, sh_q);
-      prod_q <= $signed({{32{x[31]}}, x}) * $signed({{32{mult[31]}}, mult});
-      sh_q   <= clamp_shift(shift);
-    end
-  end
-`endif
 
 endmodule
 
 `default_nettype wire
+

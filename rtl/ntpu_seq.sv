@@ -43,7 +43,7 @@ module ntpu_seq #(
   parameter int WB_AW = (WB_ROWS > 1) ? $clog2(WB_ROWS) : 1,    // leave at the default
   parameter int ACC_AW = (ACC_ROWS > 1) ? $clog2(ACC_ROWS) : 1  // leave at the default
 ) (
-  input  logic              clk,  `ifdef NTPU_VSIM_GATES input logic clk_load, output logic load_busy, `endif  // vsim: see the end
+  input  logic              clk,
   input  logic              rst,
   // commands
   input  logic              s_cmd_valid,
@@ -189,9 +189,8 @@ module ntpu_seq #(
 
   // ---------------------------------------------------------------- loader
   // The streamer's own segment is left out: a row of it using ld_buf_q waits for this very tile.
-  // vsim evaluates the loop only while ld_busy_q, the only time ld_guard is read (ld_issue).
   always_comb begin
-    ld_guard = 1'b0;  `ifdef VERILATOR if (ld_busy_q) `endif
+    ld_guard = 1'b0;
     for (int i = 0; i < SEG_DEPTH; i++) begin
       if (seg_vld_q[i] && seg_buf_q[i] == ld_buf_q && !(mm_busy_q && SP_W'(i) == seg_own)) begin
         ld_guard = 1'b1;
@@ -201,7 +200,7 @@ module ntpu_seq #(
 
   assign ld_issue = ld_busy_q && !ld_guard;
 
-  always_ff @(posedge `ifdef NTPU_VSIM_GATES clk_load `else clk `endif) begin
+  always_ff @(posedge clk) begin
     if (rst) begin
       ld_busy_q <= 1'b1;
       ld_beat_q <= 1'b0;
@@ -224,7 +223,7 @@ module ntpu_seq #(
     end
   end
 
-  always_ff @(posedge `ifdef NTPU_VSIM_GATES clk_load `else clk `endif) begin
+  always_ff @(posedge clk) begin
     if (acc_ld) ld_addr_q <= WB_AW'(s_cmd_addr) + WB_AW'(N - 1);
     else if (ld_issue) ld_addr_q <= ld_addr_q - WB_AW'(1);
   end
@@ -233,15 +232,15 @@ module ntpu_seq #(
   assign wb_raddr = ld_addr_q;
   assign w_valid = ld_beat_q;
   assign w_buf = ld_buf_q;
-  assign w_transpose = ld_tr_q;  `ifndef NTPU_VSIM_GATES
-  assign w_row = ld_zero_q ? '0 : wb_rdata;  `endif  // vsim: see the end
+  assign w_transpose = ld_tr_q;
+  assign w_row = ld_zero_q ? '0 : wb_rdata;
 
   // ---------------------------------------------------------------- TRANSPOSE_A feeder
   // The block starts ub_addr + j*stride are exact below UB_ROWS (the range check), so arithmetic
   // modulo 2^UB_AW gives them; only the start after the last block may wrap, and it is not read.
   assign fd_issue = fd_busy_q && (!fd_v_q || tr_s_ready);
 
-  always_ff @(posedge `ifdef NTPU_VSIM_GATES clk_load `else clk `endif) begin
+  always_ff @(posedge clk) begin
     if (rst) begin
       fd_busy_q <= 1'b0;
       fd_v_q <= 1'b0;
@@ -252,8 +251,8 @@ module ntpu_seq #(
     end
   end
 
-  always_ff @(posedge `ifdef NTPU_VSIM_GATES clk_load `else clk `endif) begin
-    if (seg_push `ifdef NTPU_VSIM_GATES && (s_cmd_flags & MATMUL_TRANSPOSE_A) != 8'd0 `endif) begin
+  always_ff @(posedge clk) begin
+    if (seg_push) begin
       fd_left_q <= s_cmd_rows;
       fd_addr_q <= UB_AW'(s_cmd_addr);
       fd_base_q <= UB_AW'(s_cmd_addr);
@@ -275,7 +274,7 @@ module ntpu_seq #(
   ntpu_transpose #(
     .N(N)
   ) u_tr (
-    .clk        (`ifdef NTPU_VSIM_GATES clk_load `else clk `endif),
+    .clk        (clk),
     .rst        (rst),
     .s_row_valid(fd_v_q),
     .s_row_ready(tr_s_ready),
@@ -287,9 +286,8 @@ module ntpu_seq #(
 
   // ---------------------------------------------------------------- hazard check
   assign seg_own = seg_tail_q - SP_W'(1);
-  // vsim: only where it is read (mm_busy_q: mm_issue, stall_hazard) and another MATMUL is in flight.
   always_comb begin
-    mm_hazard = 1'b0;  `ifdef VERILATOR if (mm_busy_q && seg_cnt_q > (SP_W + 1)'(1)) `endif
+    mm_hazard = 1'b0;
     if (mm_accum_q) begin
       for (int i = 0; i < SEG_DEPTH; i++) begin
         if (seg_vld_q[i] && SP_W'(i) != seg_own &&
@@ -439,26 +437,7 @@ module ntpu_seq #(
   assign stall_hazard = (mm_busy_q && !mm_wait_w && mm_hazard) ||
                         (s_cmd_valid && s_cmd_matmul && mm_free && seg_full);
 
-`ifdef NTPU_VSIM_GATES
-  // vsim's gated clock clk_load (ntpu_core; docs/decisions/0024-vsim-load-clock.md): the weight
-  // loader, the TRANSPOSE_A feeder and the transposer. Their registers change only while
-  // load_busy: the loader while it has reads or a beat left or a LOAD_W is offered, the feeder and
-  // the transposer while the feeder has rows left or in hand, a TRANSPOSE_A MATMUL streams (it takes
-  // the transposer's columns) or is offered. The feeder's registers are loaded by TRANSPOSE_A
-  // MATMULs only (by every MATMUL in the synthesised form): they are read only while the feeder
-  // runs, after such a load.
-  // load_busy depends on registers only (s_cmd_* come from the command processor's).
-  assign load_busy = ld_active || fd_busy_q || fd_v_q || (mm_busy_q && mm_tr_q) ||
-                     (s_cmd_valid && (!s_cmd_matmul || (s_cmd_flags & MATMUL_TRANSPOSE_A) != 8'd0));
 
-  // The weight row only in the cycles of a beat, the only ones the array reads it in (a latch):
-  // as a net it followed wb_rdata, which changes on clk, and was recomputed after every edge.
-  /* verilator lint_off LATCH */
-  always_comb begin
-    if (ld_beat_q) w_row = ld_zero_q ? '0 : wb_rdata;
-  end
-  /* verilator lint_on LATCH */
-`endif
 
   // Reserved flag bits and the address bits above a memory's size are zero in a checked command.
   logic unused_cmd_bits;
@@ -467,3 +446,4 @@ module ntpu_seq #(
 endmodule
 
 `default_nettype wire
+

@@ -99,7 +99,6 @@ module ntpu_transpose #(
   localparam logic [REST_W-1:0] REST_LOW = {(N - 1){COL_LOW}};
 
   logic [REST_W-1:0] row_tops;  // lane c of s_row_data at the top of column c, zeros elsewhere
-`ifndef VERILATOR
   for (genvar c = 1; c < N; c++) begin : g_tops
     assign row_tops[(c-1)*COL_W +: COL_W] = {s_row_data[16*c +: 16], {(COL_W - 16){1'b0}}};
   end
@@ -123,30 +122,8 @@ module ntpu_transpose #(
   always_ff @(posedge clk) begin
     if (fill1 || drain1) rest1_q <= fill1 ? ((rest1_q >> 16) & REST_LOW) | row_tops : rest1_q >> COL_W;
   end
-`else
-  // Simulation only (vsim speed): each buffer's head and rest in one block, so Verilator keeps no
-  // shadow copy of the wide rest (made because another block read it). Exact: the same two
-  // expressions under the same enable, both reading the values from before the edge. row_tops is
-  // computed in the block, and only as a row is taken: as a net it followed s_row_data, the UB's
-  // read data, and Verilator recomputed it in every cycle that read the UB, transposing or not.
-  always_ff @(posedge clk) begin
-    if (fill0 || fill1) begin
-      /* verilator lint_off BLKSEQ */
-      row_tops = '0;
-      for (int c = 1; c < N; c++) row_tops[(c-1)*COL_W + COL_W - 16 +: 16] = s_row_data[16*c +: 16];
-      /* verilator lint_on BLKSEQ */
-    end
-    if (fill0 || drain0) begin
-      head0_q <= fill0 ? {s_row_data[15:0], head0_q[COL_W-1:16]} : rest0_q[COL_W-1:0];
-      rest0_q <= fill0 ? ((rest0_q >> 16) & REST_LOW) | row_tops : rest0_q >> COL_W;
-    end
-    if (fill1 || drain1) begin
-      head1_q <= fill1 ? {s_row_data[15:0], head1_q[COL_W-1:16]} : rest1_q[COL_W-1:0];
-      rest1_q <= fill1 ? ((rest1_q >> 16) & REST_LOW) | row_tops : rest1_q >> COL_W;
-    end
-  end
-`endif
 
 endmodule
 
 `default_nettype wire
+

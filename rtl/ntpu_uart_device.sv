@@ -79,8 +79,8 @@ module ntpu_uart_device #(
       .BF16_SHARED(BF16_SHARED),
       .SEG_DEPTH  (SEG_DEPTH)
     ) u_core (
-      .clk       (clk),  `ifdef NTPU_VSIM_GATES .clk_vec(clk), .clk_ctl(clk), .clk_load(clk), `endif  // vsim's gates (ntpu_core): none here
-      .rst       (rst),  `ifdef NTPU_VSIM_GATES /* verilator lint_off PINCONNECTEMPTY */ .vec_clk_en(), .ctl_clk_en(), .load_clk_en(), /* verilator lint_on PINCONNECTEMPTY */ `endif
+      .clk       (clk),
+      .rst       (rst),
       .s_rx_data (fifo_data),
       .s_rx_valid(fifo_valid),
       .s_rx_ready(fifo_ready),
@@ -127,3 +127,4 @@ module ntpu_uart_device #(
 endmodule
 
 `default_nettype wire
+

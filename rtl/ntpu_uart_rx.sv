@@ -144,3 +144,4 @@ module ntpu_uart_rx #(
 endmodule
 
 `default_nettype wire
+

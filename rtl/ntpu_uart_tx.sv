@@ -69,3 +69,4 @@ module ntpu_uart_tx #(
 endmodule
 
 `default_nettype wire
+

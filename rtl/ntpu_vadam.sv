@@ -77,35 +77,6 @@ module ntpu_vadam #(
   end
 
   logic s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12;
-`ifdef VERILATOR
-  // Simulation only. The steps as below, from a one-hot copy of step_q kept with run_q and step_q
-  // (bit k is run_q && step_q == k after every edge: the same reset, load and advance), so that no
-  // compare runs between rows.
-  logic [12:0] oh_q;
-  always_ff @(posedge clk) begin
-    if (rst) oh_q <= '0;
-    else if (ld_pv) oh_q <= 13'd1;
-    else if (run_q && adv) oh_q <= oh_q << 1;  // past step 12: 0, as run_q
-  end
-  assign s0 = oh_q[0];
-  assign s1 = oh_q[1];
-  assign s2 = oh_q[2];
-  assign s3 = oh_q[3];
-  assign s4 = oh_q[4];
-  assign s5 = oh_q[5];
-  assign s6 = oh_q[6];
-  assign s7 = oh_q[7];
-  assign s8 = oh_q[8];
-  assign s9 = oh_q[9] && db_done;
-  assign s10 = oh_q[10] && sq_done;
-  assign s11 = oh_q[11];
-  // The dividers' and square roots' act: every start is a step and every unit is idle again by the
-  // step that waits for it, so no unit is busy while no row runs (rst included to clear them).
-  // The lanes' registers change only on a load or a step.
-  logic act, lact;
-  assign act = run_q || rst;
-  assign lact = ld_gm || ld_pv || run_q;
-`else
   assign s0 = run_q && step_q == 4'd0;
   assign s1 = run_q && step_q == 4'd1;
   assign s2 = run_q && step_q == 4'd2;
@@ -118,7 +89,6 @@ module ntpu_vadam #(
   assign s9 = run_q && step_q == 4'd9 && db_done;
   assign s10 = run_q && step_q == 4'd10 && sq_done;
   assign s11 = run_q && step_q == 4'd11;
-`endif
   assign s12 = fin;
 
   logic mul_en, add_en;
@@ -134,26 +104,6 @@ module ntpu_vadam #(
 
     // Operands per step (a plain mux chain, no unpacked-array reads in functions: Icarus 11).
     logic [31:0] k0, k1, k2, k3, k4, k5, k6, k7, k8;
-`ifdef VERILATOR
-    // Simulation only: the constants as nine registers, the same writes; an array written at a
-    // variable index costs Verilator a flag set and tested every cycle in every lane.
-    always_ff @(posedge clk) begin
-      if (ld_k) begin
-        case (k_idx)
-          4'd0: k0 <= rdata[32*n +: 32];
-          4'd1: k1 <= rdata[32*n +: 32];
-          4'd2: k2 <= rdata[32*n +: 32];
-          4'd3: k3 <= rdata[32*n +: 32];
-          4'd4: k4 <= rdata[32*n +: 32];
-          4'd5: k5 <= rdata[32*n +: 32];
-          4'd6: k6 <= rdata[32*n +: 32];
-          4'd7: k7 <= rdata[32*n +: 32];
-          4'd8: k8 <= rdata[32*n +: 32];
-          default: ;
-        endcase
-      end
-    end
-`else
     logic [31:0] k_q [0:8];
     always_ff @(posedge clk) begin
       if (ld_k) k_q[k_idx] <= rdata[32*n +: 32];
@@ -167,31 +117,14 @@ module ntpu_vadam #(
     assign k6 = k_q[6];
     assign k7 = k_q[7];
     assign k8 = k_q[8];
-`endif
 
     logic [31:0] da_x, da_y;  // divA's operands, read at its start
-`ifdef VERILATOR
-    // Simulation only: the same operands, as a latch open while run_q. Only the steps read them
-    // (every enable and start below is a step), so Verilator skips the muxes between rows, which
-    // are most cycles (docs/decisions/0017-vsim-speed.md).
-    always_latch begin
-      if (run_q) begin
-        mx = s0 ? (dec ? p_q : k1) : s2 ? k2 : s3 ? k3 : s4 ? k4 : s5 ? k5 : s6 ? t2_q : k0;
-        my = s0 ? (dec ? k1 : p_q) : s2 ? m_q : s4 ? v_q : s9 ? qa : g_q;
-        ax = s1 ? g_q : s4 ? t1_q : s7 ? t1_q : s10 ? sr : p_q;
-        ay = s1 ? t1_q : s4 ? t2_q : s7 ? t2_q : s10 ? k8 : {~qa[31], qa[30:0]};
-        da_x = s5 ? m_q : t1_q;
-        da_y = s5 ? k6 : t2_q;
-      end
-    end
-`else
     assign mx = s0 ? (dec ? p_q : k1) : s2 ? k2 : s3 ? k3 : s4 ? k4 : s5 ? k5 : s6 ? t2_q : k0;
     assign my = s0 ? (dec ? k1 : p_q) : s2 ? m_q : s4 ? v_q : s9 ? qa : g_q;  // s3, s5, s6: g
     assign ax = s1 ? g_q : s4 ? t1_q : s7 ? t1_q : s10 ? sr : p_q;
     assign ay = s1 ? t1_q : s4 ? t2_q : s7 ? t2_q : s10 ? k8 : {~qa[31], qa[30:0]};
     assign da_x = s5 ? m_q : t1_q;
     assign da_y = s5 ? k6 : t2_q;
-`endif
 
     ntpu_fp32_mul u_mul (
       .en(mul_en),
@@ -213,9 +146,6 @@ module ntpu_vadam #(
     ) u_div_a (
       .clk  (clk),
       .rst  (rst),
-`ifdef VERILATOR
-      .act  (act),
-`endif
       .start(s5 || s11),
       .x    (da_x),
       .y    (da_y),
@@ -229,9 +159,6 @@ module ntpu_vadam #(
     ) u_div_b (
       .clk  (clk),
       .rst  (rst),
-`ifdef VERILATOR
-      .act  (act),
-`endif
       .start(s8),
       .x    (v_q),
       .y    (k7),
@@ -245,9 +172,6 @@ module ntpu_vadam #(
     ) u_sqrt (
       .clk  (clk),
       .rst  (rst),
-`ifdef VERILATOR
-      .act  (act),
-`endif
       .start(s9),
       .x    (qb),
       .busy (sq_busy),
@@ -256,9 +180,6 @@ module ntpu_vadam #(
     );
 
     always_ff @(posedge clk) begin
-`ifdef VERILATOR
-      if (lact) begin  // simulation only: every write below is a load or a step
-`endif
       if (ld_gm) g_q <= rdata[32*n +: 32];
       else if (s1 && !dec) g_q <= as;
       if (ld_gm) m_q <= os_rdata[32*n +: 32];
@@ -271,9 +192,6 @@ module ntpu_vadam #(
       if ((s0 && !dec) || s2 || s4 || s9) t1_q <= mp;
       if (s3 || s5 || s6) t2_q <= mp;
       else if (s10) t2_q <= as;
-`ifdef VERILATOR
-      end
-`endif
     end
 
     assign p_out[32*n +: 32] = p_q;
@@ -292,3 +210,4 @@ module ntpu_vadam #(
 endmodule
 
 `default_nettype wire
+

@@ -236,3 +236,4 @@ module ntpu_vec #(
 endmodule
 
 `default_nettype wire
+

@@ -45,12 +45,10 @@ module ntpu_vopt #(
   for (genvar n = 0; n < N; n++) begin : g_lane
     logic [31:0] p_q, g_q, s_q, t_q, m_q;
     logic [31:0] mx, my, mp, ax, ay, as;
-`ifndef VERILATOR
     assign mx = (step == 3'd0) ? wd[32*n +: 32] : (step == 3'd2) ? mu[32*n +: 32] : lr[32*n +: 32];
     assign my = (step == 3'd0) ? p_q : (step == 3'd2 || mom) ? s_q : t_q;
     assign ax = (step == 3'd1) ? g_q : (step == 3'd3) ? m_q : p_q;
     assign ay = (step == 3'd1) ? m_q : (step == 3'd3) ? t_q : {~m_q[31], m_q[30:0]};
-`endif
     ntpu_fp32_mul u_mul (
       .en(mul_en),
       .x (mx),
@@ -77,22 +75,9 @@ module ntpu_vopt #(
 
     assign p_out[32*n +: 32] = p_q;
     assign s_out[32*n +: 32] = s_q;
-`ifdef VERILATOR
-    // Simulation only: the operands above as a latch open while step_en, since only a step reads
-    // them (the fp units' enables are steps); Verilator then skips the muxes on the cycles no OPTIM
-    // runs (docs/decisions/0017-vsim-speed.md). Here, below every line synthesis reads, so that
-    // those keep their numbers (Yosys names cells by line; rtl/README.md).
-    always_latch begin
-      if (step_en) begin
-        mx = (step == 3'd0) ? wd[32*n +: 32] : (step == 3'd2) ? mu[32*n +: 32] : lr[32*n +: 32];
-        my = (step == 3'd0) ? p_q : (step == 3'd2 || mom) ? s_q : t_q;
-        ax = (step == 3'd1) ? g_q : (step == 3'd3) ? m_q : p_q;
-        ay = (step == 3'd1) ? m_q : (step == 3'd3) ? t_q : {~m_q[31], m_q[30:0]};
-      end
-    end
-`endif
   end
 
 endmodule
 
 `default_nettype wire
+

@@ -94,7 +94,6 @@ module ntpu_vseq
 
   state_e state_q, state_d;
   // The ADAM states for the datapath: 0 without OS (never entered then), so no multiplexers.
-`ifndef VERILATOR
   logic st_ak, st_ag, st_ap, st_ax, st_aw, st_av;
   assign st_ak = (OS_ROWS > 0) && state_q == S_AK;
   assign st_ag = (OS_ROWS > 0) && state_q == S_AG;
@@ -102,7 +101,6 @@ module ntpu_vseq
   assign st_ax = (OS_ROWS > 0) && state_q == S_AX;
   assign st_aw = (OS_ROWS > 0) && state_q == S_AW;
   assign st_av = (OS_ROWS > 0) && state_q == S_AV;
-`endif
   logic [7:0]  op_q;
   logic [3:0]  flags_q;                     // the defined bits; the rest are 0 once checked
   logic [15:0] dst_q;
@@ -134,7 +132,6 @@ module ntpu_vseq
   logic [N*32-1:0] vec_out_data;
   logic        issue, hazard;
   logic [15:0] in_flight;
-`ifndef VERILATOR
   assign is_colsum = (op_q == OP_COLSUM);
   assign is_rg = (op_q == OP_RELU_GRAD);
   assign is_opt = (op_q == OP_OPTIM);
@@ -180,12 +177,10 @@ module ntpu_vseq
       default: state_d = S_IDLE;
     endcase
   end
-`endif
   always_ff @(posedge clk) begin
     if (rst) state_q <= S_IDLE;
     else state_q <= state_d;
   end
-  // vsim: Verilator skips the updates below while idle without a write (issue, st_av, S_OWP are 0).
   // ---------------------------------------------------------------- command fields
   always_ff @(posedge clk) begin
     if (s_cmd_valid && s_cmd_ready) begin
@@ -216,7 +211,7 @@ module ntpu_vseq
       rd_mask_q <= UB_AW'(s_cmd_aux);
       hz_en_q <= !colsum && (out == OUT_ACC[3:2] || (rg && out == OUT_UB[3:2]));
       hz_d_q <= 18'(s_cmd_dst) - ((rg && out == OUT_UB[3:2]) ? 18'(s_cmd_aux) : 18'(s_cmd_src));
-    end else begin  `ifdef VERILATOR if (state_q != S_IDLE || wr_we) begin `endif
+    end else begin
       if (issue) begin
         beats_left_q <= beats_left_q - 17'd1;
         rd_src_q <= rd_src_q + ACC_AW'(1);
@@ -233,15 +228,15 @@ module ntpu_vseq
         o_g_q <= o_g_q + ACC_AW'(1);
         o_left_q <= o_left_q - 16'd1;
       end
-    end  `ifdef VERILATOR end `endif
+    end
     // SGD skips the momentum steps 2 and 3.
     if (state_q != S_OX) o_k_q <= 3'd0;
     else o_k_q <= (o_k_q == 3'd1 && !mom) ? 3'd4 : o_k_q + 3'd1;
     if (!st_ak) ak_q <= '0;
-    else ak_q <= ak_q + 4'd1;  `ifdef VERILATOR if (state_q != S_IDLE) begin `endif
+    else ak_q <= ak_q + 4'd1;
     if (state_q == S_AUX1 && need_q[0]) aux0_q <= acc_rdata;
     if (state_q == S_AUX2 && need_q[1]) mult_q <= acc_rdata;
-    if (state_q == S_AUX3 && need_q[2]) shift_q <= acc_rdata;  `ifdef VERILATOR end `endif
+    if (state_q == S_AUX3 && need_q[2]) shift_q <= acc_rdata;
   end
 
   // ---------------------------------------------------------------- reads
@@ -267,7 +262,6 @@ module ntpu_vseq
     end
     if (issue) in_last_q <= (beats_left_q == 17'd1);
   end
-`ifndef VERILATOR
   // Plain assigns, no default-then-override: a strobe must not glitch (see ntpu_cmd).
   logic [1:0] aux_k;  // aux row read in this state
   assign aux_k = (state_q == S_AUX1) ? 2'd1 : (state_q == S_AUX2) ? 2'd2 : 2'd0;
@@ -289,7 +283,6 @@ module ntpu_vseq
   // ---------------------------------------------------------------- lanes
   logic [1:0] vop;
   assign vop = is_colsum ? 2'd2 : is_rg ? 2'd1 : 2'd0;
-`endif
   ntpu_vec #(
     .N(N)
   ) u_vec (
@@ -365,7 +358,6 @@ module ntpu_vseq
     assign a_m = '0;
     assign a_v = '0;
   end
-`ifndef VERILATOR
   assign os_re = (st_ag) || (st_ap);
   assign os_raddr = (st_ag) ? o_m_q : o_v_q;
   assign os_we = (st_aw) || (st_av);
@@ -384,143 +376,16 @@ module ntpu_vseq
 
   assign idle = (state_q == S_IDLE);
   assign stall_hazard = (state_q == S_RUN) && beats_left_q != 17'd0 && hazard;
-`endif
   // The unit is empty whenever the last result has been written: busy adds nothing here. Reserved
   // flag bits are zero in a checked command.
   logic unused_bits;
   assign unused_bits = ^{vec_busy, s_cmd_flags[7:4], adam_q};
 
-`ifdef VERILATOR
-  // ---------------------------------------------------------------- simulation only
-  // The logic of the `ifndef VERILATOR regions above, for Verilator (docs/decisions/
-  // 0017-vsim-speed.md, "Round 3"): the same next state and outputs in every cycle, with the
-  // state-dependent logic under one test of S_IDLE, so that the unit costs a few instructions a
-  // cycle while idle (during every MATMUL) instead of a few hundred. Here, below every line
-  // synthesis reads, so that those keep their numbers (Yosys names cells by line; rtl/README.md).
-  logic st_ak, st_ag, st_ap, st_ax, st_aw, st_av;
-  logic cmd_adam;
-  logic [1:0] aux_k;
-  logic o_re, a_kre, o_wr;
-  logic [1:0] vop;
-  logic act_q;  // the state was not S_IDLE in the previous cycle
 
-  // Of the command: op_q and flags_q change only at the edge that takes a command, after which the
-  // state is not S_IDLE, so the latch holds the function of the present op_q and flags_q in every
-  // cycle (before the first command both forms read registers that were never set).
-  always_latch begin
-    if (state_q != S_IDLE) begin
-      is_colsum = (op_q == OP_COLSUM);
-      is_rg = (op_q == OP_RELU_GRAD);
-      is_opt = (op_q == OP_OPTIM);
-      vop = is_colsum ? 2'd2 : is_rg ? 2'd1 : 2'd0;
-      wr_mem = (is_colsum || is_opt || flags_q[3:2] == OUT_ACC[3:2]) ? 2'(MEM_ACC)
-             : (flags_q[3:2] == OUT_WB[3:2]) ? 2'(MEM_WB) : 2'(MEM_UB);
-    end
-  end
-  assign mom = flags_q[0];
-  assign out_q = flags_q[3:2];
 
-  // The state-dependent logic. In S_IDLE each signal takes the value its assign above gives there
-  // (cmd_adam, read only in S_IDLE, is 0 elsewhere).
-  always_comb begin
-    if (state_q == S_IDLE) begin
-      {st_ak, st_ag, st_ap, st_ax, st_aw, st_av} = '0;
-      s_cmd_ready = 1'b1;
-      idle = 1'b1;
-      cmd_adam = (OS_ROWS > 0) && s_cmd_op == OP_OPTIM && s_cmd_flags[1];
-      if (s_cmd_valid && cmd_adam) state_d = S_AK;
-      else if (s_cmd_valid) state_d = S_AUX0;
-      else state_d = S_IDLE;
-      aux_k = 2'd0;
-      o_re = 1'b0;
-      a_kre = 1'b0;
-      acc_re = 1'b0;
-      acc_raddr = ACC_AW'(aux_base_q);
-      ub_re = 1'b0;
-      os_re = 1'b0;
-      os_raddr = o_v_q;
-      os_we = 1'b0;
-      os_waddr = o_v_q;
-      o_wr = 1'b0;
-      wr_we = vec_out_valid;
-      wr_addr = dst_q + wr_idx_q;
-      stall_hazard = 1'b0;
-    end else begin
-      st_ak = (OS_ROWS > 0) && state_q == S_AK;
-      st_ag = (OS_ROWS > 0) && state_q == S_AG;
-      st_ap = (OS_ROWS > 0) && state_q == S_AP;
-      st_ax = (OS_ROWS > 0) && state_q == S_AX;
-      st_aw = (OS_ROWS > 0) && state_q == S_AW;
-      st_av = (OS_ROWS > 0) && state_q == S_AV;
-      s_cmd_ready = 1'b0;
-      idle = 1'b0;
-      cmd_adam = 1'b0;
-      state_d = state_q;
-      case (state_q)
-        S_AK: begin
-          if (ak_q == 4'(ADAM_AUX_ROWS) && o_left_q == 16'd0) state_d = S_IDLE;
-          else if (ak_q == 4'(ADAM_AUX_ROWS)) state_d = S_AG;
-        end
-        S_AG: state_d = S_AP;
-        S_AP: state_d = S_AX;
-        S_AX: if (a_fin) state_d = S_AW;
-        S_AW: state_d = S_AV;
-        S_AV: if (o_left_q == 16'd1) state_d = S_IDLE; else state_d = S_AG;
-        S_AUX0: state_d = S_AUX1;
-        S_AUX1: state_d = S_AUX2;
-        S_AUX2: state_d = S_AUX3;
-        S_AUX3: if (is_opt && o_left_q != 16'd0) state_d = S_OG; else state_d = S_RUN;
-        S_RUN: if (results_left_q == 17'd0 && beats_left_q == 17'd0) state_d = S_IDLE;
-        S_OG: state_d = S_OP;
-        S_OP: state_d = S_OS;
-        S_OS: state_d = S_OX;
-        S_OX: begin
-          if (o_k_q == 3'd5 && mom) state_d = S_OWS;
-          else if (o_k_q == 3'd5) state_d = S_OWP;
-        end
-        S_OWS: state_d = S_OWP;
-        S_OWP: if (o_left_q == 16'd1) state_d = S_IDLE; else state_d = S_OG;
-        default: state_d = S_IDLE;
-      endcase
-      aux_k = (state_q == S_AUX1) ? 2'd1 : (state_q == S_AUX2) ? 2'd2 : 2'd0;
-      o_re = (state_q == S_OG) || (state_q == S_OP) || (state_q == S_OS && mom);
-      a_kre = (st_ak) && ak_q != 4'(ADAM_AUX_ROWS);
-      acc_re = (state_q == S_AUX0 || state_q == S_AUX1 || state_q == S_AUX2) ? need_q[aux_k]
-             : o_re || a_kre || st_ag || st_ap || (issue && !void_q);
-      acc_raddr = (state_q == S_RUN) ? rd_src_q
-                : (state_q == S_OG || st_ag) ? o_g_q
-                : (state_q == S_OP || st_ap) ? o_p_q : (state_q == S_OS) ? o_s_q
-                : (st_ak) ? ACC_AW'(aux_base_q + 16'(ak_q))
-                : ACC_AW'(aux_base_q + 16'(aux_k));
-      ub_re = issue && is_rg;
-      os_re = (st_ag) || (st_ap);
-      os_raddr = (st_ag) ? o_m_q : o_v_q;
-      os_we = (st_aw) || (st_av);
-      os_waddr = (st_aw) ? o_m_q : o_v_q;
-      o_wr = (state_q == S_OWS) || (state_q == S_OWP) || (st_aw);
-      wr_we = vec_out_valid || o_wr;
-      wr_addr = (state_q == S_OWS) ? 16'(o_s_q) : (state_q == S_OWP || st_aw) ? 16'(o_p_q)
-              : dst_q + wr_idx_q;
-      stall_hazard = (state_q == S_RUN) && beats_left_q != 17'd0 && hazard;
-    end
-  end
-  assign ub_raddr = rd_mask_q;
 
-  // The wide write data, as latches. os_wdata is a_v in S_IDLE: a_v changes only in S_AX, and no
-  // state before S_IDLE is S_AW. wr_data is vec_out_data in S_IDLE, which changes there only after
-  // a cycle with ntpu_vec's last stage valid (d_q) or an int8 ACT's requantizers running (y), and
-  // the latch is open in the cycle after each of those and after the last state before S_IDLE.
-  always_latch begin
-    if (state_q != S_IDLE) os_wdata = (st_aw) ? a_m : a_v;
-  end
-  always_ff @(posedge clk) act_q <= (state_q != S_IDLE);
-  always_latch begin
-    if (state_q != S_IDLE || act_q || vec_out_valid || (vop == 2'd0 && out_q == OUT_INT8[3:2])) begin
-      wr_data = (state_q == S_OWS) ? o_s : (state_q == S_OWP) ? o_p : (st_aw) ? a_p : vec_out_data;
-    end
-  end
-`endif
 
 endmodule
 
 `default_nettype wire
+

@@ -9,7 +9,7 @@
 // two ends: it settles outputs that depend on this cycle's inputs, and it lets the model see the
 // clocks low, so that the high is an edge. The core has no such outputs (s_rx_ready depends on the
 // receiver's state only, m_tx is driven from registers, the gate enables depend on registers:
-// rtl/ntpu_core.sv), so the caller samples them before the edge, where they already hold this
+// sim/vsim/ntpu_core.sv), so the caller samples them before the edge, where they already hold this
 // cycle's values; and the model's records of each clock's last level are set low directly where an
 // edge is due. The one eval is also taken in its steps rather than through eval() (~200
 // instructions a cycle at 8x8): eval()'s loops compute each trigger set two or three times to see
@@ -20,6 +20,9 @@
 #define NTPU_VSIM_CLOCK_EDGE_H
 
 #include "verilated.h"
+
+#include <type_traits>
+#include <utility>
 
 #if VERILATOR_VERSION_INTEGER >= 5006000 && VERILATOR_VERSION_INTEGER < 5007000
 #include "Vntpu_core___024root.h"
@@ -33,7 +36,12 @@ void Vntpu_core___024root___eval_nba(Vntpu_core___024root *);
 
 namespace ntpu_clock_edge {
 
-// The core's gated clocks (rtl/ntpu_core.sv, NTPU_VSIM_GATES): clk_vec (the vector unit), clk_ctl
+// A model with the gated clocks of vsim's core (sim/vsim/ntpu_core.sv), rather than the one clock of
+// rtl/ntpu_core.sv (vsim:rtl's model, which is clocked the plain way: all_low, eval, all_high, eval).
+template <class Model, class = void> struct gated : std::false_type {};
+template <class Model> struct gated<Model, std::void_t<decltype(std::declval<Model &>().clk_ctl)>> : std::true_type {};
+
+// The core's gated clocks (sim/vsim/ntpu_core.sv): clk_vec (the vector unit), clk_ctl
 // (the link and the command processor) and clk_load (the sequencer's weight loader, TRANSPOSE_A
 // feeder and transposer) have an edge only in the cycles where their enable is high. The enables
 // depend on registers only, so before the edge they already hold this cycle's values. The harness
@@ -58,17 +66,21 @@ template <class Model> void gated_low(Model *t)
 template <class Model> void all_low(Model *t)
 {
     t->clk = 0;
-    t->clk_vec = 0;
-    t->clk_ctl = 0;
-    t->clk_load = 0;
+    if constexpr (gated<Model>::value) {
+        t->clk_vec = 0;
+        t->clk_ctl = 0;
+        t->clk_load = 0;
+    }
 }
 
 template <class Model> void all_high(Model *t)
 {
     t->clk = 1;
-    t->clk_vec = 1;
-    t->clk_ctl = 1;
-    t->clk_load = 1;
+    if constexpr (gated<Model>::value) {
+        t->clk_vec = 1;
+        t->clk_ctl = 1;
+        t->clk_load = 1;
+    }
 }
 
 // With every clock high (after the previous cycle or reset) and this cycle's inputs set: the

@@ -1,4 +1,4 @@
-/* The Verilator model of rtl/ntpu_core behind a C ABI: the RTL as an in-process
+/* The Verilator model of ntpu_core behind a C ABI: the RTL as an in-process
  * device. Bytes written go into the core's receive stream as fast as it accepts
  * them; reading clocks the model until reply bytes come out. One thread at a
  * time per model. */
@@ -16,7 +16,9 @@ typedef struct ntpu_vsim ntpu_vsim;
 
 /* Creates the model and resets it. opts: the part of the device string after
  * "vsim:", comma-separated, NULL or "" for none:
- *   trace=FILE   write an FST waveform of the whole run to FILE
+ *   rtl          the core from rtl/ alone, exactly what synthesis reads, rather
+ *                than vsim's faster simulation forms (sim/vsim/ntpu_*.sv)
+ *   trace=FILE   write an FST waveform of the whole run to FILE (not with rtl)
  * Returns NULL on a bad option or an unwritable trace file, with a one-line
  * reason in err (errlen bytes, NUL-terminated) when err is not NULL. */
 ntpu_vsim *ntpu_vsim_new(const char *opts, char *err, size_t errlen);

@@ -15,7 +15,6 @@ module ntpu_vsim_core #(
   parameter int OS_ROWS = 0       // optimizer-state rows
 ) (
   input  logic                    clk,
-`ifdef NTPU_VSIM_GATES
   // The gated clocks of the core's units and their enables (rtl/ntpu_core.sv; the harness drives
   // them: sim/vsim/clock_edge.h).
   input  logic                    clk_vec,
@@ -24,7 +23,6 @@ module ntpu_vsim_core #(
   output logic                    vec_clk_en,
   output logic                    ctl_clk_en,
   output logic                    load_clk_en,
-`endif
   input  logic                    rst,
   input  logic [8*LINK_BYTES-1:0] s_rx_data,
   input  logic [LINK_BYTES-1:0]   s_rx_valid,
@@ -40,14 +38,12 @@ module ntpu_vsim_core #(
     .OS_ROWS    (OS_ROWS)
   ) u_core (
     .clk       (clk),
-`ifdef NTPU_VSIM_GATES
     .clk_vec   (clk_vec),
     .clk_ctl   (clk_ctl),
     .clk_load  (clk_load),
     .vec_clk_en(vec_clk_en),
     .ctl_clk_en(ctl_clk_en),
     .load_clk_en(load_clk_en),
-`endif
     .rst       (rst),
     .s_rx_data (s_rx_data),
     .s_rx_valid(s_rx_valid),
@@ -59,3 +55,4 @@ module ntpu_vsim_core #(
 endmodule
 
 `default_nettype wire
+

@@ -1,9 +1,11 @@
-// The Verilated rtl/ntpu_core behind the C ABI of ntpu_vsim.h.
+// The Verilated ntpu_core behind the C ABI of ntpu_vsim.h.
 //
 // Each model owns its VerilatedContext, so several can live in one process.
-// Two builds of the same RTL: Vntpu_core, without tracing (Verilator then keeps
-// internal signals in C++ locals, which makes it faster), and Vntpu_core_trace,
-// used only for trace=FILE.
+// Three models: Vntpu_core, vsim's core (rtl/ with the simulation forms of
+// sim/vsim/ in place of their twins, and gated clocks), without tracing
+// (Verilator then keeps internal signals in C++ locals, which makes it
+// faster); Vntpu_core_trace, the same with tracing, used only for trace=FILE;
+// and Vntpu_core_rtl, the core from rtl/ alone, what synthesis reads (rtl).
 // One clock cycle is two evals: the low phase, where this cycle's inputs are
 // driven and valid/ready/data settle, then the rising edge, where a transfer
 // happens on each stream whose valid and ready were both high. The bytes the
@@ -27,6 +29,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #include "Vntpu_core.h"
+#include "Vntpu_core_rtl.h"
 #include "Vntpu_core_trace.h"
 #include "verilated.h"
 #include "verilated_fst_c.h"
@@ -64,6 +67,7 @@ struct ntpu_vsim {
     std::unique_ptr<VerilatedContext> ctx;
     std::unique_ptr<Vntpu_core> top;           // null with trace=FILE
     std::unique_ptr<Vntpu_core_trace> top_tr;  // null unless trace=FILE
+    std::unique_ptr<Vntpu_core_rtl> top_rtl;   // null unless rtl
     std::unique_ptr<VerilatedFstC> fst;        // null unless trace=FILE
 #ifdef NTPU_VSIM_LOCKSTEP
     std::unique_ptr<ntpu_lockstep> lockstep;   // beside top (make test's lockstep build only)
@@ -82,7 +86,15 @@ struct ntpu_vsim {
 
     // f(model) on whichever model this is: the clock loops below run inside f, so that the choice
     // is made once per call and step_on is inlined into them (~20 instructions a cycle).
-    template <class F> void on_model(F &&f) { top ? f(top.get()) : f(top_tr.get()); }
+    template <class F> void on_model(F &&f)
+    {
+        if (top)
+            f(top.get());
+        else if (top_rtl)
+            f(top_rtl.get());
+        else
+            f(top_tr.get());
+    }
 
     // One clock cycle. Returns the bytes that left the core (copied to tx, room
     // for kLinkBytes); *rx is set to the bytes that entered it.
@@ -91,24 +103,28 @@ struct ntpu_vsim {
         const size_t have = in.size();
         const unsigned k = have < kLinkBytes ? static_cast<unsigned>(have) : kLinkBytes;
         rx_port.offer(t, in.data(), k);
-        // The traced model shows both phases; the other one takes the edge in one eval
-        // (clock_edge.h): the outputs sampled here depend on the core's registers only.
-        constexpr bool traced = !std::is_same_v<Model, Vntpu_core>;
-        if constexpr (traced) {
+        // The traced and the rtl/ models take both phases; vsim's own takes the edge in one
+        // eval (clock_edge.h): the outputs sampled here depend on the core's registers only.
+        constexpr bool one_eval = std::is_same_v<Model, Vntpu_core>;
+        constexpr bool traced = std::is_same_v<Model, Vntpu_core_trace>;
+        if constexpr (!one_eval) {
             t->clk = 0;
-            ntpu_clock_edge::gated_low(t);
+            if constexpr (traced)
+                ntpu_clock_edge::gated_low(t);
             t->eval();
-            dump();
+            if constexpr (traced)
+                dump();
         }
         const unsigned ready = thermo_count(t->s_rx_ready);
         const unsigned taken = k < ready ? k : ready;
         const unsigned ntx = thermo_count(t->m_tx_valid); // all taken: m_tx_ready is tied high
         if (ntx)
             get_bytes(t->m_tx_data, tx, ntx);
-        if constexpr (traced) {
+        if constexpr (!one_eval) {
             ntpu_clock_edge::all_high(t);
             t->eval();
-            dump();
+            if constexpr (traced)
+                dump();
         } else {
 #ifdef NTPU_VSIM_LOCKSTEP
             lockstep->before_edge(t, rx_port.changed);
@@ -130,6 +146,8 @@ struct ntpu_vsim {
         t->rst = 1;
         t->s_rx_valid = 0;
         put_bytes(t->s_rx_data, nullptr, 0);
+        if constexpr (std::is_same_v<Model, Vntpu_core_rtl>)
+            t->m_tx_ready = 1; // as sim/vsim/ntpu_vsim_core.sv ties it for the others
         for (unsigned i = 0; i < kResetCycles; i++) {
             // ntpu_clock_edge::reset_cycle, with the traced model's dumps.
             ntpu_clock_edge::all_low(t);
@@ -150,6 +168,7 @@ struct ntpu_vsim {
 extern "C" ntpu_vsim *ntpu_vsim_new(const char *opts, char *err, size_t errlen)
 {
     std::string trace_path;
+    bool rtl = false;
     for (std::string rest = opts ? opts : ""; !rest.empty();) {
         size_t comma = rest.find(',');
         std::string opt = rest.substr(0, comma);
@@ -162,10 +181,16 @@ extern "C" ntpu_vsim *ntpu_vsim_new(const char *opts, char *err, size_t errlen)
                 set_err(err, errlen, "vsim: trace= needs a file name");
                 return nullptr;
             }
+        } else if (opt == "rtl") {
+            rtl = true;
         } else {
-            set_err(err, errlen, "vsim: unknown option '%s' (known: trace=FILE, board=icebreaker)", opt.c_str());
+            set_err(err, errlen, "vsim: unknown option '%s' (known: rtl, trace=FILE, board=icebreaker)", opt.c_str());
             return nullptr;
         }
+    }
+    if (rtl && !trace_path.empty()) {
+        set_err(err, errlen, "vsim: rtl and trace= do not go together (the traced model is vsim's own)");
+        return nullptr;
     }
     if (!ntpu_vsim_util::trace_writable(trace_path, err, errlen))
         return nullptr;
@@ -179,7 +204,9 @@ extern "C" ntpu_vsim *ntpu_vsim_new(const char *opts, char *err, size_t errlen)
         s->ctx.reset(new VerilatedContext);
         if (!trace_path.empty())
             s->ctx->traceEverOn(true); // before the model exists, so it computes every traced signal
-        if (trace_path.empty()) {
+        if (rtl) {
+            s->top_rtl.reset(new Vntpu_core_rtl(s->ctx.get()));
+        } else if (trace_path.empty()) {
             s->top.reset(new Vntpu_core(s->ctx.get()));
         } else {
             s->top_tr.reset(new Vntpu_core_trace(s->ctx.get()));
@@ -200,6 +227,8 @@ extern "C" ntpu_vsim *ntpu_vsim_new(const char *opts, char *err, size_t errlen)
 #ifdef NTPU_VSIM_LOCKSTEP
         s->lockstep.reset(new ntpu_lockstep(kResetCycles));
 #endif
+    } else if (s->top_rtl) {
+        s->reset_on(s->top_rtl.get());
     } else {
         s->reset_on(s->top_tr.get());
     }
@@ -216,6 +245,8 @@ extern "C" void ntpu_vsim_free(ntpu_vsim *s)
 #endif
     if (s->top)
         s->top->final();
+    else if (s->top_rtl)
+        s->top_rtl->final();
     else
         s->top_tr->final();
     if (s->fst)

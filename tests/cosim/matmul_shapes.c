@@ -40,9 +40,13 @@ int main(int argc, char **argv)
 {
     unsigned count = argc > 1 ? (unsigned)atoi(argv[1]) : 1000;
     rng = argc > 2 ? strtoull(argv[2], NULL, 0) : 5;
+    /* NTPU_TEST_VSIM: vsim's options, as in pair.h (rtl: the core from rtl/ alone). */
+    const char *opts = getenv("NTPU_TEST_VSIM");
+    char vsim_dev[256];
+    snprintf(vsim_dev, sizeof vsim_dev, "vsim%s%s", opts && *opts ? ":" : "", opts ? opts : "");
     ntpu_device *ref, *vsim;
-    if (ntpu_open("ref", &ref) != NTPU_OK || ntpu_open("vsim", &vsim) != NTPU_OK) {
-        puts("FAIL cannot open ref and vsim");
+    if (ntpu_open("ref", &ref) != NTPU_OK || ntpu_open(vsim_dev, &vsim) != NTPU_OK) {
+        printf("FAIL cannot open ref and %s\n", vsim_dev);
         return 1;
     }
     ntpu_info info;

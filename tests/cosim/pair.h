@@ -48,7 +48,8 @@ static void pair_open(pair *p)
     char err[256] = "";
     memset(p, 0, sizeof *p);
     p->ref = ntpu_ref_new(NULL);
-    p->vsim = ntpu_vsim_new(getenv("NTPU_TEST_TRACE"), err, sizeof err);
+    /* NTPU_TEST_VSIM: vsim's options (ntpu_vsim.h), e.g. rtl for the core from rtl/ alone. */
+    p->vsim = ntpu_vsim_new(getenv("NTPU_TEST_VSIM"), err, sizeof err);
     if (!p->ref || !p->vsim)
         die("cannot create the models: %s", err);
 }

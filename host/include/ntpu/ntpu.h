@@ -78,7 +78,11 @@ typedef struct ntpu_device ntpu_device; /* opaque; one thread at a time per hand
  *                                          bytes; novec=1 / notra=1 leave out the
  *                                          vector unit / TRANSPOSE_A (as the
  *                                          iCEBreaker's core)
- *   "vsim[:trace=FILE]"                    the Verilator model of the RTL
+ *   "vsim[:trace=FILE]"                    the Verilator model of the RTL (with
+ *                                          vsim's faster simulation forms,
+ *                                          held to rtl/ cycle by cycle)
+ *   "vsim:rtl"                             the same core built from rtl/ alone,
+ *                                          exactly what synthesis reads (slower)
  *   "vsim:board=icebreaker[,trace=FILE,ber=P,drop=P,seed=N]"
  *                                          the iCEBreaker board top simulated
  *                                          behind its UART pins at bit level,

@@ -4,6 +4,5 @@ rtl/ntpu_fp32_add_pipe.sv
 rtl/ntpu_pe.sv
 rtl/ntpu_bf16_shared.sv
 rtl/ntpu_array.sv
-rtl/ntpu_vsim_delay.sv
 tests/rtl/ntpu_array/tb_array_run.sv
 tests/rtl/ntpu_array_pipe/tb.sv

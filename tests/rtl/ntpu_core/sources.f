@@ -13,7 +13,6 @@ rtl/ntpu_fp32_add_pipe.sv
 rtl/ntpu_pe.sv
 rtl/ntpu_bf16_shared.sv
 rtl/ntpu_array.sv
-rtl/ntpu_vsim_delay.sv
 rtl/ntpu_requant.sv
 rtl/ntpu_vec.sv
 rtl/ntpu_fp32_mul.sv

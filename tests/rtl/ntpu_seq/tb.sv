@@ -40,6 +40,11 @@ module tb;
     .N(N), .UB_ROWS(UB_ROWS), .WB_ROWS(WB_ROWS), .ACC_ROWS(ACC_ROWS), .MEM_OVERLAP(1)
   ) dut (
     .clk(clk), .rst(rst),
+`ifdef VERILATOR
+    // Built by Verilator, the bench runs vsim's form (sim/vsim/ntpu_seq.sv), whose weight loader has a
+    // gated clock of its own: here it ticks with clk.
+    .clk_load(clk), .load_busy(),
+`endif
     .s_cmd_valid(cmd_valid), .s_cmd_ready(cmd_ready), .s_cmd_matmul(cmd_matmul),
     .s_cmd_flags(cmd_flags), .s_cmd_addr(cmd_addr), .s_cmd_acc_addr(cmd_acc_addr),
     .s_cmd_rows(cmd_rows), .s_cmd_stride(cmd_stride), .idle(idle),

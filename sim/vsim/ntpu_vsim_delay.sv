@@ -6,7 +6,6 @@
 // oldest moves into a plain register (last_q), not an array element: a nonblocking write to an
 // element goes through Verilator's write queue every cycle. D = 0 is that register alone.
 `default_nettype none
-`ifdef VERILATOR
 
 module ntpu_vsim_delay #(
   parameter int W = 1,  // bits per value
@@ -38,5 +37,5 @@ module ntpu_vsim_delay #(
   end
 endmodule
 
-`endif
 `default_nettype wire
+
