@@ -259,4 +259,3 @@ module ntpu_array #(
 endmodule
 
 `default_nettype wire
-

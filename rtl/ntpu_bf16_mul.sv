@@ -59,4 +59,3 @@ module ntpu_bf16_mul (
 endmodule
 
 `default_nettype wire
-

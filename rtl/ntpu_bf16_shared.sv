@@ -180,4 +180,3 @@ module ntpu_bf16_shared #(
 endmodule
 
 `default_nettype wire
-

@@ -908,4 +908,3 @@ module ntpu_cmd
 endmodule
 
 `default_nettype wire
-

@@ -507,4 +507,3 @@ module ntpu_core
 endmodule
 
 `default_nettype wire
-

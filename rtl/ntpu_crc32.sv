@@ -96,4 +96,3 @@ module ntpu_crc32 #(
 endmodule
 
 `default_nettype wire
-

@@ -78,4 +78,3 @@ module ntpu_fifo #(
 endmodule
 
 `default_nettype wire
-

@@ -129,4 +129,3 @@ module ntpu_fp32_add (
 endmodule
 
 `default_nettype wire
-

@@ -255,4 +255,3 @@ module ntpu_fp32_add_pipe #(
 endmodule
 
 `default_nettype wire
-

@@ -119,4 +119,3 @@ module ntpu_fp32_div #(
 endmodule
 
 `default_nettype wire
-

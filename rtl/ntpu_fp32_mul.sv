@@ -82,4 +82,3 @@ module ntpu_fp32_mul (
 endmodule
 
 `default_nettype wire
-

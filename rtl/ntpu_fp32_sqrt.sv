@@ -105,4 +105,3 @@ module ntpu_fp32_sqrt #(
 endmodule
 
 `default_nettype wire
-

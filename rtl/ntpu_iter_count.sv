@@ -42,4 +42,3 @@ module ntpu_iter_count #(
 endmodule
 
 `default_nettype wire
-

@@ -299,4 +299,3 @@ module ntpu_link_rx
 endmodule
 
 `default_nettype wire
-

@@ -221,4 +221,3 @@ module ntpu_link_tx
 endmodule
 
 `default_nettype wire
-

@@ -165,4 +165,3 @@ module ntpu_pe #(
 endmodule
 
 `default_nettype wire
-

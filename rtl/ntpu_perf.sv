@@ -61,4 +61,3 @@ module ntpu_perf
 endmodule
 
 `default_nettype wire
-

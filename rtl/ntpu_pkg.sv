@@ -148,4 +148,3 @@ endpackage
 /* verilator lint_on UNUSEDPARAM */
 
 `default_nettype wire
-

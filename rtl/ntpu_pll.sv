@@ -28,4 +28,3 @@ module ntpu_pll #(
 endmodule
 
 `default_nettype wire
-

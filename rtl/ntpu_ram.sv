@@ -42,4 +42,3 @@ module ntpu_ram #(
 endmodule
 
 `default_nettype wire
-

@@ -62,4 +62,3 @@ module ntpu_requant (
 endmodule
 
 `default_nettype wire
-

@@ -446,4 +446,3 @@ module ntpu_seq #(
 endmodule
 
 `default_nettype wire
-

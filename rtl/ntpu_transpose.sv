@@ -126,4 +126,3 @@ module ntpu_transpose #(
 endmodule
 
 `default_nettype wire
-

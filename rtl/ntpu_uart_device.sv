@@ -127,4 +127,3 @@ module ntpu_uart_device #(
 endmodule
 
 `default_nettype wire
-

@@ -144,4 +144,3 @@ module ntpu_uart_rx #(
 endmodule
 
 `default_nettype wire
-

@@ -69,4 +69,3 @@ module ntpu_uart_tx #(
 endmodule
 
 `default_nettype wire
-

@@ -210,4 +210,3 @@ module ntpu_vadam #(
 endmodule
 
 `default_nettype wire
-

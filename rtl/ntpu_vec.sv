@@ -236,4 +236,3 @@ module ntpu_vec #(
 endmodule
 
 `default_nettype wire
-

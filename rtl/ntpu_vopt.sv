@@ -80,4 +80,3 @@ module ntpu_vopt #(
 endmodule
 
 `default_nettype wire
-

@@ -388,4 +388,3 @@ module ntpu_vseq
 endmodule
 
 `default_nettype wire
-

@@ -433,4 +433,3 @@ module ntpu_array #(
 endmodule
 
 `default_nettype wire
-

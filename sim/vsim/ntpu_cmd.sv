@@ -968,4 +968,3 @@ module ntpu_cmd
 endmodule
 
 `default_nettype wire
-

@@ -569,4 +569,3 @@ module ntpu_core
 endmodule
 
 `default_nettype wire
-

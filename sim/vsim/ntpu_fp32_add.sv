@@ -160,4 +160,3 @@ module ntpu_fp32_add (
 endmodule
 
 `default_nettype wire
-

@@ -137,4 +137,3 @@ module ntpu_fp32_div #(
 endmodule
 
 `default_nettype wire
-

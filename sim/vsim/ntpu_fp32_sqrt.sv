@@ -120,4 +120,3 @@ module ntpu_fp32_sqrt #(
 endmodule
 
 `default_nettype wire
-

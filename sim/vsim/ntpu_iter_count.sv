@@ -64,4 +64,3 @@ module ntpu_iter_count #(
 endmodule
 
 `default_nettype wire
-

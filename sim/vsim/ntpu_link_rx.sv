@@ -306,4 +306,3 @@ module ntpu_link_rx
 endmodule
 
 `default_nettype wire
-

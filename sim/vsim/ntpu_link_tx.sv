@@ -233,4 +233,3 @@ module ntpu_link_tx
 endmodule
 
 `default_nettype wire
-

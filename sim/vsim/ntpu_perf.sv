@@ -89,4 +89,3 @@ module ntpu_perf
 endmodule
 
 `default_nettype wire
-

@@ -49,4 +49,3 @@ module ntpu_ram #(
 endmodule
 
 `default_nettype wire
-

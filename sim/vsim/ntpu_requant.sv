@@ -67,4 +67,3 @@ module ntpu_requant (
 endmodule
 
 `default_nettype wire
-

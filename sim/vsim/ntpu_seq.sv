@@ -467,4 +467,3 @@ module ntpu_seq #(
 endmodule
 
 `default_nettype wire
-

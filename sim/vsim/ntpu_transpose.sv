@@ -130,4 +130,3 @@ module ntpu_transpose #(
 endmodule
 
 `default_nettype wire
-

@@ -244,4 +244,3 @@ module ntpu_vadam #(
 endmodule
 
 `default_nettype wire
-

@@ -89,4 +89,3 @@ module ntpu_vopt #(
 endmodule
 
 `default_nettype wire
-

@@ -430,4 +430,3 @@ module ntpu_vseq
 endmodule
 
 `default_nettype wire
-

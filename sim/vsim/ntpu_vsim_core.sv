@@ -55,4 +55,3 @@ module ntpu_vsim_core #(
 endmodule
 
 `default_nettype wire
-

@@ -38,4 +38,3 @@ module ntpu_vsim_delay #(
 endmodule
 
 `default_nettype wire
-
