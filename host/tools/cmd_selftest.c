@@ -1,7 +1,10 @@
 /* ntpu selftest: a short check of a freshly flashed board (or a simulator):
- * the ID block, the link, the three memories, and small matmuls in both dtypes
- * compared bit for bit with the golden model. */
+ * the ID block, the link, the three memories, small matmuls in both dtypes
+ * compared bit for bit with a plain C loop and the golden model, and two
+ * training steps compared with the golden model. */
+#include <float.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,23 +19,30 @@ static const char selftest_help[] =
     "Checks a device in well under a minute: its ID block, the link (100 fence round\n"
     "trips and STATUS), a memory test of UB, WB and ACC (walking ones and address\n"
     "patterns over the first and last rows, a stride and every power-of-two row), and\n"
-    "small int8 and bf16 matmuls compared bit for bit with the golden model (ref);\n"
-    "with bf16 also two training steps of a tiny MLP (the library does the vector unit's\n"
-    "and TRANSPOSE_A's part on a device without them, as the iCEBreaker), loss and logits\n"
-    "compared bit for bit with ref.\n"
-    "Prints one line per check, 'PASS <name>: <detail>' or 'FAIL <name>: <detail>'.\n"
-    "Exit status 0 when every check passes, else 1. The memory test and the matmuls\n"
-    "overwrite the device's memories.\n"
+    "small int8 and bf16 matmuls compared bit for bit with a plain C loop written from\n"
+    "docs/numerics.md and, on a device other than the golden model, with the golden\n"
+    "model (ref); with bf16 also two training steps of a tiny MLP (the library does the\n"
+    "vector unit's and TRANSPOSE_A's part on a device without them, as the iCEBreaker),\n"
+    "loss and logits compared bit for bit with ref (on ref itself with all features:\n"
+    "with ref doing that part through the library's host fallbacks).\n"
+    "Prints one line per check, 'PASS <name>: <detail>', 'FAIL <name>: <detail>', or\n"
+    "'SKIP <name>: <why>' for a check the device cannot run (a dtype it does not have).\n"
+    "Exit status 0 when no check failed (skipped ones do not count as passed), else 1.\n"
+    "The memory test and the matmuls overwrite the device's memories.\n"
     "\n"
     "  -d, --device DEV  the device (default: $NTPU_DEVICE, else vsim)\n"
-    "  --json            one JSON object on stdout: {\"device\",\"checks\":[{\"name\",\"pass\",\n"
-    "                    \"detail\"}],\"passed\",\"failed\"}\n";
+    "  --json            one JSON object on stdout: {\"device\",\"checks\":[{\"name\",\"status\":\n"
+    "                    \"pass\"|\"fail\"|\"skip\",\"pass\",\"detail\"}],\"passed\",\"failed\",\n"
+    "                    \"skipped\"}; \"pass\" is true for a check that ran and passed\n";
 
 #define MAX_CHECKS 16
 
+/* A check that did not run (the device lacks what it needs) is SKIP: neither a pass nor a failure. */
+enum check_status { CHECK_PASS, CHECK_FAIL, CHECK_SKIP };
+
 typedef struct check {
     char name[48];
-    int pass;
+    enum check_status status;
     char detail[200];
 } check;
 
@@ -42,22 +52,40 @@ typedef struct run {
     int json;
 } run;
 
-__attribute__((format(printf, 4, 5))) static void record(run *r, const char *name, int pass, const char *fmt, ...)
+static const char *const status_word[] = {"PASS", "FAIL", "SKIP"};
+static const char *const status_json[] = {"pass", "fail", "skip"};
+
+/* record(r, name, pass, ...): pass is a truth value, PASS or FAIL; skip(r, name, ...) is SKIP. */
+__attribute__((format(printf, 4, 0))) static void record_v(run *r, const char *name, enum check_status status,
+                                                           const char *fmt, va_list ap)
 {
     if (r->n == MAX_CHECKS)
         return;
     check *c = &r->c[r->n++];
     snprintf(c->name, sizeof c->name, "%s", name);
-    c->pass = pass;
-    va_list ap;
-    va_start(ap, fmt);
+    c->status = status;
     vsnprintf(c->detail, sizeof c->detail, fmt, ap);
-    va_end(ap);
     /* Line by line as the checks finish: on a slow board the user sees progress. */
     if (!r->json) {
-        printf("%s %s: %s\n", pass ? "PASS" : "FAIL", c->name, c->detail);
+        printf("%s %s: %s\n", status_word[status], c->name, c->detail);
         fflush(stdout);
     }
+}
+
+__attribute__((format(printf, 4, 5))) static void record(run *r, const char *name, int pass, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    record_v(r, name, pass ? CHECK_PASS : CHECK_FAIL, fmt, ap);
+    va_end(ap);
+}
+
+__attribute__((format(printf, 3, 4))) static void skip(run *r, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    record_v(r, name, CHECK_SKIP, fmt, ap);
+    va_end(ap);
 }
 
 /* xorshift64*: reproducible data, so a failure can be rerun exactly. */
@@ -237,6 +265,82 @@ static void check_mem(run *r, ntpu_device *dev, const ntpu_info *in, enum ntpu_m
 
 /* ------------------------------------------------------------------ 4. matmuls */
 
+/* A reference for the matmuls written from docs/numerics.md, not taken from
+ * the golden model, so that the check can fail on the golden model too. int8:
+ * products summed in int32 with wrap-around. bf16: the inputs rounded to bf16,
+ * then each result one sequential fp32 chain, acc = round(acc + a*b) for k
+ * ascending from +0, subnormals read and written as zero of their sign. The
+ * sums are single C float additions (IEEE RNE; ISO C mode keeps GCC from
+ * contracting them into fused multiply-adds). */
+
+static float plain_ftz(float x) { return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x; }
+
+static float plain_nan(void) /* the canonical quiet NaN, 0x7FC00000 */
+{
+    uint32_t u = 0x7FC00000u;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* fp32 -> bf16, as the fp32 value it stands for: 8 significant bits, to nearest, ties to even
+ * (nearbyint in the default rounding mode); past the largest bf16 it is Inf. */
+static float plain_bf16(float x)
+{
+    if (isnan(x)) { /* sign and the top fraction bits kept, quiet bit set */
+        uint32_t u;
+        memcpy(&u, &x, sizeof u);
+        u = (u | 0x00400000u) & 0xFFFF0000u;
+        memcpy(&x, &u, sizeof x);
+        return x;
+    }
+    x = plain_ftz(x);
+    if (x == 0.0f || isinf(x))
+        return x;
+    int e;
+    double m = frexp((double)x, &e); /* x = m * 2^e, 0.5 <= |m| < 1 */
+    double v = ldexp(nearbyint(ldexp(m, 8)), e - 8);
+    return fabs(v) > FLT_MAX ? (float)copysign(INFINITY, v) : (float)v;
+}
+
+static float plain_mac_bf16(float acc, float a, float b)
+{
+    double p = (double)plain_ftz(a) * (double)plain_ftz(b); /* exact: two 8-bit significands */
+    float pf;
+    if (isnan(p))
+        pf = plain_nan();
+    else if (fabs(p) > FLT_MAX)
+        pf = (float)copysign(INFINITY, p);
+    else if (fabs(p) < FLT_MIN)
+        pf = (float)copysign(0.0, p);
+    else
+        pf = (float)p;
+    float sum = plain_ftz(plain_ftz(acc) + pf);
+    return isnan(sum) ? plain_nan() : sum;
+}
+
+/* C = A.B into R by the rules above; A, B and R as ntpu_matmul takes them. */
+static void plain_matmul(ntpu_dtype dt, const void *A, const void *B, uint32_t *R, size_t M, size_t K, size_t N)
+{
+    for (size_t m = 0; m < M; m++)
+        for (size_t n = 0; n < N; n++) {
+            if (dt == NTPU_DTYPE_INT8) {
+                uint32_t acc = 0;
+                for (size_t k = 0; k < K; k++)
+                    acc += (uint32_t)((int32_t)((const int8_t *)A)[m * K + k] * ((const int8_t *)B)[k * N + n]);
+                R[m * N + n] = acc;
+            } else {
+                float acc = 0.0f;
+                for (size_t k = 0; k < K; k++)
+                    acc = plain_mac_bf16(acc, plain_bf16(((const float *)A)[m * K + k]),
+                                         plain_bf16(((const float *)B)[k * N + n]));
+                memcpy(&R[m * N + n], &acc, sizeof acc);
+            }
+        }
+}
+
+/* The device's C against the plain loop's, and against the golden model's
+ * when ref is not NULL (NULL: the device is the golden model). */
 static void check_matmul(run *r, ntpu_device *dev, ntpu_device *ref, const ntpu_info *in, ntpu_dtype dt,
                          size_t M, size_t K, size_t N, uint64_t seed)
 {
@@ -244,14 +348,14 @@ static void check_matmul(run *r, ntpu_device *dev, ntpu_device *ref, const ntpu_
     snprintf(name, sizeof name, "matmul %s %zux%zux%zu", dt == NTPU_DTYPE_INT8 ? "int8" : "bf16", M, K, N);
     unsigned bit = dt == NTPU_DTYPE_INT8 ? NTPU_DTYPE_INT8_BIT : NTPU_DTYPE_BF16_BIT;
     if (!(in->dtypes & bit)) {
-        /* A dtype the ID block does not claim is not a defect: nothing to test. */
-        record(r, name, 1, "skipped: the device has no %s", dt == NTPU_DTYPE_INT8 ? "int8" : "bf16");
+        /* A dtype the ID block does not claim is not a defect, and nothing was tested. */
+        skip(r, name, "the device has no %s", dt == NTPU_DTYPE_INT8 ? "int8" : "bf16");
         return;
     }
     size_t es = dt == NTPU_DTYPE_INT8 ? 1 : 4;
     unsigned char *A = malloc(M * K * es), *B = malloc(K * N * es);
-    uint32_t *C = malloc(M * N * 4), *R = malloc(M * N * 4);
-    if (!A || !B || !C || !R) {
+    uint32_t *C = malloc(M * N * 4), *R = malloc(M * N * 4), *P = malloc(M * N * 4);
+    if (!A || !B || !C || !R || !P) {
         record(r, name, 0, "out of host memory");
         goto out;
     }
@@ -274,22 +378,38 @@ static void check_matmul(run *r, ntpu_device *dev, ntpu_device *ref, const ntpu_
         record(r, name, 0, "device: %s", ntpu_last_error(dev));
         goto out;
     }
-    if (ntpu_matmul(ref, dt, A, B, R, M, K, N) != NTPU_OK) {
+    if (ref && ntpu_matmul(ref, dt, A, B, R, M, K, N) != NTPU_OK) {
         record(r, name, 0, "golden model: %s", ntpu_last_error(ref));
         goto out;
     }
-    for (size_t i = 0; i < M * N; i++)
-        if (C[i] != R[i]) {
-            record(r, name, 0, "C[%zu][%zu] is 0x%08" PRIx32 ", the golden model gives 0x%08" PRIx32, i / N, i % N,
-                   C[i], R[i]);
+    plain_matmul(dt, A, B, P, M, K, N);
+    for (size_t i = 0; i < M * N; i++) {
+        if (C[i] != P[i]) {
+            if (ref)
+                record(r, name, 0, "C[%zu][%zu] is 0x%08" PRIx32 ", a plain C loop gives 0x%08" PRIx32
+                       ", the golden model 0x%08" PRIx32, i / N, i % N, C[i], P[i], R[i]);
+            else
+                record(r, name, 0, "C[%zu][%zu] is 0x%08" PRIx32 ", a plain C loop gives 0x%08" PRIx32, i / N,
+                       i % N, C[i], P[i]);
             goto out;
         }
-    record(r, name, 1, "%zu results equal the golden model's bit for bit (seed %" PRIu64 ")", M * N, seed);
+        if (ref && R[i] != P[i]) {
+            record(r, name, 0, "C[%zu][%zu] is 0x%08" PRIx32 ", as a plain C loop gives; the golden model gives "
+                   "0x%08" PRIx32, i / N, i % N, C[i], R[i]);
+            goto out;
+        }
+    }
+    if (ref)
+        record(r, name, 1, "%zu results equal a plain C loop's and the golden model's bit for bit (seed %" PRIu64 ")",
+               M * N, seed);
+    else
+        record(r, name, 1, "%zu results equal a plain C loop's bit for bit (seed %" PRIu64 ")", M * N, seed);
 out:
     free(A);
     free(B);
     free(C);
     free(R);
+    free(P);
 }
 
 /* ------------------------------------------------------------------ 5. training */
@@ -313,14 +433,17 @@ static ntpu_status train_two(ntpu_device *dev, const float *x, const uint8_t *y,
     return st;
 }
 
-static void check_train(run *r, ntpu_device *dev, ntpu_device *ref, const ntpu_info *in)
+/* ref_what names ref in the details: the golden model, or (the device being the
+ * golden model with every feature) the golden model without the vector unit
+ * and TRANSPOSE_A, whose part the library then does on the host. */
+static void check_train(run *r, ntpu_device *dev, ntpu_device *ref, const char *ref_what, const ntpu_info *in)
 {
     const char *name = "train step";
     /* A device without TRANSPOSE_A (or the vector unit) still trains: the library
      * does that part on the host. Anything else it cannot do comes back as
      * NTPU_ERR_UNSUPPORTED below. */
     if (!(in->dtypes & NTPU_DTYPE_BF16_BIT)) {
-        record(r, name, 1, "skipped: the device has no bf16");
+        skip(r, name, "the device has no bf16");
         return;
     }
     float x[8 * 20], ld[2], lr[2], pd[8 * 5], pr[8 * 5];
@@ -332,7 +455,7 @@ static void check_train(run *r, ntpu_device *dev, ntpu_device *ref, const ntpu_i
         y[i] = (uint8_t)(rng_next(&s) % 5);
     ntpu_status st = train_two(dev, x, y, ld, pd);
     if (st == NTPU_ERR_UNSUPPORTED) {
-        record(r, name, 1, "skipped: %s", ntpu_last_error(dev));
+        skip(r, name, "%s", ntpu_last_error(dev));
         return;
     }
     if (st != NTPU_OK) {
@@ -340,23 +463,23 @@ static void check_train(run *r, ntpu_device *dev, ntpu_device *ref, const ntpu_i
         return;
     }
     if ((st = train_two(ref, x, y, lr, pr)) != NTPU_OK) {
-        record(r, name, 0, "golden model: %s", ntpu_last_error(ref));
+        record(r, name, 0, "%s: %s", ref_what, ntpu_last_error(ref));
         return;
     }
     for (int i = 0; i < 2; i++)
         if (memcmp(&ld[i], &lr[i], sizeof ld[i])) {
-            record(r, name, 0, "loss of step %d is %.9g, the golden model's %.9g", i + 1, (double)ld[i],
+            record(r, name, 0, "loss of step %d is %.9g, that of %s %.9g", i + 1, (double)ld[i], ref_what,
                    (double)lr[i]);
             return;
         }
     for (size_t i = 0; i < 8 * 5; i++)
         if (memcmp(&pd[i], &pr[i], sizeof pd[i])) {
-            record(r, name, 0, "logit %zu after two steps is %.9g, the golden model's %.9g", i, (double)pd[i],
+            record(r, name, 0, "logit %zu after two steps is %.9g, that of %s %.9g", i, (double)pd[i], ref_what,
                    (double)pr[i]);
             return;
         }
-    record(r, name, 1, "20-12-5 MLP, two Adam steps: losses %.6f, %.6f and the logits equal the golden model's bit "
-           "for bit", (double)ld[0], (double)ld[1]);
+    record(r, name, 1, "20-12-5 MLP, two Adam steps: losses %.6f, %.6f and the logits equal those of %s bit for "
+           "bit", (double)ld[0], (double)ld[1], ref_what);
 }
 
 /* ------------------------------------------------------------------ the command */
@@ -391,9 +514,15 @@ int cmd_selftest(common *cm, int argc, char **argv)
         check_mem(r, dev, &in, NTPU_MEM_WB);
         check_mem(r, dev, &in, NTPU_MEM_ACC);
         /* The golden model with the device's array size, so both tile alike;
-         * the results would be equal for any size (docs/numerics.md). */
+         * the results would be equal for any size (docs/numerics.md). On the
+         * golden model itself that would compare it with itself: there the
+         * matmuls have the plain loop alone, and the training runs against ref
+         * without the vector unit and TRANSPOSE_A when the device has both. */
+        const unsigned both = NTPU_FEATURE_VECTOR_BIT | NTPU_FEATURE_TRANSPOSE_A_BIT;
+        int self = in.platform == 0, bare = self && (in.features & both) == both;
         char refname[64];
-        snprintf(refname, sizeof refname, "ref:n=%u", in.rows);
+        snprintf(refname, sizeof refname, "ref:n=%u%s", in.rows, bare ? ",novec=1,notra=1" : "");
+        const char *ref_what = bare ? "the golden model without its vector unit and TRANSPOSE_A" : "the golden model";
         ntpu_device *ref = NULL;
         if (ntpu_open(refname, &ref) != NTPU_OK) {
             record(r, "golden model", 0, "cannot open '%s': %s", refname, ntpu_last_error(ref));
@@ -401,18 +530,19 @@ int cmd_selftest(common *cm, int argc, char **argv)
             size_t n = in.rows;
             for (int d = 0; d < 2; d++) {
                 ntpu_dtype dt = d ? NTPU_DTYPE_BF16 : NTPU_DTYPE_INT8;
-                check_matmul(r, dev, ref, &in, dt, 17, 23, 19, 1 + d);
-                check_matmul(r, dev, ref, &in, dt, 2 * n, n, 3 * n, 3 + d);
+                check_matmul(r, dev, self ? NULL : ref, &in, dt, 17, 23, 19, 1 + d);
+                check_matmul(r, dev, self ? NULL : ref, &in, dt, 2 * n, n, 3 * n, 3 + d);
             }
-            check_train(r, dev, ref, &in);
+            check_train(r, dev, ref, ref_what, &in);
         }
         ntpu_close(ref);
     }
     ntpu_close(dev);
 
-    int failed = 0;
+    int count[3] = {0, 0, 0};
     for (int i = 0; i < r->n; i++)
-        failed += !r->c[i].pass;
+        count[r->c[i].status]++;
+    int failed = count[CHECK_FAIL];
     if (cm->json) {
         printf("{\"device\":");
         json_str(stdout, in.device);
@@ -420,11 +550,12 @@ int cmd_selftest(common *cm, int argc, char **argv)
         for (int i = 0; i < r->n; i++) {
             printf("%s{\"name\":", i ? "," : "");
             json_str(stdout, r->c[i].name);
-            printf(",\"pass\":%s,\"detail\":", r->c[i].pass ? "true" : "false");
+            printf(",\"status\":\"%s\",\"pass\":%s,\"detail\":", status_json[r->c[i].status],
+                   r->c[i].status == CHECK_PASS ? "true" : "false");
             json_str(stdout, r->c[i].detail);
             printf("}");
         }
-        printf("],\"passed\":%d,\"failed\":%d}\n", r->n - failed, failed);
+        printf("],\"passed\":%d,\"failed\":%d,\"skipped\":%d}\n", count[CHECK_PASS], failed, count[CHECK_SKIP]);
     }
     int total = r->n;
     free(r);

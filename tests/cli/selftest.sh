@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ntpu selftest on the golden model and on the RTL: exit 0, every check PASS, nothing on stderr; --json
-# gives one object with failed 0 and a pass:true for every check.
+# gives one object with failed 0, skipped 0 and status "pass" for every check. A check the device cannot
+# run is SKIP (not PASS) and does not fail the run; checks that find a fault fail it.
 set -u
 B=${BUILD:-build}
 T=$(mktemp -d)
@@ -39,8 +40,8 @@ if [ "$rc" = 0 ] && [ ! -s "$T/err" ] && python3 - "$T/json" <<'PY'
 import json, sys
 o = json.load(open(sys.argv[1]))
 c = o["checks"]
-assert o["device"] == "vsim" and o["failed"] == 0 and o["passed"] == len(c) >= 9, o
-assert all(x["pass"] is True and x["name"] and x["detail"] for x in c), c
+assert o["device"] == "vsim" and o["failed"] == 0 and o["skipped"] == 0 and o["passed"] == len(c) >= 9, o
+assert all(x["status"] == "pass" and x["pass"] is True and x["name"] and x["detail"] for x in c), c
 assert {"id", "link", "memory UB", "memory WB", "memory ACC"} <= {x["name"] for x in c}
 PY
 then
@@ -59,22 +60,55 @@ else
 fi
 
 # The checks can fail: the CLI relinked against a device with one wrong bit (selftest_fault.c).
+# On ref the matmuls are compared with a plain C loop, not with the golden model itself, so a wrong result
+# shows there too; on vsim a golden model that disagrees with the loop fails the check as well.
 if gcc -std=c11 -Wall -Wextra -Wpedantic -Werror -O1 -Ihost/include host/tools/*.c tests/cli/selftest_fault.c \
-     -Wl,--wrap=ntpu_read_rows,--wrap=ntpu_matmul "$B/libntpu.a" -lstdc++ -lusb-1.0 -lcjson -lz -lm -lpthread \
-     -o "$T/ntpu-fault" 2> "$T/cc.log"; then
-  for f in "mem:FAIL memory ACC: walking ones: row 4096 lane 3 wrote 0x00000008, read 0x00000028:1" \
-           "matmul:FAIL matmul int8 17x23x19: C[0][5] is :4"; do
-    fault=${f%%:*}; rest=${f#*:}; want=${rest%:*}; nfail=${rest##*:}
-    NTPU_FAULT=$fault "$T/ntpu-fault" selftest -d ref > "$T/out" 2> "$T/err"
+     -Wl,--wrap=ntpu_read_rows,--wrap=ntpu_matmul,--wrap=ntpu_get_info "$B/libntpu.a" -lstdc++ -lusb-1.0 -lcjson \
+     -lz -lm -lpthread -o "$T/ntpu-fault" 2> "$T/cc.log"; then
+  for f in "ref:mem:FAIL memory ACC: walking ones: row 4096 lane 3 wrote 0x00000008, read 0x00000028:1" \
+           "ref:matmul:FAIL matmul int8 17x23x19: C[0][5] is 0xffff80cc, a plain C loop gives 0xffff80cd:4" \
+           "vsim:golden:FAIL matmul bf16 16x8x24: C[0][5] is 0x45600e00, as a plain C loop gives; the golden model gives 0x45600e01:4"; do
+    dev=${f%%:*}; rest=${f#*:}; fault=${rest%%:*}; rest=${rest#*:}; want=${rest%:*}; nfail=${rest##*:}
+    NTPU_FAULT=$fault "$T/ntpu-fault" selftest -d "$dev" > "$T/out" 2> "$T/err"
     rc=$?
     if [ "$rc" = 1 ] && grep -qF "$want" "$T/out" && [ "$(grep -c '^FAIL ' "$T/out")" = "$nfail" ] &&
+       [ "$(grep -c '^PASS ' "$T/out")" = $((10 - nfail)) ] &&
        [ "$(tail -1 "$T/err")" = "ntpu: selftest: $nfail of 10 checks failed" ]; then
-      echo "ok   fault $fault: $(tail -1 "$T/err")"
+      echo "ok   fault $fault on $dev: $(tail -1 "$T/err")"
     else
-      echo "FAIL fault $fault: exit $rc, expected '$want' and $nfail FAIL lines:"; sed 's/^/     /' "$T/out" "$T/err"
+      echo "FAIL fault $fault on $dev: exit $rc, expected '$want' and $nfail FAIL lines:"
+      sed 's/^/     /' "$T/out" "$T/err"
       failures=$((failures + 1))
     fi
   done
+  # What the device does not have is SKIP, neither PASS nor FAIL: no bf16 skips its two matmuls and the
+  # training; the run still exits 0.
+  NTPU_FAULT=nobf16 "$T/ntpu-fault" selftest -d ref > "$T/out" 2> "$T/err"
+  rc=$?
+  if [ "$rc" = 0 ] && [ ! -s "$T/err" ] && [ "$(grep -c '^PASS ' "$T/out")" = 7 ] &&
+     [ "$(grep -c '^SKIP ' "$T/out")" = 3 ] && [ "$(grep -c '^SKIP matmul bf16 .*: the device has no bf16$' "$T/out")" = 2 ] &&
+     grep -q '^SKIP train step: the device has no bf16$' "$T/out" && ! grep -q '^FAIL ' "$T/out"; then
+    echo "ok   no bf16: $(grep -c '^SKIP ' "$T/out") checks SKIP, exit 0"
+  else
+    echo "FAIL no bf16: exit $rc, expected 7 PASS and 3 SKIP lines:"; sed 's/^/     /' "$T/out" "$T/err"
+    failures=$((failures + 1))
+  fi
+  NTPU_FAULT=nobf16 "$T/ntpu-fault" --json selftest -d ref > "$T/json" 2> "$T/err"
+  rc=$?
+  if [ "$rc" = 0 ] && [ ! -s "$T/err" ] && python3 - "$T/json" <<'PY'
+import json, sys
+o = json.load(open(sys.argv[1]))
+c = o["checks"]
+assert (o["passed"], o["failed"], o["skipped"]) == (7, 0, 3) and len(c) == 10, o
+skipped = [x["name"] for x in c if x["status"] == "skip"]
+assert skipped == ["matmul bf16 17x23x19", "matmul bf16 16x8x24", "train step"], skipped
+assert all(x["pass"] is (x["status"] == "pass") for x in c), c
+PY
+  then
+    echo "ok   no bf16 --json: skipped 3, passed 7"
+  else
+    echo "FAIL no bf16 --json: exit $rc"; sed 's/^/     /' "$T/json" "$T/err"; failures=$((failures + 1))
+  fi
 else
   echo "FAIL building the fault-injecting ntpu:"; sed 's/^/     /' "$T/cc.log" | head -20; failures=$((failures + 1))
 fi

@@ -10,10 +10,12 @@ ARGS=(-d ref --train-limit 3200 --test-limit 500 --epochs 2 --batch 64 --seed 3)
 
 "$B/ntpu" train "${ARGS[@]}" --save "$T/full.st" > "$T/full.log" 2>&1
 
+killed_pid=
 for sig in KILL INT; do
   ck="$T/ck_$sig.st"
   "$B/ntpu" train "${ARGS[@]}" --save "$ck" --save-every 7 > "$T/run_$sig.log" 2>&1 &
   pid=$!
+  [ "$sig" = KILL ] && killed_pid=$pid
   for _ in $(seq 1 3000); do [ -e "$ck" ] && break; sleep 0.01; done
   sleep 0.3
   kill -s $sig $pid 2>/dev/null || true
@@ -25,5 +27,15 @@ for sig in KILL INT; do
   "$B/ntpu" train -d ref --resume "$ck" --save "$ck" --epochs 2 --test-limit 500 > "$T/resume_$sig.log" 2>&1
   /usr/bin/python3 tests/cli/st_compare.py "$T/full.st" "$ck"
 done
-ls "$T" | grep -q '\.tmp' && { echo "a temporary checkpoint file was left behind"; ls "$T"; }
+# No run leaves a temporary file behind (ntpu_outfile's "NAME.tmpPID.K", or ".ntpu-tmpPID.K" beside a
+# long NAME), except the run killed by SIGKILL: cut off mid-save, nothing can remove its file.
+temps=$(ls -A "$T" | grep -E '\.(ntpu-)?tmp[0-9]+\.[0-9]+$' || true)
+stray=$(echo "$temps" | grep -vE "^(ck_KILL\.st)?\.(ntpu-)?tmp$killed_pid\.[0-9]+$" | grep . || true)
+kept=$(echo "$temps" | grep -E "^(ck_KILL\.st)?\.(ntpu-)?tmp$killed_pid\.[0-9]+$" || true)
+[ -n "$kept" ] && echo "note: SIGKILL cut a save short and left $kept"
+if [ -n "$stray" ]; then
+  echo "FAIL a temporary checkpoint file was left behind:" $stray
+  ls -A "$T"
+  exit 1
+fi
 echo "PASS train_resume"

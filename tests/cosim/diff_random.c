@@ -4,7 +4,9 @@
  * (MATMUL TRANSPOSE_A, ACT, RELU_GRAD, COLSUM), 1.3's OPTIM, 1.4's programs
  * (WRITE_MEM / READ_MEM of PM, RUN of random commands, broken programs) and 1.4's
  * OS memory and OPTIM ADAM join the streams when the device's feature bits
- * announce them.
+ * announce them. Every frame is tagged with its command family, and a run of
+ * 1000 streams or more fails unless each family had the reply it is meant to
+ * get (OK or an error) at least a few times (see `families` below).
  * Usage: diff_random [streams=1000] [seed=1] */
 #include "pair.h"
 
@@ -15,6 +17,196 @@ static int HAS_TRANSPOSE_A, HAS_VECTOR, HAS_OPTIM, HAS_PROGRAM, HAS_ADAM;
 static unsigned PM_ROWS;
 enum { PM_WIN = 256 }; /* PM rows the programs use */
 static unsigned long adam_rows; /* rows of the valid OPTIM ADAMs sent: the streams reach the Adam datapath */
+
+/* The command families the streams are meant to exercise, each with the reply it is meant to get: every
+ * frame sent is tagged with its family, and its reply status counted. At the end each family the
+ * device's features allow must have had its intended reply (NTPU_DEV_OK for a valid command, any error
+ * for an invalid one) FAMILY_MIN times, so that a generator change that stops sending a family, or a
+ * device change that rejects every valid command of one (or accepts every invalid one), fails the run
+ * instead of leaving it untested. A family marked `always` must get its intended reply every time:
+ * those whose outcome the generator fixes (the setup and read-back, the commands valid in any state,
+ * errors no state can avoid). The rest come out mostly as meant: e.g. a program holds random
+ * commands, some invalid, and runs to its end only when none is. */
+enum family {
+    F_INFO, F_SETUP, F_READBACK, F_CONSTS, F_COUNTERS,
+    F_WRITE_UB, F_WRITE_WB, F_WRITE_ACC, F_WRITE_PM, F_WRITE_OS, F_WRITE_END, /* WRITE_MEM: F_WRITE_UB + mem */
+    F_READ_UB, F_READ_WB, F_READ_ACC, F_READ_PM, F_READ_OS,                   /* READ_MEM: F_READ_UB + mem */
+    F_LOADW, F_LOADW_T, F_MM_INT8, F_MM_INT8_ACC, F_MM_BF16, F_MM_BF16_ACC,    /* F_MM_INT8 + flags */
+    F_FENCE, F_NOP, F_STATUS, F_SYNC,
+    F_BAD_OPCODE, F_BAD_MM_LEN, F_BAD_MEM, F_BAD_LOADW_FLAGS, F_BAD_LOADW_RANGE, F_BAD_MM_RANGE,
+    F_BAD_READ_PAYLOAD, F_BAD_SEQ, F_BAD_WRITE_LEN,
+    F_ACT_UB, F_ACT_WB, F_ACT_ACC, F_ACT_INT8, /* F_ACT_UB + OUT / 4 */
+    F_RELU_GRAD_UB, F_RELU_GRAD_WB, F_RELU_GRAD_ACC, F_COLSUM, F_COLSUM_ACC, F_MM_T,
+    F_BAD_ACT_FLAGS, F_BAD_RELU_GRAD_OUT, F_BAD_COLSUM_FLAGS, F_BAD_VEC_LEN, F_BAD_ACT_INT8_AUX,
+    F_BAD_ACT_BIAS_AUX, F_BAD_RELU_GRAD_MASK, F_BAD_COLSUM_DST, F_BAD_ACT_DST, /* F_BAD_ACT_FLAGS + kind */
+    F_BAD_MM_T_ROWS, F_BAD_MM_T_LEN8, F_BAD_MM_LEN10, F_BAD_MM_T_STRIDE,      /* F_BAD_MM_T_ROWS + kind */
+    F_SGD, F_MOMENTUM,
+    F_BAD_OPTIM_FLAGS, F_BAD_OPTIM_LEN, F_BAD_OPTIM_STATE, F_BAD_OPTIM_GRAD, F_BAD_OPTIM_MU, /* + kind */
+    F_ADAM, F_ADAMW,
+    F_BAD_ADAM_LEN10, F_BAD_ADAM_LEN12, F_BAD_ADAM_MOMENTUM, F_BAD_ADAM_DECOUPLED, F_BAD_ADAM_FLAGS,
+    F_BAD_ADAM_AUX, F_BAD_ADAM_OS, /* F_BAD_ADAM_LEN10 + kind */
+    F_RUN, F_RUN_BAD_LEN, F_RUN_CUT, F_BAD_RUN_RANGE, F_BAD_RUN_FLAGS, F_BAD_RUN_LEN, F_BAD_RUN_ADDR,
+    F_COUNT
+};
+enum { WANT_OK = 1, WANT_ERR = 0, FAMILY_MIN = 5, FAMILY_STREAMS = 1000 }; /* 1000 streams: the rarest ~20 */
+static const struct {
+    const char *name;
+    int want_ok, always;
+    unsigned needs; /* NTPU_FEATURE_* bits the family needs */
+    int fixed;      /* sent a fixed number of times, not at random: at least once is enough */
+} families[F_COUNT] = {
+    [F_INFO] = {"INFO", WANT_OK, 1, 0, 1},
+    [F_SETUP] = {"WRITE_MEM zeroing the windows", WANT_OK, 1, 0, 1},
+    [F_READBACK] = {"READ_MEM of the windows after a stream", WANT_OK, 1, 0, 1},
+    [F_CONSTS] = {"WRITE_MEM of ACT/OPTIM constants", WANT_OK, 1, 0, 0},
+    [F_COUNTERS] = {"COUNTERS", WANT_OK, 1, 0, 1},
+    [F_WRITE_UB] = {"WRITE_MEM UB", WANT_OK, 1, 0},
+    [F_WRITE_WB] = {"WRITE_MEM WB", WANT_OK, 1, 0},
+    [F_WRITE_ACC] = {"WRITE_MEM ACC", WANT_OK, 1, 0},
+    [F_WRITE_PM] = {"WRITE_MEM PM", WANT_OK, 1, NTPU_FEATURE_PROGRAM_BIT},
+    [F_WRITE_OS] = {"WRITE_MEM OS", WANT_OK, 1, NTPU_FEATURE_ADAM_BIT},
+    [F_WRITE_END] = {"WRITE_MEM of a memory's last rows", WANT_OK, 1, 0},
+    [F_READ_UB] = {"READ_MEM UB", WANT_OK, 1, 0},
+    [F_READ_WB] = {"READ_MEM WB", WANT_OK, 1, 0},
+    [F_READ_ACC] = {"READ_MEM ACC", WANT_OK, 1, 0},
+    [F_READ_PM] = {"READ_MEM PM", WANT_OK, 1, NTPU_FEATURE_PROGRAM_BIT},
+    [F_READ_OS] = {"READ_MEM OS", WANT_OK, 1, NTPU_FEATURE_ADAM_BIT},
+    [F_LOADW] = {"LOAD_W", WANT_OK, 1, 0},
+    [F_LOADW_T] = {"LOAD_W TRANSPOSE", WANT_OK, 1, NTPU_FEATURE_TRANSPOSE_BIT},
+    [F_MM_INT8] = {"MATMUL int8", WANT_OK, 1, 0},
+    [F_MM_BF16] = {"MATMUL bf16", WANT_OK, 1, 0},
+    [F_MM_INT8_ACC] = {"MATMUL int8 ACCUMULATE", WANT_OK, 1, 0},
+    [F_MM_BF16_ACC] = {"MATMUL bf16 ACCUMULATE", WANT_OK, 1, 0},
+    [F_FENCE] = {"FENCE", WANT_OK, 1, 0},
+    [F_NOP] = {"NOP", WANT_OK, 1, 0},
+    [F_STATUS] = {"STATUS", WANT_OK, 1, 0},
+    [F_SYNC] = {"SYNC with any SEQ", WANT_OK, 1, 0},
+    [F_BAD_OPCODE] = {"an unknown opcode", WANT_ERR, 1, 0},
+    [F_BAD_MM_LEN] = {"MATMUL of the wrong length", WANT_ERR, 1, 0},
+    [F_BAD_MEM] = {"READ_MEM of memory 3 and up", WANT_ERR, 0, 0}, /* 3 (PM) and 4 (OS) may exist */
+    [F_BAD_LOADW_FLAGS] = {"LOAD_W with reserved flags", WANT_ERR, 1, 0},
+    [F_BAD_LOADW_RANGE] = {"LOAD_W past the end of WB", WANT_ERR, 1, 0},
+    [F_BAD_MM_RANGE] = {"MATMUL past the end of ACC", WANT_ERR, 1, 0},
+    [F_BAD_READ_PAYLOAD] = {"READ_MEM over the max payload", WANT_ERR, 1, 0},
+    [F_BAD_SEQ] = {"a frame out of SEQ order", WANT_ERR, 1, 0},
+    [F_BAD_WRITE_LEN] = {"WRITE_MEM with less data than rows", WANT_ERR, 1, 0},
+    [F_ACT_UB] = {"ACT to UB", WANT_OK, 1, NTPU_FEATURE_VECTOR_BIT},
+    [F_ACT_WB] = {"ACT to WB", WANT_OK, 1, NTPU_FEATURE_VECTOR_BIT},
+    [F_ACT_ACC] = {"ACT to ACC", WANT_OK, 1, NTPU_FEATURE_VECTOR_BIT},
+    [F_ACT_INT8] = {"ACT int8", WANT_OK, 1, NTPU_FEATURE_VECTOR_BIT},
+    [F_RELU_GRAD_UB] = {"RELU_GRAD to UB", WANT_OK, 1, NTPU_FEATURE_VECTOR_BIT},
+    [F_RELU_GRAD_WB] = {"RELU_GRAD to WB", WANT_OK, 1, NTPU_FEATURE_VECTOR_BIT},
+    [F_RELU_GRAD_ACC] = {"RELU_GRAD to ACC", WANT_OK, 1, NTPU_FEATURE_VECTOR_BIT},
+    [F_COLSUM] = {"COLSUM", WANT_OK, 1, NTPU_FEATURE_VECTOR_BIT},
+    [F_COLSUM_ACC] = {"COLSUM ACCUMULATE", WANT_OK, 1, NTPU_FEATURE_VECTOR_BIT},
+    [F_MM_T] = {"MATMUL TRANSPOSE_A", WANT_OK, 1, NTPU_FEATURE_TRANSPOSE_A_BIT},
+    [F_BAD_ACT_FLAGS] = {"ACT with reserved flags", WANT_ERR, 1, NTPU_FEATURE_VECTOR_BIT},
+    [F_BAD_RELU_GRAD_OUT] = {"RELU_GRAD with OUT INT8 or reserved flags", WANT_ERR, 1, NTPU_FEATURE_VECTOR_BIT},
+    [F_BAD_COLSUM_FLAGS] = {"COLSUM with reserved flags", WANT_ERR, 1, NTPU_FEATURE_VECTOR_BIT},
+    [F_BAD_VEC_LEN] = {"a vector command of the wrong length", WANT_ERR, 1, NTPU_FEATURE_VECTOR_BIT},
+    [F_BAD_ACT_INT8_AUX] = {"ACT int8 with its aux rows past ACC", WANT_ERR, 1, NTPU_FEATURE_VECTOR_BIT},
+    [F_BAD_ACT_BIAS_AUX] = {"ACT BIAS with its aux row past ACC", WANT_ERR, 1, NTPU_FEATURE_VECTOR_BIT},
+    [F_BAD_RELU_GRAD_MASK] = {"RELU_GRAD with its mask past UB", WANT_ERR, 1, NTPU_FEATURE_VECTOR_BIT},
+    [F_BAD_COLSUM_DST] = {"COLSUM to a row past ACC", WANT_ERR, 1, NTPU_FEATURE_VECTOR_BIT},
+    [F_BAD_ACT_DST] = {"ACT to rows past UB or WB", WANT_ERR, 0, NTPU_FEATURE_VECTOR_BIT}, /* OUT ACC fits */
+    [F_BAD_MM_T_ROWS] = {"MATMUL TRANSPOSE_A, rows not whole blocks", WANT_ERR, 1, NTPU_FEATURE_TRANSPOSE_A_BIT},
+    [F_BAD_MM_T_LEN8] = {"MATMUL TRANSPOSE_A of length 8", WANT_ERR, 1, NTPU_FEATURE_TRANSPOSE_A_BIT},
+    [F_BAD_MM_LEN10] = {"MATMUL of length 10 without TRANSPOSE_A", WANT_ERR, 1, NTPU_FEATURE_TRANSPOSE_A_BIT},
+    [F_BAD_MM_T_STRIDE] = {"MATMUL TRANSPOSE_A, a stride past UB", WANT_ERR, 1, NTPU_FEATURE_TRANSPOSE_A_BIT},
+    [F_SGD] = {"OPTIM SGD", WANT_OK, 1, NTPU_FEATURE_OPTIM_BIT},
+    [F_MOMENTUM] = {"OPTIM MOMENTUM", WANT_OK, 1, NTPU_FEATURE_OPTIM_BIT},
+    [F_BAD_OPTIM_FLAGS] = {"OPTIM with reserved flags", WANT_ERR, 1, NTPU_FEATURE_OPTIM_BIT},
+    [F_BAD_OPTIM_LEN] = {"OPTIM of the wrong length", WANT_ERR, 1, NTPU_FEATURE_OPTIM_BIT},
+    [F_BAD_OPTIM_STATE] = {"OPTIM MOMENTUM, state rows past ACC", WANT_ERR, 1, NTPU_FEATURE_OPTIM_BIT},
+    [F_BAD_OPTIM_GRAD] = {"OPTIM, gradient rows past ACC", WANT_ERR, 1, NTPU_FEATURE_OPTIM_BIT},
+    [F_BAD_OPTIM_MU] = {"OPTIM MOMENTUM, its mu row past ACC", WANT_ERR, 1, NTPU_FEATURE_OPTIM_BIT},
+    [F_ADAM] = {"OPTIM ADAM", WANT_OK, 1, NTPU_FEATURE_ADAM_BIT},
+    [F_ADAMW] = {"OPTIM ADAM DECOUPLED", WANT_OK, 1, NTPU_FEATURE_ADAM_BIT},
+    [F_BAD_ADAM_LEN10] = {"OPTIM ADAM of length 10", WANT_ERR, 1, NTPU_FEATURE_ADAM_BIT},
+    [F_BAD_ADAM_LEN12] = {"OPTIM of length 12 without ADAM", WANT_ERR, 1, NTPU_FEATURE_ADAM_BIT},
+    [F_BAD_ADAM_MOMENTUM] = {"OPTIM ADAM with MOMENTUM", WANT_ERR, 1, NTPU_FEATURE_ADAM_BIT},
+    [F_BAD_ADAM_DECOUPLED] = {"OPTIM DECOUPLED without ADAM", WANT_ERR, 1, NTPU_FEATURE_ADAM_BIT},
+    [F_BAD_ADAM_FLAGS] = {"OPTIM ADAM with reserved flags", WANT_ERR, 1, NTPU_FEATURE_ADAM_BIT},
+    [F_BAD_ADAM_AUX] = {"OPTIM ADAM, a constant row past ACC", WANT_ERR, 1, NTPU_FEATURE_ADAM_BIT},
+    [F_BAD_ADAM_OS] = {"OPTIM ADAM, v's rows past OS", WANT_ERR, 1, NTPU_FEATURE_ADAM_BIT},
+    [F_RUN] = {"RUN of a program to its end", WANT_OK, 0, NTPU_FEATURE_PROGRAM_BIT},
+    [F_RUN_BAD_LEN] = {"RUN, a LEN past the program", WANT_ERR, 0, NTPU_FEATURE_PROGRAM_BIT},
+    [F_RUN_CUT] = {"RUN of a program cut short", WANT_ERR, 0, NTPU_FEATURE_PROGRAM_BIT},
+    [F_BAD_RUN_RANGE] = {"RUN past the end of PM", WANT_ERR, 1, NTPU_FEATURE_PROGRAM_BIT},
+    [F_BAD_RUN_FLAGS] = {"RUN with reserved flags", WANT_ERR, 1, NTPU_FEATURE_PROGRAM_BIT},
+    [F_BAD_RUN_LEN] = {"RUN of the wrong length", WANT_ERR, 1, NTPU_FEATURE_PROGRAM_BIT},
+    [F_BAD_RUN_ADDR] = {"RUN at address 0xFFFF", WANT_ERR, 1, NTPU_FEATURE_PROGRAM_BIT},
+};
+static unsigned FEATURES;
+static unsigned long fam_count[F_COUNT][2]; /* [family][reply OK] */
+static unsigned char frame_fam[8192];       /* the family of each frame sent since the last exchange */
+static size_t frames_tagged;
+
+static void tag(unsigned fam)
+{
+    if (frames_tagged == sizeof frame_fam)
+        die("more than %zu frames in one exchange", sizeof frame_fam);
+    frame_fam[frames_tagged++] = (unsigned char)fam;
+}
+
+/* pair_cmd and pair_frame with the frame's family. */
+static void send(pair *p, unsigned fam, const uint8_t *payload, size_t len)
+{
+    tag(fam);
+    pair_cmd(p, payload, len);
+}
+
+static void send_seq(pair *p, unsigned fam, uint8_t seq, const uint8_t *payload, size_t len)
+{
+    tag(fam);
+    pair_frame(p, seq, payload, len);
+}
+
+/* Counts each reply of the last exchange (n bytes; ref's, which vsim's equal) for the family of its frame. */
+static void tally(const pair *p, size_t n, unsigned stream)
+{
+    static size_t off[8192], len[8192];
+    size_t k = split_replies(p->ref_rx, n, off, len, 8192);
+    if (k != frames_tagged)
+        die("stream %u: %zu replies to %zu frames", stream, k, frames_tagged);
+    for (size_t i = 0; i < k; i++) {
+        unsigned f = frame_fam[i];
+        int ok = p->ref_rx[off[i]] == NTPU_DEV_OK;
+        fam_count[f][ok]++;
+        if (families[f].always && ok != families[f].want_ok)
+            die("stream %u reply %zu: %s got status %u, meant to be %s", stream, i, families[f].name,
+                p->ref_rx[off[i]], families[f].want_ok ? "OK" : "an error");
+    }
+    frames_tagged = 0;
+}
+
+/* The end of a run: with FAMILY_STREAMS streams or more, every family the device's features allow had
+ * its intended reply at least FAMILY_MIN times; with fewer the shortfall is only reported. */
+static void check_families(unsigned streams)
+{
+    unsigned checked = 0, short_of = 0, fewest = F_COUNT;
+    for (unsigned f = 0; f < F_COUNT; f++) {
+        if ((families[f].needs & FEATURES) != families[f].needs)
+            continue;
+        checked++;
+        unsigned long got = fam_count[f][families[f].want_ok], other = fam_count[f][!families[f].want_ok];
+        unsigned long want = families[f].fixed ? 1 : FAMILY_MIN;
+        if (got < want) {
+            printf("%s %s: %lu %s replies (and %lu %s), at least %lu wanted\n",
+                   streams >= FAMILY_STREAMS ? "FAIL" : "note:", families[f].name, got,
+                   families[f].want_ok ? "OK" : "error", other, families[f].want_ok ? "errors" : "OK", want);
+            short_of++;
+        } else if (!families[f].fixed && (fewest == F_COUNT || got < fam_count[fewest][families[fewest].want_ok])) {
+            fewest = f;
+        }
+    }
+    if (short_of && streams >= FAMILY_STREAMS)
+        die("%u of %u command families had their intended reply too few times", short_of, checked);
+    if (fewest < F_COUNT)
+        printf("%u command families, %u of them with their intended reply as often as wanted (%d times for the "
+               "random ones; fewest: %s, %lu)\n", checked, checked - short_of, FAMILY_MIN, families[fewest].name,
+               fam_count[fewest][families[fewest].want_ok]);
+}
 
 static uint16_t rnd_bf16(void)
 {
@@ -59,7 +251,7 @@ static void fill_rows(uint8_t *p, unsigned mem, unsigned rows, int bf16)
     }
 }
 
-static void write_mem(pair *p, unsigned mem, unsigned addr, unsigned rows, int bf16)
+static void write_mem(pair *p, unsigned fam, unsigned mem, unsigned addr, unsigned rows, int bf16)
 {
     static uint8_t cmd[65536];
     cmd[0] = NTPU_OP_WRITE_MEM;
@@ -67,15 +259,15 @@ static void write_mem(pair *p, unsigned mem, unsigned addr, unsigned rows, int b
     put16(cmd + 2, addr);
     put16(cmd + 4, rows);
     fill_rows(cmd + 6, mem, rows, bf16);
-    pair_cmd(p, cmd, 6 + (size_t)rows * row_bytes(mem));
+    send(p, fam, cmd, 6 + (size_t)rows * row_bytes(mem));
 }
 
-static void mem_cmd(pair *p, unsigned op, unsigned mem, unsigned addr, unsigned rows)
+static void mem_cmd(pair *p, unsigned fam, unsigned op, unsigned mem, unsigned addr, unsigned rows)
 {
     uint8_t cmd[6] = {(uint8_t)op, (uint8_t)mem};
     put16(cmd + 2, addr);
     put16(cmd + 4, rows);
-    pair_cmd(p, cmd, 6);
+    send(p, fam, cmd, 6);
 }
 
 static unsigned window(unsigned mem)
@@ -92,14 +284,15 @@ static unsigned out_window(unsigned out) { return out == NTPU_OUT_WB ? WB_WIN : 
 
 /* [op][flags][a u16][b u16][rows u16][d u16]: the layout of ACT, RELU_GRAD,
  * COLSUM (no d) and MATMUL TRANSPOSE_A (d = stride). */
-static void cmd10(pair *p, unsigned op, unsigned flags, unsigned a, unsigned b, unsigned rows, unsigned d, size_t len)
+static void cmd10(pair *p, unsigned fam, unsigned op, unsigned flags, unsigned a, unsigned b, unsigned rows, unsigned d,
+                  size_t len)
 {
     uint8_t c[10] = {(uint8_t)op, (uint8_t)flags};
     put16(c + 2, a);
     put16(c + 4, b);
     put16(c + 6, rows);
     put16(c + 8, d);
-    pair_cmd(p, c, len);
+    send(p, fam, c, len);
 }
 
 /* A destination near the source when both are in one memory, so in-place and
@@ -127,7 +320,7 @@ static void write_requant_params(pair *p, unsigned aux)
         put32(cmd + 6 + 4 * n, m);
         put32(cmd + 6 + 4 * (N + n), s);
     }
-    pair_cmd(p, cmd, 6 + 2 * (size_t)row_bytes(NTPU_MEM_ACC));
+    send(p, F_CONSTS, cmd, 6 + 2 * (size_t)row_bytes(NTPU_MEM_ACC));
 }
 
 /* lr, wd, mu rows at aux for OPTIM: mostly ordinary hyperparameters (small
@@ -148,7 +341,7 @@ static void write_optim_consts(pair *p, unsigned aux)
         }
         put32(cmd + 6 + 4 * i, v);
     }
-    pair_cmd(p, cmd, 6 + 3 * (size_t)row_bytes(NTPU_MEM_ACC));
+    send(p, F_CONSTS, cmd, 6 + 3 * (size_t)row_bytes(NTPU_MEM_ACC));
 }
 
 /* One random OPTIM, usually valid: SGD or momentum, gradients anywhere in the
@@ -158,20 +351,21 @@ static void random_optim(pair *p)
     unsigned rows = rnd_below(3 * N + 1), mom = rnd_below(2);
     if (rnd_below(6) == 0) {
         unsigned e = rnd_below(5);
-        if (e == 0) cmd10(p, NTPU_OP_OPTIM, 2u << rnd_below(7), 0, 0, 1, 0, NTPU_LEN_OPTIM);
-        else if (e == 1) cmd10(p, NTPU_OP_OPTIM, mom, 0, 0, 1, 0, rnd_below(2) ? 8 : 9);
+        unsigned f = F_BAD_OPTIM_FLAGS + e;
+        if (e == 0) cmd10(p, f, NTPU_OP_OPTIM, 2u << rnd_below(7), 0, 0, 1, 0, NTPU_LEN_OPTIM);
+        else if (e == 1) cmd10(p, f, NTPU_OP_OPTIM, mom, 0, 0, 1, 0, rnd_below(2) ? 8 : 9);
         else if (e == 2) /* the state rows run past the end; the parameters alone would fit */
-            cmd10(p, NTPU_OP_OPTIM, NTPU_OPTIM_MOMENTUM, ACC_ROWS - 2 * N + 1 + rnd_below(N), 0, N, 0, 10);
-        else if (e == 3) cmd10(p, NTPU_OP_OPTIM, mom, 0, ACC_ROWS - rnd_below(2), 2, 0, 10);
+            cmd10(p, f, NTPU_OP_OPTIM, NTPU_OPTIM_MOMENTUM, ACC_ROWS - 2 * N + 1 + rnd_below(N), 0, N, 0, 10);
+        else if (e == 3) cmd10(p, f, NTPU_OP_OPTIM, mom, 0, ACC_ROWS - rnd_below(2), 2, 0, 10);
         else /* mu's row past the end; lr and wd alone would fit */
-            cmd10(p, NTPU_OP_OPTIM, NTPU_OPTIM_MOMENTUM, 0, 0, 1, ACC_ROWS - 3 + 1 + rnd_below(2), 10);
+            cmd10(p, f, NTPU_OP_OPTIM, NTPU_OPTIM_MOMENTUM, 0, 0, 1, ACC_ROWS - 3 + 1 + rnd_below(2), 10);
         return;
     }
     unsigned prow = rnd_below(ACC_WIN - rows * (1 + mom) + 1), aux = rnd_below(ACC_WIN - 3 + 1);
     unsigned grow = rnd_below(2) ? rnd_below(ACC_WIN - rows + 1) : dst_near(prow, rows, ACC_WIN);
     if (rnd_below(3))
         write_optim_consts(p, aux);
-    cmd10(p, NTPU_OP_OPTIM, mom, prow, grow, rows, aux, NTPU_LEN_OPTIM);
+    cmd10(p, mom ? F_MOMENTUM : F_SGD, NTPU_OP_OPTIM, mom, prow, grow, rows, aux, NTPU_LEN_OPTIM);
 }
 
 /* The nine Adam constants at aux: mostly ordinary values (small positive like
@@ -193,11 +387,11 @@ static void write_adam_consts(pair *p, unsigned aux)
         }
         put32(cmd + 6 + 4 * i, v);
     }
-    pair_cmd(p, cmd, 6 + NTPU_ADAM_AUX_ROWS * (size_t)row_bytes(NTPU_MEM_ACC));
+    send(p, F_CONSTS, cmd, 6 + NTPU_ADAM_AUX_ROWS * (size_t)row_bytes(NTPU_MEM_ACC));
 }
 
-static void optim12(pair *p, unsigned flags, unsigned prow, unsigned grow, unsigned rows, unsigned aux, unsigned s,
-                    size_t len)
+static void optim12(pair *p, unsigned fam, unsigned flags, unsigned prow, unsigned grow, unsigned rows, unsigned aux,
+                    unsigned s, size_t len)
 {
     uint8_t c[12] = {NTPU_OP_OPTIM, (uint8_t)flags};
     put16(c + 2, prow);
@@ -205,7 +399,7 @@ static void optim12(pair *p, unsigned flags, unsigned prow, unsigned grow, unsig
     put16(c + 6, rows);
     put16(c + 8, aux);
     put16(c + 10, s);
-    pair_cmd(p, c, len);
+    send(p, fam, c, len);
 }
 
 /* One random OPTIM ADAM (1.4), usually valid: Adam or AdamW, gradients and
@@ -216,16 +410,16 @@ static void random_adam(pair *p)
     const unsigned A = NTPU_OPTIM_ADAM, D = NTPU_OPTIM_DECOUPLED;
     unsigned rows = rnd_below(N + 1), dec = rnd_below(2) ? D : 0;
     if (rnd_below(5) == 0) {
-        unsigned e = rnd_below(7);
-        if (e == 0) optim12(p, A | dec, 0, 0, 1, 0, 0, NTPU_LEN_OPTIM);                   /* LEN 10 */
-        else if (e == 1) optim12(p, 0, 0, 0, 1, 0, 0, NTPU_LEN_OPTIM_ADAM);              /* LEN 12 without */
-        else if (e == 2) optim12(p, A | NTPU_OPTIM_MOMENTUM, 0, 0, 1, 0, 0, 12);         /* with MOMENTUM */
-        else if (e == 3) optim12(p, D | (8u << rnd_below(5)), 0, 0, 1, 0, 0, 10);        /* DECOUPLED alone, reserved */
-        else if (e == 4) optim12(p, A | (8u << rnd_below(5)), 0, 0, 1, 0, 0, 12);         /* reserved bits */
+        unsigned e = rnd_below(7), f = F_BAD_ADAM_LEN10 + e;
+        if (e == 0) optim12(p, f, A | dec, 0, 0, 1, 0, 0, NTPU_LEN_OPTIM);           /* LEN 10 */
+        else if (e == 1) optim12(p, f, 0, 0, 0, 1, 0, 0, NTPU_LEN_OPTIM_ADAM);      /* LEN 12 without */
+        else if (e == 2) optim12(p, f, A | NTPU_OPTIM_MOMENTUM, 0, 0, 1, 0, 0, 12); /* with MOMENTUM */
+        else if (e == 3) optim12(p, f, D | (8u << rnd_below(5)), 0, 0, 1, 0, 0, 10); /* DECOUPLED alone, reserved */
+        else if (e == 4) optim12(p, f, A | (8u << rnd_below(5)), 0, 0, 1, 0, 0, 12); /* reserved bits */
         else if (e == 5) /* a constant row past the end */
-            optim12(p, A | dec, 0, 0, 1, ACC_ROWS - NTPU_ADAM_AUX_ROWS + 1 + rnd_below(2), 0, 12);
+            optim12(p, f, A | dec, 0, 0, 1, ACC_ROWS - NTPU_ADAM_AUX_ROWS + 1 + rnd_below(2), 0, 12);
         else /* v's rows past the end of OS; m's alone would fit */
-            optim12(p, A | dec, 0, 0, N, 0, OS_ROWS - 2 * N + 1 + rnd_below(N), 12);
+            optim12(p, f, A | dec, 0, 0, N, 0, OS_ROWS - 2 * N + 1 + rnd_below(N), 12);
         return;
     }
     unsigned prow = rnd_below(ACC_WIN - rows + 1), aux = rnd_below(ACC_WIN - NTPU_ADAM_AUX_ROWS + 1);
@@ -233,7 +427,7 @@ static void random_adam(pair *p)
     unsigned s = rnd_below(OS_WIN - 2 * rows + 1);
     if (rnd_below(3))
         write_adam_consts(p, aux);
-    optim12(p, A | dec, prow, grow, rows, aux, s, NTPU_LEN_OPTIM_ADAM);
+    optim12(p, dec ? F_ADAMW : F_ADAM, A | dec, prow, grow, rows, aux, s, NTPU_LEN_OPTIM_ADAM);
     adam_rows += rows;
 }
 
@@ -258,7 +452,7 @@ static void random_command_v11(pair *p)
         unsigned dst = out == NTPU_OUT_ACC ? dst_near(src, rows, ACC_WIN) : rnd_below(out_window(out) - rows + 1);
         if (out == NTPU_OUT_INT8 && rnd_below(2))
             write_requant_params(p, aux);
-        cmd10(p, NTPU_OP_ACT, flags, src, dst, rows, aux, NTPU_LEN_ACT);
+        cmd10(p, F_ACT_UB + out / 4, NTPU_OP_ACT, flags, src, dst, rows, aux, NTPU_LEN_ACT);
         break;
     }
     case 3: case 4: { /* RELU_GRAD, OUT 0..2 */
@@ -266,27 +460,30 @@ static void random_command_v11(pair *p)
         unsigned dst = out == NTPU_OUT_ACC ? dst_near(src, rows, ACC_WIN)
                      : out == NTPU_OUT_UB  ? dst_near(mask, rows, UB_WIN)
                                            : rnd_below(WB_WIN - rows + 1);
-        cmd10(p, NTPU_OP_RELU_GRAD, out, src, dst, rows, mask, NTPU_LEN_RELU_GRAD);
+        cmd10(p, F_RELU_GRAD_UB + out / 4, NTPU_OP_RELU_GRAD, out, src, dst, rows, mask, NTPU_LEN_RELU_GRAD);
         break;
     }
     case 5: case 6: { /* COLSUM, the result row sometimes inside the summed rows */
         unsigned src = rnd_below(ACC_WIN - rows + 1);
         unsigned dst = rows && rnd_below(3) == 0 ? src + rnd_below(rows) : rnd_below(ACC_WIN);
-        cmd10(p, NTPU_OP_COLSUM, rnd_below(2), src, dst, rows, 0, NTPU_LEN_COLSUM);
+        unsigned acc = rnd_below(2);
+        cmd10(p, acc ? F_COLSUM_ACC : F_COLSUM, NTPU_OP_COLSUM, acc, src, dst, rows, 0, NTPU_LEN_COLSUM);
         break;
     }
     case 7: case 8: { /* invalid vector commands: each kind of error */
-        unsigned e = rnd_below(9);
-        if (e == 0) cmd10(p, NTPU_OP_ACT, 0x10u << rnd_below(4), 0, 0, 1, 0, NTPU_LEN_ACT);
-        else if (e == 1) cmd10(p, NTPU_OP_RELU_GRAD, rnd_below(2) ? NTPU_OUT_INT8 : 1u << rnd_below(2), 0, 0, 1, 0, 10);
-        else if (e == 2) cmd10(p, NTPU_OP_COLSUM, 2u << rnd_below(7), 0, 0, 1, 0, NTPU_LEN_COLSUM);
-        else if (e == 3) cmd10(p, NTPU_OP_ACT + rnd_below(3), 0, 0, 0, 1, 0, 7 + rnd_below(2) * 2 + rnd_below(2) * 4);
+        unsigned e = rnd_below(9), f = F_BAD_ACT_FLAGS + e;
+        if (e == 0) cmd10(p, f, NTPU_OP_ACT, 0x10u << rnd_below(4), 0, 0, 1, 0, NTPU_LEN_ACT);
+        else if (e == 1)
+            cmd10(p, f, NTPU_OP_RELU_GRAD, rnd_below(2) ? NTPU_OUT_INT8 : 1u << rnd_below(2), 0, 0, 1, 0, 10);
+        else if (e == 2) cmd10(p, f, NTPU_OP_COLSUM, 2u << rnd_below(7), 0, 0, 1, 0, NTPU_LEN_COLSUM);
+        else if (e == 3)
+            cmd10(p, f, NTPU_OP_ACT + rnd_below(3), 0, 0, 0, 1, 0, 7 + rnd_below(2) * 2 + rnd_below(2) * 4);
         else if (e == 4) /* int8 aux rows past the end; BIAS alone would fit */
-            cmd10(p, NTPU_OP_ACT, NTPU_OUT_INT8 | rnd_below(4), 0, 0, 1, ACC_ROWS - 2 + rnd_below(2), 10);
-        else if (e == 5) cmd10(p, NTPU_OP_ACT, NTPU_ACT_BIAS | (rnd_below(3) << 2), 0, 0, 1, ACC_ROWS, 10);
-        else if (e == 6) cmd10(p, NTPU_OP_RELU_GRAD, NTPU_OUT_ACC, 0, 0, 2, UB_ROWS - 1, 10);
-        else if (e == 7) cmd10(p, NTPU_OP_COLSUM, 0, 0, ACC_ROWS, 0, 0, 8);
-        else cmd10(p, NTPU_OP_ACT, rnd_below(3) << 2, 0, (rnd_below(3) == 0 ? WB_ROWS : UB_ROWS) - 1, 2, 0, 10);
+            cmd10(p, f, NTPU_OP_ACT, NTPU_OUT_INT8 | rnd_below(4), 0, 0, 1, ACC_ROWS - 2 + rnd_below(2), 10);
+        else if (e == 5) cmd10(p, f, NTPU_OP_ACT, NTPU_ACT_BIAS | (rnd_below(3) << 2), 0, 0, 1, ACC_ROWS, 10);
+        else if (e == 6) cmd10(p, f, NTPU_OP_RELU_GRAD, NTPU_OUT_ACC, 0, 0, 2, UB_ROWS - 1, 10);
+        else if (e == 7) cmd10(p, f, NTPU_OP_COLSUM, 0, 0, ACC_ROWS, 0, 0, 8);
+        else cmd10(p, f, NTPU_OP_ACT, rnd_below(3) << 2, 0, (rnd_below(3) == 0 ? WB_ROWS : UB_ROWS) - 1, 2, 0, 10);
         break;
     }
     case 9: case 10: { /* MATMUL TRANSPOSE_A: blocks of N UB rows, stride from 0 to past N */
@@ -296,16 +493,16 @@ static void random_command_v11(pair *p)
         if (stride > max_stride)
             stride = max_stride;
         unsigned span = blocks ? (blocks - 1) * stride + N : 0;
-        cmd10(p, NTPU_OP_MATMUL, flags, rnd_below(UB_WIN - span + 1), rnd_below(ACC_WIN - blocks * N + 1), blocks * N,
-              stride, NTPU_LEN_MATMUL_T);
+        cmd10(p, F_MM_T, NTPU_OP_MATMUL, flags, rnd_below(UB_WIN - span + 1), rnd_below(ACC_WIN - blocks * N + 1),
+              blocks * N, stride, NTPU_LEN_MATMUL_T);
         break;
     }
     default: { /* invalid MATMUL TRANSPOSE_A */
-        unsigned e = rnd_below(4);
-        if (e == 0) cmd10(p, NTPU_OP_MATMUL, NTPU_MATMUL_TRANSPOSE_A, 0, 0, N + 1 + rnd_below(N - 1), N, 10);
-        else if (e == 1) cmd10(p, NTPU_OP_MATMUL, NTPU_MATMUL_TRANSPOSE_A, 0, 0, N, N, 8);
-        else if (e == 2) cmd10(p, NTPU_OP_MATMUL, 0, 0, 0, N, N, 10);
-        else cmd10(p, NTPU_OP_MATMUL, NTPU_MATMUL_TRANSPOSE_A, 1, 0, 2 * N, 0xFFFF, 10);
+        unsigned e = rnd_below(4), f = F_BAD_MM_T_ROWS + e;
+        if (e == 0) cmd10(p, f, NTPU_OP_MATMUL, NTPU_MATMUL_TRANSPOSE_A, 0, 0, N + 1 + rnd_below(N - 1), N, 10);
+        else if (e == 1) cmd10(p, f, NTPU_OP_MATMUL, NTPU_MATMUL_TRANSPOSE_A, 0, 0, N, N, 8);
+        else if (e == 2) cmd10(p, f, NTPU_OP_MATMUL, 0, 0, 0, N, N, 10);
+        else cmd10(p, f, NTPU_OP_MATMUL, NTPU_MATMUL_TRANSPOSE_A, 1, 0, 2 * N, 0xFFFF, 10);
     }
     }
 }
@@ -321,16 +518,16 @@ static void random_command(pair *p)
     }
     switch (rnd_below(24)) {
     case 0: case 1: case 2: case 3: /* WRITE_MEM inside the window */
-        write_mem(p, mem, rnd_below(window(mem) - rows + 1), rows, rnd_below(4) != 0);
+        write_mem(p, F_WRITE_UB + mem, mem, rnd_below(window(mem) - rows + 1), rows, rnd_below(4) != 0);
         break;
     case 4: case 5: /* READ_MEM inside the window */
-        mem_cmd(p, NTPU_OP_READ_MEM, mem, rnd_below(window(mem) - rows + 1), rows);
+        mem_cmd(p, F_READ_UB + mem, NTPU_OP_READ_MEM, mem, rnd_below(window(mem) - rows + 1), rows);
         break;
     case 6: case 7: case 8: /* LOAD_W */
         c[0] = NTPU_OP_LOAD_W;
         c[1] = rnd_below(2) ? NTPU_LOADW_TRANSPOSE : 0;
         put16(c + 2, rnd_below(WB_WIN - N + 1));
-        pair_cmd(p, c, NTPU_LEN_LOAD_W);
+        send(p, c[1] ? F_LOADW_T : F_LOADW, c, NTPU_LEN_LOAD_W);
         break;
     case 9: case 10: case 11: case 12: case 13: case 14: /* MATMUL */
         c[0] = NTPU_OP_MATMUL;
@@ -340,13 +537,13 @@ static void random_command(pair *p)
         put16(c + 2, rnd_below(UB_WIN - rows + 1));
         put16(c + 4, rnd_below(ACC_WIN - rows + 1));
         put16(c + 6, rows);
-        pair_cmd(p, c, NTPU_LEN_MATMUL);
+        send(p, F_MM_INT8 + c[1], c, NTPU_LEN_MATMUL);
         break;
-    case 15: c[0] = NTPU_OP_FENCE; pair_cmd(p, c, 1); break;
-    case 16: c[0] = NTPU_OP_NOP; pair_cmd(p, c, 1); break;
-    case 17: c[0] = NTPU_OP_STATUS; pair_cmd(p, c, 1); break;
+    case 15: c[0] = NTPU_OP_FENCE; send(p, F_FENCE, c, 1); break;
+    case 16: c[0] = NTPU_OP_NOP; send(p, F_NOP, c, 1); break;
+    case 17: c[0] = NTPU_OP_STATUS; send(p, F_STATUS, c, 1); break;
     case 18: /* writes at the very end of a memory: valid, never read back */
-        write_mem(p, mem, mem_size(mem) - rows, rows, 1);
+        write_mem(p, F_WRITE_END, mem, mem_size(mem) - rows, rows, 1);
         break;
     default: { /* invalid: each kind of error */
         unsigned kind = rnd_below(10);
@@ -354,20 +551,31 @@ static void random_command(pair *p)
             unsigned first = HAS_PROGRAM ? NTPU_OP_RUN + 1
                            : HAS_OPTIM ? NTPU_OP_OPTIM + 1 : HAS_VECTOR ? NTPU_OP_SYNC + 1 : NTPU_OP_COUNTERS + 1;
             c[0] = (uint8_t)(first + rnd_below(0x100 - first));
-            pair_cmd(p, c, 1 + rnd_below(8));
+            send(p, F_BAD_OPCODE, c, 1 + rnd_below(8));
         }
-        else if (kind == 1) { c[0] = NTPU_OP_MATMUL; pair_cmd(p, c, rnd_below(2) ? 7 : 9); }
-        else if (kind == 2) { mem_cmd(p, NTPU_OP_READ_MEM, 3 + rnd_below(250), 0, 1); }
-        else if (kind == 3) { c[0] = NTPU_OP_LOAD_W; c[1] = (uint8_t)(2 << rnd_below(7)); pair_cmd(p, c, 4); }
-        else if (kind == 4) { c[0] = NTPU_OP_LOAD_W; put16(c + 2, WB_ROWS - N + 1 + rnd_below(N)); pair_cmd(p, c, 4); }
-        else if (kind == 5) { c[0] = NTPU_OP_MATMUL; put16(c + 4, ACC_ROWS - 1); put16(c + 6, 2); pair_cmd(p, c, 8); }
-        else if (kind == 6) { mem_cmd(p, NTPU_OP_READ_MEM, NTPU_MEM_ACC, 0, MAX_PAYLOAD / (4 * N) + 1); }
+        else if (kind == 1) { c[0] = NTPU_OP_MATMUL; send(p, F_BAD_MM_LEN, c, rnd_below(2) ? 7 : 9); }
+        else if (kind == 2) { mem_cmd(p, F_BAD_MEM, NTPU_OP_READ_MEM, 3 + rnd_below(250), 0, 1); }
+        else if (kind == 3) {
+            c[0] = NTPU_OP_LOAD_W; c[1] = (uint8_t)(2 << rnd_below(7)); send(p, F_BAD_LOADW_FLAGS, c, 4);
+        }
+        else if (kind == 4) {
+            c[0] = NTPU_OP_LOAD_W; put16(c + 2, WB_ROWS - N + 1 + rnd_below(N)); send(p, F_BAD_LOADW_RANGE, c, 4);
+        }
+        else if (kind == 5) {
+            c[0] = NTPU_OP_MATMUL; put16(c + 4, ACC_ROWS - 1); put16(c + 6, 2); send(p, F_BAD_MM_RANGE, c, 8);
+        }
+        else if (kind == 6) {
+            mem_cmd(p, F_BAD_READ_PAYLOAD, NTPU_OP_READ_MEM, NTPU_MEM_ACC, 0, MAX_PAYLOAD / (4 * N) + 1);
+        }
         else if (kind == 7) { /* out of SEQ order (1.2): ERR_SEQ, nothing runs */
             c[0] = NTPU_OP_READ_MEM; c[1] = (uint8_t)mem; put16(c + 4, 1);
-            pair_frame(p, (uint8_t)(p->seq + 1 + rnd_below(255)), c, 6);
+            send_seq(p, F_BAD_SEQ, (uint8_t)(p->seq + 1 + rnd_below(255)), c, 6);
         }
-        else if (kind == 8) { c[0] = NTPU_OP_SYNC; pair_frame(p, (uint8_t)rnd(), c, 1); } /* any SEQ (1.2) */
-        else { c[0] = NTPU_OP_WRITE_MEM; c[1] = (uint8_t)mem; put16(c + 4, 2); pair_cmd(p, c, 6 + row_bytes(mem)); }
+        else if (kind == 8) { c[0] = NTPU_OP_SYNC; send_seq(p, F_SYNC, (uint8_t)rnd(), c, 1); } /* any SEQ (1.2) */
+        else {
+            c[0] = NTPU_OP_WRITE_MEM; c[1] = (uint8_t)mem; put16(c + 4, 2);
+            send(p, F_BAD_WRITE_LEN, c, 6 + row_bytes(mem));
+        }
     }
     }
 }
@@ -383,15 +591,17 @@ static void random_program(pair *p)
     if (e == 0) { /* RUN's own checks: range, flags, length */
         unsigned k = rnd_below(4);
         uint8_t c[8] = {NTPU_OP_RUN};
-        if (k == 0) { put16(c + 2, PM_ROWS - rnd_below(3)); put16(c + 4, 3 + rnd_below(3)); pair_cmd(p, c, 6); }
-        else if (k == 1) { c[1] = (uint8_t)(1u << rnd_below(8)); pair_cmd(p, c, 6); }
-        else if (k == 2) pair_cmd(p, c, rnd_below(2) ? 5 : 7);
-        else { put16(c + 2, 0xFFFF); put16(c + 4, 2); pair_cmd(p, c, 6); }
+        unsigned f = F_BAD_RUN_RANGE + k;
+        if (k == 0) { put16(c + 2, PM_ROWS - rnd_below(3)); put16(c + 4, 3 + rnd_below(3)); send(p, f, c, 6); }
+        else if (k == 1) { c[1] = (uint8_t)(1u << rnd_below(8)); send(p, f, c, 6); }
+        else if (k == 2) send(p, f, c, rnd_below(2) ? 5 : 7);
+        else { put16(c + 2, 0xFFFF); put16(c + 4, 2); send(p, f, c, 6); }
         return;
     }
     size_t len = 0;
-    unsigned cmds = 1 + rnd_below(6);
+    unsigned cmds = 1 + rnd_below(6), fam = F_RUN;
     uint8_t seq = p->seq;
+    size_t tagged = frames_tagged;
     for (unsigned i = 0; i < cmds; i++) {
         size_t at = p->tx_len;
         random_command(p);
@@ -407,9 +617,11 @@ static void random_program(pair *p)
         p->tx_len = at;
     }
     p->seq = seq;
+    frames_tagged = tagged;
     if (e == 1 && len + 2 <= cap) { /* a LEN that runs past the program */
         put16(prog + len, 1 + rnd_below(300));
         len += 2;
+        fam = F_RUN_BAD_LEN;
     }
     unsigned rb = 2 * N, rows = (unsigned)((len + rb - 1) / rb);
     memset(prog + len, 0, (size_t)rows * rb - len);
@@ -423,16 +635,19 @@ static void random_program(pair *p)
         put16(cmd + 2, addr + done);
         put16(cmd + 4, k);
         memcpy(cmd + 6, prog + (size_t)done * rb, (size_t)k * rb);
-        pair_cmd(p, cmd, 6 + (size_t)k * rb);
+        send(p, F_WRITE_PM, cmd, 6 + (size_t)k * rb);
     }
-    if (e == 2 && rows > 1) /* cut short, possibly inside a command */
+    if (e == 2 && rows > 1) { /* cut short, possibly inside a command */
         rows = 1 + rnd_below(rows - 1);
+        fam = F_RUN_CUT;
+    }
     uint8_t c[6] = {NTPU_OP_RUN, 0};
     put16(c + 2, addr);
     put16(c + 4, rows + (e == 3 ? rnd_below(3) : 0)); /* more rows: the zero padding ends it */
-    pair_cmd(p, c, 6);
+    send(p, fam, c, 6);
     if (rnd_below(4) == 0) /* PM reads back */
-        mem_cmd(p, NTPU_OP_READ_MEM, NTPU_MEM_PM, addr, rows < (MAX_PAYLOAD - 1) / rb ? rows : (MAX_PAYLOAD - 1) / rb);
+        mem_cmd(p, F_READ_PM, NTPU_OP_READ_MEM, NTPU_MEM_PM, addr,
+                rows < (MAX_PAYLOAD - 1) / rb ? rows : (MAX_PAYLOAD - 1) / rb);
 }
 
 /* Compares the two reply streams of the last exchange frame by frame. STATUS's
@@ -467,8 +682,9 @@ int main(int argc, char **argv)
 
     /* Configuration from the golden model's ID block; the RTL's must match. */
     uint8_t info = NTPU_OP_INFO;
-    pair_cmd(&p, &info, 1);
+    send(&p, F_INFO, &info, 1);
     size_t n = pair_exchange(&p);
+    tally(&p, n, 0);
     if (n != NTPU_FRAME_OVERHEAD + 1 + NTPU_ID_BYTES || p.ref_rx[4] != NTPU_DEV_OK)
         die("INFO reply malformed");
     const uint8_t *id = p.ref_rx + 5, *vid = p.vsim_rx + 5;
@@ -492,6 +708,7 @@ int main(int argc, char **argv)
     if (HAS_PROGRAM && PM_ROWS < PM_WIN)
         die("PM has %u rows, the test needs %u", PM_ROWS, (unsigned)PM_WIN);
     HAS_ADAM = (id[NTPU_ID_OFF_FEATURES] & NTPU_FEATURE_ADAM_BIT) != 0;
+    FEATURES = id[NTPU_ID_OFF_FEATURES];
     OS_ROWS = get32(id + NTPU_ID_OFF_OS_ROWS);
     if (HAS_ADAM != (OS_ROWS > 0) || (HAS_ADAM && OS_ROWS < OS_WIN))
         die("feature ADAM %d with %u OS rows", HAS_ADAM, OS_ROWS);
@@ -517,11 +734,11 @@ int main(int argc, char **argv)
             unsigned rows = window(mem) - a < per ? window(mem) - a : per;
             uint8_t *cmd = zero;
             cmd[0] = NTPU_OP_WRITE_MEM; cmd[1] = (uint8_t)mem; put16(cmd + 2, a); put16(cmd + 4, rows);
-            pair_cmd(&p, cmd, 6 + (size_t)rows * row_bytes(mem));
+            send(&p, F_SETUP, cmd, 6 + (size_t)rows * row_bytes(mem));
             memset(cmd, 0, 6);
         }
     }
-    pair_exchange(&p);
+    tally(&p, pair_exchange(&p), 0);
 
     unsigned long frames = 0, errors = 0;
     for (unsigned s = 0; s < streams; s++) {
@@ -536,19 +753,20 @@ int main(int argc, char **argv)
             for (; at < p.tx_len; at += NTPU_FRAME_OVERHEAD + get16(p.tx + at + 2)) /* a command may add frames */
                 status_frames[nframes++] = p.tx[at + 4] == NTPU_OP_STATUS && get16(p.tx + at + 2) == 1;
         }
-        mem_cmd(&p, NTPU_OP_READ_MEM, NTPU_MEM_ACC, 0, ACC_WIN / 2);
-        mem_cmd(&p, NTPU_OP_READ_MEM, NTPU_MEM_ACC, ACC_WIN / 2, ACC_WIN / 2);
+        mem_cmd(&p, F_READBACK, NTPU_OP_READ_MEM, NTPU_MEM_ACC, 0, ACC_WIN / 2);
+        mem_cmd(&p, F_READBACK, NTPU_OP_READ_MEM, NTPU_MEM_ACC, ACC_WIN / 2, ACC_WIN / 2);
         if (HAS_ADAM) { /* OPTIM ADAM writes m and v there */
-            mem_cmd(&p, NTPU_OP_READ_MEM, NTPU_MEM_OS, 0, OS_WIN / 2);
-            mem_cmd(&p, NTPU_OP_READ_MEM, NTPU_MEM_OS, OS_WIN / 2, OS_WIN / 2);
+            mem_cmd(&p, F_READBACK, NTPU_OP_READ_MEM, NTPU_MEM_OS, 0, OS_WIN / 2);
+            mem_cmd(&p, F_READBACK, NTPU_OP_READ_MEM, NTPU_MEM_OS, OS_WIN / 2, OS_WIN / 2);
         }
         for (unsigned mem = NTPU_MEM_UB; HAS_VECTOR && mem <= NTPU_MEM_WB; mem++) { /* ACT, RELU_GRAD write there */
             unsigned per = (MAX_PAYLOAD - 1) / row_bytes(mem);
             for (unsigned a = 0; a < window(mem); a += per)
-                mem_cmd(&p, NTPU_OP_READ_MEM, mem, a, window(mem) - a < per ? window(mem) - a : per);
+                mem_cmd(&p, F_READBACK, NTPU_OP_READ_MEM, mem, a, window(mem) - a < per ? window(mem) - a : per);
         }
         n = pair_exchange(&p);
         compare(&p, n, status_frames, s);
+        tally(&p, n, s);
         size_t off[4096], len[4096];
         size_t k = split_replies(p.ref_rx, n, off, len, 4096);
         frames += k;
@@ -558,8 +776,8 @@ int main(int argc, char **argv)
 
     /* MACs are architectural: both sides must have counted the same. */
     uint8_t cnt[2] = {NTPU_OP_COUNTERS, 0};
-    pair_cmd(&p, cnt, 2);
-    pair_exchange(&p);
+    send(&p, F_COUNTERS, cnt, 2);
+    tally(&p, pair_exchange(&p), streams);
     uint64_t mr = 0, mv = 0;
     for (int i = 7; i >= 0; i--) {
         mr = mr << 8 | p.ref_rx[5 + 8 * NTPU_CNT_MACS + i];
@@ -572,6 +790,7 @@ int main(int argc, char **argv)
            streams, frames, errors, (unsigned long long)mr, adam_rows, (unsigned long long)ntpu_vsim_cycles(p.vsim));
     if (HAS_ADAM && streams >= 100 && adam_rows == 0)
         die("no OPTIM ADAM row ran");
+    check_families(streams);
     pair_close(&p);
     puts("PASS diff_random");
     return 0;
