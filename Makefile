@@ -33,8 +33,9 @@ LDLIBS := -lusb-1.0 -lcjson -lz -lm -lpthread
 # ---------------------------------------------------------------- sources
 RTL_SRCS := rtl/ntpu_pkg.sv $(filter-out rtl/ntpu_pkg.sv,$(sort $(wildcard rtl/*.sv)))
 LIB_C_SRCS := $(sort $(wildcard host/src/*.c) $(wildcard sim/ref/*.c))
-VSIM_CXX_SRCS := $(sort $(wildcard sim/vsim/*.cpp))
-LIB_OBJS := $(LIB_C_SRCS:%.c=$(BUILD)/obj/%.o) $(VSIM_CXX_SRCS:%.cpp=$(BUILD)/obj/%.o)
+# vsim_board_model.cpp is compiled once per simulated board configuration (mk/board_sim.mk).
+VSIM_CXX_SRCS := $(filter-out sim/vsim/vsim_board_model.cpp,$(sort $(wildcard sim/vsim/*.cpp)))
+LIB_OBJS = $(LIB_C_SRCS:%.c=$(BUILD)/obj/%.o) $(VSIM_CXX_SRCS:%.cpp=$(BUILD)/obj/%.o) $(BOARD_SIM_OBJS)
 LIB_SAN_OBJS := $(LIB_C_SRCS:%.c=$(BUILD)/san/%.o)
 
 VOBJ := $(BUILD)/vobj
@@ -75,18 +76,9 @@ VOBJ_RTL := $(BUILD)/vobj-rtl
 VFLAGS_RTL := --cc --top-module ntpu_core --prefix Vntpu_core_rtl $(VPARAMS) -O3 --x-assign fast --x-initial fast \
               --noassert -Wno-fatal -Mdir $(VOBJ_RTL)
 
-# The iCEBreaker board top, a second model for vsim:board=icebreaker (sim/vsim/vsim_board.cpp): built
-# with the parameters of the board's bitstream (its board.mk, CONFIG=core), the generic rtl/ modules
-# and the PLL left out (PLL_EN=0), so the harness clocks it at the board's CLOCK_HZ.
-VOBJ_BOARD := $(BUILD)/vobj-icebreaker
-BOARD_SIM_MK := fpga/boards/icebreaker/board.mk
-BOARD_SIM_SRCS := $(RTL_SRCS) fpga/boards/icebreaker/ntpu_icebreaker_top.sv
-BOARD_SIM_PARAMS = $(shell MAKEFLAGS= $(MAKE) -s --no-print-directory -f $(BOARD_SIM_MK) -f mk/board_params.mk \
-                     CONFIG=core board-params)
-VFLAGS_BOARD := --cc --top-module ntpu_icebreaker_top --prefix Vntpu_icebreaker_top -GPLL_EN=0 -O3 \
-                --x-assign fast --x-initial fast --noassert --trace-fst -Wno-fatal -Mdir $(VOBJ_BOARD)
-VOBJS_ALL := $(VOBJ)/objs.txt $(VOBJ_TRACE)/objs.txt $(VOBJ_RTL)/objs.txt $(VOBJ_BOARD)/objs.txt
-VSTAMPS := $(VOBJ)/stamp $(VOBJ_TRACE)/stamp $(VOBJ_RTL)/stamp $(VOBJ_BOARD)/stamp
+include mk/board_sim.mk
+VOBJS_ALL := $(VOBJ)/objs.txt $(VOBJ_TRACE)/objs.txt $(VOBJ_RTL)/objs.txt $(BOARD_SIM_VOBJS)
+VSTAMPS := $(VOBJ)/stamp $(VOBJ_TRACE)/stamp $(VOBJ_RTL)/stamp $(BOARD_SIM_STAMPS)
 
 LIB_A := $(BUILD)/libntpu.a
 LIB_SO := $(BUILD)/libntpu.so
@@ -130,25 +122,11 @@ $(VOBJ_TRACE)/stamp: $(VSIM_SRCS) Makefile sim/vsim/vobj.mk
 	        OPT_FAST=-O1 OPT_SLOW=-O1 OPT_GLOBAL=-O2 CXXFLAGS="$(VCXXFLAGS)" vsim-objs
 	@touch $@
 
-# The rtl/ core (vsim:rtl): the model's objects only, as the board's below.
+# The rtl/ core (vsim:rtl): the model's objects only (Verilator's run-time comes with the core model's).
 $(VOBJ_RTL)/stamp: $(RTL_SRCS) Makefile sim/vsim/vobj.mk
 	@mkdir -p $(VOBJ_RTL)
 	$(VERILATOR) $(VFLAGS_RTL) $(filter-out rtl/ntpu_uart_% rtl/ntpu_fifo.sv rtl/ntpu_pll.sv,$(RTL_SRCS))
 	$(MAKE) -s -C $(VOBJ_RTL) -f $(CURDIR)/sim/vsim/vobj.mk -j$(JOBS) VMODEL=Vntpu_core_rtl VRUNTIME=0 \
-	        $(VOPT) CXXFLAGS="$(VCXXFLAGS)" vsim-objs
-	@touch $@
-
-# The model's objects only: Verilator's run-time comes with the core model's. The harness learns
-# the board's clock and bit rate from ntpu_board_params.h.
-$(VOBJ_BOARD)/stamp: $(BOARD_SIM_SRCS) $(BOARD_SIM_MK) mk/board_params.mk sim/vsim/vobj.mk Makefile
-	@mkdir -p $(VOBJ_BOARD)
-	@params="$(BOARD_SIM_PARAMS)"; echo "$$params" | grep -q 'CLOCK_HZ=.*BAUD=' \
-	  || { echo "$(BOARD_SIM_MK): no CLOCK_HZ and BAUD in BOARD_PARAMS ('$$params')" >&2; exit 1; }
-	$(VERILATOR) $(VFLAGS_BOARD) $(addprefix -G,$(BOARD_SIM_PARAMS)) $(BOARD_SIM_SRCS)
-	@printf '/* Generated from %s by the Makefile. */\n#define NTPU_BOARD_CLOCK_HZ %su\n#define NTPU_BOARD_BAUD %su\n' \
-	  $(BOARD_SIM_MK) $(patsubst CLOCK_HZ=%,%,$(filter CLOCK_HZ=%,$(BOARD_SIM_PARAMS))) \
-	  $(patsubst BAUD=%,%,$(filter BAUD=%,$(BOARD_SIM_PARAMS))) > $(VOBJ_BOARD)/ntpu_board_params.h
-	$(MAKE) -s -C $(VOBJ_BOARD) -f $(CURDIR)/sim/vsim/vobj.mk -j$(JOBS) VMODEL=Vntpu_icebreaker_top VRUNTIME=0 \
 	        $(VOPT) CXXFLAGS="$(VCXXFLAGS)" vsim-objs
 	@touch $@
 
@@ -161,10 +139,9 @@ $(BUILD)/obj/sim/vsim/%.o: sim/vsim/%.cpp $(VOBJ)/stamp $(VOBJ_TRACE)/stamp $(VO
 	$(CXX) $(CPPFLAGS) -I$(VOBJ) -I$(VOBJ_TRACE) -I$(VOBJ_RTL) -isystem /usr/share/verilator/include -isystem /usr/share/verilator/include/vltstd \
 	       $(CXXFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/sim/vsim/vsim_board.o: sim/vsim/vsim_board.cpp $(VOBJ_BOARD)/stamp
+$(BUILD)/obj/sim/vsim/vsim_board.o: sim/vsim/vsim_board.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(CPPFLAGS) -I$(VOBJ_BOARD) -isystem /usr/share/verilator/include \
-	       -isystem /usr/share/verilator/include/vltstd $(CXXFLAGS) -MMD -MP -c $< -o $@
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/san/%.o: %.c | deps-quiet
 	@mkdir -p $(dir $@)

@@ -8,7 +8,7 @@ RTL_BENCHES := $(sort $(patsubst tests/rtl/%/sources.f,%,$(wildcard tests/rtl/*/
 VSIM_OBJS := $(VSIM_CXX_SRCS:%.cpp=$(BUILD)/obj/%.o)
 
 # Criterion binary: sanitized C objects; the Verilated model and its harness stay unsanitized.
-$(TEST_BUILD)/host_tests: $(HOST_TEST_SRCS:%.c=$(BUILD)/san/%.o) $(LIB_SAN_OBJS) $(VSIM_OBJS) $(VSTAMPS)
+$(TEST_BUILD)/host_tests: $(HOST_TEST_SRCS:%.c=$(BUILD)/san/%.o) $(LIB_SAN_OBJS) $(VSIM_OBJS) $(BOARD_SIM_OBJS) $(VSTAMPS)
 	@mkdir -p $(dir $@)
 	$(CXX) $(SAN) -o $@ $(filter %.o,$^) $$(cat $(VOBJS_ALL)) -lcriterion $(LDLIBS)
 
@@ -64,7 +64,7 @@ $(LOCKSTEP)/libntpu.a: $(LIB_A) $(LOCKSTEP)/vsim.o
 	cp $(LIB_A) $@.tmp && ar rcs $@.tmp $(LOCKSTEP)/vsim.o && mv $@.tmp $@
 
 $(LOCKSTEP)/host_tests: $(HOST_TEST_SRCS:%.c=$(BUILD)/san/%.o) $(LIB_SAN_OBJS) $(LOCKSTEP)/vsim.o \
-                        $(filter-out $(BUILD)/obj/sim/vsim/vsim.o,$(VSIM_OBJS)) $(VSTAMPS)
+                        $(filter-out $(BUILD)/obj/sim/vsim/vsim.o,$(VSIM_OBJS)) $(BOARD_SIM_OBJS) $(VSTAMPS)
 	$(CXX) $(SAN) -o $@ $(filter %.o,$^) $$(cat $(VOBJS_ALL)) -lcriterion $(LDLIBS)
 
 $(LOCKSTEP)/cosim/%: tests/cosim/%.c $(LOCKSTEP)/libntpu.a
@@ -73,7 +73,7 @@ $(LOCKSTEP)/cosim/%: tests/cosim/%.c $(LOCKSTEP)/libntpu.a
 	$(CXX) -o $@ $@.o $(LOCKSTEP)/libntpu.a $(LDLIBS)
 
 .PHONY: test
-TEST_PARTS := $(TEST_BUILD)/host_tests $(RTL_BENCHES:%=$(TEST_BUILD)/rtl/%/tb.vvp) \
+TEST_PARTS := $(BOARD_SIM_LIST) $(TEST_BUILD)/host_tests $(RTL_BENCHES:%=$(TEST_BUILD)/rtl/%/tb.vvp) \
               $(VERILATOR_BENCHES:%=$(TEST_BUILD)/rtl-verilator/%/Vtb) \
               $(COSIM_SRCS:tests/cosim/%.c=$(TEST_BUILD)/cosim/%) $(LOCKSTEP)/host_tests \
               $(LOCKSTEP_RUNS:%=$(LOCKSTEP)/cosim/%)

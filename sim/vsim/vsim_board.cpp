@@ -1,15 +1,16 @@
-// The Verilated iCEBreaker board top behind the C ABI of ntpu_vsim_board.h.
+// A Verilated board top behind the C ABI of ntpu_vsim_board.h.
 //
-// The harness plays the FT2232H's channel B: a UART transmitter that puts the
-// host's bytes on uart_rx back to back, and a UART receiver that samples
-// uart_tx. Both work on whole cycles of the board clock, which the harness
-// drives on the clock pin at the board's CLOCK_HZ (the top is built with
-// PLL_EN=0; every other parameter is the bitstream's, from board.mk through
-// the generated ntpu_board_params.h).
+// The harness plays the board's USB-UART chip: a UART transmitter that puts the
+// host's bytes on the FPGA's receive pin back to back, and a UART receiver that
+// samples its transmit pin. Both work on whole cycles of the board clock, which
+// the harness drives on the clock pin at the board's CLOCK_HZ. Each board
+// configuration of BOARD_SIM_CONFIGS in a board.mk is a model of its own, built
+// with the parameters of its bitstream (vsim_board_model.h); a top with a PLL
+// gets the generic rtl/ntpu_pll, whose output is its input.
 //
-// One clock cycle: drive uart_rx for the cycle, the low phase, the rising
-// edge; then read uart_tx, which comes from a register and so holds its new
-// level for the whole cycle that follows.
+// One clock cycle: drive the receive pin for the cycle, the low phase, the
+// rising edge; then read the transmit pin, which comes from a register and so
+// holds its new level for the whole cycle that follows.
 #include "ntpu_vsim_board.h"
 #include "vsim_util.h"
 
@@ -19,21 +20,10 @@
 #include <new>
 #include <string>
 
-#include "ntpu_board_params.h"
-
-// Verilator 5.006's own headers have unused parameters; see vsim.cpp.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#include "Vntpu_icebreaker_top.h"
-#include "verilated.h"
-#include "verilated_fst_c.h"
-#pragma GCC diagnostic pop
+#include "vsim_board_model.h"
 
 namespace {
 
-constexpr unsigned kClksPerBit = NTPU_BOARD_CLOCK_HZ / NTPU_BOARD_BAUD;
-static_assert(NTPU_BOARD_CLOCK_HZ % NTPU_BOARD_BAUD == 0 && kClksPerBit >= 4,
-              "the board's CLOCK_HZ / BAUD must be an integer >= 4");
 constexpr unsigned kFrameBits = 10; // start, 8 data, stop
 // The power-on reset lasts 2^RESET_W cycles (RESET_W <= 20 on any sane board).
 constexpr uint64_t kResetLimit = uint64_t{1} << 22;
@@ -57,9 +47,8 @@ bool parse_prob(const std::string &s, double hi, double *out)
 } // namespace
 
 struct ntpu_vsim_board {
-    std::unique_ptr<VerilatedContext> ctx;
-    std::unique_ptr<Vntpu_icebreaker_top> top;
-    std::unique_ptr<VerilatedFstC> fst; // null unless trace=FILE
+    std::unique_ptr<ntpu_board_model> top;
+    unsigned clks_per_bit = 4; // CLOCK_HZ / BAUD
 
     // Noise: splitmix64, so a seed gives the same run everywhere.
     double ber = 0, drop = 0;
@@ -99,23 +88,9 @@ struct ntpu_vsim_board {
         return f;
     }
 
-    void dump()
+    void clock(bool rxd)
     {
-        ctx->timeInc(1);
-        fst->dump(ctx->time());
-    }
-
-    void clock()
-    {
-        Vntpu_icebreaker_top *t = top.get();
-        t->clk_12m = 0;
-        t->eval();
-        if (fst)
-            dump();
-        t->clk_12m = 1;
-        t->eval();
-        if (fst)
-            dump();
+        top->clock(rxd);
         st.cycles++;
     }
 
@@ -132,7 +107,7 @@ struct ntpu_vsim_board {
             tx_frame = (1u << 9) | (unsigned)in.pop() << 1; // stop, data, start
             tx_busy = true;
             tx_bit = 0;
-            tx_left = kClksPerBit;
+            tx_left = clks_per_bit;
             tx_flip = flip_bit();
         }
         return (((tx_frame >> tx_bit) & 1u) != 0) != tx_flip;
@@ -144,7 +119,7 @@ struct ntpu_vsim_board {
         if (!tx_busy || --tx_left)
             return false;
         if (++tx_bit < kFrameBits) {
-            tx_left = kClksPerBit;
+            tx_left = clks_per_bit;
             tx_flip = flip_bit();
             return false;
         }
@@ -162,13 +137,13 @@ struct ntpu_vsim_board {
         if (!wire_busy && !txd) { // a start bit begins
             wire_busy = true;
             wire_bit = 0;
-            wire_left = kClksPerBit;
+            wire_left = clks_per_bit;
             wire_flip = flip_bit();
         }
         bool level = txd != (wire_busy && wire_flip);
         if (wire_busy && !--wire_left) {
             if (++wire_bit < kFrameBits) {
-                wire_left = kClksPerBit;
+                wire_left = clks_per_bit;
                 wire_flip = flip_bit();
             } else {
                 wire_busy = false;
@@ -186,7 +161,7 @@ struct ntpu_vsim_board {
             if (!line) { // the start bit's first cycle: its middle is half a bit on
                 rx_state = RX_BITS;
                 rx_bit = 0;
-                rx_wait = kClksPerBit / 2;
+                rx_wait = clks_per_bit / 2;
             }
             return false;
         case RX_BREAK:
@@ -197,7 +172,7 @@ struct ntpu_vsim_board {
         }
         if (--rx_wait)
             return false;
-        rx_wait = kClksPerBit;
+        rx_wait = clks_per_bit;
         if (rx_bit == 0) {
             if (line)
                 rx_state = RX_IDLE; // a glitch, not a start bit
@@ -229,12 +204,11 @@ struct ntpu_vsim_board {
     // finished on either wire.
     bool step()
     {
-        top->uart_rx = tx_level();
-        clock();
-        bool red = !top->led_r_n;
+        clock(tx_level());
+        bool red = top->err_led();
         st.red_led += red && !red_q;
         red_q = red;
-        bool moved = rx_cycle(wire_level(top->uart_tx != 0));
+        bool moved = rx_cycle(wire_level(top->txd()));
         moved |= tx_advance();
         return moved;
     }
@@ -242,7 +216,7 @@ struct ntpu_vsim_board {
 
 extern "C" ntpu_vsim_board *ntpu_vsim_board_new(const char *opts, char *err, size_t errlen)
 {
-    std::string trace_path, board;
+    std::string trace_path, board, config;
     double ber = 0, drop = 0;
     uint64_t seed = 1;
     for (std::string rest = opts ? opts : ""; !rest.empty();) {
@@ -254,14 +228,13 @@ extern "C" ntpu_vsim_board *ntpu_vsim_board_new(const char *opts, char *err, siz
         size_t eq = opt.find('=');
         std::string key = opt.substr(0, eq), val = eq == std::string::npos ? "" : opt.substr(eq + 1);
         if (eq == std::string::npos) {
-            set_err(err, errlen, "vsim: option '%s' needs a value (board=, trace=, ber=, drop=, seed=)", opt.c_str());
+            set_err(err, errlen, "vsim: option '%s' needs a value (board=, config=, trace=, ber=, drop=, seed=)",
+                    opt.c_str());
             return nullptr;
         } else if (key == "board") {
-            if (val != "icebreaker") {
-                set_err(err, errlen, "vsim: unknown board '%s' (known: icebreaker)", val.c_str());
-                return nullptr;
-            }
             board = val;
+        } else if (key == "config") {
+            config = val;
         } else if (key == "trace") {
             if (val.empty()) {
                 set_err(err, errlen, "vsim: trace= needs a file name");
@@ -287,13 +260,27 @@ extern "C" ntpu_vsim_board *ntpu_vsim_board_new(const char *opts, char *err, siz
                 return nullptr;
             }
         } else {
-            set_err(err, errlen, "vsim: unknown option '%s' (known with board=: trace=FILE, ber=P, drop=P, seed=N)",
+            set_err(err, errlen,
+                    "vsim: unknown option '%s' (known with board=: config=C, trace=FILE, ber=P, drop=P, seed=N)",
                     opt.c_str());
             return nullptr;
         }
     }
-    if (board.empty()) {
-        set_err(err, errlen, "vsim: no board= option (known: board=icebreaker)");
+    // The configuration: the one named, or the board's first (its board.mk's BOARD_SIM_CONFIGS).
+    const ntpu_board_entry *entry = nullptr;
+    std::string known;
+    for (size_t i = 0; i < ntpu_board_entry_count; i++) {
+        const ntpu_board_entry &e = ntpu_board_entries[i];
+        known += std::string(known.empty() ? "" : ", ") + e.board + "," + "config=" + e.config;
+        if (!entry && board == e.board && (config.empty() || config == e.config))
+            entry = &e;
+    }
+    if (!entry) {
+        if (board.empty())
+            set_err(err, errlen, "vsim: no board= option (known: %s)", known.c_str());
+        else
+            set_err(err, errlen, "vsim: no simulated board '%s%s%s' (known: %s)", board.c_str(),
+                    config.empty() ? "" : ",config=", config.c_str(), known.c_str());
         return nullptr;
     }
     if (!ntpu_vsim_util::trace_writable(trace_path, err, errlen))
@@ -305,15 +292,7 @@ extern "C" ntpu_vsim_board *ntpu_vsim_board_new(const char *opts, char *err, siz
         return nullptr;
     }
     try {
-        b->ctx.reset(new VerilatedContext);
-        if (!trace_path.empty())
-            b->ctx->traceEverOn(true);
-        b->top.reset(new Vntpu_icebreaker_top(b->ctx.get()));
-        if (!trace_path.empty()) {
-            b->fst.reset(new VerilatedFstC);
-            b->top->trace(b->fst.get(), 99);
-            b->fst->open(trace_path.c_str());
-        }
+        b->top.reset(entry->make(trace_path));
         b->in.reserve(1 << 12);
         b->out.reserve(1 << 16);
     } catch (const std::bad_alloc &) {
@@ -324,21 +303,19 @@ extern "C" ntpu_vsim_board *ntpu_vsim_board_new(const char *opts, char *err, siz
     b->ber = ber;
     b->drop = drop;
     b->rng = seed;
-    b->st.clock_hz = NTPU_BOARD_CLOCK_HZ;
-    b->st.baud = NTPU_BOARD_BAUD;
+    b->st.clock_hz = entry->clock_hz;
+    b->st.baud = entry->baud;
+    b->clks_per_bit = entry->clock_hz / entry->baud; // the Makefile checks: an integer >= 4
 
-    // Power-up: button released, line idle. The top lights the red LED while
+    // Power-up: button released, line idle. The top lights its error LED while
     // its core is in reset; the host talks to it once it goes dark.
-    Vntpu_icebreaker_top *t = b->top.get();
-    t->btn_n = 1;
-    t->uart_rx = 1;
     do
-        b->clock();
-    while (!t->led_r_n && b->st.cycles < kResetLimit);
-    if (!t->led_r_n) {
+        b->clock(true);
+    while (b->top->err_led() && b->st.cycles < kResetLimit);
+    if (b->top->err_led()) {
         ntpu_vsim_board_free(b);
-        set_err(err, errlen, "vsim: the %s board did not leave reset in %llu cycles", board.c_str(),
-                static_cast<unsigned long long>(kResetLimit));
+        set_err(err, errlen, "vsim: the %s board (config %s) did not leave reset in %llu cycles", entry->board,
+                entry->config, static_cast<unsigned long long>(kResetLimit));
         return nullptr;
     }
     return b;
@@ -349,8 +326,6 @@ extern "C" void ntpu_vsim_board_free(ntpu_vsim_board *b)
     if (!b)
         return;
     b->top->final();
-    if (b->fst)
-        b->fst->close();
     delete b;
 }
 

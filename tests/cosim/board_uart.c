@@ -8,7 +8,8 @@
  * the wire both ways) the results must still be right, and the noise must have
  * reached the device.
  * Prints the simulation's speed: board cycles and link bytes per second.
- * Usage: board_uart [ber=P] [drop=P] [seed=N] */
+ * Usage: board_uart [board=B] [config=C] [ber=P] [drop=P] [seed=N] [timeout_ms=T]
+ * (board=icebreaker by default; any board and configuration that vsim:board= knows). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,9 +142,13 @@ int main(int argc, char **argv)
     char device[160] = "vsim:board=icebreaker";
     int noisy = 0;
     for (int i = 1; i < argc; i++) {
+        if (!strncmp(argv[i], "board=", 6) && i == 1) {
+            snprintf(device, sizeof device, "vsim:%s", argv[i]);
+            continue;
+        }
         if (strncmp(argv[i], "ber=", 4) && strncmp(argv[i], "drop=", 5) && strncmp(argv[i], "seed=", 5) &&
-            strncmp(argv[i], "timeout_ms=", 11)) {
-            printf("FAIL usage: board_uart [ber=P] [drop=P] [seed=N] [timeout_ms=T]\n");
+            strncmp(argv[i], "timeout_ms=", 11) && strncmp(argv[i], "config=", 7)) {
+            printf("FAIL usage: board_uart [board=B] [config=C] [ber=P] [drop=P] [seed=N] [timeout_ms=T]\n");
             return 2;
         }
         int knob = !strncmp(argv[i], "ber=", 4) || !strncmp(argv[i], "drop=", 5);

