@@ -12,7 +12,10 @@ $(TEST_BUILD)/host_tests: $(HOST_TEST_SRCS:%.c=$(BUILD)/san/%.o) $(LIB_SAN_OBJS)
 	@mkdir -p $(dir $@)
 	$(CXX) $(SAN) -o $@ $(filter %.o,$^) $$(cat $(VOBJS_ALL)) -lcriterion $(LDLIBS)
 
-$(TEST_BUILD)/cosim/%: tests/cosim/%.c $(LIB_A)
+# The shared headers (pair.h) are prerequisites too: a change to one rebuilds every test.
+COSIM_HDRS := $(wildcard tests/cosim/*.h)
+
+$(TEST_BUILD)/cosim/%: tests/cosim/%.c $(COSIM_HDRS) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@.o
 	$(CXX) -o $@ $@.o $(LIB_A) $(LDLIBS)
@@ -67,7 +70,7 @@ $(LOCKSTEP)/host_tests: $(HOST_TEST_SRCS:%.c=$(BUILD)/san/%.o) $(LIB_SAN_OBJS) $
                         $(filter-out $(BUILD)/obj/sim/vsim/vsim.o,$(VSIM_OBJS)) $(BOARD_SIM_OBJS) $(VSTAMPS)
 	$(CXX) $(SAN) -o $@ $(filter %.o,$^) $$(cat $(VOBJS_ALL)) -lcriterion $(LDLIBS)
 
-$(LOCKSTEP)/cosim/%: tests/cosim/%.c $(LOCKSTEP)/libntpu.a
+$(LOCKSTEP)/cosim/%: tests/cosim/%.c $(COSIM_HDRS) $(LOCKSTEP)/libntpu.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@.o
 	$(CXX) -o $@ $@.o $(LOCKSTEP)/libntpu.a $(LDLIBS)

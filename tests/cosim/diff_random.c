@@ -688,7 +688,7 @@ int main(int argc, char **argv)
     if (n != NTPU_FRAME_OVERHEAD + 1 + NTPU_ID_BYTES || p.ref_rx[4] != NTPU_DEV_OK)
         die("INFO reply malformed");
     const uint8_t *id = p.ref_rx + 5, *vid = p.vsim_rx + 5;
-    if (memcmp(id, vid, NTPU_ID_OFF_PLATFORM) != 0 ||
+    if (memcmp(id, vid, NTPU_ID_OFF_CLOCK_HZ) != 0 ||
         memcmp(id + NTPU_ID_OFF_PM_ROWS, vid + NTPU_ID_OFF_PM_ROWS, NTPU_ID_BYTES - NTPU_ID_OFF_PM_ROWS) != 0) {
         for (unsigned i = 0; i < NTPU_ID_BYTES; i++) /* name the first field that differs */
             if (id[i] != vid[i])
@@ -714,6 +714,16 @@ int main(int argc, char **argv)
         die("feature ADAM %d with %u OS rows", HAS_ADAM, OS_ROWS);
     if (id[NTPU_ID_OFF_PLATFORM] != 0 || vid[NTPU_ID_OFF_PLATFORM] != 1)
         die("platform bytes wrong: ref %u vsim %u", id[NTPU_ID_OFF_PLATFORM], vid[NTPU_ID_OFF_PLATFORM]);
+    /* the clock: 0 in simulation, a board's own (the RTL and the board model must agree on it) */
+    uint32_t clock_hz = 0;
+    if (p.board) {
+        ntpu_vsim_board_stats st;
+        ntpu_vsim_board_get_stats(p.board, &st);
+        clock_hz = st.clock_hz;
+    }
+    if (get32(id + NTPU_ID_OFF_CLOCK_HZ) != 0 || get32(vid + NTPU_ID_OFF_CLOCK_HZ) != clock_hz)
+        die("clock_hz wrong: ref %u vsim %u, expected 0 and %u", get32(id + NTPU_ID_OFF_CLOCK_HZ),
+            get32(vid + NTPU_ID_OFF_CLOCK_HZ), clock_hz);
     N = id[NTPU_ID_OFF_ROWS];
     MAX_PAYLOAD = get16(id + NTPU_ID_OFF_MAX_PAYLOAD);
     UB_ROWS = get32(id + NTPU_ID_OFF_UB_ROWS);
@@ -786,8 +796,9 @@ int main(int argc, char **argv)
     if (mr != mv)
         die("MAC counters differ: ref %llu vsim %llu", (unsigned long long)mr, (unsigned long long)mv);
     printf("%u random command streams, %lu replies (%lu errors among them), %llu MACs, %lu Adam rows: "
-           "ref and vsim bit-identical (%llu vsim cycles)\n",
-           streams, frames, errors, (unsigned long long)mr, adam_rows, (unsigned long long)ntpu_vsim_cycles(p.vsim));
+           "ref and vsim bit-identical (%llu %s cycles)\n",
+           streams, frames, errors, (unsigned long long)mr, adam_rows, (unsigned long long)pair_cycles(&p),
+           p.board ? "board" : "vsim");
     if (HAS_ADAM && streams >= 100 && adam_rows == 0)
         die("no OPTIM ADAM row ran");
     check_families(streams);

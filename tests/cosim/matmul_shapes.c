@@ -40,16 +40,29 @@ int main(int argc, char **argv)
 {
     unsigned count = argc > 1 ? (unsigned)atoi(argv[1]) : 1000;
     rng = argc > 2 ? strtoull(argv[2], NULL, 0) : 5;
-    /* NTPU_TEST_VSIM: vsim's options, as in pair.h (rtl: the core from rtl/ alone). */
+    /* NTPU_TEST_VSIM: vsim's options, as in pair.h (rtl: the core from rtl/ alone; board=...: a
+     * whole simulated board, and then the golden model is configured as its ID block says). */
     const char *opts = getenv("NTPU_TEST_VSIM");
-    char vsim_dev[256];
+    char vsim_dev[256], ref_dev[160] = "ref";
     snprintf(vsim_dev, sizeof vsim_dev, "vsim%s%s", opts && *opts ? ":" : "", opts ? opts : "");
-    ntpu_device *ref, *vsim;
-    if (ntpu_open("ref", &ref) != NTPU_OK || ntpu_open(vsim_dev, &vsim) != NTPU_OK) {
-        printf("FAIL cannot open ref and %s\n", vsim_dev);
+    ntpu_device *ref = NULL, *vsim = NULL;
+    ntpu_info info;
+    if (opts && strstr(opts, "board=")) {
+        if (ntpu_open(vsim_dev, &vsim) != NTPU_OK) {
+            printf("FAIL cannot open %s: %s\n", vsim_dev, ntpu_last_error(vsim));
+            return 1;
+        }
+        ntpu_get_info(vsim, &info);
+        snprintf(ref_dev, sizeof ref_dev, "ref:n=%u,ub=%u,wb=%u,acc=%u,payload=%u,novec=%u,notra=%u,pm=%u,os=%u",
+                 info.rows, (unsigned)info.ub_rows, (unsigned)info.wb_rows, (unsigned)info.acc_rows, info.max_payload,
+                 !(info.features & NTPU_FEATURE_VECTOR_BIT), !(info.features & NTPU_FEATURE_TRANSPOSE_A_BIT),
+                 (unsigned)info.pm_rows, (unsigned)info.os_rows);
+        printf("%s against %s\n", vsim_dev, ref_dev);
+    }
+    if (ntpu_open(ref_dev, &ref) != NTPU_OK || (!vsim && ntpu_open(vsim_dev, &vsim) != NTPU_OK)) {
+        printf("FAIL cannot open %s and %s\n", ref_dev, vsim_dev);
         return 1;
     }
-    ntpu_info info;
     ntpu_get_info(ref, &info);
     const size_t n3 = 3 * info.rows;
     static int8_t a8[64 * 96], b8[96 * 96];

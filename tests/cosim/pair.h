@@ -1,5 +1,8 @@
 /* A golden model and the Verilator RTL side by side, fed the same bytes: the
- * harness of the differential tests. Header-only: each test is one program. */
+ * harness of the differential tests. Header-only: each test is one program.
+ * The RTL side is vsim's core, or with NTPU_TEST_VSIM naming a board
+ * (board=...) a whole simulated board behind its UART, the golden model then
+ * configured as the board says in its ID block. */
 #ifndef NTPU_TESTS_PAIR_H
 #define NTPU_TESTS_PAIR_H
 
@@ -13,12 +16,30 @@
 #include "ntpu/protocol.h"
 #include "ntpu_ref.h"
 #include "ntpu_vsim.h"
+#include "ntpu_vsim_board.h"
 
 #define PAIR_IDLE_LIMIT 200000u /* cycles without a byte moving before vsim counts as stuck */
+/* A board's clock cycles without a byte finishing on either wire before it
+ * counts as stuck: a byte crosses the UART every few dozen cycles, so only a
+ * command computing with no reply going out leaves the wires quiet. On the
+ * iCEBreaker none of diff_random's does for 100 cycles; this leaves room for
+ * bigger boards (programs, Adam) and costs time only when a run fails. */
+#define PAIR_BOARD_IDLE_LIMIT 2000000u
+/* Byte times (10 * CLOCK_HZ / BAUD cycles, 40 on the iCEBreaker) to wait after
+ * the last reply for bytes the golden model did not send: a reply longer than
+ * its would follow at once, one more reply within a command's time. */
+#define PAIR_BOARD_TAIL_BYTES 100u
+/* A UART without flow control: bytes of frames whose replies have not all
+ * come back sit in the board's RX FIFO (2048 bytes on the iCEBreaker); the
+ * host keeps at most this many in flight (NTPU_TEST_WINDOW overrides it). */
+#define PAIR_BOARD_WINDOW 1500u
 
 typedef struct pair {
     ntpu_ref *ref;
-    ntpu_vsim *vsim;
+    ntpu_vsim *vsim;           /* the RTL side: vsim's core, or */
+    ntpu_vsim_board *board;    /* a whole board (NTPU_TEST_VSIM with board=); the other is NULL */
+    size_t window;             /* board: bytes of unanswered frames in flight at most */
+    uint64_t tail_limit;       /* board: cycles of PAIR_BOARD_TAIL_BYTES byte times */
     uint8_t seq;
     /* the bytes sent since the last exchange, and what each side replied */
     uint8_t *tx;
@@ -43,27 +64,7 @@ static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (
 static uint32_t get32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
 static unsigned get16(const uint8_t *p) { return p[0] | p[1] << 8; }
 
-static void pair_open(pair *p)
-{
-    char err[256] = "";
-    memset(p, 0, sizeof *p);
-    p->ref = ntpu_ref_new(NULL);
-    /* NTPU_TEST_VSIM: vsim's options (ntpu_vsim.h), e.g. rtl for the core from rtl/ alone. */
-    p->vsim = ntpu_vsim_new(getenv("NTPU_TEST_VSIM"), err, sizeof err);
-    if (!p->ref || !p->vsim)
-        die("cannot create the models: %s", err);
-}
-
-static void pair_close(pair *p)
-{
-    ntpu_ref_free(p->ref);
-    ntpu_vsim_free(p->vsim);
-    free(p->tx);
-    free(p->ref_rx);
-    free(p->vsim_rx);
-}
-
-static void pair_raw(pair *p, const uint8_t *buf, size_t n)
+static void pair_append(pair *p, const uint8_t *buf, size_t n)
 {
     if (p->tx_len + n > p->tx_cap) {
         p->tx_cap = (p->tx_len + n) * 2;
@@ -75,6 +76,99 @@ static void pair_raw(pair *p, const uint8_t *buf, size_t n)
     p->tx_len += n;
 }
 
+/* Opens a board and asks its ID block with INFO (SEQ 0); the golden model is
+ * created with the board's configuration and fed the same frame, its reply
+ * dropped, so both expect SEQ 1 next. */
+static void pair_open_board(pair *p, const char *opts)
+{
+    char err[256] = "";
+    p->board = ntpu_vsim_board_new(opts, err, sizeof err);
+    if (!p->board)
+        die("cannot create the board %s: %s", opts, err);
+    const char *w = getenv("NTPU_TEST_WINDOW");
+    p->window = w && *w ? strtoul(w, NULL, 0) : PAIR_BOARD_WINDOW;
+    ntpu_vsim_board_stats st;
+    ntpu_vsim_board_get_stats(p->board, &st);
+    p->tail_limit = (uint64_t)PAIR_BOARD_TAIL_BYTES * 10 * st.clock_hz / (st.baud ? st.baud : 1);
+    uint8_t frame[NTPU_FRAME_OVERHEAD + 1] = {NTPU_SOF_CMD, 0, 1, 0, NTPU_OP_INFO};
+    put32(frame + 5, crc32(0, frame + 1, 4));
+    uint8_t rx[NTPU_FRAME_OVERHEAD + 1 + NTPU_ID_BYTES];
+    ntpu_vsim_board_write(p->board, frame, sizeof frame);
+    size_t got = ntpu_vsim_board_read(p->board, rx, sizeof rx, PAIR_BOARD_IDLE_LIMIT);
+    if (got != sizeof rx || rx[0] != NTPU_SOF_REPLY || rx[1] != 0 || get16(rx + 2) != 1 + NTPU_ID_BYTES ||
+        crc32(0, rx + 1, 3 + 1 + NTPU_ID_BYTES) != get32(rx + 4 + 1 + NTPU_ID_BYTES) || rx[4] != NTPU_DEV_OK)
+        die("the board's INFO reply is malformed (%zu of %zu bytes)", got, sizeof rx);
+    const uint8_t *id = rx + 5;
+    unsigned features = id[NTPU_ID_OFF_FEATURES];
+    ntpu_ref_config cfg = ntpu_ref_default_config();
+    cfg.n = id[NTPU_ID_OFF_ROWS];
+    cfg.ub_rows = get32(id + NTPU_ID_OFF_UB_ROWS);
+    cfg.wb_rows = get32(id + NTPU_ID_OFF_WB_ROWS);
+    cfg.acc_rows = get32(id + NTPU_ID_OFF_ACC_ROWS);
+    cfg.max_payload = get16(id + NTPU_ID_OFF_MAX_PAYLOAD);
+    cfg.no_vector = !(features & NTPU_FEATURE_VECTOR_BIT);
+    cfg.no_transpose_a = !(features & NTPU_FEATURE_TRANSPOSE_A_BIT);
+    cfg.pm_rows = get32(id + NTPU_ID_OFF_PM_ROWS);
+    cfg.os_rows = get32(id + NTPU_ID_OFF_OS_ROWS);
+    cfg.link_bytes = 1; /* byte-wide, as a board */
+    p->ref = ntpu_ref_new(&cfg);
+    if (!p->ref)
+        die("cannot create the golden model as the board: n=%u ub=%u wb=%u acc=%u payload=%u novec=%u notra=%u "
+            "pm=%u os=%u", cfg.n, cfg.ub_rows, cfg.wb_rows, cfg.acc_rows, cfg.max_payload, cfg.no_vector,
+            cfg.no_transpose_a, cfg.pm_rows, cfg.os_rows);
+    ntpu_ref_write(p->ref, frame, sizeof frame);
+    if (ntpu_ref_read(p->ref, rx, sizeof rx) != sizeof rx || ntpu_ref_pending(p->ref) != 0)
+        die("the golden model's INFO reply is not %zu bytes", sizeof rx);
+    p->seq = 1;
+}
+
+static void pair_open(pair *p)
+{
+    char err[256] = "";
+    memset(p, 0, sizeof *p);
+    /* NTPU_TEST_VSIM: vsim's options (ntpu_vsim.h), e.g. rtl for the core from rtl/ alone;
+     * or a board's (ntpu_vsim_board.h), e.g. board=icebreaker, passed on whole. */
+    const char *opts = getenv("NTPU_TEST_VSIM");
+    if (opts && strstr(opts, "board=")) {
+        pair_open_board(p, opts);
+        return;
+    }
+    p->ref = ntpu_ref_new(NULL);
+    p->vsim = ntpu_vsim_new(opts, err, sizeof err);
+    if (!p->ref || !p->vsim)
+        die("cannot create the models: %s", err);
+}
+
+/* Cycles the RTL side has been clocked: the core's, or the board's clock. */
+static inline uint64_t pair_cycles(const pair *p)
+{
+    if (!p->board)
+        return ntpu_vsim_cycles(p->vsim);
+    ntpu_vsim_board_stats st;
+    ntpu_vsim_board_get_stats(p->board, &st);
+    return st.cycles;
+}
+
+static void pair_close(pair *p)
+{
+    ntpu_ref_free(p->ref);
+    ntpu_vsim_free(p->vsim);
+    ntpu_vsim_board_free(p->board);
+    free(p->tx);
+    free(p->ref_rx);
+    free(p->vsim_rx);
+}
+
+/* Appends raw bytes, frames or not (vsim only: a board's UART has no flow
+ * control, so the host must know where each frame ends to pace them). */
+static inline void pair_raw(pair *p, const uint8_t *buf, size_t n)
+{
+    if (p->board)
+        die("raw link bytes on a board: pair paces a board's UART frame by frame, so a test that sends "
+            "non-frame bytes runs on vsim only");
+    pair_append(p, buf, n);
+}
+
 /* Appends one frame with this SEQ. */
 static void pair_frame(pair *p, uint8_t seq, const uint8_t *payload, size_t len)
 {
@@ -82,9 +176,9 @@ static void pair_frame(pair *p, uint8_t seq, const uint8_t *payload, size_t len)
     uint32_t crc = crc32(crc32(0, hdr + 1, 3), payload, (uInt)len);
     uint8_t tail[4];
     put32(tail, crc);
-    pair_raw(p, hdr, 4);
-    pair_raw(p, payload, len);
-    pair_raw(p, tail, 4);
+    pair_append(p, hdr, 4);
+    pair_append(p, payload, len);
+    pair_append(p, tail, 4);
 }
 
 /* Appends one command frame with the SEQ the device expects next; returns it. */
@@ -94,14 +188,8 @@ static uint8_t pair_cmd(pair *p, const uint8_t *payload, size_t len)
     return p->seq++;
 }
 
-/* Sends everything queued to both sides and collects both reply streams; the
- * RTL must produce exactly as many bytes as the golden model. Returns that count. */
-static size_t pair_exchange(pair *p)
+static void pair_rx_room(pair *p, size_t n)
 {
-    ntpu_ref_write(p->ref, p->tx, p->tx_len);
-    ntpu_vsim_write(p->vsim, p->tx, p->tx_len);
-    p->tx_len = 0;
-    size_t n = ntpu_ref_pending(p->ref);
     if (n + 1 > p->rx_cap) {
         p->rx_cap = (n + 1) * 2;
         p->ref_rx = realloc(p->ref_rx, p->rx_cap);
@@ -109,6 +197,86 @@ static size_t pair_exchange(pair *p)
         if (!p->ref_rx || !p->vsim_rx)
             die("out of memory");
     }
+}
+
+/* pair_exchange on a board: the queued frames go out in windows of at most
+ * p->window bytes whose replies have not all come back (a longer frame alone,
+ * after every earlier reply). The golden model, fed frame by frame first, says
+ * how long each reply is; the board must send exactly that many bytes. */
+static size_t pair_exchange_board(pair *p)
+{
+    size_t nf = 0, cap = 0, *end = NULL, *rend = NULL; /* per frame: where it ends in tx, its reply in ref_rx */
+    for (size_t i = 0; i < p->tx_len; nf++) {
+        if (p->tx[i] != NTPU_SOF_CMD || p->tx_len - i < NTPU_FRAME_OVERHEAD ||
+            p->tx_len - i < NTPU_FRAME_OVERHEAD + get16(p->tx + i + 2))
+            die("queued bytes at %zu are not a whole frame", i);
+        if (nf == cap) {
+            cap = cap ? 2 * cap : 256;
+            end = realloc(end, cap * sizeof *end);
+            rend = realloc(rend, cap * sizeof *rend);
+            if (!end || !rend)
+                die("out of memory");
+        }
+        i += NTPU_FRAME_OVERHEAD + get16(p->tx + i + 2);
+        end[nf] = i;
+    }
+    size_t n = 0;
+    for (size_t f = 0; f < nf; f++) {
+        size_t at = f ? end[f - 1] : 0;
+        ntpu_ref_write(p->ref, p->tx + at, end[f] - at);
+        size_t k = ntpu_ref_pending(p->ref);
+        pair_rx_room(p, n + k);
+        if (ntpu_ref_read(p->ref, p->ref_rx + n, k) != k)
+            die("golden model lost reply bytes");
+        rend[f] = n += k;
+    }
+    pair_rx_room(p, n);
+    /* sent: frames written to the board; done: frames whose replies are in (or, with
+     * none, a later frame's); got: reply bytes received */
+    size_t sent = 0, done = 0, got = 0, answered = 0;
+    while (answered < nf) {
+        size_t base = done ? end[done - 1] : 0;
+        while (sent < nf && (sent == done || end[sent] - base <= p->window)) {
+            size_t at = sent ? end[sent - 1] : 0;
+            ntpu_vsim_board_write(p->board, p->tx + at, end[sent] - at);
+            sent++;
+        }
+        size_t want = rend[answered] - got;
+        if (want) {
+            size_t r = ntpu_vsim_board_read(p->board, p->vsim_rx + got, want, PAIR_BOARD_IDLE_LIMIT);
+            got += r;
+            if (r != want)
+                die("the board sent %zu reply bytes by frame %zu of %zu, the golden model %zu (stuck for %u cycles)",
+                    got, answered, nf, rend[answered], PAIR_BOARD_IDLE_LIMIT);
+            done = answered + 1;
+        }
+        else if (answered + 1 == sent && sent < nf) {
+            /* no reply to mark this frame taken in: wait until the board is quiet */
+            if (ntpu_vsim_board_read(p->board, p->vsim_rx + got, 1, p->tail_limit) != 0)
+                die("the board sent a reply to frame %zu of %zu, the golden model none", answered, nf);
+            done = answered + 1;
+        }
+        answered++;
+    }
+    if (ntpu_vsim_board_read(p->board, p->vsim_rx + n, 1, p->tail_limit) != 0)
+        die("the board sent more reply bytes than the golden model (%zu)", n);
+    free(end);
+    free(rend);
+    p->tx_len = 0;
+    return n;
+}
+
+/* Sends everything queued to both sides and collects both reply streams; the
+ * RTL must produce exactly as many bytes as the golden model. Returns that count. */
+static size_t pair_exchange(pair *p)
+{
+    if (p->board)
+        return pair_exchange_board(p);
+    ntpu_ref_write(p->ref, p->tx, p->tx_len);
+    ntpu_vsim_write(p->vsim, p->tx, p->tx_len);
+    p->tx_len = 0;
+    size_t n = ntpu_ref_pending(p->ref);
+    pair_rx_room(p, n);
     if (ntpu_ref_read(p->ref, p->ref_rx, n) != n)
         die("golden model lost reply bytes");
     size_t got = ntpu_vsim_read(p->vsim, p->vsim_rx, n, PAIR_IDLE_LIMIT);
