@@ -75,7 +75,20 @@ for t in ${VERILATOR_BENCHES:-}; do
   fi
 done
 
+# runs.txt with each line that names @BOARD@ once for every simulated board configuration
+# (build/board-sims/list.txt, from the board.mk files: mk/board_sim.mk), as "<board>,config=<config>".
+expand_boards() {
+  local line b c
+  while IFS= read -r line; do
+    if [[ "$line" == *@BOARD@* ]]; then
+      while read -r b c; do echo "${line//@BOARD@/$b,config=$c}"; done < "$B/board-sims/list.txt"
+    else
+      echo "$line"
+    fi
+  done < "$1"
+}
 echo "== Differential and end-to-end tests (ref vs vsim)"
+if [ ! -s "$B/board-sims/list.txt" ]; then echo "FAIL no simulated boards ($B/board-sims/list.txt)"; record boards 1; fi
 while read -r t args; do
   case "$t" in ''|'#'*) continue ;; esac
   envs=()  # a line may start with VAR=value words: the run's environment
@@ -85,7 +98,7 @@ while read -r t args; do
   tail -3 "$log" | sed 's/^/     /'
   if [ "$rc" = 0 ]; then echo "ok   $name"; else echo "FAIL $name (exit $rc)"; fi
   record "$name" "$rc"
-done < tests/cosim/runs.txt
+done < <(expand_boards tests/cosim/runs.txt)
 
 echo "== vsim in lockstep with plain eval() and with rtl/'s core (sim/vsim/lockstep.h)"
 # A run passes when it passes as usual and compared some cycles (a run that compared none, the check
