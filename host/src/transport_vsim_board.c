@@ -31,7 +31,7 @@ static ntpu_status board_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeou
 static void board_close(void *ctx) { ntpu_vsim_board_free(ctx); }
 
 static const ntpu_transport_ops board_ops = {
-    .name = "vsim:board=icebreaker",
+    .name = "vsim:board",
     .send = board_send,
     .recv = board_recv,
     .close = board_close,

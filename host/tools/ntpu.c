@@ -26,7 +26,7 @@ static const char info_help[] =
     "dtypes, features, buffer sizes, largest frame and clock.\n"
     "\n"
     "  -d, --device DEV  ref[:n=N,ub=R,wb=R,acc=R,os=R,pm=R,payload=B,novec=1,notra=1], vsim[:trace=FILE],\n"
-    "                    vsim:board=icebreaker[,ber=P,drop=P,seed=N,trace=FILE],\n"
+    "                    vsim:rtl, vsim:board=icebreaker|ulx3s[,config=C,ber=P,drop=P,seed=N,trace=FILE],\n"
     "                    ftdi[:serial=S,board=icebreaker|ulx3s], usb[:serial=S]\n"
     "                    (default: $NTPU_DEVICE, else vsim)\n"
     "  --json            one JSON object on stdout\n";
@@ -305,8 +305,8 @@ static void usage(FILE *f)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fputs("\n"
-          "devices: ref[:n=N,...] (golden model), vsim[:trace=FILE] (Verilator RTL),\n"
-          "         vsim:board=icebreaker[,...] (the board top behind a bit-level UART),\n"
+          "devices: ref[:n=N,...] (golden model), vsim[:trace=FILE] (Verilator RTL), vsim:rtl (rtl/ alone),\n"
+          "         vsim:board=icebreaker|ulx3s[,config=C,...] (a board top behind a bit-level UART),\n"
           "         ftdi[:serial=S,board=icebreaker|ulx3s], usb[:serial=S] (boards);\n"
           "         default $NTPU_DEVICE, else vsim; any of them also takes\n"
           "         faults=RATE[,fault_seed=S] (flip and drop link bytes) and timeout_ms=T\n"

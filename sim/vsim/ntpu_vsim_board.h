@@ -1,7 +1,8 @@
-/* A whole board in simulation: the Verilator model of a board top (today the
- * iCEBreaker's, fpga/boards/icebreaker/ntpu_icebreaker_top.sv, with the
- * parameters of its bitstream and the PLL left out) behind a C ABI, reached
- * through its UART pins at bit level, as the FT2232H reaches the real board.
+/* A whole board in simulation: the Verilator model of a board top (one per
+ * configuration in the BOARD_SIM_CONFIGS of fpga/boards/<board>/board.mk, built
+ * from rtl/ with the parameters of that configuration's bitstream; a PLL is the
+ * generic pass-through) behind a C ABI, reached through its UART pins at bit
+ * level, as the board's USB-UART chip reaches the real board.
  *
  * Host to board: queued bytes leave on the uart_rx pin back to back at the
  * line rate, 8N1, each bit CLOCK_HZ / BAUD cycles. Board to host: a UART
@@ -24,9 +25,10 @@ extern "C" {
 typedef struct ntpu_vsim_board ntpu_vsim_board;
 
 /* Creates the board, powers it up and waits out its power-on reset (until the
- * red LED, lit during reset, goes dark). opts: the part of the device string
+ * LED it lights during reset goes dark). opts: the part of the device string
  * after "vsim:", comma-separated, and it must name the board:
- *   board=icebreaker  the only board so far
+ *   board=B           icebreaker or ulx3s (the boards with BOARD_SIM_CONFIGS)
+ *   config=C          one of the board's BOARD_SIM_CONFIGS (default: its first)
  *   trace=FILE        an FST waveform of the whole board to FILE
  *   ber=P             probability per transmitted bit (each way) that the line
  *                     carries the opposite level for that bit; 0 .. 0.5
@@ -55,7 +57,7 @@ typedef struct ntpu_vsim_board_stats {
     uint64_t flipped_bits;  /* bits the noise inverted, both ways */
     uint64_t dropped_bytes; /* bytes the noise dropped, both ways */
     uint64_t framing_errors; /* bytes the host's receiver lost to a low stop bit */
-    /* Times the board's red LED lit after power-up: its receiver saw a framing
+    /* Times the board's error LED lit after power-up: its receiver saw a framing
      * error or its FIFO had no room for a byte. The LED stays lit for 2^24
      * cycles, so further errors meanwhile do not count again. */
     uint64_t red_led;

@@ -268,19 +268,25 @@ extern "C" ntpu_vsim_board *ntpu_vsim_board_new(const char *opts, char *err, siz
     }
     // The configuration: the one named, or the board's first (its board.mk's BOARD_SIM_CONFIGS).
     const ntpu_board_entry *entry = nullptr;
-    std::string known;
+    std::string known, configs; // "icebreaker (core), ulx3s (core, n8)"; board's configurations
     for (size_t i = 0; i < ntpu_board_entry_count; i++) {
         const ntpu_board_entry &e = ntpu_board_entries[i];
-        known += std::string(known.empty() ? "" : ", ") + e.board + "," + "config=" + e.config;
+        bool first = i == 0 || std::string(ntpu_board_entries[i - 1].board) != e.board;
+        known += std::string(first ? (i ? "), " : "") + std::string(e.board) + " (" : ", ") + e.config;
+        if (board == e.board)
+            configs += std::string(configs.empty() ? "" : ", ") + e.config;
         if (!entry && board == e.board && (config.empty() || config == e.config))
             entry = &e;
     }
+    known += ")";
     if (!entry) {
         if (board.empty())
             set_err(err, errlen, "vsim: no board= option (known: %s)", known.c_str());
+        else if (configs.empty())
+            set_err(err, errlen, "vsim: unknown board '%s' (known: %s)", board.c_str(), known.c_str());
         else
-            set_err(err, errlen, "vsim: no simulated board '%s%s%s' (known: %s)", board.c_str(),
-                    config.empty() ? "" : ",config=", config.c_str(), known.c_str());
+            set_err(err, errlen, "vsim: board '%s' has no configuration '%s' (known: %s)", board.c_str(),
+                    config.c_str(), configs.c_str());
         return nullptr;
     }
     if (!ntpu_vsim_util::trace_writable(trace_path, err, errlen))

@@ -40,7 +40,7 @@ else
   failures=$((failures + 1))
 fi
 
-for bad in "vsim:board=nosuch:unknown board 'nosuch'" "vsim:board=icebreaker,ber=0.7:ber='0.7' is not a probability" \
+for bad in "vsim:board=nosuch:unknown board 'nosuch'" "vsim:board=ulx3s,config=x:board 'ulx3s' has no configuration 'x'" "vsim:board=icebreaker,ber=0.7:ber='0.7' is not a probability" \
            "vsim:board=icebreaker,drop=x:drop='x' is not a probability" "vsim:board=icebreaker,seed=-1:seed='-1'" \
            "vsim:board=icebreaker,baud=9600:unknown option 'baud=9600'" "vsim:board=icebreaker,trace=:trace= needs"; do
   dev=${bad%:*}; want=${bad##*:}

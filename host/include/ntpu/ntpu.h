@@ -83,9 +83,12 @@ typedef struct ntpu_device ntpu_device; /* opaque; one thread at a time per hand
  *                                          held to rtl/ cycle by cycle)
  *   "vsim:rtl"                             the same core built from rtl/ alone,
  *                                          exactly what synthesis reads (slower)
- *   "vsim:board=icebreaker[,trace=FILE,ber=P,drop=P,seed=N]"
- *                                          the iCEBreaker board top simulated
- *                                          behind its UART pins at bit level,
+ *   "vsim:board=B[,config=C,trace=FILE,ber=P,drop=P,seed=N]"
+ *                                          board B's top (icebreaker, ulx3s;
+ *                                          config C of its board.mk, e.g. n8)
+ *                                          simulated from rtl/ with its
+ *                                          bitstream's parameters, behind its
+ *                                          UART pins at bit level,
  *                                          optionally with bit errors and lost
  *                                          bytes (docs/boards.md)
  *   "ftdi[:serial=S,board=B,baud=R,interface=A|B]"
