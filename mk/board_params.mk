@@ -5,6 +5,11 @@
 board-params:
 	@echo $(BOARD_PARAMS)
 
+# Every configuration of this board that builds a bitstream (make fpga-all).
+.PHONY: board-configs
+board-configs:
+	@echo $(BOARD_CONFIGS)
+
 # The configurations of this board that the library simulates (vsim:board=...,config=...; mk/board_sim.mk).
 .PHONY: board-sim-configs
 board-sim-configs:

@@ -45,9 +45,9 @@ $(FPGA_BUILD)/sim-%.ok: $(wildcard tests/fpga/*.sv) $(wildcard fpga/prim/*/*.sv)
 .PHONY: fpga-sim
 fpga-sim: $(FPGA_BUILD)/sim-ice40.ok ## simulate the vendor primitive wrappers (run by make fpga too)
 
-ifneq ($(filter fpga flash fpga-modules,$(MAKECMDGOALS)),)
+ifneq ($(filter fpga flash fpga-modules fpga-budget,$(MAKECMDGOALS)),)
 ifeq ($(BOARD),)
-$(error BOARD is not set: make $(filter fpga flash fpga-modules,$(MAKECMDGOALS)) BOARD=<one of: $(FPGA_BOARDS)>)
+$(error BOARD is not set: make $(filter fpga flash fpga-modules fpga-budget,$(MAKECMDGOALS)) BOARD=<one of: $(FPGA_BOARDS)>)
 endif
 ifeq ($(wildcard fpga/boards/$(BOARD)/board.mk),)
 $(error unknown BOARD=$(BOARD): one of $(FPGA_BOARDS))
@@ -130,6 +130,23 @@ flash: $(BD)/$(BOARD_BIT) ## write the bitstream to the board's flash: make flas
 	  $$tool > $(BD)/flash.log 2>&1 || { echo "make flash: no $(BOARD) answered on USB ($(BOARD_USB) missing, busy or not permitted); details in $(BD)/flash.log" >&2; exit 1; }
 	@echo "flash: done; the board now runs $<"
 endif
+
+# What CI runs for each board it builds: the bitstream (timing checked as always), then each resource's
+# use against the board's row in docs/boards.md, which may grow 5 % at most (update the table with
+# make fpga-report when a change means to grow it).
+.PHONY: fpga-budget
+fpga-budget: $(BD)/$(BOARD_BIT) ## make fpga, then fail if a resource grew > 5 % over docs/boards.md
+	@$(FPGA_PY) fpga/tools/fpga_report.py budget $(BD) docs/boards.md
+
+# Every configuration of every board (CI builds the iCEBreaker and the ULX3S N=4 only: .ci/run).
+FPGA_ALL = $(foreach b,$(FPGA_BOARDS),$(foreach c,$(shell MAKEFLAGS= $(MAKE) -s --no-print-directory \
+              -f fpga/boards/$(b)/board.mk -f mk/board_params.mk board-configs),$(b):$(c)))
+.PHONY: fpga-all
+fpga-all: ## build and budget-check every configuration of every board (the ULX3S n8 takes long)
+	@for bc in $(FPGA_ALL); do \
+	  echo "== make fpga-budget BOARD=$${bc%%:*} CONFIG=$${bc#*:}"; \
+	  $(MAKE) --no-print-directory fpga-budget BOARD=$${bc%%:*} CONFIG=$${bc#*:} || exit 1; \
+	done
 
 .PHONY: fpga-report
 fpga-report: ## print the resource and timing table of every board built under $(BUILD)/fpga

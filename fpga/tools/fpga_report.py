@@ -4,6 +4,7 @@
   fpga_report.py why BOARD_DIR            after a failed nextpnr run: one line saying why
   fpga_report.py check BOARD_DIR HZ       fail unless every clock's achieved Fmax >= HZ
   fpga_report.py table FPGA_BUILD_DIR     the resource/timing table of every board built there
+  fpga_report.py budget BOARD_DIR DOC     fail if a resource grew more than 5 % over DOC's table row
   fpga_report.py modules STAT_JSON        per-module cells of a non-flattened synthesis
 
 BOARD_DIR holds board.json (written by mk/fpga.mk), synth_stat.json (yosys `stat -json`),
@@ -113,6 +114,48 @@ def cmd_table(root):
         print("| " + " | ".join(r) + " |")
 
 
+def doc_rows(doc):
+    """The rows of DOC's resource tables (as `table` prints them), by board: {board: {column: cell}}."""
+    rows, head = {}, None
+    with open(doc, encoding="utf-8") as f:
+        for line in f:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else None
+            if not cells:
+                head = None
+            elif cells[0] == "board" and any(n in cells for _, n in RESOURCES):
+                head = cells
+            elif head and not set(cells[0]) <= set("-") and len(cells) == len(head):
+                rows[cells[0]] = dict(zip(head, cells))
+    return rows
+
+
+BUDGET = 1.05  # a resource may grow 5 % over the documented figure before CI fails
+
+
+def cmd_budget(bd, doc):
+    """The board built in bd against its row in doc: fail if any resource's use grew more than 5 %."""
+    board = os.path.basename(os.path.normpath(bd))
+    rep = load(os.path.join(bd, "pnr_report.json"))
+    if not rep:
+        sys.exit(f"fpga budget: no nextpnr report in {bd} (make fpga first)")
+    row = doc_rows(doc).get(board)
+    if not row:
+        sys.exit(f"fpga budget: {doc} has no row for '{board}': add it (make fpga-report prints it)")
+    util, over = rep.get("utilization", {}), []
+    for keys, name in RESOURCES:
+        u = next((util[k] for k in keys if k in util), None)
+        m = re.match(r"(\d+)", row.get(name, ""))
+        if not u or not m:
+            continue
+        was, now = int(m.group(1)), u["used"]
+        verdict = "over the budget" if now > was * BUDGET else "ok"
+        print(f"{board}: {name}: {now} (documented {was}, {100 * (now - was) / max(was, 1):+.1f} %) {verdict}")
+        if now > was * BUDGET:
+            over.append(f"{name} {now} > {was} + 5 %")
+    if over:
+        sys.exit(f"fpga budget: {board} grew past {doc}: " + "; ".join(over))
+
+
 def cmd_modules(path):
     """Each module's own cells and, through its instances, its whole subtree's LUTs and DSPs."""
     stat = load(path)
@@ -168,6 +211,8 @@ def main():
         cmd_check(a[1], int(a[2]))
     elif len(a) == 2 and a[0] == "table":
         cmd_table(a[1])
+    elif len(a) == 3 and a[0] == "budget":
+        cmd_budget(a[1], a[2])
     elif len(a) == 2 and a[0] == "modules":
         cmd_modules(a[1])
     else:

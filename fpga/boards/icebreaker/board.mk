@@ -12,6 +12,8 @@ BOARD_PNR := nextpnr-ice40 --up5k --package sg48
 BOARD_CLOCK_HZ := 12000000
 BOARD_BAUD := 3000000
 CONFIG ?= core
+# Every configuration below (make fpga-all).
+BOARD_CONFIGS := core echo
 # The simulated board (vsim:board=icebreaker, mk/board_sim.mk): the configurations built, the top's pins
 # in the order clock, FPGA receive (host -> FPGA), FPGA transmit, button (held high: released), and
 # the C test (t: the model) of the LED the top lights during reset and after a link error.

