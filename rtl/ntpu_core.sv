@@ -475,8 +475,7 @@ module ntpu_core
   end
 
   // ---------------------------------------------------------------- performance counters
-  // Link bytes per cycle: thermometer codes, so the count is the number of bits set (in Verilator
-  // by the exponent of a double, ntpu_pkg::therm_count, not a population count: ~5 vs ~23 steps).
+  // Link bytes per cycle: thermometer codes, so the count is the number of bits set.
   logic [7:0] rx_n, tx_n;
   assign rx_n = 8'($countones(s_rx_valid & s_rx_ready));
   assign tx_n = m_tx_ready ? 8'($countones(m_tx_valid)) : 8'd0;

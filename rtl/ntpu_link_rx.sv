@@ -100,7 +100,7 @@ module ntpu_link_rx
                : (W > 1 && state_q == S_PAYLOAD) ? ((pay_left < 16'(W)) ? KW'(pay_left) : KW'(W))
                : (W > 1 && state_q == S_CRC) ? ((16'd4 - cnt_q < 16'(W)) ? KW'(16'd4 - cnt_q) : KW'(W))
                : (W >= 3 && state_q == S_SEQ && nheld_q != 2'd2) ? KW'(3) : KW'(1);
-  // Thermometer codes: a shift (by W leaves all ones); the count (set bits) by ntpu_pkg::therm_count.
+  // Thermometer codes: a shift (by W leaves all ones); the count: its set bits.
   assign s_rx_ready = ~({W{1'b1}} << rdy_n);
   assign vld_n = KW'($countones(s_rx_valid));
   assign take_n = (vld_n < rdy_n) ? vld_n : rdy_n;

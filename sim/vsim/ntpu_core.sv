@@ -479,7 +479,7 @@ module ntpu_core
 
   // ---------------------------------------------------------------- performance counters
   // Link bytes per cycle: thermometer codes, so the count is the number of bits set (in Verilator
-  // by the exponent of a double, ntpu_pkg::therm_count, not a population count: ~5 vs ~23 steps).
+  // by the exponent of a double, ntpu_vsim_pkg::therm_count, not a population count: ~5 vs ~23 steps).
   logic [7:0] rx_n, tx_n;
 
   ntpu_perf #(

@@ -76,7 +76,7 @@ module ntpu_link_tx
 
   assign out_free = !m_tx_valid_q[0] || m_tx_ready;
   // The thermometer code of load_n, by a shift rather than a loop over the bits (vsim's speed);
-  // shifting by W leaves all ones. The body's byte count: its set bits (ntpu_pkg::therm_count).
+  // shifting by W leaves all ones. The body's byte count: its set bits (ntpu_vsim_pkg::therm_count).
   logic [W-1:0] load_mask;
   assign load_mask = ~({W{1'b1}} << load_n);
   assign body_n = KW'(therm_count(64'(s_body_valid)));
