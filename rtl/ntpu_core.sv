@@ -475,7 +475,8 @@ module ntpu_core
   end
 
   // ---------------------------------------------------------------- performance counters
-  // Link bytes per cycle: thermometer codes, so the count is the number of bits set.
+  // Link bytes per cycle: thermometer codes, so the count is the number of bits set (vsim's form
+  // of this module counts them by the exponent of a double: sim/vsim/ntpu_vsim_pkg.sv).
   logic [7:0] rx_n, tx_n;
   assign rx_n = 8'($countones(s_rx_valid & s_rx_ready));
   assign tx_n = m_tx_ready ? 8'($countones(m_tx_valid)) : 8'd0;
