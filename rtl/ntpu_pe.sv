@@ -77,11 +77,17 @@ module ntpu_pe #(
     logic unused_w_hi;  // bf16 weights are read by the array's shared unit
     assign unused_w_hi = ^w_sel[15:8];
 
-    // One signed expression, the same sum modulo 2^32: Yosys then puts the add and psum_q into
-    // the iCE40 DSP with the multiply (42 LUT4s and 50 flip-flops a PE instead of 74 and 82).
+    // One signed expression, the same sum modulo 2^32: Yosys then puts the multiply and the add
+    // into the iCE40 DSP (42 LUT4s and 50 flip-flops a PE instead of 74 and 82). The sum's register
+    // is kept in the fabric: Yosys 0.70's ice40_dsp otherwise packed one PE's psum register into
+    // the next PE's SB_MAC16 as its C/D input register and left those inputs undriven, so the
+    // iCEBreaker's bitstream lost a column's partial sums (found by make fpga-test; the netlist
+    // check there, fpga/tools/netlist_check.py, fails on it).
+    (* keep *) logic [31:0] sum_q;
     always_ff @(posedge clk) begin
-      if (en) psum_q <= $signed(psum_in) + $signed(a_in[7:0]) * $signed(w_sel[7:0]);
+      if (en) sum_q <= $signed(psum_in) + $signed(a_in[7:0]) * $signed(w_sel[7:0]);
     end
+    assign psum_q = sum_q;
   end else if (STAGES == 1) begin : g_comb
     logic [31:0] prod_bf16;
     logic [31:0] sum_bf16;
