@@ -20,6 +20,17 @@
 #include <string>
 
 #include "ntpu_board_params.h"
+// The board= name this build answers to. The model is the iCEBreaker's RTL top in libntpu; a
+// gate-level build (mk/fpga_test.mk) links the same harness with a board's synthesized netlist
+// and names the board in its ntpu_board_params.h.
+#ifndef NTPU_BOARD_NAME
+#define NTPU_BOARD_NAME "icebreaker"
+#endif
+// Whether the model was Verilated with --trace-fst (the netlist models are not: tracing doubles
+// their C++ and its compile time).
+#ifndef NTPU_BOARD_TRACE
+#define NTPU_BOARD_TRACE 1
+#endif
 
 // Verilator 5.006's own headers have unused parameters; see vsim.cpp.
 #pragma GCC diagnostic push
@@ -257,8 +268,8 @@ extern "C" ntpu_vsim_board *ntpu_vsim_board_new(const char *opts, char *err, siz
             set_err(err, errlen, "vsim: option '%s' needs a value (board=, trace=, ber=, drop=, seed=)", opt.c_str());
             return nullptr;
         } else if (key == "board") {
-            if (val != "icebreaker") {
-                set_err(err, errlen, "vsim: unknown board '%s' (known: icebreaker)", val.c_str());
+            if (val != NTPU_BOARD_NAME) {
+                set_err(err, errlen, "vsim: unknown board '%s' (known: " NTPU_BOARD_NAME ")", val.c_str());
                 return nullptr;
             }
             board = val;
@@ -268,6 +279,11 @@ extern "C" ntpu_vsim_board *ntpu_vsim_board_new(const char *opts, char *err, siz
                 return nullptr;
             }
             trace_path = val;
+            if (!NTPU_BOARD_TRACE) {
+                set_err(err, errlen, "vsim: trace= is not available: this %s model is built without tracing",
+                        NTPU_BOARD_NAME);
+                return nullptr;
+            }
         } else if (key == "ber") {
             if (!parse_prob(val, 0.5, &ber)) {
                 set_err(err, errlen, "vsim: ber='%s' is not a probability per bit in 0..0.5", val.c_str());
@@ -293,7 +309,7 @@ extern "C" ntpu_vsim_board *ntpu_vsim_board_new(const char *opts, char *err, siz
         }
     }
     if (board.empty()) {
-        set_err(err, errlen, "vsim: no board= option (known: board=icebreaker)");
+        set_err(err, errlen, "vsim: no board= option (known: board=" NTPU_BOARD_NAME ")");
         return nullptr;
     }
     if (!ntpu_vsim_util::trace_writable(trace_path, err, errlen))
@@ -311,7 +327,9 @@ extern "C" ntpu_vsim_board *ntpu_vsim_board_new(const char *opts, char *err, siz
         b->top.reset(new Vntpu_icebreaker_top(b->ctx.get()));
         if (!trace_path.empty()) {
             b->fst.reset(new VerilatedFstC);
+#if NTPU_BOARD_TRACE
             b->top->trace(b->fst.get(), 99);
+#endif
             b->fst->open(trace_path.c_str());
         }
         b->in.reserve(1 << 12);

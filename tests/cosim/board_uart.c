@@ -8,7 +8,9 @@
  * the wire both ways) the results must still be right, and the noise must have
  * reached the device.
  * Prints the simulation's speed: board cycles and link bytes per second.
- * Usage: board_uart [ber=P] [drop=P] [seed=N] */
+ * board=B names another board, for a build of this test against a board's
+ * synthesized netlist (make fpga-test, mk/fpga_test.mk).
+ * Usage: board_uart [board=B] [ber=P] [drop=P] [seed=N] [timeout_ms=T] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,10 +142,15 @@ int main(int argc, char **argv)
 {
     char device[160] = "vsim:board=icebreaker";
     int noisy = 0;
+    for (int i = 1; i < argc; i++)
+        if (!strncmp(argv[i], "board=", 6))
+            snprintf(device, sizeof device, "vsim:%s", argv[i]);
     for (int i = 1; i < argc; i++) {
+        if (!strncmp(argv[i], "board=", 6))
+            continue;
         if (strncmp(argv[i], "ber=", 4) && strncmp(argv[i], "drop=", 5) && strncmp(argv[i], "seed=", 5) &&
             strncmp(argv[i], "timeout_ms=", 11)) {
-            printf("FAIL usage: board_uart [ber=P] [drop=P] [seed=N] [timeout_ms=T]\n");
+            printf("FAIL usage: board_uart [board=B] [ber=P] [drop=P] [seed=N] [timeout_ms=T]\n");
             return 2;
         }
         int knob = !strncmp(argv[i], "ber=", 4) || !strncmp(argv[i], "drop=", 5);
