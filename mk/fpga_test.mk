@@ -29,8 +29,9 @@ GT_DEFS :=
 else ifeq ($(BOARD),ulx3s)
 # The ULX3S top makes its clock with an EHXPLLL from the 25 MHz oscillator; sim/gates/EHXPLLL.v
 # stands in for it (checking the netlist's dividers) and the harness drives the pin at CLOCK_HZ.
+# Yosys has no simulation model of the MULT18X18D either: sim/gates/MULT18X18D.v is one.
 GT_TOP := ntpu_ulx3s_gate_pins
-GT_SIM_SRCS := sim/gates/ntpu_ulx3s_gate_pins.v sim/gates/EHXPLLL.v
+GT_SIM_SRCS := sim/gates/ntpu_ulx3s_gate_pins.v sim/gates/EHXPLLL.v sim/gates/MULT18X18D.v
 GT_DEFS := +define+NTPU_PLL_CLKIN_HZ=25000000 +define+NTPU_PLL_CLKOUT_HZ=$(BOARD_CLOCK_HZ)
 else
 $(error make fpga-test-board: no gate-level harness for BOARD=$(BOARD))
@@ -76,8 +77,14 @@ $(GT)/board_uart: tests/cosim/board_uart.c $(GT)/vsim_board.o $(LIB_A)
 $(GT)/ntpu: $(CLI_OBJS) $(GT)/vsim_board.o $(LIB_A)
 	$(CXX) -o $@ $(CLI_OBJS) $(GT_LINK) $(LDLIBS)
 
+# First the netlist itself: no cell input may be undriven (fpga/tools/netlist_check.py). Then the
+# simulation, whatever the check said, so that a failure shows its consequence too.
 .PHONY: fpga-test-board
 fpga-test-board: $(GT)/board_uart $(GT)/ntpu
-	@echo "fpga-test: $(BOARD) netlist ($(BD)/ntpu.json, $(BOARD_CONFIG)) through its UART pins"
-	@$(GT)/board_uart board=$(BOARD) | tee $(GT)/board_uart.log; exit $${PIPESTATUS[0]}
+	@echo "fpga-test: $(BOARD) netlist ($(BD)/ntpu.json: $(BOARD_CONFIG)) through its UART pins"
+	@$(FPGA_PY) fpga/tools/netlist_check.py $(BD)/ntpu.json; check=$$?; \
+	  start=$$(date +%s.%N); $(GT)/board_uart board=$(BOARD) | tee $(GT)/board_uart.log; sim=$${PIPESTATUS[0]}; \
+	  printf 'fpga-test: %s: %s, %.0f s wall\n' $(BOARD) \
+	    "$$( [ $$check = 0 ] && [ $$sim = 0 ] && echo PASS || echo FAIL)" "$$(awk -v a=$$start -v b=$$(date +%s.%N) 'BEGIN { print b - a }')"; \
+	  [ $$check = 0 ] && [ $$sim = 0 ]
 endif
