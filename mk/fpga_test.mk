@@ -83,7 +83,7 @@ $(GT)/ntpu: $(CLI_OBJS) $(GT)/vsim_board.o $(LIB_A)
 fpga-test-board: $(GT)/board_uart $(GT)/ntpu
 	@echo "fpga-test: $(BOARD) netlist ($(BD)/ntpu.json: $(BOARD_CONFIG)) through its UART pins"
 	@$(FPGA_PY) fpga/tools/netlist_check.py $(BD)/ntpu.json; check=$$?; \
-	  start=$$(date +%s.%N); $(GT)/board_uart board=$(BOARD) | tee $(GT)/board_uart.log; sim=$${PIPESTATUS[0]}; \
+	  start=$$(date +%s.%N); $(GT)/board_uart board=$(BOARD) small=1 | tee $(GT)/board_uart.log; sim=$${PIPESTATUS[0]}; \
 	  printf 'fpga-test: %s: %s, %.0f s wall\n' $(BOARD) \
 	    "$$( [ $$check = 0 ] && [ $$sim = 0 ] && echo PASS || echo FAIL)" "$$(awk -v a=$$start -v b=$$(date +%s.%N) 'BEGIN { print b - a }')"; \
 	  [ $$check = 0 ] && [ $$sim = 0 ]

@@ -20,7 +20,21 @@ def _mac16_ignored(params, port):
     return {"CI": sel != 3, "ACCUMCI": sel != 2, "SIGNEXTIN": lower != 3}.get(port, False)
 
 
-IGNORED = {"SB_MAC16": _mac16_ignored}
+def _dp16kd_ignored(params, port, conns, used):
+    """DP16KD (ECP5 block RAM): data inputs of a port that never writes (WEx tied low), and data
+    bits that no reader uses (a word narrower than the block's 9 or 18 bits), when both ports
+    are equally wide so that data bit n is output bit n."""
+    side = port[2]  # DIA<n> or DIB<n>
+    if conns.get("WE" + side) == ["0"]:
+        return True
+    n = port[3:]
+    if params.get("DATA_WIDTH_A") != params.get("DATA_WIDTH_B"):
+        return False
+    return not any(b in used for o in ("DOA" + n, "DOB" + n) for b in conns.get(o, []))
+
+
+IGNORED = {"SB_MAC16": lambda params, port, conns, used: _mac16_ignored(params, port),
+           "DP16KD": _dp16kd_ignored}
 
 
 def main(argv):
@@ -33,13 +47,17 @@ def main(argv):
     for mod_name, mod in netlist["modules"].items():
         if "top" not in mod.get("attributes", {}):
             continue
+        # Net bits something reads: a cell input or an output of the top.
+        used = {b for c in mod.get("cells", {}).values() for p, bits in c["connections"].items()
+                if c.get("port_directions", {}).get(p) == "input" for b in bits}
+        used |= {b for p in mod.get("ports", {}).values() if p["direction"] != "input" for b in p["bits"]}
         for cell_name, cell in mod.get("cells", {}).items():
             dirs = cell.get("port_directions", {})
-            ignored = IGNORED.get(cell["type"], lambda p, q: False)
+            ignored = IGNORED.get(cell["type"], lambda *_: False)
             for port, bits in cell["connections"].items():
                 if dirs.get(port) != "input" or "x" not in bits:
                     continue
-                if ignored(cell.get("parameters", {}), port):
+                if ignored(cell.get("parameters", {}), port, cell["connections"], used):
                     continue
                 n = bits.count("x")
                 print(f"{argv[1]}: {cell['type']} {cell_name}: input {port} has {n} of {len(bits)} "
