@@ -146,6 +146,7 @@ int main(int argc, char **argv)
 {
     char device[160] = "vsim:board=icebreaker";
     int noisy = 0;
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress through a pipe too: a netlist run takes minutes */
     for (int i = 1; i < argc; i++)
         if (!strncmp(argv[i], "board=", 6))
             snprintf(device, sizeof device, "vsim:%s", argv[i]);
