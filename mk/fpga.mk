@@ -45,9 +45,9 @@ $(FPGA_BUILD)/sim-%.ok: $(wildcard tests/fpga/*.sv) $(wildcard fpga/prim/*/*.sv)
 .PHONY: fpga-sim
 fpga-sim: $(FPGA_BUILD)/sim-ice40.ok ## simulate the vendor primitive wrappers (run by make fpga too)
 
-ifneq ($(filter fpga flash fpga-modules fpga-budget,$(MAKECMDGOALS)),)
+ifneq ($(filter fpga flash fpga-modules fpga-budget fpga-netlist fpga-test-board,$(MAKECMDGOALS)),)
 ifeq ($(BOARD),)
-$(error BOARD is not set: make $(filter fpga flash fpga-modules fpga-budget,$(MAKECMDGOALS)) BOARD=<one of: $(FPGA_BOARDS)>)
+$(error BOARD is not set: make $(filter fpga flash fpga-modules fpga-budget fpga-netlist fpga-test-board,$(MAKECMDGOALS)) BOARD=<one of: $(FPGA_BOARDS)>)
 endif
 ifeq ($(wildcard fpga/boards/$(BOARD)/board.mk),)
 $(error unknown BOARD=$(BOARD): one of $(FPGA_BOARDS))
@@ -71,6 +71,10 @@ BOARD_MHZ := $(shell awk "BEGIN { print $(BOARD_CLOCK_HZ) / 1e6 }")
 
 .PHONY: fpga
 fpga: $(BD)/$(BOARD_BIT) ## build the bitstream: make fpga BOARD=icebreaker
+
+# The synthesized netlist alone (what place and route starts from; mk/fpga_test.mk simulates it).
+.PHONY: fpga-netlist
+fpga-netlist: $(BD)/ntpu.json ## synthesize only (no place and route): make fpga-netlist BOARD=ulx3s
 
 # Synthesis, run inside $(BD): YoWASP's Yosys sees only the directory it starts in. -defer: modules are elaborated only with the parameters the board uses (the core's
 # simulation defaults would not fit the vendor RAMs). `delete t:$$scopeinfo`: nextpnr 0.4 does
@@ -151,3 +155,5 @@ fpga-all: ## build and budget-check every configuration of every board (the ULX3
 .PHONY: fpga-report
 fpga-report: ## print the resource and timing table of every board built under $(BUILD)/fpga
 	@$(FPGA_PY) fpga/tools/fpga_report.py table $(FPGA_BUILD)
+
+include mk/fpga_test.mk

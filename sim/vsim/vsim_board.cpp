@@ -299,6 +299,12 @@ extern "C" ntpu_vsim_board *ntpu_vsim_board_new(const char *opts, char *err, siz
     }
     try {
         b->top.reset(entry->make(trace_path));
+        if (!b->top) {
+            delete b;
+            set_err(err, errlen, "vsim: trace= is not available: this %s model is built without tracing",
+                    entry->board);
+            return nullptr;
+        }
         b->in.reserve(1 << 12);
         b->out.reserve(1 << 16);
     } catch (const std::bad_alloc &) {

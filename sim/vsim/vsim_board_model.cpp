@@ -2,7 +2,8 @@
 // board configuration with -include of the header the Makefile writes from its board.mk, which
 // names the model class (NTPU_BOARD_MODEL), its pins (NTPU_BOARD_PIN_*: clock, the FPGA's UART
 // receive and transmit pins, the button, held released) and the lit-LED test (NTPU_BOARD_ERR_LED),
-// and the function to define (NTPU_BOARD_MAKE).
+// the function to define (NTPU_BOARD_MAKE), and whether the model was built with tracing
+// (NTPU_BOARD_TRACE: the gate-level netlists of make fpga-test are not).
 #include "vsim_board_model.h"
 
 #include <memory>
@@ -15,6 +16,10 @@
 #include "verilated_fst_c.h"
 #pragma GCC diagnostic pop
 
+#ifndef NTPU_BOARD_TRACE
+#define NTPU_BOARD_TRACE 1
+#endif
+
 namespace {
 
 class model final : public ntpu_board_model {
@@ -24,11 +29,13 @@ class model final : public ntpu_board_model {
         if (!trace_path.empty())
             ctx_->traceEverOn(true); // before the model exists, so it computes every traced signal
         top_.reset(new NTPU_BOARD_MODEL(ctx_.get()));
+#if NTPU_BOARD_TRACE
         if (!trace_path.empty()) {
             fst_.reset(new VerilatedFstC);
             top_->trace(fst_.get(), 99);
             fst_->open(trace_path.c_str());
         }
+#endif
         top_->NTPU_BOARD_PIN_BTN = 1;
         top_->NTPU_BOARD_PIN_RXD = 1;
     }
@@ -74,4 +81,9 @@ class model final : public ntpu_board_model {
 } // namespace
 
 ntpu_board_model *NTPU_BOARD_MAKE(const std::string &trace_path);
-ntpu_board_model *NTPU_BOARD_MAKE(const std::string &trace_path) { return new model(trace_path); }
+ntpu_board_model *NTPU_BOARD_MAKE(const std::string &trace_path)
+{
+    if (!NTPU_BOARD_TRACE && !trace_path.empty())
+        return nullptr; // built without tracing
+    return new model(trace_path);
+}

@@ -25,7 +25,8 @@ struct ntpu_board_entry {
     const char *board, *config; // as in board.mk: fpga/boards/<board>/, CONFIG=<config>
     uint32_t clock_hz, baud;    // the bitstream's CLOCK_HZ and BAUD
     // A new model with its button released and its receive line idle, tracing to trace_path
-    // unless it is empty. Throws std::bad_alloc.
+    // unless it is empty; NULL if the model was built without tracing and trace_path is not
+    // empty. Throws std::bad_alloc.
     ntpu_board_model *(*make)(const std::string &trace_path);
 };
 

@@ -8,8 +8,11 @@
  * the wire both ways) the results must still be right, and the noise must have
  * reached the device.
  * Prints the simulation's speed: board cycles and link bytes per second.
- * Usage: board_uart [board=B] [config=C] [ber=P] [drop=P] [seed=N] [timeout_ms=T]
- * (board=icebreaker by default; any board and configuration that vsim:board= knows). */
+ * board=B, config=C: any board and configuration that vsim:board= knows (icebreaker by
+ * default); with the library linked to a board's synthesized netlist (make fpga-test,
+ * mk/fpga_test.mk), that netlist.
+ * small=1: 8x6 by 6x5 matmuls and one Adam step of an 8-8-4 MLP at batch 4.
+ * Usage: board_uart [board=B] [config=C] [small=1] [ber=P] [drop=P] [seed=N] [timeout_ms=T] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +21,11 @@
 #include "ntpu/nn.h"
 #include "ntpu/numerics.h"
 
-enum { M = 20, K = 12, N = 10, BATCH = 8, STEPS = 2 };
-static const unsigned sizes[] = {20, 16, 10};
+/* The sizes; small=1 shrinks them for the gate-level netlists (make fpga-test), which simulate
+ * about 100 times slower than the RTL: still more than one tile each way on a 2x2 or 4x4 array. */
+enum { M_MAX = 20, K_MAX = 12, N_MAX = 10, BATCH_MAX = 8, IN_MAX = 20 };
+static int M = 20, K = 12, N = 10, BATCH = 8, STEPS = 2;
+static unsigned sizes[] = {20, 16, 10};
 #define LAYERS (sizeof sizes / sizeof sizes[0] - 1)
 
 static uint64_t rng = 1;
@@ -44,10 +50,10 @@ static int fail(const char *what, ntpu_device *dev)
 
 static int matmuls(ntpu_device *board, ntpu_device *ref)
 {
-    static int8_t a8[M * K], b8[K * N];
-    static uint16_t a16[M * K], b16[K * N];
-    static int32_t c8[2][M * N];
-    static float c16[2][M * N];
+    static int8_t a8[M_MAX * K_MAX], b8[K_MAX * N_MAX];
+    static uint16_t a16[M_MAX * K_MAX], b16[K_MAX * N_MAX];
+    static int32_t c8[2][M_MAX * N_MAX];
+    static float c16[2][M_MAX * N_MAX];
     for (int i = 0; i < M * K; i++) {
         a8[i] = (int8_t)rnd();
         a16[i] = ntpu_bf16_from_f32((float)((int)(rnd() % 2001) - 1000) / 256.0f);
@@ -63,11 +69,11 @@ static int matmuls(ntpu_device *board, ntpu_device *ref)
         if (ntpu_matmul_bf16(devs[d], a16, b16, c16[d], M, K, N) != NTPU_OK)
             return fail("bf16 matmul", devs[d]);
     }
-    if (memcmp(c8[0], c8[1], sizeof c8[0]) != 0) {
+    if (memcmp(c8[0], c8[1], (size_t)M * N * sizeof c8[0][0]) != 0) {
         printf("FAIL int8 %dx%dx%d: the board and ref differ\n", M, K, N);
         return 1;
     }
-    if (memcmp(c16[0], c16[1], sizeof c16[0]) != 0) {
+    if (memcmp(c16[0], c16[1], (size_t)M * N * sizeof c16[0][0]) != 0) {
         printf("FAIL bf16 %dx%dx%d: the board and ref differ\n", M, K, N);
         return 1;
     }
@@ -93,14 +99,14 @@ static int training(ntpu_device *board, ntpu_device *ref)
     for (int d = 0; d < 2; d++)
         if (ntpu_model_create(devs[d], sizes, LAYERS + 1, BATCH, 7, &opt, &m[d]) != NTPU_OK)
             return fail("model", devs[d]);
-    float x[BATCH * 20];
-    uint8_t y[BATCH];
+    float x[BATCH_MAX * IN_MAX];
+    uint8_t y[BATCH_MAX];
     int ok = 1;
     for (int s = 0; s < STEPS && ok; s++) {
-        for (int i = 0; i < BATCH * 20; i++)
+        for (int i = 0; i < BATCH * (int)sizes[0]; i++)
             x[i] = (float)(rnd() % 1000) / 1000.0f;
         for (int i = 0; i < BATCH; i++)
-            y[i] = (uint8_t)(rnd() % 10);
+            y[i] = (uint8_t)(rnd() % sizes[LAYERS]);
         ntpu_step_result r[2];
         for (int d = 0; d < 2; d++)
             if (ntpu_train_step(m[d], x, y, BATCH, &r[d]) != NTPU_OK)
@@ -132,7 +138,7 @@ static int training(ntpu_device *board, ntpu_device *ref)
     ntpu_model_destroy(m[1]);
     if (!ok)
         return 1;
-    printf("ok   %u-%u-%u MLP, batch %d, %d Adam steps: losses, weights, biases, optimizer state bit-identical\n",
+    printf("ok   %u-%u-%u MLP, batch %d, %d Adam step(s): losses, weights, biases, optimizer state bit-identical\n",
            sizes[0], sizes[1], sizes[2], BATCH, STEPS);
     return 0;
 }
@@ -141,14 +147,21 @@ int main(int argc, char **argv)
 {
     char device[160] = "vsim:board=icebreaker";
     int noisy = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strncmp(argv[i], "board=", 6) && i == 1) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress through a pipe too: a netlist run takes minutes */
+    for (int i = 1; i < argc; i++)
+        if (!strncmp(argv[i], "board=", 6))
             snprintf(device, sizeof device, "vsim:%s", argv[i]);
+    for (int i = 1; i < argc; i++) {
+        if (!strncmp(argv[i], "board=", 6))
+            continue;
+        if (!strcmp(argv[i], "small=1")) {
+            M = 8, K = 6, N = 5, BATCH = 4, STEPS = 1;
+            sizes[0] = 8, sizes[1] = 8, sizes[2] = 4;
             continue;
         }
         if (strncmp(argv[i], "ber=", 4) && strncmp(argv[i], "drop=", 5) && strncmp(argv[i], "seed=", 5) &&
             strncmp(argv[i], "timeout_ms=", 11) && strncmp(argv[i], "config=", 7)) {
-            printf("FAIL usage: board_uart [board=B] [config=C] [ber=P] [drop=P] [seed=N] [timeout_ms=T]\n");
+            printf("FAIL usage: board_uart [board=B] [config=C] [small=1] [ber=P] [drop=P] [seed=N] [timeout_ms=T]\n");
             return 2;
         }
         int knob = !strncmp(argv[i], "ber=", 4) || !strncmp(argv[i], "drop=", 5);
