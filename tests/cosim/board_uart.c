@@ -197,11 +197,11 @@ int main(int argc, char **argv)
     double dt = now_s() - t0, cpu = (double)(clock() - cpu0) / CLOCKS_PER_SEC;
     if (cpu <= 0)
         cpu = 1e-3;
-    printf("     %.2f s (%.2f s CPU): %llu board cycles, %.2f M per CPU second (%.0fx slower than the board); "
-           "link %llu bytes out, %llu in, %.1f kB per CPU second each way; %llu resyncs, %llu recoveries, "
+    printf("     %.2f s (%.2f s CPU): %llu board cycles, %.3g per CPU second (%.0fx slower than the board); "
+           "link %llu bytes out, %llu in, %.3g B per CPU second each way; %llu resyncs, %llu recoveries, "
            "%llu frames resent\n",
-           dt, cpu, (unsigned long long)c.cycles, c.cycles / cpu / 1e6, in.clock_hz / (c.cycles / cpu),
-           (unsigned long long)ls.tx_bytes, (unsigned long long)ls.rx_bytes, (ls.tx_bytes + ls.rx_bytes) / 2.0 / cpu / 1e3,
+           dt, cpu, (unsigned long long)c.cycles, c.cycles / cpu, in.clock_hz / (c.cycles / cpu),
+           (unsigned long long)ls.tx_bytes, (unsigned long long)ls.rx_bytes, (ls.tx_bytes + ls.rx_bytes) / 2.0 / cpu,
            (unsigned long long)ls.resyncs, (unsigned long long)ls.recoveries, (unsigned long long)ls.retransmits);
     /* Bytes the host sent that never reached the core, and frames it rejected. */
     long long lost = (long long)ls.tx_bytes - (long long)c.rx_bytes;
