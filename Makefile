@@ -203,7 +203,7 @@ include mk/fpga.mk
 
 # ---------------------------------------------------------------- lint
 .PHONY: lint
-lint: deps-quiet ## verilator -Wall on every RTL file (and vsim's top); C and C++ with -Werror
+lint: deps-quiet ## verilator -Wall on every RTL file (and vsim's top); C and C++ with -Werror; docs line and record lengths
 	@for f in $(RTL_SRCS); do \
 	  m=$$(basename $$f .sv); [ "$$m" = ntpu_pkg ] && continue; \
 	  $(VERILATOR) --lint-only -Wall --top-module $$m $(RTL_SRCS) || exit 1; \
@@ -213,6 +213,7 @@ lint: deps-quiet ## verilator -Wall on every RTL file (and vsim's top); C and C+
 	done; echo "verilator -Wall: vsim's $(words $(VSIM_TWINS) $(VSIM_ONLY)) simulation-only files clean"
 	@$(MAKE) -s all
 	@echo "C/C++: built with -Wall -Wextra -Werror"
+	@python3 tools/doc_check.py && echo "docs: no line over 300 characters, no decision record over 150 lines"
 
 # ---------------------------------------------------------------- run
 .PHONY: demo

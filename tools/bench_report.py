@@ -114,7 +114,7 @@ def main():
         out.append("## (d) One Fashion-MNIST epoch: golden model vs PyTorch on the CPU\n")
         out.append(f"`ntpu train -d ref --layers 784,256,10 --optimizer adam --lr {e['lr']} --batch {e['batch']} "
                    "--epochs 1 --seed 0` beside the same model and optimizer in PyTorch "
-                   f"({e['torch_version']}, `torch.set_num_threads(1)`, `tools/bench_torch.py`), one thread each, "
+                   f"({e['torch_version']}, `torch.set_num_threads(1)`, `tools/bench_torch.py`), one thread each,\n"
                    f"run back to back. {e['steps']} steps; wall time covers training and the test-set evaluation, "
                    "with the data already in memory.\n")
         rows = [["ntpu train -d ref", f'{e["ref_seconds"]:.2f}', f'{e["ref_train_seconds"]:.2f}',

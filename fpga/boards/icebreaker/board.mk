@@ -24,7 +24,7 @@ BOARD_LINK := PLL_EN=0 CLOCK_HZ=$(BOARD_CLOCK_HZ) BAUD=$(BOARD_BAUD) RX_FIFO_DEP
 ifeq ($(CONFIG),core)
 # Top-level parameters (chparam): the core's configuration on this board.
 BOARD_PARAMS := $(BOARD_LINK) N=2 PE_STAGES=2 BF16_SHARED=1 SEG_DEPTH=2 VEC_EN=0 TRANSPOSE_A_EN=0 COUNTER_W=32 UB_ROWS=1024 WB_ROWS=16384 ACC_ROWS=512 MAX_PAYLOAD=516
-BOARD_CONFIG := N=2, one shared fp32 adder (1 stage), no vector unit, no TRANSPOSE_A, 32-bit counters, 2 MATMULs in flight, UB 1024, WB 16384, ACC 512 rows, max_payload 516
+BOARD_CONFIG := N=2, shared fp32 adder (1 stage), no vector unit or TRANSPOSE_A, 32-bit counters, SEG_DEPTH 2, UB 1024, WB 16384, ACC 512
 BOARD_SUFFIX :=
 else ifeq ($(CONFIG),echo)
 BOARD_PARAMS := $(BOARD_LINK) CORE_EN=0
