@@ -24,7 +24,7 @@ IVERILOG ?= iverilog
 VVP ?= vvp
 
 WARN := -Wall -Wextra -Wpedantic -Werror
-CPPFLAGS := -Ihost/include -Isim/ref -Isim/vsim -I/usr/include/libusb-1.0 -D_POSIX_C_SOURCE=200809L -DNTPU_DEFAULT_N=$(N) -DNTPU_LINK_BYTES=$(LINK_BYTES) -DNTPU_DEFAULT_PM_ROWS=$(PM_ROWS) -DNTPU_DEFAULT_OS_ROWS=$(OS_ROWS)
+CPPFLAGS := -Ihost/include -Ihost/src -Isim/ref -Isim/vsim -I/usr/include/libusb-1.0 -D_POSIX_C_SOURCE=200809L -DNTPU_DEFAULT_N=$(N) -DNTPU_LINK_BYTES=$(LINK_BYTES) -DNTPU_DEFAULT_PM_ROWS=$(PM_ROWS) -DNTPU_DEFAULT_OS_ROWS=$(OS_ROWS)
 CFLAGS := -std=c11 $(WARN) -O2 -g -fPIC -fvisibility=hidden
 CXXFLAGS := -std=c++17 -Wall -Wextra -Werror -O2 -g -fPIC -fvisibility=hidden
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -32,7 +32,8 @@ LDLIBS := -lusb-1.0 -lcjson -lz -lm -lpthread
 
 # ---------------------------------------------------------------- sources
 RTL_SRCS := rtl/ntpu_pkg.sv $(filter-out rtl/ntpu_pkg.sv,$(sort $(wildcard rtl/*.sv)))
-LIB_C_SRCS := $(sort $(wildcard host/src/*.c) $(wildcard sim/ref/*.c))
+# libntpu: the device core in host/src/, its parts in one folder each (transport/, io/, nn/, fallback/).
+LIB_C_SRCS := $(sort $(wildcard host/src/*.c host/src/*/*.c) $(wildcard sim/ref/*.c))
 # vsim_board_model.cpp is compiled once per simulated board configuration (mk/board_sim.mk).
 VSIM_CXX_SRCS := $(filter-out sim/vsim/vsim_board_model.cpp,$(sort $(wildcard sim/vsim/*.cpp)))
 LIB_OBJS = $(LIB_C_SRCS:%.c=$(BUILD)/obj/%.o) $(VSIM_CXX_SRCS:%.cpp=$(BUILD)/obj/%.o) $(BOARD_SIM_OBJS)

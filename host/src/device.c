@@ -43,7 +43,7 @@ static const char *platform_name(unsigned p)
 }
 
 /* The options every device kind accepts: faults=RATE and fault_seed=S put the
- * faulty transport (transport_faulty.c) in front of the device; timeout_ms=T
+ * faulty transport (transport/transport_faulty.c) in front of the device; timeout_ms=T
  * sets how long the link waits for a reply (default NTPU_LINK_TIMEOUT_MS). */
 typedef struct link_opts {
     double faults;

@@ -65,12 +65,12 @@ ntpu_status ntpu_transport_ref_open(const char *opts, ntpu_transport *out, char 
 ntpu_status ntpu_transport_vsim_open(const char *opts, ntpu_transport *out, char *err, size_t errlen);
 /* A board top simulated behind its UART pins; vsim_open hands over when opts has board=. */
 ntpu_status ntpu_transport_vsim_board_open(const char *opts, ntpu_transport *out, char *err, size_t errlen);
-/* An FT2232H over libusb (transport_ftdi.c); opts as in ftdi_proto.h. */
+/* An FT2232H over libusb (transport/transport_ftdi.c); opts as in transport/ftdi_proto.h. */
 ntpu_status ntpu_transport_ftdi_open(const char *opts, ntpu_transport *out, char *err, size_t errlen);
 
 /* Wraps an opened transport in one that, in both directions, drops each byte
  * with probability rate/2 and flips one bit of it with probability rate/2,
- * from a generator seeded with seed (transport_faulty.c). It takes `inner`
+ * from a generator seeded with seed (transport/transport_faulty.c). It takes `inner`
  * over (closing it on close) and is lossy. For tests and for trying the
  * link's recovery: device option faults=RATE[,fault_seed=S]. */
 ntpu_status ntpu_transport_faulty_wrap(ntpu_transport inner, double rate, uint64_t seed, ntpu_transport *out,
@@ -279,14 +279,14 @@ ntpu_status ntpu_check_range(ntpu_device *dev, unsigned mem, uint32_t addr, uint
 /* NTPU_OK if this device computes in dtype, else the status with the reason set. */
 ntpu_status ntpu_check_dtype(ntpu_device *dev, ntpu_dtype dtype);
 
-/* ACT, RELU_GRAD, COLSUM done on the host (vector_host.c) for a device without
+/* ACT, RELU_GRAD, COLSUM done on the host (fallback/vector_host.c) for a device without
  * feature VECTOR; arguments already checked as for ntpu_vec_*. Wait for the
  * device (READ_MEM), then queue the result (WRITE_MEM). */
 ntpu_status ntpu_host_act(ntpu_device *dev, unsigned flags, uint32_t src, uint32_t dst, uint32_t rows, uint32_t aux);
 ntpu_status ntpu_host_relu_grad(ntpu_device *dev, unsigned out, uint32_t src, uint32_t dst, uint32_t rows,
                                 uint32_t mask);
 ntpu_status ntpu_host_colsum(ntpu_device *dev, uint32_t src, uint32_t dst, uint32_t rows, int accumulate);
-/* MATMUL TRANSPOSE_A done with plain MATMULs (transpose_host.c), for a device without
+/* MATMUL TRANSPOSE_A done with plain MATMULs (fallback/transpose_host.c), for a device without
  * feature TRANSPOSE_A; arguments already checked. */
 ntpu_status ntpu_host_matmul_t(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t stride,
                                uint32_t acc_addr, uint32_t rows, int accumulate);

@@ -1,9 +1,9 @@
 /* The low-level calls of protocol 1.1 (training): the transposed MATMUL and the
  * vector unit. Arguments are checked against the ID block before anything is sent.
  * A device built without the vector unit (feature VECTOR clear, e.g. the iCEBreaker)
- * gets ACT, RELU_GRAD and COLSUM done here on the host instead (vector_host.c),
+ * gets ACT, RELU_GRAD and COLSUM done here on the host instead (fallback/vector_host.c),
  * bit for bit what the unit computes; one without TRANSPOSE_A gets the transposed
- * MATMUL from plain ones (transpose_host.c). */
+ * MATMUL from plain ones (fallback/transpose_host.c). */
 #include "internal.h"
 
 ntpu_status ntpu_matmul_tile_t(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t stride,

@@ -1,4 +1,4 @@
-/* The "ftdi" transport (host/src/transport_ftdi.c) against a fake libusb: this
+/* The "ftdi" transport (host/src/transport/transport_ftdi.c) against a fake libusb: this
  * file defines every libusb function the transport calls, and behind them a
  * simulated FT2232H (or FT231X) that packs what the "board" sends into 512-byte (64) bulk-IN
  * packets with two status bytes each (a status-only packet every 1 ms latency

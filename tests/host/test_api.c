@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../host/src/internal.h"
+#include "internal.h"
 #include "ntpu/nn.h"
 #include "ntpu/ntpu.h"
 

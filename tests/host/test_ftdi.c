@@ -1,4 +1,4 @@
-/* The FTDI protocol functions of the "ftdi" transport (host/src/ftdi_proto.c):
+/* The FTDI protocol functions of the "ftdi" transport (host/src/transport/ftdi_proto.c):
  * the chip table, baud divisors (FT2232H and FT231X) against the worked
  * examples in the notes and FTDI's application note, and against a decoder
  * written from FTDI's table of fractional codes, status-byte stripping on every
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../host/src/ftdi_proto.h"
+#include "transport/ftdi_proto.h"
 #include "ntpu/ntpu.h"
 
 /* ------------------------------------------------------------------ baud */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../host/src/internal.h"
+#include "internal.h"
 #include "ntpu_ref.h"
 
 /* CRC-32 (IEEE 802.3, reflected 0xEDB88320) one bit at a time: independent of zlib. */

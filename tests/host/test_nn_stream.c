@@ -1,4 +1,4 @@
-/* Streamed training (host/src/nn_stream.c): a model too big for a board's memories
+/* Streamed training (host/src/nn/nn_stream.c): a model too big for a board's memories
  * trains on the golden model with the iCEBreaker's configuration (N = 2, UB 1024,
  * WB 16384, ACC 512, no vector unit, no TRANSPOSE_A) and must give exactly the
  * bits of the resident path on devices that hold it: the same N (identical

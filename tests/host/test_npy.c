@@ -1,4 +1,4 @@
-/* .npy reading and writing (host/src/npy.c): round trips, files as NumPy 1.24
+/* .npy reading and writing (host/src/io/npy.c): round trips, files as NumPy 1.24
  * writes them, every kind of malformed file, and the no-half-written-file rule. */
 #include <criterion/criterion.h>
 #include <dirent.h>

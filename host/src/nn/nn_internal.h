@@ -1,5 +1,5 @@
-/* The model's insides, shared by training (nn.c, nn_stream.c) and quantization
- * (quant.c). */
+/* The model's insides, shared by training (nn.c, nn_stream.c), checkpoints
+ * (checkpoint.c) and quantization (quant.c). */
 #ifndef NTPU_NN_INTERNAL_H
 #define NTPU_NN_INTERNAL_H
 
@@ -67,6 +67,14 @@ void ntpu_stream_free(ntpu_model *m);
 ntpu_status ntpu_stream_sync(ntpu_model *m);
 ntpu_status ntpu_stream_forward(ntpu_model *m, const float *x, size_t batch, size_t bp, float *logits);
 ntpu_status ntpu_stream_backward(ntpu_model *m, const float *grad, size_t batch, size_t bp);
+
+/* nn.c, for checkpoint.c: a model with zeroed weights and state for these sizes and settings (as
+ * ntpu_model_create before its initialization), its layout planned in the device's memories or streamed. */
+ntpu_status ntpu_model_alloc(ntpu_device *dev, const unsigned *sizes, size_t n_sizes, size_t max_batch,
+                             const ntpu_optim_config *opt, ntpu_model **out);
+/* The name of the first setting of o that the optimizers cannot run with, or NULL: one rule for a new
+ * model and a loaded checkpoint. */
+const char *ntpu_optim_bad_setting(const ntpu_optim_config *o);
 
 static inline size_t ntpu_round_up(size_t x, size_t n) { return (x + n - 1) / n * n; }
 

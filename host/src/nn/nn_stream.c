@@ -3,7 +3,7 @@
  * gradients live on the host, every product goes through the tiled
  * ntpu_matmul_bf16, and the elementwise work (bias, ReLU, rounding to bf16,
  * column sums, ReLU backward) runs on the host with the golden model's
- * arithmetic, as vector_host.c does for a device without the vector unit.
+ * arithmetic, as fallback/vector_host.c does for a device without the vector unit.
  *
  * Bit-identical to the resident path (nn.c forward() and backward()) because
  * every value is built from the same operands by the same chain:
