@@ -599,120 +599,142 @@ static void print_tables(const mm_row *mm, int nmm, const step_row *st, const sp
 
 /* ------------------------------------------------------------------ command */
 
-int cmd_bench(common *cm, int argc, char **argv)
+/* The command line of ntpu bench. */
+typedef struct bench_opts {
+    const char *size_arg, *data, *script; /* as given; NULL when not */
+    int epoch;                            /* --epoch: add (d) */
+    uint64_t s_one;                       /* --size, or 0 for the sweep */
+    char script_path[4200];               /* the PyTorch reference, with --epoch */
+} bench_opts;
+
+/* The command line into *o: 0, 1 after printing an error, or -1 after printing the help. */
+static int bench_args(common *cm, int argc, char **argv, bench_opts *o)
 {
-    const char *size_arg = NULL, *data = NULL, *script = NULL;
-    int epoch = 0;
-    const option opts[] = {{"--size", 0, &size_arg, NULL},
-                           {"--epoch", 0, NULL, &epoch},
-                           {"--data", 0, &data, NULL},
-                           {"--torch-script", 0, &script, NULL}};
+    memset(o, 0, sizeof *o);
+    const option opts[] = {{"--size", 0, &o->size_arg, NULL},
+                           {"--epoch", 0, NULL, &o->epoch},
+                           {"--data", 0, &o->data, NULL},
+                           {"--torch-script", 0, &o->script, NULL}};
     char *pos[1];
     int npos;
     if (parse_args(argc, argv, cm, opts, sizeof opts / sizeof opts[0], pos, 0, &npos))
         return 1;
     if (cm->help) {
         fputs(bench_help, stdout);
-        return 0;
+        return -1;
     }
-    uint64_t s_one = 0;
-    if (size_arg && parse_u64("--size", size_arg, 1, 4096, &s_one))
+    if (o->size_arg && parse_u64("--size", o->size_arg, 1, 4096, &o->s_one))
         return 1;
-    char script_path[4200];
-    if (epoch && find_script(script, script_path, sizeof script_path)) /* before the long part */
+    if (o->epoch && find_script(o->script, o->script_path, sizeof o->script_path)) /* before the long part */
         return 1;
-    if (data && access(data, R_OK | X_OK) != 0)
-        return fail("--data: cannot read the directory %s", data);
+    if (o->data && access(o->data, R_OK | X_OK) != 0)
+        return fail("--data: cannot read the directory %s", o->data);
+    return 0;
+}
+
+/* What (a), (b) and (c) measured, a row per run. */
+typedef struct bench_res {
+    mm_row mm[MAX_DEVICES * SWEEP_STEPS * 2];
+    step_row st[MAX_DEVICES], so[DEVOPT_KINDS][MAX_DEVICES];
+    int prog[MAX_DEVICES];
+    speed_row sp[MAX_DEVICES];
+    int nmm, nst;
+} bench_res;
+
+/* (a), (b) and (c) on one device, appended to *b: 0, or 1 after printing the error. */
+static int bench_device(const char *device, uint64_t s_one, bench_res *b)
+{
+    ntpu_device *dev = open_device(device);
+    if (!dev)
+        return 1;
+    ntpu_info info;
+    ntpu_get_info(dev, &info);
+    for (int t = 0; t < 2; t++)
+        for (int k = 0; k < (s_one ? 1 : SWEEP_STEPS); k++) {
+            mm_row *r = &b->mm[b->nmm];
+            memset(r, 0, sizeof *r);
+            snprintf(r->device, sizeof r->device, "%s", info.device);
+            r->n = info.rows;
+            if (bench_matmul(dev, t ? NTPU_DTYPE_BF16 : NTPU_DTYPE_INT8, s_one ? s_one : (size_t)info.rows << k, r))
+                goto fail;
+            b->nmm++;
+        }
+    speed_row *v = &b->sp[b->nst];
+    v->correct = 1;
+    for (int t = 0; t < 2; t++)
+        if (bench_speed(dev, info.device, t ? NTPU_DTYPE_BF16 : NTPU_DTYPE_INT8, (size_t)info.rows << 4,
+                        &v->mac_per_s[t], &v->correct))
+            goto fail;
+    step_row *r = &b->st[b->nst];
+    memset(r, 0, sizeof *r);
+    snprintf(r->device, sizeof r->device, "%s", info.device);
+    r->n = info.rows;
+    if (bench_step(dev, NTPU_OPT_ADAM, 0, r, NULL))
+        goto fail;
+    for (size_t k = 0; k < DEVOPT_KINDS; k++) {
+        step_row *o = &b->so[k][b->nst];
+        memset(o, 0, sizeof *o);
+        snprintf(o->device, sizeof o->device, "%s", info.device);
+        o->n = info.rows;
+        if (bench_step(dev, devopt_kinds[k], 1, o, &b->prog[b->nst]))
+            goto fail;
+    }
+    b->nst++;
+    ntpu_close(dev);
+    return 0;
+fail:
+    ntpu_close(dev);
+    return 1;
+}
+
+int cmd_bench(common *cm, int argc, char **argv)
+{
+    bench_opts o;
+    int rc = bench_args(cm, argc, argv, &o);
+    if (rc)
+        return rc > 0;
     /* vsim:rtl, the core from rtl/ alone, beside vsim: what its simulation forms buy (decision 0025). */
     const char *defaults[] = {"ref", "vsim", "vsim:rtl"};
     const char *const *devices = cm->device ? &cm->device : defaults;
     int ndev = cm->device ? 1 : MAX_DEVICES;
-    mm_row mm[MAX_DEVICES * SWEEP_STEPS * 2];
-    step_row st[MAX_DEVICES], so[DEVOPT_KINDS][MAX_DEVICES];
-    int prog[MAX_DEVICES] = {0};
-    speed_row sp[MAX_DEVICES];
-    int nmm = 0, nst = 0;
-    for (int d = 0; d < ndev; d++) {
-        ntpu_device *dev = open_device(devices[d]);
-        if (!dev)
+    bench_res b;
+    memset(&b, 0, sizeof b);
+    for (int d = 0; d < ndev; d++)
+        if (bench_device(devices[d], o.s_one, &b))
             return 1;
-        ntpu_info info;
-        ntpu_get_info(dev, &info);
-        for (int t = 0; t < 2; t++)
-            for (int k = 0; k < (s_one ? 1 : SWEEP_STEPS); k++) {
-                mm_row *r = &mm[nmm];
-                memset(r, 0, sizeof *r);
-                snprintf(r->device, sizeof r->device, "%s", info.device);
-                r->n = info.rows;
-                if (bench_matmul(dev, t ? NTPU_DTYPE_BF16 : NTPU_DTYPE_INT8, s_one ? s_one : (size_t)info.rows << k,
-                                 r)) {
-                    ntpu_close(dev);
-                    return 1;
-                }
-                nmm++;
-            }
-        speed_row *v = &sp[nst];
-        v->correct = 1;
-        for (int t = 0; t < 2; t++)
-            if (bench_speed(dev, info.device, t ? NTPU_DTYPE_BF16 : NTPU_DTYPE_INT8, (size_t)info.rows << 4,
-                            &v->mac_per_s[t], &v->correct)) {
-                ntpu_close(dev);
-                return 1;
-            }
-        step_row *r = &st[nst];
-        memset(r, 0, sizeof *r);
-        snprintf(r->device, sizeof r->device, "%s", info.device);
-        r->n = info.rows;
-        if (bench_step(dev, NTPU_OPT_ADAM, 0, r, NULL)) {
-            ntpu_close(dev);
-            return 1;
-        }
-        for (size_t k = 0; k < DEVOPT_KINDS; k++) {
-            step_row *o = &so[k][nst];
-            memset(o, 0, sizeof *o);
-            snprintf(o->device, sizeof o->device, "%s", info.device);
-            o->n = info.rows;
-            if (bench_step(dev, devopt_kinds[k], 1, o, &prog[nst])) {
-                ntpu_close(dev);
-                return 1;
-            }
-        }
-        nst++;
-        ntpu_close(dev);
-    }
     /* Every device computes the same bits: a step that differs is a bug. */
-    int step_agree = nst < 2 ? -1 : 1;
-    for (int i = 1; i < nst; i++)
-        step_agree &= st[i].digest == st[0].digest;
+    int step_agree = b.nst < 2 ? -1 : 1;
+    for (int i = 1; i < b.nst; i++)
+        step_agree &= b.st[i].digest == b.st[0].digest;
     int so_agree[DEVOPT_KINDS]; /* over the devices that ran the step; -1 when fewer than two did */
     for (size_t k = 0; k < DEVOPT_KINDS; k++) {
         const step_row *first = NULL;
         so_agree[k] = -1;
-        for (int i = 0; i < nst; i++) {
-            if (so[k][i].skip[0])
+        for (int i = 0; i < b.nst; i++) {
+            if (b.so[k][i].skip[0])
                 continue;
             if (first)
-                so_agree[k] = (so_agree[k] != 0) && so[k][i].digest == first->digest;
+                so_agree[k] = (so_agree[k] != 0) && b.so[k][i].digest == first->digest;
             else
-                first = &so[k][i];
+                first = &b.so[k][i];
         }
     }
     epoch_res ep;
     memset(&ep, 0, sizeof ep);
-    if (epoch) {
+    if (o.epoch) {
         fflush(stdout);
-        if (bench_epoch(data, script_path, &ep))
+        if (bench_epoch(o.data, o.script_path, &ep))
             return 1;
     }
     if (cm->json)
-        print_json(mm, nmm, st, sp, nst, step_agree, so, prog, so_agree, epoch ? &ep : NULL);
+        print_json(b.mm, b.nmm, b.st, b.sp, b.nst, step_agree, b.so, b.prog, so_agree, o.epoch ? &ep : NULL);
     else
-        print_tables(mm, nmm, st, sp, nst, step_agree, so, prog, so_agree, epoch ? &ep : NULL);
+        print_tables(b.mm, b.nmm, b.st, b.sp, b.nst, step_agree, b.so, b.prog, so_agree, o.epoch ? &ep : NULL);
     int all_ok = 1;
-    for (int i = 0; i < nst; i++)
-        all_ok &= sp[i].correct;
-    for (int i = 0; i < nmm; i++)
-        all_ok &= mm[i].correct;
+    for (int i = 0; i < b.nst; i++)
+        all_ok &= b.sp[i].correct;
+    for (int i = 0; i < b.nmm; i++)
+        all_ok &= b.mm[i].correct;
     if (!all_ok)
         return fail("bench: a result differs from the host's reference computation");
     int devopt_differs = 0;

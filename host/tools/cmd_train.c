@@ -375,24 +375,62 @@ static const char train_help[] =
     "                        Where the device or its memories do not allow it, the host optimizer runs\n"
     "  --json                one JSON object on stdout instead of the table\n";
 
-int cmd_train(common *cm, int argc, char **argv)
+/* The command line of ntpu train: the options as given (NULL when not), and the settings they make:
+ * the command line's, else the checkpoint's (when resuming), else the defaults. */
+typedef struct train_opts {
+    const char *data, *layers_s, *epochs_s, *batch_s, *opt_s, *lr_s, *mom_s, *wd_s, *sched_s, *stepsize_s,
+        *gamma_s, *seed_s, *trainlim_s, *testlim_s, *save, *save_every_s, *resume, *log_path, *plot_path;
+    int dev_opt;
+    uint64_t epochs, batch, seed, train_limit, test_limit, save_every;
+    unsigned sizes[NTPU_MAX_LAYERS + 1];
+    size_t n_sizes;
+    ntpu_optimizer kind;
+    ntpu_optim_config opt;
+    /* Where the run starts: a resumed run's epoch and batch index, and the epoch's loss and correct
+     * sums so far. */
+    uint64_t start_epoch, start_batch;
+    double loss_sum;
+    uint64_t correct_sum;
+} train_opts;
+
+/* A training run: the data, the device and the model, and what the run has measured so far. */
+typedef struct train_run {
+    ntpu_dataset train, test;
+    ntpu_device *dev;
+    ntpu_info info;
+    ntpu_model *model;
+    ntpu_model_view view;
+    size_t steps_per_epoch;
+    size_t *order; /* this epoch's order of the training samples */
+    float *xb;     /* one batch: its images, */
+    uint8_t *yb;   /* and its labels */
+    double loss_sum;      /* this epoch's so far: sum of the batches' mean loss times their size, */
+    uint64_t correct_sum; /* and the correct count */
+    uint64_t first_step;  /* the model's step count when the run started */
+    float *step_loss;     /* every step's loss */
+    size_t nloss, loss_cap;
+    epoch_row *rows; /* one per finished epoch (a resumed run's earlier rows from its log first) */
+    size_t nrows, rows_cap;
+    char lstr[128]; /* the layer sizes, "784,256,10" */
+    int tty;        /* stderr is a terminal: the progress bar is redrawn in place */
+} train_run;
+
+/* The command line into *o: 0, 1 after printing an error, or -1 after printing the help. */
+static int train_args(common *cm, int argc, char **argv, train_opts *o)
 {
-    const char *data = DEFAULT_DATA, *layers_s = NULL, *epochs_s = NULL, *batch_s = NULL, *opt_s = NULL,
-               *lr_s = NULL, *mom_s = NULL, *wd_s = NULL, *sched_s = NULL, *stepsize_s = NULL, *gamma_s = NULL,
-               *seed_s = NULL, *trainlim_s = NULL, *testlim_s = NULL, *save = NULL, *save_every_s = NULL,
-               *resume = NULL, *log_path = NULL, *plot_path = NULL;
-    int dev_opt = 0;
+    *o = (train_opts){.data = DEFAULT_DATA, .epochs = 5, .batch = 64, .sizes = {784, 256, 10}, .n_sizes = 3,
+                      .kind = NTPU_OPT_ADAM};
     const option opts[] = {
-        {"--data", 0, &data, NULL},           {"--layers", 0, &layers_s, NULL},
-        {"--epochs", 0, &epochs_s, NULL},     {"--batch", 0, &batch_s, NULL},
-        {"--optimizer", 0, &opt_s, NULL},     {"--lr", 0, &lr_s, NULL},
-        {"--momentum", 0, &mom_s, NULL},      {"--weight-decay", 0, &wd_s, NULL},
-        {"--schedule", 0, &sched_s, NULL},    {"--step-size", 0, &stepsize_s, NULL},
-        {"--gamma", 0, &gamma_s, NULL},       {"--seed", 0, &seed_s, NULL},
-        {"--train-limit", 0, &trainlim_s, NULL}, {"--test-limit", 0, &testlim_s, NULL},
-        {"--save", 0, &save, NULL},           {"--save-every", 0, &save_every_s, NULL},
-        {"--resume", 0, &resume, NULL},       {"--log", 0, &log_path, NULL},
-        {"--plot", 0, &plot_path, NULL},      {"--device-optimizer", 0, NULL, &dev_opt},
+        {"--data", 0, &o->data, NULL},           {"--layers", 0, &o->layers_s, NULL},
+        {"--epochs", 0, &o->epochs_s, NULL},     {"--batch", 0, &o->batch_s, NULL},
+        {"--optimizer", 0, &o->opt_s, NULL},     {"--lr", 0, &o->lr_s, NULL},
+        {"--momentum", 0, &o->mom_s, NULL},      {"--weight-decay", 0, &o->wd_s, NULL},
+        {"--schedule", 0, &o->sched_s, NULL},    {"--step-size", 0, &o->stepsize_s, NULL},
+        {"--gamma", 0, &o->gamma_s, NULL},       {"--seed", 0, &o->seed_s, NULL},
+        {"--train-limit", 0, &o->trainlim_s, NULL}, {"--test-limit", 0, &o->testlim_s, NULL},
+        {"--save", 0, &o->save, NULL},           {"--save-every", 0, &o->save_every_s, NULL},
+        {"--resume", 0, &o->resume, NULL},       {"--log", 0, &o->log_path, NULL},
+        {"--plot", 0, &o->plot_path, NULL},      {"--device-optimizer", 0, NULL, &o->dev_opt},
     };
     int npos;
     char *pos[1];
@@ -400,334 +438,364 @@ int cmd_train(common *cm, int argc, char **argv)
         return 1;
     if (cm->help) {
         fputs(train_help, stdout);
-        return 0;
+        return -1;
     }
-    signal(SIGPIPE, SIG_IGN); /* a closed stdout (| head) ends the run after a save, with a reason */
+    return 0;
+}
 
-    /* Settings: the command line's, else the checkpoint's (when resuming), else defaults. */
-    uint64_t epochs = 5, batch = 64, seed = 0, train_limit = 0, test_limit = 0, save_every = 0;
-    uint64_t start_epoch = 0, start_batch = 0;
-    unsigned sizes[NTPU_MAX_LAYERS + 1] = {784, 256, 10};
-    size_t n_sizes = 3;
-    ntpu_optimizer kind = NTPU_OPT_ADAM;
-    if (opt_s && ntpu_optimizer_parse(opt_s, &kind))
-        return fail("--optimizer: '%s' is not sgd, momentum, adam or adamw", opt_s);
-    ntpu_optim_config opt = ntpu_optim_defaults(kind);
-    if ((layers_s && !(n_sizes = parse_layers(layers_s, sizes))) ||
-        (epochs_s && parse_u64("--epochs", epochs_s, 1, 1000000, &epochs)) ||
-        (batch_s && parse_u64("--batch", batch_s, 1, 4096, &batch)) ||
-        (seed_s && parse_u64("--seed", seed_s, 0, UINT64_MAX, &seed)) ||
-        (trainlim_s && parse_u64("--train-limit", trainlim_s, 1, UINT32_MAX, &train_limit)) ||
-        (testlim_s && parse_u64("--test-limit", testlim_s, 1, UINT32_MAX, &test_limit)) ||
-        (save_every_s && parse_u64("--save-every", save_every_s, 1, UINT64_MAX, &save_every)) ||
-        (lr_s && parse_float("--lr", lr_s, &opt.lr)) || (mom_s && parse_float("--momentum", mom_s, &opt.momentum)) ||
-        (wd_s && parse_float("--weight-decay", wd_s, &opt.weight_decay)) ||
-        (gamma_s && parse_float("--gamma", gamma_s, &opt.gamma)) ||
-        (stepsize_s && parse_u64("--step-size", stepsize_s, 1, UINT64_MAX, &opt.step_size)))
+/* The settings from the options as given, checked: 0, or 1 after printing the error. */
+static int train_settings(train_opts *o)
+{
+    if (o->opt_s && ntpu_optimizer_parse(o->opt_s, &o->kind))
+        return fail("--optimizer: '%s' is not sgd, momentum, adam or adamw", o->opt_s);
+    o->opt = ntpu_optim_defaults(o->kind);
+    if ((o->layers_s && !(o->n_sizes = parse_layers(o->layers_s, o->sizes))) ||
+        (o->epochs_s && parse_u64("--epochs", o->epochs_s, 1, 1000000, &o->epochs)) ||
+        (o->batch_s && parse_u64("--batch", o->batch_s, 1, 4096, &o->batch)) ||
+        (o->seed_s && parse_u64("--seed", o->seed_s, 0, UINT64_MAX, &o->seed)) ||
+        (o->trainlim_s && parse_u64("--train-limit", o->trainlim_s, 1, UINT32_MAX, &o->train_limit)) ||
+        (o->testlim_s && parse_u64("--test-limit", o->testlim_s, 1, UINT32_MAX, &o->test_limit)) ||
+        (o->save_every_s && parse_u64("--save-every", o->save_every_s, 1, UINT64_MAX, &o->save_every)) ||
+        (o->lr_s && parse_float("--lr", o->lr_s, &o->opt.lr)) ||
+        (o->mom_s && parse_float("--momentum", o->mom_s, &o->opt.momentum)) ||
+        (o->wd_s && parse_float("--weight-decay", o->wd_s, &o->opt.weight_decay)) ||
+        (o->gamma_s && parse_float("--gamma", o->gamma_s, &o->opt.gamma)) ||
+        (o->stepsize_s && parse_u64("--step-size", o->stepsize_s, 1, UINT64_MAX, &o->opt.step_size)))
         return 1;
-    if (sched_s && ntpu_lr_schedule_parse(sched_s, &opt.schedule))
-        return fail("--schedule: '%s' is not constant, step or cosine", sched_s);
+    if (o->sched_s && ntpu_lr_schedule_parse(o->sched_s, &o->opt.schedule))
+        return fail("--schedule: '%s' is not constant, step or cosine", o->sched_s);
     /* An option that the run would not use is a mistake, not a silent no-op (a resumed run takes its
      * optimizer and schedule from the checkpoint). */
-    if (!resume && mom_s && kind != NTPU_OPT_MOMENTUM)
-        return fail("--momentum applies to --optimizer momentum, not %s", ntpu_optimizer_name(kind));
-    if (!resume && (stepsize_s || gamma_s) && opt.schedule != NTPU_LR_STEP)
-        return fail("%s applies to --schedule step, not %s", stepsize_s ? "--step-size" : "--gamma",
-                    ntpu_lr_schedule_name(opt.schedule));
-    if (save_every && !save)
+    if (!o->resume && o->mom_s && o->kind != NTPU_OPT_MOMENTUM)
+        return fail("--momentum applies to --optimizer momentum, not %s", ntpu_optimizer_name(o->kind));
+    if (!o->resume && (o->stepsize_s || o->gamma_s) && o->opt.schedule != NTPU_LR_STEP)
+        return fail("%s applies to --schedule step, not %s", o->stepsize_s ? "--step-size" : "--gamma",
+                    ntpu_lr_schedule_name(o->opt.schedule));
+    if (o->save_every && !o->save)
         return fail("--save-every needs --save FILE");
-    if ((save && check_output("--save", save)) || (log_path && check_output("--log", log_path)) ||
-        (plot_path && check_output("--plot", plot_path)))
+    if ((o->save && check_output("--save", o->save)) || (o->log_path && check_output("--log", o->log_path)) ||
+        (o->plot_path && check_output("--plot", o->plot_path)))
         return 1;
     /* One file for two outputs would leave only the last written (a checkpoint overwritten by the log). */
-    const char *outs[][2] = {{"--save", save}, {"--log", log_path}, {"--plot", plot_path}, {"--resume", resume}};
+    const char *outs[][2] = {{"--save", o->save}, {"--log", o->log_path}, {"--plot", o->plot_path},
+                             {"--resume", o->resume}};
     for (size_t i = 0; i < 3; i++)
         for (size_t j = i + 1; j < 4; j++)
             if (outs[i][1] && outs[j][1] && !(i == 0 && j == 3) && ntpu_outfile_same(outs[i][1], outs[j][1]))
                 return fail("%s and %s name the same file, %s", outs[i][0], outs[j][0], outs[j][1]);
+    return 0;
+}
 
-    /* Resuming: the run's data order comes from the checkpoint. */
+/* Resuming: the run's data order comes from the checkpoint. 0, or 1 after printing the error. */
+static int train_resume_settings(train_opts *o)
+{
     uint64_t resumed[5];
-    double loss_sum = 0;
-    uint64_t correct_sum = 0;
-    if (resume && read_resume_state(resume, resumed, &loss_sum, &correct_sum))
+    if (read_resume_state(o->resume, resumed, &o->loss_sum, &o->correct_sum))
         return 1;
-    if (resume) {
-        if ((seed_s && seed != resumed[0]) || (batch_s && batch != resumed[3]) ||
-            (trainlim_s && train_limit != resumed[4]))
-            return fail("--resume: %s was trained with --seed %" PRIu64 " --batch %" PRIu64 " --train-limit %" PRIu64
-                        "; resuming needs the same values", resume, resumed[0], resumed[3], resumed[4]);
-        seed = resumed[0];
-        start_epoch = resumed[1];
-        start_batch = resumed[2];
-        batch = resumed[3];
-        train_limit = resumed[4];
-        /* --epochs counts from the start of the run, not from the checkpoint. */
-        if (start_epoch >= epochs && start_batch == 0)
-            return fail("--resume: %s has finished epoch %" PRIu64 " already; --epochs %" PRIu64
-                        " or more trains longer", resume, start_epoch, start_epoch + 1);
-        if (start_epoch >= epochs)
-            return fail("--resume: %s stopped in epoch %" PRIu64 "; --epochs %" PRIu64 " or more continues it",
-                        resume, start_epoch + 1, start_epoch + 1);
-    }
+    if ((o->seed_s && o->seed != resumed[0]) || (o->batch_s && o->batch != resumed[3]) ||
+        (o->trainlim_s && o->train_limit != resumed[4]))
+        return fail("--resume: %s was trained with --seed %" PRIu64 " --batch %" PRIu64 " --train-limit %" PRIu64
+                    "; resuming needs the same values", o->resume, resumed[0], resumed[3], resumed[4]);
+    o->seed = resumed[0];
+    o->start_epoch = resumed[1];
+    o->start_batch = resumed[2];
+    o->batch = resumed[3];
+    o->train_limit = resumed[4];
+    /* --epochs counts from the start of the run, not from the checkpoint. */
+    if (o->start_epoch >= o->epochs && o->start_batch == 0)
+        return fail("--resume: %s has finished epoch %" PRIu64 " already; --epochs %" PRIu64
+                    " or more trains longer", o->resume, o->start_epoch, o->start_epoch + 1);
+    if (o->start_epoch >= o->epochs)
+        return fail("--resume: %s stopped in epoch %" PRIu64 "; --epochs %" PRIu64 " or more continues it",
+                    o->resume, o->start_epoch + 1, o->start_epoch + 1);
+    return 0;
+}
 
-    /* Data first: a bad dataset should fail before the device is opened. */
-    ntpu_dataset train = {0}, test = {0};
-    char err[512];
-    if (ntpu_dataset_load(data, "train", (size_t)train_limit, &train, err, sizeof err) != NTPU_OK ||
-        ntpu_dataset_load(data, "test", (size_t)test_limit, &test, err, sizeof err) != NTPU_OK) {
-        ntpu_dataset_free(&train);
-        return fail("%s", err);
+/* The checkpoint's model, with the run's layer sizes taken from it, its cosine schedule stretched
+ * over a longer run, the device optimizer if asked for, and the log's earlier rows. */
+static int resume_model(train_opts *o, train_run *r)
+{
+    if (ntpu_model_load(r->dev, o->resume, (size_t)o->batch, &r->model) != NTPU_OK)
+        return fail("--resume: %s", ntpu_last_error(r->dev));
+    ntpu_model_view v;
+    ntpu_model_view_get(r->model, &v);
+    if (o->layers_s && (v.n_layers + 1 != o->n_sizes || memcmp(v.sizes, o->sizes, o->n_sizes * sizeof *o->sizes)))
+        return fail("--resume: %s holds a model with other --layers", o->resume);
+    o->n_sizes = v.n_layers + 1;
+    memcpy(o->sizes, v.sizes, o->n_sizes * sizeof *o->sizes);
+    if (check_layers(o->sizes, o->n_sizes, &r->train, &r->test, o->data))
+        return 1;
+    if (o->opt_s || o->lr_s || o->mom_s || o->wd_s || o->sched_s || o->stepsize_s || o->gamma_s)
+        fprintf(stderr, "ntpu: note: --resume keeps the checkpoint's optimizer settings\n");
+    /* A cosine schedule ends at lr 0 with the run it was made for; more --epochs would train on
+     * at lr 0, so the schedule is recomputed over the longer run (lr rises to its value at this
+     * step). Fewer epochs leave it as it was: the run just stops earlier. */
+    ntpu_optim_config *ro = v.opt;
+    uint64_t run_steps = o->epochs * r->steps_per_epoch;
+    if (ro->schedule == NTPU_LR_COSINE && ro->total_steps < run_steps) {
+        fprintf(stderr, "ntpu: note: the cosine schedule now ends with epoch %" PRIu64 " (%" PRIu64
+                " steps; the checkpoint's run had %" PRIu64 ")\n", o->epochs, run_steps, ro->total_steps);
+        ro->total_steps = run_steps;
     }
-    int rc = 1;
-    ntpu_device *dev = NULL;
-    ntpu_model *model = NULL;
-    size_t *order = NULL;
-    float *xb = NULL, *step_loss = NULL;
-    uint8_t *yb = NULL;
-    epoch_row *rows = NULL;
-    size_t nrows = 0, rows_cap = 0, nloss = 0, loss_cap = 0;
+    if (o->dev_opt && ntpu_model_set_device_optimizer(r->model, 1) != NTPU_OK)
+        return fail("%s", ntpu_last_error(r->dev));
+    if (o->log_path && read_log(o->log_path, &r->rows, &r->nrows, &r->rows_cap, o->start_epoch))
+        return 1;
+    return 0;
+}
 
-    if ((!resume || layers_s) && check_layers(sizes, n_sizes, &train, &test, data))
-        goto out;
-    if (resume && start_batch >= (train.count + batch - 1) / batch) {
-        fail("--resume: %s is not a valid checkpoint (its train.batch_index is past the epoch's end)", resume);
-        goto out;
-    }
-    if (test.features != train.features) {
-        fail("%s: the test images have %zu pixels, the training images %zu", data, test.features, train.features);
-        goto out;
-    }
-    if (!(dev = open_device(cm->device)))
-        goto out;
-    ntpu_info info;
-    ntpu_get_info(dev, &info);
-    if (resume) {
-        ntpu_status st;
-        if ((st = ntpu_model_load(dev, resume, (size_t)batch, &model)) != NTPU_OK) {
-            fail("--resume: %s", ntpu_last_error(dev));
-            goto out;
-        }
-        ntpu_model_view v;
-        ntpu_model_view_get(model, &v);
-        if (layers_s && (v.n_layers + 1 != n_sizes || memcmp(v.sizes, sizes, n_sizes * sizeof *sizes))) {
-            fail("--resume: %s holds a model with other --layers", resume);
-            goto out;
-        }
-        n_sizes = v.n_layers + 1;
-        memcpy(sizes, v.sizes, n_sizes * sizeof *sizes);
-        if (check_layers(sizes, n_sizes, &train, &test, data))
-            goto out;
-        if (opt_s || lr_s || mom_s || wd_s || sched_s || stepsize_s || gamma_s)
-            fprintf(stderr, "ntpu: note: --resume keeps the checkpoint's optimizer settings\n");
-        /* A cosine schedule ends at lr 0 with the run it was made for; more --epochs would train on
-         * at lr 0, so the schedule is recomputed over the longer run (lr rises to its value at this
-         * step). Fewer epochs leave it as it was: the run just stops earlier. */
-        ntpu_optim_config *ro = v.opt;
-        uint64_t run_steps = epochs * ((train.count + batch - 1) / batch);
-        if (ro->schedule == NTPU_LR_COSINE && ro->total_steps < run_steps) {
-            fprintf(stderr, "ntpu: note: the cosine schedule now ends with epoch %" PRIu64 " (%" PRIu64
-                    " steps; the checkpoint's run had %" PRIu64 ")\n", epochs, run_steps, ro->total_steps);
-            ro->total_steps = run_steps;
-        }
-        if (dev_opt && ntpu_model_set_device_optimizer(model, 1) != NTPU_OK) {
-            fail("%s", ntpu_last_error(dev));
-            goto out;
-        }
-        if (log_path)
-            if (read_log(log_path, &rows, &nrows, &rows_cap, start_epoch))
-                goto out;
-    } else {
-        size_t steps_per_epoch = (train.count + batch - 1) / batch;
-        opt.total_steps = epochs * steps_per_epoch;
-        /* The library's step_size is 1 step, which leaves no learning rate after a few steps. */
-        if (opt.schedule == NTPU_LR_STEP && !stepsize_s)
-            opt.step_size = steps_per_epoch;
-        opt.device = dev_opt;
-        ntpu_status st = ntpu_model_create(dev, sizes, n_sizes, (size_t)batch, seed, &opt, &model);
-        if (st != NTPU_OK) {
-            fail("%s", ntpu_last_error(dev));
-            goto out;
-        }
-    }
+/* A new model for the run's settings. */
+static int new_model(train_opts *o, train_run *r)
+{
+    o->opt.total_steps = o->epochs * r->steps_per_epoch;
+    /* The library's step_size is 1 step, which leaves no learning rate after a few steps. */
+    if (o->opt.schedule == NTPU_LR_STEP && !o->stepsize_s)
+        o->opt.step_size = r->steps_per_epoch;
+    o->opt.device = o->dev_opt;
+    if (ntpu_model_create(r->dev, o->sizes, o->n_sizes, (size_t)o->batch, o->seed, &o->opt, &r->model) != NTPU_OK)
+        return fail("%s", ntpu_last_error(r->dev));
+    return 0;
+}
+
+/* Checks the loaded data against the settings, opens the device and the model, and prints the
+ * run's first line. 0, or 1 after printing the error. */
+static int train_setup(common *cm, train_opts *o, train_run *r)
+{
+    r->steps_per_epoch = (r->train.count + o->batch - 1) / o->batch;
+    if ((!o->resume || o->layers_s) && check_layers(o->sizes, o->n_sizes, &r->train, &r->test, o->data))
+        return 1;
+    if (o->resume && o->start_batch >= r->steps_per_epoch)
+        return fail("--resume: %s is not a valid checkpoint (its train.batch_index is past the epoch's end)",
+                    o->resume);
+    if (r->test.features != r->train.features)
+        return fail("%s: the test images have %zu pixels, the training images %zu", o->data, r->test.features,
+                    r->train.features);
+    if (!(r->dev = open_device(cm->device)))
+        return 1;
+    ntpu_get_info(r->dev, &r->info);
+    if (o->resume ? resume_model(o, r) : new_model(o, r))
+        return 1;
     const char *why_not;
-    if (dev_opt && !ntpu_model_device_optimizer(model, &why_not))
+    if (o->dev_opt && !ntpu_model_device_optimizer(r->model, &why_not))
         fprintf(stderr, "ntpu: note: the optimizer runs on the host: %s\n", why_not ? why_not : "");
-    ntpu_model_view view;
-    ntpu_model_view_get(model, &view);
-    if (ntpu_model_streamed(model))
+    ntpu_model_view_get(r->model, &r->view);
+    if (ntpu_model_streamed(r->model))
         fprintf(stderr, "ntpu: the model does not fit the device's memories (%s): streaming weights and "
-                "activations through it every step\n", ntpu_model_streamed(model));
-
-    const size_t steps_per_epoch = (train.count + batch - 1) / batch, in = train.features;
-    order = malloc(train.count * sizeof *order);
-    xb = malloc((size_t)batch * in * sizeof *xb);
-    yb = malloc((size_t)batch);
-    if (!order || !xb || !yb) {
-        fail("out of memory");
-        goto out;
-    }
-    char lstr[128];
-    layers_str(sizes, n_sizes, lstr, sizeof lstr);
-    const int tty = isatty(STDERR_FILENO);
+                "activations through it every step\n", ntpu_model_streamed(r->model));
+    const size_t in = r->train.features;
+    r->order = malloc(r->train.count * sizeof *r->order);
+    r->xb = malloc((size_t)o->batch * in * sizeof *r->xb);
+    r->yb = malloc((size_t)o->batch);
+    if (!r->order || !r->xb || !r->yb)
+        return fail("out of memory");
+    layers_str(o->sizes, o->n_sizes, r->lstr, sizeof r->lstr);
+    r->tty = isatty(STDERR_FILENO);
     if (!cm->json)
         printf("training %s on %s (%s, %ux%u array): %zu train / %zu test samples from %s, batch %" PRIu64
                ", %s lr %g\n",
-               lstr, info.device, info.platform_name, info.rows, info.cols, train.count, test.count, data, batch,
-               ntpu_optimizer_name(view.opt->kind), view.opt->lr);
+               r->lstr, r->info.device, r->info.platform_name, r->info.rows, r->info.cols, r->train.count,
+               r->test.count, o->data, o->batch, ntpu_optimizer_name(r->view.opt->kind), r->view.opt->lr);
     fflush(stdout); /* before the progress lines on stderr, also when both go to one pipe */
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    r->loss_sum = o->loss_sum;
+    r->correct_sum = o->correct_sum;
+    r->first_step = *r->view.step;
+    return 0;
+}
 
-    const uint64_t first_step = *view.step;
-    double t_run = now_s();
+/* Checkpoints the model with the run's data-order state: the next step is batch `batch_index` of
+ * epoch `epoch`, with the epoch's loss and correct sums so far. 0, or 1 after printing the error. */
+static int save_checkpoint(const train_opts *o, train_run *r, uint64_t epoch, uint64_t batch_index, double loss_sum,
+                           uint64_t correct_sum)
+{
+    char ms[7][32];
+    snprintf(ms[0], 32, "%" PRIu64, o->seed);
+    snprintf(ms[1], 32, "%" PRIu64, epoch);
+    snprintf(ms[2], 32, "%" PRIu64, batch_index);
+    snprintf(ms[3], 32, "%" PRIu64, o->batch);
+    snprintf(ms[4], 32, "%zu", r->train.count);
+    snprintf(ms[5], 32, "%.17g", loss_sum);
+    snprintf(ms[6], 32, "%" PRIu64, correct_sum);
+    const char *meta[] = {"train.seed", ms[0], "train.epoch", ms[1], "train.batch_index", ms[2],
+                          "train.batch", ms[3], "train.train_limit", ms[4], "train.loss_sum", ms[5],
+                          "train.correct", ms[6], NULL};
+    if (ntpu_model_save(r->model, o->save, NULL, 0, meta) != NTPU_OK)
+        return fail("--save: %s", ntpu_last_error(r->dev));
+    return 0;
+}
+
+/* The steps of epoch e from batch *b on, until the epoch ends or a signal stops the run (*b is then
+ * the batch it stopped before), checkpointing inside the epoch as --save-every and a signal ask.
+ * t0: when the epoch started; done_at_start: the samples it had done already (a resumed run). */
+static int train_steps(const train_opts *o, train_run *r, uint64_t e, uint64_t *b, double t0, size_t done_at_start)
+{
+    const size_t in = r->train.features;
+    int last_tenth = -1;
+    for (; *b < r->steps_per_epoch && !stop_requested; (*b)++) {
+        size_t at = (size_t)*b * o->batch;
+        size_t nb = r->train.count - at < o->batch ? r->train.count - at : (size_t)o->batch;
+        for (size_t i = 0; i < nb; i++) {
+            memcpy(r->xb + i * in, r->train.images + r->order[at + i] * in, in * sizeof *r->xb);
+            r->yb[i] = r->train.labels[r->order[at + i]];
+        }
+        ntpu_step_result res;
+        if (ntpu_train_step(r->model, r->xb, r->yb, nb, &res) != NTPU_OK) {
+            if (r->tty)
+                fputc('\n', stderr);
+            return fail("training step %" PRIu64 ": %s", *r->view.step, ntpu_last_error(r->dev));
+        }
+        r->loss_sum += (double)res.loss * (double)nb;
+        r->correct_sum += res.correct;
+        if (!(r->step_loss = room_for(r->step_loss, r->nloss, &r->loss_cap, sizeof *r->step_loss)))
+            return fail("out of memory");
+        r->step_loss[r->nloss++] = res.loss;
+        size_t done = at + nb;
+        double dt = now_s() - t0;
+        progress(r->tty, e, o->epochs, done, r->train.count, dt > 0 ? (double)(done - done_at_start) / dt : 0,
+                 (float)(r->loss_sum / (double)done), &last_tenth);
+        int periodic = o->save_every && (*r->view.step - r->first_step) % o->save_every == 0;
+        if (o->save && (periodic || stop_requested) && *b + 1 < r->steps_per_epoch &&
+            save_checkpoint(o, r, e, *b + 1, r->loss_sum, r->correct_sum))
+            return 1;
+    }
+    return 0;
+}
+
+/* The end of epoch e: the test accuracy, the epoch's row, the checkpoint, the log, the plot and the
+ * epoch's line. 0, or 1 after printing the error. */
+static int finish_epoch(const common *cm, const train_opts *o, train_run *r, uint64_t e, double t0,
+                        size_t done_at_start)
+{
+    double train_secs = now_s() - t0;
     ntpu_counters c;
-    for (uint64_t e = start_epoch; e < epochs && !stop_requested; e++) {
-        epoch_order(seed, e, order, train.count);
-        ntpu_read_counters(dev, &c, 1);
+    ntpu_read_counters(r->dev, &c, 1);
+    epoch_row row = {.epoch = e + 1, .steps = *r->view.step, .train_loss = r->loss_sum / (double)r->train.count,
+                     .train_acc = (double)r->correct_sum / (double)r->train.count,
+                     .utilization = ntpu_counters_utilization(r->dev, &c), .seconds = train_secs,
+                     .link_bytes_per_step = (double)(c.rx_bytes + c.tx_bytes) / (double)r->steps_per_epoch};
+    if (e == o->start_epoch && o->start_batch) /* resumed mid-epoch: rates cover only part of it */
+        row.link_bytes_per_step = (double)(c.rx_bytes + c.tx_bytes) / (double)(r->steps_per_epoch - o->start_batch);
+    if (ntpu_model_evaluate(r->model, r->test.images, r->test.labels, r->test.count, &row.test_acc, NULL) != NTPU_OK)
+        return fail("evaluation: %s", ntpu_last_error(r->dev));
+    if (!(r->rows = room_for(r->rows, r->nrows, &r->rows_cap, sizeof row)))
+        return fail("out of memory");
+    r->rows[r->nrows++] = row;
+    if (o->save && save_checkpoint(o, r, e + 1, 0, 0.0, 0))
+        return 1;
+    if (o->log_path && write_log(o->log_path, r->rows, r->nrows))
+        return 1;
+    if (o->plot_path && write_plot(o->plot_path, r->step_loss, r->nloss, r->first_step, r->rows, r->nrows, r->lstr))
+        return 1;
+    if (!cm->json)
+        printf("epoch %" PRIu64 "/%" PRIu64 "  train loss %.4f  train accuracy %.4f  test accuracy %.4f  "
+               "utilization %.1f%%  %.1f s (%.0f samples/s)\n",
+               e + 1, o->epochs, row.train_loss, row.train_acc, row.test_acc, 100 * row.utilization, train_secs,
+               (double)(r->train.count - done_at_start) / train_secs);
+    /* Reported after the saves above: a reader that stops reading cannot cost the epoch's checkpoint. */
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout))
+        return fail("cannot write the output (%s): stopped after epoch %" PRIu64 "%s",
+                    errno ? strerror(errno) : "write error", e + 1, o->save ? ", which the checkpoint holds" : "");
+    return 0;
+}
+
+/* The run's epochs, from the start epoch (and batch) to --epochs or a signal. 0, or 1 after printing
+ * the error (also when a signal stopped the run). */
+static int train_epochs(const common *cm, const train_opts *o, train_run *r)
+{
+    for (uint64_t e = o->start_epoch; e < o->epochs && !stop_requested; e++) {
+        epoch_order(o->seed, e, r->order, r->train.count);
+        ntpu_counters c;
+        ntpu_read_counters(r->dev, &c, 1);
         double t0 = now_s();
-        size_t done_at_start = (size_t)(e == start_epoch ? start_batch : 0) * batch;
-        if (e != start_epoch) {
-            loss_sum = 0;
-            correct_sum = 0;
+        size_t done_at_start = (size_t)(e == o->start_epoch ? o->start_batch : 0) * o->batch;
+        if (e != o->start_epoch) {
+            r->loss_sum = 0;
+            r->correct_sum = 0;
         }
-        int last_tenth = -1;
-        uint64_t b = e == start_epoch ? start_batch : 0;
-        for (; b < steps_per_epoch && !stop_requested; b++) {
-            size_t at = (size_t)b * batch, nb = train.count - at < batch ? train.count - at : (size_t)batch;
-            for (size_t i = 0; i < nb; i++) {
-                memcpy(xb + i * in, train.images + order[at + i] * in, in * sizeof *xb);
-                yb[i] = train.labels[order[at + i]];
-            }
-            ntpu_step_result r;
-            if (ntpu_train_step(model, xb, yb, nb, &r) != NTPU_OK) {
-                if (tty)
-                    fputc('\n', stderr);
-                fail("training step %" PRIu64 ": %s", *view.step, ntpu_last_error(dev));
-                goto out;
-            }
-            loss_sum += (double)r.loss * (double)nb;
-            correct_sum += r.correct;
-            if (!(step_loss = room_for(step_loss, nloss, &loss_cap, sizeof *step_loss))) {
-                fail("out of memory");
-                goto out;
-            }
-            step_loss[nloss++] = r.loss;
-            size_t done = at + nb;
-            double dt = now_s() - t0;
-            progress(tty, e, epochs, done, train.count, dt > 0 ? (double)(done - done_at_start) / dt : 0,
-                     (float)(loss_sum / (double)done), &last_tenth);
-            int periodic = save_every && (*view.step - first_step) % save_every == 0;
-            if (save && (periodic || stop_requested) && b + 1 < steps_per_epoch) {
-                char ms[7][32];
-                snprintf(ms[0], 32, "%" PRIu64, seed);
-                snprintf(ms[1], 32, "%" PRIu64, e);
-                snprintf(ms[2], 32, "%" PRIu64, b + 1);
-                snprintf(ms[3], 32, "%" PRIu64, batch);
-                snprintf(ms[4], 32, "%zu", train.count);
-                snprintf(ms[5], 32, "%.17g", loss_sum);
-                snprintf(ms[6], 32, "%" PRIu64, correct_sum);
-                const char *meta[] = {"train.seed", ms[0], "train.epoch", ms[1], "train.batch_index", ms[2],
-                                      "train.batch", ms[3], "train.train_limit", ms[4], "train.loss_sum", ms[5],
-                                      "train.correct", ms[6], NULL};
-                if (ntpu_model_save(model, save, NULL, 0, meta) != NTPU_OK) {
-                    fail("--save: %s", ntpu_last_error(dev));
-                    goto out;
-                }
-            }
-        }
-        if (tty)
+        uint64_t b = e == o->start_epoch ? o->start_batch : 0;
+        if (train_steps(o, r, e, &b, t0, done_at_start))
+            return 1;
+        if (r->tty)
             fputs("\r\033[K", stderr); /* the epoch line replaces the bar */
-        if (b < steps_per_epoch)
+        if (b < r->steps_per_epoch)
             break; /* interrupted: the checkpoint above has the state */
-        double train_secs = now_s() - t0;
-        ntpu_read_counters(dev, &c, 1);
-        epoch_row row = {.epoch = e + 1, .steps = *view.step, .train_loss = loss_sum / (double)train.count,
-                         .train_acc = (double)correct_sum / (double)train.count,
-                         .utilization = ntpu_counters_utilization(dev, &c), .seconds = train_secs,
-                         .link_bytes_per_step = (double)(c.rx_bytes + c.tx_bytes) / (double)steps_per_epoch};
-        if (e == start_epoch && start_batch) /* resumed mid-epoch: rates cover only part of it */
-            row.link_bytes_per_step = (double)(c.rx_bytes + c.tx_bytes) / (double)(steps_per_epoch - start_batch);
-        if (ntpu_model_evaluate(model, test.images, test.labels, test.count, &row.test_acc, NULL) != NTPU_OK) {
-            fail("evaluation: %s", ntpu_last_error(dev));
-            goto out;
-        }
-        if (!(rows = room_for(rows, nrows, &rows_cap, sizeof row))) {
-            fail("out of memory");
-            goto out;
-        }
-        rows[nrows++] = row;
-        if (save) {
-            char ms[5][32];
-            snprintf(ms[0], 32, "%" PRIu64, seed);
-            snprintf(ms[1], 32, "%" PRIu64, e + 1);
-            snprintf(ms[2], 32, "%d", 0);
-            snprintf(ms[3], 32, "%" PRIu64, batch);
-            snprintf(ms[4], 32, "%zu", train.count);
-            const char *meta[] = {"train.seed", ms[0], "train.epoch", ms[1], "train.batch_index", ms[2],
-                                  "train.batch", ms[3], "train.train_limit", ms[4], "train.loss_sum", "0",
-                                  "train.correct", "0", NULL};
-            if (ntpu_model_save(model, save, NULL, 0, meta) != NTPU_OK) {
-                fail("--save: %s", ntpu_last_error(dev));
-                goto out;
-            }
-        }
-        if (log_path && write_log(log_path, rows, nrows))
-            goto out;
-        if (plot_path && write_plot(plot_path, step_loss, nloss, first_step, rows, nrows, lstr))
-            goto out;
-        if (!cm->json)
-            printf("epoch %" PRIu64 "/%" PRIu64 "  train loss %.4f  train accuracy %.4f  test accuracy %.4f  "
-                   "utilization %.1f%%  %.1f s (%.0f samples/s)\n",
-                   e + 1, epochs, row.train_loss, row.train_acc, row.test_acc, 100 * row.utilization, train_secs,
-                   (double)(train.count - done_at_start) / train_secs);
-        /* Reported after the saves above: a reader that stops reading cannot cost the epoch's checkpoint. */
-        errno = 0;
-        if (fflush(stdout) != 0 || ferror(stdout)) {
-            fail("cannot write the output (%s): stopped after epoch %" PRIu64 "%s",
-                 errno ? strerror(errno) : "write error", e + 1, save ? ", which the checkpoint holds" : "");
-            goto out;
+        if (finish_epoch(cm, o, r, e, t0, done_at_start))
+            return 1;
+    }
+    if (stop_requested)
+        return fail("interrupted%s", o->save ? "; the checkpoint holds the last completed step (--resume continues)"
+                                             : "");
+    return 0;
+}
+
+/* The run's last line, or its JSON object. */
+static void train_report(const common *cm, const train_opts *o, const train_run *r, double total)
+{
+    if (!cm->json) {
+        printf("done: %" PRIu64 " steps in %.1f s%s%s\n", *r->view.step - r->first_step, total,
+               o->save ? "; saved " : "", o->save ? o->save : "");
+        return;
+    }
+    const epoch_row *last = r->nrows ? &r->rows[r->nrows - 1] : NULL;
+    printf("{\"device\":");
+    json_str(stdout, r->info.device);
+    printf(",\"layers\":[");
+    for (size_t i = 0; i < o->n_sizes; i++)
+        printf("%s%u", i ? "," : "", o->sizes[i]);
+    printf("],\"epochs\":%" PRIu64 ",\"batch\":%" PRIu64 ",\"optimizer\":\"%s\",\"lr\":%g,\"seed\":%" PRIu64
+           ",\"train_samples\":%zu,\"test_samples\":%zu,\"steps\":%" PRIu64 ",\"seconds\":%.3f,\"history\":[",
+           o->epochs, o->batch, ntpu_optimizer_name(r->view.opt->kind), r->view.opt->lr, o->seed, r->train.count,
+           r->test.count, *r->view.step, total);
+    for (size_t i = 0; i < r->nrows; i++) {
+        const epoch_row *w = &r->rows[i];
+        printf("%s{\"epoch\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"train_loss\":%.6f,\"train_accuracy\":%.6f,"
+               "\"test_accuracy\":%.6f,\"utilization\":%.6f,\"seconds\":%.3f,\"link_bytes_per_step\":%.0f}",
+               i ? "," : "", w->epoch, w->steps, w->train_loss, w->train_acc, w->test_acc, w->utilization,
+               w->seconds, w->link_bytes_per_step);
+    }
+    printf("],\"train_loss\":%.6f,\"test_accuracy\":%.6f,\"utilization\":%.6f,\"link_bytes_per_step\":%.0f}\n",
+           last ? last->train_loss : 0, last ? last->test_acc : 0, last ? last->utilization : 0,
+           last ? last->link_bytes_per_step : 0);
+}
+
+int cmd_train(common *cm, int argc, char **argv)
+{
+    train_opts o;
+    int rc = train_args(cm, argc, argv, &o);
+    if (rc)
+        return rc > 0;
+    signal(SIGPIPE, SIG_IGN); /* a closed stdout (| head) ends the run after a save, with a reason */
+    if (train_settings(&o) || (o.resume && train_resume_settings(&o)))
+        return 1;
+
+    /* Data first: a bad dataset should fail before the device is opened. */
+    train_run r;
+    memset(&r, 0, sizeof r);
+    char err[512];
+    if (ntpu_dataset_load(o.data, "train", (size_t)o.train_limit, &r.train, err, sizeof err) != NTPU_OK ||
+        ntpu_dataset_load(o.data, "test", (size_t)o.test_limit, &r.test, err, sizeof err) != NTPU_OK) {
+        ntpu_dataset_free(&r.train);
+        return fail("%s", err);
+    }
+    rc = 1;
+    if (train_setup(cm, &o, &r) == 0) {
+        double t_run = now_s();
+        if (train_epochs(cm, &o, &r) == 0) {
+            train_report(cm, &o, &r, now_s() - t_run);
+            rc = 0;
         }
     }
-    if (stop_requested) {
-        fail("interrupted%s", save ? "; the checkpoint holds the last completed step (--resume continues)" : "");
-        goto out;
-    }
-    double total = now_s() - t_run;
-    if (cm->json) {
-        const epoch_row *last = nrows ? &rows[nrows - 1] : NULL;
-        printf("{\"device\":");
-        json_str(stdout, info.device);
-        printf(",\"layers\":[");
-        for (size_t i = 0; i < n_sizes; i++)
-            printf("%s%u", i ? "," : "", sizes[i]);
-        printf("],\"epochs\":%" PRIu64 ",\"batch\":%" PRIu64 ",\"optimizer\":\"%s\",\"lr\":%g,\"seed\":%" PRIu64
-               ",\"train_samples\":%zu,\"test_samples\":%zu,\"steps\":%" PRIu64 ",\"seconds\":%.3f,\"history\":[",
-               epochs, batch, ntpu_optimizer_name(view.opt->kind), view.opt->lr, seed, train.count, test.count,
-               *view.step, total);
-        for (size_t i = 0; i < nrows; i++)
-            printf("%s{\"epoch\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"train_loss\":%.6f,\"train_accuracy\":%.6f,"
-                   "\"test_accuracy\":%.6f,\"utilization\":%.6f,\"seconds\":%.3f,\"link_bytes_per_step\":%.0f}",
-                   i ? "," : "", rows[i].epoch, rows[i].steps, rows[i].train_loss, rows[i].train_acc,
-                   rows[i].test_acc, rows[i].utilization, rows[i].seconds, rows[i].link_bytes_per_step);
-        printf("],\"train_loss\":%.6f,\"test_accuracy\":%.6f,\"utilization\":%.6f,\"link_bytes_per_step\":%.0f}\n",
-               last ? last->train_loss : 0, last ? last->test_acc : 0, last ? last->utilization : 0,
-               last ? last->link_bytes_per_step : 0);
-    } else {
-        printf("done: %" PRIu64 " steps in %.1f s%s%s\n", *view.step - first_step, total, save ? "; saved " : "",
-               save ? save : "");
-    }
-    rc = 0;
-out:
-    ntpu_model_destroy(model);
-    ntpu_close(dev);
-    ntpu_dataset_free(&train);
-    ntpu_dataset_free(&test);
-    free(order);
-    free(xb);
-    free(yb);
-    free(step_loss);
-    free(rows);
+    ntpu_model_destroy(r.model);
+    ntpu_close(r.dev);
+    ntpu_dataset_free(&r.train);
+    ntpu_dataset_free(&r.test);
+    free(r.order);
+    free(r.xb);
+    free(r.yb);
+    free(r.step_loss);
+    free(r.rows);
     return rc;
 }
 
@@ -751,13 +819,21 @@ static const char eval_help[] =
     "  --calib N          calibration samples for --int8 (1000)\n"
     "  --json             one JSON object on stdout instead of the table\n";
 
-int cmd_eval(common *cm, int argc, char **argv)
+/* The command line of ntpu eval: the options as given and the numbers they make. */
+typedef struct eval_opts {
+    const char *model_path, *data, *testlim_s, *calib_s, *batch_s;
+    int int8;
+    uint64_t test_limit, calib, batch;
+} eval_opts;
+
+/* The command line into *o: 0, 1 after printing an error, or -1 after printing the help. */
+static int eval_args(common *cm, int argc, char **argv, eval_opts *o)
 {
-    const char *model_path = NULL, *data = DEFAULT_DATA, *testlim_s = NULL, *calib_s = NULL, *batch_s = NULL;
-    int int8 = 0;
+    *o = (eval_opts){.data = DEFAULT_DATA, .calib = 1000, .batch = 64};
     const option opts[] = {
-        {"--model", 'm', &model_path, NULL}, {"--data", 0, &data, NULL}, {"--test-limit", 0, &testlim_s, NULL},
-        {"--calib", 0, &calib_s, NULL},      {"--batch", 0, &batch_s, NULL}, {"--int8", 0, NULL, &int8},
+        {"--model", 'm', &o->model_path, NULL}, {"--data", 0, &o->data, NULL},
+        {"--test-limit", 0, &o->testlim_s, NULL}, {"--calib", 0, &o->calib_s, NULL},
+        {"--batch", 0, &o->batch_s, NULL},      {"--int8", 0, NULL, &o->int8},
     };
     int npos;
     char *pos[1];
@@ -765,22 +841,21 @@ int cmd_eval(common *cm, int argc, char **argv)
         return 1;
     if (cm->help) {
         fputs(eval_help, stdout);
-        return 0;
+        return -1;
     }
-    uint64_t test_limit = 0, calib = 1000, batch = 64;
-    if (!model_path)
+    if (!o->model_path)
         return fail("eval needs --model FILE (see --help)");
-    if ((testlim_s && parse_u64("--test-limit", testlim_s, 1, UINT32_MAX, &test_limit)) ||
-        (calib_s && parse_u64("--calib", calib_s, 1, UINT32_MAX, &calib)) ||
-        (batch_s && parse_u64("--batch", batch_s, 1, 4096, &batch)))
+    if ((o->testlim_s && parse_u64("--test-limit", o->testlim_s, 1, UINT32_MAX, &o->test_limit)) ||
+        (o->calib_s && parse_u64("--calib", o->calib_s, 1, UINT32_MAX, &o->calib)) ||
+        (o->batch_s && parse_u64("--batch", o->batch_s, 1, 4096, &o->batch)))
         return 1;
-    ntpu_dataset test = {0}, train = {0};
-    char err[512];
-    if (ntpu_dataset_load(data, "test", (size_t)test_limit, &test, err, sizeof err) != NTPU_OK ||
-        (int8 && ntpu_dataset_load(data, "train", (size_t)calib, &train, err, sizeof err) != NTPU_OK)) {
-        ntpu_dataset_free(&test);
-        return fail("%s", err);
-    }
+    return 0;
+}
+
+/* Evaluates the checkpoint on the test set, and with --int8 its quantized copy calibrated on the
+ * training samples, and prints the accuracies. 0, or 1 after printing the error. */
+static int eval_model(const common *cm, const eval_opts *o, const ntpu_dataset *test, const ntpu_dataset *train)
+{
     int rc = 1;
     ntpu_model *model = NULL;
     ntpu_qmodel *q = NULL;
@@ -789,31 +864,31 @@ int cmd_eval(common *cm, int argc, char **argv)
         goto out;
     ntpu_info info;
     ntpu_get_info(dev, &info);
-    if (ntpu_model_load(dev, model_path, (size_t)batch, &model) != NTPU_OK) {
+    if (ntpu_model_load(dev, o->model_path, (size_t)o->batch, &model) != NTPU_OK) {
         fail("%s", ntpu_last_error(dev));
         goto out;
     }
     ntpu_model_view v;
     ntpu_model_view_get(model, &v);
-    if (v.sizes[0] != test.features || v.sizes[v.n_layers] < test.classes) {
-        fail("%s: the model takes %u inputs and gives %u classes; %s has %zu pixels and %u classes", model_path,
-             v.sizes[0], v.sizes[v.n_layers], data, test.features, test.classes);
+    if (v.sizes[0] != test->features || v.sizes[v.n_layers] < test->classes) {
+        fail("%s: the model takes %u inputs and gives %u classes; %s has %zu pixels and %u classes", o->model_path,
+             v.sizes[0], v.sizes[v.n_layers], o->data, test->features, test->classes);
         goto out;
     }
-    if (int8 && ntpu_qmodel_check(model) != NTPU_OK) {
+    if (o->int8 && ntpu_qmodel_check(model) != NTPU_OK) {
         fail("int8: %s", ntpu_last_error(dev));
         goto out;
     }
     double t0 = now_s(), acc = 0, loss = 0, acc8 = 0, t_bf16, t_int8 = 0;
-    if (ntpu_model_evaluate(model, test.images, test.labels, test.count, &acc, &loss) != NTPU_OK) {
+    if (ntpu_model_evaluate(model, test->images, test->labels, test->count, &acc, &loss) != NTPU_OK) {
         fail("evaluation: %s", ntpu_last_error(dev));
         goto out;
     }
     t_bf16 = now_s() - t0;
-    if (int8) {
+    if (o->int8) {
         t0 = now_s();
-        if (ntpu_qmodel_create(model, train.images, train.count, &q) != NTPU_OK ||
-            ntpu_qmodel_evaluate(q, test.images, test.labels, test.count, &acc8) != NTPU_OK) {
+        if (ntpu_qmodel_create(model, train->images, train->count, &q) != NTPU_OK ||
+            ntpu_qmodel_evaluate(q, test->images, test->labels, test->count, &acc8) != NTPU_OK) {
             fail("int8: %s", ntpu_last_error(dev));
             goto out;
         }
@@ -823,23 +898,40 @@ int cmd_eval(common *cm, int argc, char **argv)
         printf("{\"device\":");
         json_str(stdout, info.device);
         printf(",\"model\":");
-        json_str(stdout, model_path);
-        printf(",\"test_samples\":%zu,\"test_accuracy\":%.6f,\"test_loss\":%.6f", test.count, acc, loss);
-        if (int8)
-            printf(",\"int8_accuracy\":%.6f,\"calibration_samples\":%zu", acc8, train.count);
+        json_str(stdout, o->model_path);
+        printf(",\"test_samples\":%zu,\"test_accuracy\":%.6f,\"test_loss\":%.6f", test->count, acc, loss);
+        if (o->int8)
+            printf(",\"int8_accuracy\":%.6f,\"calibration_samples\":%zu", acc8, train->count);
         printf("}\n");
     } else {
-        printf("%s on %s: %zu test samples\n", model_path, info.device, test.count);
+        printf("%s on %s: %zu test samples\n", o->model_path, info.device, test->count);
         printf("bf16  test accuracy %.4f  loss %.4f  (%.1f s)\n", acc, loss, t_bf16);
-        if (int8)
+        if (o->int8)
             printf("int8  test accuracy %.4f  (%+.2f points; calibrated on %zu samples, %.1f s)\n", acc8,
-                   100 * (acc8 - acc), train.count, t_int8);
+                   100 * (acc8 - acc), train->count, t_int8);
     }
     rc = 0;
 out:
     ntpu_qmodel_destroy(q);
     ntpu_model_destroy(model);
     ntpu_close(dev);
+    return rc;
+}
+
+int cmd_eval(common *cm, int argc, char **argv)
+{
+    eval_opts o;
+    int rc = eval_args(cm, argc, argv, &o);
+    if (rc)
+        return rc > 0;
+    ntpu_dataset test = {0}, train = {0};
+    char err[512];
+    if (ntpu_dataset_load(o.data, "test", (size_t)o.test_limit, &test, err, sizeof err) != NTPU_OK ||
+        (o.int8 && ntpu_dataset_load(o.data, "train", (size_t)o.calib, &train, err, sizeof err) != NTPU_OK)) {
+        ntpu_dataset_free(&test);
+        return fail("%s", err);
+    }
+    rc = eval_model(cm, &o, &test, &train);
     ntpu_dataset_free(&test);
     ntpu_dataset_free(&train);
     return rc;

@@ -151,80 +151,100 @@ static uint16_t *to_bf16(const ntpu_tensor *t)
     return h;
 }
 
-static int cmd_matmul(common *cm, int argc, char **argv)
+/* The command line of ntpu matmul. */
+typedef struct matmul_opts {
+    const char *dtype_arg;      /* "int8", "bf16", or NULL: from A's element type */
+    const char *out_path;       /* C.npy */
+    const char *a_path, *b_path; /* A.npy, B.npy */
+} matmul_opts;
+
+/* The command line into *o: 0, 1 after printing an error, or -1 after printing the help. */
+static int matmul_args(common *cm, int argc, char **argv, matmul_opts *o)
 {
-    const char *dtype_arg = NULL, *out_path = NULL;
-    const option opts[] = {{"--dtype", 0, &dtype_arg, NULL}, {"--output", 'o', &out_path, NULL}};
+    *o = (matmul_opts){0};
+    const option opts[] = {{"--dtype", 0, &o->dtype_arg, NULL}, {"--output", 'o', &o->out_path, NULL}};
     char *pos[2];
     int npos;
     if (parse_args(argc, argv, cm, opts, 2, pos, 2, &npos))
         return 1;
     if (cm->help) {
         fputs(matmul_help, stdout);
-        return 0;
+        return -1;
     }
     if (npos != 2)
         return fail("matmul needs two input files, A.npy and B.npy (see --help)");
-    if (!out_path)
+    if (!o->out_path)
         return fail("matmul needs -o C.npy (see --help)");
-    if (dtype_arg && strcmp(dtype_arg, "int8") && strcmp(dtype_arg, "bf16"))
-        return fail("unknown --dtype '%s' (expected int8 or bf16)", dtype_arg);
+    if (o->dtype_arg && strcmp(o->dtype_arg, "int8") && strcmp(o->dtype_arg, "bf16"))
+        return fail("unknown --dtype '%s' (expected int8 or bf16)", o->dtype_arg);
+    o->a_path = pos[0];
+    o->b_path = pos[1];
+    return 0;
+}
 
-    ntpu_tensor A = {0}, B = {0}, C = {0};
-    ntpu_device *dev = NULL;
-    void *abuf = NULL, *bbuf = NULL;
-    int rc = 1;
+/* Reads A and B and picks the dtype (--dtype's, else from A's element type), checked against their
+ * element types. 0, or 1 after printing the error. */
+static int matmul_read(const matmul_opts *o, ntpu_tensor *A, ntpu_tensor *B, ntpu_dtype *dtype)
+{
     char err[512];
-    if (ntpu_npy_read(pos[0], &A, err, sizeof err) || ntpu_npy_read(pos[1], &B, err, sizeof err)) {
-        fail("%s", err);
-        goto out;
-    }
-    ntpu_dtype dtype = dtype_arg ? (strcmp(dtype_arg, "bf16") ? NTPU_DTYPE_INT8 : NTPU_DTYPE_BF16)
-                                 : (A.elem == NTPU_ELEM_INT8 ? NTPU_DTYPE_INT8 : NTPU_DTYPE_BF16);
-    const ntpu_tensor *in[2] = {&A, &B};
+    if (ntpu_npy_read(o->a_path, A, err, sizeof err) || ntpu_npy_read(o->b_path, B, err, sizeof err))
+        return fail("%s", err);
+    *dtype = o->dtype_arg ? (strcmp(o->dtype_arg, "bf16") ? NTPU_DTYPE_INT8 : NTPU_DTYPE_BF16)
+                          : (A->elem == NTPU_ELEM_INT8 ? NTPU_DTYPE_INT8 : NTPU_DTYPE_BF16);
+    const ntpu_tensor *in[2] = {A, B};
+    const char *path[2] = {o->a_path, o->b_path};
     for (int i = 0; i < 2; i++) {
         ntpu_elem e = in[i]->elem;
-        int good = dtype == NTPU_DTYPE_INT8 ? e == NTPU_ELEM_INT8 : (e == NTPU_ELEM_FLOAT32 || e == NTPU_ELEM_UINT16);
-        if (!good && !dtype_arg) { /* the dtype came from A: say what the inputs may be */
-            fail("%s holds %s; matmul takes int8 inputs (int8 matmul) or float32 / uint16 bf16 bits (bf16)",
-                 pos[i], elem_name(e));
-            goto out;
-        }
-        if (!good) {
-            fail("%s holds %s; --dtype %s needs %s", pos[i], elem_name(e), dtype_name(dtype),
-                 dtype == NTPU_DTYPE_INT8 ? "int8" : "float32 (or uint16 bf16 bits)");
-            goto out;
-        }
+        int good = *dtype == NTPU_DTYPE_INT8 ? e == NTPU_ELEM_INT8 : (e == NTPU_ELEM_FLOAT32 || e == NTPU_ELEM_UINT16);
+        if (!good && !o->dtype_arg) /* the dtype came from A: say what the inputs may be */
+            return fail("%s holds %s; matmul takes int8 inputs (int8 matmul) or float32 / uint16 bf16 bits (bf16)",
+                        path[i], elem_name(e));
+        if (!good)
+            return fail("%s holds %s; --dtype %s needs %s", path[i], elem_name(e), dtype_name(*dtype),
+                        *dtype == NTPU_DTYPE_INT8 ? "int8" : "float32 (or uint16 bf16 bits)");
     }
-    /* numpy.matmul's rules for 1-D operands. */
-    size_t M = A.ndim == 1 ? 1 : A.shape[0], K = A.ndim == 1 ? A.shape[0] : A.shape[1];
-    size_t KB = B.shape[0], N = B.ndim == 1 ? 1 : B.shape[1];
+    return 0;
+}
+
+/* The product's sizes (M x K).(K x N) and C, allocated, by numpy.matmul's rules for 1-D operands.
+ * 0, or 1 after printing the error. */
+static int matmul_shape(const ntpu_tensor *A, const ntpu_tensor *B, ntpu_dtype dtype, size_t mkn[3], ntpu_tensor *C)
+{
+    size_t M = A->ndim == 1 ? 1 : A->shape[0], K = A->ndim == 1 ? A->shape[0] : A->shape[1];
+    size_t KB = B->shape[0], N = B->ndim == 1 ? 1 : B->shape[1];
     char sa[48], sb[48];
-    shape_str(&A, sa, sizeof sa);
-    shape_str(&B, sb, sizeof sb);
-    if (K != KB) {
-        fail("shapes %s and %s do not match: A has %zu columns, B has %zu rows", sa, sb, K, KB);
-        goto out;
-    }
-    if (M == 0 || K == 0 || N == 0) {
-        fail("shapes %s and %s: empty matrices are not supported", sa, sb);
-        goto out;
-    }
-    C.elem = dtype == NTPU_DTYPE_INT8 ? NTPU_ELEM_INT32 : NTPU_ELEM_FLOAT32;
-    C.ndim = A.ndim == 1 || B.ndim == 1 ? (A.ndim == 1 && B.ndim == 1 ? 0 : 1) : 2;
-    if (C.ndim == 0) {
-        fail("both inputs are 1-D: a dot product gives a scalar, which .npy output here does not support");
-        goto out;
-    }
-    C.shape[0] = A.ndim == 1 ? N : M;
-    C.shape[1] = C.ndim == 1 ? 1 : N;
-    C.data = M <= SIZE_MAX / 4 / N ? malloc(M * N * 4) : NULL;
-    if (!C.data) {
-        fail("out of memory for C (%zu x %zu)", M, N);
-        goto out;
-    }
-    if (!(dev = open_device(cm->device)))
-        goto out;
+    shape_str(A, sa, sizeof sa);
+    shape_str(B, sb, sizeof sb);
+    if (K != KB)
+        return fail("shapes %s and %s do not match: A has %zu columns, B has %zu rows", sa, sb, K, KB);
+    if (M == 0 || K == 0 || N == 0)
+        return fail("shapes %s and %s: empty matrices are not supported", sa, sb);
+    C->elem = dtype == NTPU_DTYPE_INT8 ? NTPU_ELEM_INT32 : NTPU_ELEM_FLOAT32;
+    C->ndim = A->ndim == 1 || B->ndim == 1 ? (A->ndim == 1 && B->ndim == 1 ? 0 : 1) : 2;
+    if (C->ndim == 0)
+        return fail("both inputs are 1-D: a dot product gives a scalar, which .npy output here does not support");
+    C->shape[0] = A->ndim == 1 ? N : M;
+    C->shape[1] = C->ndim == 1 ? 1 : N;
+    C->data = M <= SIZE_MAX / 4 / N ? malloc(M * N * 4) : NULL;
+    if (!C->data)
+        return fail("out of memory for C (%zu x %zu)", M, N);
+    mkn[0] = M;
+    mkn[1] = K;
+    mkn[2] = N;
+    return 0;
+}
+
+/* C = A.B on the device, C to the output file, and the counters' line (or JSON object). 0, or 1
+ * after printing the error. */
+static int matmul_on_device(const common *cm, const matmul_opts *o, ntpu_dtype dtype, const ntpu_tensor *A,
+                            const ntpu_tensor *B, ntpu_tensor *C, const size_t mkn[3])
+{
+    const size_t M = mkn[0], K = mkn[1], N = mkn[2];
+    void *abuf = NULL, *bbuf = NULL;
+    int rc = 1;
+    ntpu_device *dev = open_device(cm->device);
+    if (!dev)
+        return 1;
     ntpu_info info;
     ntpu_counters c0, c1;
     ntpu_link_stats l0, l1;
@@ -233,13 +253,13 @@ static int cmd_matmul(common *cm, int argc, char **argv)
     double t0 = now_s();
     if (st == NTPU_OK) {
         if (dtype == NTPU_DTYPE_INT8) {
-            st = ntpu_matmul(dev, dtype, A.data, B.data, C.data, M, K, N);
-        } else if (A.elem == NTPU_ELEM_FLOAT32 && B.elem == NTPU_ELEM_FLOAT32) {
-            st = ntpu_matmul(dev, dtype, A.data, B.data, C.data, M, K, N);
+            st = ntpu_matmul(dev, dtype, A->data, B->data, C->data, M, K, N);
+        } else if (A->elem == NTPU_ELEM_FLOAT32 && B->elem == NTPU_ELEM_FLOAT32) {
+            st = ntpu_matmul(dev, dtype, A->data, B->data, C->data, M, K, N);
         } else {
-            abuf = to_bf16(&A);
-            bbuf = to_bf16(&B);
-            st = abuf && bbuf ? ntpu_matmul_bf16(dev, abuf, bbuf, C.data, M, K, N) : NTPU_ERR_NO_MEMORY;
+            abuf = to_bf16(A);
+            bbuf = to_bf16(B);
+            st = abuf && bbuf ? ntpu_matmul_bf16(dev, abuf, bbuf, C->data, M, K, N) : NTPU_ERR_NO_MEMORY;
         }
     }
     double secs = now_s() - t0;
@@ -251,7 +271,8 @@ static int cmd_matmul(common *cm, int argc, char **argv)
         goto out;
     }
     ntpu_get_link_stats(dev, &l1);
-    if (ntpu_npy_write(out_path, &C, err, sizeof err)) {
+    char err[512];
+    if (ntpu_npy_write(o->out_path, C, err, sizeof err)) {
         fail("%s", err);
         goto out;
     }
@@ -262,7 +283,7 @@ static int cmd_matmul(common *cm, int argc, char **argv)
         printf("{\"device\":");
         json_str(stdout, info.device);
         printf(",\"dtype\":\"%s\",\"m\":%zu,\"k\":%zu,\"n\":%zu,\"output\":", dtype_name(dtype), M, K, N);
-        json_str(stdout, out_path);
+        json_str(stdout, o->out_path);
         printf(",\"cycles\":%" PRIu64 ",\"macs\":%" PRIu64 ",\"utilization\":%.6f,\"seconds\":%.6f,"
                "\"link_tx_bytes\":%" PRIu64 ",\"link_rx_bytes\":%" PRIu64 ",\"link_recoveries\":%" PRIu64
                ",\"link_retransmits\":%" PRIu64 "}\n",
@@ -270,7 +291,7 @@ static int cmd_matmul(common *cm, int argc, char **argv)
     } else {
         char b1[32], b2[32];
         printf("%s (%zux%zu).(%zux%zu) -> %s on %s: %s cycles, %s MACs, array utilization %.1f%%\n",
-               dtype_name(dtype), M, K, K, N, out_path, info.device, grouped(c1.cycles, b1, sizeof b1),
+               dtype_name(dtype), M, K, K, N, o->out_path, info.device, grouped(c1.cycles, b1, sizeof b1),
                grouped(c1.macs, b2, sizeof b2), 100.0 * util);
     }
     rc = 0;
@@ -278,6 +299,20 @@ out:
     ntpu_close(dev);
     free(abuf);
     free(bbuf);
+    return rc;
+}
+
+static int cmd_matmul(common *cm, int argc, char **argv)
+{
+    matmul_opts o;
+    int rc = matmul_args(cm, argc, argv, &o);
+    if (rc)
+        return rc > 0;
+    ntpu_tensor A = {0}, B = {0}, C = {0};
+    ntpu_dtype dtype = NTPU_DTYPE_INT8;
+    size_t mkn[3] = {0};
+    rc = matmul_read(&o, &A, &B, &dtype) || matmul_shape(&A, &B, dtype, mkn, &C) ||
+         matmul_on_device(cm, &o, dtype, &A, &B, &C, mkn);
     ntpu_tensor_free(&A);
     ntpu_tensor_free(&B);
     ntpu_tensor_free(&C);

@@ -222,6 +222,115 @@ static int elem_from_descr(const char *d, ntpu_elem *e, char *why, size_t whylen
 
 /* ------------------------------------------------------------------ read */
 
+/* A short read: the OS's reason (NTPU_ERR_FILE) or, at the end of the file, `truncated`
+ * (NTPU_ERR_FORMAT), in why. */
+static ntpu_status read_failed(FILE *f, const char *truncated, char *why, size_t whylen)
+{
+    if (ferror(f)) {
+        ntpu_errf(why, whylen, "read error: %s", strerror(errno));
+        return NTPU_ERR_FILE;
+    }
+    ntpu_errf(why, whylen, "%s", truncated);
+    return NTPU_ERR_FORMAT;
+}
+
+/* The preamble and the header of an open .npy file, checked: *h and the element type. Leaves f at
+ * the data. NTPU_OK, or the status with the reason in why. */
+static ntpu_status read_header(FILE *f, npy_header *h, ntpu_elem *elem, char *why, size_t whylen)
+{
+    uint8_t pre[12];
+    if (fread(pre, 1, 8, f) < 8 || memcmp(pre, npy_magic, sizeof npy_magic) != 0) {
+        ntpu_errf(why, whylen, "not a .npy file (bad magic)");
+        return NTPU_ERR_FORMAT;
+    }
+    unsigned major = pre[6], minor = pre[7];
+    size_t hlen;
+    if (major == 1 && minor == 0) {
+        if (fread(pre + 8, 1, 2, f) != 2)
+            return read_failed(f, "truncated header", why, whylen);
+        hlen = ntpu_rd16(pre + 8);
+    } else if ((major == 2 || major == 3) && minor == 0) {
+        if (fread(pre + 8, 1, 4, f) != 4)
+            return read_failed(f, "truncated header", why, whylen);
+        hlen = ntpu_rd32(pre + 8);
+    } else {
+        ntpu_errf(why, whylen, "unsupported .npy format version %u.%u", major, minor);
+        return NTPU_ERR_FORMAT;
+    }
+    if (hlen > (1u << 24)) {
+        ntpu_errf(why, whylen, "header of %zu bytes is implausibly long", hlen);
+        return NTPU_ERR_FORMAT;
+    }
+    char *text = malloc(hlen + 1);
+    if (!text) {
+        ntpu_errf(why, whylen, "out of memory");
+        return NTPU_ERR_NO_MEMORY;
+    }
+    ntpu_status st = NTPU_ERR_FORMAT;
+    if (fread(text, 1, hlen, f) != hlen) {
+        st = read_failed(f, "truncated header", why, whylen);
+    } else {
+        text[hlen] = 0;
+        if (!parse_header(text, hlen, h, why, whylen) && !elem_from_descr(h->descr, elem, why, whylen))
+            st = NTPU_OK;
+    }
+    free(text);
+    if (st != NTPU_OK)
+        return st;
+    if (h->fortran) {
+        ntpu_errf(why, whylen, "fortran_order is True; save a C-ordered array (numpy.ascontiguousarray)");
+        return NTPU_ERR_FORMAT;
+    }
+    if (h->ndim < 1 || h->ndim > 2) {
+        ntpu_errf(why, whylen, "%d-D arrays are not supported (only 1-D and 2-D)", h->ndim);
+        return NTPU_ERR_FORMAT;
+    }
+    return NTPU_OK;
+}
+
+/* rows x cols elements of es bytes from f into a fresh buffer *out, in host byte order. NTPU_OK, or
+ * the status with the reason in why. */
+static ntpu_status read_data(FILE *f, unsigned long long rows, unsigned long long cols, size_t es, uint8_t **out,
+                             char *why, size_t whylen)
+{
+    if (rows > SIZE_MAX || cols > SIZE_MAX || (cols && rows > SIZE_MAX / es / cols)) {
+        ntpu_errf(why, whylen, "shape is too large");
+        return NTPU_ERR_FORMAT;
+    }
+    size_t count = (size_t)(rows * cols), bytes = count * es;
+    /* A header that claims more data than the file holds: say so before allocating it. */
+    struct stat sb;
+    long pos = ftell(f);
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && pos >= 0 && (uint64_t)sb.st_size - (uint64_t)pos < bytes) {
+        ntpu_errf(why, whylen, "data is shorter than the shape says (%llu of %zu bytes)",
+                  (unsigned long long)((uint64_t)sb.st_size - (uint64_t)pos), bytes);
+        return NTPU_ERR_FORMAT;
+    }
+    uint8_t *data = malloc(bytes ? bytes : 1);
+    if (!data) {
+        ntpu_errf(why, whylen, "out of memory for %zu bytes of data", bytes);
+        return NTPU_ERR_NO_MEMORY;
+    }
+    size_t got = fread(data, 1, bytes, f);
+    if (got != bytes) {
+        free(data);
+        char truncated[96];
+        snprintf(truncated, sizeof truncated, "data is shorter than the shape says (%zu of %zu bytes)", got, bytes);
+        return read_failed(f, truncated, why, whylen);
+    }
+    /* Little-endian on disk; host order in memory. */
+    for (size_t i = 0; es == 2 && i < count; i++) {
+        uint16_t v = ntpu_rd16(data + 2 * i);
+        memcpy(data + 2 * i, &v, 2);
+    }
+    for (size_t i = 0; es == 4 && i < count; i++) {
+        uint32_t v = ntpu_rd32(data + 4 * i);
+        memcpy(data + 4 * i, &v, 4);
+    }
+    *out = data;
+    return NTPU_OK;
+}
+
 ntpu_status ntpu_npy_read(const char *path, ntpu_tensor *out, char *err, size_t errlen)
 {
     if (out)
@@ -235,117 +344,25 @@ ntpu_status ntpu_npy_read(const char *path, ntpu_tensor *out, char *err, size_t 
         ntpu_errf(err, errlen, "%s: %s", path, strerror(errno));
         return NTPU_ERR_FILE;
     }
-    ntpu_status st = NTPU_ERR_FORMAT;
     char why[160] = "";
-    char *text = NULL;
-    uint8_t pre[12];
-    size_t got = fread(pre, 1, 8, f);
-    if (got < 8 || memcmp(pre, npy_magic, sizeof npy_magic) != 0) {
-        ntpu_errf(why, sizeof why, "not a .npy file (bad magic)");
-        goto out;
-    }
-    unsigned major = pre[6], minor = pre[7];
-    size_t hlen;
-    if (major == 1 && minor == 0) {
-        if (fread(pre + 8, 1, 2, f) != 2)
-            goto truncated;
-        hlen = ntpu_rd16(pre + 8);
-    } else if ((major == 2 || major == 3) && minor == 0) {
-        if (fread(pre + 8, 1, 4, f) != 4)
-            goto truncated;
-        hlen = ntpu_rd32(pre + 8);
-    } else {
-        ntpu_errf(why, sizeof why, "unsupported .npy format version %u.%u", major, minor);
-        goto out;
-    }
-    if (hlen > (1u << 24)) {
-        ntpu_errf(why, sizeof why, "header of %zu bytes is implausibly long", hlen);
-        goto out;
-    }
-    text = malloc(hlen + 1);
-    if (!text) {
-        st = NTPU_ERR_NO_MEMORY;
-        ntpu_errf(why, sizeof why, "out of memory");
-        goto out;
-    }
-    if (fread(text, 1, hlen, f) != hlen)
-        goto truncated;
-    text[hlen] = 0;
     npy_header h = {0};
-    if (parse_header(text, hlen, &h, why, sizeof why))
-        goto out;
-    ntpu_elem elem;
-    if (elem_from_descr(h.descr, &elem, why, sizeof why))
-        goto out;
-    if (h.fortran) {
-        ntpu_errf(why, sizeof why, "fortran_order is True; save a C-ordered array (numpy.ascontiguousarray)");
-        goto out;
-    }
-    if (h.ndim < 1 || h.ndim > 2) {
-        ntpu_errf(why, sizeof why, "%d-D arrays are not supported (only 1-D and 2-D)", h.ndim);
-        goto out;
-    }
+    ntpu_elem elem = NTPU_ELEM_INT8;
+    uint8_t *data = NULL;
+    ntpu_status st = read_header(f, &h, &elem, why, sizeof why);
     unsigned long long rows = h.dims[0], cols = h.ndim == 2 ? h.dims[1] : 1;
-    size_t es = ntpu_elem_size(elem);
-    if (rows > SIZE_MAX || cols > SIZE_MAX || (cols && rows > SIZE_MAX / es / cols)) {
-        ntpu_errf(why, sizeof why, "shape is too large");
-        goto out;
-    }
-    size_t count = (size_t)(rows * cols), bytes = count * es;
-    /* A header that claims more data than the file holds: say so before allocating it. */
-    struct stat sb;
-    long pos = ftell(f);
-    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && pos >= 0 && (uint64_t)sb.st_size - (uint64_t)pos < bytes) {
-        ntpu_errf(why, sizeof why, "data is shorter than the shape says (%llu of %zu bytes)",
-                  (unsigned long long)((uint64_t)sb.st_size - (uint64_t)pos), bytes);
-        goto out;
-    }
-    uint8_t *data = malloc(bytes ? bytes : 1);
-    if (!data) {
-        st = NTPU_ERR_NO_MEMORY;
-        ntpu_errf(why, sizeof why, "out of memory for %zu bytes of data", bytes);
-        goto out;
-    }
-    got = fread(data, 1, bytes, f);
-    if (got != bytes) {
-        free(data);
-        if (ferror(f)) {
-            st = NTPU_ERR_FILE;
-            ntpu_errf(why, sizeof why, "read error: %s", strerror(errno));
-        } else {
-            ntpu_errf(why, sizeof why, "data is shorter than the shape says (%zu of %zu bytes)", got, bytes);
-        }
-        goto out;
-    }
-    /* Little-endian on disk; host order in memory. */
-    for (size_t i = 0; es == 2 && i < count; i++) {
-        uint16_t v = ntpu_rd16(data + 2 * i);
-        memcpy(data + 2 * i, &v, 2);
-    }
-    for (size_t i = 0; es == 4 && i < count; i++) {
-        uint32_t v = ntpu_rd32(data + 4 * i);
-        memcpy(data + 4 * i, &v, 4);
+    if (st == NTPU_OK)
+        st = read_data(f, rows, cols, ntpu_elem_size(elem), &data, why, sizeof why);
+    fclose(f);
+    if (st != NTPU_OK) {
+        ntpu_errf(err, errlen, "%s: %s", path, why);
+        return st;
     }
     out->elem = elem;
     out->ndim = h.ndim;
     out->shape[0] = (size_t)rows;
     out->shape[1] = (size_t)cols;
     out->data = data;
-    st = NTPU_OK;
-    goto out;
-truncated:
-    if (ferror(f)) {
-        st = NTPU_ERR_FILE;
-        ntpu_errf(why, sizeof why, "read error: %s", strerror(errno));
-    } else {
-        ntpu_errf(why, sizeof why, "truncated header");
-    }
-out:
-    fclose(f);
-    free(text);
-    if (st != NTPU_OK)
-        ntpu_errf(err, errlen, "%s: %s", path, why);
-    return st;
+    return NTPU_OK;
 }
 
 /* ------------------------------------------------------------------ write */
