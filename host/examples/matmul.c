@@ -18,7 +18,7 @@ int main(int argc, char **argv)
     ntpu_device *dev;
     ntpu_status st = ntpu_open(argc > 1 ? argv[1] : NULL, &dev);
     if (st != NTPU_OK) {
-        fprintf(stderr, "open: %s\n", dev ? ntpu_last_error(dev) : ntpu_status_str(st));
+        fprintf(stderr, "open: %s\n", ntpu_last_error(dev)); /* dev may be NULL: then the thread's text */
         ntpu_close(dev);
         return 1;
     }

@@ -20,12 +20,11 @@ int main(int argc, char **argv)
         return 1;
     }
     const char *dir = "/usr/share/datasets/fashion-mnist";
-    char err[256];
 
-    ntpu_dataset train, test;
-    if (ntpu_dataset_load(dir, "train", (size_t)limit, &train, err, sizeof err) != NTPU_OK ||
-        ntpu_dataset_load(dir, "test", 0, &test, err, sizeof err) != NTPU_OK) {
-        fprintf(stderr, "%s\n", err);
+    ntpu_dataset train, test; /* files, not a device: their errors are told by ntpu_last_error(NULL) */
+    if (ntpu_dataset_load(dir, "train", (size_t)limit, &train) != NTPU_OK ||
+        ntpu_dataset_load(dir, "test", 0, &test) != NTPU_OK) {
+        fprintf(stderr, "%s\n", ntpu_last_error(NULL));
         return 1;
     }
     ntpu_device *dev;
@@ -47,7 +46,7 @@ int main(int argc, char **argv)
         for (size_t at = 0; at < train.count; at += batch) {
             size_t n = train.count - at < batch ? train.count - at : batch;
             ntpu_step_result r;
-            if (ntpu_train_step(model, train.images + at * 784, train.labels + at, n, &r) != NTPU_OK)
+            if (ntpu_model_train_step(model, train.images + at * 784, train.labels + at, n, &r) != NTPU_OK)
                 goto fail;
             loss += r.loss * (double)n;
         }
@@ -63,8 +62,8 @@ int main(int argc, char **argv)
         ntpu_qmodel_evaluate(q, test.images, test.labels, test.count, &accuracy8) != NTPU_OK)
         goto fail;
     printf("int8 inference: test accuracy %.4f\n", accuracy8);
-    ntpu_qmodel_destroy(q);
-    ntpu_model_destroy(model);
+    ntpu_qmodel_free(q);
+    ntpu_model_free(model);
     ntpu_close(dev);
     ntpu_dataset_free(&train);
     ntpu_dataset_free(&test);

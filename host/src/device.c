@@ -152,11 +152,11 @@ static ntpu_status open_kind(ntpu_device *dev, char *kind);
 ntpu_status ntpu_open(const char *device, ntpu_device **out)
 {
     if (!out)
-        return NTPU_ERR_INVALID_ARG;
+        return ntpu_fail(NULL, NTPU_ERR_INVALID_ARG, "ntpu_open: out is NULL");
     *out = NULL;
     ntpu_device *dev = calloc(1, sizeof *dev);
     if (!dev)
-        return NTPU_ERR_NO_MEMORY;
+        return ntpu_fail(NULL, NTPU_ERR_NO_MEMORY, "ntpu_open: out of memory for the device handle");
     *out = dev;
     if (!device || !*device)
         device = default_device();
@@ -239,7 +239,7 @@ void ntpu_close(ntpu_device *dev)
 
 const char *ntpu_last_error(const ntpu_device *dev)
 {
-    return dev ? dev->err : "no device handle (out of memory, or ntpu_open was given a NULL out pointer)";
+    return dev ? dev->err : ntpu_thread_error();
 }
 
 ntpu_status ntpu_check_dev(ntpu_device *dev)

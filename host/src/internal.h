@@ -15,6 +15,14 @@
 /* printf into err (errlen bytes, may be NULL/0); always NUL-terminated. */
 void ntpu_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* The detail text of the calling thread's most recent failure of a call made on
+ * no device handle (the file formats, the parsers, an ntpu_open that could not
+ * make a handle): what ntpu_last_error(NULL) returns. NTPU_THREAD_ERRMSG_LEN
+ * bytes, always NUL-terminated. The one state the library keeps outside a
+ * handle: such a call has no handle to keep it on (decision 0027). */
+#define NTPU_THREAD_ERRMSG_LEN 512
+char *ntpu_thread_error(void);
+
 /* ------------------------------------------------------------------ transports */
 
 /* A byte pipe to a device. Every transport (ref, vsim, later ftdi and usb)
@@ -255,14 +263,15 @@ struct ntpu_device {
  * who did not hold them, so its data must be written again. who NULL: a one-off user that keeps
  * nothing there. The low-level calls (ntpu_write_rows, ...) claim nothing. */
 ntpu_status ntpu_claim_memories(ntpu_device *dev, void *who, ntpu_status (*evict)(void *owner), int *changed);
-/* who gives the memories up (it is being destroyed): nothing is evicted. */
+/* who gives the memories up (it is being freed): nothing is evicted. */
 void ntpu_release_memories(ntpu_device *dev, const void *who);
 
 /* The whole decimal number s[0..len) (len 0: up to the end), digits only (no sign, space or 0x),
  * into *out: 0, or -1 when it is not one or exceeds max. */
 int ntpu_parse_whole(const char *s, size_t len, uint64_t max, uint64_t *out);
 
-/* Sets dev->err (printf style) and returns st. */
+/* Sets dev->err (printf style), or the thread's text (ntpu_thread_error) when dev
+ * is NULL, and returns st. */
 ntpu_status ntpu_fail(ntpu_device *dev, ntpu_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* NTPU_OK if dev is a usable handle, else the status to return (with err set). */
@@ -288,7 +297,7 @@ ntpu_status ntpu_host_relu_grad(ntpu_device *dev, unsigned out, uint32_t src, ui
 ntpu_status ntpu_host_colsum(ntpu_device *dev, uint32_t src, uint32_t dst, uint32_t rows, int accumulate);
 /* MATMUL TRANSPOSE_A done with plain MATMULs (fallback/transpose_host.c), for a device without
  * feature TRANSPOSE_A; arguments already checked. */
-ntpu_status ntpu_host_matmul_t(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t stride,
-                               uint32_t acc_addr, uint32_t rows, int accumulate);
+ntpu_status ntpu_host_matmul_transpose_a(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t stride,
+                                         uint32_t acc_addr, uint32_t rows, int accumulate);
 
 #endif

@@ -6,8 +6,8 @@
  * MATMUL from plain ones (fallback/transpose_host.c). */
 #include "internal.h"
 
-ntpu_status ntpu_matmul_tile_t(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t stride,
-                               uint32_t acc_addr, uint32_t rows, int accumulate)
+ntpu_status ntpu_matmul_tile_transpose_a(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t stride,
+                                         uint32_t acc_addr, uint32_t rows, int accumulate)
 {
     ntpu_status st = ntpu_check_dev(dev);
     if (st != NTPU_OK || (st = ntpu_check_dtype(dev, dtype)) != NTPU_OK)
@@ -22,7 +22,7 @@ ntpu_status ntpu_matmul_tile_t(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_a
     if ((st = ntpu_check_range(dev, NTPU_MEM_ACC, acc_addr, rows)) != NTPU_OK)
         return st;
     if (!(dev->info.features & NTPU_FEATURE_TRANSPOSE_A_BIT))
-        return ntpu_host_matmul_t(dev, dtype, ub_addr, stride, acc_addr, rows, accumulate);
+        return ntpu_host_matmul_transpose_a(dev, dtype, ub_addr, stride, acc_addr, rows, accumulate);
     uint8_t cmd[NTPU_LEN_MATMUL_T] = {
         NTPU_OP_MATMUL, (uint8_t)((dtype == NTPU_DTYPE_BF16 ? NTPU_MATMUL_BF16 : 0) |
                                   (accumulate ? NTPU_MATMUL_ACCUMULATE : 0) | NTPU_MATMUL_TRANSPOSE_A)};

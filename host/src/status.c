@@ -37,13 +37,20 @@ void ntpu_errf(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
+char *ntpu_thread_error(void)
+{
+    static _Thread_local char text[NTPU_THREAD_ERRMSG_LEN];
+    return text;
+}
+
 ntpu_status ntpu_fail(ntpu_device *dev, ntpu_status st, const char *fmt, ...)
 {
-    if (dev) {
-        va_list ap;
-        va_start(ap, fmt);
+    va_list ap;
+    va_start(ap, fmt);
+    if (dev)
         vsnprintf(dev->err, sizeof dev->err, fmt, ap);
-        va_end(ap);
-    }
+    else
+        vsnprintf(ntpu_thread_error(), NTPU_THREAD_ERRMSG_LEN, fmt, ap);
+    va_end(ap);
     return st;
 }

@@ -240,7 +240,7 @@ static float *random_batch(uint64_t seed, uint8_t y[MLP_BATCH])
 static uint64_t step_digest(ntpu_model *model, float loss)
 {
     ntpu_model_view v;
-    ntpu_model_view_get(model, &v);
+    ntpu_model_get_view(model, &v);
     uint64_t h = fnv1a(0xCBF29CE484222325ull, &loss, sizeof loss);
     for (size_t l = 0; l < v.n_layers; l++) {
         h = fnv1a(h, v.weights[l], (size_t)v.sizes[l] * v.sizes[l + 1] * sizeof(float));
@@ -272,19 +272,18 @@ static int bench_step(ntpu_device *dev, ntpu_optimizer kind, int device, step_ro
     ntpu_status st = ntpu_model_create(dev, mlp_sizes, 3, MLP_BATCH, 0, &opt, &model);
     ntpu_link_stats l0;
     ntpu_step_result r = {0};
-    const char *why = NULL;
-    if (st == NTPU_OK && device && !ntpu_model_device_optimizer(model, &why)) {
+    if (st == NTPU_OK && device && ntpu_model_check_device_optimizer(model) != NTPU_OK) {
         /* A device without OPTIM (a small board, ref:novec=1) still gets the rest of the table. */
-        snprintf(row->skip, sizeof row->skip, "%s", why ? why : "the device cannot run the optimizer");
+        snprintf(row->skip, sizeof row->skip, "%s", ntpu_last_error(dev));
         rc = 0;
         goto out;
     }
     if (st == NTPU_OK && device)
-        st = ntpu_train_step(model, x, y, MLP_BATCH, &r);
+        st = ntpu_model_train_step(model, x, y, MLP_BATCH, &r);
     if (st == NTPU_OK)
         st = measure_begin(dev, &row->m, &l0);
     if (st == NTPU_OK)
-        st = ntpu_train_step(model, x, y, MLP_BATCH, &r);
+        st = ntpu_model_train_step(model, x, y, MLP_BATCH, &r);
     if (st == NTPU_OK)
         st = measure_end(dev, &row->m, &l0);
     if (st == NTPU_OK && device)
@@ -303,7 +302,7 @@ static int bench_step(ntpu_device *dev, ntpu_optimizer kind, int device, step_ro
     row->digest = step_digest(model, r.loss);
     rc = 0;
 out:
-    ntpu_model_destroy(model);
+    ntpu_model_free(model);
     free(x);
     return rc;
 }

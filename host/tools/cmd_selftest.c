@@ -424,12 +424,12 @@ static ntpu_status train_two(ntpu_device *dev, const float *x, const uint8_t *y,
     ntpu_status st = ntpu_model_create(dev, sizes, 3, 8, 7, &opt, &m);
     for (int i = 0; i < 2 && st == NTPU_OK; i++) {
         ntpu_step_result res;
-        st = ntpu_train_step(m, x, y, 8, &res);
+        st = ntpu_model_train_step(m, x, y, 8, &res);
         losses[i] = res.loss;
     }
     if (st == NTPU_OK)
-        st = ntpu_predict(m, x, 8, logits);
-    ntpu_model_destroy(m);
+        st = ntpu_model_predict(m, x, 8, logits);
+    ntpu_model_free(m);
     return st;
 }
 

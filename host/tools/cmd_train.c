@@ -16,7 +16,7 @@
 #include "cli.h"
 #include "ntpu/data.h"
 #include "ntpu/nn.h"
-#include "ntpu/outfile.h"
+#include "io/outfile.h"
 #include "ntpu/safetensors.h"
 
 #define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
@@ -85,7 +85,7 @@ static int check_output(const char *opt, const char *path)
     return ntpu_outfile_check(path, err, sizeof err) == NTPU_OK ? 0 : fail("%s: %s", opt, err);
 }
 
-/* Opens path for replacement as a stdio stream (ntpu/outfile.h); NULL after
+/* Opens path for replacement as a stdio stream (io/outfile.h, the library's own); NULL after
  * printing the error. */
 static FILE *out_open(const char *opt, const char *path, ntpu_outfile *o)
 {
@@ -301,10 +301,9 @@ static void progress(int tty, uint64_t epoch, uint64_t epochs, size_t done, size
  * sums so far. Returns 0, or 1 after printing the error. */
 static int read_resume_state(const char *path, uint64_t vals[5], double *loss_sum, uint64_t *correct)
 {
-    char err[512];
     ntpu_safetensors *ck;
-    if (ntpu_safetensors_read(path, &ck, err, sizeof err) != NTPU_OK)
-        return fail("--resume: %s", err);
+    if (ntpu_safetensors_read(path, &ck) != NTPU_OK)
+        return fail("--resume: %s", ntpu_last_error(NULL));
     /* The same ranges as the command line's (the batch index is checked against the data later). */
     const char *keys[] = {"train.seed", "train.epoch", "train.batch_index", "train.batch", "train.train_limit",
                           "train.correct"};
@@ -518,7 +517,7 @@ static int resume_model(train_opts *o, train_run *r)
     if (ntpu_model_load(r->dev, o->resume, (size_t)o->batch, &r->model) != NTPU_OK)
         return fail("--resume: %s", ntpu_last_error(r->dev));
     ntpu_model_view v;
-    ntpu_model_view_get(r->model, &v);
+    ntpu_model_get_view(r->model, &v);
     if (o->layers_s && (v.n_layers + 1 != o->n_sizes || memcmp(v.sizes, o->sizes, o->n_sizes * sizeof *o->sizes)))
         return fail("--resume: %s holds a model with other --layers", o->resume);
     o->n_sizes = v.n_layers + 1;
@@ -575,13 +574,12 @@ static int train_setup(common *cm, train_opts *o, train_run *r)
     ntpu_get_info(r->dev, &r->info);
     if (o->resume ? resume_model(o, r) : new_model(o, r))
         return 1;
-    const char *why_not;
-    if (o->dev_opt && !ntpu_model_device_optimizer(r->model, &why_not))
-        fprintf(stderr, "ntpu: note: the optimizer runs on the host: %s\n", why_not ? why_not : "");
-    ntpu_model_view_get(r->model, &r->view);
-    if (ntpu_model_streamed(r->model))
+    if (o->dev_opt && ntpu_model_check_device_optimizer(r->model) != NTPU_OK)
+        fprintf(stderr, "ntpu: note: the optimizer runs on the host: %s\n", ntpu_last_error(r->dev));
+    ntpu_model_get_view(r->model, &r->view);
+    if (ntpu_model_check_resident(r->model) != NTPU_OK)
         fprintf(stderr, "ntpu: the model does not fit the device's memories (%s): streaming weights and "
-                "activations through it every step\n", ntpu_model_streamed(r->model));
+                "activations through it every step\n", ntpu_last_error(r->dev));
     const size_t in = r->train.features;
     r->order = malloc(r->train.count * sizeof *r->order);
     r->xb = malloc((size_t)o->batch * in * sizeof *r->xb);
@@ -640,7 +638,7 @@ static int train_steps(const train_opts *o, train_run *r, uint64_t e, uint64_t *
             r->yb[i] = r->train.labels[r->order[at + i]];
         }
         ntpu_step_result res;
-        if (ntpu_train_step(r->model, r->xb, r->yb, nb, &res) != NTPU_OK) {
+        if (ntpu_model_train_step(r->model, r->xb, r->yb, nb, &res) != NTPU_OK) {
             if (r->tty)
                 fputc('\n', stderr);
             return fail("training step %" PRIu64 ": %s", *r->view.step, ntpu_last_error(r->dev));
@@ -773,11 +771,10 @@ int cmd_train(common *cm, int argc, char **argv)
     /* Data first: a bad dataset should fail before the device is opened. */
     train_run r;
     memset(&r, 0, sizeof r);
-    char err[512];
-    if (ntpu_dataset_load(o.data, "train", (size_t)o.train_limit, &r.train, err, sizeof err) != NTPU_OK ||
-        ntpu_dataset_load(o.data, "test", (size_t)o.test_limit, &r.test, err, sizeof err) != NTPU_OK) {
+    if (ntpu_dataset_load(o.data, "train", (size_t)o.train_limit, &r.train) != NTPU_OK ||
+        ntpu_dataset_load(o.data, "test", (size_t)o.test_limit, &r.test) != NTPU_OK) {
         ntpu_dataset_free(&r.train);
-        return fail("%s", err);
+        return fail("%s", ntpu_last_error(NULL));
     }
     rc = 1;
     if (train_setup(cm, &o, &r) == 0) {
@@ -787,7 +784,7 @@ int cmd_train(common *cm, int argc, char **argv)
             rc = 0;
         }
     }
-    ntpu_model_destroy(r.model);
+    ntpu_model_free(r.model);
     ntpu_close(r.dev);
     ntpu_dataset_free(&r.train);
     ntpu_dataset_free(&r.test);
@@ -869,7 +866,7 @@ static int eval_model(const common *cm, const eval_opts *o, const ntpu_dataset *
         goto out;
     }
     ntpu_model_view v;
-    ntpu_model_view_get(model, &v);
+    ntpu_model_get_view(model, &v);
     if (v.sizes[0] != test->features || v.sizes[v.n_layers] < test->classes) {
         fail("%s: the model takes %u inputs and gives %u classes; %s has %zu pixels and %u classes", o->model_path,
              v.sizes[0], v.sizes[v.n_layers], o->data, test->features, test->classes);
@@ -912,8 +909,8 @@ static int eval_model(const common *cm, const eval_opts *o, const ntpu_dataset *
     }
     rc = 0;
 out:
-    ntpu_qmodel_destroy(q);
-    ntpu_model_destroy(model);
+    ntpu_qmodel_free(q);
+    ntpu_model_free(model);
     ntpu_close(dev);
     return rc;
 }
@@ -925,11 +922,10 @@ int cmd_eval(common *cm, int argc, char **argv)
     if (rc)
         return rc > 0;
     ntpu_dataset test = {0}, train = {0};
-    char err[512];
-    if (ntpu_dataset_load(o.data, "test", (size_t)o.test_limit, &test, err, sizeof err) != NTPU_OK ||
-        (o.int8 && ntpu_dataset_load(o.data, "train", (size_t)o.calib, &train, err, sizeof err) != NTPU_OK)) {
+    if (ntpu_dataset_load(o.data, "test", (size_t)o.test_limit, &test) != NTPU_OK ||
+        (o.int8 && ntpu_dataset_load(o.data, "train", (size_t)o.calib, &train) != NTPU_OK)) {
         ntpu_dataset_free(&test);
-        return fail("%s", err);
+        return fail("%s", ntpu_last_error(NULL));
     }
     rc = eval_model(cm, &o, &test, &train);
     ntpu_dataset_free(&test);

@@ -186,9 +186,8 @@ static int matmul_args(common *cm, int argc, char **argv, matmul_opts *o)
  * element types. 0, or 1 after printing the error. */
 static int matmul_read(const matmul_opts *o, ntpu_tensor *A, ntpu_tensor *B, ntpu_dtype *dtype)
 {
-    char err[512];
-    if (ntpu_npy_read(o->a_path, A, err, sizeof err) || ntpu_npy_read(o->b_path, B, err, sizeof err))
-        return fail("%s", err);
+    if (ntpu_npy_read(o->a_path, A) || ntpu_npy_read(o->b_path, B))
+        return fail("%s", ntpu_last_error(NULL));
     *dtype = o->dtype_arg ? (strcmp(o->dtype_arg, "bf16") ? NTPU_DTYPE_INT8 : NTPU_DTYPE_BF16)
                           : (A->elem == NTPU_ELEM_INT8 ? NTPU_DTYPE_INT8 : NTPU_DTYPE_BF16);
     const ntpu_tensor *in[2] = {A, B};
@@ -271,9 +270,8 @@ static int matmul_on_device(const common *cm, const matmul_opts *o, ntpu_dtype d
         goto out;
     }
     ntpu_get_link_stats(dev, &l1);
-    char err[512];
-    if (ntpu_npy_write(o->out_path, C, err, sizeof err)) {
-        fail("%s", err);
+    if (ntpu_npy_write(o->out_path, C)) {
+        fail("%s", ntpu_last_error(NULL));
         goto out;
     }
     ntpu_get_info(dev, &info);

@@ -109,7 +109,7 @@ static int training(ntpu_device *board, ntpu_device *ref)
             y[i] = (uint8_t)(rnd() % sizes[LAYERS]);
         ntpu_step_result r[2];
         for (int d = 0; d < 2; d++)
-            if (ntpu_train_step(m[d], x, y, BATCH, &r[d]) != NTPU_OK)
+            if (ntpu_model_train_step(m[d], x, y, BATCH, &r[d]) != NTPU_OK)
                 return fail("training step", devs[d]);
         if (memcmp(&r[0].loss, &r[1].loss, sizeof r[0].loss) != 0 || r[0].correct != r[1].correct) {
             printf("FAIL step %d: loss %.9g on the board, %.9g on ref\n", s, r[0].loss, r[1].loss);
@@ -118,8 +118,8 @@ static int training(ntpu_device *board, ntpu_device *ref)
         printf("     step %d: loss %.6f (board and ref)\n", s, r[0].loss);
     }
     ntpu_model_view v[2];
-    ntpu_model_view_get(m[0], &v[0]);
-    ntpu_model_view_get(m[1], &v[1]);
+    ntpu_model_get_view(m[0], &v[0]);
+    ntpu_model_get_view(m[1], &v[1]);
     for (unsigned l = 0; l < LAYERS && ok; l++) {
         size_t nw = (size_t)sizes[l] * sizes[l + 1], nb = sizes[l + 1];
         ok = same("weights", l, v[0].weights[l], v[1].weights[l], nw) &&
@@ -134,8 +134,8 @@ static int training(ntpu_device *board, ntpu_device *ref)
                (unsigned long long)*v[1].step);
         ok = 0;
     }
-    ntpu_model_destroy(m[0]);
-    ntpu_model_destroy(m[1]);
+    ntpu_model_free(m[0]);
+    ntpu_model_free(m[1]);
     if (!ok)
         return 1;
     printf("ok   %u-%u-%u MLP, batch %d, %d Adam step(s): losses, weights, biases, optimizer state bit-identical\n",

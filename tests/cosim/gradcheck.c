@@ -89,7 +89,7 @@ int main(int argc, char **argv)
         return 1;
     }
     ntpu_model_view v;
-    ntpu_model_view_get(m, &v);
+    ntpu_model_get_view(m, &v);
     /* The fp64 network uses the device's operands exactly: weights and inputs
      * rounded to bf16, as the device sees them. */
     for (int l = 0; l < L; l++) {
@@ -112,7 +112,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < BATCH; i++)
         Y[i] = y[i] = (uint8_t)(i * 7 % 10);
     ntpu_step_result r;
-    if (ntpu_train_step(m, x, y, BATCH, &r) != NTPU_OK) {
+    if (ntpu_model_train_step(m, x, y, BATCH, &r) != NTPU_OK) {
         printf("FAIL step: %s\n", ntpu_last_error(dev));
         return 1;
     }
@@ -125,7 +125,7 @@ int main(int argc, char **argv)
         snprintf(name, sizeof name, "db%d", l);
         ok &= check(name, v.grad_b[l], B[l], sizes[l + 1]);
     }
-    ntpu_model_destroy(m);
+    ntpu_model_free(m);
     ntpu_close(dev);
     puts(ok ? "PASS gradcheck" : "FAIL gradcheck");
     return ok ? 0 : 1;

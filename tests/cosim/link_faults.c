@@ -87,7 +87,7 @@ static void training(ntpu_device *clean, ntpu_device *faulty)
         for (int i = 0; i < BATCH; i++)
             y[i] = (uint8_t)(rnd() % 10);
         for (int d = 0; d < 2; d++)
-            if (ntpu_train_step(m[d], x, y, BATCH, &r[d][step]) != NTPU_OK)
+            if (ntpu_model_train_step(m[d], x, y, BATCH, &r[d][step]) != NTPU_OK)
                 die("train step", d ? faulty : clean);
         if (memcmp(&r[0][step].loss, &r[1][step].loss, sizeof(float)) || r[0][step].correct != r[1][step].correct) {
             printf("FAIL step %d: loss %.9g vs %.9g\n", step, r[0][step].loss, r[1][step].loss);
@@ -96,8 +96,8 @@ static void training(ntpu_device *clean, ntpu_device *faulty)
         printf("training step %d: loss %.6f on both\n", step, r[0][step].loss);
     }
     ntpu_model_view v[2];
-    ntpu_model_view_get(m[0], &v[0]);
-    ntpu_model_view_get(m[1], &v[1]);
+    ntpu_model_get_view(m[0], &v[0]);
+    ntpu_model_get_view(m[1], &v[1]);
     for (int l = 0; l < 2; l++) {
         size_t nw = (size_t)sizes[l] * sizes[l + 1] * sizeof(float), nb = sizes[l + 1] * sizeof(float);
         if (memcmp(v[0].weights[l], v[1].weights[l], nw) || memcmp(v[0].biases[l], v[1].biases[l], nb) ||
@@ -107,8 +107,8 @@ static void training(ntpu_device *clean, ntpu_device *faulty)
             exit(1);
         }
     }
-    ntpu_model_destroy(m[0]);
-    ntpu_model_destroy(m[1]);
+    ntpu_model_free(m[0]);
+    ntpu_model_free(m[1]);
 }
 
 int main(int argc, char **argv)

@@ -105,10 +105,9 @@ int main(int argc, char **argv)
     int epochs = argc > 3 ? atoi(argv[3]) : 5;
     const char *dir = argc > 4 ? argv[4] : "/usr/share/datasets/fashion-mnist";
     ntpu_dataset train, test;
-    char err[512];
-    if (ntpu_dataset_load(dir, "train", count, &train, err, sizeof err) != NTPU_OK ||
-        ntpu_dataset_load(dir, "test", 0, &test, err, sizeof err) != NTPU_OK) {
-        printf("FAIL %s\n", err);
+    if (ntpu_dataset_load(dir, "train", count, &train) != NTPU_OK ||
+        ntpu_dataset_load(dir, "test", 0, &test) != NTPU_OK) {
+        printf("FAIL %s\n", ntpu_last_error(NULL));
         return 1;
     }
     ntpu_device *dev;
@@ -124,7 +123,7 @@ int main(int argc, char **argv)
     size_t *order = malloc(train.count * sizeof *order);
     uint8_t yb[BATCH];
     ntpu_model_view v;
-    ntpu_model_view_get(m, &v);
+    ntpu_model_get_view(m, &v);
     memcpy(ref->w1, v.weights[0], sizeof ref->w1);
     memcpy(ref->b1, v.biases[0], sizeof ref->b1);
     memcpy(ref->w2, v.weights[1], sizeof ref->w2);
@@ -145,7 +144,7 @@ int main(int argc, char **argv)
                 memcpy(xb + i * IN, train.images + order[at + i] * IN, sizeof(float) * IN);
                 yb[i] = train.labels[order[at + i]];
             }
-            if (ntpu_train_step(m, xb, yb, (size_t)bs, NULL) != NTPU_OK) {
+            if (ntpu_model_train_step(m, xb, yb, (size_t)bs, NULL) != NTPU_OK) {
                 printf("FAIL step: %s\n", ntpu_last_error(dev));
                 return 1;
             }
@@ -163,8 +162,8 @@ int main(int argc, char **argv)
     int ok = fabs(a_dev - a_ref) <= 0.01 && fabs(a_int8 - a_dev) <= 0.01;
     printf("final: device bf16 %.4f, fp32 reference %.4f (%+.2f points), int8 %.4f (%+.2f points)\n", a_dev, a_ref,
            100 * (a_dev - a_ref), a_int8, 100 * (a_int8 - a_dev));
-    ntpu_qmodel_destroy(q);
-    ntpu_model_destroy(m);
+    ntpu_qmodel_free(q);
+    ntpu_model_free(m);
     ntpu_close(dev);
     free(ref);
     free(grad);

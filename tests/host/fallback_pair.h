@@ -104,10 +104,10 @@ static inline void train_pair(const char *without, int int8)
         cr_assert_eq(ntpu_model_create(d, sizes, 3, B, 7, &opt, &m[k]), NTPU_OK, "%s", ntpu_last_error(d));
         for (int s = 0; s < 3; s++) {
             ntpu_step_result res;
-            cr_assert_eq(ntpu_train_step(m[k], x, y, B, &res), NTPU_OK, "%s", ntpu_last_error(d));
+            cr_assert_eq(ntpu_model_train_step(m[k], x, y, B, &res), NTPU_OK, "%s", ntpu_last_error(d));
             loss[k][s] = res.loss;
         }
-        cr_assert_eq(ntpu_predict(m[k], x, B, logits[k]), NTPU_OK, "%s", ntpu_last_error(d));
+        cr_assert_eq(ntpu_model_predict(m[k], x, B, logits[k]), NTPU_OK, "%s", ntpu_last_error(d));
         if (int8) {
             cr_assert_eq(ntpu_qmodel_create(m[k], x, B, &q[k]), NTPU_OK, "%s", ntpu_last_error(d));
             cr_assert_eq(ntpu_qmodel_predict(q[k], x, B, qlogits[k]), NTPU_OK, "%s", ntpu_last_error(d));
@@ -120,7 +120,7 @@ static inline void train_pair(const char *without, int int8)
         cr_assert(memcmp(qlogits[0], qlogits[1], sizeof qlogits[0]) == 0, "int8 logits differ");
     ntpu_model_view v[2];
     for (int k = 0; k < 2; k++)
-        ntpu_model_view_get(m[k], &v[k]);
+        ntpu_model_get_view(m[k], &v[k]);
     for (size_t l = 0; l < 2; l++) {
         cr_assert(memcmp(v[0].weights[l], v[1].weights[l], sizeof(float) * sizes[l] * sizes[l + 1]) == 0,
                   "layer %zu weights differ", l);
@@ -128,8 +128,8 @@ static inline void train_pair(const char *without, int int8)
                   "layer %zu biases differ", l);
     }
     for (int k = 0; k < 2; k++) {
-        ntpu_qmodel_destroy(q[k]);
-        ntpu_model_destroy(m[k]);
+        ntpu_qmodel_free(q[k]);
+        ntpu_model_free(m[k]);
     }
 }
 

@@ -54,8 +54,8 @@ static inline void assert_same_floats(const float *a, const float *b, size_t cou
 static inline void assert_same_view(ntpu_model *a, ntpu_model *b, int grads)
 {
     ntpu_model_view va, vb;
-    ntpu_model_view_get(a, &va);
-    ntpu_model_view_get(b, &vb);
+    ntpu_model_get_view(a, &va);
+    ntpu_model_get_view(b, &vb);
     cr_assert_eq(va.n_layers, vb.n_layers);
     cr_assert_eq(*va.step, *vb.step);
     for (size_t l = 0; l < va.n_layers; l++) {

@@ -24,7 +24,8 @@ static ntpu_model *model(ntpu_device *d, uint64_t seed)
     opt.device = 1;
     ntpu_model *m = NULL;
     cr_assert_eq(ntpu_model_create(d, sizes, 3, B, seed, &opt, &m), NTPU_OK, "%s", ntpu_last_error(d));
-    cr_assert(ntpu_model_device_optimizer(m, NULL), "the test needs the device optimizer");
+    cr_assert_eq(ntpu_model_check_device_optimizer(m), NTPU_OK, "the test needs the device optimizer: %s",
+                 ntpu_last_error(d));
     return m;
 }
 
@@ -34,14 +35,14 @@ static void step(ntpu_model *m, int s)
     uint8_t y[B];
     batch(s, x, y);
     ntpu_step_result r;
-    cr_assert_eq(ntpu_train_step(m, x, y, B, &r), NTPU_OK);
+    cr_assert_eq(ntpu_model_train_step(m, x, y, B, &r), NTPU_OK);
 }
 
 static void weights(ntpu_model *m, float *w)
 {
     cr_assert_eq(ntpu_model_fetch(m), NTPU_OK);
     ntpu_model_view v;
-    ntpu_model_view_get(m, &v);
+    ntpu_model_get_view(m, &v);
     memcpy(w, v.weights[0], sizeof(float) * IN * HID);
     memcpy(w + IN * HID, v.weights[1], sizeof(float) * HID * CLS);
 }
@@ -66,7 +67,7 @@ Test(nn_share, matmul_and_a_second_model_between_steps)
         for (int s = 0; s < STEPS; s++)
             step(m, s + 10 * k);
         weights(m, alone[k]);
-        ntpu_model_destroy(m);
+        ntpu_model_free(m);
         ntpu_close(d);
     }
     ntpu_device *d = NULL;
@@ -80,7 +81,7 @@ Test(nn_share, matmul_and_a_second_model_between_steps)
     for (int k = 0; k < 2; k++) {
         weights(m[k], shared[k]);
         cr_assert_eq(memcmp(shared[k], alone[k], sizeof alone[k]), 0, "model %d differs from its run alone", k);
-        ntpu_model_destroy(m[k]);
+        ntpu_model_free(m[k]);
     }
     ntpu_close(d);
 }
@@ -96,17 +97,17 @@ Test(nn_share, quantized_copy_and_its_model_alternate)
     uint8_t y[B];
     batch(99, x, y);
     float z0[B * CLS], z1[B * CLS], q0[B * CLS], q1[B * CLS];
-    cr_assert_eq(ntpu_predict(m, x, B, z0), NTPU_OK);
+    cr_assert_eq(ntpu_model_predict(m, x, B, z0), NTPU_OK);
     ntpu_qmodel *q = NULL;
     cr_assert_eq(ntpu_qmodel_create(m, x, B, &q), NTPU_OK, "%s", ntpu_last_error(d));
     cr_assert_eq(ntpu_qmodel_predict(q, x, B, q0), NTPU_OK);
-    cr_assert_eq(ntpu_predict(m, x, B, z1), NTPU_OK);
+    cr_assert_eq(ntpu_model_predict(m, x, B, z1), NTPU_OK);
     cr_assert_eq(memcmp(z1, z0, sizeof z0), 0, "bf16 logits after quantizing: %g, before %g", z1[0], z0[0]);
     other_work(d);
     cr_assert_eq(ntpu_qmodel_predict(q, x, B, q1), NTPU_OK);
     cr_assert_eq(memcmp(q1, q0, sizeof q0), 0, "int8 logits after a matmul: %g, before %g", q1[0], q0[0]);
     step(m, 7); /* training goes on after its copy used the memories */
-    ntpu_model_destroy(m); /* the copy outlives its model */
-    ntpu_qmodel_destroy(q);
+    ntpu_model_free(m); /* the copy outlives its model */
+    ntpu_qmodel_free(q);
     ntpu_close(d);
 }

@@ -47,14 +47,16 @@ static void train_and_compare(const unsigned *sizes, size_t n_sizes, size_t batc
         cr_assert_eq(ntpu_model_create(dev[d], sizes, n_sizes, batch, 5, &opt, &m[d]), NTPU_OK, "%s: %s", spec[d],
                      ntpu_last_error(dev[d]));
         if (d == 0)
-            cr_assert(ntpu_model_streamed(m[d]) && strstr(ntpu_model_streamed(m[d]), "rows"),
+            cr_assert(ntpu_model_check_resident(m[d]) == NTPU_ERR_UNSUPPORTED &&
+                          strstr(ntpu_last_error(dev[d]), "rows"),
                       "the board-sized device must stream this model");
         else
-            cr_assert_null(ntpu_model_streamed(m[d]), "%s holds the model: %s", spec[d], ntpu_model_streamed(m[d]));
+            cr_assert_eq(ntpu_model_check_resident(m[d]), NTPU_OK, "%s holds the model: %s", spec[d],
+                         ntpu_last_error(dev[d]));
         for (int s = 0; s < STEPS; s++)
-            cr_assert_eq(ntpu_train_step(m[d], x + s * batch * in, y + s * batch, batch, &res[d][s]), NTPU_OK,
+            cr_assert_eq(ntpu_model_train_step(m[d], x + s * batch * in, y + s * batch, batch, &res[d][s]), NTPU_OK,
                          "%s: %s", spec[d], ntpu_last_error(dev[d]));
-        cr_assert_eq(ntpu_predict(m[d], x, batch - 2, logits[d]), NTPU_OK, "%s", ntpu_last_error(dev[d]));
+        cr_assert_eq(ntpu_model_predict(m[d], x, batch - 2, logits[d]), NTPU_OK, "%s", ntpu_last_error(dev[d]));
         cr_assert_eq(ntpu_model_evaluate(m[d], x, y, EVAL, &acc[d], &loss[d]), NTPU_OK, "%s", ntpu_last_error(dev[d]));
     }
     for (int d = 1; d < DEVS; d++) {
@@ -69,7 +71,7 @@ static void train_and_compare(const unsigned *sizes, size_t n_sizes, size_t batc
                   loss[0], spec[d], acc[d], loss[d]);
     }
     for (int d = 0; d < DEVS; d++) {
-        ntpu_model_destroy(m[d]);
+        ntpu_model_free(m[d]);
         ntpu_close(dev[d]);
     }
 }
@@ -102,22 +104,22 @@ Test(nn_stream, checkpoint_moves_between_paths)
     ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_MOMENTUM);
     ntpu_model *orig, *back[2];
     cr_assert_eq(ntpu_model_create(board, sizes, 3, B, 9, &opt, &orig), NTPU_OK, "%s", ntpu_last_error(board));
-    cr_assert_eq(ntpu_train_step(orig, x, y, B, NULL), NTPU_OK, "%s", ntpu_last_error(board));
+    cr_assert_eq(ntpu_model_train_step(orig, x, y, B, NULL), NTPU_OK, "%s", ntpu_last_error(board));
     cr_assert_eq(ntpu_model_save(orig, path, NULL, 0, NULL), NTPU_OK, "%s", ntpu_last_error(board));
     cr_assert_eq(ntpu_model_load(board, path, B, &back[0]), NTPU_OK, "%s", ntpu_last_error(board));
     cr_assert_eq(ntpu_model_load(big, path, B, &back[1]), NTPU_OK, "%s", ntpu_last_error(big));
-    cr_assert_not_null(ntpu_model_streamed(back[0]));
-    cr_assert_null(ntpu_model_streamed(back[1]));
+    cr_assert_eq(ntpu_model_check_resident(back[0]), NTPU_ERR_UNSUPPORTED);
+    cr_assert_eq(ntpu_model_check_resident(back[1]), NTPU_OK);
     for (int s = 1; s < 3; s++) {
-        cr_assert_eq(ntpu_train_step(orig, x + s * B * 784, y + s * B, B, NULL), NTPU_OK);
+        cr_assert_eq(ntpu_model_train_step(orig, x + s * B * 784, y + s * B, B, NULL), NTPU_OK);
         for (int k = 0; k < 2; k++)
-            cr_assert_eq(ntpu_train_step(back[k], x + s * B * 784, y + s * B, B, NULL), NTPU_OK);
+            cr_assert_eq(ntpu_model_train_step(back[k], x + s * B * 784, y + s * B, B, NULL), NTPU_OK);
     }
     assert_same_model(orig, back[0]);
     assert_same_model(orig, back[1]);
-    ntpu_model_destroy(orig);
-    ntpu_model_destroy(back[0]);
-    ntpu_model_destroy(back[1]);
+    ntpu_model_free(orig);
+    ntpu_model_free(back[0]);
+    ntpu_model_free(back[1]);
     ntpu_close(board);
     ntpu_close(big);
     close(fd);

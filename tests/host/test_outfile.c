@@ -1,4 +1,4 @@
-/* Replacing files whole (host/src/io/outfile.c, ntpu/outfile.h), which every
+/* Replacing files whole (host/src/io/outfile.c and outfile.h), which every
  * writer of the library and the CLI goes through: links are followed, FIFOs
  * are written in place instead of being replaced by a file, a file behind an
  * open descriptor (/dev/stdout), a link loop, a directory or an empty name is
@@ -17,7 +17,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "ntpu/outfile.h"
+#include "io/outfile.h"
 
 static char dir[64];
 

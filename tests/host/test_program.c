@@ -54,7 +54,7 @@ static ntpu_status product(ntpu_device *d, unsigned n)
     if (st == NTPU_OK)
         st = ntpu_load_w(d, 8 * n, 0);
     if (st == NTPU_OK)
-        st = ntpu_matmul_tile_t(d, NTPU_DTYPE_BF16, 0, ROWS, 400, n, 0);
+        st = ntpu_matmul_tile_transpose_a(d, NTPU_DTYPE_BF16, 0, ROWS, 400, n, 0);
     if (st == NTPU_OK) {
         uint32_t one[64];
         for (unsigned j = 0; j < n; j++)
@@ -246,7 +246,7 @@ static void train_same(const char *base, const char *spec, int expect_programs)
     ntpu_model *ma, *mb;
     cr_assert_eq(ntpu_model_create(da, sizes, 3, BATCH, 3, &o, &ma), NTPU_OK, "%s", ntpu_last_error(da));
     cr_assert_eq(ntpu_model_create(db, sizes, 3, BATCH, 3, &o, &mb), NTPU_OK, "%s", ntpu_last_error(db));
-    cr_assert(ntpu_model_device_optimizer(ma, NULL) && ntpu_model_device_optimizer(mb, NULL));
+    cr_assert(ntpu_model_check_device_optimizer(ma) == NTPU_OK && ntpu_model_check_device_optimizer(mb) == NTPU_OK);
     static float x[BATCH * IN];
     static uint8_t y[BATCH];
     uint64_t frames_a = 0, frames_b = 0;
@@ -265,8 +265,8 @@ static void train_same(const char *base, const char *spec, int expect_programs)
         ntpu_get_link_stats(da, &a0);
         ntpu_get_link_stats(db, &b0);
         ntpu_step_result ra, rb;
-        cr_assert_eq(ntpu_train_step(ma, x, y, batch, &ra), NTPU_OK, "%s", ntpu_last_error(da));
-        cr_assert_eq(ntpu_train_step(mb, x, y, batch, &rb), NTPU_OK, "%s", ntpu_last_error(db));
+        cr_assert_eq(ntpu_model_train_step(ma, x, y, batch, &ra), NTPU_OK, "%s", ntpu_last_error(da));
+        cr_assert_eq(ntpu_model_train_step(mb, x, y, batch, &rb), NTPU_OK, "%s", ntpu_last_error(db));
         ntpu_get_link_stats(da, &a1);
         ntpu_get_link_stats(db, &b1);
         frames_a += a1.tx_frames - a0.tx_frames;
@@ -289,8 +289,8 @@ static void train_same(const char *base, const char *spec, int expect_programs)
                      (unsigned long long)frames_a);
     else
         cr_assert_eq(frames_b, frames_a, "no programs: the same frames");
-    ntpu_model_destroy(ma);
-    ntpu_model_destroy(mb);
+    ntpu_model_free(ma);
+    ntpu_model_free(mb);
     ntpu_close(da);
     ntpu_close(db);
 }

@@ -43,9 +43,9 @@ Test(transpose_host, info_and_errors)
     cr_assert_eq(in.features & NTPU_FEATURE_TRANSPOSE_A_BIT, 0);
     cr_assert_neq(in.features & NTPU_FEATURE_TRANSPOSE_BIT, 0);
     /* Argument errors are still caught before anything is sent. */
-    cr_assert_eq(ntpu_matmul_tile_t(host, NTPU_DTYPE_BF16, 0, 4, 0, 6, 0), NTPU_ERR_INVALID_ARG);
-    cr_assert_eq(ntpu_matmul_tile_t(host, NTPU_DTYPE_BF16, UB - 4, 4, 0, 8, 0), NTPU_ERR_INVALID_ARG);
-    cr_assert_eq(ntpu_matmul_tile_t(host, NTPU_DTYPE_BF16, 0, 4, ACC - 4, 8, 0), NTPU_ERR_INVALID_ARG);
+    cr_assert_eq(ntpu_matmul_tile_transpose_a(host, NTPU_DTYPE_BF16, 0, 4, 0, 6, 0), NTPU_ERR_INVALID_ARG);
+    cr_assert_eq(ntpu_matmul_tile_transpose_a(host, NTPU_DTYPE_BF16, UB - 4, 4, 0, 8, 0), NTPU_ERR_INVALID_ARG);
+    cr_assert_eq(ntpu_matmul_tile_transpose_a(host, NTPU_DTYPE_BF16, 0, 4, ACC - 4, 8, 0), NTPU_ERR_INVALID_ARG);
 }
 
 /* Both dtypes, with and without accumulate, strides 0, below N (overlapping
@@ -65,8 +65,8 @@ Test(transpose_host, matmul_t_every_kind)
                 cr_assert_eq(ntpu_load_w(k ? host : dev, wb, wt), NTPU_OK);
             for (int k = 0; k < 2; k++) {
                 ntpu_device *d = k ? host : dev;
-                cr_assert_eq(ntpu_matmul_tile_t(d, dt, ub, stride, acc, blocks * N, accumulate), NTPU_OK, "%s",
-                             ntpu_last_error(d));
+                cr_assert_eq(ntpu_matmul_tile_transpose_a(d, dt, ub, stride, acc, blocks * N, accumulate), NTPU_OK,
+                             "%s", ntpu_last_error(d));
             }
         }
         assert_same("MATMUL TRANSPOSE_A");

@@ -25,13 +25,12 @@ typedef struct ntpu_dataset {
 /* Loads one split of an IDX directory: split "train" reads
  * DIR/train-images-idx3-ubyte and DIR/train-labels-idx1-ubyte, split "test" the
  * t10k-* files; each may also be gzip'd with a .gz suffix. limit > 0 keeps only
- * the first `limit` samples. On failure *out is empty and err (errlen bytes,
- * when not NULL) holds one line naming the file and what is wrong.
+ * the first `limit` samples. On failure *out is empty and ntpu_last_error(NULL)
+ * says in one line which file and what is wrong with it.
  * Errors: NTPU_ERR_INVALID_ARG, NTPU_ERR_FILE (missing or unreadable),
  * NTPU_ERR_FORMAT (bad magic, wrong type or rank, truncated, images and labels
  * disagree), NTPU_ERR_NO_MEMORY. */
-NTPU_API ntpu_status ntpu_dataset_load(const char *dir, const char *split, size_t limit, ntpu_dataset *out,
-                                       char *err, size_t errlen);
+NTPU_API ntpu_status ntpu_dataset_load(const char *dir, const char *split, size_t limit, ntpu_dataset *out);
 
 /* Frees the arrays and zeroes *ds. NULL is a no-op. */
 NTPU_API void ntpu_dataset_free(ntpu_dataset *ds);

@@ -36,19 +36,22 @@ typedef struct ntpu_model ntpu_model; /* opaque; bound to one device handle */
  * initialized like PyTorch's nn.Linear (uniform in ±1/sqrt(fan_in), weights and
  * biases) from `seed`, optimizer state zero, for batches of up to max_batch
  * samples. When the model's tensors do not fit the device's memories it is
- * streamed (see above and ntpu_model_streamed). dev stays owned by the caller
- * and must outlive the model. Errors: NTPU_ERR_INVALID_ARG, NTPU_ERR_UNSUPPORTED
+ * streamed (see above and ntpu_model_check_resident). dev stays owned by the caller
+ * and must outlive the model; release *out with ntpu_model_free. Errors: NTPU_ERR_INVALID_ARG, NTPU_ERR_UNSUPPORTED
  * (no bf16 or transposed weights), NTPU_ERR_NO_MEMORY, device and link errors. */
 NTPU_API ntpu_status ntpu_model_create(ntpu_device *dev, const unsigned *sizes, size_t n_sizes, size_t max_batch,
                                        uint64_t seed, const ntpu_optim_config *opt, ntpu_model **out);
 
-/* NULL is a no-op. Before ntpu_close of its device (which must outlive it). */
-NTPU_API void ntpu_model_destroy(ntpu_model *m);
+/* Frees the model and gives up its place in the device's memories. NULL is a
+ * no-op. Before ntpu_close of its device (which must outlive it). */
+NTPU_API void ntpu_model_free(ntpu_model *m);
 
-/* NULL when the model's tensors stay in the device's memories; for a streamed
- * model, why it is streamed, e.g. "needs 3208 UB rows for batches of 8, the
- * device has 1024" (owned by the model). */
-NTPU_API const char *ntpu_model_streamed(const ntpu_model *m);
+/* NTPU_OK when the model's tensors stay in the device's memories between calls.
+ * NTPU_ERR_UNSUPPORTED when they do not fit and the model is streamed (see
+ * above; it trains all the same), with the reason in ntpu_last_error(dev), e.g.
+ * "needs 3208 UB rows for batches of 8, the device has 1024". Sends nothing.
+ * NTPU_ERR_INVALID_ARG for m NULL. */
+NTPU_API ntpu_status ntpu_model_check_resident(const ntpu_model *m);
 
 /* What a training step reports. */
 typedef struct ntpu_step_result {
@@ -61,12 +64,12 @@ typedef struct ntpu_step_result {
  * < classes. Forward, loss, backward, optimizer update. *res may be NULL.
  * Errors: NTPU_ERR_INVALID_ARG, device and link errors (the model's weights are
  * then unchanged unless the error came after the update: see ntpu_last_error). */
-NTPU_API ntpu_status ntpu_train_step(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch,
-                                     ntpu_step_result *res);
+NTPU_API ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch,
+                                           ntpu_step_result *res);
 
 /* Forward pass only: logits (batch x classes floats) for batch <= max_batch
- * samples. Errors: as ntpu_train_step. */
-NTPU_API ntpu_status ntpu_predict(ntpu_model *m, const float *x, size_t batch, float *logits);
+ * samples. Errors: as ntpu_model_train_step. */
+NTPU_API ntpu_status ntpu_model_predict(ntpu_model *m, const float *x, size_t batch, float *logits);
 
 /* Accuracy and mean loss over count samples, in batches of max_batch. */
 NTPU_API ntpu_status ntpu_model_evaluate(ntpu_model *m, const float *x, const uint8_t *labels, size_t count,
@@ -90,22 +93,25 @@ typedef struct ntpu_model_view {
 /* Fills *out with pointers into the model. After changing weights or biases
  * through them, call ntpu_model_sync before the next step. With the device
  * optimizer, call ntpu_model_fetch first: the newest values are on the device. */
-NTPU_API void ntpu_model_view_get(ntpu_model *m, ntpu_model_view *out);
+NTPU_API void ntpu_model_get_view(ntpu_model *m, ntpu_model_view *out);
 
 /* Writes the host's master weights to the device (bf16 copies and biases; with
  * the device optimizer also the fp32 weights and the momentum or Adam's moments). */
 NTPU_API ntpu_status ntpu_model_sync(ntpu_model *m);
 
-/* 1 if training runs the optimizer on the device (ntpu_optim_config.device was
- * set and the device, the optimizer and ACC's and OS's sizes allow it), else 0. why_not (may
- * be NULL) gets the reason when it was asked for and is not used, else NULL. */
-NTPU_API int ntpu_model_device_optimizer(const ntpu_model *m, const char **why_not);
+/* NTPU_OK when training runs the optimizer on the device (ntpu_optim_config.device
+ * was set and the device, the optimizer and ACC's and OS's sizes allow it).
+ * Otherwise NTPU_ERR_UNSUPPORTED, with the reason in ntpu_last_error(dev) (it
+ * was not asked for; the device has no OPTIM; the model is streamed; ...): the
+ * optimizer runs on the host, with the same results. Sends nothing.
+ * NTPU_ERR_INVALID_ARG for m NULL. */
+NTPU_API ntpu_status ntpu_model_check_device_optimizer(const ntpu_model *m);
 
 /* Moves the optimizer to the device (on = 1) or to the host (0), as
  * ntpu_optim_config.device at creation would have placed it: for a model from
  * ntpu_model_load, whose checkpoint does not say. Fetches the weights and state
- * first and writes them to their new places; ntpu_model_device_optimizer tells
- * where it runs now. Errors: link errors, NTPU_ERR_NO_MEMORY. */
+ * first and writes them to their new places; ntpu_model_check_device_optimizer
+ * tells where it runs now. Errors: link errors, NTPU_ERR_NO_MEMORY. */
 NTPU_API ntpu_status ntpu_model_set_device_optimizer(ntpu_model *m, int on);
 
 /* With the device optimizer, reads the fp32 weights, biases and momentum (or m and v) from
@@ -115,7 +121,8 @@ NTPU_API ntpu_status ntpu_model_set_device_optimizer(ntpu_model *m, int on);
 NTPU_API ntpu_status ntpu_model_fetch(ntpu_model *m);
 
 /* Checkpoints: the weights (fc<l>.weight as [out, in] and fc<l>.bias, PyTorch's
- * layout), optimizer state (.m/.v suffixes, or .momentum), the step, and the
+ * layout), optimizer state (PyTorch's names as suffixes: .exp_avg and
+ * .exp_avg_sq, or .momentum_buffer), the step, and the
  * optimizer settings, plus the caller's own tensors and metadata (extra, meta:
  * key, value, ..., NULL), written atomically (never a partial file). */
 struct ntpu_st_tensor;
@@ -125,12 +132,18 @@ NTPU_API ntpu_status ntpu_model_save(ntpu_model *m, const char *path, const stru
 /* Creates a model on dev from a checkpoint written by ntpu_model_save; the
  * sizes, weights, optimizer and its state come from the file. Errors:
  * NTPU_ERR_FILE, NTPU_ERR_FORMAT (truncated, missing tensors, wrong shapes: the
- * reason is in ntpu_last_error(dev)), and as ntpu_model_create. */
+ * reason is in ntpu_last_error(dev)), and as ntpu_model_create. Release *out
+ * with ntpu_model_free. */
 NTPU_API ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t max_batch, ntpu_model **out);
 
 /* ------------------------------------------------------------------ int8 inference */
 
 typedef struct ntpu_qmodel ntpu_qmodel; /* a quantized copy of a model, on the same device */
+
+/* NTPU_OK if m's quantized copy would fit the device (int8 matmuls and room in its
+ * memories), else NTPU_ERR_UNSUPPORTED with the reason in ntpu_last_error(dev):
+ * lets a caller find out before it spends time on anything else. */
+NTPU_API ntpu_status ntpu_qmodel_check(ntpu_model *m);
 
 /* Post-training quantization of m: weights per output channel (symmetric, scale
  * max|w| / 127), activations per layer (symmetric, scale max / 127 over a host
@@ -140,18 +153,14 @@ typedef struct ntpu_qmodel ntpu_qmodel; /* a quantized copy of a model, on the s
  * the last layer's int32 results are scaled to logits on the host. A model, its
  * quantized copy and ntpu_matmul on one device take the device's memories in
  * turn: each call of one of them writes its own data again when another used
- * them since (the low-level calls of ntpu.h do not take part). Errors: NTPU_ERR_INVALID_ARG, NTPU_ERR_UNSUPPORTED (no int8
+ * them since (the low-level calls of ntpu.h do not take part). Release *out with
+ * ntpu_qmodel_free. Errors: NTPU_ERR_INVALID_ARG, NTPU_ERR_UNSUPPORTED (no int8
  * or vector unit, or too little memory), NTPU_ERR_NO_MEMORY, device and link errors. */
-/* NTPU_OK if m's quantized copy would fit the device (int8 matmuls and room in its
- * memories), else NTPU_ERR_UNSUPPORTED with the reason: lets a caller find out
- * before it spends time on anything else. */
-NTPU_API ntpu_status ntpu_qmodel_check(ntpu_model *m);
-
 NTPU_API ntpu_status ntpu_qmodel_create(ntpu_model *m, const float *calib, size_t count, ntpu_qmodel **out);
 
-/* NULL is a no-op. Works also after its model was destroyed (nothing else
- * does), but not after ntpu_close of the device. */
-NTPU_API void ntpu_qmodel_destroy(ntpu_qmodel *q);
+/* NULL is a no-op. Works also after its model was freed (nothing else does),
+ * but not after ntpu_close of the device. */
+NTPU_API void ntpu_qmodel_free(ntpu_qmodel *q);
 
 /* Logits (batch x classes floats) of batch <= the model's max_batch samples. */
 NTPU_API ntpu_status ntpu_qmodel_predict(ntpu_qmodel *q, const float *x, size_t batch, float *logits);

@@ -5,15 +5,27 @@
  * tiling any shape onto the N x N systolic array. This header is the API
  * reference; docs/isa.md and docs/protocol.md describe the device underneath.
  *
- * Conventions:
+ * Conventions (docs/decisions/0027-api-1.0.md; docs/api.md is the guide):
+ * - Names are ntpu_<object>_<action>: ntpu_model_train_step, ntpu_program_run,
+ *   ntpu_npy_read. The device is the library's own object: its calls are
+ *   ntpu_<action> (ntpu_open, ntpu_matmul, ntpu_fence). Types are ntpu_<object>,
+ *   macros and enum values NTPU_*.
  * - Every fallible call returns an ntpu_status. NTPU_OK is 0, errors are negative.
+ * - Detail: ntpu_last_error(h) is one line on the most recent failure, where h is
+ *   the device the failing call worked on (itself, or through a model, quantized
+ *   model or program of that device; ntpu_open fills *out also when it fails), or
+ *   NULL for a call that involves no device (the files of data.h, safetensors.h
+ *   and ntpu_npy_*, the parsers of optim.h). The status says what kind of failure
+ *   it was; the text is for people.
  * - A handle (ntpu_device) is used by one thread at a time; different handles are
- *   independent. There is no global state.
+ *   independent. The library's only state outside a handle is the per-thread text
+ *   that ntpu_last_error(NULL) returns.
  * - The caller owns every buffer it passes in; the library copies what it needs
- *   before returning. What the library allocates (ntpu_tensor data, the device
- *   handle) has exactly one release function, named next to the allocator.
- * - The library never aborts, exits or prints. Detail for the most recent failure
- *   on a handle is in ntpu_last_error(dev).
+ *   before returning. What the library hands out has exactly one release call:
+ *   ntpu_close for a device (what ntpu_open opened), ntpu_<object>_free for every
+ *   other object (model, qmodel, program, tensor, dataset, safetensors). Each
+ *   takes NULL as a no-op.
+ * - The library never aborts, exits or prints.
  * - Matrices are dense, row-major (C order), without padding between rows.
  */
 #ifndef NTPU_NTPU_H
@@ -70,14 +82,18 @@ typedef struct ntpu_device ntpu_device; /* opaque; one thread at a time per hand
 #define NTPU_DEVICE_STRING_MAX 4096
 
 /* Opens a device. `device` is a device string:
- *   "ref[:n=N,ub=R,wb=R,acc=R,payload=B,novec=1,notra=1]"
+ *   "ref[:n=N,ub=R,wb=R,acc=R,os=R,pm=R,payload=B,novec=1,notra=1]"
  *                                          the C golden model, in-process; the
  *                                          options override its configuration:
  *                                          n 2..64, ub and acc 1..65536 rows,
- *                                          wb n..65536 rows, payload 73..65535
- *                                          bytes; novec=1 / notra=1 leave out the
- *                                          vector unit / TRANSPOSE_A (as the
- *                                          iCEBreaker's core)
+ *                                          wb n..65536 rows, os (optimizer-state
+ *                                          memory) and pm (program memory)
+ *                                          0..65536 rows, 0 leaving out the
+ *                                          memory and its feature (ADAM,
+ *                                          PROGRAM) as the boards' cores do,
+ *                                          payload 73..65535 bytes; novec=1 /
+ *                                          notra=1 leave out the vector unit /
+ *                                          TRANSPOSE_A (as the iCEBreaker's core)
  *   "vsim[:trace=FILE]"                    the Verilator model of the RTL (with
  *                                          vsim's faster simulation forms,
  *                                          held to rtl/ cycle by cycle)
@@ -103,9 +119,10 @@ typedef struct ntpu_device ntpu_device; /* opaque; one thread at a time per hand
  * empty, else "vsim".
  * On NTPU_OK, *out is a ready handle (the ID block has been read). On failure,
  * *out is still a handle that carries only the reason (read it with
- * ntpu_last_error; every other call on it fails with NTPU_ERR_NO_DEVICE) and must
- * be released with ntpu_close -- unless the failure is NTPU_ERR_NO_MEMORY for the
- * handle itself, or out is NULL, in which case *out is NULL.
+ * ntpu_last_error(*out); every other call on it fails with NTPU_ERR_NO_DEVICE)
+ * and must be released with ntpu_close -- unless the failure is
+ * NTPU_ERR_NO_MEMORY for the handle itself, or out is NULL: then *out is NULL
+ * and the reason is in ntpu_last_error(NULL).
  * Errors: NTPU_ERR_INVALID_ARG (out NULL, unknown device kind or option),
  * NTPU_ERR_NO_DEVICE, NTPU_ERR_IO, NTPU_ERR_TIMEOUT, NTPU_ERR_NO_MEMORY,
  * NTPU_ERR_UNSUPPORTED (the device speaks an unknown protocol version). */
@@ -115,9 +132,11 @@ NTPU_API ntpu_status ntpu_open(const char *device, ntpu_device **out);
  * NULL is a no-op. */
 NTPU_API void ntpu_close(ntpu_device *dev);
 
-/* One line describing the most recent failure on this handle ("" if none yet).
- * The text stays valid until the next call on the handle. Never NULL, also for
- * dev NULL. Successful calls do not clear it. */
+/* One line describing the most recent failure on this handle ("" if none yet),
+ * or with dev NULL the most recent failure in this thread of a call that
+ * involves no device (see the conventions above). The text stays valid until
+ * the next call on the handle (for NULL: the next such call in the thread).
+ * Never NULL. Successful calls do not clear it. */
 NTPU_API const char *ntpu_last_error(const ntpu_device *dev);
 
 /* Identity and configuration of the device, read from its ID block at open. */
@@ -125,7 +144,9 @@ typedef struct ntpu_info {
     unsigned version_major, version_minor; /* protocol version (1.0) */
     unsigned rows, cols;                   /* array size N x N */
     unsigned dtypes;                       /* NTPU_DTYPE_INT8_BIT | NTPU_DTYPE_BF16_BIT */
-    unsigned features;                     /* NTPU_FEATURE_TRANSPOSE_BIT */
+    unsigned features;                     /* NTPU_FEATURE_*_BIT: TRANSPOSE (LOAD_W transposed),
+                                            * TRANSPOSE_A (1.1), VECTOR (1.1), OPTIM (1.3),
+                                            * PROGRAM (1.4), ADAM (1.4) */
     unsigned max_payload;                  /* largest frame payload, bytes */
     uint32_t ub_rows, wb_rows, acc_rows;   /* memory sizes in rows of N lanes */
     uint32_t pm_rows;                      /* program memory rows of 2N bytes (1.4, NTPU_FEATURE_PROGRAM_BIT);
@@ -195,8 +216,8 @@ NTPU_API ntpu_status ntpu_matmul_tile(ntpu_device *dev, ntpu_dtype dtype, uint32
  * NTPU_FEATURE_TRANSPOSE_A_BIT (e.g. the iCEBreaker) the library reads each block,
  * writes it back transposed, runs a plain MATMUL on it and restores it: the same
  * results bit for bit, not queued. Errors: as ntpu_matmul_tile. */
-NTPU_API ntpu_status ntpu_matmul_tile_t(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t stride,
-                                        uint32_t acc_addr, uint32_t rows, int accumulate);
+NTPU_API ntpu_status ntpu_matmul_tile_transpose_a(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr,
+                                                  uint32_t stride, uint32_t acc_addr, uint32_t rows, int accumulate);
 
 /* Vector unit (protocol 1.1, docs/isa.md). All queued; errors: NTPU_ERR_INVALID_ARG
  * (a range past a memory's end, reserved flags), link errors. On a device without
@@ -354,19 +375,20 @@ typedef struct ntpu_tensor {
 /* Reads a NumPy .npy file (format 1.0, 2.0 or 3.0; little-endian or
  * byte-order-free dtype; C order; 1-D or 2-D; int8, int32, float32 or uint16).
  * On NTPU_OK, *out owns freshly allocated data: release it with
- * ntpu_tensor_free. On failure *out is zeroed and err (errlen bytes, may be NULL)
- * holds one line saying what is wrong with the file.
+ * ntpu_tensor_free. On failure *out is zeroed and ntpu_last_error(NULL) says in
+ * one line, naming the file, what is wrong with it.
  * Errors: NTPU_ERR_INVALID_ARG, NTPU_ERR_FILE (cannot open or read),
  * NTPU_ERR_FORMAT (bad magic, truncated, bad header, fortran_order, big-endian,
  * unsupported dtype or rank, data shorter than the shape), NTPU_ERR_NO_MEMORY. */
-NTPU_API ntpu_status ntpu_npy_read(const char *path, ntpu_tensor *out, char *err, size_t errlen);
+NTPU_API ntpu_status ntpu_npy_read(const char *path, ntpu_tensor *out);
 
 /* Writes t to path as .npy (format 1.0, little-endian, C order), replacing the
- * file whole as ntpu/outfile.h says: path is either untouched or complete (links
- * followed; a device, FIFO or pipe written in place). Errors:
+ * file whole: path is either untouched or complete, as a fresh temporary file
+ * beside it is renamed over it (links followed; a device, FIFO or pipe is
+ * written in place). Errors (detail in ntpu_last_error(NULL)):
  * NTPU_ERR_INVALID_ARG (bad tensor, empty path), NTPU_ERR_FILE,
  * NTPU_ERR_NO_MEMORY. */
-NTPU_API ntpu_status ntpu_npy_write(const char *path, const ntpu_tensor *t, char *err, size_t errlen);
+NTPU_API ntpu_status ntpu_npy_write(const char *path, const ntpu_tensor *t);
 
 /* Frees t->data and zeroes *t. NULL and a zeroed tensor are no-ops. */
 NTPU_API void ntpu_tensor_free(ntpu_tensor *t);

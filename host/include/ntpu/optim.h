@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ntpu/export.h"
+#include "ntpu/ntpu.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,14 +54,15 @@ NTPU_API ntpu_optim_config ntpu_optim_defaults(ntpu_optimizer kind);
 NTPU_API float ntpu_optim_lr(const ntpu_optim_config *cfg, uint64_t t);
 
 /* Name <-> value: "sgd", "momentum", "adam", "adamw"; "constant", "step", "cosine".
- * The parsers return 0, or -1 for an unknown name. */
+ * The names of unknown values are "unknown". The parsers return NTPU_OK, or
+ * NTPU_ERR_INVALID_ARG for an unknown name (detail in ntpu_last_error(NULL)). */
 NTPU_API const char *ntpu_optimizer_name(ntpu_optimizer kind);
-NTPU_API int ntpu_optimizer_parse(const char *name, ntpu_optimizer *out);
+NTPU_API ntpu_status ntpu_optimizer_parse(const char *name, ntpu_optimizer *out);
 NTPU_API const char *ntpu_lr_schedule_name(ntpu_lr_schedule s);
-NTPU_API int ntpu_lr_schedule_parse(const char *name, ntpu_lr_schedule *out);
+NTPU_API ntpu_status ntpu_lr_schedule_parse(const char *name, ntpu_lr_schedule *out);
 
 /* Slots of optimizer state per parameter: 0 (SGD), 1 (momentum), 2 (Adam, AdamW). */
-NTPU_API unsigned ntpu_optim_slots(ntpu_optimizer kind);
+NTPU_API unsigned ntpu_optimizer_slots(ntpu_optimizer kind);
 
 /* One update of n parameters p with gradients g, as step t (0-based; Adam's bias
  * correction uses t + 1). s1, s2: the state slots (momentum buffer; Adam's m and

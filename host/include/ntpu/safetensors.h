@@ -27,23 +27,24 @@ typedef struct ntpu_st_tensor {
 } ntpu_st_tensor;
 
 /* Writes n tensors and optional string metadata (meta: key, value, key, value,
- * ..., NULL; or NULL) to path atomically, as ntpu/outfile.h says: the data goes to
- * a temporary file beside the file path leads to, is flushed to disk, then
+ * ..., NULL; or NULL) to path atomically: the data goes to a temporary file
+ * beside the file path leads to (links followed), is flushed to disk, then
  * renamed over it, so it holds either its old contents or the whole new file,
  * never a part.
- * Errors: NTPU_ERR_INVALID_ARG (bad dtype, nbytes not matching the shape, a
- * duplicate or empty name), NTPU_ERR_FILE (with the OS reason in err),
- * NTPU_ERR_NO_MEMORY. */
+ * Errors (detail in ntpu_last_error(NULL)): NTPU_ERR_INVALID_ARG (bad dtype,
+ * nbytes not matching the shape, a duplicate or empty name), NTPU_ERR_FILE
+ * (with the OS's reason), NTPU_ERR_NO_MEMORY. */
 NTPU_API ntpu_status ntpu_safetensors_write(const char *path, const ntpu_st_tensor *tensors, size_t n,
-                                            const char *const *meta, char *err, size_t errlen);
+                                            const char *const *meta);
 
 typedef struct ntpu_safetensors ntpu_safetensors; /* a file read into memory */
 
 /* Reads and validates a whole file: header length within the file, JSON header
  * well formed, every tensor's dtype known, offsets in order, inside the data and
- * matching its shape. Errors: NTPU_ERR_FILE, NTPU_ERR_FORMAT (truncated or
- * malformed; err says what), NTPU_ERR_NO_MEMORY. *out is NULL on failure. */
-NTPU_API ntpu_status ntpu_safetensors_read(const char *path, ntpu_safetensors **out, char *err, size_t errlen);
+ * matching its shape. Release *out with ntpu_safetensors_free. Errors (detail in
+ * ntpu_last_error(NULL)): NTPU_ERR_FILE, NTPU_ERR_FORMAT (truncated or
+ * malformed), NTPU_ERR_NO_MEMORY. *out is NULL on failure. */
+NTPU_API ntpu_status ntpu_safetensors_read(const char *path, ntpu_safetensors **out);
 
 /* The tensor called name, or NULL. Valid until ntpu_safetensors_free. */
 NTPU_API const ntpu_st_tensor *ntpu_safetensors_find(const ntpu_safetensors *st, const char *name);

@@ -9,8 +9,8 @@
 
 #include "internal.h"
 
-ntpu_status ntpu_host_matmul_t(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t stride,
-                               uint32_t acc_addr, uint32_t rows, int accumulate)
+ntpu_status ntpu_host_matmul_transpose_a(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t stride,
+                                         uint32_t acc_addr, uint32_t rows, int accumulate)
 {
     const uint32_t n = dev->n, blocks = rows / n;
     uint16_t *orig = malloc((size_t)rows * n * sizeof *orig);

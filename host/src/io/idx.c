@@ -7,6 +7,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "internal.h"
 #include "ntpu/data.h"
 
 #define IDX_TYPE_UBYTE 0x08
@@ -117,9 +118,10 @@ out:
     return st;
 }
 
-ntpu_status ntpu_dataset_load(const char *dir, const char *split, size_t limit, ntpu_dataset *out, char *err,
-                              size_t errlen)
+ntpu_status ntpu_dataset_load(const char *dir, const char *split, size_t limit, ntpu_dataset *out)
 {
+    char *err = ntpu_thread_error(); /* a call on no device: its detail is the thread's (ntpu_last_error(NULL)) */
+    const size_t errlen = NTPU_THREAD_ERRMSG_LEN;
     if (!out)
         return fail(err, errlen, NTPU_ERR_INVALID_ARG, "no dataset to fill");
     memset(out, 0, sizeof *out);

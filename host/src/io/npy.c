@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "ntpu/outfile.h"
+#include "io/outfile.h"
 
 static const char npy_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 
@@ -331,8 +331,10 @@ static ntpu_status read_data(FILE *f, unsigned long long rows, unsigned long lon
     return NTPU_OK;
 }
 
-ntpu_status ntpu_npy_read(const char *path, ntpu_tensor *out, char *err, size_t errlen)
+ntpu_status ntpu_npy_read(const char *path, ntpu_tensor *out)
 {
+    char *err = ntpu_thread_error(); /* a call on no device: its detail is the thread's (ntpu_last_error(NULL)) */
+    const size_t errlen = NTPU_THREAD_ERRMSG_LEN;
     if (out)
         memset(out, 0, sizeof *out);
     if (!path || !out) {
@@ -428,8 +430,10 @@ static int write_npy(int fd, const ntpu_tensor *t)
     return 0;
 }
 
-ntpu_status ntpu_npy_write(const char *path, const ntpu_tensor *t, char *err, size_t errlen)
+ntpu_status ntpu_npy_write(const char *path, const ntpu_tensor *t)
 {
+    char *err = ntpu_thread_error(); /* as ntpu_npy_read */
+    const size_t errlen = NTPU_THREAD_ERRMSG_LEN;
     if (!path || !t || (t->ndim != 1 && t->ndim != 2) || !elem_descr(t->elem) || (t->ndim == 1 && t->shape[1] != 1)) {
         ntpu_errf(err, errlen, "ntpu_npy_write: bad arguments (NULL, rank not 1 or 2, or unknown element type)");
         return NTPU_ERR_INVALID_ARG;

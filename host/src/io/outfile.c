@@ -1,4 +1,4 @@
-/* Replacing a file whole (see ntpu/outfile.h). */
+/* Replacing a file whole (see outfile.h). */
 #define _DEFAULT_SOURCE /* realpath, fchmod, lstat, readlink */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "ntpu/outfile.h"
+#include "io/outfile.h"
 
 /* Whether the directory part of p lies in /proc (where /dev/stdout and /dev/fd/N lead): its links
  * name open descriptors, not files that can be replaced by name. */

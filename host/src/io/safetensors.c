@@ -10,7 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ntpu/outfile.h"
+#include "internal.h"
+#include "io/io.h"
+#include "io/outfile.h"
 #include "ntpu/safetensors.h"
 
 #define ST_MAX_HEADER (100u << 20) /* the format's own limit on the JSON header */
@@ -53,8 +55,8 @@ static int write_all(int fd, const void *buf, size_t n)
     return 0;
 }
 
-ntpu_status ntpu_safetensors_write(const char *path, const ntpu_st_tensor *t, size_t n, const char *const *meta,
-                                   char *err, size_t errlen)
+ntpu_status ntpu_safetensors_write_err(const char *path, const ntpu_st_tensor *t, size_t n, const char *const *meta,
+                                       char *err, size_t errlen)
 {
     if (!path || (n && !t))
         return fail(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: no path or tensors");
@@ -207,7 +209,7 @@ static ntpu_status parse(ntpu_safetensors *st, const char *path, char *err, size
     return NTPU_OK;
 }
 
-ntpu_status ntpu_safetensors_read(const char *path, ntpu_safetensors **out, char *err, size_t errlen)
+ntpu_status ntpu_safetensors_read_err(const char *path, ntpu_safetensors **out, char *err, size_t errlen)
 {
     if (!out)
         return fail(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: nowhere to put the result");
@@ -244,6 +246,17 @@ ntpu_status ntpu_safetensors_read(const char *path, ntpu_safetensors **out, char
     }
     *out = st;
     return NTPU_OK;
+}
+
+/* The public calls: made on no device, their detail is the thread's (ntpu_last_error(NULL)). */
+ntpu_status ntpu_safetensors_write(const char *path, const ntpu_st_tensor *t, size_t n, const char *const *meta)
+{
+    return ntpu_safetensors_write_err(path, t, n, meta, ntpu_thread_error(), NTPU_THREAD_ERRMSG_LEN);
+}
+
+ntpu_status ntpu_safetensors_read(const char *path, ntpu_safetensors **out)
+{
+    return ntpu_safetensors_read_err(path, out, ntpu_thread_error(), NTPU_THREAD_ERRMSG_LEN);
 }
 
 const ntpu_st_tensor *ntpu_safetensors_find(const ntpu_safetensors *st, const char *name)

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "nn_internal.h"
-#include "ntpu/safetensors.h"
+#include "io/io.h"
 
 #define CKPT_FORMAT "ntpu-mlp-1"
 
@@ -35,7 +35,7 @@ ntpu_status ntpu_model_save(ntpu_model *m, const char *path, const ntpu_st_tenso
     ntpu_status fst = ntpu_model_fetch(m); /* the device optimizer's weights and state */
     if (fst != NTPU_OK)
         return fst;
-    const unsigned slots = ntpu_optim_slots(m->opt.kind);
+    const unsigned slots = ntpu_optimizer_slots(m->opt.kind);
     size_t cap = m->layers * PER_LAYER + n_extra, count = 0, floats = 0;
     for (size_t l = 0; l < m->layers; l++)
         floats += (size_t)m->sizes[l] * m->sizes[l + 1] * (1 + slots);
@@ -98,7 +98,7 @@ ntpu_status ntpu_model_save(ntpu_model *m, const char *path, const ntpu_st_tenso
     }
     kv[nkv] = NULL;
     char err[NTPU_ERRMSG_LEN];
-    ntpu_status st = ntpu_safetensors_write(path, t, count, kv, err, sizeof err);
+    ntpu_status st = ntpu_safetensors_write_err(path, t, count, kv, err, sizeof err);
     free(t);
     free(buf);
     free(names);
@@ -154,7 +154,7 @@ ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t max_batch
         return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "load: no path");
     char err[NTPU_ERRMSG_LEN];
     ntpu_safetensors *f;
-    if ((st = ntpu_safetensors_read(path, &f, err, sizeof err)) != NTPU_OK)
+    if ((st = ntpu_safetensors_read_err(path, &f, err, sizeof err)) != NTPU_OK)
         return ntpu_fail(dev, st, "%s", err);
     const char *format = ntpu_safetensors_meta(f, "format"), *sizes_s = ntpu_safetensors_meta(f, "sizes");
     unsigned sizes[NTPU_MAX_LAYERS + 2];
@@ -187,9 +187,9 @@ ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t max_batch
     const char *what = NULL;
     if (n_sizes < 2 || n_sizes > NTPU_MAX_LAYERS + 1)
         what = "sizes";
-    else if (ntpu_optimizer_parse(ntpu_safetensors_meta(f, "optimizer"), &opt.kind))
+    else if (ntpu_optimizer_find(ntpu_safetensors_meta(f, "optimizer"), &opt.kind))
         what = "optimizer";
-    else if (ntpu_lr_schedule_parse(ntpu_safetensors_meta(f, "schedule"), &opt.schedule))
+    else if (ntpu_lr_schedule_find(ntpu_safetensors_meta(f, "schedule"), &opt.schedule))
         what = "schedule";
     for (size_t i = 0; !what && i < sizeof keys / sizeof keys[0]; i++)
         if (keys[i].f ? meta_float(f, keys[i].key, keys[i].f) : meta_u64(f, keys[i].key, keys[i].u))
@@ -207,7 +207,7 @@ ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t max_batch
         return st;
     }
     m->step = step;
-    const unsigned slots = ntpu_optim_slots(opt.kind);
+    const unsigned slots = ntpu_optimizer_slots(opt.kind);
     char name[64];
     for (size_t l = 0; l < m->layers && st == NTPU_OK; l++) {
         const size_t in = sizes[l], outn = sizes[l + 1];
@@ -230,7 +230,7 @@ ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t max_batch
     if (st == NTPU_OK)
         st = ntpu_model_sync(m);
     if (st != NTPU_OK) {
-        ntpu_model_destroy(m);
+        ntpu_model_free(m);
         return st;
     }
     *out = m;

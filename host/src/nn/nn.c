@@ -55,7 +55,7 @@ static void drop_programs(ntpu_model *m)
     m->prog_bp = 0;
 }
 
-void ntpu_model_destroy(ntpu_model *m)
+void ntpu_model_free(ntpu_model *m)
 {
     if (!m)
         return;
@@ -236,11 +236,11 @@ ntpu_status ntpu_model_alloc(ntpu_device *dev, const unsigned *sizes, size_t n_s
         snprintf(m->devopt_why, sizeof m->devopt_why, "the model is streamed");
         m->streamed = 1;
         if ((st = ntpu_stream_alloc(m)) != NTPU_OK) {
-            ntpu_model_destroy(m);
+            ntpu_model_free(m);
             return st;
         }
     }
-    unsigned slots = ntpu_optim_slots(opt->kind);
+    unsigned slots = ntpu_optimizer_slots(opt->kind);
     for (size_t l = 0; l < m->layers; l++) {
         size_t nw = (size_t)sizes[l] * sizes[l + 1], nb = sizes[l + 1];
         int bad = !(m->w[l] = calloc(nw, 4)) || !(m->b[l] = calloc(nb, 4)) || !(m->gw[l] = calloc(nw, 4)) ||
@@ -250,7 +250,7 @@ ntpu_status ntpu_model_alloc(ntpu_device *dev, const unsigned *sizes, size_t n_s
         if (!bad && slots >= 2)
             bad = !(m->ws2[l] = calloc(nw, 4)) || !(m->bs2[l] = calloc(nb, 4));
         if (bad) {
-            ntpu_model_destroy(m);
+            ntpu_model_free(m);
             return ntpu_fail(dev, NTPU_ERR_NO_MEMORY, "model: out of memory for layer %zu", l);
         }
     }
@@ -384,11 +384,16 @@ ntpu_status ntpu_model_set_device_optimizer(ntpu_model *m, int on)
     return ntpu_model_sync(m);
 }
 
-int ntpu_model_device_optimizer(const ntpu_model *m, const char **why_not)
+ntpu_status ntpu_model_check_device_optimizer(const ntpu_model *m)
 {
-    if (why_not)
-        *why_not = m && !m->devopt && m->opt.device ? m->devopt_why : NULL;
-    return m && m->devopt;
+    if (!m)
+        return NTPU_ERR_INVALID_ARG;
+    if (m->devopt)
+        return NTPU_OK;
+    if (!m->opt.device)
+        return ntpu_fail(m->dev, NTPU_ERR_UNSUPPORTED, "the optimizer was not asked to run on the device "
+                         "(ntpu_optim_config.device is 0)");
+    return ntpu_fail(m->dev, NTPU_ERR_UNSUPPORTED, "%s", m->devopt_why);
 }
 
 /* Writes the host's weights (and, with the device optimizer, its fp32 state) to the device. */
@@ -469,16 +474,21 @@ ntpu_status ntpu_model_create(ntpu_device *dev, const unsigned *sizes, size_t n_
             m->b[l][i] = bound * uniform_pm1(&s);
     }
     if ((st = ntpu_model_sync(m)) != NTPU_OK) {
-        ntpu_model_destroy(m);
+        ntpu_model_free(m);
         return st;
     }
     *out = m;
     return NTPU_OK;
 }
 
-const char *ntpu_model_streamed(const ntpu_model *m) { return m && m->streamed ? m->why : NULL; }
+ntpu_status ntpu_model_check_resident(const ntpu_model *m)
+{
+    if (!m)
+        return NTPU_ERR_INVALID_ARG;
+    return m->streamed ? ntpu_fail(m->dev, NTPU_ERR_UNSUPPORTED, "%s", m->why) : NTPU_OK;
+}
 
-void ntpu_model_view_get(ntpu_model *m, ntpu_model_view *v)
+void ntpu_model_get_view(ntpu_model *m, ntpu_model_view *v)
 {
     memset(v, 0, sizeof *v);
     if (!m)
@@ -604,7 +614,7 @@ static ntpu_status check_batch(ntpu_model *m, const float *x, size_t batch)
     return NTPU_OK;
 }
 
-ntpu_status ntpu_predict(ntpu_model *m, const float *x, size_t batch, float *logits)
+ntpu_status ntpu_model_predict(ntpu_model *m, const float *x, size_t batch, float *logits)
 {
     ntpu_status st = check_batch(m, x, batch);
     if (st != NTPU_OK)
@@ -643,8 +653,8 @@ static ntpu_status backward(ntpu_model *m, size_t bp)
             for (size_t j = 0; j < bp / n && st == NTPU_OK; j++) {
                 st = ntpu_load_w(dev, (uint32_t)(m->wb_g[l] + nt * bp + j * n), 0);
                 if (st == NTPU_OK)
-                    st = ntpu_matmul_tile_t(dev, NTPU_DTYPE_BF16, (uint32_t)(m->ub_x[l] + j * n), (uint32_t)bp, dw,
-                                            (uint32_t)(ti * n), j > 0);
+                    st = ntpu_matmul_tile_transpose_a(dev, NTPU_DTYPE_BF16, (uint32_t)(m->ub_x[l] + j * n),
+                                                      (uint32_t)bp, dw, (uint32_t)(ti * n), j > 0);
             }
             if (st == NTPU_OK && adam)
                 st = ntpu_vec_optim_adam(dev, decoupled, (uint32_t)(m->acc_mw[l] + nt * blk), dw, (uint32_t)(ti * n),
@@ -789,8 +799,8 @@ static ntpu_status write_optim_consts(ntpu_model *m)
     return st;
 }
 
-ntpu_status ntpu_train_step(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch,
-                            ntpu_step_result *res)
+ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch,
+                                  ntpu_step_result *res)
 {
     ntpu_status st = check_batch(m, x, batch);
     if (st != NTPU_OK)
@@ -881,7 +891,7 @@ ntpu_status ntpu_model_evaluate(ntpu_model *m, const float *x, const uint8_t *la
     ntpu_status st = NTPU_OK;
     for (size_t at = 0; at < count && st == NTPU_OK; at += m->max_batch) {
         size_t b = count - at < m->max_batch ? count - at : m->max_batch;
-        st = ntpu_predict(m, x + at * in, b, logits);
+        st = ntpu_model_predict(m, x + at * in, b, logits);
         if (st == NTPU_OK) {
             float l;
             size_t ok;

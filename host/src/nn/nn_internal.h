@@ -76,6 +76,11 @@ ntpu_status ntpu_model_alloc(ntpu_device *dev, const unsigned *sizes, size_t n_s
  * model and a loaded checkpoint. */
 const char *ntpu_optim_bad_setting(const ntpu_optim_config *o);
 
+/* optim.c: ntpu_optimizer_parse and ntpu_lr_schedule_parse without their detail text (a checkpoint
+ * names its bad setting on the model's device): 0, or -1 for an unknown name or NULL. */
+int ntpu_optimizer_find(const char *name, ntpu_optimizer *out);
+int ntpu_lr_schedule_find(const char *name, ntpu_lr_schedule *out);
+
 static inline size_t ntpu_round_up(size_t x, size_t n) { return (x + n - 1) / n * n; }
 
 /* NTPU_OK when every label is below the model's class count, else NTPU_ERR_INVALID_ARG naming the

@@ -2,7 +2,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ntpu/optim.h"
+#include "nn_internal.h"
 
 ntpu_optim_config ntpu_optim_defaults(ntpu_optimizer kind)
 {
@@ -45,29 +45,50 @@ const char *ntpu_optimizer_name(ntpu_optimizer kind)
     return (unsigned)kind < 4 ? optimizer_names[kind] : "unknown";
 }
 
-int ntpu_optimizer_parse(const char *name, ntpu_optimizer *out)
-{
-    for (unsigned i = 0; name && i < 4; i++)
-        if (strcmp(name, optimizer_names[i]) == 0) {
-            *out = (ntpu_optimizer)i;
-            return 0;
-        }
-    return -1;
-}
-
 const char *ntpu_lr_schedule_name(ntpu_lr_schedule s) { return (unsigned)s < 3 ? schedule_names[s] : "unknown"; }
 
-int ntpu_lr_schedule_parse(const char *name, ntpu_lr_schedule *out)
+/* The index of name in names[0..n), or -1 (name NULL included). */
+static int find_name(const char *const *names, unsigned n, const char *name)
 {
-    for (unsigned i = 0; name && i < 3; i++)
-        if (strcmp(name, schedule_names[i]) == 0) {
-            *out = (ntpu_lr_schedule)i;
-            return 0;
-        }
+    for (unsigned i = 0; name && i < n; i++)
+        if (strcmp(name, names[i]) == 0)
+            return (int)i;
     return -1;
 }
 
-unsigned ntpu_optim_slots(ntpu_optimizer kind)
+int ntpu_optimizer_find(const char *name, ntpu_optimizer *out)
+{
+    int i = find_name(optimizer_names, 4, name);
+    if (i >= 0)
+        *out = (ntpu_optimizer)i;
+    return i < 0 ? -1 : 0;
+}
+
+int ntpu_lr_schedule_find(const char *name, ntpu_lr_schedule *out)
+{
+    int i = find_name(schedule_names, 3, name);
+    if (i >= 0)
+        *out = (ntpu_lr_schedule)i;
+    return i < 0 ? -1 : 0;
+}
+
+ntpu_status ntpu_optimizer_parse(const char *name, ntpu_optimizer *out)
+{
+    if (!out || ntpu_optimizer_find(name, out))
+        return ntpu_fail(NULL, NTPU_ERR_INVALID_ARG, "unknown optimizer '%s' (expected sgd, momentum, adam or adamw)",
+                         name ? name : "(null)");
+    return NTPU_OK;
+}
+
+ntpu_status ntpu_lr_schedule_parse(const char *name, ntpu_lr_schedule *out)
+{
+    if (!out || ntpu_lr_schedule_find(name, out))
+        return ntpu_fail(NULL, NTPU_ERR_INVALID_ARG, "unknown learning-rate schedule '%s' (expected constant, step "
+                         "or cosine)", name ? name : "(null)");
+    return NTPU_OK;
+}
+
+unsigned ntpu_optimizer_slots(ntpu_optimizer kind)
 {
     return kind == NTPU_OPT_SGD ? 0 : kind == NTPU_OPT_MOMENTUM ? 1 : 2;
 }

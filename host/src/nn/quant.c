@@ -15,7 +15,7 @@
 
 struct ntpu_qmodel {
     ntpu_model *m;
-    ntpu_device *dev; /* m's, kept for destroy: a copy may outlive its model */
+    ntpu_device *dev; /* m's, kept for ntpu_qmodel_free: a copy may outlive its model */
     float in_scale[NTPU_MAX_LAYERS];   /* scale of layer l's input activations */
     float *w_scale[NTPU_MAX_LAYERS];   /* per output channel */
     int32_t *bias_q[NTPU_MAX_LAYERS];  /* last layer's biases, added on the host */
@@ -26,7 +26,7 @@ struct ntpu_qmodel {
     uint32_t *aux[NTPU_MAX_LAYERS];
 };
 
-void ntpu_qmodel_destroy(ntpu_qmodel *q)
+void ntpu_qmodel_free(ntpu_qmodel *q)
 {
     if (!q)
         return;
@@ -212,7 +212,7 @@ ntpu_status ntpu_qmodel_create(ntpu_model *m, const float *calib, size_t count, 
     if (st == NTPU_OK)
         st = own_memories(q); /* the model saves its device state first (evict), then the rows go out */
     if (st != NTPU_OK) {
-        ntpu_qmodel_destroy(q);
+        ntpu_qmodel_free(q);
         return st;
     }
     *out = q;
