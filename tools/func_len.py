@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Lists the C functions longer than a limit (default 120 lines) under host/.
 
     python3 tools/func_len.py [--max N] [FILE_OR_DIR ...]     (default: host)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The safetensors calls with a caller's error buffer (err, errlen bytes; may be
  * NULL), for the library's own use: a checkpoint's file error is reported on the
  * model's device (ntpu_last_error(dev)), not on the thread as the public calls

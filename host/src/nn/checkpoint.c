@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Checkpoints of a model (ntpu_model_save, ntpu_model_load; see ntpu/nn.h): a
  * safetensors file with the weights in PyTorch's nn.Linear layout, the
  * optimizer's state under PyTorch's names, and the optimizer settings, the
