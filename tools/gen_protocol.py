@@ -637,8 +637,8 @@ def main():
             for rel, text in outputs.items():
                 write(os.path.join(tmp, rel), text)
                 if read(os.path.join(ROOT, rel)) != read(os.path.join(tmp, rel)):
-                    print(f"protocol-check: {rel} differs from what tools/gen_protocol.py makes of {SOURCE} "
-                          f"(edited by hand? edit {SOURCE} and run make)")
+                    print(f"protocol-check: {rel} differs from what tools/gen_protocol.py makes of {SOURCE}: "
+                          "edited by hand, or the description changed and make has not run since")
                     bad += 1
         sys.exit(1 if bad else 0)
     for rel, text in outputs.items():
