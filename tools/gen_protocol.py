@@ -68,13 +68,13 @@ class Model:
     def define(self, name, value):
         if not re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
             raise DescriptionError(f"{name!r}: names are upper case letters, digits and _")
-        if name in self.values and self.values[name] != value:
-            raise DescriptionError(f"{name} defined twice, as {self.values[name]} and {value}")
+        if name in self.values:
+            raise DescriptionError(f"{name} defined twice")
         self.values[name] = value
 
-    def const(self, c, kind=None):
+    def const(self, c):
         """A const = {name, type, value | expr, doc} of the description."""
-        kind = kind or c.get("type")
+        kind = c.get("type")
         if kind not in ("u8", "u32", "count"):
             raise DescriptionError(f"{c.get('name')}: type must be u8, u32 or count, not {kind!r}")
         if ("value" in c) == ("expr" in c):
@@ -630,7 +630,9 @@ def main():
     try:
         outputs = generate(ROOT)
     except (DescriptionError, KeyError, ValueError, TypeError, tomllib.TOMLDecodeError) as e:
-        sys.exit(f"gen_protocol.py: {SOURCE}: {type(e).__name__ + ': ' if not isinstance(e, DescriptionError) else ''}{e}")
+        what = str(e) if isinstance(e, DescriptionError) else f"{type(e).__name__}: {e}"
+        where = "" if what.startswith(ISA_OUT) else SOURCE + ": "
+        sys.exit(f"gen_protocol.py: {where}{what}")
     if args.check:
         bad = 0
         with tempfile.TemporaryDirectory(prefix="ntpu-protocol-") as tmp:
