@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The wire protocol's one description, docs/protocol.toml, and the files tools/gen_protocol.py writes from
 # it (docs/decisions/0026-protocol-source.md). The generated files are committed, so that a reader of rtl/
 # or host/include/ sees them. make regenerates them when the description or the script changes; the
