@@ -87,12 +87,13 @@ CLI := $(BUILD)/ntpu
 VERSION := $(shell sed -n 's/^\#define NTPU_LIB_VERSION "\(.*\)"/\1/p' host/include/ntpu/ntpu.h)
 
 include mk/deps.mk
+include mk/protocol.mk
 
 # ---------------------------------------------------------------- build
 .PHONY: all
 EXAMPLES := $(patsubst host/examples/%.c,$(BUILD)/examples/%,$(wildcard host/examples/*.c))
 
-all: $(CLI) $(LIB_A) $(LIB_SO) $(EXAMPLES) ## build the library, the CLI, the examples and the Verilator model
+all: $(PROTOCOL_OUT) $(CLI) $(LIB_A) $(LIB_SO) $(EXAMPLES) ## build the library, the CLI, the examples and the Verilator model
 
 # Verilate when any RTL file changes; the model's own makefile then compiles it at -O2
 # (Verilator's default -Os is ~9x slower here, see docs/simulation-facts.md).
@@ -131,7 +132,7 @@ $(VOBJ_RTL)/stamp: $(RTL_SRCS) Makefile sim/vsim/vobj.mk
 	        $(VOPT) CXXFLAGS="$(VCXXFLAGS)" vsim-objs
 	@touch $@
 
-$(BUILD)/obj/%.o: %.c | deps-quiet
+$(BUILD)/obj/%.o: %.c | deps-quiet $(PROTOCOL_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -144,7 +145,7 @@ $(BUILD)/obj/sim/vsim/vsim_board.o: sim/vsim/vsim_board.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/san/%.o: %.c | deps-quiet
+$(BUILD)/san/%.o: %.c | deps-quiet $(PROTOCOL_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -MMD -MP -c $< -o $@
 
@@ -204,7 +205,7 @@ include mk/fpga.mk
 
 # ---------------------------------------------------------------- lint
 .PHONY: lint
-lint: deps-quiet ## verilator -Wall on every RTL file (and vsim's top); C and C++ with -Werror; docs line and record lengths
+lint: deps-quiet $(PROTOCOL_OUT) ## verilator -Wall on every RTL file (and vsim's top); C and C++ with -Werror; docs line and record lengths
 	@for f in $(RTL_SRCS); do \
 	  m=$$(basename $$f .sv); [ "$$m" = ntpu_pkg ] && continue; \
 	  $(VERILATOR) --lint-only -Wall --top-module $$m $(RTL_SRCS) || exit 1; \

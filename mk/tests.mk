@@ -80,7 +80,7 @@ TEST_PARTS := $(BOARD_SIM_LIST) $(TEST_BUILD)/host_tests $(RTL_BENCHES:%=$(TEST_
               $(VERILATOR_BENCHES:%=$(TEST_BUILD)/rtl-verilator/%/Vtb) \
               $(COSIM_SRCS:tests/cosim/%.c=$(TEST_BUILD)/cosim/%) $(LOCKSTEP)/host_tests \
               $(LOCKSTEP_RUNS:%=$(LOCKSTEP)/cosim/%)
-test: deps all $(TEST_PARTS) ## run every test (installs what is missing first)
+test: deps protocol-check all $(TEST_PARTS) ## run every test (installs what is missing first)
 	@BUILD=$(BUILD) CC="$(CC)" CPPFLAGS="$(CPPFLAGS)" RTL_BENCHES="$(RTL_BENCHES)" \
 	  VERILATOR_BENCHES="$(VERILATOR_BENCHES)" \
 	  bash tests/run.sh
