@@ -205,7 +205,7 @@ include mk/fpga.mk
 
 # ---------------------------------------------------------------- lint
 .PHONY: lint
-lint: deps-quiet $(PROTOCOL_OUT) ## verilator -Wall on every RTL file (and vsim's top); C and C++ with -Werror; docs line and record lengths
+lint: deps-quiet $(PROTOCOL_OUT) ## verilator -Wall on rtl/ and sim/vsim/; C/C++ -Werror; clang-format, SPDX, function and line lengths
 	@for f in $(RTL_SRCS); do \
 	  m=$$(basename $$f .sv); [ "$$m" = ntpu_pkg ] && continue; \
 	  $(VERILATOR) --lint-only -Wall --top-module $$m $(RTL_SRCS) || exit 1; \
@@ -216,6 +216,20 @@ lint: deps-quiet $(PROTOCOL_OUT) ## verilator -Wall on every RTL file (and vsim'
 	@$(MAKE) -s all
 	@echo "C/C++: built with -Wall -Wextra -Werror"
 	@python3 tools/doc_check.py && echo "docs: no line over 300 characters, no decision record over 150 lines"
+	@clang-format --dry-run -Werror $(FORMAT_SRCS) || { echo "make lint: the C above is not laid out as .clang-format says: make format" >&2; exit 1; }
+	@echo "clang-format: the $(words $(FORMAT_SRCS)) C and C++ files as .clang-format lays them out"
+	@python3 tools/spdx_check.py && echo "SPDX: every source file names its licence"
+	@python3 tools/func_len.py && echo "host/: no function over 120 lines"
+	@awk 'length > 120 { print FILENAME ":" FNR ": " length " columns, more than 120"; bad = 1 } END { exit bad }' \
+	  $(RTL_LONG_CHECK) && echo "RTL: no line over 120 columns"
+
+# The C and C++ that clang-format lays out (decision 0029), and the Verilog held to 120 columns.
+FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' '*.cpp')
+RTL_LONG_CHECK = $(wildcard rtl/*.sv sim/vsim/*.sv sim/gates/*.v fpga/boards/*/*.sv tests/rtl/*/*.sv)
+
+.PHONY: format
+format: deps-quiet ## lay out the C and C++ sources as .clang-format says (make lint checks it)
+	@clang-format -i $(FORMAT_SRCS) && echo "clang-format: $(words $(FORMAT_SRCS)) files laid out"
 
 # ---------------------------------------------------------------- run
 .PHONY: demo

@@ -3,7 +3,7 @@
 # PyTorch for its CPU reference (deps-bench); the tests never do.
 
 DEB_PACKAGES := gcc g++ make verilator iverilog pkg-config zlib1g-dev libcriterion-dev \
-                libusb-1.0-0-dev libcjson-dev dataset-fashion-mnist python3-numpy
+                libusb-1.0-0-dev libcjson-dev dataset-fashion-mnist python3-numpy clang-format
 BENCH_DEB_PACKAGES := python3-torch
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -20,7 +20,8 @@ module tb;
     if (errors[0] + errors[1] + errors[2] != 0) begin
       $fatal(1, "FAIL ntpu_array_pipe: %0d, %0d, %0d errors", errors[0], errors[1], errors[2]);
     end
-    $display("PASS ntpu_array_pipe: PE_STAGES 2 and 5 at N=4, 3 at N=8 bit-exact, y_valid exactly LATENCY after a_valid");
+    $display("PASS ntpu_array_pipe: PE_STAGES 2 and 5 at N=4, 3 at N=8 bit-exact, %s",
+              "y_valid exactly LATENCY after a_valid");
     $finish;
   end
 endmodule

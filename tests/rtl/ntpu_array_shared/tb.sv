@@ -25,7 +25,8 @@ module tb;
       $fatal(1, "FAIL ntpu_array_shared: %0d, %0d, %0d, %0d, %0d errors", errors[0], errors[1],
              errors[2], errors[3], errors[4]);
     end
-    $display("PASS ntpu_array_shared: BF16_SHARED at N=2 (PE_STAGES 5, 1), N=3 (2), N=4 (4), N=8 (5) bit-exact, y_valid exactly LATENCY / BF16_LATENCY after a_valid");
+    $display("PASS ntpu_array_shared: BF16_SHARED at N=2 (PE_STAGES 5, 1), N=3 (2), N=4 (4), N=8 (5) bit-exact, %s",
+              "y_valid exactly LATENCY / BF16_LATENCY after a_valid");
     $finish;
   end
 endmodule

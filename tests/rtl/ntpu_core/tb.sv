@@ -1,11 +1,12 @@
 // Bench for ntpu_core with the real array and the 1.1 units (transposer, vector unit), in two
 // configurations side by side (gen.c's configs[]):
 // N = 4 with UB 48 / WB 20 / ACC 40 / OS 24 rows (OS: 1.4's OPTIM ADAM) and max_payload 201, and
-// N = 3 with UB 40 / WB 14 / ACC 33 and max_payload 127 (odd lanes, memories not powers of two). Each run streams gen.c's command
-// frames into s_rx with random gaps and takes the replies with random m_tx_ready, in phases from
-// none to heavy stalls on either side. Every reply byte is checked against gen.c's device model
-// (bytes the ISA leaves open are masked there), every reply frame's SOF and CRC are checked here,
-// m_tx must hold while stalled, and the core must never go quiet while replies are still owed.
+// N = 3 with UB 40 / WB 14 / ACC 33 and max_payload 127 (odd lanes, memories not powers of two).
+// Each run streams gen.c's command frames into s_rx with random gaps and takes the replies with
+// random m_tx_ready, in phases from none to heavy stalls on either side. Every reply byte is
+// checked against gen.c's device model (bytes the ISA leaves open are masked there), every reply
+// frame's SOF and CRC are checked here, m_tx must hold while stalled, and the core must never go
+// quiet while replies are still owed.
 `default_nettype none
 `timescale 1ns / 1ps
 

@@ -56,7 +56,8 @@ module tb;
     if (!rst) begin
       if (s_valid[cur] && s_ready[cur]) n_in++;
       if (m_valid[cur] && m_ready[cur]) begin
-        if (m_data[W*cur +: W] !== word(n_out)) fail($sformatf("word %0d is %0d, want %0d", n_out, m_data[W*cur +: W], word(n_out)));
+        if (m_data[W*cur +: W] !== word(n_out))
+           fail($sformatf("word %0d is %0d, want %0d", n_out, m_data[W*cur +: W], word(n_out)));
         n_out++;
       end
       if (held && !m_valid[cur]) fail("valid fell before the word was taken");
@@ -94,7 +95,8 @@ module tb;
       in_pct = 100;
       out_pct = 0;
       repeat (40) @(posedge clk);
-      if (n_in != depth + 2) fail($sformatf("DEPTH %0d took %0d words while blocked, want %0d", depth, n_in, depth + 2));
+      if (n_in != depth + 2)
+         fail($sformatf("DEPTH %0d took %0d words while blocked, want %0d", depth, n_in, depth + 2));
       // Random stalls, then flat out, then a slow producer.
       out_pct = 50;
       in_pct = 50;

@@ -233,7 +233,8 @@ module tb;
       got = 0;
     end
     if (errors != 0) $fatal(1, "FAIL ntpu_uart_rx: %0d errors", errors);
-    $display("PASS ntpu_uart_rx: %0d bytes at CLKS_PER_BIT 4, 7, 16, rates -4 %% .. +2 %%, framing errors, break, glitches, overrun", total);
+    $display("PASS ntpu_uart_rx: %0d bytes at CLKS_PER_BIT 4, 7, 16, rates -4 %% .. +2 %%, %s", total,
+              "framing errors, break, glitches, overrun");
     $finish;
   end
 

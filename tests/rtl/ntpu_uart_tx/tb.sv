@@ -154,9 +154,11 @@ module tb;
       if (mon_idx != n_sent) fail($sformatf("C=%0d: %0d bytes on the line, %0d taken", clks(k), mon_idx, n_sent));
       if (rx_idx != n_sent) fail($sformatf("C=%0d: loopback read %0d of %0d", clks(k), rx_idx, n_sent));
     end
-    if (gapless < NBYTES / 2 || 2 * NBYTES - gapless < 50) fail($sformatf("%0d bytes left back to back: the stalls do not mix", gapless));
+    if (gapless < NBYTES / 2 || 2 * NBYTES - gapless < 50)
+       fail($sformatf("%0d bytes left back to back: the stalls do not mix", gapless));
     if (errors != 0) $fatal(1, "FAIL ntpu_uart_tx: %0d errors", errors);
-    $display("PASS ntpu_uart_tx: %0d bytes at CLKS_PER_BIT 4 and 13, %0d back to back, loopback through ntpu_uart_rx", n_sent, gapless);
+    $display("PASS ntpu_uart_tx: %0d bytes at CLKS_PER_BIT 4 and 13, %0d back to back, %s", n_sent, gapless,
+              "loopback through ntpu_uart_rx");
     $finish;
   end
 
