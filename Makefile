@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # nanoTPU: one Makefile for the RTL model, the library, the CLI, the tests and the demo.
 # `make help` lists the targets.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Prints a board's core parameters (BOARD_PARAMS), read after the board's board.mk:
 #   make -f fpga/boards/<board>/board.mk -f mk/board_params.mk board-params
 # so that the simulated board (vsim:board=...) is built with the bitstream's parameters.

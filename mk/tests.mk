@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # `make test`: Criterion unit tests (under ASan/UBSan), one Icarus bench per RTL block, and the
 # differential tests that run the same command streams through the golden model and the RTL.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ntpu_array: the N×N weight-stationary systolic array of ntpu_pe (docs/isa.md, MATMUL).
 //
 // Computes, for each activation row that enters with a_valid, and for every column n,

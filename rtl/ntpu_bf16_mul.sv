@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ntpu_bf16_mul: the exact product of two bf16 values, as fp32 bits (docs/numerics.md, step 2).
 //
 // Combinational. Two 8-bit significands give at most 16 significant bits, so the product is exact

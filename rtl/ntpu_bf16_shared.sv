@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ntpu_bf16_shared: the bf16 rows of ntpu_array with BF16_SHARED = 1, on one bf16 multiplier and one
 // pipelined fp32 adder for the whole array instead of one of each per PE (small FPGAs).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command processor: decodes each received frame (docs/isa.md), executes the memory, status and
 // control commands itself, hands LOAD_W and MATMUL to the sequencer and ACT, RELU_GRAD and COLSUM
 // to the vector sequencer, and sends one reply per frame.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // nanoTPU core: link framing, command processor, sequencer, memories, the systolic array and the
 // vector unit, behind one byte stream in and one byte stream out (docs/protocol.md, docs/isa.md).
 //

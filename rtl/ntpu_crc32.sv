@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CRC-32 as zlib's crc32() computes it (reflected polynomial 0xEDB88320, init and final XOR all ones),
 // up to BYTES bytes per clock.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Synchronous FIFO of WIDTH-bit words on a ntpu_ram (block RAM on FPGAs).
 //
 // Contract:

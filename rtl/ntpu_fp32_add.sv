@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ntpu_fp32_add: fp32 addition as the device defines it (docs/numerics.md, steps 1, 3 and 4).
 //
 // Combinational. IEEE 754 round to nearest, ties to even, except that subnormal inputs read as zero

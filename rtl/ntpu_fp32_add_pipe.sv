@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ntpu_fp32_add_pipe: ntpu_fp32_add (docs/numerics.md: fp32 add, RNE, subnormals read as zero and
 // flushed, canonical NaN) cut into five parts with registers between some of them, for FPGAs where
 // the combinational adder is far too slow (about 7 MHz on an iCE40UP5K).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ntpu_fp32_div: fp32 division as the device defines it (docs/numerics.md, "fp32 divide and square
 // root"), BITS quotient bits a cycle.
 //

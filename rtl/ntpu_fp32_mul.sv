@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ntpu_fp32_mul: fp32 multiplication as the device defines it (docs/numerics.md, "fp32 multiply").
 //
 // Combinational. Subnormal inputs read as zero of their sign; the exact 48-bit product of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ntpu_fp32_sqrt: fp32 square root as the device defines it (docs/numerics.md, "fp32 divide and
 // square root"), BITS root bits a cycle.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ntpu_iter_count: the timing of an iterative unit (ntpu_fp32_div, ntpu_fp32_sqrt): a start, STEPS
 // cycles of work, then the cycle that shows the result.
 //

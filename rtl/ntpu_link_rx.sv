@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Link receiver: turns the host's byte stream into checked command frames (docs/protocol.md).
 //
 // Contract:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Link transmitter: sends reply frames to the host (docs/protocol.md).
 //
 // Contract:

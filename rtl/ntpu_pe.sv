@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ntpu_pe: one processing element of the weight-stationary systolic array (rtl/ntpu_array.sv).
 //
 // Holds two weights (a double buffer: one loads while the other computes). Each cycle it takes an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Performance counters: nine event counters in the order COUNTERS reports them (docs/isa.md),
 // COUNTER_W bits each (64 in simulation; narrower on small FPGAs, wrapping modulo 2^COUNTER_W).
 //

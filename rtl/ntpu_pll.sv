@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Generic clock synthesizer: CLKOUT_HZ from the reference clock CLKIN_HZ.
 //
 // Contract: clk_out runs at CLKOUT_HZ once `locked` is high; before that it may glitch, so its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Generic simple dual-port synchronous RAM: one write port, one read port, one clock.
 //
 // Contract: a write with `we` lands at the clock edge. A read with `re` in cycle t presents

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ntpu_requant: int32 -> int8 requantization, bit for bit ntpu_requantize(x, mult, shift, 0)
 // (docs/numerics.md, "Requantization"; sim/ref/numerics.c).
 //

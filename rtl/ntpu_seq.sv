@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Weight loader and matmul sequencer: executes LOAD_W and MATMUL (docs/isa.md) on the systolic array.
 //
 // Contract:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ntpu_transpose: turns each block of N rows (N lanes of 16 bits) into its N columns, as rows, for
 // MATMUL TRANSPOSE_A (docs/isa.md): out row c of a block has lane i = lane c of in row i.
 //

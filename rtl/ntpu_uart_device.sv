@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The nanoTPU behind a UART: receiver, receive FIFO, ntpu_core (or an echo for bring-up), transmitter,
 // and stretched activity / error pulses for LEDs. Board tops add only clock, reset and pins.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ntpu_vadam: the lane datapath of OPTIM ADAM (docs/isa.md, "Version 1.4"), N lanes, each with one
 // fp32 multiplier, one fp32 adder, two dividers and a square root unit, stepped through one row at
 // a time by its own step counter; ntpu_vseq loads the operands and writes the results back.

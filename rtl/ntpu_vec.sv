@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ntpu_vec: the vector unit's lane datapath for ACT, RELU_GRAD and COLSUM (docs/isa.md, "Version
 // 1.1"), N lanes wide, one row per cycle.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ntpu_vopt: the lane datapath of OPTIM (docs/isa.md, "Version 1.3"), N lanes, one fp32
 // multiplier and one fp32 adder per lane, stepped by ntpu_vseq through one row at a time.
 //

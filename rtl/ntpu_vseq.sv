@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Vector sequencer: executes ACT, RELU_GRAD and COLSUM (docs/isa.md, "Version 1.1") on the lane
 // datapath ntpu_vec, reading ACC (and UB mask) rows and writing result rows to UB, WB or ACC; and
 // OPTIM ("Version 1.3") on the lane datapath ntpu_vopt.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every test suite that `make test` built and prints one closing line: "N passed, N failed, N skipped".
 # Exit status 0 when nothing failed. A command-line test that exits 77 could not run here (ftdi_absent.sh
 # with a board attached): it is counted as skipped, not passed, and named.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes docs/benchmarks.md (on stdout) from the JSON of `ntpu bench --epoch --json`,
 with the machine it ran on. `make bench` runs both.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The CPU reference of `ntpu bench --epoch`: the same MLP, optimizer, batch and
 data as `ntpu train`, trained for one epoch in PyTorch on one CPU thread, then
 evaluated on the test set. Prints one JSON object: wall seconds of the epoch

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make demo: trains a small MLP on a Fashion-MNIST subset on the simulated RTL (vsim), shows the loss
 # falling and the test accuracy, then runs the trained model in int8 on the same device.
 set -eu

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Fail when a doc line is longer than 300 characters or a decision record is longer than 150 lines.
 
 Checks README.md, rtl/README.md and docs/**/*.md (lines counted in characters, UTF-8);

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """vsim_lockstep_gen.py ROOT_HEADER OUT: the comparison of two Verilated core models for the lockstep
 check (sim/vsim/lockstep.h, docs/decisions/0022-vsim-scheduler-steps.md).
 

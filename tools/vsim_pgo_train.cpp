@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // vsim_pgo_train: the training run of the Verilated core's profile-guided build
 // (docs/decisions/0017-vsim-speed.md).
 //
@@ -24,12 +25,13 @@
 #define NTPU_LINK_BYTES 1
 #endif
 
-namespace {
+namespace
+{
 
 constexpr unsigned kLinkBytes = NTPU_LINK_BYTES;
 static_assert(kLinkBytes >= 1 && kLinkBytes <= 32, "vsim_pgo_train handles LINK_BYTES 1..32");
-constexpr uint64_t kIdleCycles = 10000;     // reply idle this long after the last byte: done
-constexpr uint64_t kMaxCycles = 50000000;   // a stream the core does not answer still ends
+constexpr uint64_t kIdleCycles = 10000;   // reply idle this long after the last byte: done
+constexpr uint64_t kMaxCycles = 50000000; // a stream the core does not answer still ends
 
 using ntpu_link_words::thermo_count;
 

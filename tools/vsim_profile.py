@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """vsim_profile.py: where vsim's instructions go, per simulated cycle (`make vsim-profile`).
 
     vsim_profile.py VSIM_SPEED [--dtype int8|bf16] [--size S] [--by module|function] [--module M] [--top N]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vsim_speed: how fast the Verilated core simulates, without the host library
  * in the timed loop (docs/decisions/0010-fast-vsim.md).
  *

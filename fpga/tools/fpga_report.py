@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Reads the FPGA tools' reports for mk/fpga.mk.
 
   fpga_report.py why BOARD_DIR            after a failed nextpnr run: one line saying why

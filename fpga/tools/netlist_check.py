@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Lists the cell inputs of a synthesized netlist (Yosys JSON) that nothing drives.
 
 Usage: netlist_check.py ntpu.json

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Copy SystemVerilog files into a form Yosys's own frontend reads.
 
 The RTL is written for Icarus 11 and Verilator 5.006 (the house style of rtl/README.md). Yosys's built-in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The smallest useful libntpu program: a bf16 matmul on a device, checked
  * against the host's own loop.
  *

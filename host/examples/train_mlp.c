@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Trains a 784-256-10 MLP on Fashion-MNIST on the nanoTPU and reports the test
  * accuracy after each epoch, then runs the trained model in int8.
  *

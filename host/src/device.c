@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Device handles: device strings, the table of transports, open (reading the
  * ID block) and close. */
 #include <stdio.h>
@@ -133,11 +134,10 @@ static ntpu_status read_id(ntpu_device *dev)
     /* The tiling assumes a square array, and every address must fit the u16 fields. */
     if (n < 2 || in->cols != n)
         return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "unsupported array shape %ux%u", in->rows, in->cols);
-    if (in->ub_rows == 0 || in->ub_rows > 65536 || in->acc_rows == 0 || in->acc_rows > 65536 ||
-        in->wb_rows < n || in->wb_rows > 65536 || in->os_rows > 65536)
+    if (in->ub_rows == 0 || in->ub_rows > 65536 || in->acc_rows == 0 || in->acc_rows > 65536 || in->wb_rows < n ||
+        in->wb_rows > 65536 || in->os_rows > 65536)
         return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "unsupported memory sizes: UB %u, WB %u, ACC %u, OS %u rows",
-                         (unsigned)in->ub_rows, (unsigned)in->wb_rows, (unsigned)in->acc_rows,
-                         (unsigned)in->os_rows);
+                         (unsigned)in->ub_rows, (unsigned)in->wb_rows, (unsigned)in->acc_rows, (unsigned)in->os_rows);
     /* The longest fixed reply (COUNTERS) and one row each way must fit a frame. */
     if (in->max_payload < 1 + NTPU_COUNTERS_BYTES || in->max_payload < 1 + 4 * n ||
         in->max_payload < NTPU_LEN_MEM_HDR + 2 * n)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libntpu internals shared by the files of host/src: transports, the link
  * (framing, sequence numbers, the queue of replies still to come) and the
  * device handle. Not installed; nothing here is exported from libntpu.so. */
@@ -34,8 +35,7 @@ typedef struct ntpu_transport_ops {
     /* Receives exactly n bytes into buf, giving up when nothing has arrived for
      * timeout_ms. *got is how many did arrive. NTPU_OK (all n), NTPU_ERR_TIMEOUT
      * or NTPU_ERR_IO (reason in err). */
-    ntpu_status (*recv)(void *ctx, uint8_t *buf, size_t n, unsigned timeout_ms, size_t *got, char *err,
-                        size_t errlen);
+    ntpu_status (*recv)(void *ctx, uint8_t *buf, size_t n, unsigned timeout_ms, size_t *got, char *err, size_t errlen);
     void (*close)(void *ctx); /* frees ctx */
     /* Non-zero when a freshly opened device is known to be at a frame boundary
      * (in-process models start from reset), so open needs no resync. */
@@ -81,18 +81,24 @@ ntpu_status ntpu_transport_ftdi_open(const char *opts, ntpu_transport *out, char
  * from a generator seeded with seed (transport/transport_faulty.c). It takes `inner`
  * over (closing it on close) and is lossy. For tests and for trying the
  * link's recovery: device option faults=RATE[,fault_seed=S]. */
-ntpu_status ntpu_transport_faulty_wrap(ntpu_transport inner, double rate, uint64_t seed, ntpu_transport *out,
-                                       char *err, size_t errlen);
+ntpu_status ntpu_transport_faulty_wrap(ntpu_transport inner, double rate, uint64_t seed, ntpu_transport *out, char *err,
+                                       size_t errlen);
 
 /* ------------------------------------------------------------------ frames */
 
 /* Little-endian field access. */
-static inline uint16_t ntpu_rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint16_t ntpu_rd16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
 static inline uint32_t ntpu_rd32(const uint8_t *p)
 {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
-static inline uint64_t ntpu_rd64(const uint8_t *p) { return ntpu_rd32(p) | ((uint64_t)ntpu_rd32(p + 4) << 32); }
+static inline uint64_t ntpu_rd64(const uint8_t *p)
+{
+    return ntpu_rd32(p) | ((uint64_t)ntpu_rd32(p + 4) << 32);
+}
 static inline void ntpu_wr16(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)v;
@@ -164,29 +170,29 @@ typedef struct ntpu_link {
     /* Frames not yet handed to the transport. */
     uint8_t *tx;
     size_t tx_len, tx_cap;
-    size_t open_frame; /* offset of a frame begun with ntpu_link_begin, or SIZE_MAX */
-    size_t open_len;      /* its payload length */
-    uint32_t open_reply;  /* its expected reply data length */
+    size_t open_frame;   /* offset of a frame begun with ntpu_link_begin, or SIZE_MAX */
+    size_t open_len;     /* its payload length */
+    uint32_t open_reply; /* its expected reply data length */
     /* Unanswered frames, oldest first, in a ring of NTPU_LINK_WINDOW. */
     ntpu_pending pend[NTPU_LINK_WINDOW];
     unsigned pend_head, pend_count;
     size_t pend_reply_bytes;
-    size_t pend_tx_bytes; /* command frame bytes of the unanswered frames, sent or queued */
-    unsigned pend_reads;  /* unanswered READ_MEMs */
+    size_t pend_tx_bytes;                /* command frame bytes of the unanswered frames, sent or queued */
+    unsigned pend_reads;                 /* unanswered READ_MEMs */
     uint64_t sent_total, answered_total; /* frames; a frame's ticket is its sent_total */
-    unsigned no_progress; /* recoveries since a frame last got through */
+    unsigned no_progress;                /* recoveries since a frame last got through */
     /* The oldest frame's reply said ERR_LENGTH: a command the device ran and
      * rejected, or a header the link garbled; recovery tells which. */
     int len_err_pending;
     uint8_t *hold; /* an open frame's payload while commit waits on a hazard */
     size_t hold_cap;
-    uint8_t *rx;                         /* one reply frame */
+    uint8_t *rx; /* one reply frame */
     /* The first device error since the last check. */
     int dev_error;
     uint8_t dev_error_status, dev_error_op, dev_error_seq;
-    int broken; /* lost sync and could not resync */
+    int broken;                       /* lost sync and could not resync */
     char broken_why[NTPU_ERRMSG_LEN]; /* the error that broke it, repeated by every call until reset */
-    uint16_t dev_error_done; /* RUN: commands of the program that ran before the failing one */
+    uint16_t dev_error_done;          /* RUN: commands of the program that ran before the failing one */
     /* Recording a program (program.c): while rec_on, begin/commit append each
      * payload, prefixed by its u16 LEN, to rec[] instead of sending it; a
      * command that needs a reply's data fails, and so does waiting. */
@@ -250,7 +256,7 @@ struct ntpu_device {
     int ok; /* 0: a handle whose open failed; it carries only err */
     ntpu_link link;
     ntpu_info info;
-    unsigned n; /* array size */
+    unsigned n;         /* array size */
     uint64_t pm_writes; /* writes to PM so far: whoever keeps a program there can tell it is still there */
     void *mem_owner;    /* whose data UB, WB, ACC and OS hold (ntpu_claim_memories) */
     ntpu_status (*mem_evict)(void *owner);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The host end of the link (docs/protocol.md): frames, sequence numbers, the
  * pipelined queue of commands whose replies are still to come, reply checking,
  * and recovery by retransmission.
@@ -22,10 +23,9 @@
 
 const char *ntpu_op_name(unsigned op)
 {
-    static const char *const names[] = {"NOP",    "INFO",  "WRITE_MEM", "READ_MEM", "LOAD_W",
-                                        "MATMUL", "FENCE", "STATUS",    "COUNTERS",
-                                        "ACT",    "RELU_GRAD", "COLSUM", "SYNC",
-                                        "OPTIM",  "RUN"};
+    static const char *const names[] = {"NOP",       "INFO",   "WRITE_MEM", "READ_MEM", "LOAD_W",
+                                        "MATMUL",    "FENCE",  "STATUS",    "COUNTERS", "ACT",
+                                        "RELU_GRAD", "COLSUM", "SYNC",      "OPTIM",    "RUN"};
     return op < sizeof names / sizeof names[0] ? names[op] : "unknown command";
 }
 
@@ -276,8 +276,8 @@ static ntpu_status requeue(ntpu_link *l, uint8_t e)
     unsigned ran = (uint8_t)(e - oldest);
     if (ran > count) {
         ntpu_errf(l->err, NTPU_ERRMSG_LEN,
-                  "the device expects SEQ %u, outside the %u frames in flight from SEQ %u (was it reset?): " GAVE_UP,
-                  e, count, oldest);
+                  "the device expects SEQ %u, outside the %u frames in flight from SEQ %u (was it reset?): " GAVE_UP, e,
+                  count, oldest);
         link_break(l);
         return NTPU_ERR_IO;
     }
@@ -575,11 +575,27 @@ static int written_rows(const uint8_t *p, size_t len, unsigned *mem, uint32_t *l
     unsigned out = p[1] & NTPU_OUT_MASK;
     unsigned out_mem = out == NTPU_OUT_WB ? NTPU_MEM_WB : out == NTPU_OUT_ACC ? NTPU_MEM_ACC : NTPU_MEM_UB;
     switch (p[0]) {
-    case NTPU_OP_WRITE_MEM: *mem = p[1]; *lo = a; *hi = a + b; return 1;
-    case NTPU_OP_MATMUL: *mem = NTPU_MEM_ACC; *lo = b; *hi = b + c; return 1;
+    case NTPU_OP_WRITE_MEM:
+        *mem = p[1];
+        *lo = a;
+        *hi = a + b;
+        return 1;
+    case NTPU_OP_MATMUL:
+        *mem = NTPU_MEM_ACC;
+        *lo = b;
+        *hi = b + c;
+        return 1;
     case NTPU_OP_ACT:
-    case NTPU_OP_RELU_GRAD: *mem = out_mem; *lo = b; *hi = b + c; return 1;
-    case NTPU_OP_COLSUM: *mem = NTPU_MEM_ACC; *lo = b; *hi = b + 1; return 1;
+    case NTPU_OP_RELU_GRAD:
+        *mem = out_mem;
+        *lo = b;
+        *hi = b + c;
+        return 1;
+    case NTPU_OP_COLSUM:
+        *mem = NTPU_MEM_ACC;
+        *lo = b;
+        *hi = b + 1;
+        return 1;
     }
     return 0;
 }
@@ -705,15 +721,16 @@ static ntpu_status take_dev_error(ntpu_link *l)
         ntpu_errf(l->err, NTPU_ERRMSG_LEN, "device replied %s to RUN (SEQ %u), at command %u of the program",
                   ntpu_dev_status_str(l->dev_error_status), l->dev_error_seq, (unsigned)l->dev_error_done);
     else
-        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "device replied %s to %s (SEQ %u)",
-                  ntpu_dev_status_str(l->dev_error_status), ntpu_op_name(l->dev_error_op), l->dev_error_seq);
+        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "device replied %s to %s (SEQ %u)", ntpu_dev_status_str(l->dev_error_status),
+                  ntpu_op_name(l->dev_error_op), l->dev_error_seq);
     return NTPU_ERR_DEVICE;
 }
 
 ntpu_status ntpu_link_wait(ntpu_link *l, uint64_t ticket)
 {
     if (l->rec_on) {
-        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "recording a program: nothing runs until it does, so there is nothing to wait for");
+        ntpu_errf(l->err, NTPU_ERRMSG_LEN,
+                  "recording a program: nothing runs until it does, so there is nothing to wait for");
         return NTPU_ERR_INVALID_ARG;
     }
     if (l->broken) {
@@ -728,7 +745,10 @@ ntpu_status ntpu_link_wait(ntpu_link *l, uint64_t ticket)
     return take_dev_error(l);
 }
 
-ntpu_status ntpu_link_sync(ntpu_link *l) { return ntpu_link_wait(l, l->sent_total); }
+ntpu_status ntpu_link_sync(ntpu_link *l)
+{
+    return ntpu_link_wait(l, l->sent_total);
+}
 
 ntpu_status ntpu_link_resync(ntpu_link *l)
 {

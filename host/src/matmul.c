@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* C = A . B of any shape on the N x N array: tiling, padding, double buffering
  * and pipelining (docs/isa.md for the commands, docs/numerics.md for why the
  * order and the padding values below make the result exact).
@@ -36,22 +37,28 @@ typedef struct mm {
     enum src_kind src;
     const void *A, *B;
     void *C;
-    size_t M, K, P;       /* C is M x P (the API's N) */
-    size_t KT, PT;        /* k-tiles, output column tiles */
-    size_t Mc, Kc, Pc;    /* rows per chunk, k-tiles per UB load, column tiles per ACC block */
-    size_t nchunks, T;    /* m-chunks; weight tiles per m-chunk (KT * PT) */
-    size_t slots;         /* weight tiles WB holds */
-    int b_resident;       /* all T tiles fit: write them once */
-    uint64_t b_written;   /* tile sequence numbers written to WB so far */
-    int ub_alt, acc_alt;  /* room for two blocks: alternate halves */
+    size_t M, K, P;      /* C is M x P (the API's N) */
+    size_t KT, PT;       /* k-tiles, output column tiles */
+    size_t Mc, Kc, Pc;   /* rows per chunk, k-tiles per UB load, column tiles per ACC block */
+    size_t nchunks, T;   /* m-chunks; weight tiles per m-chunk (KT * PT) */
+    size_t slots;        /* weight tiles WB holds */
+    int b_resident;      /* all T tiles fit: write them once */
+    uint64_t b_written;  /* tile sequence numbers written to WB so far */
+    int ub_alt, acc_alt; /* room for two blocks: alternate halves */
     /* The block the row fillers are producing. */
     size_t blk_m0, blk_mc, blk_k0;
     uint64_t blk_seq0;
     size_t fill_q, fill_pt, fill_kt; /* fill_b's last tile and its place (fill_q = SIZE_MAX: none) */
 } mm;
 
-static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
-static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+static size_t min_sz(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+static size_t ceil_div(size_t a, size_t b)
+{
+    return (a + b - 1) / b;
+}
 
 static uint16_t a_lane(const mm *s, size_t m, size_t k)
 {
@@ -226,8 +233,7 @@ static ntpu_status cmd_load_w(mm *s, size_t wb_addr)
 static ntpu_status cmd_matmul(mm *s, size_t ub, size_t acc, size_t rows, int accumulate)
 {
     uint8_t cmd[NTPU_LEN_MATMUL] = {
-        NTPU_OP_MATMUL,
-        (uint8_t)((s->bf16 ? NTPU_MATMUL_BF16 : 0) | (accumulate ? NTPU_MATMUL_ACCUMULATE : 0))};
+        NTPU_OP_MATMUL, (uint8_t)((s->bf16 ? NTPU_MATMUL_BF16 : 0) | (accumulate ? NTPU_MATMUL_ACCUMULATE : 0))};
     ntpu_wr16(cmd + 2, (uint32_t)ub);
     ntpu_wr16(cmd + 4, (uint32_t)acc);
     ntpu_wr16(cmd + 6, (uint32_t)rows);
@@ -374,8 +380,8 @@ static ntpu_status read_later(mm *s, readq *q, uint8_t *stage, size_t m0, size_t
     if (st != NTPU_OK)
         return st;
     size_t slot = (q->head + q->count) % RQ_CAP;
-    q->t[slot] = (readback){.m0 = m0, .mc = mc, .pt = pt, .acc = acc, .stage = stage + slot * s->Mc * 4 * s->n,
-                            .due = q->mm + READ_DELAY};
+    q->t[slot] = (readback){
+        .m0 = m0, .mc = mc, .pt = pt, .acc = acc, .stage = stage + slot * s->Mc * 4 * s->n, .due = q->mm + READ_DELAY};
     q->count++;
     return NTPU_OK;
 }
@@ -428,8 +434,7 @@ static ntpu_status run(mm *s)
     size_t stage_bytes = RQ_CAP * s->Mc * 4 * s->n; /* RQ_CAP column tiles of a chunk */
     uint8_t *stage = malloc(stage_bytes);
     if (!stage)
-        return ntpu_fail(s->dev, NTPU_ERR_NO_MEMORY, "out of memory for %zu bytes of read-back buffers",
-                         stage_bytes);
+        return ntpu_fail(s->dev, NTPU_ERR_NO_MEMORY, "out of memory for %zu bytes of read-back buffers", stage_bytes);
     readq rq;
     memset(&rq, 0, sizeof rq);
     struct {
@@ -485,8 +490,8 @@ static ntpu_status run(mm *s)
                          * a share after each, so it is there before the array
                          * needs it and no gap between two MATMULs grows long. */
                         size_t share = ceil_div(mc, gc) * (i % gc + 1);
-                        if ((st = write_a(s, ub_base, min_sz(kc * mc, (kt - k0 + 1) * mc + min_sz(share, mc)), &a_rows)) !=
-                            NTPU_OK) {
+                        if ((st = write_a(s, ub_base, min_sz(kc * mc, (kt - k0 + 1) * mc + min_sz(share, mc)),
+                                          &a_rows)) != NTPU_OK) {
                             ub_tag[half].valid = 0;
                             break;
                         }
@@ -533,14 +538,24 @@ static ntpu_status matmul(ntpu_device *dev, enum src_kind src, const void *A, co
         return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "this device does not compute in %s", bf16 ? "bf16" : "int8");
     if ((st = ntpu_claim_memories(dev, NULL, NULL, NULL)) != NTPU_OK) /* a model there saves its state first */
         return st;
-    mm s = {.dev = dev, .l = &dev->link, .n = dev->n, .bf16 = bf16, .src = src, .A = A, .B = B, .C = C,
-            .M = M, .K = K, .P = N, .fill_q = SIZE_MAX};
+    mm s = {.dev = dev,
+            .l = &dev->link,
+            .n = dev->n,
+            .bf16 = bf16,
+            .src = src,
+            .A = A,
+            .B = B,
+            .C = C,
+            .M = M,
+            .K = K,
+            .P = N,
+            .fill_q = SIZE_MAX};
     plan(&s);
     return run(&s);
 }
 
-ntpu_status ntpu_matmul(ntpu_device *dev, ntpu_dtype dtype, const void *A, const void *B, void *C, size_t M,
-                        size_t K, size_t N)
+ntpu_status ntpu_matmul(ntpu_device *dev, ntpu_dtype dtype, const void *A, const void *B, void *C, size_t M, size_t K,
+                        size_t N)
 {
     if (dtype != NTPU_DTYPE_INT8 && dtype != NTPU_DTYPE_BF16) {
         ntpu_status st = ntpu_check_dev(dev);

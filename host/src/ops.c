@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The low-level API: one call per device command (docs/isa.md). Arguments are
  * checked against the ID block first, so nothing malformed is ever sent. */
 #include <string.h>
@@ -11,13 +12,13 @@ ntpu_status ntpu_check_range(ntpu_device *dev, unsigned mem, uint32_t addr, uint
         return ntpu_fail(dev, NTPU_ERR_INVALID_ARG,
                          "memory id %u is not UB (0), WB (1), ACC (2), PM (3, with PROGRAM) or OS (4, with ADAM)", mem);
     if ((uint64_t)addr + rows > size)
-        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "rows %u..%llu are past the end of %s (%u rows)",
-                         (unsigned)addr, (unsigned long long)addr + rows - 1,
-                         mem == NTPU_MEM_UB    ? "UB"
-                         : mem == NTPU_MEM_WB  ? "WB"
-                         : mem == NTPU_MEM_PM  ? "PM"
-                         : mem == NTPU_MEM_OS  ? "OS"
-                                               : "ACC",
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "rows %u..%llu are past the end of %s (%u rows)", (unsigned)addr,
+                         (unsigned long long)addr + rows - 1,
+                         mem == NTPU_MEM_UB   ? "UB"
+                         : mem == NTPU_MEM_WB ? "WB"
+                         : mem == NTPU_MEM_PM ? "PM"
+                         : mem == NTPU_MEM_OS ? "OS"
+                                              : "ACC",
                          (unsigned)size);
     return NTPU_OK;
 }
@@ -80,8 +81,7 @@ ntpu_status ntpu_read_rows(ntpu_device *dev, enum ntpu_mem mem, uint32_t addr, u
         uint8_t cmd[NTPU_LEN_MEM_HDR] = {NTPU_OP_READ_MEM, (uint8_t)mem};
         ntpu_wr16(cmd + 2, addr + done);
         ntpu_wr16(cmd + 4, cnt);
-        st = ntpu_link_command(&dev->link, cmd, sizeof cmd, (uint32_t)(cnt * rb), (uint8_t *)data + done * rb,
-                               &ticket);
+        st = ntpu_link_command(&dev->link, cmd, sizeof cmd, (uint32_t)(cnt * rb), (uint8_t *)data + done * rb, &ticket);
         if (st != NTPU_OK)
             return st;
         done += cnt;
@@ -127,8 +127,8 @@ ntpu_status ntpu_check_dtype(ntpu_device *dev, ntpu_dtype dtype)
     return NTPU_OK;
 }
 
-ntpu_status ntpu_matmul_tile(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t acc_addr,
-                             uint32_t rows, int accumulate)
+ntpu_status ntpu_matmul_tile(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t acc_addr, uint32_t rows,
+                             int accumulate)
 {
     ntpu_status st = ntpu_check_dev(dev);
     if (st != NTPU_OK || (st = ntpu_check_dtype(dev, dtype)) != NTPU_OK)
@@ -139,7 +139,7 @@ ntpu_status ntpu_matmul_tile(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_add
         (st = ntpu_check_range(dev, NTPU_MEM_ACC, acc_addr, rows)) != NTPU_OK)
         return st;
     uint8_t cmd[NTPU_LEN_MATMUL] = {NTPU_OP_MATMUL, (uint8_t)((dtype == NTPU_DTYPE_BF16 ? NTPU_MATMUL_BF16 : 0) |
-                                                             (accumulate ? NTPU_MATMUL_ACCUMULATE : 0))};
+                                                              (accumulate ? NTPU_MATMUL_ACCUMULATE : 0))};
     ntpu_wr16(cmd + 2, ub_addr);
     ntpu_wr16(cmd + 4, acc_addr);
     ntpu_wr16(cmd + 6, rows);
@@ -194,9 +194,9 @@ ntpu_status ntpu_read_counters(ntpu_device *dev, ntpu_counters *out, int clear)
         return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "out is NULL");
     uint8_t cmd[NTPU_LEN_COUNTERS] = {NTPU_OP_COUNTERS, clear ? NTPU_COUNTERS_CLEAR : 0}, b[NTPU_COUNTERS_BYTES];
     st = query(dev, cmd, sizeof cmd, b, sizeof b);
-    uint64_t *dst[NTPU_CNT_COUNT] = {&out->cycles,       &out->array_busy,   &out->macs,
-                                     &out->stall_link,   &out->stall_weight, &out->stall_hazard,
-                                     &out->stall_tx,     &out->rx_bytes,     &out->tx_bytes};
+    uint64_t *dst[NTPU_CNT_COUNT] = {&out->cycles,     &out->array_busy,   &out->macs,
+                                     &out->stall_link, &out->stall_weight, &out->stall_hazard,
+                                     &out->stall_tx,   &out->rx_bytes,     &out->tx_bytes};
     for (unsigned i = 0; i < NTPU_CNT_COUNT; i++)
         *dst[i] = ntpu_rd64(b + 8 * i);
     return st;

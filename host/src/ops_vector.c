@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The low-level calls of protocol 1.1 (training): the transposed MATMUL and the
  * vector unit. Arguments are checked against the ID block before anything is sent.
  * A device built without the vector unit (feature VECTOR clear, e.g. the iCEBreaker)
@@ -13,8 +14,10 @@ ntpu_status ntpu_matmul_tile_transpose_a(ntpu_device *dev, ntpu_dtype dtype, uin
     if (st != NTPU_OK || (st = ntpu_check_dtype(dev, dtype)) != NTPU_OK)
         return st;
     if (rows == 0 || rows > 65535 || rows % dev->n || stride > 65535)
-        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "transposed MATMUL: rows %u must be a multiple of %u below "
-                         "65536, stride %u below 65536", (unsigned)rows, dev->n, (unsigned)stride);
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG,
+                         "transposed MATMUL: rows %u must be a multiple of %u below "
+                         "65536, stride %u below 65536",
+                         (unsigned)rows, dev->n, (unsigned)stride);
     uint64_t last = (uint64_t)ub_addr + (uint64_t)(rows / dev->n - 1) * stride;
     if (last + dev->n > dev->info.ub_rows)
         return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "transposed MATMUL reads UB rows up to %llu of %u",
@@ -23,9 +26,9 @@ ntpu_status ntpu_matmul_tile_transpose_a(ntpu_device *dev, ntpu_dtype dtype, uin
         return st;
     if (!(dev->info.features & NTPU_FEATURE_TRANSPOSE_A_BIT))
         return ntpu_host_matmul_transpose_a(dev, dtype, ub_addr, stride, acc_addr, rows, accumulate);
-    uint8_t cmd[NTPU_LEN_MATMUL_T] = {
-        NTPU_OP_MATMUL, (uint8_t)((dtype == NTPU_DTYPE_BF16 ? NTPU_MATMUL_BF16 : 0) |
-                                  (accumulate ? NTPU_MATMUL_ACCUMULATE : 0) | NTPU_MATMUL_TRANSPOSE_A)};
+    uint8_t cmd[NTPU_LEN_MATMUL_T] = {NTPU_OP_MATMUL,
+                                      (uint8_t)((dtype == NTPU_DTYPE_BF16 ? NTPU_MATMUL_BF16 : 0) |
+                                                (accumulate ? NTPU_MATMUL_ACCUMULATE : 0) | NTPU_MATMUL_TRANSPOSE_A)};
     ntpu_wr16(cmd + 2, ub_addr);
     ntpu_wr16(cmd + 4, acc_addr);
     ntpu_wr16(cmd + 6, rows);
@@ -40,8 +43,8 @@ static ntpu_status check_out(ntpu_device *dev, unsigned out, uint32_t dst, uint3
     return ntpu_check_range(dev, mem, dst, rows);
 }
 
-static ntpu_status vec_command(ntpu_device *dev, unsigned op, unsigned flags, uint32_t src, uint32_t dst,
-                               uint32_t rows, uint32_t aux, size_t len)
+static ntpu_status vec_command(ntpu_device *dev, unsigned op, unsigned flags, uint32_t src, uint32_t dst, uint32_t rows,
+                               uint32_t aux, size_t len)
 {
     uint8_t cmd[NTPU_LEN_ACT] = {(uint8_t)op, (uint8_t)flags};
     ntpu_wr16(cmd + 2, src);
@@ -68,8 +71,7 @@ ntpu_status ntpu_vec_act(ntpu_device *dev, unsigned flags, uint32_t src, uint32_
     return vec_command(dev, NTPU_OP_ACT, flags, src, dst, rows, aux, NTPU_LEN_ACT);
 }
 
-ntpu_status ntpu_vec_relu_grad(ntpu_device *dev, unsigned out, uint32_t src, uint32_t dst, uint32_t rows,
-                               uint32_t mask)
+ntpu_status ntpu_vec_relu_grad(ntpu_device *dev, unsigned out, uint32_t src, uint32_t dst, uint32_t rows, uint32_t mask)
 {
     ntpu_status st = ntpu_check_dev(dev);
     if (st != NTPU_OK)
@@ -126,7 +128,8 @@ ntpu_status ntpu_vec_optim_adam(ntpu_device *dev, int decoupled, uint32_t p, uin
     if (rows > 65535)
         return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "OPTIM: %u rows, at most 65535", (unsigned)rows);
     if (!(dev->info.features & NTPU_FEATURE_ADAM_BIT))
-        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "OPTIM ADAM: the device has no optimizer-state memory "
+        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED,
+                         "OPTIM ADAM: the device has no optimizer-state memory "
                          "(protocol 1.4, feature ADAM)");
     if ((st = ntpu_check_range(dev, NTPU_MEM_ACC, p, rows)) != NTPU_OK ||
         (st = ntpu_check_range(dev, NTPU_MEM_ACC, g, rows)) != NTPU_OK ||

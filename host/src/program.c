@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Stored command programs (ntpu/program.h): recording goes through the link
  * (link.c appends each payload behind its u16 LEN instead of sending it), upload
  * is WRITE_MEM to PM, and a run is one RUN frame. */
@@ -61,9 +62,15 @@ ntpu_status ntpu_program_end(ntpu_device *dev, ntpu_program **out)
     return NTPU_OK;
 }
 
-uint32_t ntpu_program_rows(const ntpu_program *p) { return p ? p->rows : 0; }
+uint32_t ntpu_program_rows(const ntpu_program *p)
+{
+    return p ? p->rows : 0;
+}
 
-size_t ntpu_program_commands(const ntpu_program *p) { return p ? p->cmds : 0; }
+size_t ntpu_program_commands(const ntpu_program *p)
+{
+    return p ? p->cmds : 0;
+}
 
 /* The checks every call on a finished program makes. */
 static ntpu_status check_program(ntpu_device *dev, const ntpu_program *p)

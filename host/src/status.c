@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Status names and the error-text helpers every other file uses. */
 #include <stdio.h>
 
@@ -22,8 +23,8 @@ const char *ntpu_status_str(ntpu_status s)
 
 const char *ntpu_dev_status_str(unsigned dev_status)
 {
-    static const char *const names[] = {"OK",        "ERR_CRC", "ERR_LENGTH", "ERR_OPCODE",
-                                        "ERR_MEM",   "ERR_RANGE", "ERR_ARG",    "ERR_SEQ"};
+    static const char *const names[] = {"OK",      "ERR_CRC",   "ERR_LENGTH", "ERR_OPCODE",
+                                        "ERR_MEM", "ERR_RANGE", "ERR_ARG",    "ERR_SEQ"};
     return dev_status < sizeof names / sizeof names[0] ? names[dev_status] : "unknown device status";
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Plumbing shared by the ntpu commands: option parsing, errors, JSON and number
  * formatting, opening the device. */
 #define _DEFAULT_SOURCE
@@ -9,7 +10,6 @@
 #include <time.h>
 
 #include "cli.h"
-
 
 int whole_number(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
@@ -53,12 +53,10 @@ int fail(const char *fmt, ...)
     return 1;
 }
 
-
 /* Parses argv (after the command name) into the common options, the command's
  * options and up to max_pos positional arguments. "--opt=value", "-oVALUE" and
  * "--" work as usual. Returns 0, or 1 after printing the error. */
-int parse_args(int argc, char **argv, common *cm, const option *opts, size_t nopts, char **pos,
-                      int max_pos, int *npos)
+int parse_args(int argc, char **argv, common *cm, const option *opts, size_t nopts, char **pos, int max_pos, int *npos)
 {
     *npos = 0;
     int only_pos = 0;
@@ -196,5 +194,7 @@ ntpu_device *open_device(const char *device)
     return NULL;
 }
 
-
-const char *dtype_name(ntpu_dtype d) { return d == NTPU_DTYPE_BF16 ? "bf16" : "int8"; }
+const char *dtype_name(ntpu_dtype d)
+{
+    return d == NTPU_DTYPE_BF16 ? "bf16" : "int8";
+}

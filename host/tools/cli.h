@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The ntpu command-line tool's shared plumbing (cli.c) and its commands. */
 #ifndef NTPU_CLI_H
 #define NTPU_CLI_H
@@ -34,15 +35,14 @@ int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t
 /* Parses argv (after the command name) into the common options, the command's
  * options and up to max_pos positional arguments. "--opt=value", "-oVALUE" and
  * "--" work as usual. Returns 0, or 1 after printing the error. */
-int parse_args(int argc, char **argv, common *cm, const option *opts, size_t nopts, char **pos, int max_pos,
-               int *npos);
+int parse_args(int argc, char **argv, common *cm, const option *opts, size_t nopts, char **pos, int max_pos, int *npos);
 
-void json_str(FILE *f, const char *s);                        /* a JSON string literal of s */
-const char *grouped(uint64_t v, char *buf, size_t len);       /* 1234567 -> "1,234,567" */
-const char *bytes_str(uint64_t v, char *buf, size_t len);     /* 1536 -> "1.5 KiB" */
-double now_s(void);                                           /* monotonic seconds */
-ntpu_device *open_device(const char *device);                 /* NULL after printing why */
-const char *dtype_name(ntpu_dtype d);                        /* "int8" or "bf16" */
+void json_str(FILE *f, const char *s);                    /* a JSON string literal of s */
+const char *grouped(uint64_t v, char *buf, size_t len);   /* 1234567 -> "1,234,567" */
+const char *bytes_str(uint64_t v, char *buf, size_t len); /* 1536 -> "1.5 KiB" */
+double now_s(void);                                       /* monotonic seconds */
+ntpu_device *open_device(const char *device);             /* NULL after printing why */
+const char *dtype_name(ntpu_dtype d);                     /* "int8" or "bf16" */
 
 /* The commands (argv: what follows the command's name). */
 int cmd_train(common *cm, int argc, char **argv);

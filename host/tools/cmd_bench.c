@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ntpu bench: the project's benchmark (`make bench` writes docs/benchmarks.md
  * from its JSON).
  *   (a) matmul sweep, M = K = N from the array size N to 16N, int8 and bf16,
@@ -289,8 +290,7 @@ static int bench_step(ntpu_device *dev, ntpu_optimizer kind, int device, step_ro
     if (st == NTPU_OK && device)
         st = ntpu_model_fetch(model);
     if (st != NTPU_OK) {
-        fail("bench training step%s on %s: %s", device ? " (device optimizer)" : "", row->device,
-             ntpu_last_error(dev));
+        fail("bench training step%s on %s: %s", device ? " (device optimizer)" : "", row->device, ntpu_last_error(dev));
         goto out;
     }
     if (programs) {
@@ -349,7 +349,8 @@ static cJSON *run_json(const char *what, const char *cmd)
     int status = pclose(p);
     cJSON *j = status == 0 ? cJSON_Parse(last) : NULL;
     if (!j)
-        fail("bench --epoch: %s failed (exit status %d%s)", what, status, status ? "; its error is above" : ", no JSON");
+        fail("bench --epoch: %s failed (exit status %d%s)", what, status,
+             status ? "; its error is above" : ", no JSON");
     return j;
 }
 
@@ -428,9 +429,8 @@ static int bench_epoch(const char *data, const char *script, epoch_res *e)
     e->ref_loss = json_num(r, "train_loss");
     e->steps = (long)json_num(r, "steps");
     const cJSON *hist = cJSON_GetObjectItemCaseSensitive(r, "history");
-    e->ref_train_secs = cJSON_IsArray(hist) && cJSON_GetArraySize(hist) > 0
-                            ? json_num(cJSON_GetArrayItem(hist, 0), "seconds")
-                            : -1;
+    e->ref_train_secs =
+        cJSON_IsArray(hist) && cJSON_GetArraySize(hist) > 0 ? json_num(cJSON_GetArrayItem(hist, 0), "seconds") : -1;
     cJSON_Delete(r);
     if (e->ref_secs <= 0 || e->torch_secs <= 0)
         return fail("bench --epoch: a run reported no time");
@@ -439,19 +439,21 @@ static int bench_epoch(const char *data, const char *script, epoch_res *e)
 
 /* ------------------------------------------------------------------ output */
 
-static double rate(uint64_t macs, double secs) { return secs > 0 ? (double)macs / secs : 0.0; }
+static double rate(uint64_t macs, double secs)
+{
+    return secs > 0 ? (double)macs / secs : 0.0;
+}
 
-static void print_json(const mm_row *mm, int nmm, const step_row *st, const speed_row *sp, int nst,
-                       int step_agree, step_row so[][MAX_DEVICES], const int *prog, const int *so_agree,
-                       const epoch_res *ep)
+static void print_json(const mm_row *mm, int nmm, const step_row *st, const speed_row *sp, int nst, int step_agree,
+                       step_row so[][MAX_DEVICES], const int *prog, const int *so_agree, const epoch_res *ep)
 {
     printf("{\"runs\":[");
     for (int i = 0; i < nmm; i++) {
         const mm_row *r = &mm[i];
         printf("%s{\"device\":", i ? "," : "");
         json_str(stdout, r->device);
-        printf(",\"dtype\":\"%s\",\"array\":%u,\"m\":%zu,\"k\":%zu,\"n\":%zu,\"cycles\":%" PRIu64
-               ",\"macs\":%" PRIu64 ",\"utilization\":%.6f,\"seconds\":%.6f,\"mac_per_s\":%.6g,"
+        printf(",\"dtype\":\"%s\",\"array\":%u,\"m\":%zu,\"k\":%zu,\"n\":%zu,\"cycles\":%" PRIu64 ",\"macs\":%" PRIu64
+               ",\"utilization\":%.6f,\"seconds\":%.6f,\"mac_per_s\":%.6g,"
                "\"link_tx_bytes\":%" PRIu64 ",\"link_rx_bytes\":%" PRIu64 ",\"link_recoveries\":%" PRIu64
                ",\"link_retransmits\":%" PRIu64 ",\"correct\":%s}",
                dtype_name(r->dtype), r->n, r->s, r->s, r->s, r->m.c.cycles, r->m.c.macs, r->m.util, r->m.secs,
@@ -459,7 +461,10 @@ static void print_json(const mm_row *mm, int nmm, const step_row *st, const spee
                r->correct ? "true" : "false");
     }
     printf("],\"train_step\":{\"layers\":[784,256,10],\"batch\":%d,\"optimizer\":\"adam\",\"agree\":%s,\"runs\":[",
-           MLP_BATCH, step_agree < 0 ? "null" : step_agree ? "true" : "false");
+           MLP_BATCH,
+           step_agree < 0 ? "null"
+           : step_agree   ? "true"
+                          : "false");
     for (int i = 0; i < nst; i++) {
         const step_row *r = &st[i];
         printf("%s{\"device\":", i ? "," : "");
@@ -467,15 +472,17 @@ static void print_json(const mm_row *mm, int nmm, const step_row *st, const spee
         printf(",\"array\":%u,\"cycles\":%" PRIu64 ",\"macs\":%" PRIu64 ",\"array_busy\":%" PRIu64
                ",\"utilization\":%.6f,\"seconds\":%.6f,\"mac_per_s\":%.6g,\"link_tx_bytes\":%" PRIu64
                ",\"link_rx_bytes\":%" PRIu64 ",\"link_bytes\":%" PRIu64 ",\"loss\":%.9g}",
-               r->n, r->m.c.cycles, r->m.c.macs, r->m.c.array_busy, r->m.util, r->m.secs,
-               rate(r->m.c.macs, r->m.secs), r->m.tx, r->m.rx, r->m.tx + r->m.rx, (double)r->loss);
+               r->n, r->m.c.cycles, r->m.c.macs, r->m.c.array_busy, r->m.util, r->m.secs, rate(r->m.c.macs, r->m.secs),
+               r->m.tx, r->m.rx, r->m.tx + r->m.rx, (double)r->loss);
     }
     printf("]},\"train_step_device_optimizer\":[");
     for (size_t k = 0; k < DEVOPT_KINDS; k++) {
         printf("%s{\"layers\":[784,256,10],\"batch\":%d,\"optimizer\":\"%s\",\"budget_bytes\":%.1f,"
                "\"agree\":%s,\"runs\":[",
                k ? "," : "", MLP_BATCH, ntpu_optimizer_name(devopt_kinds[k]), STEP_BUDGET_BYTES,
-               so_agree[k] < 0 ? "null" : so_agree[k] ? "true" : "false");
+               so_agree[k] < 0 ? "null"
+               : so_agree[k]   ? "true"
+                               : "false");
         for (int i = 0; i < nst; i++) {
             const step_row *r = &so[k][i];
             printf("%s{\"device\":", i ? "," : "");
@@ -499,8 +506,8 @@ static void print_json(const mm_row *mm, int nmm, const step_row *st, const spee
     for (int i = 0; i < nst; i++) {
         printf("%s{\"device\":", i ? "," : "");
         json_str(stdout, st[i].device);
-        printf(",\"int8_mac_per_s\":%.6g,\"bf16_mac_per_s\":%.6g,\"train_step_mac_per_s\":%.6g}",
-               sp[i].mac_per_s[0], sp[i].mac_per_s[1], rate(st[i].m.c.macs, st[i].m.secs));
+        printf(",\"int8_mac_per_s\":%.6g,\"bf16_mac_per_s\":%.6g,\"train_step_mac_per_s\":%.6g}", sp[i].mac_per_s[0],
+               sp[i].mac_per_s[1], rate(st[i].m.c.macs, st[i].m.secs));
     }
     printf("],\"epoch\":");
     if (!ep) {
@@ -517,9 +524,8 @@ static void print_json(const mm_row *mm, int nmm, const step_row *st, const spee
     printf(",\"ratio\":%.4f}}\n", ep->ref_secs / ep->torch_secs);
 }
 
-static void print_tables(const mm_row *mm, int nmm, const step_row *st, const speed_row *sp, int nst,
-                         int step_agree, step_row so[][MAX_DEVICES], const int *prog, const int *so_agree,
-                         const epoch_res *ep)
+static void print_tables(const mm_row *mm, int nmm, const step_row *st, const speed_row *sp, int nst, int step_agree,
+                         step_row so[][MAX_DEVICES], const int *prog, const int *so_agree, const epoch_res *ep)
 {
     char b[6][32];
     int w = 10; /* the device column: as wide as the longest name (vsim:board=icebreaker,...) */
@@ -546,17 +552,20 @@ static void print_tables(const mm_row *mm, int nmm, const step_row *st, const sp
         const step_row *r = &st[i];
         snprintf(b[0], sizeof b[0], "%ux%u", r->n, r->n);
         printf("%-*s %-6s %14s %14s %6.1f%% %9.3f %11.3g %10s %10s %12s  %s\n", w, r->device, b[0],
-               grouped(r->m.c.cycles, b[1], sizeof b[1]), grouped(r->m.c.macs, b[2], sizeof b[2]),
-               100.0 * r->m.util, r->m.secs, rate(r->m.c.macs, r->m.secs), bytes_str(r->m.tx, b[3], sizeof b[3]),
+               grouped(r->m.c.cycles, b[1], sizeof b[1]), grouped(r->m.c.macs, b[2], sizeof b[2]), 100.0 * r->m.util,
+               r->m.secs, rate(r->m.c.macs, r->m.secs), bytes_str(r->m.tx, b[3], sizeof b[3]),
                bytes_str(r->m.rx, b[4], sizeof b[4]), grouped(r->m.tx + r->m.rx, b[5], sizeof b[5]),
-               step_agree < 0 ? "-" : step_agree ? "all equal" : "DIFFER");
+               step_agree < 0 ? "-"
+               : step_agree   ? "all equal"
+                              : "DIFFER");
     }
-    printf("\n    the same step with the optimizer on the device (OPTIM; Adam: OPTIM ADAM) and, with PROGRAM, its device\n"
-           "    work as two stored programs (RUN); budget 1.1 x (batch %s + labels %d + loss/metrics 8 B) = %s B\n\n",
-           grouped((uint64_t)MLP_BATCH * 784 * 2, b[0], sizeof b[0]), MLP_BATCH,
-           grouped((uint64_t)STEP_BUDGET_BYTES, b[1], sizeof b[1]));
-    printf("%-*s %-6s %-5s %-8s %14s %7s %10s %10s %12s %8s  %s\n", w, "device", "array", "optim", "programs",
-           "cycles", "util", "link tx", "link rx", "link B/step", "/budget", "check");
+    printf(
+        "\n    the same step with the optimizer on the device (OPTIM; Adam: OPTIM ADAM) and, with PROGRAM, its device\n"
+        "    work as two stored programs (RUN); budget 1.1 x (batch %s + labels %d + loss/metrics 8 B) = %s B\n\n",
+        grouped((uint64_t)MLP_BATCH * 784 * 2, b[0], sizeof b[0]), MLP_BATCH,
+        grouped((uint64_t)STEP_BUDGET_BYTES, b[1], sizeof b[1]));
+    printf("%-*s %-6s %-5s %-8s %14s %7s %10s %10s %12s %8s  %s\n", w, "device", "array", "optim", "programs", "cycles",
+           "util", "link tx", "link rx", "link B/step", "/budget", "check");
     for (size_t k = 0; k < DEVOPT_KINDS; k++) {
         for (int i = 0; i < nst; i++) {
             const step_row *r = &so[k][i];
@@ -568,10 +577,12 @@ static void print_tables(const mm_row *mm, int nmm, const step_row *st, const sp
             }
             printf("%-*s %-6s %-5s %-8s %14s %6.1f%% %10s %10s %12s %7.3fx  %s\n", w, r->device, b[0],
                    ntpu_optimizer_name(devopt_kinds[k]), prog[i] ? "yes" : "no",
-                   grouped(r->m.c.cycles, b[1], sizeof b[1]), 100.0 * r->m.util,
-                   bytes_str(r->m.tx, b[3], sizeof b[3]), bytes_str(r->m.rx, b[4], sizeof b[4]),
-                   grouped(r->m.tx + r->m.rx, b[5], sizeof b[5]), (double)(r->m.tx + r->m.rx) / STEP_BUDGET_BYTES,
-                   so_agree[k] < 0 ? "-" : so_agree[k] ? "all equal" : "DIFFER");
+                   grouped(r->m.c.cycles, b[1], sizeof b[1]), 100.0 * r->m.util, bytes_str(r->m.tx, b[3], sizeof b[3]),
+                   bytes_str(r->m.rx, b[4], sizeof b[4]), grouped(r->m.tx + r->m.rx, b[5], sizeof b[5]),
+                   (double)(r->m.tx + r->m.rx) / STEP_BUDGET_BYTES,
+                   so_agree[k] < 0 ? "-"
+                   : so_agree[k]   ? "all equal"
+                                   : "DIFFER");
         }
     }
     printf("\n(c) simulator speed, MACs of simulated work per wall-clock second (16N matmuls, repeated)\n\n");

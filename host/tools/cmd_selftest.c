@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ntpu selftest: a short check of a freshly flashed board (or a simulator):
  * the ID block, the link, the three memories, small matmuls in both dtypes
  * compared bit for bit with a plain C loop and the golden model, and two
@@ -114,12 +115,12 @@ static int check_id(run *r, const ntpu_info *in)
         why = "WB smaller than one weight tile";
     else if (!in->max_payload)
         why = "max payload 0";
-    record(r, "id", !why, "%s%sversion %u.%u, %ux%u, %s%s%s, UB %" PRIu32 " WB %" PRIu32 " ACC %" PRIu32
-           " rows, payload %u", why ? why : "", why ? "; " : "", in->version_major, in->version_minor, in->rows,
-           in->cols, in->dtypes & NTPU_DTYPE_INT8_BIT ? "int8" : "",
+    record(r, "id", !why,
+           "%s%sversion %u.%u, %ux%u, %s%s%s, UB %" PRIu32 " WB %" PRIu32 " ACC %" PRIu32 " rows, payload %u",
+           why ? why : "", why ? "; " : "", in->version_major, in->version_minor, in->rows, in->cols,
+           in->dtypes & NTPU_DTYPE_INT8_BIT ? "int8" : "",
            (in->dtypes & NTPU_DTYPE_INT8_BIT) && (in->dtypes & NTPU_DTYPE_BF16_BIT) ? "+" : "",
-           in->dtypes & NTPU_DTYPE_BF16_BIT ? "bf16" : "", in->ub_rows, in->wb_rows, in->acc_rows,
-           in->max_payload);
+           in->dtypes & NTPU_DTYPE_BF16_BIT ? "bf16" : "", in->ub_rows, in->wb_rows, in->acc_rows, in->max_payload);
     return !why;
 }
 
@@ -152,13 +153,16 @@ static void check_link(run *r, ntpu_device *dev)
     ntpu_get_link_stats(dev, &ls);
     int recovered = ls.recoveries > l0.recoveries;
     if (s1.commands < s0.commands || (s1.errors != s0.errors && !recovered) || s1.busy) {
-        record(r, "link", 0, "STATUS after 100 fences: commands %" PRIu32 " -> %" PRIu32 ", errors %" PRIu32
-               " -> %" PRIu32 ", busy %u", s0.commands, s1.commands, s0.errors, s1.errors, s1.busy);
+        record(r, "link", 0,
+               "STATUS after 100 fences: commands %" PRIu32 " -> %" PRIu32 ", errors %" PRIu32 " -> %" PRIu32
+               ", busy %u",
+               s0.commands, s1.commands, s0.errors, s1.errors, s1.busy);
         return;
     }
-    record(r, "link", 1, "100 fences in %.3f s (%.2f ms each), STATUS readable, %" PRIu64 " frames out, %" PRIu64
-           " in, %" PRIu64 " resyncs, %" PRIu64 " recoveries", dt, dt * 10.0, ls.tx_frames, ls.rx_frames,
-           ls.resyncs, ls.recoveries);
+    record(r, "link", 1,
+           "100 fences in %.3f s (%.2f ms each), STATUS readable, %" PRIu64 " frames out, %" PRIu64 " in, %" PRIu64
+           " resyncs, %" PRIu64 " recoveries",
+           dt, dt * 10.0, ls.tx_frames, ls.rx_frames, ls.resyncs, ls.recoveries);
 }
 
 /* ------------------------------------------------------------------ 3. memories */
@@ -246,8 +250,8 @@ static void check_mem(run *r, ntpu_device *dev, const ntpu_info *in, enum ntpu_m
             for (uint32_t k = 0; k < sp[i].rows; k++)
                 for (unsigned l = 0; l < n; l++) {
                     uint32_t want = pattern(p, sp[i].addr + k, l, n, bits);
-                    uint32_t got = bits == 32 ? ((uint32_t *)buf)[(size_t)k * n + l]
-                                              : ((uint16_t *)buf)[(size_t)k * n + l];
+                    uint32_t got =
+                        bits == 32 ? ((uint32_t *)buf)[(size_t)k * n + l] : ((uint16_t *)buf)[(size_t)k * n + l];
                     if (got != want) {
                         static const char *pn[] = {"walking ones", "address pattern", "inverted address pattern"};
                         record(r, name, 0, "%s: row %" PRIu32 " lane %u wrote 0x%0*" PRIx32 ", read 0x%0*" PRIx32,
@@ -259,8 +263,7 @@ static void check_mem(run *r, ntpu_device *dev, const ntpu_info *in, enum ntpu_m
         }
     }
     free(buf);
-    record(r, name, 1, "%" PRIu64 " of %" PRIu32 " rows x 3 patterns (walking ones, address, inverted)", tested,
-           total);
+    record(r, name, 1, "%" PRIu64 " of %" PRIu32 " rows x 3 patterns (walking ones, address, inverted)", tested, total);
 }
 
 /* ------------------------------------------------------------------ 4. matmuls */
@@ -273,7 +276,10 @@ static void check_mem(run *r, ntpu_device *dev, const ntpu_info *in, enum ntpu_m
  * sums are single C float additions (IEEE RNE; ISO C mode keeps GCC from
  * contracting them into fused multiply-adds). */
 
-static float plain_ftz(float x) { return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x; }
+static float plain_ftz(float x)
+{
+    return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x;
+}
 
 static float plain_nan(void) /* the canonical quiet NaN, 0x7FC00000 */
 {
@@ -341,8 +347,8 @@ static void plain_matmul(ntpu_dtype dt, const void *A, const void *B, uint32_t *
 
 /* The device's C against the plain loop's, and against the golden model's
  * when ref is not NULL (NULL: the device is the golden model). */
-static void check_matmul(run *r, ntpu_device *dev, ntpu_device *ref, const ntpu_info *in, ntpu_dtype dt,
-                         size_t M, size_t K, size_t N, uint64_t seed)
+static void check_matmul(run *r, ntpu_device *dev, ntpu_device *ref, const ntpu_info *in, ntpu_dtype dt, size_t M,
+                         size_t K, size_t N, uint64_t seed)
 {
     char name[48];
     snprintf(name, sizeof name, "matmul %s %zux%zux%zu", dt == NTPU_DTYPE_INT8 ? "int8" : "bf16", M, K, N);
@@ -386,16 +392,20 @@ static void check_matmul(run *r, ntpu_device *dev, ntpu_device *ref, const ntpu_
     for (size_t i = 0; i < M * N; i++) {
         if (C[i] != P[i]) {
             if (ref)
-                record(r, name, 0, "C[%zu][%zu] is 0x%08" PRIx32 ", a plain C loop gives 0x%08" PRIx32
-                       ", the golden model 0x%08" PRIx32, i / N, i % N, C[i], P[i], R[i]);
+                record(r, name, 0,
+                       "C[%zu][%zu] is 0x%08" PRIx32 ", a plain C loop gives 0x%08" PRIx32
+                       ", the golden model 0x%08" PRIx32,
+                       i / N, i % N, C[i], P[i], R[i]);
             else
-                record(r, name, 0, "C[%zu][%zu] is 0x%08" PRIx32 ", a plain C loop gives 0x%08" PRIx32, i / N,
-                       i % N, C[i], P[i]);
+                record(r, name, 0, "C[%zu][%zu] is 0x%08" PRIx32 ", a plain C loop gives 0x%08" PRIx32, i / N, i % N,
+                       C[i], P[i]);
             goto out;
         }
         if (ref && R[i] != P[i]) {
-            record(r, name, 0, "C[%zu][%zu] is 0x%08" PRIx32 ", as a plain C loop gives; the golden model gives "
-                   "0x%08" PRIx32, i / N, i % N, C[i], R[i]);
+            record(r, name, 0,
+                   "C[%zu][%zu] is 0x%08" PRIx32 ", as a plain C loop gives; the golden model gives "
+                   "0x%08" PRIx32,
+                   i / N, i % N, C[i], R[i]);
             goto out;
         }
     }
@@ -478,8 +488,10 @@ static void check_train(run *r, ntpu_device *dev, ntpu_device *ref, const char *
                    (double)pr[i]);
             return;
         }
-    record(r, name, 1, "20-12-5 MLP, two Adam steps: losses %.6f, %.6f and the logits equal those of %s bit for "
-           "bit", (double)ld[0], (double)ld[1], ref_what);
+    record(r, name, 1,
+           "20-12-5 MLP, two Adam steps: losses %.6f, %.6f and the logits equal those of %s bit for "
+           "bit",
+           (double)ld[0], (double)ld[1], ref_what);
 }
 
 /* ------------------------------------------------------------------ the command */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ntpu train and ntpu eval: training an MLP on an IDX dataset on the device,
  * with progress, per-epoch metrics, atomic checkpoints that resume bit for bit,
  * a CSV log and an SVG plot; and evaluating a checkpoint, in bf16 or int8. */
@@ -234,11 +235,13 @@ static int write_plot(const char *path, const float *step_loss, size_t nsteps, u
         last_step = rows[i].steps > last_step ? rows[i].steps : last_step;
     if (last_step == 0)
         last_step = 1;
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
-               "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H);
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
+            "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+            W, H);
     fprintf(f, "<text x=\"%.0f\" y=\"20\" font-size=\"14\">ntpu train, layers %s</text>\n", L, title);
-    fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#888\"/>\n", L, T,
-            pw, ph);
+    fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#888\"/>\n", L, T, pw,
+            ph);
     for (int k = 0; k <= 4; k++) {
         double y = T + ph * (1.0 - k / 4.0);
         fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#c33\">%.2f</text>\n", L - 6, y + 4,
@@ -305,8 +308,8 @@ static int read_resume_state(const char *path, uint64_t vals[5], double *loss_su
     if (ntpu_safetensors_read(path, &ck) != NTPU_OK)
         return fail("--resume: %s", ntpu_last_error(NULL));
     /* The same ranges as the command line's (the batch index is checked against the data later). */
-    const char *keys[] = {"train.seed", "train.epoch", "train.batch_index", "train.batch", "train.train_limit",
-                          "train.correct"};
+    const char *keys[] = {"train.seed",  "train.epoch",       "train.batch_index",
+                          "train.batch", "train.train_limit", "train.correct"};
     const uint64_t lo[] = {0, 0, 0, 1, 0, 0}, hi[] = {UINT64_MAX, 1000000, UINT32_MAX, 4096, UINT32_MAX, UINT32_MAX};
     const char *ls = ntpu_safetensors_meta(ck, "train.loss_sum");
     uint64_t cs = 0;
@@ -377,8 +380,8 @@ static const char train_help[] =
 /* The command line of ntpu train: the options as given (NULL when not), and the settings they make:
  * the command line's, else the checkpoint's (when resuming), else the defaults. */
 typedef struct train_opts {
-    const char *data, *layers_s, *epochs_s, *batch_s, *opt_s, *lr_s, *mom_s, *wd_s, *sched_s, *stepsize_s,
-        *gamma_s, *seed_s, *trainlim_s, *testlim_s, *save, *save_every_s, *resume, *log_path, *plot_path;
+    const char *data, *layers_s, *epochs_s, *batch_s, *opt_s, *lr_s, *mom_s, *wd_s, *sched_s, *stepsize_s, *gamma_s,
+        *seed_s, *trainlim_s, *testlim_s, *save, *save_every_s, *resume, *log_path, *plot_path;
     int dev_opt;
     uint64_t epochs, batch, seed, train_limit, test_limit, save_every;
     unsigned sizes[NTPU_MAX_LAYERS + 1];
@@ -400,9 +403,9 @@ typedef struct train_run {
     ntpu_model *model;
     ntpu_model_view view;
     size_t steps_per_epoch;
-    size_t *order; /* this epoch's order of the training samples */
-    float *xb;     /* one batch: its images, */
-    uint8_t *yb;   /* and its labels */
+    size_t *order;        /* this epoch's order of the training samples */
+    float *xb;            /* one batch: its images, */
+    uint8_t *yb;          /* and its labels */
     double loss_sum;      /* this epoch's so far: sum of the batches' mean loss times their size, */
     uint64_t correct_sum; /* and the correct count */
     uint64_t first_step;  /* the model's step count when the run started */
@@ -417,19 +420,29 @@ typedef struct train_run {
 /* The command line into *o: 0, 1 after printing an error, or -1 after printing the help. */
 static int train_args(common *cm, int argc, char **argv, train_opts *o)
 {
-    *o = (train_opts){.data = DEFAULT_DATA, .epochs = 5, .batch = 64, .sizes = {784, 256, 10}, .n_sizes = 3,
-                      .kind = NTPU_OPT_ADAM};
+    *o = (train_opts){
+        .data = DEFAULT_DATA, .epochs = 5, .batch = 64, .sizes = {784, 256, 10}, .n_sizes = 3, .kind = NTPU_OPT_ADAM};
     const option opts[] = {
-        {"--data", 0, &o->data, NULL},           {"--layers", 0, &o->layers_s, NULL},
-        {"--epochs", 0, &o->epochs_s, NULL},     {"--batch", 0, &o->batch_s, NULL},
-        {"--optimizer", 0, &o->opt_s, NULL},     {"--lr", 0, &o->lr_s, NULL},
-        {"--momentum", 0, &o->mom_s, NULL},      {"--weight-decay", 0, &o->wd_s, NULL},
-        {"--schedule", 0, &o->sched_s, NULL},    {"--step-size", 0, &o->stepsize_s, NULL},
-        {"--gamma", 0, &o->gamma_s, NULL},       {"--seed", 0, &o->seed_s, NULL},
-        {"--train-limit", 0, &o->trainlim_s, NULL}, {"--test-limit", 0, &o->testlim_s, NULL},
-        {"--save", 0, &o->save, NULL},           {"--save-every", 0, &o->save_every_s, NULL},
-        {"--resume", 0, &o->resume, NULL},       {"--log", 0, &o->log_path, NULL},
-        {"--plot", 0, &o->plot_path, NULL},      {"--device-optimizer", 0, NULL, &o->dev_opt},
+        {"--data", 0, &o->data, NULL},
+        {"--layers", 0, &o->layers_s, NULL},
+        {"--epochs", 0, &o->epochs_s, NULL},
+        {"--batch", 0, &o->batch_s, NULL},
+        {"--optimizer", 0, &o->opt_s, NULL},
+        {"--lr", 0, &o->lr_s, NULL},
+        {"--momentum", 0, &o->mom_s, NULL},
+        {"--weight-decay", 0, &o->wd_s, NULL},
+        {"--schedule", 0, &o->sched_s, NULL},
+        {"--step-size", 0, &o->stepsize_s, NULL},
+        {"--gamma", 0, &o->gamma_s, NULL},
+        {"--seed", 0, &o->seed_s, NULL},
+        {"--train-limit", 0, &o->trainlim_s, NULL},
+        {"--test-limit", 0, &o->testlim_s, NULL},
+        {"--save", 0, &o->save, NULL},
+        {"--save-every", 0, &o->save_every_s, NULL},
+        {"--resume", 0, &o->resume, NULL},
+        {"--log", 0, &o->log_path, NULL},
+        {"--plot", 0, &o->plot_path, NULL},
+        {"--device-optimizer", 0, NULL, &o->dev_opt},
     };
     int npos;
     char *pos[1];
@@ -476,8 +489,8 @@ static int train_settings(train_opts *o)
         (o->plot_path && check_output("--plot", o->plot_path)))
         return 1;
     /* One file for two outputs would leave only the last written (a checkpoint overwritten by the log). */
-    const char *outs[][2] = {{"--save", o->save}, {"--log", o->log_path}, {"--plot", o->plot_path},
-                             {"--resume", o->resume}};
+    const char *outs[][2] = {
+        {"--save", o->save}, {"--log", o->log_path}, {"--plot", o->plot_path}, {"--resume", o->resume}};
     for (size_t i = 0; i < 3; i++)
         for (size_t j = i + 1; j < 4; j++)
             if (outs[i][1] && outs[j][1] && !(i == 0 && j == 3) && ntpu_outfile_same(outs[i][1], outs[j][1]))
@@ -494,7 +507,8 @@ static int train_resume_settings(train_opts *o)
     if ((o->seed_s && o->seed != resumed[0]) || (o->batch_s && o->batch != resumed[3]) ||
         (o->trainlim_s && o->train_limit != resumed[4]))
         return fail("--resume: %s was trained with --seed %" PRIu64 " --batch %" PRIu64 " --train-limit %" PRIu64
-                    "; resuming needs the same values", o->resume, resumed[0], resumed[3], resumed[4]);
+                    "; resuming needs the same values",
+                    o->resume, resumed[0], resumed[3], resumed[4]);
     o->seed = resumed[0];
     o->start_epoch = resumed[1];
     o->start_batch = resumed[2];
@@ -502,11 +516,11 @@ static int train_resume_settings(train_opts *o)
     o->train_limit = resumed[4];
     /* --epochs counts from the start of the run, not from the checkpoint. */
     if (o->start_epoch >= o->epochs && o->start_batch == 0)
-        return fail("--resume: %s has finished epoch %" PRIu64 " already; --epochs %" PRIu64
-                    " or more trains longer", o->resume, o->start_epoch, o->start_epoch + 1);
+        return fail("--resume: %s has finished epoch %" PRIu64 " already; --epochs %" PRIu64 " or more trains longer",
+                    o->resume, o->start_epoch, o->start_epoch + 1);
     if (o->start_epoch >= o->epochs)
-        return fail("--resume: %s stopped in epoch %" PRIu64 "; --epochs %" PRIu64 " or more continues it",
-                    o->resume, o->start_epoch + 1, o->start_epoch + 1);
+        return fail("--resume: %s stopped in epoch %" PRIu64 "; --epochs %" PRIu64 " or more continues it", o->resume,
+                    o->start_epoch + 1, o->start_epoch + 1);
     return 0;
 }
 
@@ -532,8 +546,10 @@ static int resume_model(train_opts *o, train_run *r)
     ntpu_optim_config *ro = v.opt;
     uint64_t run_steps = o->epochs * r->steps_per_epoch;
     if (ro->schedule == NTPU_LR_COSINE && ro->total_steps < run_steps) {
-        fprintf(stderr, "ntpu: note: the cosine schedule now ends with epoch %" PRIu64 " (%" PRIu64
-                " steps; the checkpoint's run had %" PRIu64 ")\n", o->epochs, run_steps, ro->total_steps);
+        fprintf(stderr,
+                "ntpu: note: the cosine schedule now ends with epoch %" PRIu64 " (%" PRIu64
+                " steps; the checkpoint's run had %" PRIu64 ")\n",
+                o->epochs, run_steps, ro->total_steps);
         ro->total_steps = run_steps;
     }
     if (o->dev_opt && ntpu_model_set_device_optimizer(r->model, 1) != NTPU_OK)
@@ -578,8 +594,10 @@ static int train_setup(common *cm, train_opts *o, train_run *r)
         fprintf(stderr, "ntpu: note: the optimizer runs on the host: %s\n", ntpu_last_error(r->dev));
     ntpu_model_get_view(r->model, &r->view);
     if (ntpu_model_check_resident(r->model) != NTPU_OK)
-        fprintf(stderr, "ntpu: the model does not fit the device's memories (%s): streaming weights and "
-                "activations through it every step\n", ntpu_last_error(r->dev));
+        fprintf(stderr,
+                "ntpu: the model does not fit the device's memories (%s): streaming weights and "
+                "activations through it every step\n",
+                ntpu_last_error(r->dev));
     const size_t in = r->train.features;
     r->order = malloc(r->train.count * sizeof *r->order);
     r->xb = malloc((size_t)o->batch * in * sizeof *r->xb);
@@ -615,9 +633,9 @@ static int save_checkpoint(const train_opts *o, train_run *r, uint64_t epoch, ui
     snprintf(ms[4], 32, "%zu", r->train.count);
     snprintf(ms[5], 32, "%.17g", loss_sum);
     snprintf(ms[6], 32, "%" PRIu64, correct_sum);
-    const char *meta[] = {"train.seed", ms[0], "train.epoch", ms[1], "train.batch_index", ms[2],
-                          "train.batch", ms[3], "train.train_limit", ms[4], "train.loss_sum", ms[5],
-                          "train.correct", ms[6], NULL};
+    const char *meta[] = {
+        "train.seed",        ms[0], "train.epoch",    ms[1], "train.batch_index", ms[2], "train.batch", ms[3],
+        "train.train_limit", ms[4], "train.loss_sum", ms[5], "train.correct",     ms[6], NULL};
     if (ntpu_model_save(r->model, o->save, NULL, 0, meta) != NTPU_OK)
         return fail("--save: %s", ntpu_last_error(r->dev));
     return 0;
@@ -668,9 +686,12 @@ static int finish_epoch(const common *cm, const train_opts *o, train_run *r, uin
     double train_secs = now_s() - t0;
     ntpu_counters c;
     ntpu_read_counters(r->dev, &c, 1);
-    epoch_row row = {.epoch = e + 1, .steps = *r->view.step, .train_loss = r->loss_sum / (double)r->train.count,
+    epoch_row row = {.epoch = e + 1,
+                     .steps = *r->view.step,
+                     .train_loss = r->loss_sum / (double)r->train.count,
                      .train_acc = (double)r->correct_sum / (double)r->train.count,
-                     .utilization = ntpu_counters_utilization(r->dev, &c), .seconds = train_secs,
+                     .utilization = ntpu_counters_utilization(r->dev, &c),
+                     .seconds = train_secs,
                      .link_bytes_per_step = (double)(c.rx_bytes + c.tx_bytes) / (double)r->steps_per_epoch};
     if (e == o->start_epoch && o->start_batch) /* resumed mid-epoch: rates cover only part of it */
         row.link_bytes_per_step = (double)(c.rx_bytes + c.tx_bytes) / (double)(r->steps_per_epoch - o->start_batch);
@@ -723,8 +744,8 @@ static int train_epochs(const common *cm, const train_opts *o, train_run *r)
             return 1;
     }
     if (stop_requested)
-        return fail("interrupted%s", o->save ? "; the checkpoint holds the last completed step (--resume continues)"
-                                             : "");
+        return fail("interrupted%s",
+                    o->save ? "; the checkpoint holds the last completed step (--resume continues)" : "");
     return 0;
 }
 
@@ -750,8 +771,8 @@ static void train_report(const common *cm, const train_opts *o, const train_run 
         const epoch_row *w = &r->rows[i];
         printf("%s{\"epoch\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"train_loss\":%.6f,\"train_accuracy\":%.6f,"
                "\"test_accuracy\":%.6f,\"utilization\":%.6f,\"seconds\":%.3f,\"link_bytes_per_step\":%.0f}",
-               i ? "," : "", w->epoch, w->steps, w->train_loss, w->train_acc, w->test_acc, w->utilization,
-               w->seconds, w->link_bytes_per_step);
+               i ? "," : "", w->epoch, w->steps, w->train_loss, w->train_acc, w->test_acc, w->utilization, w->seconds,
+               w->link_bytes_per_step);
     }
     printf("],\"train_loss\":%.6f,\"test_accuracy\":%.6f,\"utilization\":%.6f,\"link_bytes_per_step\":%.0f}\n",
            last ? last->train_loss : 0, last ? last->test_acc : 0, last ? last->utilization : 0,
@@ -828,9 +849,9 @@ static int eval_args(common *cm, int argc, char **argv, eval_opts *o)
 {
     *o = (eval_opts){.data = DEFAULT_DATA, .calib = 1000, .batch = 64};
     const option opts[] = {
-        {"--model", 'm', &o->model_path, NULL}, {"--data", 0, &o->data, NULL},
+        {"--model", 'm', &o->model_path, NULL},   {"--data", 0, &o->data, NULL},
         {"--test-limit", 0, &o->testlim_s, NULL}, {"--calib", 0, &o->calib_s, NULL},
-        {"--batch", 0, &o->batch_s, NULL},      {"--int8", 0, NULL, &o->int8},
+        {"--batch", 0, &o->batch_s, NULL},        {"--int8", 0, NULL, &o->int8},
     };
     int npos;
     char *pos[1];

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ntpu: the nanoTPU command-line tool (DESIGN.md section 3 is its contract).
  *
  *   ntpu [-d DEV] [--json] <command> [args]      (options may also follow the command)
@@ -15,7 +16,6 @@
 #include <time.h>
 
 #include "cli.h"
-
 
 /* ------------------------------------------------------------------ info */
 
@@ -48,7 +48,10 @@ static int cmd_info(common *cm, int argc, char **argv)
     ntpu_get_info(dev, &in);
     ntpu_close(dev);
     int i8 = !!(in.dtypes & NTPU_DTYPE_INT8_BIT), b16 = !!(in.dtypes & NTPU_DTYPE_BF16_BIT);
-    static const struct { unsigned bit; const char *json, *text; } feats[] = {
+    static const struct {
+        unsigned bit;
+        const char *json, *text;
+    } feats[] = {
         {NTPU_FEATURE_TRANSPOSE_BIT, "transpose", "transposed weight load"},
         {NTPU_FEATURE_TRANSPOSE_A_BIT, "transpose_a", "transposed activation stream"},
         {NTPU_FEATURE_VECTOR_BIT, "vector", "vector unit"},
@@ -59,8 +62,7 @@ static int cmd_info(common *cm, int argc, char **argv)
     char fjson[128] = "", ftext[128] = "";
     for (size_t k = 0; k < sizeof feats / sizeof feats[0]; k++)
         if (in.features & feats[k].bit) {
-            snprintf(fjson + strlen(fjson), sizeof fjson - strlen(fjson), "%s\"%s\"", *fjson ? "," : "",
-                     feats[k].json);
+            snprintf(fjson + strlen(fjson), sizeof fjson - strlen(fjson), "%s\"%s\"", *fjson ? "," : "", feats[k].json);
             snprintf(ftext + strlen(ftext), sizeof ftext - strlen(ftext), "%s%s", *ftext ? ", " : "", feats[k].text);
         }
     if (cm->json) {
@@ -72,8 +74,8 @@ static int cmd_info(common *cm, int argc, char **argv)
                "\"features\":[%s],\"ub_rows\":%" PRIu32 ",\"wb_rows\":%" PRIu32 ",\"acc_rows\":%" PRIu32
                ",\"pm_rows\":%" PRIu32 ",\"os_rows\":%" PRIu32 ",\"max_payload\":%u,\"clock_hz\":%" PRIu32 "}\n",
                in.platform, in.version_major, in.version_minor, in.rows, in.cols, i8 ? "\"int8\"" : "",
-               i8 && b16 ? "," : "", b16 ? "\"bf16\"" : "", fjson, in.ub_rows, in.wb_rows,
-               in.acc_rows, in.pm_rows, in.os_rows, in.max_payload, in.clock_hz);
+               i8 && b16 ? "," : "", b16 ? "\"bf16\"" : "", fjson, in.ub_rows, in.wb_rows, in.acc_rows, in.pm_rows,
+               in.os_rows, in.max_payload, in.clock_hz);
         return 0;
     }
     char b1[32], b2[32];
@@ -153,8 +155,8 @@ static uint16_t *to_bf16(const ntpu_tensor *t)
 
 /* The command line of ntpu matmul. */
 typedef struct matmul_opts {
-    const char *dtype_arg;      /* "int8", "bf16", or NULL: from A's element type */
-    const char *out_path;       /* C.npy */
+    const char *dtype_arg;       /* "int8", "bf16", or NULL: from A's element type */
+    const char *out_path;        /* C.npy */
     const char *a_path, *b_path; /* A.npy, B.npy */
 } matmul_opts;
 
@@ -288,9 +290,9 @@ static int matmul_on_device(const common *cm, const matmul_opts *o, ntpu_dtype d
                c1.cycles, c1.macs, util, secs, tx, rx, l1.recoveries - l0.recoveries, l1.retransmits - l0.retransmits);
     } else {
         char b1[32], b2[32];
-        printf("%s (%zux%zu).(%zux%zu) -> %s on %s: %s cycles, %s MACs, array utilization %.1f%%\n",
-               dtype_name(dtype), M, K, K, N, o->out_path, info.device, grouped(c1.cycles, b1, sizeof b1),
-               grouped(c1.macs, b2, sizeof b2), 100.0 * util);
+        printf("%s (%zux%zu).(%zux%zu) -> %s on %s: %s cycles, %s MACs, array utilization %.1f%%\n", dtype_name(dtype),
+               M, K, K, N, o->out_path, info.device, grouped(c1.cycles, b1, sizeof b1), grouped(c1.macs, b2, sizeof b2),
+               100.0 * util);
     }
     rc = 0;
 out:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Simulation model of the ECP5 DP16KD block RAM for gate-level simulation of a board netlist
 // (make fpga-test).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stand-in for the ECP5 EHXPLLL in gate-level simulation of a board netlist (make fpga-test).
 //
 // Yosys ships only a black box for the PLL (share/ecp5/cells_bb.v), so this model replaces it

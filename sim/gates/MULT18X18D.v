@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Simulation model of the ECP5 MULT18X18D for gate-level simulation of a board netlist (make fpga-test).
 //
 // Yosys ships only a black box for it (share/lattice/cells_bb_ecp5.v). synth_ecp5 maps each multiply

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* MATMUL's arithmetic over many rows at once: fast, and bit-exact with the
  * scalar MACs of numerics.c.
  *
@@ -30,20 +31,19 @@ typedef uint16_t u16x8 __attribute__((vector_size(16)));
 
 /* Eight bf16 lanes as fp32 bits, a subnormal read as zero of its sign; and
  * whether any nonzero one has an exponent field below `thr` + 1. */
-#define LOAD_BF16(dst_bits, bad, src, thr)                                                        \
-    do {                                                                                          \
-        u16x8 h_;                                                                                 \
-        memcpy(&h_, (src), sizeof h_);                                                            \
-        u32x8 u_ = __builtin_convertvector(h_, u32x8) << 16;                                      \
-        u32x8 e_ = (u_ >> 23) & 0xFFu;                                                            \
-        (bad) |= (u32x8)((e_ - 1u) < (thr));                                                      \
-        (dst_bits) = u_ & ((u32x8)(e_ != 0u) | 0x80000000u);                                      \
+#define LOAD_BF16(dst_bits, bad, src, thr)                   \
+    do {                                                     \
+        u16x8 h_;                                            \
+        memcpy(&h_, (src), sizeof h_);                       \
+        u32x8 u_ = __builtin_convertvector(h_, u32x8) << 16; \
+        u32x8 e_ = (u_ >> 23) & 0xFFu;                       \
+        (bad) |= (u32x8)((e_ - 1u) < (thr));                 \
+        (dst_bits) = u_ & ((u32x8)(e_ != 0u) | 0x80000000u); \
     } while (0)
 
 /* bf16 lanes to flushed fp32 in af; 0 when some nonzero one has an exponent
  * field below thr + 1 (its products could leave the 2^-126 grid). */
-static inline __attribute__((always_inline)) int convert_a(float *af, const uint16_t *a, size_t count,
-                                                          uint32_t thr_exp)
+static inline __attribute__((always_inline)) int convert_a(float *af, const uint16_t *a, size_t count, uint32_t thr_exp)
 {
     const u32x8 thr = (u32x8){0} + thr_exp; /* a scalar argument: gcc warns of a vector's passing ABI */
     u32x8 bad = {0};
@@ -109,8 +109,7 @@ static inline __attribute__((always_inline)) int chains_n(uint32_t *acc, const f
 
 /* Row m of a transposed-A MATMUL (tiles of n x n at a + t * t_stride, row m
  * being column m % n of tile m / n) through the scalar kernel. */
-static void scalar_row_t(uint32_t *acc_row, const uint16_t *a, size_t t_stride, const uint16_t *w, unsigned n,
-                         size_t m)
+static void scalar_row_t(uint32_t *acc_row, const uint16_t *a, size_t t_stride, const uint16_t *w, unsigned n, size_t m)
 {
     uint16_t row[MAX_N];
     const uint16_t *tile = a + (m / n) * t_stride;
@@ -123,8 +122,8 @@ static void scalar_row_t(uint32_t *acc_row, const uint16_t *a, size_t t_stride, 
  * `transposed`, A comes in n x n tiles t_stride lanes apart, read column by
  * column (MATMUL's TRANSPOSE_A), and rows is a multiple of n. */
 static inline __attribute__((always_inline)) void rows_impl(uint32_t *acc, const uint16_t *a, size_t t_stride,
-                                                           const uint16_t *w, unsigned n, size_t rows,
-                                                           unsigned block, int transposed)
+                                                            const uint16_t *w, unsigned n, size_t rows, unsigned block,
+                                                            int transposed)
 {
     size_t m = 0;
     if (n % 8 == 0) {
@@ -146,8 +145,7 @@ static inline __attribute__((always_inline)) void rows_impl(uint32_t *acc, const
         const uint32_t thr = w_exp < 141 ? 141u - w_exp : 0u;
         if (!transposed) {
             for (; m + block <= rows; m += block)
-                if (!convert_a(af, a + m * n, (size_t)block * n, thr) ||
-                    !chains_n(acc + m * n, af, n, 1, wf, n, block))
+                if (!convert_a(af, a + m * n, (size_t)block * n, thr) || !chains_n(acc + m * n, af, n, 1, wf, n, block))
                     for (unsigned r = 0; r < block; r++)
                         ntpu_mac_bf16_row(acc + (m + r) * n, a + (m + r) * n, w, n);
         } else {
@@ -204,8 +202,7 @@ void ntpu_mac_bf16_rows(uint32_t *acc, const uint16_t *a, const uint16_t *w, uns
     ntpu_mac_bf16_rows_generic(acc, a, w, n, rows);
 }
 
-void ntpu_mac_bf16_rows_t(uint32_t *acc, const uint16_t *a, size_t t_stride, const uint16_t *w, unsigned n,
-                          size_t rows)
+void ntpu_mac_bf16_rows_t(uint32_t *acc, const uint16_t *a, size_t t_stride, const uint16_t *w, unsigned n, size_t rows)
 {
 #ifdef HAVE_AVX2_VARIANT
     if (__builtin_cpu_supports("avx2")) {
@@ -261,8 +258,8 @@ static inline __attribute__((always_inline)) void int8_impl(uint32_t *acc, const
 }
 
 #ifdef HAVE_AVX2_VARIANT
-__attribute__((target("avx2"))) static void int8_avx2(uint32_t *acc, const uint16_t *a, const uint16_t *w,
-                                                      unsigned n, size_t rows)
+__attribute__((target("avx2"))) static void int8_avx2(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigned n,
+                                                      size_t rows)
 {
     int8_impl(acc, a, w, n, rows, 8);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The golden model: the whole device in C. It consumes the host -> device byte
  * stream of docs/protocol.md and produces the device -> host byte stream, bit for
  * bit what the RTL produces (docs/isa.md, docs/numerics.md). In-process, no
@@ -13,12 +14,12 @@ extern "C" {
 #endif
 
 typedef struct ntpu_ref_config {
-    unsigned n;           /* array rows = columns, 2..64 (the RTL: 2..32) */
-    unsigned ub_rows;     /* unified buffer rows, 1..65536 */
-    unsigned wb_rows;     /* weight buffer rows, N..65536 */
-    unsigned acc_rows;    /* accumulator rows, 1..65536 */
-    unsigned max_payload; /* largest frame payload, 73..65535 (a COUNTERS reply is 73) */
-    unsigned no_vector;   /* 1: no vector unit, as the RTL's VEC_EN = 0: INFO clears feature
+    unsigned n;              /* array rows = columns, 2..64 (the RTL: 2..32) */
+    unsigned ub_rows;        /* unified buffer rows, 1..65536 */
+    unsigned wb_rows;        /* weight buffer rows, N..65536 */
+    unsigned acc_rows;       /* accumulator rows, 1..65536 */
+    unsigned max_payload;    /* largest frame payload, 73..65535 (a COUNTERS reply is 73) */
+    unsigned no_vector;      /* 1: no vector unit, as the RTL's VEC_EN = 0: INFO clears feature
                            * VECTOR and OPTIM, ACT / RELU_GRAD / COLSUM / OPTIM answer ERR_OPCODE.
                            * 0 by default */
     unsigned no_transpose_a; /* 1: as the RTL's TRANSPOSE_A_EN = 0: INFO clears feature TRANSPOSE_A,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The device's arithmetic, bit for bit (see docs/numerics.md). Works on bit
  * patterns so that no compiler or FPU mode can change a result: the only
  * floating-point operations are one fp32 multiply and one fp32 add, both exact
@@ -10,7 +11,10 @@
 
 #include "numerics_internal.h"
 
-static int is_nan_bits(uint32_t u) { return (u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu); }
+static int is_nan_bits(uint32_t u)
+{
+    return (u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu);
+}
 
 /* Subnormal -> zero of the same sign; everything else unchanged. */
 static uint32_t flush_subnormal(uint32_t u)
@@ -29,9 +33,15 @@ uint16_t ntpu_bf16_from_f32_bits(uint32_t f)
     return (uint16_t)((f + 0x7FFFu + lsb) >> 16);
 }
 
-uint16_t ntpu_bf16_from_f32(float f) { return ntpu_bf16_from_f32_bits(ntpu_f32_bits(f)); }
+uint16_t ntpu_bf16_from_f32(float f)
+{
+    return ntpu_bf16_from_f32_bits(ntpu_f32_bits(f));
+}
 
-float ntpu_bf16_to_f32(uint16_t b) { return ntpu_f32_from_bits((uint32_t)b << 16); }
+float ntpu_bf16_to_f32(uint16_t b)
+{
+    return ntpu_f32_from_bits((uint32_t)b << 16);
+}
 
 /* The one definition of the device's arithmetic: the public functions and the
  * golden model's row kernels below all inline these, so the MATMUL hot loop
@@ -61,9 +71,15 @@ static inline int32_t mac_int8(int32_t acc, int8_t a, int8_t b)
     return (int32_t)((uint32_t)acc + (uint32_t)((int32_t)a * (int32_t)b));
 }
 
-uint32_t ntpu_mac_bf16(uint32_t acc, uint16_t a, uint16_t b) { return mac_bf16(acc, a, b); }
+uint32_t ntpu_mac_bf16(uint32_t acc, uint16_t a, uint16_t b)
+{
+    return mac_bf16(acc, a, b);
+}
 
-uint32_t ntpu_f32_add(uint32_t a, uint32_t b) { return add_f32(a, b); }
+uint32_t ntpu_f32_add(uint32_t a, uint32_t b)
+{
+    return add_f32(a, b);
+}
 
 /* The vector unit's fp32 multiplier. The product of two fp32 values is exact
  * in double (48 significant bits), so from 2^-126 up converting it to float is
@@ -123,8 +139,7 @@ uint32_t ntpu_f32_sqrt(uint32_t a)
     return ntpu_f32_bits((float)sqrt((double)ntpu_f32_from_bits(a)));
 }
 
-void ntpu_adam_f32(uint32_t *p, uint32_t g, uint32_t *m, uint32_t *v, const uint32_t k[NTPU_ADAM_CONSTS],
-                   int decoupled)
+void ntpu_adam_f32(uint32_t *p, uint32_t g, uint32_t *m, uint32_t *v, const uint32_t k[NTPU_ADAM_CONSTS], int decoupled)
 {
     uint32_t gi = g;
     if (decoupled)
@@ -138,9 +153,15 @@ void ntpu_adam_f32(uint32_t *p, uint32_t g, uint32_t *m, uint32_t *v, const uint
     *p = add_f32(*p, ntpu_f32_div(num, den) ^ 0x80000000u);
 }
 
-uint32_t ntpu_relu_f32(uint32_t x) { return (x & 0x80000000u) && !is_nan_bits(x) ? 0u : x; }
+uint32_t ntpu_relu_f32(uint32_t x)
+{
+    return (x & 0x80000000u) && !is_nan_bits(x) ? 0u : x;
+}
 
-int32_t ntpu_mac_int8(int32_t acc, int8_t a, int8_t b) { return mac_int8(acc, a, b); }
+int32_t ntpu_mac_int8(int32_t acc, int8_t a, int8_t b)
+{
+    return mac_int8(acc, a, b);
+}
 
 /* j inner, so each step reads one contiguous weight row and the n chains
  * advance together; every chain still sees i ascending, its array order. */
@@ -170,7 +191,10 @@ void ntpu_f32_add_row(uint32_t *acc, const uint32_t *x, unsigned n)
         acc[j] = add_f32(acc[j], x[j]);
 }
 
-int ntpu_bf16_positive(uint16_t m) { return !(m & 0x8000u) && (m & 0x7F80u) && (m & 0x7FFFu) <= 0x7F80u; }
+int ntpu_bf16_positive(uint16_t m)
+{
+    return !(m & 0x8000u) && (m & 0x7F80u) && (m & 0x7FFFu) <= 0x7F80u;
+}
 
 /* round(x * m / 2^31), halves away from zero; the one overflowing case saturates. */
 static int32_t doubling_high_mul(int32_t x, int32_t m)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Row kernels of the golden model, defined in numerics.c next to the
  * MACs they inline (one definition of the arithmetic, no call per MAC).
  * Internal to the library: not part of the public API. */

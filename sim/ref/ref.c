@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The golden model: the device of docs/protocol.md and docs/isa.md in C.
  *
  * Bytes from the host go through a three-state receiver (hunt for SOF, header,
@@ -81,8 +82,8 @@ struct ntpu_ref {
     uint16_t *w_active;  /* N x N, row i = array row i */
     uint16_t *w_pending; /* N x N */
     int pending;
-    uint16_t *a_block;   /* N x N: one UB block transposed, for MATMUL TRANSPOSE_A */
-    uint8_t *pm;         /* pm_rows x 2N bytes: programs, as they came over the wire */
+    uint16_t *a_block; /* N x N: one UB block transposed, for MATMUL TRANSPOSE_A */
+    uint8_t *pm;       /* pm_rows x 2N bytes: programs, as they came over the wire */
 
     /* Receiver. frame[] holds SEQ, LEN (2), PAYLOAD, CRC (4): what the CRC
      * covers starts at frame[0]. */
@@ -166,8 +167,8 @@ ntpu_ref *ntpu_ref_new(const ntpu_ref_config *cfg)
      * never makes the queue grow. */
     r->tx_cap = 4 * ((size_t)c.max_payload + NTPU_FRAME_OVERHEAD);
     r->tx = malloc(r->tx_cap);
-    if (!r->ub || !r->wb || !r->acc || (c.os_rows && !r->os) || !r->w_active || !r->w_pending || !r->a_block || !r->pm ||
-        !r->frame || !r->tx) {
+    if (!r->ub || !r->wb || !r->acc || (c.os_rows && !r->os) || !r->w_active || !r->w_pending || !r->a_block ||
+        !r->pm || !r->frame || !r->tx) {
         ntpu_ref_free(r);
         return NULL;
     }
@@ -194,7 +195,10 @@ void ntpu_ref_free(ntpu_ref *r)
 
 /* ---------------------------------------------------------------- bytes */
 
-static unsigned get16(const uint8_t *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
+static unsigned get16(const uint8_t *p)
+{
+    return (unsigned)p[0] | (unsigned)p[1] << 8;
+}
 
 static uint32_t get32(const uint8_t *p)
 {
@@ -307,7 +311,10 @@ static unsigned mem_rows(const ntpu_ref *r, unsigned mem)
 }
 
 /* ACC and OS have 32-bit lanes, UB and WB 16-bit ones. */
-static int wide(unsigned mem) { return mem == NTPU_MEM_ACC || mem == NTPU_MEM_OS; }
+static int wide(unsigned mem)
+{
+    return mem == NTPU_MEM_ACC || mem == NTPU_MEM_OS;
+}
 
 static uint32_t *wide_rows(const ntpu_ref *r, unsigned mem, unsigned addr)
 {
@@ -574,11 +581,10 @@ static void info_block(const ntpu_ref *r, uint8_t *p)
     p[NTPU_ID_OFF_ROWS] = (uint8_t)r->cfg.n;
     p[NTPU_ID_OFF_COLS] = (uint8_t)r->cfg.n;
     p[NTPU_ID_OFF_DTYPES] = NTPU_DTYPE_INT8_BIT | NTPU_DTYPE_BF16_BIT;
-    p[NTPU_ID_OFF_FEATURES] = (uint8_t)(NTPU_FEATURE_TRANSPOSE_BIT |
-                                        (r->cfg.no_transpose_a ? 0 : NTPU_FEATURE_TRANSPOSE_A_BIT) |
-                                        (r->cfg.no_vector ? 0 : NTPU_FEATURE_VECTOR_BIT | NTPU_FEATURE_OPTIM_BIT) |
-                                        (r->cfg.pm_rows ? NTPU_FEATURE_PROGRAM_BIT : 0) |
-                                        (r->cfg.os_rows ? NTPU_FEATURE_ADAM_BIT : 0));
+    p[NTPU_ID_OFF_FEATURES] =
+        (uint8_t)(NTPU_FEATURE_TRANSPOSE_BIT | (r->cfg.no_transpose_a ? 0 : NTPU_FEATURE_TRANSPOSE_A_BIT) |
+                  (r->cfg.no_vector ? 0 : NTPU_FEATURE_VECTOR_BIT | NTPU_FEATURE_OPTIM_BIT) |
+                  (r->cfg.pm_rows ? NTPU_FEATURE_PROGRAM_BIT : 0) | (r->cfg.os_rows ? NTPU_FEATURE_ADAM_BIT : 0));
     put16(p + NTPU_ID_OFF_MAX_PAYLOAD, r->cfg.max_payload);
     put32(p + NTPU_ID_OFF_UB_ROWS, r->cfg.ub_rows);
     put32(p + NTPU_ID_OFF_WB_ROWS, r->cfg.wb_rows);
@@ -612,8 +618,7 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len, int i
         return NTPU_DEV_ERR_OPCODE;
     switch (p[0]) {
     case NTPU_OP_NOP:
-    case NTPU_OP_FENCE:
-        return len == 1 ? NTPU_DEV_OK : NTPU_DEV_ERR_LENGTH;
+    case NTPU_OP_FENCE: return len == 1 ? NTPU_DEV_OK : NTPU_DEV_ERR_LENGTH;
 
     case NTPU_OP_INFO: {
         if (len != NTPU_LEN_INFO)
@@ -751,8 +756,8 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len, int i
         }
         /* with MOMENTUM the state rows follow the parameter rows; aux + 2 (+ 3) constant rows */
         unsigned long mom = flags & NTPU_OPTIM_MOMENTUM;
-        if ((unsigned long)prow + rows * (1 + mom) > r->cfg.acc_rows ||
-            (unsigned long)grow + rows > r->cfg.acc_rows || (unsigned long)aux + 2 + mom > r->cfg.acc_rows)
+        if ((unsigned long)prow + rows * (1 + mom) > r->cfg.acc_rows || (unsigned long)grow + rows > r->cfg.acc_rows ||
+            (unsigned long)aux + 2 + mom > r->cfg.acc_rows)
             return NTPU_DEV_ERR_RANGE;
         optim(r, flags, prow, grow, rows, aux);
         return NTPU_DEV_OK;
@@ -807,8 +812,7 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len, int i
         return -1;
     }
 
-    default:
-        return NTPU_DEV_ERR_OPCODE;
+    default: return NTPU_DEV_ERR_OPCODE;
     }
 }
 
@@ -964,4 +968,7 @@ size_t ntpu_ref_read(ntpu_ref *r, uint8_t *buf, size_t cap)
     return k;
 }
 
-size_t ntpu_ref_pending(const ntpu_ref *r) { return r ? r->tx_tail - r->tx_head : 0; }
+size_t ntpu_ref_pending(const ntpu_ref *r)
+{
+    return r ? r->tx_tail - r->tx_head : 0;
+}

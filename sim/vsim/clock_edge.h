@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One clock cycle of the untraced core model in one eval rather than two: shared by the core's
 // harness (vsim.cpp) and the profile trainer of its build (tools/vsim_pgo_train.cpp), which must
 // drive the model the same way (docs/decisions/0017-vsim-speed.md). The model has four clocks:
@@ -34,12 +35,15 @@ void Vntpu_core___024root___eval_triggers__act(Vntpu_core___024root *);
 void Vntpu_core___024root___eval_nba(Vntpu_core___024root *);
 #endif
 
-namespace ntpu_clock_edge {
+namespace ntpu_clock_edge
+{
 
 // A model with the gated clocks of vsim's core (sim/vsim/ntpu_core.sv), rather than the one clock of
 // rtl/ntpu_core.sv (vsim:rtl's model, which is clocked the plain way: all_low, eval, all_high, eval).
-template <class Model, class = void> struct gated : std::false_type {};
-template <class Model> struct gated<Model, std::void_t<decltype(std::declval<Model &>().clk_ctl)>> : std::true_type {};
+template <class Model, class = void> struct gated : std::false_type {
+};
+template <class Model> struct gated<Model, std::void_t<decltype(std::declval<Model &>().clk_ctl)>> : std::true_type {
+};
 
 // The core's gated clocks (sim/vsim/ntpu_core.sv): clk_vec (the vector unit), clk_ctl
 // (the link and the command processor) and clk_load (the sequencer's weight loader, TRANSPOSE_A
@@ -48,8 +52,14 @@ template <class Model> struct gated<Model, std::void_t<decltype(std::declval<Mod
 // adds what the core cannot know from its registers: a byte that enters on s_rx this cycle (offered
 // by the harness, taken by the receiver, whose s_rx_ready depends on registers only) opens clk_ctl.
 // Bytes offered but not taken change nothing.
-template <class Model> bool vec_edge(const Model *t) { return t->vec_clk_en; }
-template <class Model> bool load_edge(const Model *t) { return t->load_clk_en; }
+template <class Model> bool vec_edge(const Model *t)
+{
+    return t->vec_clk_en;
+}
+template <class Model> bool load_edge(const Model *t)
+{
+    return t->load_clk_en;
+}
 template <class Model> bool ctl_edge(const Model *t)
 {
     return t->ctl_clk_en || (t->s_rx_valid & t->s_rx_ready & 1) != 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Link bytes to and from a Verilated data port, the thermometer codes that say how many are
 // valid, and the harness's offer of bytes on s_rx: shared by the core's harness (vsim.cpp) and
 // the profile trainer of its build (tools/vsim_pgo_train.cpp), which must drive the model the
@@ -11,7 +12,8 @@
 
 #include "verilated.h"
 
-namespace ntpu_link_words {
+namespace ntpu_link_words
+{
 
 // Bytes 0..k-1 of a data port W bytes wide (an integer up to 64 bits, or Verilator's VlWide);
 // the bytes from k on are written as 0. Byte i of a port is bits 8i+7..8i, which on a
@@ -45,8 +47,14 @@ template <class P> void get_bytes(const P &port, uint8_t *b, unsigned k)
 
 // A thermometer code of k bytes, and the count one stands for: the position of its highest set
 // bit plus one (a bit scan; x86-64 without -mpopcnt makes a popcount a library call).
-inline uint64_t thermo(unsigned k) { return k >= 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1; }
-inline unsigned thermo_count(uint64_t v) { return v ? 64u - static_cast<unsigned>(__builtin_clzll(v)) : 0u; }
+inline uint64_t thermo(unsigned k)
+{
+    return k >= 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1;
+}
+inline unsigned thermo_count(uint64_t v)
+{
+    return v ? 64u - static_cast<unsigned>(__builtin_clzll(v)) : 0u;
+}
 
 // The harness's side of s_rx: each cycle it offers the first k (<= W) bytes waiting. The ports are
 // written only where they change (while the receiver takes nothing, as in most cycles of a long

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vsim's simulation form of rtl/ntpu_fp32_add.sv (docs/decisions/0025-one-rtl.md): the same module, written to
 // simulate fast in Verilator, and held to its twin by the lockstep check (sim/vsim/README.md).
 // ntpu_fp32_add: fp32 addition as the device defines it (docs/numerics.md, steps 1, 3 and 4).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vsim's simulation form of rtl/ntpu_iter_count.sv (docs/decisions/0025-one-rtl.md): the same module, written to
 // simulate fast in Verilator, and held to its twin by the lockstep check (sim/vsim/README.md).
 // ntpu_iter_count: the timing of an iterative unit (ntpu_fp32_div, ntpu_fp32_sqrt): a start, STEPS

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vsim's simulation form of rtl/ntpu_requant.sv (docs/decisions/0025-one-rtl.md): the same module, written to
 // simulate fast in Verilator, and held to its twin by the lockstep check (sim/vsim/README.md).
 // ntpu_requant: int32 -> int8 requantization, bit for bit ntpu_requantize(x, mult, shift, 0)

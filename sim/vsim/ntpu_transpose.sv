@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vsim's simulation form of rtl/ntpu_transpose.sv (docs/decisions/0025-one-rtl.md): the same module, written to
 // simulate fast in Verilator, and held to its twin by the lockstep check (sim/vsim/README.md).
 // ntpu_transpose: turns each block of N rows (N lanes of 16 bits) into its N columns, as rows, for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vsim's simulation form of rtl/ntpu_vopt.sv (docs/decisions/0025-one-rtl.md): the same module, written to
 // simulate fast in Verilator, and held to its twin by the lockstep check (sim/vsim/README.md).
 // ntpu_vopt: the lane datapath of OPTIM (docs/isa.md, "Version 1.3"), N lanes, one fp32

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vsim's simulation form of rtl/ntpu_vseq.sv (docs/decisions/0025-one-rtl.md): the same module, written to
 // simulate fast in Verilator, and held to its twin by the lockstep check (sim/vsim/README.md).
 // Vector sequencer: executes ACT, RELU_GRAD and COLSUM (docs/isa.md, "Version 1.1") on the lane

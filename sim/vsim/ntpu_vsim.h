@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Verilator model of ntpu_core behind a C ABI: the RTL as an in-process
  * device. Bytes written go into the core's receive stream as fast as it accepts
  * them; reading clocks the model until reply bytes come out. One thread at a

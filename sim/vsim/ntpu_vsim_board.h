@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A whole board in simulation: the Verilator model of a board top (one per
  * configuration in the BOARD_SIM_CONFIGS of fpga/boards/<board>/board.mk, built
  * from rtl/ with the parameters of that configuration's bitstream; a PLL is the
@@ -49,13 +50,13 @@ void ntpu_vsim_board_write(ntpu_vsim_board *b, const uint8_t *buf, size_t n);
 size_t ntpu_vsim_board_read(ntpu_vsim_board *b, uint8_t *buf, size_t n, uint64_t idle_limit);
 
 typedef struct ntpu_vsim_board_stats {
-    uint64_t cycles;        /* board clock cycles since power-up */
-    uint32_t clock_hz;      /* the board's clock */
-    uint32_t baud;          /* its UART's bit rate */
-    uint64_t tx_bytes;      /* bytes the host put on the wire */
-    uint64_t rx_bytes;      /* bytes the host received and kept */
-    uint64_t flipped_bits;  /* bits the noise inverted, both ways */
-    uint64_t dropped_bytes; /* bytes the noise dropped, both ways */
+    uint64_t cycles;         /* board clock cycles since power-up */
+    uint32_t clock_hz;       /* the board's clock */
+    uint32_t baud;           /* its UART's bit rate */
+    uint64_t tx_bytes;       /* bytes the host put on the wire */
+    uint64_t rx_bytes;       /* bytes the host received and kept */
+    uint64_t flipped_bits;   /* bits the noise inverted, both ways */
+    uint64_t dropped_bytes;  /* bytes the noise dropped, both ways */
     uint64_t framing_errors; /* bytes the host's receiver lost to a low stop bit */
     /* Times the board's error LED lit after power-up: its receiver saw a framing
      * error or its FIFO had no room for a byte. The LED stays lit for 2^24

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The core as vsim drives it: rtl/ntpu_core with a host end of the link that takes every byte the
 // core offers (sim/vsim/vsim.cpp reads them all each cycle). m_tx_ready is tied high here rather
 // than set by the harness so that Verilator folds the constant, and the transmitter's stall logic

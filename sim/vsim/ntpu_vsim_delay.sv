@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ntpu_vsim_delay: a delay line for vsim only (Verilator): out is in from D + 1 cycles of en ago,
 // starting all zeros. ntpu_array's skew and de-skew lines in their simulation form (decision 0017,
 // rounds 3 and 4); synthesis and Icarus see an empty file and the array's own shift registers.

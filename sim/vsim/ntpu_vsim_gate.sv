@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vsim only: the enable of one of the core's clock gates (sim/vsim/ntpu_core.sv;
 // docs/decisions/0021-vsim-clock-gates.md). en is high while `busy` and TAIL cycles after it falls
 // or after a `kick`: a unit that has just stopped may still set a register or two from the values

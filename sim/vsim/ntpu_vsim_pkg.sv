@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ntpu_vsim_pkg: functions of vsim's simulation forms (sim/vsim/*.sv) that synthesis has no use for.
 `default_nettype none
 

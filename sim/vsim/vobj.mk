@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Included from a Verilator output directory: builds the model's objects (and, for the first model,
 # Verilator's run-time objects) and lists them in objs.txt for the library (plain objects, so one
 # archive holds them all). VMODEL names the model (--prefix); VRUNTIME=0 leaves the run-time out,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The Verilated ntpu_core behind the C ABI of ntpu_vsim.h.
 //
 // Each model owns its VerilatedContext, so several can live in one process.
@@ -39,7 +40,8 @@
 #endif
 #pragma GCC diagnostic pop
 
-namespace {
+namespace
+{
 
 constexpr unsigned kResetCycles = 4;
 // drain() with idle_limit 0 still gives up on a core that stops taking
@@ -65,12 +67,12 @@ template <class P> void put_bytes(P &port, const uint8_t *b, unsigned k)
 
 struct ntpu_vsim {
     std::unique_ptr<VerilatedContext> ctx;
-    std::unique_ptr<Vntpu_core> top;           // null with trace=FILE
-    std::unique_ptr<Vntpu_core_trace> top_tr;  // null unless trace=FILE
-    std::unique_ptr<Vntpu_core_rtl> top_rtl;   // null unless rtl
-    std::unique_ptr<VerilatedFstC> fst;        // null unless trace=FILE
+    std::unique_ptr<Vntpu_core> top;          // null with trace=FILE
+    std::unique_ptr<Vntpu_core_trace> top_tr; // null unless trace=FILE
+    std::unique_ptr<Vntpu_core_rtl> top_rtl;  // null unless rtl
+    std::unique_ptr<VerilatedFstC> fst;       // null unless trace=FILE
 #ifdef NTPU_VSIM_LOCKSTEP
-    std::unique_ptr<ntpu_lockstep> lockstep;   // beside top (make test's lockstep build only)
+    std::unique_ptr<ntpu_lockstep> lockstep; // beside top (make test's lockstep build only)
 #endif
 
     ntpu_vsim_util::byte_queue in;  // bytes for s_rx not yet accepted
@@ -308,4 +310,7 @@ extern "C" void ntpu_vsim_drain(ntpu_vsim *s, uint64_t idle_limit)
     s->in.compact();
 }
 
-extern "C" uint64_t ntpu_vsim_cycles(const ntpu_vsim *s) { return s ? s->cycles : 0; }
+extern "C" uint64_t ntpu_vsim_cycles(const ntpu_vsim *s)
+{
+    return s ? s->cycles : 0;
+}

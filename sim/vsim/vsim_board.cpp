@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A Verilated board top behind the C ABI of ntpu_vsim_board.h.
 //
 // The harness plays the board's USB-UART chip: a UART transmitter that puts the
@@ -22,7 +23,8 @@
 
 #include "vsim_board_model.h"
 
-namespace {
+namespace
+{
 
 constexpr unsigned kFrameBits = 10; // start, 8 data, stop
 // The power-on reset lasts 2^RESET_W cycles (RESET_W <= 20 on any sane board).
@@ -69,7 +71,7 @@ struct ntpu_vsim_board {
     enum { RX_IDLE, RX_BITS, RX_BREAK } rx_state = RX_IDLE;
     unsigned rx_bit = 0, rx_wait = 0, rx_shift = 0;
     ntpu_vsim_util::byte_queue out; // board -> host: received and not yet read
-    bool red_q = false; // the red LED was lit last cycle (after power-up)
+    bool red_q = false;             // the red LED was lit last cycle (after power-up)
 
     ntpu_vsim_board_stats st{};
 
@@ -80,7 +82,10 @@ struct ntpu_vsim_board {
         z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
         return z ^ (z >> 31);
     }
-    bool chance(double p) { return p > 0 && static_cast<double>(next_u64() >> 11) * 0x1.0p-53 < p; }
+    bool chance(double p)
+    {
+        return p > 0 && static_cast<double>(next_u64() >> 11) * 0x1.0p-53 < p;
+    }
     bool flip_bit()
     {
         bool f = chance(ber);
@@ -103,7 +108,7 @@ struct ntpu_vsim_board {
                 st.dropped_bytes++;
             }
             if (in.empty())
-                return true; // idle high
+                return true;                                // idle high
             tx_frame = (1u << 9) | (unsigned)in.pop() << 1; // stop, data, start
             tx_busy = true;
             tx_bit = 0;
@@ -301,8 +306,7 @@ extern "C" ntpu_vsim_board *ntpu_vsim_board_new(const char *opts, char *err, siz
         b->top.reset(entry->make(trace_path));
         if (!b->top) {
             delete b;
-            set_err(err, errlen, "vsim: trace= is not available: this %s model is built without tracing",
-                    entry->board);
+            set_err(err, errlen, "vsim: trace= is not available: this %s model is built without tracing", entry->board);
             return nullptr;
         }
         b->in.reserve(1 << 12);

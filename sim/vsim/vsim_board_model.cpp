@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A board top's Verilator model behind ntpu_board_model (vsim_board_model.h). Compiled once per
 // board configuration with -include of the header the Makefile writes from its board.mk, which
 // names the model class (NTPU_BOARD_MODEL), its pins (NTPU_BOARD_PIN_*: clock, the FPGA's UART
@@ -20,9 +21,11 @@
 #define NTPU_BOARD_TRACE 1
 #endif
 
-namespace {
+namespace
+{
 
-class model final : public ntpu_board_model {
+class model final : public ntpu_board_model
+{
   public:
     explicit model(const std::string &trace_path) : ctx_(new VerilatedContext)
     {
@@ -53,7 +56,10 @@ class model final : public ntpu_board_model {
         if (fst_)
             dump();
     }
-    bool txd() const override { return top_->NTPU_BOARD_PIN_TXD != 0; }
+    bool txd() const override
+    {
+        return top_->NTPU_BOARD_PIN_TXD != 0;
+    }
     bool err_led() const override
     {
         const NTPU_BOARD_MODEL *t = top_.get();

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One board top's Verilator model behind an interface of its pins, so that the board harness
 // (vsim_board.cpp) drives any board configuration the same way. vsim_board_model.cpp is compiled
 // once per configuration that a board's board.mk lists in BOARD_SIM_CONFIGS, against that
@@ -10,7 +11,8 @@
 #include <cstdint>
 #include <string>
 
-class ntpu_board_model {
+class ntpu_board_model
+{
   public:
     virtual ~ntpu_board_model() = default;
     // One cycle of the board clock with the host's transmit line (the FPGA's receive pin) at rxd:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What the two Verilator harnesses (vsim.cpp: the core, vsim_board.cpp: a board top) share:
 // one-line error messages, the early check of a trace file, and the byte queues on each side of
 // the link.
@@ -13,7 +14,8 @@
 #include <string>
 #include <vector>
 
-namespace ntpu_vsim_util {
+namespace ntpu_vsim_util
+{
 
 inline void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 inline void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -47,14 +49,38 @@ struct byte_queue {
     std::vector<uint8_t> buf;
     size_t head = 0;
 
-    void reserve(size_t n) { buf.reserve(n); }
-    size_t size() const { return buf.size() - head; }
-    bool empty() const { return head == buf.size(); }
-    const uint8_t *data() const { return buf.data() + head; }
-    void push(const uint8_t *p, size_t n) { buf.insert(buf.end(), p, p + n); }
-    void push(uint8_t b) { buf.push_back(b); }
-    uint8_t pop() { return buf[head++]; }  // not empty()
-    void drop(size_t n) { head += n; }     // n <= size()
+    void reserve(size_t n)
+    {
+        buf.reserve(n);
+    }
+    size_t size() const
+    {
+        return buf.size() - head;
+    }
+    bool empty() const
+    {
+        return head == buf.size();
+    }
+    const uint8_t *data() const
+    {
+        return buf.data() + head;
+    }
+    void push(const uint8_t *p, size_t n)
+    {
+        buf.insert(buf.end(), p, p + n);
+    }
+    void push(uint8_t b)
+    {
+        buf.push_back(b);
+    }
+    uint8_t pop()
+    {
+        return buf[head++];
+    } // not empty()
+    void drop(size_t n)
+    {
+        head += n;
+    } // n <= size()
     // Moves up to n bytes to dst; returns how many.
     size_t take(uint8_t *dst, size_t n)
     {

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ntpu bench on the golden model: the matmul sweep N..16N in both dtypes with every result checked, one
 # training step with plausible counters, --json as one object; bad options get one error line. (The
 # ref-vs-vsim step check and the PyTorch epoch run in `make bench`: too slow, and torch is not a test

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The simulated iCEBreaker (vsim:board=icebreaker): ntpu info reports the parameters the board's bitstream
 # is built with (fpga/boards/icebreaker/board.mk), ntpu selftest passes through the bit-level UART, and bad
 # options fail with one line on stderr and exit 1.

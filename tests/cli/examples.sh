@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The examples build with the command their header comment gives a user, and run on ref:
 # matmul.c against the build tree, train_mlp.c through pkg-config against an installed-like prefix.
 set -u

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `ntpu -d ftdi` with no board attached: exit status 1, nothing on stdout, exactly one line on stderr that
 # starts with "ntpu: " and names the chip (FT2232H, FT231X) or the board. It must hold whether libusb can see USB at all
 # (no devices) or not (libusb_init fails), so the check is on the message, not on which of the two it was.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The "ftdi" transport (host/src/transport/transport_ftdi.c) against a fake libusb: this
  * file defines every libusb function the transport calls, and behind them a
  * simulated FT2232H (or FT231X) that packs what the "board" sends into 512-byte (64) bulk-IN
@@ -121,7 +122,10 @@ static void fk_set_line(uint8_t line)
     pthread_mutex_unlock(&fk_mu);
 }
 
-static void fk_reset(int mode) { fk_reset_chip(mode, 0x6010); }
+static void fk_reset(int mode)
+{
+    fk_reset_chip(mode, 0x6010);
+}
 
 /* Bytes the board has ready for the host (fk_mu held). */
 static size_t board_pending(void)
@@ -240,8 +244,14 @@ int LIBUSB_CALL libusb_get_device_descriptor(libusb_device *dev, struct libusb_d
     return 0;
 }
 
-uint8_t LIBUSB_CALL libusb_get_bus_number(libusb_device *dev) { return (uint8_t)(1 + dev->id); }
-uint8_t LIBUSB_CALL libusb_get_device_address(libusb_device *dev) { return (uint8_t)(5 + dev->id); }
+uint8_t LIBUSB_CALL libusb_get_bus_number(libusb_device *dev)
+{
+    return (uint8_t)(1 + dev->id);
+}
+uint8_t LIBUSB_CALL libusb_get_device_address(libusb_device *dev)
+{
+    return (uint8_t)(5 + dev->id);
+}
 int LIBUSB_CALL libusb_get_max_packet_size(libusb_device *dev, unsigned char endpoint)
 {
     (void)dev;
@@ -266,7 +276,10 @@ void LIBUSB_CALL libusb_close(libusb_device_handle *h)
     fk_closes++;
 }
 
-libusb_device *LIBUSB_CALL libusb_get_device(libusb_device_handle *h) { return h->dev; }
+libusb_device *LIBUSB_CALL libusb_get_device(libusb_device_handle *h)
+{
+    return h->dev;
+}
 
 int LIBUSB_CALL libusb_get_string_descriptor_ascii(libusb_device_handle *h, uint8_t idx, unsigned char *data,
                                                    int length)
@@ -466,14 +479,14 @@ int LIBUSB_CALL libusb_handle_events_timeout_completed(libusb_context *ctx, stru
 
 static int failures;
 
-#define CHECK(cond, ...)                                                                                               \
-    do {                                                                                                               \
-        if (!(cond)) {                                                                                                 \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                                \
-            printf(__VA_ARGS__);                                                                                       \
-            printf("\n");                                                                                              \
-            failures++;                                                                                                \
-        }                                                                                                              \
+#define CHECK(cond, ...)                                \
+    do {                                                \
+        if (!(cond)) {                                  \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+            printf(__VA_ARGS__);                        \
+            printf("\n");                               \
+            failures++;                                 \
+        }                                               \
     } while (0)
 
 static void expect_open_error(int mode, const char *opts, ntpu_status want, const char *needle)
@@ -645,8 +658,7 @@ static void test_data_path(void)
     fk_set_line(0x62);
     tp.ops->send(tp.ctx, out, 5, err, sizeof err);
     st = tp.ops->recv(tp.ctx, in, 6, 200, &got, err, sizeof err);
-    CHECK(st == NTPU_ERR_TIMEOUT && got == 5 && strstr(err, "overrun"), "overrun: status %d got %zu: %s", st, got,
-          err);
+    CHECK(st == NTPU_ERR_TIMEOUT && got == 5 && strstr(err, "overrun"), "overrun: status %d got %zu: %s", st, got, err);
 
     /* Unplugged: bytes already queued still come, then NTPU_ERR_IO, on every later call too. */
     tp.ops->send(tp.ctx, out, 3, err, sizeof err);
@@ -658,8 +670,8 @@ static void test_data_path(void)
     st = tp.ops->send(tp.ctx, out, 100, err, sizeof err);
     CHECK(st == NTPU_ERR_IO && strstr(err, "unplugged"), "send after unplug: status %d: %s", st, err);
     tp.ops->close(tp.ctx);
-    CHECK(fk_allocs == fk_frees && fk_closes == 1 && fk_exits == 1, "close after unplug: transfers %d/%d",
-          fk_allocs, fk_frees);
+    CHECK(fk_allocs == fk_frees && fk_closes == 1 && fk_exits == 1, "close after unplug: transfers %d/%d", fk_allocs,
+          fk_frees);
     free(out);
     free(in);
     printf("ok   data path: 300 KB round trip, timeouts, partial reads, overrun report, unplug\n");

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The ftdi transport against a simulated FT2232H (ftdi_fakeusb.c defines the libusb calls): open errors,
 # the setup requests, a 300 KB round trip through the status-byte stripping, timeouts, unplugging, and
 # ntpu_open plus a matmul with the golden model as the board. Built twice: with AddressSanitizer and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `ntpu matmul` on NumPy-made 300x200 by 200x150 matrices, on ref and vsim: int8 equals NumPy's int32
 # matmul exactly; bf16 equals a sequential float32 loop over bf16-rounded inputs bit for bit and lies
 # within the bound of docs/numerics.md of the float64 product.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ntpu selftest on the golden model and on the RTL: exit 0, every check PASS, nothing on stderr; --json
 # gives one object with failed 0, skipped 0 and status "pass" for every check. A check the device cannot
 # run is SKIP (not PASS) and does not fail the run; checks that find a fault fail it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Faults for ntpu selftest's own test: linked with -Wl,--wrap=ntpu_read_rows,--wrap=ntpu_matmul,
  * --wrap=ntpu_get_info, so the CLI sees a device that is wrong in one place, chosen by $NTPU_FAULT:
  *   mem     bit 5 of ACC row 4096 lane 3 reads back flipped (a power-of-two row the memory test samples)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Compares the tensors of two safetensors files bit for bit (metadata aside).
 Usage: st_compare.py A B  -- exit 0 when every tensor is identical."""
 import json, struct, sys

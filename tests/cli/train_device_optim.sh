@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # --device-optimizer (protocol 1.3 OPTIM, 1.4 OPTIM ADAM): the same training run with the optimizer on the
 # host and on the device gives bit-identical losses, accuracies, weights and optimizer state (momentum, or
 # Adam's moments), on the golden model and on the RTL, with far fewer link bytes; where it cannot run (no

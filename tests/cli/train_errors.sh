@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Bad input to ntpu train / eval: malformed IDX files, --layers that do not fit the data, truncated or
 # foreign checkpoints, bad flags. Each must fail with exit status 1 and exactly one line on stderr.
 set -u

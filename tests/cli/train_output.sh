@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What ntpu train prints when its output goes to a pipe or a file (make demo | tee, a CI log): the
 # "training ..." header first, then the progress lines (stderr), each epoch's line after its progress.
 set -u

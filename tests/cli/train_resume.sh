@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Killing `ntpu train` mid-run loses at most the steps since its last checkpoint and never leaves a broken
 # one; --resume then ends with exactly the weights and optimizer state of an uninterrupted run. Both with
 # SIGKILL (no chance to clean up) and with Ctrl-C (SIGINT: the run saves its last step and stops).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ntpu train --schedule step without --step-size decays once an epoch (the same run as --step-size
 # <steps per epoch>), not after every step, which would leave no learning rate after a few steps.
 set -u

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Training a model too big for the iCEBreaker's memories: `ntpu train` streams it (and says so once), on the
 # bit-level board simulation (vsim:board=icebreaker) and on the golden model with the board's configuration,
 # with exactly the losses, accuracies and checkpoint of the resident path on a device that holds the model.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The same training run on the RTL (vsim, and vsim:rtl: the core from rtl/ alone, what synthesis reads),
 # on the golden model (ref), and on the golden model behind a
 # link that flips and drops bytes (the host retransmits, docs/protocol.md): bit-identical losses, test

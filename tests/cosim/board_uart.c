@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The whole board path: the host library, the UART at bit level, the board's
  * FIFO, the link framing and the core, through vsim:board=icebreaker. An int8
  * and a bf16 matmul larger than one tile, and two Adam steps of a small MLP,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The simulated board's wire (sim/vsim/vsim_board.cpp) on its own, below the
  * host library: bytes really take 10 bits of CLOCK_HZ / BAUD cycles each way
  * and go back to back; memory traffic through the UART, the FIFO and the core

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Differential test: random command streams (every opcode, both dtypes, special
  * values, invalid commands mixed in) through the golden model and the RTL; the
  * reply streams must be bit-identical, frame for frame. The 1.1 commands
@@ -15,7 +16,7 @@ enum { UB_WIN = 128, WB_WIN = 64, ACC_WIN = 128, OS_WIN = 64 }; /* rows every st
 static unsigned N, UB_ROWS, WB_ROWS, ACC_ROWS, OS_ROWS, MAX_PAYLOAD;
 static int HAS_TRANSPOSE_A, HAS_VECTOR, HAS_OPTIM, HAS_PROGRAM, HAS_ADAM;
 static unsigned PM_ROWS;
-enum { PM_WIN = 256 }; /* PM rows the programs use */
+enum { PM_WIN = 256 };          /* PM rows the programs use */
 static unsigned long adam_rows; /* rows of the valid OPTIM ADAMs sent: the streams reach the Adam datapath */
 
 /* The command families the streams are meant to exercise, each with the reply it is meant to get: every
@@ -28,24 +29,87 @@ static unsigned long adam_rows; /* rows of the valid OPTIM ADAMs sent: the strea
  * errors no state can avoid). The rest come out mostly as meant: e.g. a program holds random
  * commands, some invalid, and runs to its end only when none is. */
 enum family {
-    F_INFO, F_SETUP, F_READBACK, F_CONSTS, F_COUNTERS,
-    F_WRITE_UB, F_WRITE_WB, F_WRITE_ACC, F_WRITE_PM, F_WRITE_OS, F_WRITE_END, /* WRITE_MEM: F_WRITE_UB + mem */
-    F_READ_UB, F_READ_WB, F_READ_ACC, F_READ_PM, F_READ_OS,                   /* READ_MEM: F_READ_UB + mem */
-    F_LOADW, F_LOADW_T, F_MM_INT8, F_MM_INT8_ACC, F_MM_BF16, F_MM_BF16_ACC,    /* F_MM_INT8 + flags */
-    F_FENCE, F_NOP, F_STATUS, F_SYNC,
-    F_BAD_OPCODE, F_BAD_MM_LEN, F_BAD_MEM, F_BAD_LOADW_FLAGS, F_BAD_LOADW_RANGE, F_BAD_MM_RANGE,
-    F_BAD_READ_PAYLOAD, F_BAD_SEQ, F_BAD_WRITE_LEN,
-    F_ACT_UB, F_ACT_WB, F_ACT_ACC, F_ACT_INT8, /* F_ACT_UB + OUT / 4 */
-    F_RELU_GRAD_UB, F_RELU_GRAD_WB, F_RELU_GRAD_ACC, F_COLSUM, F_COLSUM_ACC, F_MM_T,
-    F_BAD_ACT_FLAGS, F_BAD_RELU_GRAD_OUT, F_BAD_COLSUM_FLAGS, F_BAD_VEC_LEN, F_BAD_ACT_INT8_AUX,
-    F_BAD_ACT_BIAS_AUX, F_BAD_RELU_GRAD_MASK, F_BAD_COLSUM_DST, F_BAD_ACT_DST, /* F_BAD_ACT_FLAGS + kind */
-    F_BAD_MM_T_ROWS, F_BAD_MM_T_LEN8, F_BAD_MM_LEN10, F_BAD_MM_T_STRIDE,      /* F_BAD_MM_T_ROWS + kind */
-    F_SGD, F_MOMENTUM,
-    F_BAD_OPTIM_FLAGS, F_BAD_OPTIM_LEN, F_BAD_OPTIM_STATE, F_BAD_OPTIM_GRAD, F_BAD_OPTIM_MU, /* + kind */
-    F_ADAM, F_ADAMW,
-    F_BAD_ADAM_LEN10, F_BAD_ADAM_LEN12, F_BAD_ADAM_MOMENTUM, F_BAD_ADAM_DECOUPLED, F_BAD_ADAM_FLAGS,
-    F_BAD_ADAM_AUX, F_BAD_ADAM_OS, /* F_BAD_ADAM_LEN10 + kind */
-    F_RUN, F_RUN_BAD_LEN, F_RUN_CUT, F_BAD_RUN_RANGE, F_BAD_RUN_FLAGS, F_BAD_RUN_LEN, F_BAD_RUN_ADDR,
+    F_INFO,
+    F_SETUP,
+    F_READBACK,
+    F_CONSTS,
+    F_COUNTERS,
+    F_WRITE_UB,
+    F_WRITE_WB,
+    F_WRITE_ACC,
+    F_WRITE_PM,
+    F_WRITE_OS,
+    F_WRITE_END, /* WRITE_MEM: F_WRITE_UB + mem */
+    F_READ_UB,
+    F_READ_WB,
+    F_READ_ACC,
+    F_READ_PM,
+    F_READ_OS, /* READ_MEM: F_READ_UB + mem */
+    F_LOADW,
+    F_LOADW_T,
+    F_MM_INT8,
+    F_MM_INT8_ACC,
+    F_MM_BF16,
+    F_MM_BF16_ACC, /* F_MM_INT8 + flags */
+    F_FENCE,
+    F_NOP,
+    F_STATUS,
+    F_SYNC,
+    F_BAD_OPCODE,
+    F_BAD_MM_LEN,
+    F_BAD_MEM,
+    F_BAD_LOADW_FLAGS,
+    F_BAD_LOADW_RANGE,
+    F_BAD_MM_RANGE,
+    F_BAD_READ_PAYLOAD,
+    F_BAD_SEQ,
+    F_BAD_WRITE_LEN,
+    F_ACT_UB,
+    F_ACT_WB,
+    F_ACT_ACC,
+    F_ACT_INT8, /* F_ACT_UB + OUT / 4 */
+    F_RELU_GRAD_UB,
+    F_RELU_GRAD_WB,
+    F_RELU_GRAD_ACC,
+    F_COLSUM,
+    F_COLSUM_ACC,
+    F_MM_T,
+    F_BAD_ACT_FLAGS,
+    F_BAD_RELU_GRAD_OUT,
+    F_BAD_COLSUM_FLAGS,
+    F_BAD_VEC_LEN,
+    F_BAD_ACT_INT8_AUX,
+    F_BAD_ACT_BIAS_AUX,
+    F_BAD_RELU_GRAD_MASK,
+    F_BAD_COLSUM_DST,
+    F_BAD_ACT_DST, /* F_BAD_ACT_FLAGS + kind */
+    F_BAD_MM_T_ROWS,
+    F_BAD_MM_T_LEN8,
+    F_BAD_MM_LEN10,
+    F_BAD_MM_T_STRIDE, /* F_BAD_MM_T_ROWS + kind */
+    F_SGD,
+    F_MOMENTUM,
+    F_BAD_OPTIM_FLAGS,
+    F_BAD_OPTIM_LEN,
+    F_BAD_OPTIM_STATE,
+    F_BAD_OPTIM_GRAD,
+    F_BAD_OPTIM_MU, /* + kind */
+    F_ADAM,
+    F_ADAMW,
+    F_BAD_ADAM_LEN10,
+    F_BAD_ADAM_LEN12,
+    F_BAD_ADAM_MOMENTUM,
+    F_BAD_ADAM_DECOUPLED,
+    F_BAD_ADAM_FLAGS,
+    F_BAD_ADAM_AUX,
+    F_BAD_ADAM_OS, /* F_BAD_ADAM_LEN10 + kind */
+    F_RUN,
+    F_RUN_BAD_LEN,
+    F_RUN_CUT,
+    F_BAD_RUN_RANGE,
+    F_BAD_RUN_FLAGS,
+    F_BAD_RUN_LEN,
+    F_BAD_RUN_ADDR,
     F_COUNT
 };
 enum { WANT_OK = 1, WANT_ERR = 0, FAMILY_MIN = 5, FAMILY_STREAMS = 1000 }; /* 1000 streams: the rarest ~20 */
@@ -174,8 +238,8 @@ static void tally(const pair *p, size_t n, unsigned stream)
         int ok = p->ref_rx[off[i]] == NTPU_DEV_OK;
         fam_count[f][ok]++;
         if (families[f].always && ok != families[f].want_ok)
-            die("stream %u reply %zu: %s got status %u, meant to be %s", stream, i, families[f].name,
-                p->ref_rx[off[i]], families[f].want_ok ? "OK" : "an error");
+            die("stream %u reply %zu: %s got status %u, meant to be %s", stream, i, families[f].name, p->ref_rx[off[i]],
+                families[f].want_ok ? "OK" : "an error");
     }
     frames_tagged = 0;
 }
@@ -204,7 +268,8 @@ static void check_families(unsigned streams)
         die("%u of %u command families had their intended reply too few times", short_of, checked);
     if (fewest < F_COUNT)
         printf("%u command families, %u of them with their intended reply as often as wanted (%d times for the "
-               "random ones; fewest: %s, %lu)\n", checked, checked - short_of, FAMILY_MIN, families[fewest].name,
+               "random ones; fewest: %s, %lu)\n",
+               checked, checked - short_of, FAMILY_MIN, families[fewest].name,
                fam_count[fewest][families[fewest].want_ok]);
 }
 
@@ -213,14 +278,14 @@ static uint16_t rnd_bf16(void)
     uint16_t sign = (uint16_t)(rnd_below(2) << 15);
     unsigned exp;
     switch (rnd_below(20)) {
-    case 0: return sign;                                               /* ±0 */
-    case 1: return sign | 0x7F80;                                      /* ±Inf */
-    case 2: return sign | 0x7F80 | (uint16_t)(1 + rnd_below(0x7F));     /* NaN */
-    case 3: return sign | (uint16_t)(1 + rnd_below(0x7F));              /* subnormal */
-    case 4: exp = 230 + rnd_below(25); break;                           /* products overflow */
-    case 5: exp = 1 + rnd_below(20); break;                             /* products underflow */
-    case 6: return sign | (rnd_below(2) ? 0x0080 : 0x7F7F);             /* min normal, max */
-    default: exp = 118 + rnd_below(18); break;                          /* ordinary */
+    case 0: return sign;                                            /* ±0 */
+    case 1: return sign | 0x7F80;                                   /* ±Inf */
+    case 2: return sign | 0x7F80 | (uint16_t)(1 + rnd_below(0x7F)); /* NaN */
+    case 3: return sign | (uint16_t)(1 + rnd_below(0x7F));          /* subnormal */
+    case 4: exp = 230 + rnd_below(25); break;                       /* products overflow */
+    case 5: exp = 1 + rnd_below(20); break;                         /* products underflow */
+    case 6: return sign | (rnd_below(2) ? 0x0080 : 0x7F7F);         /* min normal, max */
+    default: exp = 118 + rnd_below(18); break;                      /* ordinary */
     }
     return sign | (uint16_t)(exp << 7) | (uint16_t)rnd_below(0x80);
 }
@@ -238,7 +303,10 @@ static uint32_t rnd_f32(void)
     }
 }
 
-static unsigned row_bytes(unsigned mem) { return mem == NTPU_MEM_ACC || mem == NTPU_MEM_OS ? 4 * N : 2 * N; } /* PM: 2N */
+static unsigned row_bytes(unsigned mem)
+{
+    return mem == NTPU_MEM_ACC || mem == NTPU_MEM_OS ? 4 * N : 2 * N;
+} /* PM: 2N */
 
 /* Random row data for memory mem; `bf16` picks the flavour of UB/WB lanes. */
 static void fill_rows(uint8_t *p, unsigned mem, unsigned rows, int bf16)
@@ -280,7 +348,10 @@ static unsigned mem_size(unsigned mem)
     return mem == NTPU_MEM_UB ? UB_ROWS : mem == NTPU_MEM_WB ? WB_ROWS : mem == NTPU_MEM_OS ? OS_ROWS : ACC_ROWS;
 }
 
-static unsigned out_window(unsigned out) { return out == NTPU_OUT_WB ? WB_WIN : out == NTPU_OUT_ACC ? ACC_WIN : UB_WIN; }
+static unsigned out_window(unsigned out)
+{
+    return out == NTPU_OUT_WB ? WB_WIN : out == NTPU_OUT_ACC ? ACC_WIN : UB_WIN;
+}
 
 /* [op][flags][a u16][b u16][rows u16][d u16]: the layout of ACT, RELU_GRAD,
  * COLSUM (no d) and MATMUL TRANSPOSE_A (d = stride). */
@@ -352,11 +423,14 @@ static void random_optim(pair *p)
     if (rnd_below(6) == 0) {
         unsigned e = rnd_below(5);
         unsigned f = F_BAD_OPTIM_FLAGS + e;
-        if (e == 0) cmd10(p, f, NTPU_OP_OPTIM, 2u << rnd_below(7), 0, 0, 1, 0, NTPU_LEN_OPTIM);
-        else if (e == 1) cmd10(p, f, NTPU_OP_OPTIM, mom, 0, 0, 1, 0, rnd_below(2) ? 8 : 9);
+        if (e == 0)
+            cmd10(p, f, NTPU_OP_OPTIM, 2u << rnd_below(7), 0, 0, 1, 0, NTPU_LEN_OPTIM);
+        else if (e == 1)
+            cmd10(p, f, NTPU_OP_OPTIM, mom, 0, 0, 1, 0, rnd_below(2) ? 8 : 9);
         else if (e == 2) /* the state rows run past the end; the parameters alone would fit */
             cmd10(p, f, NTPU_OP_OPTIM, NTPU_OPTIM_MOMENTUM, ACC_ROWS - 2 * N + 1 + rnd_below(N), 0, N, 0, 10);
-        else if (e == 3) cmd10(p, f, NTPU_OP_OPTIM, mom, 0, ACC_ROWS - rnd_below(2), 2, 0, 10);
+        else if (e == 3)
+            cmd10(p, f, NTPU_OP_OPTIM, mom, 0, ACC_ROWS - rnd_below(2), 2, 0, 10);
         else /* mu's row past the end; lr and wd alone would fit */
             cmd10(p, f, NTPU_OP_OPTIM, NTPU_OPTIM_MOMENTUM, 0, 0, 1, ACC_ROWS - 3 + 1 + rnd_below(2), 10);
         return;
@@ -382,7 +456,8 @@ static void write_adam_consts(pair *p, unsigned aux)
         switch (rnd_below(8)) {
         case 0: v = rnd_f32(); break;
         case 1: v = rnd_below(2) ? 0 : 0x80000000u; break;
-        case 2: case 3: v = 0x3F000000u | (uint32_t)rnd_below(0x1000000); break; /* [0.5, 2) */
+        case 2:
+        case 3: v = 0x3F000000u | (uint32_t)rnd_below(0x1000000); break; /* [0.5, 2) */
         default: v = (uint32_t)(90 + rnd_below(37)) << 23 | (uint32_t)rnd_below(0x800000); break;
         }
         put32(cmd + 6 + 4 * i, v);
@@ -411,12 +486,17 @@ static void random_adam(pair *p)
     unsigned rows = rnd_below(N + 1), dec = rnd_below(2) ? D : 0;
     if (rnd_below(5) == 0) {
         unsigned e = rnd_below(7), f = F_BAD_ADAM_LEN10 + e;
-        if (e == 0) optim12(p, f, A | dec, 0, 0, 1, 0, 0, NTPU_LEN_OPTIM);           /* LEN 10 */
-        else if (e == 1) optim12(p, f, 0, 0, 0, 1, 0, 0, NTPU_LEN_OPTIM_ADAM);      /* LEN 12 without */
-        else if (e == 2) optim12(p, f, A | NTPU_OPTIM_MOMENTUM, 0, 0, 1, 0, 0, 12); /* with MOMENTUM */
-        else if (e == 3) optim12(p, f, D | (8u << rnd_below(5)), 0, 0, 1, 0, 0, 10); /* DECOUPLED alone, reserved */
-        else if (e == 4) optim12(p, f, A | (8u << rnd_below(5)), 0, 0, 1, 0, 0, 12); /* reserved bits */
-        else if (e == 5) /* a constant row past the end */
+        if (e == 0)
+            optim12(p, f, A | dec, 0, 0, 1, 0, 0, NTPU_LEN_OPTIM); /* LEN 10 */
+        else if (e == 1)
+            optim12(p, f, 0, 0, 0, 1, 0, 0, NTPU_LEN_OPTIM_ADAM); /* LEN 12 without */
+        else if (e == 2)
+            optim12(p, f, A | NTPU_OPTIM_MOMENTUM, 0, 0, 1, 0, 0, 12); /* with MOMENTUM */
+        else if (e == 3)
+            optim12(p, f, D | (8u << rnd_below(5)), 0, 0, 1, 0, 0, 10); /* DECOUPLED alone, reserved */
+        else if (e == 4)
+            optim12(p, f, A | (8u << rnd_below(5)), 0, 0, 1, 0, 0, 12); /* reserved bits */
+        else if (e == 5)                                                /* a constant row past the end */
             optim12(p, f, A | dec, 0, 0, 1, ACC_ROWS - NTPU_ADAM_AUX_ROWS + 1 + rnd_below(2), 0, 12);
         else /* v's rows past the end of OS; m's alone would fit */
             optim12(p, f, A | dec, 0, 0, N, 0, OS_ROWS - 2 * N + 1 + rnd_below(N), 12);
@@ -446,7 +526,9 @@ static void random_command_v11(pair *p)
         return;
     }
     switch (kind) {
-    case 0: case 1: case 2: { /* ACT, every flag combination */
+    case 0:
+    case 1:
+    case 2: { /* ACT, every flag combination */
         unsigned flags = rnd_below(16), out = flags & NTPU_OUT_MASK;
         unsigned src = rnd_below(ACC_WIN - rows + 1), aux = rnd_below(ACC_WIN - 2);
         unsigned dst = out == NTPU_OUT_ACC ? dst_near(src, rows, ACC_WIN) : rnd_below(out_window(out) - rows + 1);
@@ -455,38 +537,48 @@ static void random_command_v11(pair *p)
         cmd10(p, F_ACT_UB + out / 4, NTPU_OP_ACT, flags, src, dst, rows, aux, NTPU_LEN_ACT);
         break;
     }
-    case 3: case 4: { /* RELU_GRAD, OUT 0..2 */
+    case 3:
+    case 4: { /* RELU_GRAD, OUT 0..2 */
         unsigned out = rnd_below(3) << 2, src = rnd_below(ACC_WIN - rows + 1), mask = rnd_below(UB_WIN - rows + 1);
-        unsigned dst = out == NTPU_OUT_ACC ? dst_near(src, rows, ACC_WIN)
-                     : out == NTPU_OUT_UB  ? dst_near(mask, rows, UB_WIN)
-                                           : rnd_below(WB_WIN - rows + 1);
+        unsigned dst = out == NTPU_OUT_ACC  ? dst_near(src, rows, ACC_WIN)
+                       : out == NTPU_OUT_UB ? dst_near(mask, rows, UB_WIN)
+                                            : rnd_below(WB_WIN - rows + 1);
         cmd10(p, F_RELU_GRAD_UB + out / 4, NTPU_OP_RELU_GRAD, out, src, dst, rows, mask, NTPU_LEN_RELU_GRAD);
         break;
     }
-    case 5: case 6: { /* COLSUM, the result row sometimes inside the summed rows */
+    case 5:
+    case 6: { /* COLSUM, the result row sometimes inside the summed rows */
         unsigned src = rnd_below(ACC_WIN - rows + 1);
         unsigned dst = rows && rnd_below(3) == 0 ? src + rnd_below(rows) : rnd_below(ACC_WIN);
         unsigned acc = rnd_below(2);
         cmd10(p, acc ? F_COLSUM_ACC : F_COLSUM, NTPU_OP_COLSUM, acc, src, dst, rows, 0, NTPU_LEN_COLSUM);
         break;
     }
-    case 7: case 8: { /* invalid vector commands: each kind of error */
+    case 7:
+    case 8: { /* invalid vector commands: each kind of error */
         unsigned e = rnd_below(9), f = F_BAD_ACT_FLAGS + e;
-        if (e == 0) cmd10(p, f, NTPU_OP_ACT, 0x10u << rnd_below(4), 0, 0, 1, 0, NTPU_LEN_ACT);
+        if (e == 0)
+            cmd10(p, f, NTPU_OP_ACT, 0x10u << rnd_below(4), 0, 0, 1, 0, NTPU_LEN_ACT);
         else if (e == 1)
             cmd10(p, f, NTPU_OP_RELU_GRAD, rnd_below(2) ? NTPU_OUT_INT8 : 1u << rnd_below(2), 0, 0, 1, 0, 10);
-        else if (e == 2) cmd10(p, f, NTPU_OP_COLSUM, 2u << rnd_below(7), 0, 0, 1, 0, NTPU_LEN_COLSUM);
+        else if (e == 2)
+            cmd10(p, f, NTPU_OP_COLSUM, 2u << rnd_below(7), 0, 0, 1, 0, NTPU_LEN_COLSUM);
         else if (e == 3)
             cmd10(p, f, NTPU_OP_ACT + rnd_below(3), 0, 0, 0, 1, 0, 7 + rnd_below(2) * 2 + rnd_below(2) * 4);
         else if (e == 4) /* int8 aux rows past the end; BIAS alone would fit */
             cmd10(p, f, NTPU_OP_ACT, NTPU_OUT_INT8 | rnd_below(4), 0, 0, 1, ACC_ROWS - 2 + rnd_below(2), 10);
-        else if (e == 5) cmd10(p, f, NTPU_OP_ACT, NTPU_ACT_BIAS | (rnd_below(3) << 2), 0, 0, 1, ACC_ROWS, 10);
-        else if (e == 6) cmd10(p, f, NTPU_OP_RELU_GRAD, NTPU_OUT_ACC, 0, 0, 2, UB_ROWS - 1, 10);
-        else if (e == 7) cmd10(p, f, NTPU_OP_COLSUM, 0, 0, ACC_ROWS, 0, 0, 8);
-        else cmd10(p, f, NTPU_OP_ACT, rnd_below(3) << 2, 0, (rnd_below(3) == 0 ? WB_ROWS : UB_ROWS) - 1, 2, 0, 10);
+        else if (e == 5)
+            cmd10(p, f, NTPU_OP_ACT, NTPU_ACT_BIAS | (rnd_below(3) << 2), 0, 0, 1, ACC_ROWS, 10);
+        else if (e == 6)
+            cmd10(p, f, NTPU_OP_RELU_GRAD, NTPU_OUT_ACC, 0, 0, 2, UB_ROWS - 1, 10);
+        else if (e == 7)
+            cmd10(p, f, NTPU_OP_COLSUM, 0, 0, ACC_ROWS, 0, 0, 8);
+        else
+            cmd10(p, f, NTPU_OP_ACT, rnd_below(3) << 2, 0, (rnd_below(3) == 0 ? WB_ROWS : UB_ROWS) - 1, 2, 0, 10);
         break;
     }
-    case 9: case 10: { /* MATMUL TRANSPOSE_A: blocks of N UB rows, stride from 0 to past N */
+    case 9:
+    case 10: { /* MATMUL TRANSPOSE_A: blocks of N UB rows, stride from 0 to past N */
         unsigned blocks = rnd_below(4), flags = NTPU_MATMUL_TRANSPOSE_A | rnd_below(4);
         unsigned max_stride = blocks > 1 ? (UB_WIN - N) / (blocks - 1) : 3 * N;
         unsigned stride = rnd_below(3) ? N + rnd_below(2) * rnd_below(N) : rnd_below(max_stride + 1);
@@ -499,10 +591,14 @@ static void random_command_v11(pair *p)
     }
     default: { /* invalid MATMUL TRANSPOSE_A */
         unsigned e = rnd_below(4), f = F_BAD_MM_T_ROWS + e;
-        if (e == 0) cmd10(p, f, NTPU_OP_MATMUL, NTPU_MATMUL_TRANSPOSE_A, 0, 0, N + 1 + rnd_below(N - 1), N, 10);
-        else if (e == 1) cmd10(p, f, NTPU_OP_MATMUL, NTPU_MATMUL_TRANSPOSE_A, 0, 0, N, N, 8);
-        else if (e == 2) cmd10(p, f, NTPU_OP_MATMUL, 0, 0, 0, N, N, 10);
-        else cmd10(p, f, NTPU_OP_MATMUL, NTPU_MATMUL_TRANSPOSE_A, 1, 0, 2 * N, 0xFFFF, 10);
+        if (e == 0)
+            cmd10(p, f, NTPU_OP_MATMUL, NTPU_MATMUL_TRANSPOSE_A, 0, 0, N + 1 + rnd_below(N - 1), N, 10);
+        else if (e == 1)
+            cmd10(p, f, NTPU_OP_MATMUL, NTPU_MATMUL_TRANSPOSE_A, 0, 0, N, N, 8);
+        else if (e == 2)
+            cmd10(p, f, NTPU_OP_MATMUL, 0, 0, 0, N, N, 10);
+        else
+            cmd10(p, f, NTPU_OP_MATMUL, NTPU_MATMUL_TRANSPOSE_A, 1, 0, 2 * N, 0xFFFF, 10);
     }
     }
 }
@@ -517,19 +613,30 @@ static void random_command(pair *p)
         return;
     }
     switch (rnd_below(24)) {
-    case 0: case 1: case 2: case 3: /* WRITE_MEM inside the window */
+    case 0:
+    case 1:
+    case 2:
+    case 3: /* WRITE_MEM inside the window */
         write_mem(p, F_WRITE_UB + mem, mem, rnd_below(window(mem) - rows + 1), rows, rnd_below(4) != 0);
         break;
-    case 4: case 5: /* READ_MEM inside the window */
+    case 4:
+    case 5: /* READ_MEM inside the window */
         mem_cmd(p, F_READ_UB + mem, NTPU_OP_READ_MEM, mem, rnd_below(window(mem) - rows + 1), rows);
         break;
-    case 6: case 7: case 8: /* LOAD_W */
+    case 6:
+    case 7:
+    case 8: /* LOAD_W */
         c[0] = NTPU_OP_LOAD_W;
         c[1] = rnd_below(2) ? NTPU_LOADW_TRANSPOSE : 0;
         put16(c + 2, rnd_below(WB_WIN - N + 1));
         send(p, c[1] ? F_LOADW_T : F_LOADW, c, NTPU_LEN_LOAD_W);
         break;
-    case 9: case 10: case 11: case 12: case 13: case 14: /* MATMUL */
+    case 9:
+    case 10:
+    case 11:
+    case 12:
+    case 13:
+    case 14: /* MATMUL */
         c[0] = NTPU_OP_MATMUL;
         c[1] = (uint8_t)((rnd_below(2) ? NTPU_MATMUL_BF16 : 0) | (rnd_below(3) ? NTPU_MATMUL_ACCUMULATE : 0));
         if (rnd_below(16) == 0)
@@ -539,41 +646,63 @@ static void random_command(pair *p)
         put16(c + 6, rows);
         send(p, F_MM_INT8 + c[1], c, NTPU_LEN_MATMUL);
         break;
-    case 15: c[0] = NTPU_OP_FENCE; send(p, F_FENCE, c, 1); break;
-    case 16: c[0] = NTPU_OP_NOP; send(p, F_NOP, c, 1); break;
-    case 17: c[0] = NTPU_OP_STATUS; send(p, F_STATUS, c, 1); break;
+    case 15:
+        c[0] = NTPU_OP_FENCE;
+        send(p, F_FENCE, c, 1);
+        break;
+    case 16:
+        c[0] = NTPU_OP_NOP;
+        send(p, F_NOP, c, 1);
+        break;
+    case 17:
+        c[0] = NTPU_OP_STATUS;
+        send(p, F_STATUS, c, 1);
+        break;
     case 18: /* writes at the very end of a memory: valid, never read back */
         write_mem(p, F_WRITE_END, mem, mem_size(mem) - rows, rows, 1);
         break;
     default: { /* invalid: each kind of error */
         unsigned kind = rnd_below(10);
         if (kind == 0) { /* the first unknown opcode and beyond */
-            unsigned first = HAS_PROGRAM ? NTPU_OP_RUN + 1
-                           : HAS_OPTIM ? NTPU_OP_OPTIM + 1 : HAS_VECTOR ? NTPU_OP_SYNC + 1 : NTPU_OP_COUNTERS + 1;
+            unsigned first = HAS_PROGRAM  ? NTPU_OP_RUN + 1
+                             : HAS_OPTIM  ? NTPU_OP_OPTIM + 1
+                             : HAS_VECTOR ? NTPU_OP_SYNC + 1
+                                          : NTPU_OP_COUNTERS + 1;
             c[0] = (uint8_t)(first + rnd_below(0x100 - first));
             send(p, F_BAD_OPCODE, c, 1 + rnd_below(8));
-        }
-        else if (kind == 1) { c[0] = NTPU_OP_MATMUL; send(p, F_BAD_MM_LEN, c, rnd_below(2) ? 7 : 9); }
-        else if (kind == 2) { mem_cmd(p, F_BAD_MEM, NTPU_OP_READ_MEM, 3 + rnd_below(250), 0, 1); }
-        else if (kind == 3) {
-            c[0] = NTPU_OP_LOAD_W; c[1] = (uint8_t)(2 << rnd_below(7)); send(p, F_BAD_LOADW_FLAGS, c, 4);
-        }
-        else if (kind == 4) {
-            c[0] = NTPU_OP_LOAD_W; put16(c + 2, WB_ROWS - N + 1 + rnd_below(N)); send(p, F_BAD_LOADW_RANGE, c, 4);
-        }
-        else if (kind == 5) {
-            c[0] = NTPU_OP_MATMUL; put16(c + 4, ACC_ROWS - 1); put16(c + 6, 2); send(p, F_BAD_MM_RANGE, c, 8);
-        }
-        else if (kind == 6) {
+        } else if (kind == 1) {
+            c[0] = NTPU_OP_MATMUL;
+            send(p, F_BAD_MM_LEN, c, rnd_below(2) ? 7 : 9);
+        } else if (kind == 2) {
+            mem_cmd(p, F_BAD_MEM, NTPU_OP_READ_MEM, 3 + rnd_below(250), 0, 1);
+        } else if (kind == 3) {
+            c[0] = NTPU_OP_LOAD_W;
+            c[1] = (uint8_t)(2 << rnd_below(7));
+            send(p, F_BAD_LOADW_FLAGS, c, 4);
+        } else if (kind == 4) {
+            c[0] = NTPU_OP_LOAD_W;
+            put16(c + 2, WB_ROWS - N + 1 + rnd_below(N));
+            send(p, F_BAD_LOADW_RANGE, c, 4);
+        } else if (kind == 5) {
+            c[0] = NTPU_OP_MATMUL;
+            put16(c + 4, ACC_ROWS - 1);
+            put16(c + 6, 2);
+            send(p, F_BAD_MM_RANGE, c, 8);
+        } else if (kind == 6) {
             mem_cmd(p, F_BAD_READ_PAYLOAD, NTPU_OP_READ_MEM, NTPU_MEM_ACC, 0, MAX_PAYLOAD / (4 * N) + 1);
-        }
-        else if (kind == 7) { /* out of SEQ order (1.2): ERR_SEQ, nothing runs */
-            c[0] = NTPU_OP_READ_MEM; c[1] = (uint8_t)mem; put16(c + 4, 1);
+        } else if (kind == 7) { /* out of SEQ order (1.2): ERR_SEQ, nothing runs */
+            c[0] = NTPU_OP_READ_MEM;
+            c[1] = (uint8_t)mem;
+            put16(c + 4, 1);
             send_seq(p, F_BAD_SEQ, (uint8_t)(p->seq + 1 + rnd_below(255)), c, 6);
-        }
-        else if (kind == 8) { c[0] = NTPU_OP_SYNC; send_seq(p, F_SYNC, (uint8_t)rnd(), c, 1); } /* any SEQ (1.2) */
+        } else if (kind == 8) {
+            c[0] = NTPU_OP_SYNC;
+            send_seq(p, F_SYNC, (uint8_t)rnd(), c, 1);
+        } /* any SEQ (1.2) */
         else {
-            c[0] = NTPU_OP_WRITE_MEM; c[1] = (uint8_t)mem; put16(c + 4, 2);
+            c[0] = NTPU_OP_WRITE_MEM;
+            c[1] = (uint8_t)mem;
+            put16(c + 4, 2);
             send(p, F_BAD_WRITE_LEN, c, 6 + row_bytes(mem));
         }
     }
@@ -592,10 +721,20 @@ static void random_program(pair *p)
         unsigned k = rnd_below(4);
         uint8_t c[8] = {NTPU_OP_RUN};
         unsigned f = F_BAD_RUN_RANGE + k;
-        if (k == 0) { put16(c + 2, PM_ROWS - rnd_below(3)); put16(c + 4, 3 + rnd_below(3)); send(p, f, c, 6); }
-        else if (k == 1) { c[1] = (uint8_t)(1u << rnd_below(8)); send(p, f, c, 6); }
-        else if (k == 2) send(p, f, c, rnd_below(2) ? 5 : 7);
-        else { put16(c + 2, 0xFFFF); put16(c + 4, 2); send(p, f, c, 6); }
+        if (k == 0) {
+            put16(c + 2, PM_ROWS - rnd_below(3));
+            put16(c + 4, 3 + rnd_below(3));
+            send(p, f, c, 6);
+        } else if (k == 1) {
+            c[1] = (uint8_t)(1u << rnd_below(8));
+            send(p, f, c, 6);
+        } else if (k == 2)
+            send(p, f, c, rnd_below(2) ? 5 : 7);
+        else {
+            put16(c + 2, 0xFFFF);
+            put16(c + 4, 2);
+            send(p, f, c, 6);
+        }
         return;
     }
     size_t len = 0;
@@ -664,8 +803,9 @@ static void compare(pair *p, size_t n, const uint8_t *status_frames, unsigned st
         if (rl[k] != vl[k])
             die("stream %u reply %zu: length %zu (ref) vs %zu (vsim)", stream, k, rl[k], vl[k]);
         for (size_t i = 0; i < rl[k]; i++) {
-            int masked = status_frames[k] && a[0] == NTPU_DEV_OK &&
-                         (i == 1 + NTPU_STATUS_OFF_BUSY || (i >= 1 + NTPU_STATUS_OFF_DROPPED && i < 1 + NTPU_STATUS_BYTES));
+            int masked =
+                status_frames[k] && a[0] == NTPU_DEV_OK &&
+                (i == 1 + NTPU_STATUS_OFF_BUSY || (i >= 1 + NTPU_STATUS_OFF_DROPPED && i < 1 + NTPU_STATUS_BYTES));
             if (!masked && a[i] != b[i])
                 die("stream %u reply %zu (seq %u, status ref %u vsim %u): byte %zu differs: ref 0x%02x vsim 0x%02x",
                     stream, k, p->ref_rx[ro[k] - 3], a[0], b[0], i, a[i], b[i]);
@@ -743,7 +883,10 @@ int main(int argc, char **argv)
         for (unsigned a = 0; a < window(mem); a += per) {
             unsigned rows = window(mem) - a < per ? window(mem) - a : per;
             uint8_t *cmd = zero;
-            cmd[0] = NTPU_OP_WRITE_MEM; cmd[1] = (uint8_t)mem; put16(cmd + 2, a); put16(cmd + 4, rows);
+            cmd[0] = NTPU_OP_WRITE_MEM;
+            cmd[1] = (uint8_t)mem;
+            put16(cmd + 2, a);
+            put16(cmd + 4, rows);
             send(&p, F_SETUP, cmd, 6 + (size_t)rows * row_bytes(mem));
             memset(cmd, 0, 6);
         }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Gradient check: the gradients a device training step computes (softmax
  * cross-entropy gradient on the host; dW through the transposed activation
  * stream, db through COLSUM, dX through transposed weights, ReLU backward in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Link recovery end to end: the same matmuls and training steps run on a clean
  * device and on one behind the faulty transport (bits flipped and bytes
  * dropped in both directions), and must give the same bits. The host's

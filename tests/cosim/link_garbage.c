@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Garbage on the link: random bytes (with fake headers among them), well-framed
  * invalid commands, frames out of SEQ order and SYNCs go to the golden model and
  * the RTL. Both must answer with the same replies, byte for byte; after the
@@ -16,7 +17,9 @@ static void garbage(pair *p)
         buf[i] = (uint8_t)rnd();
     for (unsigned k = rnd_below(4); k > 0; k--) { /* fake headers: short, too long, or very long frames */
         size_t at = rnd_below((unsigned)n);
-        unsigned len = rnd_below(3) == 0 ? MAX_PAYLOAD + 1 + rnd_below(1000) : rnd_below(3) ? rnd_below(64) : rnd_below(MAX_PAYLOAD + 1);
+        unsigned len = rnd_below(3) == 0 ? MAX_PAYLOAD + 1 + rnd_below(1000)
+                       : rnd_below(3)    ? rnd_below(64)
+                                         : rnd_below(MAX_PAYLOAD + 1);
         buf[at] = NTPU_SOF_CMD;
         if (at + 3 < n)
             put16(buf + at + 2, len);
@@ -28,7 +31,10 @@ static void invalid_command(pair *p)
 {
     uint8_t c[16] = {0};
     switch (rnd_below(8)) {
-    case 0: c[0] = (uint8_t)(0x0D + rnd_below(0xF3)); pair_cmd(p, c, 1 + rnd_below(16)); break;
+    case 0:
+        c[0] = (uint8_t)(0x0D + rnd_below(0xF3));
+        pair_cmd(p, c, 1 + rnd_below(16));
+        break;
     case 6: /* out of order: ERR_SEQ, nothing runs, the expected SEQ stays */
         c[0] = NTPU_OP_NOP;
         pair_frame(p, (uint8_t)(p->seq + 1 + rnd_below(255)), c, 1);
@@ -37,11 +43,32 @@ static void invalid_command(pair *p)
         c[0] = NTPU_OP_SYNC;
         pair_frame(p, (uint8_t)rnd(), c, rnd_below(4) ? 1 : 2 + rnd_below(8));
         break;
-    case 1: c[0] = (uint8_t)rnd_below(9); pair_cmd(p, c, 10 + rnd_below(6)); break; /* wrong length */
-    case 2: c[0] = NTPU_OP_READ_MEM; c[1] = (uint8_t)(3 + rnd_below(253)); put16(c + 4, 1); pair_cmd(p, c, 6); break;
-    case 3: c[0] = NTPU_OP_MATMUL; c[1] = (uint8_t)(4 << rnd_below(6)); pair_cmd(p, c, 8); break;
-    case 4: c[0] = NTPU_OP_MATMUL; put16(c + 2, 0xFFFF); put16(c + 6, 2); pair_cmd(p, c, 8); break;
-    default: c[0] = NTPU_OP_COUNTERS; c[1] = 0x80; pair_cmd(p, c, 2); break;
+    case 1:
+        c[0] = (uint8_t)rnd_below(9);
+        pair_cmd(p, c, 10 + rnd_below(6));
+        break; /* wrong length */
+    case 2:
+        c[0] = NTPU_OP_READ_MEM;
+        c[1] = (uint8_t)(3 + rnd_below(253));
+        put16(c + 4, 1);
+        pair_cmd(p, c, 6);
+        break;
+    case 3:
+        c[0] = NTPU_OP_MATMUL;
+        c[1] = (uint8_t)(4 << rnd_below(6));
+        pair_cmd(p, c, 8);
+        break;
+    case 4:
+        c[0] = NTPU_OP_MATMUL;
+        put16(c + 2, 0xFFFF);
+        put16(c + 6, 2);
+        pair_cmd(p, c, 8);
+        break;
+    default:
+        c[0] = NTPU_OP_COUNTERS;
+        c[1] = 0x80;
+        pair_cmd(p, c, 2);
+        break;
     }
 }
 
@@ -49,7 +76,8 @@ static void same_streams(const pair *p, size_t n, unsigned round)
 {
     if (memcmp(p->ref_rx, p->vsim_rx, n) != 0) {
         size_t i = 0;
-        while (p->ref_rx[i] == p->vsim_rx[i]) i++;
+        while (p->ref_rx[i] == p->vsim_rx[i])
+            i++;
         die("round %u: reply streams differ at byte %zu of %zu", round, i, n);
     }
 }
@@ -100,11 +128,21 @@ int main(int argc, char **argv)
         unsigned M = 1 + rnd_below(3 * N);
         int8_t a[64 * 24], w[64 * 64];
         uint8_t cmd[4200];
-        cmd[0] = NTPU_OP_WRITE_MEM; cmd[1] = NTPU_MEM_UB; put16(cmd + 2, 0); put16(cmd + 4, M);
-        for (unsigned i = 0; i < M * N; i++) { a[i] = (int8_t)rnd(); put16(cmd + 6 + 2 * i, (uint8_t)a[i]); }
+        cmd[0] = NTPU_OP_WRITE_MEM;
+        cmd[1] = NTPU_MEM_UB;
+        put16(cmd + 2, 0);
+        put16(cmd + 4, M);
+        for (unsigned i = 0; i < M * N; i++) {
+            a[i] = (int8_t)rnd();
+            put16(cmd + 6 + 2 * i, (uint8_t)a[i]);
+        }
         pair_cmd(&p, cmd, 6 + 2 * M * N);
-        cmd[1] = NTPU_MEM_WB; put16(cmd + 4, N);
-        for (unsigned i = 0; i < N * N; i++) { w[i] = (int8_t)rnd(); put16(cmd + 6 + 2 * i, (uint8_t)w[i]); }
+        cmd[1] = NTPU_MEM_WB;
+        put16(cmd + 4, N);
+        for (unsigned i = 0; i < N * N; i++) {
+            w[i] = (int8_t)rnd();
+            put16(cmd + 6 + 2 * i, (uint8_t)w[i]);
+        }
         pair_cmd(&p, cmd, 6 + 2 * N * N);
         uint8_t lw[4] = {NTPU_OP_LOAD_W, 0, 0, 0};
         pair_cmd(&p, lw, 4);
@@ -134,7 +172,8 @@ int main(int argc, char **argv)
             }
     }
     printf("%u rounds of garbage and invalid frames: %lu error replies, identical on ref and vsim; "
-           "every matmul after resync correct\n", rounds, error_replies);
+           "every matmul after resync correct\n",
+           rounds, error_replies);
     pair_close(&p);
     puts("PASS link_garbage");
     return 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Random-shape matmuls through the library on the golden model and the RTL:
  * shapes 1..3N in each dimension, both dtypes, bf16 special values mixed in.
  * ref and vsim must agree bit for bit; ref must equal a plain integer matmul
@@ -25,16 +26,26 @@ static uint16_t rnd_bf16(int specials)
 {
     uint16_t sign = (uint16_t)((rnd() & 1) << 15);
     unsigned r = (unsigned)(rnd() % 40);
-    if (specials && r == 0) return sign | 0x7F80;
-    if (specials && r == 1) return 0x7FC1;
-    if (r == 2) return sign;
-    if (r == 3) return sign | (uint16_t)(1 + rnd() % 0x7F);
-    unsigned exp = r == 4 ? 1 + (unsigned)(rnd() % 8) : specials && r == 5 ? 240 + (unsigned)(rnd() % 14)
-                                                                          : 120 + (unsigned)(rnd() % 14);
+    if (specials && r == 0)
+        return sign | 0x7F80;
+    if (specials && r == 1)
+        return 0x7FC1;
+    if (r == 2)
+        return sign;
+    if (r == 3)
+        return sign | (uint16_t)(1 + rnd() % 0x7F);
+    unsigned exp = r == 4               ? 1 + (unsigned)(rnd() % 8)
+                   : specials && r == 5 ? 240 + (unsigned)(rnd() % 14)
+                                        : 120 + (unsigned)(rnd() % 14);
     return sign | (uint16_t)(exp << 7) | (uint16_t)(rnd() & 0x7F);
 }
 
-static float f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static float f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
 
 int main(int argc, char **argv)
 {
@@ -75,13 +86,17 @@ int main(int argc, char **argv)
         int bf16 = t & 1, specials = bf16 && t % 4 == 1;
         ntpu_status s1, s2;
         if (bf16) {
-            for (size_t i = 0; i < M * K; i++) a16[i] = rnd_bf16(specials);
-            for (size_t i = 0; i < K * N; i++) b16[i] = rnd_bf16(specials);
+            for (size_t i = 0; i < M * K; i++)
+                a16[i] = rnd_bf16(specials);
+            for (size_t i = 0; i < K * N; i++)
+                b16[i] = rnd_bf16(specials);
             s1 = ntpu_matmul_bf16(ref, a16, b16, (float *)c_ref, M, K, N);
             s2 = ntpu_matmul_bf16(vsim, a16, b16, (float *)c_vsim, M, K, N);
         } else {
-            for (size_t i = 0; i < M * K; i++) a8[i] = (int8_t)rnd();
-            for (size_t i = 0; i < K * N; i++) b8[i] = (int8_t)rnd();
+            for (size_t i = 0; i < M * K; i++)
+                a8[i] = (int8_t)rnd();
+            for (size_t i = 0; i < K * N; i++)
+                b8[i] = (int8_t)rnd();
             s1 = ntpu_matmul(ref, NTPU_DTYPE_INT8, a8, b8, c_ref, M, K, N);
             s2 = ntpu_matmul(vsim, NTPU_DTYPE_INT8, a8, b8, c_vsim, M, K, N);
         }
@@ -113,8 +128,10 @@ int main(int argc, char **argv)
                 for (size_t k = 0; k < K; k++) {
                     chain = ntpu_mac_bf16(chain, a16[m * K + k], b16[k * N + j]);
                     double x = ntpu_bf16_to_f32(a16[m * K + k]), y = ntpu_bf16_to_f32(b16[k * N + j]);
-                    if ((a16[m * K + k] & 0x7F80) == 0) x = 0; /* subnormals read as zero */
-                    if ((b16[k * N + j] & 0x7F80) == 0) y = 0;
+                    if ((a16[m * K + k] & 0x7F80) == 0)
+                        x = 0; /* subnormals read as zero */
+                    if ((b16[k * N + j] & 0x7F80) == 0)
+                        y = 0;
                     finite &= isfinite(x) && isfinite(y);
                     exact += x * y;
                     mag += fabs(x * y);
@@ -138,7 +155,8 @@ int main(int argc, char **argv)
     }
     printf("%u random matmuls (shapes 1..%zu, int8 and bf16 with special values): %lu results, ref == vsim bit "
            "for bit, int8 exact, bf16 equal to the fp32 chain; %lu finite bf16 results within the bound "
-           "(worst error %.2e of sum|a*b|)\n", count, n3, values, finite_checked, worst);
+           "(worst error %.2e of sum|a*b|)\n",
+           count, n3, values, finite_checked, worst);
     ntpu_close(ref);
     ntpu_close(vsim);
     puts("PASS matmul_shapes");

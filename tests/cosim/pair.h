@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A golden model and the Verilator RTL side by side, fed the same bytes: the
  * harness of the differential tests. Header-only: each test is one program.
  * The RTL side is vsim's core, or with NTPU_TEST_VSIM naming a board
@@ -36,10 +37,10 @@
 
 typedef struct pair {
     ntpu_ref *ref;
-    ntpu_vsim *vsim;           /* the RTL side: vsim's core, or */
-    ntpu_vsim_board *board;    /* a whole board (NTPU_TEST_VSIM with board=); the other is NULL */
-    size_t window;             /* board: bytes of unanswered frames in flight at most */
-    uint64_t tail_limit;       /* board: cycles of PAIR_BOARD_TAIL_BYTES byte times */
+    ntpu_vsim *vsim;        /* the RTL side: vsim's core, or */
+    ntpu_vsim_board *board; /* a whole board (NTPU_TEST_VSIM with board=); the other is NULL */
+    size_t window;          /* board: bytes of unanswered frames in flight at most */
+    uint64_t tail_limit;    /* board: cycles of PAIR_BOARD_TAIL_BYTES byte times */
     uint8_t seq;
     /* the bytes sent since the last exchange, and what each side replied */
     uint8_t *tx;
@@ -59,10 +60,24 @@ static void die(const char *fmt, ...)
     exit(1);
 }
 
-static void put16(uint8_t *p, unsigned v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
-static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
-static uint32_t get32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
-static unsigned get16(const uint8_t *p) { return p[0] | p[1] << 8; }
+static void put16(uint8_t *p, unsigned v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint32_t get32(const uint8_t *p)
+{
+    return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static unsigned get16(const uint8_t *p)
+{
+    return p[0] | p[1] << 8;
+}
 
 static void pair_append(pair *p, const uint8_t *buf, size_t n)
 {
@@ -114,8 +129,9 @@ static void pair_open_board(pair *p, const char *opts)
     p->ref = ntpu_ref_new(&cfg);
     if (!p->ref)
         die("cannot create the golden model as the board: n=%u ub=%u wb=%u acc=%u payload=%u novec=%u notra=%u "
-            "pm=%u os=%u", cfg.n, cfg.ub_rows, cfg.wb_rows, cfg.acc_rows, cfg.max_payload, cfg.no_vector,
-            cfg.no_transpose_a, cfg.pm_rows, cfg.os_rows);
+            "pm=%u os=%u",
+            cfg.n, cfg.ub_rows, cfg.wb_rows, cfg.acc_rows, cfg.max_payload, cfg.no_vector, cfg.no_transpose_a,
+            cfg.pm_rows, cfg.os_rows);
     ntpu_ref_write(p->ref, frame, sizeof frame);
     if (ntpu_ref_read(p->ref, rx, sizeof rx) != sizeof rx || ntpu_ref_pending(p->ref) != 0)
         die("the golden model's INFO reply is not %zu bytes", sizeof rx);
@@ -249,8 +265,7 @@ static size_t pair_exchange_board(pair *p)
                 die("the board sent %zu reply bytes by frame %zu of %zu, the golden model %zu (stuck for %u cycles)",
                     got, answered, nf, rend[answered], PAIR_BOARD_IDLE_LIMIT);
             done = answered + 1;
-        }
-        else if (answered + 1 == sent && sent < nf) {
+        } else if (answered + 1 == sent && sent < nf) {
             /* no reply to mark this frame taken in: wait until the board is quiet */
             if (ntpu_vsim_board_read(p->board, p->vsim_rx + got, 1, p->tail_limit) != 0)
                 die("the board sent a reply to frame %zu of %zu, the golden model none", answered, nf);
@@ -316,6 +331,9 @@ static uint64_t rnd(void) /* splitmix64: a seeded stream the test can replay */
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
-static unsigned rnd_below(unsigned n) { return (unsigned)(rnd() % n); }
+static unsigned rnd_below(unsigned n)
+{
+    return (unsigned)(rnd() % n);
+}
 
 #endif

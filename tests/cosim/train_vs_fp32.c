@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The device's mixed-precision training against a plain fp32 trainer written
  * here: the same 784-256-10 MLP, initial weights, data order and Adam recipe
  * (lr 1e-3, batch 64) on the first 5,000 Fashion-MNIST training images for 5

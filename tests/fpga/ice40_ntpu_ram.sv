@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for fpga/prim/ice40/ntpu_ram.sv against Yosys's simulation models of the iCE40 cells
 // (cells_sim.v, given on the command line): the SPRAM mapping (32 x 32768: two slices, two banks,
 // all four blocks) and the EBR mapping (64 x 512, reads and writes in the same cycle), each next

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the host-fallback tests share (test_vector_host.c, test_transpose_host.c): two
  * golden models of the same small configuration, `dev` with a feature and `host` without
  * it (so libntpu does that work on the host), the same random contents written into both,
@@ -65,7 +66,8 @@ static inline void assert_same_mem(const char *what, int with_wb)
     cr_assert_eq(ntpu_read_rows(dev, NTPU_MEM_UB, 0, UB, u0), NTPU_OK);
     cr_assert_eq(ntpu_read_rows(host, NTPU_MEM_UB, 0, UB, u1), NTPU_OK);
     for (size_t i = 0; i < ACC * N; i++)
-        cr_assert_eq(a0[i], a1[i], "%s: ACC row %zu lane %zu: device %08x, host %08x", what, i / N, i % N, a0[i], a1[i]);
+        cr_assert_eq(a0[i], a1[i], "%s: ACC row %zu lane %zu: device %08x, host %08x", what, i / N, i % N, a0[i],
+                     a1[i]);
     for (size_t i = 0; i < UB * N; i++)
         cr_assert_eq(u0[i], u1[i], "%s: UB row %zu lane %zu: device %04x, host %04x", what, i / N, i % N, u0[i], u1[i]);
     if (!with_wb)
@@ -124,8 +126,8 @@ static inline void train_pair(const char *without, int int8)
     for (size_t l = 0; l < 2; l++) {
         cr_assert(memcmp(v[0].weights[l], v[1].weights[l], sizeof(float) * sizes[l] * sizes[l + 1]) == 0,
                   "layer %zu weights differ", l);
-        cr_assert(memcmp(v[0].biases[l], v[1].biases[l], sizeof(float) * sizes[l + 1]) == 0,
-                  "layer %zu biases differ", l);
+        cr_assert(memcmp(v[0].biases[l], v[1].biases[l], sizeof(float) * sizes[l + 1]) == 0, "layer %zu biases differ",
+                  l);
     }
     for (int k = 0; k < 2; k++) {
         ntpu_qmodel_free(q[k]);

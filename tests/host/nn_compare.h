@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the training-equivalence tests share (test_nn_stream.c, test_nn_devopt.c): a seeded
  * stream of pixel-like samples, and bit-for-bit comparison of two models, a float array at a
  * time. A test defines NN_SEED before including this file, and may define NN_SIDE_A and
@@ -44,8 +45,8 @@ static inline void assert_same_floats(const float *a, const float *b, size_t cou
         uint32_t ua, ub;
         memcpy(&ua, &a[i], 4);
         memcpy(&ub, &b[i], 4);
-        cr_assert_eq(ua, ub, "%s of layer %zu, element %zu: " NN_SIDE_A "%08x (%.9g), " NN_SIDE_B "%08x (%.9g)",
-                     what, l, i, ua, (double)a[i], ub, (double)b[i]);
+        cr_assert_eq(ua, ub, "%s of layer %zu, element %zu: " NN_SIDE_A "%08x (%.9g), " NN_SIDE_B "%08x (%.9g)", what,
+                     l, i, ua, (double)a[i], ub, (double)b[i]);
     }
 }
 

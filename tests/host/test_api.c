@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The public API over the golden model: matmul of every awkward shape in both
  * dtypes against plain loops (bf16 bit for bit against the sequential
  * ntpu_mac_bf16 chain), on the default device and on tiny configurations that
@@ -79,8 +80,7 @@ static void check_shape(ntpu_device *dev, size_t M, size_t K, size_t N)
                          c8[m * N + n], want8);
             uint32_t got;
             memcpy(&got, &cf[m * N + n], 4);
-            cr_assert_eq(got, wantf, "bf16 %zux%zux%zu: C[%zu][%zu] = 0x%08x, want 0x%08x", M, K, N, m, n, got,
-                         wantf);
+            cr_assert_eq(got, wantf, "bf16 %zux%zux%zu: C[%zu][%zu] = 0x%08x, want 0x%08x", M, K, N, m, n, got, wantf);
         }
     }
     free(a8);
@@ -110,13 +110,25 @@ static void sweep(const char *device)
     ntpu_close(dev);
 }
 
-Test(api, matmul_shapes_default_device) { sweep("ref"); }
+Test(api, matmul_shapes_default_device)
+{
+    sweep("ref");
+}
 
 /* Tiny memories and frames: K split across UB loads, weights streamed through a
  * WB ring of one or two tiles, several ACC blocks, multi-frame tiles. */
-Test(api, matmul_shapes_tiny_device_n4) { sweep("ref:n=4,ub=10,wb=8,acc=6,payload=80"); }
-Test(api, matmul_shapes_tiny_device_n3) { sweep("ref:n=3,ub=5,wb=3,acc=4,payload=80"); }
-Test(api, matmul_shapes_n16) { sweep("ref:n=16"); }
+Test(api, matmul_shapes_tiny_device_n4)
+{
+    sweep("ref:n=4,ub=10,wb=8,acc=6,payload=80");
+}
+Test(api, matmul_shapes_tiny_device_n3)
+{
+    sweep("ref:n=3,ub=5,wb=3,acc=4,payload=80");
+}
+Test(api, matmul_shapes_n16)
+{
+    sweep("ref:n=16");
+}
 
 /* The same library path over the Verilator RTL: a few shapes, bit for bit. */
 Test(api, matmul_on_vsim, .timeout = 300)
@@ -133,9 +145,9 @@ Test(api, matmul_larger_shapes)
     ntpu_device *dev = open_ok("ref");
     check_shape(dev, 300, 200, 150);
     check_shape(dev, 3, 5000, 17); /* K longer than UB holds for a full chunk */
-    check_shape(dev, 70, 4801, 9);  /* K split into several UB loads */
-    check_shape(dev, 5000, 9, 3);   /* many M chunks */
-    check_shape(dev, 2, 9, 700);    /* many column tiles: more than ACC holds at once */
+    check_shape(dev, 70, 4801, 9); /* K split into several UB loads */
+    check_shape(dev, 5000, 9, 3);  /* many M chunks */
+    check_shape(dev, 2, 9, 700);   /* many column tiles: more than ACC holds at once */
     ntpu_close(dev);
     dev = open_ok("ref:n=8,ub=64,wb=16,acc=16,payload=100");
     check_shape(dev, 45, 77, 33);
@@ -429,7 +441,8 @@ Test(api, open_errors)
     cr_assert_not_null(strstr(ntpu_last_error(dev), "novec= takes 0..1"));
     ntpu_close(dev);
     cr_assert_eq(ntpu_open("ref:n=16,wb=8", &dev), NTPU_ERR_INVALID_ARG);
-    cr_assert_str_eq(ntpu_last_error(dev), "ref option wb=8 is out of range: the weight buffer needs at least n=16 rows");
+    cr_assert_str_eq(ntpu_last_error(dev),
+                     "ref option wb=8 is out of range: the weight buffer needs at least n=16 rows");
     ntpu_close(dev);
     cr_assert_eq(ntpu_open("ref:n=64,ub=65536,wb=64,acc=1,payload=257,novec=1,notra=1", &dev), NTPU_OK, "%s",
                  ntpu_last_error(dev));
@@ -440,8 +453,10 @@ Test(api, open_errors)
     cr_assert_eq(ntpu_open("ref:n=x", &dev), NTPU_ERR_INVALID_ARG);
     ntpu_close(dev);
     /* Digits only, each option once (strtoul alone took a sign and spaces, and the last n= won). */
-    const char *loose[] = {"ref:n=+8", "ref:n= 8", "ref:n=8,n=4", "ref:fault_seed=-1,faults=0.1",
-                           "ref:timeout_ms=+5", "ref:faults=0.1,fault_seed= 3", "ref:fault_seed=0x10"};
+    const char *loose[] = {"ref:n=+8",           "ref:n= 8",
+                           "ref:n=8,n=4",        "ref:fault_seed=-1,faults=0.1",
+                           "ref:timeout_ms=+5",  "ref:faults=0.1,fault_seed= 3",
+                           "ref:fault_seed=0x10"};
     for (size_t i = 0; i < sizeof loose / sizeof loose[0]; i++) {
         cr_assert_eq(ntpu_open(loose[i], &dev), NTPU_ERR_INVALID_ARG, "%s", loose[i]);
         ntpu_close(dev);

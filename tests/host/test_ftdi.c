@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The FTDI protocol functions of the "ftdi" transport (host/src/transport/ftdi_proto.c):
  * the chip table, baud divisors (FT2232H and FT231X) against the worked
  * examples in the notes and FTDI's application note, and against a decoder
@@ -128,11 +129,11 @@ Test(ftdi_baud, other_common_rates_and_their_error)
         {921600, 0x000D, 0x0202, 923077, 1602}, /* / 13: 0.16 % fast */
         {500000, 0x0018, 0x0202, 500000, 0},
         {460800, 0x001A, 0x0202, 461538, 1601},
-        {230400, 0xC034, 0x0202, 230216, 798},  /* / 52.125: eighth 1 is code 3 */
-        {57600, 0x00D0, 0x0302, 57588, 208},    /* / 208.375: code 4 puts bit 16 into wIndex */
-        {38400, 0x4138, 0x0202, 38400, 0},      /* / 312.5: code 1 */
+        {230400, 0xC034, 0x0202, 230216, 798}, /* / 52.125: eighth 1 is code 3 */
+        {57600, 0x00D0, 0x0302, 57588, 208},   /* / 208.375: code 4 puts bit 16 into wIndex */
+        {38400, 0x4138, 0x0202, 38400, 0},     /* / 312.5: code 1 */
         {19200, 0x0271, 0x0202, 19200, 0},
-        {9600, 0x04E2, 0x0202, 9600, 0},        /* / 1250 */
+        {9600, 0x04E2, 0x0202, 9600, 0}, /* / 1250 */
         {1843200, 0x4006, 0x0202, 1846154, 1602},
         {1500000, 0x0008, 0x0202, 1500000, 0},
         {4000000, 0x0003, 0x0202, 4000000, 0},
@@ -141,8 +142,8 @@ Test(ftdi_baud, other_common_rates_and_their_error)
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         ntpu_ftdi_baud b = enc(t[i].baud, NTPU_FTDI_IFACE_B);
-        cr_expect_eq(b.actual, t[i].actual, "%u baud: actual %u, expected %u", (unsigned)t[i].baud,
-                     (unsigned)b.actual, (unsigned)t[i].actual);
+        cr_expect_eq(b.actual, t[i].actual, "%u baud: actual %u, expected %u", (unsigned)t[i].baud, (unsigned)b.actual,
+                     (unsigned)t[i].actual);
         cr_expect_eq(ntpu_ftdi_baud_error_ppm(t[i].baud, b.actual), t[i].ppm, "%u baud: error %u ppm",
                      (unsigned)t[i].baud, (unsigned)ntpu_ftdi_baud_error_ppm(t[i].baud, b.actual));
         cr_expect_eq(b.value, t[i].value, "%u baud: value 0x%04X", (unsigned)t[i].baud, b.value);
@@ -434,8 +435,8 @@ Test(ftdi_rx, queue_keeps_order_across_pushes_and_takes)
         if (want > TOTAL - taken)
             want = TOTAL - taken;
         size_t m = ntpu_ftdi_rx_take(&q, got + taken, want);
-        cr_assert_eq(m, want < pushed - taken ? want : pushed - taken, "step %u: took %zu of %zu with %zu queued",
-                     step, m, want, pushed - taken);
+        cr_assert_eq(m, want < pushed - taken ? want : pushed - taken, "step %u: took %zu of %zu with %zu queued", step,
+                     m, want, pushed - taken);
         taken += m;
         cr_assert_eq(q.len, pushed - taken);
         step++;
@@ -509,8 +510,7 @@ Test(ftdi_opts, defaults_and_good_strings)
     cr_assert_eq(o.iface, NTPU_FTDI_IFACE_A);
     cr_assert_eq(ntpu_ftdi_parse_opts("interface=b", &o, err, sizeof err), 0, "%s", err);
     cr_assert_eq(o.iface, NTPU_FTDI_IFACE_B);
-    cr_assert_eq(ntpu_ftdi_parse_opts("interface=A,baud=115200,serial=ib-0042", &o, err, sizeof err), 0, "%s",
-                 err);
+    cr_assert_eq(ntpu_ftdi_parse_opts("interface=A,baud=115200,serial=ib-0042", &o, err, sizeof err), 0, "%s", err);
     cr_assert_str_eq(o.serial, "ib-0042");
     cr_assert_eq(o.baud, 115200u);
     cr_assert_eq(o.iface, NTPU_FTDI_IFACE_A);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The link layer (host/src/link.c): frame encoding and checking, CRC against a
  * bit-by-bit reference, sequence numbers, pipelining, and recovery by
  * retransmission from every kind of link fault, over the golden model behind a
@@ -49,8 +50,7 @@ Test(frame, check_accepts_good_and_rejects_every_single_bit_flip)
     for (size_t bit = 0; bit < n * 8; bit++) {
         memcpy(g, f, n);
         g[bit / 8] ^= (uint8_t)(1u << (bit % 8));
-        cr_assert_eq(ntpu_frame_check(g, n, NTPU_SOF_REPLY, 4112, err, sizeof err), -1, "flip of bit %zu passed",
-                     bit);
+        cr_assert_eq(ntpu_frame_check(g, n, NTPU_SOF_REPLY, 4112, err, sizeof err), -1, "flip of bit %zu passed", bit);
     }
     cr_assert_eq(ntpu_frame_check(f, n, NTPU_SOF_CMD, 4112, err, sizeof err), -1);
     cr_assert_not_null(strstr(err, "0x5A"), "%s", err);
@@ -134,7 +134,10 @@ static ntpu_status wire_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeout
     return *got == n ? NTPU_OK : NTPU_ERR_TIMEOUT;
 }
 
-static void wire_close(void *ctx) { (void)ctx; /* the test owns the wire */ }
+static void wire_close(void *ctx)
+{
+    (void)ctx; /* the test owns the wire */
+}
 
 static const ntpu_transport_ops wire_ops = {"wire", wire_send, wire_recv, wire_close, 1, 0, 0, 0};
 static const ntpu_transport_ops lossy_wire_ops = {"lossy wire", wire_send, wire_recv, wire_close, 1, 0, 0, 1};
@@ -488,9 +491,9 @@ Test(link, on_a_lossy_link_a_write_waits_for_the_read_of_its_rows)
     static uint8_t d1[48], d2[160];
     cr_assert_eq(write_ub(20, 1), NTPU_OK);
     read_async(NTPU_MEM_UB, 19, 3, d1);
-    cr_assert_eq(write_ub(30, 2), NTPU_OK);     /* rows the read does not cover: no wait */
+    cr_assert_eq(write_ub(30, 2), NTPU_OK); /* rows the read does not cover: no wait */
     read_async(NTPU_MEM_ACC, 100, 5, d2);
-    matmul_async(105, 4);                       /* just past the ACC read */
+    matmul_async(105, 4); /* just past the ACC read */
     cr_assert_eq(W->recv_calls, 0);
     cr_assert_eq(L.pend_count, 5);
     cr_assert_eq(write_ub(21, 3), NTPU_OK); /* inside the UB read: waits for its reply */
@@ -641,7 +644,10 @@ static void meter_install(ntpu_device *dev, meter *m, ntpu_transport_ops *ops, s
     dev->link.tp = (ntpu_transport){ops, m};
 }
 
-static uint16_t bf16_of(unsigned i) { return (uint16_t)(0x3C00u + (i * 2654435761u >> 20) % 0x0700u) ^ (i & 1u) << 15; }
+static uint16_t bf16_of(unsigned i)
+{
+    return (uint16_t)(0x3C00u + (i * 2654435761u >> 20) % 0x0700u) ^ (i & 1u) << 15;
+}
 
 static void limited_matmul_and_rows(size_t limit)
 {

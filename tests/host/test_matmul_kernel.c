@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The golden model's fast MATMUL kernels (sim/ref/matmul_kernel.c) against its
  * scalar row kernels (numerics.c, themselves checked in test_numerics.c), bit
  * for bit: random operands in regimes that keep the fast path, that straddle
@@ -20,7 +21,10 @@ static uint64_t rnd(void) /* xorshift64*: reproducible */
     return rng * 0x2545F4914F6CDD1Dull;
 }
 
-static unsigned urange(unsigned lo, unsigned hi) { return lo + (unsigned)(rnd() % (hi - lo + 1)); }
+static unsigned urange(unsigned lo, unsigned hi)
+{
+    return lo + (unsigned)(rnd() % (hi - lo + 1));
+}
 
 /* One regime: exponent fields of normal a, w and acc values, and how often
  * (out of 1024) a value is special instead. */
@@ -30,11 +34,11 @@ struct regime {
 };
 
 static const struct regime regimes[] = {
-    {"typical", 110, 135, 110, 135, 90, 150, 4},     /* training-like: the fast path */
-    {"specials", 110, 135, 110, 135, 90, 150, 200},  /* many zeros, Inf, NaN, subnormals */
-    {"threshold", 1, 80, 60, 141, 1, 40, 30},        /* Ea + Ew around 142, acc exponents around 24 */
-    {"tiny", 1, 70, 1, 70, 1, 30, 30},               /* products below the normal range */
-    {"overflow", 200, 254, 150, 254, 200, 254, 30},  /* products and sums past the largest float */
+    {"typical", 110, 135, 110, 135, 90, 150, 4},    /* training-like: the fast path */
+    {"specials", 110, 135, 110, 135, 90, 150, 200}, /* many zeros, Inf, NaN, subnormals */
+    {"threshold", 1, 80, 60, 141, 1, 40, 30},       /* Ea + Ew around 142, acc exponents around 24 */
+    {"tiny", 1, 70, 1, 70, 1, 30, 30},              /* products below the normal range */
+    {"overflow", 200, 254, 150, 254, 200, 254, 30}, /* products and sums past the largest float */
 };
 
 static uint16_t special_bf16(void)
@@ -93,8 +97,8 @@ static void check_bf16(void (*kernel)(uint32_t *, const uint16_t *, const uint16
             reference(want, a, w, n, rows);
             kernel(got, a, w, n, rows);
             for (size_t k = 0; k < rows * n; k++)
-                cr_assert_eq(got[k], want[k], "%s, regime %s, n=%u rows=%zu: lane %zu is 0x%08x, want 0x%08x",
-                             kname, g->name, n, rows, k, (unsigned)got[k], (unsigned)want[k]);
+                cr_assert_eq(got[k], want[k], "%s, regime %s, n=%u rows=%zu: lane %zu is 0x%08x, want 0x%08x", kname,
+                             g->name, n, rows, k, (unsigned)got[k], (unsigned)want[k]);
             free(a);
             free(w);
             free(want);
@@ -103,7 +107,10 @@ static void check_bf16(void (*kernel)(uint32_t *, const uint16_t *, const uint16
     }
 }
 
-Test(matmul_kernel, bf16_rows_match_scalar_chain) { check_bf16(ntpu_mac_bf16_rows, "ntpu_mac_bf16_rows"); }
+Test(matmul_kernel, bf16_rows_match_scalar_chain)
+{
+    check_bf16(ntpu_mac_bf16_rows, "ntpu_mac_bf16_rows");
+}
 
 Test(matmul_kernel, bf16_rows_generic_match_scalar_chain)
 {
@@ -139,9 +146,10 @@ static void check_bf16_t(void (*kernel)(uint32_t *, const uint16_t *, size_t, co
             }
             kernel(got, a, stride_rows * n, w, n, rows);
             for (size_t k = 0; k < rows * n; k++)
-                cr_assert_eq(got[k], want[k], "%s, regime %s, n=%u tiles=%zu stride=%zu: lane %zu is 0x%08x, "
-                             "want 0x%08x", kname, g->name, n, tiles, stride_rows, k, (unsigned)got[k],
-                             (unsigned)want[k]);
+                cr_assert_eq(got[k], want[k],
+                             "%s, regime %s, n=%u tiles=%zu stride=%zu: lane %zu is 0x%08x, "
+                             "want 0x%08x",
+                             kname, g->name, n, tiles, stride_rows, k, (unsigned)got[k], (unsigned)want[k]);
             free(a);
             free(w);
             free(want);
@@ -150,7 +158,10 @@ static void check_bf16_t(void (*kernel)(uint32_t *, const uint16_t *, size_t, co
     }
 }
 
-Test(matmul_kernel, bf16_rows_t_match_scalar_chain) { check_bf16_t(ntpu_mac_bf16_rows_t, "ntpu_mac_bf16_rows_t"); }
+Test(matmul_kernel, bf16_rows_t_match_scalar_chain)
+{
+    check_bf16_t(ntpu_mac_bf16_rows_t, "ntpu_mac_bf16_rows_t");
+}
 
 Test(matmul_kernel, bf16_rows_t_generic_match_scalar_chain)
 {
@@ -171,7 +182,7 @@ Test(matmul_kernel, bf16_cancellation_to_subnormal_is_flushed)
         w[k] = 0x8000u;
     for (unsigned j = 0; j < N; j++) {
         uint16_t sign = j % 2 ? 0x8000u : 0;
-        w[j] = (uint16_t)(sign | (67u << 7) | 0x40u);            /* +-1.5 * 2^-60 */
+        w[j] = (uint16_t)(sign | (67u << 7) | 0x40u);                 /* +-1.5 * 2^-60 */
         w[N + j] = (uint16_t)((sign ^ 0x8000u) | (67u << 7) | 0x3Fu); /* -+1.4921875 * 2^-60 */
     }
     ntpu_mac_bf16_rows(acc, a, w, N, N);
@@ -198,7 +209,7 @@ Test(matmul_kernel, bf16_accumulator_off_grid_is_flushed)
     for (unsigned r = 0; r < N; r++)
         for (unsigned j = 0; j < N; j++) {
             if (r % 2 == 0) {
-                a[r * N] = (uint16_t)(72u << 7);  /* 2^-55 */
+                a[r * N] = (uint16_t)(72u << 7);   /* 2^-55 */
                 acc[r * N + j] = (17u << 23) | 1u; /* (1 + 2^-23) * 2^-110 */
             } else {
                 acc[r * N + j] = (j % 2 ? 0x80000000u : 0u) | 0x1234u;
@@ -241,7 +252,10 @@ static void check_int8(void (*kernel)(uint32_t *, const uint16_t *, const uint16
     }
 }
 
-Test(matmul_kernel, int8_rows_match_scalar_chain) { check_int8(ntpu_mac_int8_rows, "ntpu_mac_int8_rows"); }
+Test(matmul_kernel, int8_rows_match_scalar_chain)
+{
+    check_int8(ntpu_mac_int8_rows, "ntpu_mac_int8_rows");
+}
 
 Test(matmul_kernel, int8_rows_generic_match_scalar_chain)
 {

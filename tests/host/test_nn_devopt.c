@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The device optimizer (ntpu_optim_config.device, OPTIM of protocols 1.3 and 1.4):
  * a model whose SGD, momentum, Adam or AdamW runs on the device must end every
  * step with exactly the bits of the same model whose optimizer runs on the host
@@ -87,27 +88,60 @@ static void compare(const char *ref_spec, const char *spec, ntpu_optimizer kind)
     ntpu_close(dd);
 }
 
-Test(nn_devopt, sgd_on_ref_equals_host) { compare("ref", "ref", NTPU_OPT_SGD); }
+Test(nn_devopt, sgd_on_ref_equals_host)
+{
+    compare("ref", "ref", NTPU_OPT_SGD);
+}
 
-Test(nn_devopt, momentum_on_ref_equals_host) { compare("ref", "ref", NTPU_OPT_MOMENTUM); }
+Test(nn_devopt, momentum_on_ref_equals_host)
+{
+    compare("ref", "ref", NTPU_OPT_MOMENTUM);
+}
 
-Test(nn_devopt, momentum_at_n2_equals_host) { compare("ref:n=2", "ref:n=2", NTPU_OPT_MOMENTUM); }
+Test(nn_devopt, momentum_at_n2_equals_host)
+{
+    compare("ref:n=2", "ref:n=2", NTPU_OPT_MOMENTUM);
+}
 
-Test(nn_devopt, momentum_on_vsim_equals_host_on_ref) { compare("ref", "vsim", NTPU_OPT_MOMENTUM); }
+Test(nn_devopt, momentum_on_vsim_equals_host_on_ref)
+{
+    compare("ref", "vsim", NTPU_OPT_MOMENTUM);
+}
 
-Test(nn_devopt, sgd_on_vsim_equals_host_on_ref) { compare("ref", "vsim", NTPU_OPT_SGD); }
+Test(nn_devopt, sgd_on_vsim_equals_host_on_ref)
+{
+    compare("ref", "vsim", NTPU_OPT_SGD);
+}
 
-Test(nn_devopt, adam_on_ref_equals_host) { compare("ref", "ref", NTPU_OPT_ADAM); }
+Test(nn_devopt, adam_on_ref_equals_host)
+{
+    compare("ref", "ref", NTPU_OPT_ADAM);
+}
 
-Test(nn_devopt, adamw_on_ref_equals_host) { compare("ref", "ref", NTPU_OPT_ADAMW); }
+Test(nn_devopt, adamw_on_ref_equals_host)
+{
+    compare("ref", "ref", NTPU_OPT_ADAMW);
+}
 
-Test(nn_devopt, adam_at_n2_equals_host) { compare("ref:n=2", "ref:n=2", NTPU_OPT_ADAM); }
+Test(nn_devopt, adam_at_n2_equals_host)
+{
+    compare("ref:n=2", "ref:n=2", NTPU_OPT_ADAM);
+}
 
-Test(nn_devopt, adamw_at_n2_equals_host) { compare("ref:n=2", "ref:n=2", NTPU_OPT_ADAMW); }
+Test(nn_devopt, adamw_at_n2_equals_host)
+{
+    compare("ref:n=2", "ref:n=2", NTPU_OPT_ADAMW);
+}
 
-Test(nn_devopt, adam_on_vsim_equals_host_on_ref) { compare("ref", "vsim", NTPU_OPT_ADAM); }
+Test(nn_devopt, adam_on_vsim_equals_host_on_ref)
+{
+    compare("ref", "vsim", NTPU_OPT_ADAM);
+}
 
-Test(nn_devopt, adamw_on_vsim_equals_host_on_ref) { compare("ref", "vsim", NTPU_OPT_ADAMW); }
+Test(nn_devopt, adamw_on_vsim_equals_host_on_ref)
+{
+    compare("ref", "vsim", NTPU_OPT_ADAMW);
+}
 
 /* Asked for where it cannot run: the host optimizer, and the reason. */
 static void expect_fallback(const char *spec, ntpu_optimizer kind, const char *reason_part)
@@ -128,14 +162,26 @@ static void expect_fallback(const char *spec, ntpu_optimizer kind, const char *r
     ntpu_close(dev);
 }
 
-Test(nn_devopt, falls_back_without_optim) { expect_fallback("ref:novec=1", NTPU_OPT_MOMENTUM, "no OPTIM"); }
+Test(nn_devopt, falls_back_without_optim)
+{
+    expect_fallback("ref:novec=1", NTPU_OPT_MOMENTUM, "no OPTIM");
+}
 
-Test(nn_devopt, falls_back_for_adam_without_os) { expect_fallback("ref:os=0", NTPU_OPT_ADAM, "ADAM"); }
+Test(nn_devopt, falls_back_for_adam_without_os)
+{
+    expect_fallback("ref:os=0", NTPU_OPT_ADAM, "ADAM");
+}
 
-Test(nn_devopt, falls_back_for_adamw_without_optim) { expect_fallback("ref:novec=1", NTPU_OPT_ADAMW, "no OPTIM"); }
+Test(nn_devopt, falls_back_for_adamw_without_optim)
+{
+    expect_fallback("ref:novec=1", NTPU_OPT_ADAMW, "no OPTIM");
+}
 
 /* Adam's moments of 20-12-5 at N = 8 take 134 OS rows. */
-Test(nn_devopt, falls_back_when_os_is_too_small) { expect_fallback("ref:os=133", NTPU_OPT_ADAM, "OS rows"); }
+Test(nn_devopt, falls_back_when_os_is_too_small)
+{
+    expect_fallback("ref:os=133", NTPU_OPT_ADAM, "OS rows");
+}
 
 Test(nn_devopt, adam_fits_os_exactly)
 {
@@ -150,7 +196,10 @@ Test(nn_devopt, adam_fits_os_exactly)
 }
 
 /* Resident needs 118 ACC rows at N = 8, batch 10; with the momentum on the device 212. */
-Test(nn_devopt, falls_back_when_acc_is_too_small) { expect_fallback("ref:acc=150", NTPU_OPT_MOMENTUM, "ACC rows"); }
+Test(nn_devopt, falls_back_when_acc_is_too_small)
+{
+    expect_fallback("ref:acc=150", NTPU_OPT_MOMENTUM, "ACC rows");
+}
 
 /* A checkpoint of a device-optimizer model holds the device's weights and
  * momentum (or moments): loaded into a host-optimizer model it trains on in step. */
@@ -194,9 +243,15 @@ static void checkpoint_holds_device_state(ntpu_optimizer kind)
     ntpu_close(dl);
 }
 
-Test(nn_devopt, checkpoint_holds_device_momentum) { checkpoint_holds_device_state(NTPU_OPT_MOMENTUM); }
+Test(nn_devopt, checkpoint_holds_device_momentum)
+{
+    checkpoint_holds_device_state(NTPU_OPT_MOMENTUM);
+}
 
-Test(nn_devopt, checkpoint_holds_device_moments) { checkpoint_holds_device_state(NTPU_OPT_ADAMW); }
+Test(nn_devopt, checkpoint_holds_device_moments)
+{
+    checkpoint_holds_device_state(NTPU_OPT_ADAMW);
+}
 
 /* The optimizer moves between host and device mid-run without changing a bit. */
 static void switching_places_mid_run(ntpu_optimizer kind)
@@ -225,6 +280,12 @@ static void switching_places_mid_run(ntpu_optimizer kind)
     ntpu_close(dd);
 }
 
-Test(nn_devopt, switching_places_mid_run_momentum) { switching_places_mid_run(NTPU_OPT_MOMENTUM); }
+Test(nn_devopt, switching_places_mid_run_momentum)
+{
+    switching_places_mid_run(NTPU_OPT_MOMENTUM);
+}
 
-Test(nn_devopt, switching_places_mid_run_adam) { switching_places_mid_run(NTPU_OPT_ADAM); }
+Test(nn_devopt, switching_places_mid_run_adam)
+{
+    switching_places_mid_run(NTPU_OPT_ADAM);
+}

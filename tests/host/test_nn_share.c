@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A model, its quantized copy, ntpu_matmul and a second model on one device take the device's
  * memories in turn (ntpu_claim_memories): each result equals the one it gives alone. Before, a
  * quantized copy left the model's evaluation NaN, and a matmul between two steps of a model with
@@ -106,7 +107,7 @@ Test(nn_share, quantized_copy_and_its_model_alternate)
     other_work(d);
     cr_assert_eq(ntpu_qmodel_predict(q, x, B, q1), NTPU_OK);
     cr_assert_eq(memcmp(q1, q0, sizeof q0), 0, "int8 logits after a matmul: %g, before %g", q1[0], q0[0]);
-    step(m, 7); /* training goes on after its copy used the memories */
+    step(m, 7);         /* training goes on after its copy used the memories */
     ntpu_model_free(m); /* the copy outlives its model */
     ntpu_qmodel_free(q);
     ntpu_close(d);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Streamed training (host/src/nn/nn_stream.c): a model too big for a board's memories
  * trains on the golden model with the iCEBreaker's configuration (N = 2, UB 1024,
  * WB 16384, ACC 512, no vector unit, no TRANSPOSE_A) and must give exactly the
@@ -26,7 +27,10 @@ enum { DEVS = 3, STEPS = 3, MAX_IN = 784, MAX_BATCH = 16, MAX_CLASSES = 10, EVAL
 static const char *const spec[DEVS] = {BOARD, "ref:n=2", "ref"};
 
 /* Weights, biases, gradients, optimizer state and step of two models equal bit for bit. */
-static void assert_same_model(ntpu_model *a, ntpu_model *b) { assert_same_view(a, b, 1); }
+static void assert_same_model(ntpu_model *a, ntpu_model *b)
+{
+    assert_same_view(a, b, 1);
+}
 
 /* STEPS steps of `batch` samples on every device, then predict and evaluate:
  * all identical to device 0's, which must have streamed (and only it). */
@@ -77,7 +81,10 @@ static void train_and_compare(const unsigned *sizes, size_t n_sizes, size_t batc
 }
 
 /* 784-16-10 (Fashion-MNIST's shape) with plain SGD; an odd batch pads rows. */
-Test(nn_stream, sgd_784_16_10_batch_13) { train_and_compare((const unsigned[]){784, 16, 10}, 3, 13, NTPU_OPT_SGD); }
+Test(nn_stream, sgd_784_16_10_batch_13)
+{
+    train_and_compare((const unsigned[]){784, 16, 10}, 3, 13, NTPU_OPT_SGD);
+}
 
 /* Three layers, Adam, and layer sizes that are not multiples of 2 or 8, so
  * every product pads its k and its columns. */

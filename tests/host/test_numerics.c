@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The device arithmetic of docs/numerics.md, checked two ways: hand-written bit
  * patterns for every corner the spec names, and random sweeps against
  * references built by a different method (wider arithmetic, exact distances,
@@ -22,8 +23,9 @@ static uint64_t rnd(void) /* xorshift64*: reproducible */
 
 /* ---------------------------------------------------------------- fp32 -> bf16 */
 
-#define BF(f32, want) cr_expect_eq(ntpu_bf16_from_f32_bits(f32), (want), "bf16(0x%08x) = 0x%04x, want 0x%04x", \
-                                    (unsigned)(f32), ntpu_bf16_from_f32_bits(f32), (unsigned)(want))
+#define BF(f32, want)                                                                                         \
+    cr_expect_eq(ntpu_bf16_from_f32_bits(f32), (want), "bf16(0x%08x) = 0x%04x, want 0x%04x", (unsigned)(f32), \
+                 ntpu_bf16_from_f32_bits(f32), (unsigned)(want))
 
 Test(numerics, bf16_round_ties_to_even)
 {
@@ -131,7 +133,7 @@ Test(numerics, bf16_to_f32_every_pattern)
             continue;
         }
         double v = exp == 0xFF ? INFINITY
-                   : exp == 0  ? ldexp((double)frac, -133)          /* subnormal: 0.frac * 2^-126 */
+                   : exp == 0  ? ldexp((double)frac, -133)                   /* subnormal: 0.frac * 2^-126 */
                                : ldexp((double)(128 + frac), (int)exp - 134); /* 1.frac * 2^(e-127) */
         if (b & 0x8000)
             v = -v;
@@ -142,9 +144,10 @@ Test(numerics, bf16_to_f32_every_pattern)
 
 /* ---------------------------------------------------------------- mac_bf16 */
 
-#define MAC(acc, a, b, want)                                                                                     \
-    cr_expect_eq(ntpu_mac_bf16((acc), (a), (b)), (uint32_t)(want), "mac(0x%08x, 0x%04x, 0x%04x) = 0x%08x, want 0x%08x", \
-                 (unsigned)(acc), (unsigned)(a), (unsigned)(b), ntpu_mac_bf16((acc), (a), (b)), (unsigned)(want))
+#define MAC(acc, a, b, want)                                                                                         \
+    cr_expect_eq(ntpu_mac_bf16((acc), (a), (b)), (uint32_t)(want),                                                   \
+                 "mac(0x%08x, 0x%04x, 0x%04x) = 0x%08x, want 0x%08x", (unsigned)(acc), (unsigned)(a), (unsigned)(b), \
+                 ntpu_mac_bf16((acc), (a), (b)), (unsigned)(want))
 
 Test(numerics, mac_bf16_exact_products)
 {
@@ -262,8 +265,7 @@ static uint16_t rnd_bf16(void)
                                        0x0080, 0x8080, 0x7F7F, 0xFF7F, 0x3F80, 0xBF80};
     uint64_t r = rnd();
     switch (r % 8) {
-    case 0:
-        return special[(r >> 8) % (sizeof special / sizeof special[0])];
+    case 0: return special[(r >> 8) % (sizeof special / sizeof special[0])];
     case 1: /* exponents near the edges of the range */
         return (uint16_t)((r >> 8) & 0x807F) | (uint16_t)((((r >> 20) % 8) + ((r >> 30) & 1 ? 0 : 0xF6)) << 7);
     default: /* moderate magnitudes: the sums then round */
@@ -289,9 +291,9 @@ Test(numerics, mac_bf16_random_against_double)
 
 /* ---------------------------------------------------------------- f32_add */
 
-#define ADD(a, b, want)                                                                                          \
-    cr_expect_eq(ntpu_f32_add((a), (b)), (uint32_t)(want), "add(0x%08x, 0x%08x) = 0x%08x, want 0x%08x",           \
-                 (unsigned)(a), (unsigned)(b), ntpu_f32_add((a), (b)), (unsigned)(want))
+#define ADD(a, b, want)                                                                                                \
+    cr_expect_eq(ntpu_f32_add((a), (b)), (uint32_t)(want), "add(0x%08x, 0x%08x) = 0x%08x, want 0x%08x", (unsigned)(a), \
+                 (unsigned)(b), ntpu_f32_add((a), (b)), (unsigned)(want))
 
 Test(numerics, f32_add_hand_cases)
 {
@@ -344,7 +346,7 @@ static uint32_t rnd_f32_near(uint32_t other)
 {
     uint64_t r = rnd();
     switch (r % 6) {
-    case 0: return (uint32_t)(r >> 32); /* anything, NaNs and subnormals included */
+    case 0: return (uint32_t)(r >> 32);               /* anything, NaNs and subnormals included */
     case 1: return (uint32_t)(r >> 32) & 0x80FFFFFFu; /* tiny: subnormal or near the flush edge */
     case 2: return (other & 0x7F800000u) ^ 0x80000000u ^ (uint32_t)((r >> 32) & 0x807FFFFFu); /* cancel */
     default: /* within 30 binades of the other operand: sums round */
@@ -382,25 +384,25 @@ Test(numerics, f32_add_is_the_add_of_the_mac)
 
 /* ---------------------------------------------------------------- f32_mul, optim_f32 */
 
-#define EXPECT_MUL(a, b, want)                                                                                  \
-    cr_expect_eq(ntpu_f32_mul((a), (b)), (uint32_t)(want), "mul(0x%08x, 0x%08x) = 0x%08x, want 0x%08x",           \
-                 (unsigned)(a), (unsigned)(b), ntpu_f32_mul((a), (b)), (unsigned)(want))
+#define EXPECT_MUL(a, b, want)                                                                                         \
+    cr_expect_eq(ntpu_f32_mul((a), (b)), (uint32_t)(want), "mul(0x%08x, 0x%08x) = 0x%08x, want 0x%08x", (unsigned)(a), \
+                 (unsigned)(b), ntpu_f32_mul((a), (b)), (unsigned)(want))
 
 Test(numerics, f32_mul_hand_cases)
 {
-    EXPECT_MUL(0x3F800000, 0x40000000, 0x40000000);  /* 1 * 2 */
-    EXPECT_MUL(0xBF800000, 0x00000000, 0x80000000);  /* -1 * +0 = -0 */
-    EXPECT_MUL(0x00400000, 0x7F000000, 0x00000000);  /* a subnormal operand reads as zero */
-    EXPECT_MUL(0x80400000, 0x3F800000, 0x80000000);  /* ... of its sign */
-    EXPECT_MUL(0x00400000, 0x7F800000, 0x7FC00000);  /* so (subnormal) * Inf is 0 * Inf: NaN */
-    EXPECT_MUL(0x7F800000, 0xBF800000, 0xFF800000);  /* Inf * -1 */
-    EXPECT_MUL(0xFFC00001, 0x3F800000, 0x7FC00000);  /* NaN canonical */
-    EXPECT_MUL(0x7F7FFFFF, 0x40000000, 0x7F800000);  /* overflow */
-    EXPECT_MUL(0x3F800001, 0x3F800001, 0x3F800002);  /* (1 + 2^-23)^2 rounds down to 1 + 2^-22 */
-    EXPECT_MUL(0x00800000, 0x3F000000, 0x00000000);  /* 2^-127: flushed */
-    EXPECT_MUL(0x00800000, 0x3F7FFFFF, 0x00000000);  /* 2^-126 - 2^-150 is a 24-bit value: flushed */
-    EXPECT_MUL(0x00FFFFFF, 0x3F000000, 0x00000000);  /* (2 - 2^-23) 2^-127, also a 24-bit value: flushed */
-    EXPECT_MUL(0x3F000001, 0x00FFFFFE, 0x00800000);  /* 2^-126 (1 - 2^-46): rounds up to 2^-126 */
+    EXPECT_MUL(0x3F800000, 0x40000000, 0x40000000); /* 1 * 2 */
+    EXPECT_MUL(0xBF800000, 0x00000000, 0x80000000); /* -1 * +0 = -0 */
+    EXPECT_MUL(0x00400000, 0x7F000000, 0x00000000); /* a subnormal operand reads as zero */
+    EXPECT_MUL(0x80400000, 0x3F800000, 0x80000000); /* ... of its sign */
+    EXPECT_MUL(0x00400000, 0x7F800000, 0x7FC00000); /* so (subnormal) * Inf is 0 * Inf: NaN */
+    EXPECT_MUL(0x7F800000, 0xBF800000, 0xFF800000); /* Inf * -1 */
+    EXPECT_MUL(0xFFC00001, 0x3F800000, 0x7FC00000); /* NaN canonical */
+    EXPECT_MUL(0x7F7FFFFF, 0x40000000, 0x7F800000); /* overflow */
+    EXPECT_MUL(0x3F800001, 0x3F800001, 0x3F800002); /* (1 + 2^-23)^2 rounds down to 1 + 2^-22 */
+    EXPECT_MUL(0x00800000, 0x3F000000, 0x00000000); /* 2^-127: flushed */
+    EXPECT_MUL(0x00800000, 0x3F7FFFFF, 0x00000000); /* 2^-126 - 2^-150 is a 24-bit value: flushed */
+    EXPECT_MUL(0x00FFFFFF, 0x3F000000, 0x00000000); /* (2 - 2^-23) 2^-127, also a 24-bit value: flushed */
+    EXPECT_MUL(0x3F000001, 0x00FFFFFE, 0x00800000); /* 2^-126 (1 - 2^-46): rounds up to 2^-126 */
     EXPECT_MUL(0xBF000001, 0x00FFFFFE, 0x80800000);
 }
 
@@ -450,11 +452,11 @@ Test(numerics, optim_f32_is_the_host_optimizer)
 
 /* ---------------------------------------------------------------- f32_div, f32_sqrt, adam_f32 */
 
-#define EXPECT_DIV(a, b, want)                                                                                  \
-    cr_expect_eq(ntpu_f32_div((a), (b)), (uint32_t)(want), "div(0x%08x, 0x%08x) = 0x%08x, want 0x%08x",           \
-                 (unsigned)(a), (unsigned)(b), ntpu_f32_div((a), (b)), (unsigned)(want))
-#define EXPECT_SQRT(a, want)                                                                                    \
-    cr_expect_eq(ntpu_f32_sqrt(a), (uint32_t)(want), "sqrt(0x%08x) = 0x%08x, want 0x%08x", (unsigned)(a),         \
+#define EXPECT_DIV(a, b, want)                                                                                         \
+    cr_expect_eq(ntpu_f32_div((a), (b)), (uint32_t)(want), "div(0x%08x, 0x%08x) = 0x%08x, want 0x%08x", (unsigned)(a), \
+                 (unsigned)(b), ntpu_f32_div((a), (b)), (unsigned)(want))
+#define EXPECT_SQRT(a, want)                                                                              \
+    cr_expect_eq(ntpu_f32_sqrt(a), (uint32_t)(want), "sqrt(0x%08x) = 0x%08x, want 0x%08x", (unsigned)(a), \
                  ntpu_f32_sqrt(a), (unsigned)(want))
 
 Test(numerics, f32_div_hand_cases)
@@ -684,14 +686,14 @@ static int8_t requantize_by_long_double(int32_t x, int32_t m, int s, int32_t z)
 
 Test(numerics, requantize_hand_cases)
 {
-    const int32_t half = 1 << 30; /* M for 0.5 */
+    const int32_t half = 1 << 30;                      /* M for 0.5 */
     cr_expect_eq(ntpu_requantize(3, half, 0, 0), 2);   /* 1.5 -> 2 */
     cr_expect_eq(ntpu_requantize(-3, half, 0, 0), -2); /* -1.5 -> -2 */
     cr_expect_eq(ntpu_requantize(1, half, 0, 0), 1);   /* 0.5 -> 1 */
     cr_expect_eq(ntpu_requantize(-1, half, 0, 0), -1);
     cr_expect_eq(ntpu_requantize(6, half, 1, 0), 2); /* 3 / 2 = 1.5 -> 2 */
     cr_expect_eq(ntpu_requantize(-6, half, 1, 0), -2);
-    cr_expect_eq(ntpu_requantize(10, half, 2, 0), 1);  /* 5 / 4 = 1.25 */
+    cr_expect_eq(ntpu_requantize(10, half, 2, 0), 1);   /* 5 / 4 = 1.25 */
     cr_expect_eq(ntpu_requantize(-14, half, 2, 0), -2); /* -7 / 4 = -1.75 */
     cr_expect_eq(ntpu_requantize(1000, half, 0, 0), 127);
     cr_expect_eq(ntpu_requantize(-1000, half, 0, 0), -128);
@@ -716,7 +718,7 @@ Test(numerics, requantize_int32_min_squared_saturates)
     cr_expect_eq(ntpu_requantize(INT32_MIN, INT32_MIN, 31, 0), 1);
     cr_expect_eq(ntpu_requantize(INT32_MIN, INT32_MIN, 0, 0), 127);
     cr_expect_eq(ntpu_requantize(INT32_MIN, INT32_MAX, 25, 0), -64); /* no saturation on this side */
-    cr_expect_eq(ntpu_requantize(INT32_MIN, 1 << 30, 31, 0), -1);     /* -2^30 / 2^31 = -0.5 */
+    cr_expect_eq(ntpu_requantize(INT32_MIN, 1 << 30, 31, 0), -1);    /* -2^30 / 2^31 = -0.5 */
 }
 
 Test(numerics, requantize_every_shift_against_long_double)

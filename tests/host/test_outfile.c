@@ -1,10 +1,11 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Replacing files whole (host/src/io/outfile.c and outfile.h), which every
  * writer of the library and the CLI goes through: links are followed, FIFOs
  * are written in place instead of being replaced by a file, a file behind an
  * open descriptor (/dev/stdout), a link loop, a directory or an empty name is
  * refused, a stale temporary file from a killed
  * run is stepped over, and an aborted write leaves the old file as it was. */
-#define _DEFAULT_SOURCE /* symlink, mkdtemp, cfmakeraw */
+#define _DEFAULT_SOURCE   /* symlink, mkdtemp, cfmakeraw */
 #define _XOPEN_SOURCE 600 /* posix_openpt, grantpt, unlockpt, ptsname */
 #include <criterion/criterion.h>
 #include <dirent.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Stored command programs (protocol 1.4, ntpu/program.h): a recorded program
  * run with RUN gives bit for bit what sending its commands gives, on the golden
  * model and on the RTL; recording refuses what a program cannot hold; a command
@@ -122,9 +123,18 @@ static void run_equals_commands(const char *spec)
     ntpu_close(b);
 }
 
-Test(program, run_equals_commands_on_ref) { run_equals_commands("ref"); }
-Test(program, run_equals_commands_at_n3) { run_equals_commands("ref:n=3"); }
-Test(program, run_equals_commands_on_vsim, .timeout = 300) { run_equals_commands("vsim"); }
+Test(program, run_equals_commands_on_ref)
+{
+    run_equals_commands("ref");
+}
+Test(program, run_equals_commands_at_n3)
+{
+    run_equals_commands("ref:n=3");
+}
+Test(program, run_equals_commands_on_vsim, .timeout = 300)
+{
+    run_equals_commands("vsim");
+}
 
 Test(program, recording_refuses_what_needs_the_device)
 {
@@ -223,8 +233,14 @@ static void device_error_names_the_command(const char *spec)
     ntpu_close(d);
 }
 
-Test(program, device_error_names_the_command_on_ref) { device_error_names_the_command("ref"); }
-Test(program, device_error_names_the_command_on_vsim, .timeout = 300) { device_error_names_the_command("vsim"); }
+Test(program, device_error_names_the_command_on_ref)
+{
+    device_error_names_the_command("ref");
+}
+Test(program, device_error_names_the_command_on_vsim, .timeout = 300)
+{
+    device_error_names_the_command("vsim");
+}
 
 /* Training with the device optimizer: `spec` (programs, when it has them)
  * against `base` (never). Same losses and weights every step; frames per step
@@ -295,10 +311,22 @@ static void train_same(const char *base, const char *spec, int expect_programs)
     ntpu_close(db);
 }
 
-Test(program, training_with_programs_on_ref_is_bit_identical) { train_same("ref:pm=0", "ref", 1); }
-Test(program, training_with_programs_at_n2_is_bit_identical) { train_same("ref:n=2,pm=0", "ref:n=2", 1); }
-Test(program, training_with_programs_on_vsim_is_bit_identical, .timeout = 600) { train_same("ref:pm=0", "vsim", 1); }
-Test(program, training_without_room_in_pm_falls_back) { train_same("ref:pm=0", "ref:pm=3", 0); }
+Test(program, training_with_programs_on_ref_is_bit_identical)
+{
+    train_same("ref:pm=0", "ref", 1);
+}
+Test(program, training_with_programs_at_n2_is_bit_identical)
+{
+    train_same("ref:n=2,pm=0", "ref:n=2", 1);
+}
+Test(program, training_with_programs_on_vsim_is_bit_identical, .timeout = 600)
+{
+    train_same("ref:pm=0", "vsim", 1);
+}
+Test(program, training_without_room_in_pm_falls_back)
+{
+    train_same("ref:pm=0", "ref:pm=3", 0);
+}
 /* Lost and corrupted bytes both ways: a RUN that ran is never sent again (its reply may be lost), one
  * that did not is; reads are repeated only while no RUN could have changed their rows. */
 Test(program, training_with_programs_over_a_faulty_link_is_bit_identical)

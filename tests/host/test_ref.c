@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The golden model through its byte interface only: frames in, frames out, as
  * a host sees it (docs/protocol.md, docs/isa.md). Expected results come from
  * plain loops written here, not from the model's own code. */
@@ -44,14 +45,20 @@ static void put32(uint8_t *p, uint32_t v)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static unsigned get16(const uint8_t *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
+static unsigned get16(const uint8_t *p)
+{
+    return (unsigned)p[0] | (unsigned)p[1] << 8;
+}
 
 static uint32_t get32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32; }
+static uint64_t get64(const uint8_t *p)
+{
+    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
 
 /* SOF SEQ LEN PAYLOAD CRC into out; returns the frame's size. */
 static size_t make_frame(uint8_t *out, uint8_t seq, const uint8_t *payload, size_t len)
@@ -111,9 +118,15 @@ static uint8_t run(ntpu_ref *r, const uint8_t *payload, size_t len)
     return rep.status;
 }
 
-static uint8_t op0(ntpu_ref *r, uint8_t op) { return run(r, &op, 1); }
+static uint8_t op0(ntpu_ref *r, uint8_t op)
+{
+    return run(r, &op, 1);
+}
 
-static unsigned row_bytes(unsigned n, unsigned mem) { return n * (mem == NTPU_MEM_ACC ? 4u : 2u); }
+static unsigned row_bytes(unsigned n, unsigned mem)
+{
+    return n * (mem == NTPU_MEM_ACC ? 4u : 2u);
+}
 
 static uint8_t write_mem(ntpu_ref *r, unsigned n, unsigned mem, unsigned addr, unsigned rows, const uint8_t *bytes)
 {
@@ -136,7 +149,10 @@ static uint8_t read_mem(ntpu_ref *r, unsigned mem, unsigned addr, unsigned rows)
 }
 
 /* Rows per frame under the default max_payload (4112), as a host splits them. */
-static unsigned rows_per_frame(unsigned n, unsigned mem) { return (4112 - 6) / row_bytes(n, mem); }
+static unsigned rows_per_frame(unsigned n, unsigned mem)
+{
+    return (4112 - 6) / row_bytes(n, mem);
+}
 
 /* Lanes are 16-bit for UB/WB; packed little-endian. Returns the first non-OK
  * status, or OK. */
@@ -227,7 +243,10 @@ static void setup(void)
     cr_assert(dev);
     N = ntpu_ref_default_config().n;
 }
-static void teardown(void) { ntpu_ref_free(dev); }
+static void teardown(void)
+{
+    ntpu_ref_free(dev);
+}
 
 TestSuite(ref_model, .init = setup, .fini = teardown);
 
@@ -296,10 +315,14 @@ Test(ref_model, config_limits)
     ntpu_ref_free(NULL);
 
     const ntpu_ref_config bad[] = {
-        {1, 16, 8, 32, 73, 0, 0, 0, 0, 0},  {65, 16, 65, 32, 73, 0, 0, 0, 0, 0},   {4, 0, 8, 32, 73, 0, 0, 0, 0, 0},     {4, 65537, 8, 32, 73, 0, 0, 0, 0, 0},
-        {4, 16, 3, 32, 73, 0, 0, 0, 0, 0},  {4, 16, 65537, 32, 73, 0, 0, 0, 0, 0}, {4, 16, 8, 0, 73, 0, 0, 0, 0, 0},     {4, 16, 8, 65537, 73, 0, 0, 0, 0, 0},
-        {4, 16, 8, 32, 72, 0, 0, 0, 0, 0},  {4, 16, 8, 32, 65536, 0, 0, 0, 0, 0}, {4, 16, 8, 32, 73, 2, 0, 0, 0, 0}, {4, 16, 8, 32, 73, 0, 2, 0, 0, 0},
-        {4, 16, 8, 32, 73, 0, 0, 65, 0, 0}, {4, 16, 8, 32, 73, 0, 0, 0, 65537, 0}, {4, 16, 8, 32, 73, 0, 0, 0, 0, 65537},
+        {1, 16, 8, 32, 73, 0, 0, 0, 0, 0},     {65, 16, 65, 32, 73, 0, 0, 0, 0, 0},
+        {4, 0, 8, 32, 73, 0, 0, 0, 0, 0},      {4, 65537, 8, 32, 73, 0, 0, 0, 0, 0},
+        {4, 16, 3, 32, 73, 0, 0, 0, 0, 0},     {4, 16, 65537, 32, 73, 0, 0, 0, 0, 0},
+        {4, 16, 8, 0, 73, 0, 0, 0, 0, 0},      {4, 16, 8, 65537, 73, 0, 0, 0, 0, 0},
+        {4, 16, 8, 32, 72, 0, 0, 0, 0, 0},     {4, 16, 8, 32, 65536, 0, 0, 0, 0, 0},
+        {4, 16, 8, 32, 73, 2, 0, 0, 0, 0},     {4, 16, 8, 32, 73, 0, 2, 0, 0, 0},
+        {4, 16, 8, 32, 73, 0, 0, 65, 0, 0},    {4, 16, 8, 32, 73, 0, 0, 0, 65537, 0},
+        {4, 16, 8, 32, 73, 0, 0, 0, 0, 65537},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_expect_null(ntpu_ref_new(&bad[i]), "config %zu rejected", i);
@@ -345,7 +368,10 @@ Test(ref_model, write_read_round_trips)
 
 /* ---------------------------------------------------------------- MATMUL */
 
-static int8_t lo8(uint16_t v) { return (int8_t)(v & 0xFF); }
+static int8_t lo8(uint16_t v)
+{
+    return (int8_t)(v & 0xFF);
+}
 
 Test(ref_model, int8_matmul)
 {
@@ -625,7 +651,10 @@ Test(ref_model, nop_and_fence)
 
 /* ---------------------------------------------------------------- errors */
 
-static uint8_t run_len(const uint8_t *p, size_t len) { return run(dev, p, len); }
+static uint8_t run_len(const uint8_t *p, size_t len)
+{
+    return run(dev, p, len);
+}
 
 Test(ref_model, error_length_in_header_is_immediate)
 {
@@ -674,10 +703,13 @@ Test(ref_model, every_error_status)
     memset(c, 0, sizeof c);
 
     /* ERR_LENGTH: wrong for the opcode */
-    const struct { uint8_t op; size_t len; } bad_len[] = {
-        {NTPU_OP_NOP, 2},      {NTPU_OP_INFO, 2},   {NTPU_OP_WRITE_MEM, 5}, {NTPU_OP_WRITE_MEM, 1},
-        {NTPU_OP_READ_MEM, 5}, {NTPU_OP_READ_MEM, 7}, {NTPU_OP_LOAD_W, 3},  {NTPU_OP_LOAD_W, 5},
-        {NTPU_OP_MATMUL, 7},   {NTPU_OP_MATMUL, 9}, {NTPU_OP_FENCE, 2},     {NTPU_OP_STATUS, 2},
+    const struct {
+        uint8_t op;
+        size_t len;
+    } bad_len[] = {
+        {NTPU_OP_NOP, 2},      {NTPU_OP_INFO, 2},     {NTPU_OP_WRITE_MEM, 5}, {NTPU_OP_WRITE_MEM, 1},
+        {NTPU_OP_READ_MEM, 5}, {NTPU_OP_READ_MEM, 7}, {NTPU_OP_LOAD_W, 3},    {NTPU_OP_LOAD_W, 5},
+        {NTPU_OP_MATMUL, 7},   {NTPU_OP_MATMUL, 9},   {NTPU_OP_FENCE, 2},     {NTPU_OP_STATUS, 2},
         {NTPU_OP_COUNTERS, 1}, {NTPU_OP_COUNTERS, 3},
     };
     for (size_t i = 0; i < sizeof bad_len / sizeof bad_len[0]; i++) {
@@ -729,7 +761,9 @@ Test(ref_model, every_error_status)
 
     /* ERR_RANGE, and the last valid address of each check */
     memset(c, 0, sizeof c);
-    const struct { unsigned mem, last; } mems[] = {{0, UB_ROWS}, {1, WB_ROWS}, {2, ACC_ROWS}};
+    const struct {
+        unsigned mem, last;
+    } mems[] = {{0, UB_ROWS}, {1, WB_ROWS}, {2, ACC_ROWS}};
     for (size_t i = 0; i < 3; i++) {
         c[0] = NTPU_OP_READ_MEM;
         c[1] = (uint8_t)mems[i].mem;
@@ -1094,7 +1128,7 @@ Test(ref_model, fuzz_random_frames_one_reply_each)
         for (size_t i = 0; i < len; i++)
             c[i] = (uint8_t)rnd();
         c[0] = (uint8_t)(rnd() % 16); /* every opcode and 0x0F, the first unknown one */
-        if (rnd() & 1) { /* small fields, so some pass the checks */
+        if (rnd() & 1) {              /* small fields, so some pass the checks */
             c[1] = (uint8_t)(rnd() % 4);
             if (len > 5) {
                 c[3] = c[5] = 0;
@@ -1225,7 +1259,8 @@ static uint8_t matmul_t(ntpu_ref *r, unsigned flags, unsigned ub, unsigned acc, 
 }
 
 /* ACT and RELU_GRAD share a layout; `last` is aux or mask. */
-static uint8_t vec_cmd(ntpu_ref *r, uint8_t op, unsigned flags, unsigned src, unsigned dst, unsigned rows, unsigned last)
+static uint8_t vec_cmd(ntpu_ref *r, uint8_t op, unsigned flags, unsigned src, unsigned dst, unsigned rows,
+                       unsigned last)
 {
     uint8_t c[10] = {op, (uint8_t)flags};
     put16(c + 2, src);
@@ -1470,8 +1505,8 @@ Test(ref_model, matmul_transpose_a_int8_and_bf16_with_strides)
             for (unsigned i = 0; i < ROWS_UB * N; i++)
                 ub[i] = (flags & NTPU_MATMUL_BF16) ? rnd_bf16() : (uint16_t)rnd();
             for (unsigned i = 0; i < rows * N; i++)
-                start[i] = (flags & NTPU_MATMUL_BF16) ? ntpu_f32_bits((float)(int)(rnd() % 64) - 32.0f)
-                                                      : (uint32_t)rnd();
+                start[i] =
+                    (flags & NTPU_MATMUL_BF16) ? ntpu_f32_bits((float)(int)(rnd() % 64) - 32.0f) : (uint32_t)rnd();
             cr_assert_eq(write_lanes16(dev, N, NTPU_MEM_UB, 0, ROWS_UB, ub), NTPU_DEV_OK);
             write_acc_rows(dev, N, 40, rows, start);
             cr_assert_eq(load_w(dev, 0, 0), NTPU_DEV_OK);
@@ -1483,8 +1518,8 @@ Test(ref_model, matmul_transpose_a_int8_and_bf16_with_strides)
                     if (flags & NTPU_MATMUL_BF16) {
                         float acc = (flags & NTPU_MATMUL_ACCUMULATE) ? ntpu_f32_from_bits(start[m * N + n]) : 0.0f;
                         for (unsigned i = 0; i < N; i++)
-                            acc = acc + ntpu_bf16_to_f32(t_lane(ub, ub_addr, stride, m, i)) *
-                                            ntpu_bf16_to_f32(w[i * N + n]);
+                            acc = acc +
+                                  ntpu_bf16_to_f32(t_lane(ub, ub_addr, stride, m, i)) * ntpu_bf16_to_f32(w[i * N + n]);
                         want = ntpu_f32_bits(acc);
                     } else {
                         uint32_t acc = (flags & NTPU_MATMUL_ACCUMULATE) ? start[m * N + n] : 0;
@@ -1592,7 +1627,8 @@ Test(ref_model, act_fp32_every_flag_combination)
                 cr_assert_eq(act(flags, src, dst, rows, aux), NTPU_DEV_OK);
                 img_act(flags, src, dst, rows, aux);
                 char what[128];
-                snprintf(what, sizeof what, "ACT flags 0x%02x src %u dst %u rows %u aux %u", flags, src, dst, rows, aux);
+                snprintf(what, sizeof what, "ACT flags 0x%02x src %u dst %u rows %u aux %u", flags, src, dst, rows,
+                         aux);
                 img_check(what);
             }
     }
@@ -1607,8 +1643,8 @@ Test(ref_model, act_fp32_corners_by_hand)
                                   0xBF800000u, 0x00000000u, 0xFF800000u, 0x3F000000u};
     static const uint32_t relu_only[8] = {0, 0, 0xFFC00001u, 0x00000001u, 0x3F800000u, 0, 0x7F800000u, 0};
     static const uint32_t bias_relu[8] = {0, 0, NTPU_F32_CANONICAL_NAN, 0, 0, 0, NTPU_F32_CANONICAL_NAN, 0};
-    static const uint32_t bias_only[8] = {0x80000000u, 0xFF800000u, NTPU_F32_CANONICAL_NAN, 0, 0, 0,
-                                          NTPU_F32_CANONICAL_NAN, 0xBF000000u};
+    static const uint32_t bias_only[8] = {0x80000000u, 0xFF800000u, NTPU_F32_CANONICAL_NAN, 0,
+                                          0,           0,           NTPU_F32_CANONICAL_NAN, 0xBF000000u};
     uint32_t xr[64], br[64], got[64];
     for (unsigned n = 0; n < N; n++) {
         xr[n] = x[n % 8];
@@ -1647,10 +1683,10 @@ Test(ref_model, act_int8_every_flag_combination)
         img_randomize();
         for (unsigned i = 0; i < WIN * N; i++) { /* int32 data: large, small, extremes */
             uint64_t r = rnd();
-            img_acc[i] = r % 4 == 0 ? (uint32_t)(r >> 32)
-                       : r % 4 == 1 ? (uint32_t)((int32_t)((r >> 40) % 10001) - 5000)
-                       : r % 4 == 2 ? (uint32_t)((int32_t)(r >> 32) >> (r >> 8) % 31)
-                                    : ((r >> 8) & 1 ? 0x80000000u : 0x7FFFFFFFu);
+            img_acc[i] = r % 4 == 0   ? (uint32_t)(r >> 32)
+                         : r % 4 == 1 ? (uint32_t)((int32_t)((r >> 40) % 10001) - 5000)
+                         : r % 4 == 2 ? (uint32_t)((int32_t)(r >> 32) >> (r >> 8) % 31)
+                                      : ((r >> 8) & 1 ? 0x80000000u : 0x7FFFFFFFu);
         }
         unsigned aux = (unsigned)(rnd() % (WIN - 2));
         for (unsigned n = 0; n < N; n++) {
@@ -1669,7 +1705,8 @@ Test(ref_model, act_int8_every_flag_combination)
             cr_assert_eq(act(flags, src, dst, rows, aux), NTPU_DEV_OK);
             img_act(flags, src, dst, rows, aux);
             char what[128];
-            snprintf(what, sizeof what, "ACT int8 flags 0x%02x src %u dst %u rows %u aux %u", flags, src, dst, rows, aux);
+            snprintf(what, sizeof what, "ACT int8 flags 0x%02x src %u dst %u rows %u aux %u", flags, src, dst, rows,
+                     aux);
             img_check(what);
         }
     }
@@ -1703,7 +1740,9 @@ Test(ref_model, act_int8_by_hand)
 
 Test(ref_model, act_in_place_and_overlapping)
 {
-    const struct { int dst_minus_src, aux_minus_dst; } cases[] = {
+    const struct {
+        int dst_minus_src, aux_minus_dst;
+    } cases[] = {
         {0, 50}, {1, 50}, {3, 50}, {-2, 50}, {-7, 50}, {0, 1}, {2, 3}, {0, -40},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
@@ -1780,8 +1819,11 @@ Test(ref_model, relu_grad_mask_by_hand)
 
 Test(ref_model, relu_grad_in_place_and_overlapping)
 {
-    const struct { unsigned out; int dst_minus; } cases[] = {
-        {NTPU_OUT_UB, 0}, {NTPU_OUT_UB, 1}, {NTPU_OUT_UB, 4}, {NTPU_OUT_UB, -3}, /* relative to mask */
+    const struct {
+        unsigned out;
+        int dst_minus;
+    } cases[] = {
+        {NTPU_OUT_UB, 0},  {NTPU_OUT_UB, 1},  {NTPU_OUT_UB, 4},  {NTPU_OUT_UB, -3},  /* relative to mask */
         {NTPU_OUT_ACC, 0}, {NTPU_OUT_ACC, 1}, {NTPU_OUT_ACC, 5}, {NTPU_OUT_ACC, -1}, /* relative to src */
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
@@ -1860,7 +1902,10 @@ Test(ref_model, vector_errors)
 {
     uint8_t c[16] = {0};
     /* lengths */
-    const struct { uint8_t op; size_t len; } ok_len[] = {
+    const struct {
+        uint8_t op;
+        size_t len;
+    } ok_len[] = {
         {NTPU_OP_ACT, NTPU_LEN_ACT}, {NTPU_OP_RELU_GRAD, NTPU_LEN_RELU_GRAD}, {NTPU_OP_COLSUM, NTPU_LEN_COLSUM}};
     for (size_t i = 0; i < 3; i++) {
         c[0] = ok_len[i].op;
@@ -1885,8 +1930,9 @@ Test(ref_model, vector_errors)
     cr_assert_eq(relu_grad(NTPU_OUT_INT8, 0, 0, 1, 0), NTPU_DEV_ERR_ARG);
 
     /* ranges: the last valid row and one past it, per memory */
-    const struct { unsigned out, rows; } mems[] = {
-        {NTPU_OUT_UB, UB_ROWS}, {NTPU_OUT_WB, WB_ROWS}, {NTPU_OUT_ACC, ACC_ROWS}, {NTPU_OUT_INT8, UB_ROWS}};
+    const struct {
+        unsigned out, rows;
+    } mems[] = {{NTPU_OUT_UB, UB_ROWS}, {NTPU_OUT_WB, WB_ROWS}, {NTPU_OUT_ACC, ACC_ROWS}, {NTPU_OUT_INT8, UB_ROWS}};
     for (size_t i = 0; i < 4; i++) {
         unsigned o = mems[i].out, end = mems[i].rows;
         cr_assert_eq(act(o, 0, end - 3, 3, 0), NTPU_DEV_OK, "ACT out %u", o);
@@ -1957,8 +2003,8 @@ Test(ref_model, vector_commands_count_no_macs)
 Test(ref_model, training_step_bf16)
 {
     enum { BT = 2 };
-    const unsigned B = BT * N, x = 0, h = B, w = 0, wdz = N, z = 0, bias = 2 * B, dh = 3 * B, dz = 5 * B,
-                   db = 7 * B, dw = 8 * B;
+    const unsigned B = BT * N, x = 0, h = B, w = 0, wdz = N, z = 0, bias = 2 * B, dh = 3 * B, dz = 5 * B, db = 7 * B,
+                   dw = 8 * B;
     static uint16_t X[2 * 64 * 64], W[64 * 64], H[2 * 64 * 64], WDZ[2 * 64 * 64];
     static uint32_t bv[64], dH[2 * 64 * 64], got[2 * 64 * 64];
     static float Zr[2 * 64 * 64], dZr[2 * 64 * 64];
@@ -2131,7 +2177,10 @@ Test(ref_model, run_equals_the_frames_it_holds)
 }
 
 /* Writes p to PM row 0 and runs it: the status; rep holds the reply. */
-static uint8_t run_stored(const prog *p) { return run_prog(dev, 0, 0, prog_store(dev, p, 0)); }
+static uint8_t run_stored(const prog *p)
+{
+    return run_prog(dev, 0, 0, prog_store(dev, p, 0));
+}
 
 Test(ref_model, run_stops_at_the_first_failing_command)
 {
@@ -2143,7 +2192,7 @@ Test(ref_model, run_stops_at_the_first_failing_command)
     uint8_t bad_op = 0x7F;
     prog q = p;
     q.len = 0;
-    prog_add(&q, p.b + 2, get16(p.b)); /* LOAD_W */
+    prog_add(&q, p.b + 2, get16(p.b));     /* LOAD_W */
     prog_add(&q, p.b + 8, get16(p.b + 6)); /* MATMUL into ACC 100 */
     prog_add(&q, &bad_op, 1);
     prog_add(&q, p.b + 8, get16(p.b + 6));

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Protocol 1.4's Adam in the golden model (docs/isa.md, "Version 1.4"): the ID
  * block, the optimizer-state memory OS, OPTIM with ADAM / DECOUPLED against the
  * element function ntpu_adam_f32 row by row, and every error in its order. */
@@ -180,8 +181,15 @@ static void check_adam(unsigned n, int decoupled, unsigned prow, unsigned grow, 
     /* ordinary constants, different per lane */
     for (unsigned j = 0; j < n; j++) {
         float lr = 1e-3f * (float)(j + 1), wd = 0.01f * (float)j, b1 = 0.9f - 0.01f * (float)j, b2 = 0.999f;
-        const float k[NTPU_ADAM_CONSTS] = {lr, decoupled ? 1.0f - lr * wd : wd, b1, 1.0f - b1, b2, 1.0f - b2,
-                                           0.1f + 0.1f * (float)j, 0.001f * (float)(j + 1), 1e-8f};
+        const float k[NTPU_ADAM_CONSTS] = {lr,
+                                           decoupled ? 1.0f - lr * wd : wd,
+                                           b1,
+                                           1.0f - b1,
+                                           b2,
+                                           1.0f - b2,
+                                           0.1f + 0.1f * (float)j,
+                                           0.001f * (float)(j + 1),
+                                           1e-8f};
         for (unsigned i = 0; i < NTPU_ADAM_CONSTS; i++)
             memcpy(&acc[(aux + i) * n + j], &k[i], 4);
     }

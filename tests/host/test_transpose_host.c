@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The library's host fallback for a device without MATMUL TRANSPOSE_A (an RTL core
  * built with TRANSPOSE_A_EN = 0, as on the iCEBreaker; the golden model with
  * notra=1): transposed MATMULs and a training run through the fallback must leave
@@ -7,7 +8,10 @@
 
 #include "fallback_pair.h"
 
-static void open_both(void) { open_pair("notra=1", 0x2545F4914F6CDD1Du); }
+static void open_both(void)
+{
+    open_pair("notra=1", 0x2545F4914F6CDD1Du);
+}
 
 TestSuite(transpose_host, .init = open_both, .fini = close_pair);
 
@@ -34,7 +38,10 @@ static void fill_both(void)
 }
 
 /* ACC and UB of both devices equal byte for byte (UB: the fallback restores it). */
-static void assert_same(const char *what) { assert_same_mem(what, 0); }
+static void assert_same(const char *what)
+{
+    assert_same_mem(what, 0);
+}
 
 Test(transpose_host, info_and_errors)
 {
@@ -75,4 +82,7 @@ Test(transpose_host, matmul_t_every_kind)
 
 /* Three Adam steps of a small MLP without the vector unit and without TRANSPOSE_A
  * (the iCEBreaker's build) against the full device: losses, logits and weights equal. */
-Test(transpose_host, training) { train_pair("novec=1,notra=1", 0); }
+Test(transpose_host, training)
+{
+    train_pair("novec=1,notra=1", 0);
+}

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The library's host fallback for a device without the vector unit (an RTL core
  * built with VEC_EN = 0, as on the iCEBreaker; the golden model with novec=1):
  * ACT, RELU_GRAD and COLSUM, a training run and int8 inference through the
@@ -7,7 +8,10 @@
 
 #include "fallback_pair.h"
 
-static void open_both(void) { open_pair("novec=1", 0x9E3779B97F4A7C15u); }
+static void open_both(void)
+{
+    open_pair("novec=1", 0x9E3779B97F4A7C15u);
+}
 
 TestSuite(vector_host, .init = open_both, .fini = close_pair);
 
@@ -15,7 +19,7 @@ TestSuite(vector_host, .init = open_both, .fini = close_pair);
  * NaN, near-cancelling pairs, and plain values. */
 static uint32_t rnd_f32(void)
 {
-    static const uint32_t special[] = {0, 0x80000000u, 0x00000001u, 0x807FFFFFu, 0x7F800000u,
+    static const uint32_t special[] = {0,           0x80000000u, 0x00000001u, 0x807FFFFFu, 0x7F800000u,
                                        0xFF800000u, 0x7FC00000u, 0xFFA00001u, 0x3F800000u, 0xBF800000u};
     uint32_t r = rnd();
     if (r % 8 == 0)
@@ -23,7 +27,10 @@ static uint32_t rnd_f32(void)
     return (rnd() & 0x8000FFFFu) | ((uint32_t)(0x70 + rnd() % 32) << 23); /* exponents near 1.0 */
 }
 
-static uint16_t rnd_bf16(void) { return (uint16_t)(rnd_f32() >> 16); }
+static uint16_t rnd_bf16(void)
+{
+    return (uint16_t)(rnd_f32() >> 16);
+}
 
 /* The same random contents into both devices' memories. */
 static void fill_both(void)
@@ -40,7 +47,10 @@ static void fill_both(void)
 }
 
 /* Every memory of both devices must be equal byte for byte. */
-static void assert_same(const char *what) { assert_same_mem(what, 1); }
+static void assert_same(const char *what)
+{
+    assert_same_mem(what, 1);
+}
 
 Test(vector_host, info_and_opcodes)
 {
@@ -110,8 +120,7 @@ Test(vector_host, relu_grad_and_colsum)
             if (outs[o] == NTPU_OUT_UB)
                 dst = mask + 1 - (uint32_t)round + (mask == 0 && round == 2);
             cr_assert_eq(ntpu_vec_relu_grad(dev, outs[o], src, dst, rows, mask), NTPU_OK);
-            cr_assert_eq(ntpu_vec_relu_grad(host, outs[o], src, dst, rows, mask), NTPU_OK, "%s",
-                         ntpu_last_error(host));
+            cr_assert_eq(ntpu_vec_relu_grad(host, outs[o], src, dst, rows, mask), NTPU_OK, "%s", ntpu_last_error(host));
         }
         for (int a = 0; a < 2; a++) {
             uint32_t src = rnd() % 100, rows = rnd() % 80, dst = a ? src + rows / 2 : 180 + rnd() % 20;
@@ -124,4 +133,7 @@ Test(vector_host, relu_grad_and_colsum)
 
 /* Three Adam steps and int8 inference of a small MLP on both devices: losses,
  * logits, weights and int8 logits equal bit for bit. */
-Test(vector_host, training_and_int8) { train_pair("novec=1", 1); }
+Test(vector_host, training_and_int8)
+{
+    train_pair("novec=1", 1);
+}

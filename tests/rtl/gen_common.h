@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the bench vector generators (tests/rtl/<bench>/gen.c): a bit-serial CRC-32 written
  * independently of zlib and of the RTL, and a seeded xorshift32 stream. A generator defines GEN_SEED
  * before including this file. */
@@ -27,6 +28,9 @@ static inline uint32_t rnd(void)
     rng ^= rng << 5;
     return rng;
 }
-static inline unsigned rnd_below(unsigned n) { return n ? rnd() % n : 0; }
+static inline unsigned rnd_below(unsigned n)
+{
+    return n ? rnd() % n : 0;
+}
 
 #endif

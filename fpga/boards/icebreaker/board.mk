@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # iCEBreaker (iCE40UP5K-SG48): what mk/fpga.mk needs to build it. See docs/boards.md and
 # docs/decisions/0006-icebreaker-config.md for why these numbers.
 #   CONFIG=core (default): ntpu_core behind the UART link.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // iCEBreaker board top: the 12 MHz oscillator (through the PLL when PLL_EN), a power-on reset, the UART link on
 // the FT2232H's channel B (8N1 at BAUD), ntpu_core, and two LEDs.
 //

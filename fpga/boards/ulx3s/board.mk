@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ULX3S (LFE5U-85F-CABGA381): what mk/fpga.mk needs to build it. See docs/boards.md.
 #   CONFIG=core (default): ntpu_core behind the FT231X UART link.
 #   CONFIG=n8: N=8 (8x8 array), the same buffers, with one shared fp32 adder for the bf16 rows

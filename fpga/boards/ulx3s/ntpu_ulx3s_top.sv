@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ULX3S (LFE5U-85F-CABGA381) board top: a clock made from the 25 MHz oscillator, a power-on
 // reset, the UART link on the FT231X (8N1 at BAUD), ntpu_core, and two of the LEDs.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ECP5 version of rtl/ntpu_pll.sv: one EHXPLLL, CLKOP fed back to CLKFB, the clock taken from CLKOS.
 //
 // Contract as the generic module's. The EHXPLLL's rules (Lattice TN1263): the phase detector runs at

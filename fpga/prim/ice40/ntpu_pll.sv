@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // iCE40 version of rtl/ntpu_pll.sv: SB_PLL40_PAD in SIMPLE feedback mode, the reference taken
 // straight from its pad (on the iCE40UP5K-SG48, pin 35 is the PLL's pad).
 //

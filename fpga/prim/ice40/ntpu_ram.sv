@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // iCE40UP5K version of rtl/ntpu_ram.sv: same ports, same contract, mapped by size.
 //
 // - DEPTH >= 8192 and WIDTH >= 16: single-port SPRAM (SB_SPRAM256KA, 16384 x 16 each; WIDTH/16

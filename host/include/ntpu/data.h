@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Datasets for training: the IDX format of the MNIST family (plain or gzip'd). */
 #ifndef NTPU_DATA_H
 #define NTPU_DATA_H
@@ -13,13 +14,13 @@ extern "C" {
 
 /* A labelled image set. Owns its arrays; release with ntpu_dataset_free. */
 typedef struct ntpu_dataset {
-    size_t count;    /* samples */
-    size_t rows;     /* image height in pixels */
-    size_t cols;     /* image width in pixels */
-    size_t features; /* rows * cols */
+    size_t count;     /* samples */
+    size_t rows;      /* image height in pixels */
+    size_t cols;      /* image width in pixels */
+    size_t features;  /* rows * cols */
     unsigned classes; /* 1 + the largest label */
-    float *images;   /* count x features, row-major, pixels scaled to [0, 1] */
-    uint8_t *labels; /* count labels */
+    float *images;    /* count x features, row-major, pixels scaled to [0, 1] */
+    uint8_t *labels;  /* count labels */
 } ntpu_dataset;
 
 /* Loads one split of an IDX directory: split "train" reads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* NTPU_API marks the functions libntpu.so exports; everything else stays hidden. */
 #ifndef NTPU_EXPORT_H
 #define NTPU_EXPORT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Training and inference of multilayer perceptrons on the device.
  *
  * A model is a stack of dense layers, sizes[0] -> sizes[1] -> ... -> sizes[L],

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libntpu: the nanoTPU host library.
  *
  * Opens a device (the C golden model, the Verilator RTL, or later a board),
@@ -186,8 +187,7 @@ NTPU_API ntpu_status ntpu_write_rows(ntpu_device *dev, enum ntpu_mem mem, uint32
  * ntpu_write_rows). Waits for the data; sees every earlier command's effect.
  * Errors: as ntpu_write_rows, and NTPU_ERR_DEVICE (this or an earlier queued
  * command was rejected). On error, data is unspecified. */
-NTPU_API ntpu_status ntpu_read_rows(ntpu_device *dev, enum ntpu_mem mem, uint32_t addr, uint32_t rows,
-                                    void *data);
+NTPU_API ntpu_status ntpu_read_rows(ntpu_device *dev, enum ntpu_mem mem, uint32_t addr, uint32_t rows, void *data);
 
 /* LOAD_W: loads the N x N weight tile at WB rows wb_addr .. wb_addr+N-1 as the
  * array's pending weights, transposed if `transpose` is non-zero (needs
@@ -216,8 +216,8 @@ NTPU_API ntpu_status ntpu_matmul_tile(ntpu_device *dev, ntpu_dtype dtype, uint32
  * NTPU_FEATURE_TRANSPOSE_A_BIT (e.g. the iCEBreaker) the library reads each block,
  * writes it back transposed, runs a plain MATMUL on it and restores it: the same
  * results bit for bit, not queued. Errors: as ntpu_matmul_tile. */
-NTPU_API ntpu_status ntpu_matmul_tile_transpose_a(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr,
-                                                  uint32_t stride, uint32_t acc_addr, uint32_t rows, int accumulate);
+NTPU_API ntpu_status ntpu_matmul_tile_transpose_a(ntpu_device *dev, ntpu_dtype dtype, uint32_t ub_addr, uint32_t stride,
+                                                  uint32_t acc_addr, uint32_t rows, int accumulate);
 
 /* Vector unit (protocol 1.1, docs/isa.md). All queued; errors: NTPU_ERR_INVALID_ARG
  * (a range past a memory's end, reserved flags), link errors. On a device without
@@ -344,8 +344,8 @@ NTPU_API ntpu_status ntpu_get_link_stats(const ntpu_device *dev, ntpu_link_stats
  * product overflows size_t), NTPU_ERR_UNSUPPORTED (dtype not on this device),
  * NTPU_ERR_NO_MEMORY, NTPU_ERR_DEVICE, NTPU_ERR_IO, NTPU_ERR_TIMEOUT. On any error
  * C is unspecified. */
-NTPU_API ntpu_status ntpu_matmul(ntpu_device *dev, ntpu_dtype dtype, const void *A, const void *B, void *C,
-                                 size_t M, size_t K, size_t N);
+NTPU_API ntpu_status ntpu_matmul(ntpu_device *dev, ntpu_dtype dtype, const void *A, const void *B, void *C, size_t M,
+                                 size_t K, size_t N);
 
 /* As ntpu_matmul with NTPU_DTYPE_BF16, for inputs already in bf16 (uint16_t bit
  * patterns): A uint16_t[M][K], B uint16_t[K][N] -> C float[M][N]. */

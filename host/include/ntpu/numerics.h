@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nanoTPU numerics: the arithmetic the device performs, bit for bit.
  * docs/numerics.md states it in words; sim/ref/numerics.c is the implementation
  * every backend is checked against.

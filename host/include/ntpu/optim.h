@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Optimizers and learning-rate schedules, in fp32 on the host: the reference
  * for the on-device optimizer and what training uses by default. */
 #ifndef NTPU_OPTIM_H
@@ -27,11 +28,11 @@ typedef enum ntpu_lr_schedule {
 
 typedef struct ntpu_optim_config {
     ntpu_optimizer kind;
-    float lr;             /* base learning rate */
-    float momentum;       /* NTPU_OPT_MOMENTUM */
-    float beta1, beta2;   /* Adam, AdamW */
-    float eps;            /* Adam, AdamW */
-    float weight_decay;   /* 0 = none */
+    float lr;           /* base learning rate */
+    float momentum;     /* NTPU_OPT_MOMENTUM */
+    float beta1, beta2; /* Adam, AdamW */
+    float eps;          /* Adam, AdamW */
+    float weight_decay; /* 0 = none */
     ntpu_lr_schedule schedule;
     uint64_t step_size;   /* NTPU_LR_STEP: steps between decays */
     float gamma;          /* NTPU_LR_STEP: decay factor */

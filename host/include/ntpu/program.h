@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Stored command programs (protocol 1.4, feature NTPU_FEATURE_PROGRAM_BIT;
  * docs/isa.md, "Version 1.4"). A program is a sequence of commands kept in the
  * device's program memory (PM) and run by one RUN frame, so a loop that sends

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* safetensors files: an 8-byte little-endian header length, a JSON header naming
  * each tensor's dtype, shape and byte range, then the raw little-endian data.
  * PyTorch and NumPy tools load them; the library writes checkpoints with them. */

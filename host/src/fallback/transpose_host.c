@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* MATMUL TRANSPOSE_A on a device built without it (feature TRANSPOSE_A clear, e.g.
  * the iCEBreaker): each N x N block of UB rows is read, written back transposed in
  * its own place, streamed by a plain MATMUL of N rows, and then restored. The array

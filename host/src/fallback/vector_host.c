@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ACT, RELU_GRAD and COLSUM on the host, for a device built without the vector
  * unit (feature VECTOR clear, e.g. the iCEBreaker): READ_MEM the operands, compute
  * with the golden model's arithmetic (sim/ref/numerics.c), WRITE_MEM the result.
@@ -19,7 +20,10 @@ typedef struct window {
     void *data;
 } window;
 
-static size_t lane_bytes(unsigned mem) { return mem == NTPU_MEM_ACC ? 4 : 2; }
+static size_t lane_bytes(unsigned mem)
+{
+    return mem == NTPU_MEM_ACC ? 4 : 2;
+}
 
 static void *alloc_rows(ntpu_device *dev, unsigned mem, uint32_t rows)
 {

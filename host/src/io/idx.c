@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* IDX reader (the MNIST family's format): a big-endian header of magic
  * (0, 0, type, rank) and `rank` u32 dimensions, then the data. zlib's gz* calls
  * read plain and gzip'd files alike. */
@@ -55,8 +56,8 @@ static ntpu_status read_idx(const char *dir, const char *name, unsigned rank, si
         goto out;
     }
     if (hdr[2] != IDX_TYPE_UBYTE || hdr[3] != rank) {
-        st = fail(err, errlen, NTPU_ERR_FORMAT, "%s: IDX type 0x%02x rank %u, expected unsigned bytes of rank %u",
-                  path, hdr[2], hdr[3], rank);
+        st = fail(err, errlen, NTPU_ERR_FORMAT, "%s: IDX type 0x%02x rank %u, expected unsigned bytes of rank %u", path,
+                  hdr[2], hdr[3], rank);
         goto out;
     }
     if (gzread(gz, hdr + 4, 4 * rank) != (int)(4 * rank)) {
@@ -138,8 +139,7 @@ ntpu_status ntpu_dataset_load(const char *dir, const char *split, size_t limit, 
     if (st == NTPU_OK)
         st = read_idx(dir, labels_name, 1, limit, ldims, &labels, err, errlen);
     if (st == NTPU_OK && idims[0] != ldims[0])
-        st = fail(err, errlen, NTPU_ERR_FORMAT, "%s/%s: %u labels for %u images", dir, labels_name, ldims[0],
-                  idims[0]);
+        st = fail(err, errlen, NTPU_ERR_FORMAT, "%s/%s: %u labels for %u images", dir, labels_name, ldims[0], idims[0]);
     if (st != NTPU_OK) {
         free(pixels);
         free(labels);
@@ -159,8 +159,13 @@ ntpu_status ntpu_dataset_load(const char *dir, const char *split, size_t limit, 
     for (size_t i = 0; i < count; i++)
         if (labels[i] + 1u > classes)
             classes = labels[i] + 1u;
-    *out = (ntpu_dataset){.count = count, .rows = idims[1], .cols = idims[2], .features = features,
-                          .classes = classes, .images = images, .labels = labels};
+    *out = (ntpu_dataset){.count = count,
+                          .rows = idims[1],
+                          .cols = idims[2],
+                          .features = features,
+                          .classes = classes,
+                          .images = images,
+                          .labels = labels};
     return NTPU_OK;
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* NumPy .npy files (format 1.0, 2.0 and 3.0): a magic string, a version, a
  * header that is a Python dict literal ({'descr': '<f4', 'fortran_order':
  * False, 'shape': (3, 4), }) and the raw array. Only what nanoTPU exchanges is
@@ -188,7 +189,10 @@ static int parse_header(const char *text, size_t len, npy_header *h, char *why, 
         return -1;
     }
     if (!have_descr || !have_fortran || !have_shape) {
-        ntpu_errf(why, whylen, "the header lacks '%s'", !have_descr ? "descr" : !have_fortran ? "fortran_order" : "shape");
+        ntpu_errf(why, whylen, "the header lacks '%s'",
+                  !have_descr     ? "descr"
+                  : !have_fortran ? "fortran_order"
+                                  : "shape");
         return -1;
     }
     return 0;
@@ -213,7 +217,7 @@ static int elem_from_descr(const char *d, ntpu_elem *e, char *why, size_t whylen
         return 0;
     }
     /* NumPy's defaults (float64, int64) are the usual cause: say how to convert. */
-    const char *hint = type[0] == 'f' ? "; save a.astype(numpy.float32)"
+    const char *hint = type[0] == 'f'                     ? "; save a.astype(numpy.float32)"
                        : type[0] == 'i' || type[0] == 'u' ? "; save a.astype(numpy.int8) for int8 inputs"
                                                           : "";
     ntpu_errf(why, whylen, "unsupported dtype '%s' (expected int8, int32, float32 or uint16%s)", d, hint);
@@ -389,8 +393,8 @@ static int write_npy(int fd, const ntpu_tensor *t)
 {
     char dict[160];
     if (t->ndim == 1)
-        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%zu,), }",
-                 elem_descr(t->elem), t->shape[0]);
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%zu,), }", elem_descr(t->elem),
+                 t->shape[0]);
     else
         snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%zu, %zu), }",
                  elem_descr(t->elem), t->shape[0], t->shape[1]);

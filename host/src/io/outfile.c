@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Replacing a file whole (see outfile.h). */
 #define _DEFAULT_SOURCE /* realpath, fchmod, lstat, readlink */
 #include <errno.h>
@@ -118,8 +119,8 @@ ntpu_status ntpu_outfile_open(ntpu_outfile *o, const char *path, char *err, size
     int e = 0;
     if (strlen(base) > (size_t)(name_max > 0 ? name_max : NAME_MAX))
         e = ENAMETOOLONG;
-    else if (exists && geteuid() != 0 && stat(dname, &ds) == 0 && (ds.st_mode & S_ISVTX) &&
-             ps.st_uid != geteuid() && ds.st_uid != geteuid())
+    else if (exists && geteuid() != 0 && stat(dname, &ds) == 0 && (ds.st_mode & S_ISVTX) && ps.st_uid != geteuid() &&
+             ds.st_uid != geteuid())
         e = EPERM;
     if (e) {
         free(target);
@@ -150,7 +151,7 @@ ntpu_status ntpu_outfile_open(ntpu_outfile *o, const char *path, char *err, size
         return failed(err, errlen, path, e);
     }
     if (exists)
-        (void)fchown(fd, (uid_t)-1, ps.st_gid); /* the file's group where allowed: its group bits mean it */
+        (void)fchown(fd, (uid_t)-1, ps.st_gid);         /* the file's group where allowed: its group bits mean it */
     if (exists && fchmod(fd, ps.st_mode & 0777) != 0) { /* not set-id bits */
         e = errno;
         close(fd);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Replacing a file whole: what the library's writers (.npy, safetensors) use,
  * and the ntpu tool for the files it writes itself (ntpu train's log and plot).
  * Internal: not installed, nothing here is exported from libntpu.so. Errors are

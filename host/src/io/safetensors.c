@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* safetensors reading and atomic writing (format: see ntpu/safetensors.h). */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -30,8 +31,11 @@ static ntpu_status fail(char *err, size_t errlen, ntpu_status st, const char *fm
 
 static size_t dtype_size(const char *d)
 {
-    static const struct { const char *name; size_t size; } table[] = {
-        {"F64", 8}, {"F32", 4}, {"BF16", 2}, {"F16", 2}, {"I64", 8}, {"I32", 4}, {"I16", 2},
+    static const struct {
+        const char *name;
+        size_t size;
+    } table[] = {
+        {"F64", 8}, {"F32", 4}, {"BF16", 2}, {"F16", 2}, {"I64", 8}, {"I32", 4},  {"I16", 2},
         {"I8", 1},  {"U64", 8}, {"U32", 4},  {"U16", 2}, {"U8", 1},  {"BOOL", 1},
     };
     for (size_t i = 0; d && i < sizeof table / sizeof table[0]; i++)
@@ -198,8 +202,10 @@ static ntpu_status parse(ntpu_safetensors *st, const char *path, char *err, size
                         item->string);
         double b = bj->valuedouble, e = ej->valuedouble;
         if (!(e >= b && e <= (double)data_size) || (size_t)(e - b) != count * es)
-            return fail(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s: data range [%.0f, %.0f) outside the %zu data bytes "
-                        "or not matching its shape (file truncated?)", path, item->string, b, e, data_size);
+            return fail(err, errlen, NTPU_ERR_FORMAT,
+                        "%s: tensor %s: data range [%.0f, %.0f) outside the %zu data bytes "
+                        "or not matching its shape (file truncated?)",
+                        path, item->string, b, e, data_size);
         t->name = item->string;
         t->dtype = dtype->valuestring;
         t->data = data + (size_t)b;

@@ -42,7 +42,7 @@ ntpu_status ntpu_model_save(ntpu_model *m, const char *path, const ntpu_st_tenso
         floats += (size_t)m->sizes[l] * m->sizes[l + 1] * (1 + slots);
     ntpu_st_tensor *t = calloc(cap, sizeof *t);
     float *buf = malloc((floats ? floats : 1) * sizeof *buf);
-    char (*names)[64] = calloc(cap, sizeof *names);
+    char(*names)[64] = calloc(cap, sizeof *names);
     if (!t || !buf || !names) {
         free(t);
         free(buf);
@@ -87,11 +87,20 @@ ntpu_status ntpu_model_save(ntpu_model *m, const char *path, const ntpu_st_tenso
     snprintf(num[7], 32, "%.9g", o->gamma);
     snprintf(num[8], 32, "%llu", (unsigned long long)o->total_steps);
     snprintf(num[9], 32, "%llu", (unsigned long long)m->step);
-    const char *kv[META_MAX + 1] = {
-        "format", CKPT_FORMAT, "sizes", sizes, "optimizer", ntpu_optimizer_name(o->kind),
-        "lr", num[0], "momentum", num[1], "beta1", num[2], "beta2", num[3], "eps", num[4],
-        "weight_decay", num[5], "schedule", ntpu_lr_schedule_name(o->schedule), "step_size", num[6],
-        "gamma", num[7], "total_steps", num[8], "step", num[9]};
+    const char *kv[META_MAX + 1] = {"format",       CKPT_FORMAT,
+                                    "sizes",        sizes,
+                                    "optimizer",    ntpu_optimizer_name(o->kind),
+                                    "lr",           num[0],
+                                    "momentum",     num[1],
+                                    "beta1",        num[2],
+                                    "beta2",        num[3],
+                                    "eps",          num[4],
+                                    "weight_decay", num[5],
+                                    "schedule",     ntpu_lr_schedule_name(o->schedule),
+                                    "step_size",    num[6],
+                                    "gamma",        num[7],
+                                    "total_steps",  num[8],
+                                    "step",         num[9]};
     size_t nkv = 28;
     for (size_t i = 0; meta && meta[i] && meta[i + 1] && nkv + 2 <= META_MAX; i += 2) {
         kv[nkv++] = meta[i];
@@ -180,11 +189,16 @@ ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t max_batch
         const char *key;
         float *f;
         uint64_t *u;
-    } keys[] = {{"lr", &opt.lr, NULL},         {"momentum", &opt.momentum, NULL},
-                {"beta1", &opt.beta1, NULL},   {"beta2", &opt.beta2, NULL},
-                {"eps", &opt.eps, NULL},       {"weight_decay", &opt.weight_decay, NULL},
-                {"gamma", &opt.gamma, NULL},   {"step_size", NULL, &opt.step_size},
-                {"total_steps", NULL, &opt.total_steps}, {"step", NULL, &step}};
+    } keys[] = {{"lr", &opt.lr, NULL},
+                {"momentum", &opt.momentum, NULL},
+                {"beta1", &opt.beta1, NULL},
+                {"beta2", &opt.beta2, NULL},
+                {"eps", &opt.eps, NULL},
+                {"weight_decay", &opt.weight_decay, NULL},
+                {"gamma", &opt.gamma, NULL},
+                {"step_size", NULL, &opt.step_size},
+                {"total_steps", NULL, &opt.total_steps},
+                {"step", NULL, &step}};
     const char *what = NULL;
     if (n_sizes < 2 || n_sizes > NTPU_MAX_LAYERS + 1)
         what = "sizes";
@@ -199,8 +213,8 @@ ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t max_batch
         what = ntpu_optim_bad_setting(&opt);
     if (what) {
         ntpu_safetensors_free(f);
-        return ntpu_fail(dev, NTPU_ERR_FORMAT, "%s: not a valid nanoTPU checkpoint (its '%s' is missing or out of range)",
-                         path, what);
+        return ntpu_fail(dev, NTPU_ERR_FORMAT,
+                         "%s: not a valid nanoTPU checkpoint (its '%s' is missing or out of range)", path, what);
     }
     ntpu_model *m;
     if ((st = ntpu_model_alloc(dev, sizes, n_sizes, max_batch, &opt, &m)) != NTPU_OK) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Multilayer perceptron training on the device (see ntpu/nn.h and
  * docs/training.md). The host plans where every tensor lives in the device's
  * memories, streams the commands of each step, and keeps the fp32 master
@@ -129,10 +130,13 @@ static ntpu_status plan(ntpu_model *m)
         m->os_b[l] = (uint32_t)os;
         os += 2 * (size_t)m->tiles[l + 1];
     }
-    const struct { const char *name; size_t need, have; } mem[] = {{"UB", ub, dev->info.ub_rows},
-                                                                   {"WB", wb, dev->info.wb_rows},
-                                                                   {"ACC", acc, dev->info.acc_rows},
-                                                                   {"OS", os, dev->info.os_rows}};
+    const struct {
+        const char *name;
+        size_t need, have;
+    } mem[] = {{"UB", ub, dev->info.ub_rows},
+               {"WB", wb, dev->info.wb_rows},
+               {"ACC", acc, dev->info.acc_rows},
+               {"OS", os, dev->info.os_rows}};
     for (size_t i = 0; i < 4; i++)
         if (mem[i].need > mem[i].have) {
             snprintf(m->why, sizeof m->why, "needs %zu %s rows for batches of %zu, the device has %zu", mem[i].need,
@@ -198,15 +202,16 @@ const char *ntpu_optim_bad_setting(const ntpu_optim_config *o)
 }
 
 ntpu_status ntpu_model_alloc(ntpu_device *dev, const unsigned *sizes, size_t n_sizes, size_t max_batch,
-                              const ntpu_optim_config *opt, ntpu_model **out)
+                             const ntpu_optim_config *opt, ntpu_model **out)
 {
     ntpu_status st = ntpu_check_dev(dev);
     if (st != NTPU_OK)
         return st;
-    if (!out || !sizes || !opt || n_sizes < 2 || n_sizes > NTPU_MAX_LAYERS + 1 || max_batch == 0 ||
-        max_batch > 65535)
-        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "model: need 2..%d layer sizes, a batch of 1..65535 and an "
-                         "optimizer", NTPU_MAX_LAYERS + 1);
+    if (!out || !sizes || !opt || n_sizes < 2 || n_sizes > NTPU_MAX_LAYERS + 1 || max_batch == 0 || max_batch > 65535)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG,
+                         "model: need 2..%d layer sizes, a batch of 1..65535 and an "
+                         "optimizer",
+                         NTPU_MAX_LAYERS + 1);
     for (size_t i = 0; i < n_sizes; i++)
         if (sizes[i] == 0 || sizes[i] > 65536)
             return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "model: layer size %u out of range", sizes[i]);
@@ -216,7 +221,8 @@ ntpu_status ntpu_model_alloc(ntpu_device *dev, const unsigned *sizes, size_t n_s
     /* Without the vector unit or TRANSPOSE_A the library does that work on the host
      * (fallback/vector_host.c, fallback/transpose_host.c). */
     if (!(dev->info.dtypes & NTPU_DTYPE_BF16_BIT) || !(dev->info.features & NTPU_FEATURE_TRANSPOSE_BIT))
-        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "training needs bf16 and transposed weights (protocol 1.1); "
+        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED,
+                         "training needs bf16 and transposed weights (protocol 1.1); "
                          "this device lacks them");
     ntpu_model *m = calloc(1, sizeof *m);
     if (!m)
@@ -378,7 +384,7 @@ ntpu_status ntpu_model_set_device_optimizer(ntpu_model *m, int on)
         return st;
     m->opt.device = on != 0;
     if (m->streamed)
-        return NTPU_OK; /* devopt stays 0, devopt_why says why */
+        return NTPU_OK;             /* devopt stays 0, devopt_why says why */
     if ((st = place(m)) != NTPU_OK) /* it was resident: the plain layout fits */
         return ntpu_fail(m->dev, st, "model: %s", m->why);
     return ntpu_model_sync(m);
@@ -391,7 +397,8 @@ ntpu_status ntpu_model_check_device_optimizer(const ntpu_model *m)
     if (m->devopt)
         return NTPU_OK;
     if (!m->opt.device)
-        return ntpu_fail(m->dev, NTPU_ERR_UNSUPPORTED, "the optimizer was not asked to run on the device "
+        return ntpu_fail(m->dev, NTPU_ERR_UNSUPPORTED,
+                         "the optimizer was not asked to run on the device "
                          "(ntpu_optim_config.device is 0)");
     return ntpu_fail(m->dev, NTPU_ERR_UNSUPPORTED, "%s", m->devopt_why);
 }
@@ -432,7 +439,10 @@ static ntpu_status upload(ntpu_model *m)
     return NTPU_OK;
 }
 
-static ntpu_status evict(void *m) { return ntpu_model_fetch(m); }
+static ntpu_status evict(void *m)
+{
+    return ntpu_model_fetch(m);
+}
 
 /* Before m's work on the device: when something else used the memories since m last did (its
  * quantized copy, ntpu_matmul, another model), they are m's again, with its weights written anew.
@@ -458,8 +468,8 @@ ntpu_status ntpu_model_sync(ntpu_model *m)
     return st;
 }
 
-ntpu_status ntpu_model_create(ntpu_device *dev, const unsigned *sizes, size_t n_sizes, size_t max_batch,
-                              uint64_t seed, const ntpu_optim_config *opt, ntpu_model **out)
+ntpu_status ntpu_model_create(ntpu_device *dev, const unsigned *sizes, size_t n_sizes, size_t max_batch, uint64_t seed,
+                              const ntpu_optim_config *opt, ntpu_model **out)
 {
     ntpu_model *m;
     ntpu_status st = ntpu_model_alloc(dev, sizes, n_sizes, max_batch, opt, &m);
@@ -660,8 +670,7 @@ static ntpu_status backward(ntpu_model *m, size_t bp)
                 st = ntpu_vec_optim_adam(dev, decoupled, (uint32_t)(m->acc_mw[l] + nt * blk), dw, (uint32_t)(ti * n),
                                          m->acc_k, (uint32_t)(m->os_w[l] + nt * 2 * ti * n));
             else if (st == NTPU_OK && m->devopt)
-                st = ntpu_vec_optim(dev, oflags, (uint32_t)(m->acc_mw[l] + nt * blk), dw, (uint32_t)(ti * n),
-                                    m->acc_k);
+                st = ntpu_vec_optim(dev, oflags, (uint32_t)(m->acc_mw[l] + nt * blk), dw, (uint32_t)(ti * n), m->acc_k);
         }
         if (st == NTPU_OK && adam)
             st = ntpu_vec_optim_adam(dev, decoupled, m->acc_b[l], m->acc_db[l], (uint32_t)to, m->acc_k, m->os_b[l]);
@@ -675,12 +684,11 @@ static ntpu_status backward(ntpu_model *m, size_t bp)
                 for (size_t ot = 0; ot < to && st == NTPU_OK; ot++) {
                     st = ntpu_load_w(dev, (uint32_t)(m->wb_w[l] + (ot * ti + it) * n), 1);
                     if (st == NTPU_OK)
-                        st = ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, (uint32_t)(m->ub_g[l] + ot * bp), z,
-                                              (uint32_t)bp, ot > 0);
+                        st = ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, (uint32_t)(m->ub_g[l] + ot * bp), z, (uint32_t)bp,
+                                              ot > 0);
                 }
                 if (st == NTPU_OK)
-                    st = ntpu_vec_relu_grad(dev, NTPU_OUT_ACC, z, z, (uint32_t)bp,
-                                            (uint32_t)(m->ub_x[l] + it * bp));
+                    st = ntpu_vec_relu_grad(dev, NTPU_OUT_ACC, z, z, (uint32_t)bp, (uint32_t)(m->ub_x[l] + it * bp));
             }
         /* Device optimizer: the updated weights, rounded to bf16, where the next
          * forward pass loads them; only now, as dX above used the old ones. */
@@ -743,8 +751,8 @@ static ntpu_status prepare_programs(ntpu_model *m, size_t bp, int *use)
         if ((st = record(m, bp, 0, &m->prog_fwd)) != NTPU_OK || (st = record(m, bp, 1, &m->prog_bwd)) != NTPU_OK)
             return st;
         uint32_t fr = ntpu_program_rows(m->prog_fwd), br = ntpu_program_rows(m->prog_bwd);
-        m->prog_fits = m->prog_fwd && m->prog_bwd && (uint64_t)fr + br <= dev->info.pm_rows && fr <= 65535 &&
-                       br <= 65535;
+        m->prog_fits =
+            m->prog_fwd && m->prog_bwd && (uint64_t)fr + br <= dev->info.pm_rows && fr <= 65535 && br <= 65535;
         m->prog_pm_writes = dev->pm_writes - 1; /* not uploaded yet */
     }
     if (!m->prog_fits)
@@ -874,8 +882,8 @@ ntpu_status ntpu_check_labels(const ntpu_model *m, const uint8_t *labels, size_t
     return NTPU_OK;
 }
 
-ntpu_status ntpu_model_evaluate(ntpu_model *m, const float *x, const uint8_t *labels, size_t count,
-                                double *accuracy, double *loss)
+ntpu_status ntpu_model_evaluate(ntpu_model *m, const float *x, const uint8_t *labels, size_t count, double *accuracy,
+                                double *loss)
 {
     if (!m || !x || !labels || count == 0)
         return m ? ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "evaluate: no samples") : NTPU_ERR_INVALID_ARG;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The model's insides, shared by training (nn.c, nn_stream.c), checkpoints
  * (checkpoint.c) and quantization (quant.c). */
 #ifndef NTPU_NN_INTERNAL_H
@@ -81,7 +82,10 @@ const char *ntpu_optim_bad_setting(const ntpu_optim_config *o);
 int ntpu_optimizer_find(const char *name, ntpu_optimizer *out);
 int ntpu_lr_schedule_find(const char *name, ntpu_lr_schedule *out);
 
-static inline size_t ntpu_round_up(size_t x, size_t n) { return (x + n - 1) / n * n; }
+static inline size_t ntpu_round_up(size_t x, size_t n)
+{
+    return (x + n - 1) / n * n;
+}
 
 /* NTPU_OK when every label is below the model's class count, else NTPU_ERR_INVALID_ARG naming the
  * first that is not (what: "train", "evaluate", ...): a label indexes the logits. */

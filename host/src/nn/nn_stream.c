@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Training a model that does not fit the device's memories (docs/training.md,
  * docs/decisions/0011-streamed-training.md): the weights, activations and
  * gradients live on the host, every product goes through the tiled
@@ -28,7 +29,10 @@
 #include "ntpu/numerics.h"
 #include "numerics_internal.h"
 
-static size_t padded(const ntpu_model *m, size_t i) { return (size_t)m->tiles[i] * m->n; }
+static size_t padded(const ntpu_model *m, size_t i)
+{
+    return (size_t)m->tiles[i] * m->n;
+}
 
 ntpu_status ntpu_stream_alloc(ntpu_model *m)
 {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fp32 optimizers and learning-rate schedules (see ntpu/optim.h). */
 #include <math.h>
 #include <string.h>
@@ -25,15 +26,13 @@ ntpu_optim_config ntpu_optim_defaults(ntpu_optimizer kind)
 float ntpu_optim_lr(const ntpu_optim_config *cfg, uint64_t t)
 {
     switch (cfg->schedule) {
-    case NTPU_LR_STEP:
-        return cfg->lr * powf(cfg->gamma, (float)(t / (cfg->step_size ? cfg->step_size : 1)));
+    case NTPU_LR_STEP: return cfg->lr * powf(cfg->gamma, (float)(t / (cfg->step_size ? cfg->step_size : 1)));
     case NTPU_LR_COSINE: {
         uint64_t total = cfg->total_steps ? cfg->total_steps : 1;
         double x = (double)(t < total ? t : total) / (double)total;
         return (float)(cfg->lr * 0.5 * (1.0 + cos(3.14159265358979323846 * x)));
     }
-    default:
-        return cfg->lr;
+    default: return cfg->lr;
     }
 }
 
@@ -45,7 +44,10 @@ const char *ntpu_optimizer_name(ntpu_optimizer kind)
     return (unsigned)kind < 4 ? optimizer_names[kind] : "unknown";
 }
 
-const char *ntpu_lr_schedule_name(ntpu_lr_schedule s) { return (unsigned)s < 3 ? schedule_names[s] : "unknown"; }
+const char *ntpu_lr_schedule_name(ntpu_lr_schedule s)
+{
+    return (unsigned)s < 3 ? schedule_names[s] : "unknown";
+}
 
 /* The index of name in names[0..n), or -1 (name NULL included). */
 static int find_name(const char *const *names, unsigned n, const char *name)
@@ -83,8 +85,10 @@ ntpu_status ntpu_optimizer_parse(const char *name, ntpu_optimizer *out)
 ntpu_status ntpu_lr_schedule_parse(const char *name, ntpu_lr_schedule *out)
 {
     if (!out || ntpu_lr_schedule_find(name, out))
-        return ntpu_fail(NULL, NTPU_ERR_INVALID_ARG, "unknown learning-rate schedule '%s' (expected constant, step "
-                         "or cosine)", name ? name : "(null)");
+        return ntpu_fail(NULL, NTPU_ERR_INVALID_ARG,
+                         "unknown learning-rate schedule '%s' (expected constant, step "
+                         "or cosine)",
+                         name ? name : "(null)");
     return NTPU_OK;
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Post-training int8 quantization and int8 inference on the device (see
  * ntpu/nn.h). Symmetric scales, zero point 0: q = round(x / s), |q| <= 127.
  *
@@ -15,10 +16,10 @@
 
 struct ntpu_qmodel {
     ntpu_model *m;
-    ntpu_device *dev; /* m's, kept for ntpu_qmodel_free: a copy may outlive its model */
-    float in_scale[NTPU_MAX_LAYERS];   /* scale of layer l's input activations */
-    float *w_scale[NTPU_MAX_LAYERS];   /* per output channel */
-    int32_t *bias_q[NTPU_MAX_LAYERS];  /* last layer's biases, added on the host */
+    ntpu_device *dev;                 /* m's, kept for ntpu_qmodel_free: a copy may outlive its model */
+    float in_scale[NTPU_MAX_LAYERS];  /* scale of layer l's input activations */
+    float *w_scale[NTPU_MAX_LAYERS];  /* per output channel */
+    int32_t *bias_q[NTPU_MAX_LAYERS]; /* last layer's biases, added on the host */
     uint32_t ub_x[NTPU_MAX_LAYERS], wb_w[NTPU_MAX_LAYERS], acc_z[NTPU_MAX_LAYERS], acc_aux[NTPU_MAX_LAYERS];
     /* What it keeps in the device's memories, to write again when it gets them back (from its model,
      * ntpu_matmul, ...): the int8 weight tiles and the bias / multiplier / shift rows of each layer. */
@@ -252,7 +253,8 @@ ntpu_status ntpu_qmodel_predict(ntpu_qmodel *q, const float *x, size_t batch, fl
             }
             if (st == NTPU_OK && l + 1 < L)
                 st = ntpu_vec_act(dev, NTPU_ACT_BIAS | NTPU_ACT_RELU | NTPU_OUT_INT8, (uint32_t)(q->acc_z[l] + nt * bp),
-                                  (uint32_t)(q->ub_x[l + 1] + nt * bp), (uint32_t)bp, (uint32_t)(q->acc_aux[l] + 3 * nt));
+                                  (uint32_t)(q->ub_x[l + 1] + nt * bp), (uint32_t)bp,
+                                  (uint32_t)(q->acc_aux[l] + 3 * nt));
         }
     }
     uint32_t *acc = (uint32_t *)rows;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The USB protocol of the boards' FTDI chips as pure functions (see ftdi_proto.h). */
 #include "ftdi_proto.h"
 
@@ -155,11 +156,8 @@ const char *ntpu_ftdi_line_errors_str(unsigned errors, char *buf, size_t len)
         unsigned bit;
         const char *name;
     } names[] = {
-        {NTPU_FTDI_LS_OE, "overrun"},
-        {NTPU_FTDI_LS_PE, "parity error"},
-        {NTPU_FTDI_LS_FE, "framing error"},
-        {NTPU_FTDI_LS_BI, "break"},
-        {NTPU_FTDI_LS_FIFO, "receive FIFO error"},
+        {NTPU_FTDI_LS_OE, "overrun"}, {NTPU_FTDI_LS_PE, "parity error"},         {NTPU_FTDI_LS_FE, "framing error"},
+        {NTPU_FTDI_LS_BI, "break"},   {NTPU_FTDI_LS_FIFO, "receive FIFO error"},
     };
     if (!buf || !len)
         return buf;

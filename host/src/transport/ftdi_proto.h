@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The USB protocol of the FTDI UART chips on the boards (the iCEBreaker's
  * FT2232H, the ULX3S's FT231X) as pure functions, for the "ftdi" transport
  * (transport_ftdi.c): which chip is on which board, the baud-rate divisor, the
@@ -37,9 +38,18 @@ const ntpu_ftdi_chip *ntpu_ftdi_chip_by_pid(uint16_t pid); /* NULL if unknown */
  * channel as interface + 1 (wIndex), and each channel has its own endpoints. */
 #define NTPU_FTDI_IFACE_A 0u
 #define NTPU_FTDI_IFACE_B 1u
-static inline uint16_t ntpu_ftdi_chan_index(unsigned iface) { return (uint16_t)(iface + 1u); }
-static inline uint8_t ntpu_ftdi_ep_out(unsigned iface) { return (uint8_t)(0x02u + 2u * iface); } /* 0x02, 0x04 */
-static inline uint8_t ntpu_ftdi_ep_in(unsigned iface) { return (uint8_t)(0x81u + 2u * iface); }  /* 0x81, 0x83 */
+static inline uint16_t ntpu_ftdi_chan_index(unsigned iface)
+{
+    return (uint16_t)(iface + 1u);
+}
+static inline uint8_t ntpu_ftdi_ep_out(unsigned iface)
+{
+    return (uint8_t)(0x02u + 2u * iface);
+} /* 0x02, 0x04 */
+static inline uint8_t ntpu_ftdi_ep_in(unsigned iface)
+{
+    return (uint8_t)(0x81u + 2u * iface);
+} /* 0x81, 0x83 */
 
 /* ------------------------------------------------------------------ baud rate */
 
@@ -130,16 +140,19 @@ ntpu_ftdi_ctrl ntpu_ftdi_req_baud(const ntpu_ftdi_baud *b);
 
 /* What the status bytes of a stream of packets said. */
 typedef struct ntpu_ftdi_status {
-    uint8_t modem;        /* latest modem status byte */
-    uint8_t line;         /* latest line status byte */
-    unsigned errors;      /* OR of the NTPU_FTDI_LS_ERRORS bits seen */
-    uint64_t packets;     /* packets seen (a runt packet of 0 or 1 bytes counts too) */
-    uint64_t runts;       /* packets too short to hold the two status bytes: dropped */
+    uint8_t modem;          /* latest modem status byte */
+    uint8_t line;           /* latest line status byte */
+    unsigned errors;        /* OR of the NTPU_FTDI_LS_ERRORS bits seen */
+    uint64_t packets;       /* packets seen (a runt packet of 0 or 1 bytes counts too) */
+    uint64_t runts;         /* packets too short to hold the two status bytes: dropped */
     uint64_t error_packets; /* packets whose line status carried an error bit */
 } ntpu_ftdi_status;
 
 /* The error bits of a line status byte. */
-static inline unsigned ntpu_ftdi_line_errors(uint8_t line) { return line & NTPU_FTDI_LS_ERRORS; }
+static inline unsigned ntpu_ftdi_line_errors(uint8_t line)
+{
+    return line & NTPU_FTDI_LS_ERRORS;
+}
 
 /* Describes error bits ("overrun, framing error") into buf; "none" for 0.
  * Returns buf. */

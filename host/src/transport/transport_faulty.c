@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A transport that damages the bytes of another one, for testing the link's
  * recovery (docs/protocol.md, "Retransmission"): in both directions each byte
  * is dropped with probability rate/2, or has one bit flipped with probability
@@ -82,8 +83,8 @@ static void faulty_close(void *ctx)
     free(f);
 }
 
-ntpu_status ntpu_transport_faulty_wrap(ntpu_transport inner, double rate, uint64_t seed, ntpu_transport *out,
-                                       char *err, size_t errlen)
+ntpu_status ntpu_transport_faulty_wrap(ntpu_transport inner, double rate, uint64_t seed, ntpu_transport *out, char *err,
+                                       size_t errlen)
 {
     if (!(rate >= 0.0 && rate <= 1.0)) {
         ntpu_errf(err, errlen, "faults=%g is not a probability in 0..1", rate);

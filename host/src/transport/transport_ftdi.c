@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The "ftdi" transport: a board behind an FTDI USB-UART chip (the
  * iCEBreaker's FT2232H, the ULX3S's FT231X), one channel of it used as a UART
  * to the FPGA, driven through libusb.
@@ -29,10 +30,10 @@
 #define FTDI_OUT_CHUNK (64u * 1024)     /* bytes per bulk-OUT transfer */
 #define FTDI_CTRL_TIMEOUT_MS 1000u
 #define FTDI_LATENCY_MS 1u
-#define FTDI_RX_LIMIT (64u << 20)     /* bytes queued and unread before the transport gives up */
-#define FTDI_CLOSE_WAIT_MS 2000u      /* for cancelled transfers to come back */
-#define FTDI_EVENT_SLICE_US 100000    /* the event thread looks at its stop flag this often */
-#define FTDI_OUT_MARGIN_MS 1000u      /* write timeout beyond twice the time on the wire */
+#define FTDI_RX_LIMIT (64u << 20)  /* bytes queued and unread before the transport gives up */
+#define FTDI_CLOSE_WAIT_MS 2000u   /* for cancelled transfers to come back */
+#define FTDI_EVENT_SLICE_US 100000 /* the event thread looks at its stop flag this often */
+#define FTDI_OUT_MARGIN_MS 1000u   /* write timeout beyond twice the time on the wire */
 #define FTDI_MSG_LEN 200
 
 static const char udev_hint[] = "add a udev rule (see docs/boards.md)";
@@ -94,7 +95,10 @@ static void wait_until(ftdi_ctx *c, uint64_t deadline_ms)
     pthread_cond_timedwait(&c->cv, &c->mu, &ts);
 }
 
-static char iface_letter(unsigned iface) { return iface == NTPU_FTDI_IFACE_A ? 'A' : 'B'; }
+static char iface_letter(unsigned iface)
+{
+    return iface == NTPU_FTDI_IFACE_A ? 'A' : 'B';
+}
 
 /* Records the first fatal error (mu held) and wakes every waiter. */
 static void set_fail(ftdi_ctx *c, ntpu_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -118,8 +122,8 @@ static void fail_transfer(ftdi_ctx *c, enum libusb_transfer_status s, uint8_t ep
         set_fail(c, NTPU_ERR_IO, "the board was unplugged (the %s left the USB bus)", c->chip->name);
         break;
     case LIBUSB_TRANSFER_STALL:
-        set_fail(c, NTPU_ERR_IO, "USB pipe error: endpoint 0x%02X of the %s stalled (board unplugged or reset?)",
-                 ep, c->chip->name);
+        set_fail(c, NTPU_ERR_IO, "USB pipe error: endpoint 0x%02X of the %s stalled (board unplugged or reset?)", ep,
+                 c->chip->name);
         break;
     case LIBUSB_TRANSFER_OVERFLOW:
         set_fail(c, NTPU_ERR_IO, "USB overflow on endpoint 0x%02X of the %s", ep, c->chip->name);
@@ -137,8 +141,7 @@ static void fail_call(ftdi_ctx *c, int r, const char *what)
     if (r == LIBUSB_ERROR_NO_DEVICE)
         set_fail(c, NTPU_ERR_IO, "the board was unplugged (the %s left the USB bus)", c->chip->name);
     else
-        set_fail(c, NTPU_ERR_IO, "%s on the %s failed: %s (board unplugged?)", what, c->chip->name,
-                 libusb_strerror(r));
+        set_fail(c, NTPU_ERR_IO, "%s on the %s failed: %s (board unplugged?)", what, c->chip->name, libusb_strerror(r));
 }
 
 /* Appends what the UART reported since the last message, if anything, to err. */
@@ -268,8 +271,8 @@ static ntpu_status ftdi_send(void *ctx, const uint8_t *buf, size_t n, char *err,
             deadline = now_ms() + FTDI_CLOSE_WAIT_MS;
             while (c->out_busy && now_ms() < deadline)
                 wait_until(c, deadline);
-            set_fail(c, NTPU_ERR_IO, "a write to the %s did not finish in %u ms; the USB stack is stuck",
-                     c->chip->name, timeout + FTDI_CLOSE_WAIT_MS);
+            set_fail(c, NTPU_ERR_IO, "a write to the %s did not finish in %u ms; the USB stack is stuck", c->chip->name,
+                     timeout + FTDI_CLOSE_WAIT_MS);
             ntpu_errf(err, errlen, "%s", c->fail_msg);
             pthread_mutex_unlock(&c->mu);
             return NTPU_ERR_IO;
@@ -279,8 +282,8 @@ static ntpu_status ftdi_send(void *ctx, const uint8_t *buf, size_t n, char *err,
         ntpu_status st = NTPU_OK;
         if (s == LIBUSB_TRANSFER_TIMED_OUT) {
             /* Not fatal: the chip stopped taking bytes, which a later call may see differently. */
-            ntpu_errf(err, errlen, "the %s took %d of %zu bytes in %u ms (is the board's UART stuck?)",
-                      c->chip->name, actual, chunk, timeout);
+            ntpu_errf(err, errlen, "the %s took %d of %zu bytes in %u ms (is the board's UART stuck?)", c->chip->name,
+                      actual, chunk, timeout);
             st = NTPU_ERR_TIMEOUT;
         } else if (s != LIBUSB_TRANSFER_COMPLETED || (size_t)actual != chunk) {
             if (s == LIBUSB_TRANSFER_COMPLETED)
@@ -459,8 +462,7 @@ static const char *wanted_str(const ntpu_ftdi_opts *o, char *buf, size_t len)
         if (o->chip && o->chip != chip)
             continue;
         size_t used = strlen(buf);
-        snprintf(buf + used, len - used, "%s%s (%04x:%04x)", used ? " or " : "", chip->name, NTPU_FTDI_VID,
-                 chip->pid);
+        snprintf(buf + used, len - used, "%s%s (%04x:%04x)", used ? " or " : "", chip->name, NTPU_FTDI_VID, chip->pid);
     }
     return buf;
 }
@@ -585,16 +587,15 @@ static ntpu_status claim(ftdi_ctx *c, char *err, size_t errlen)
 
 static ntpu_status control(ftdi_ctx *c, ntpu_ftdi_ctrl q, char *err, size_t errlen)
 {
-    int r = libusb_control_transfer(c->h, q.request_type, q.request, q.value, q.index, NULL, 0,
-                                    FTDI_CTRL_TIMEOUT_MS);
+    int r = libusb_control_transfer(c->h, q.request_type, q.request, q.value, q.index, NULL, 0, FTDI_CTRL_TIMEOUT_MS);
     if (r >= 0)
         return NTPU_OK;
     if (r == LIBUSB_ERROR_NO_DEVICE) {
         ntpu_errf(err, errlen, "the %s left the USB bus while being set up (%s)", c->chip->name, q.what);
         return NTPU_ERR_NO_DEVICE;
     }
-    ntpu_errf(err, errlen, "the %s refused '%s' (request 0x%02X, value 0x%04X, index 0x%04X): %s", c->chip->name, q.what,
-              q.request, q.value, q.index, libusb_strerror(r));
+    ntpu_errf(err, errlen, "the %s refused '%s' (request 0x%02X, value 0x%04X, index 0x%04X): %s", c->chip->name,
+              q.what, q.request, q.value, q.index, libusb_strerror(r));
     return NTPU_ERR_IO;
 }
 
@@ -715,8 +716,8 @@ static ntpu_status open_ctx(ftdi_ctx *c, const char *opts, char *err, size_t err
     c->ep_out = ntpu_ftdi_ep_out(c->iface);
     r = libusb_get_max_packet_size(libusb_get_device(c->h), c->ep_in);
     if (r < 3) {
-        ntpu_errf(err, errlen, "the %s has no usable bulk-IN endpoint 0x%02X for interface %c (%s)", c->chip->name, c->ep_in,
-                  iface_letter(c->iface), r < 0 ? libusb_strerror(r) : "packets too small");
+        ntpu_errf(err, errlen, "the %s has no usable bulk-IN endpoint 0x%02X for interface %c (%s)", c->chip->name,
+                  c->ep_in, iface_letter(c->iface), r < 0 ? libusb_strerror(r) : "packets too small");
         return NTPU_ERR_NO_DEVICE;
     }
     /* 512 at high speed; 64 if the board sits behind a full-speed hub. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The "ref" transport: the golden model (sim/ref) in-process. It executes each
  * frame the moment its last byte arrives, so a reply that is not queued when
  * asked for will never come: recv gives up at once instead of waiting. */
@@ -25,7 +26,10 @@ static ntpu_status ref_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeout_
     return *got == n ? NTPU_OK : NTPU_ERR_TIMEOUT;
 }
 
-static void ref_close(void *ctx) { ntpu_ref_free(ctx); }
+static void ref_close(void *ctx)
+{
+    ntpu_ref_free(ctx);
+}
 
 static const ntpu_transport_ops ref_ops = {
     .name = "ref",
@@ -50,9 +54,9 @@ static int parse_opts(const char *opts, ntpu_ref_config *cfg, char *err, size_t 
         {"acc", offsetof(ntpu_ref_config, acc_rows), 1, 65536},
         {"os", offsetof(ntpu_ref_config, os_rows), 0, 65536}, /* 0: no OS, as the boards (no ADAM) */
         {"payload", offsetof(ntpu_ref_config, max_payload), 1 + NTPU_COUNTERS_BYTES, 65535},
-        {"novec", offsetof(ntpu_ref_config, no_vector), 0, 1}, /* 1: as a board built with VEC_EN = 0 */
+        {"novec", offsetof(ntpu_ref_config, no_vector), 0, 1},      /* 1: as a board built with VEC_EN = 0 */
         {"notra", offsetof(ntpu_ref_config, no_transpose_a), 0, 1}, /* 1: as one with TRANSPOSE_A_EN = 0 */
-        {"pm", offsetof(ntpu_ref_config, pm_rows), 0, 65536}, /* 0: no PROGRAM, as PM_ROWS = 0 */
+        {"pm", offsetof(ntpu_ref_config, pm_rows), 0, 65536},       /* 0: no PROGRAM, as PM_ROWS = 0 */
     };
     const char *p = opts;
     unsigned given = 0; /* a bit per key: one given twice is a mistake, not "the last wins" */
@@ -65,7 +69,9 @@ static int parse_opts(const char *opts, ntpu_ref_config *cfg, char *err, size_t 
             while (i < nk && !(strlen(keys[i].key) == (size_t)(eq - p) && !strncmp(keys[i].key, p, eq - p)))
                 i++;
         if (!eq || i == nk) {
-            ntpu_errf(err, errlen, "unknown ref option '%.*s' (expected n=, ub=, wb=, acc=, os=, pm=, payload=, novec=, notra=)", (int)len, p);
+            ntpu_errf(err, errlen,
+                      "unknown ref option '%.*s' (expected n=, ub=, wb=, acc=, os=, pm=, payload=, novec=, notra=)",
+                      (int)len, p);
             return -1;
         }
         uint64_t v = 0;
@@ -102,11 +108,12 @@ ntpu_status ntpu_transport_ref_open(const char *opts, ntpu_transport *out, char 
         return NTPU_ERR_INVALID_ARG;
     ntpu_ref *ref = ntpu_ref_new(&cfg);
     if (!ref) {
-        ntpu_errf(err, errlen,
-                  "cannot create the golden model with n=%u ub=%u wb=%u acc=%u os=%u pm=%u payload=%u novec=%u notra=%u "
-                  "(out of memory)",
-                  cfg.n, cfg.ub_rows, cfg.wb_rows, cfg.acc_rows, cfg.os_rows, cfg.pm_rows, cfg.max_payload, cfg.no_vector,
-                  cfg.no_transpose_a);
+        ntpu_errf(
+            err, errlen,
+            "cannot create the golden model with n=%u ub=%u wb=%u acc=%u os=%u pm=%u payload=%u novec=%u notra=%u "
+            "(out of memory)",
+            cfg.n, cfg.ub_rows, cfg.wb_rows, cfg.acc_rows, cfg.os_rows, cfg.pm_rows, cfg.max_payload, cfg.no_vector,
+            cfg.no_transpose_a);
         return NTPU_ERR_INVALID_ARG;
     }
     out->ops = &ref_ops;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The "vsim" transport: the Verilator model of the RTL (sim/vsim) in-process.
  * Time is simulated, so a timeout is counted in clock cycles in which no byte
  * moves either way, not in wall-clock time. */
@@ -29,7 +30,10 @@ static ntpu_status vsim_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeout
     return *got == n ? NTPU_OK : NTPU_ERR_TIMEOUT;
 }
 
-static void vsim_close(void *ctx) { ntpu_vsim_free(ctx); }
+static void vsim_close(void *ctx)
+{
+    ntpu_vsim_free(ctx);
+}
 
 /* Non-zero if one of the comma-separated options is board=...: a whole board. */
 static int names_board(const char *opts)

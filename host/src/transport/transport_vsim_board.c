@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The "vsim:board=..." transport: a whole board simulated (sim/vsim/vsim_board.cpp),
  * the board top's Verilator model reached through its UART pins at bit level.
  * It is that board as far as the host can tell, so it declares the same limits
@@ -28,7 +29,10 @@ static ntpu_status board_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeou
     return *got == n ? NTPU_OK : NTPU_ERR_TIMEOUT;
 }
 
-static void board_close(void *ctx) { ntpu_vsim_board_free(ctx); }
+static void board_close(void *ctx)
+{
+    ntpu_vsim_board_free(ctx);
+}
 
 static const ntpu_transport_ops board_ops = {
     .name = "vsim:board",

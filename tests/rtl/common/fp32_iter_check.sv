@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Drives an iterative fp32 operator (start, x, y in; busy, done, result out) through the vectors
 // gen.c wrote to +dir=DIR (vectors.hex: x, y, expected result as 24 hex digits a line; count.hex:
 // the number of lines) and checks every result bit for bit, that done comes exactly LATENCY cycles

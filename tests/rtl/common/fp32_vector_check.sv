@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Drives a combinational fp32 operator (x, y, en in; result out) through the vectors gen.c wrote
 // to +dir=DIR (vectors.hex: x, y, expected result as 24 hex digits a line; count.hex: the number
 // of lines) and checks every result bit for bit; with en low the result must be 0. Prints PASS,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the vector generators of the numeric benches (tests/rtl/<bench>/gen.c, included as
  * "../common/gen_vectors.h"): the seeded splitmix64 stream, the `gen OUTDIR [SEED]` command line,
  * fp32 fields, and the vectors.hex / count.hex pair that single-file benches read.
@@ -22,7 +23,10 @@ static inline uint64_t rng(void) /* splitmix64 */
     return z ^ (z >> 31);
 }
 
-static inline uint32_t rnd(uint32_t n) { return (uint32_t)(rng() % n); }
+static inline uint32_t rnd(uint32_t n)
+{
+    return (uint32_t)(rng() % n);
+}
 
 /* Checks that OUTDIR is given and seeds the stream from SEED, else from `seed` (each bench has its
  * own, so that benches do not draw the same numbers). 0 after the usage message. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Stimulus and expected results for the ntpu_array bench, for N = 4 and N = 8.
  *
  * Plays the sequencer: loads random weight tiles, normal and transposed, into both buffers with
@@ -32,7 +33,10 @@
 
 #define MAX_N 8
 
-static int chance(unsigned percent) { return rnd(100) < percent; }
+static int chance(unsigned percent)
+{
+    return rnd(100) < percent;
+}
 
 static const uint16_t bf16_specials[] = {
     0x0000, 0x8000, 0x0001, 0x807F, 0x0080, 0x8080, 0x7F7F, 0xFF7F,
@@ -55,8 +59,8 @@ static uint16_t bf16_value(void)
 
 static uint32_t fp32_acc(void)
 {
-    static const uint32_t sp[] = {0x00000000, 0x80000000, 0x00000001, 0x80400000, 0x7F800000,
-                                  0xFF800000, 0x7FC00000, 0x7F7FFFFF};
+    static const uint32_t sp[] = {0x00000000, 0x80000000, 0x00000001, 0x80400000,
+                                  0x7F800000, 0xFF800000, 0x7FC00000, 0x7F7FFFFF};
     switch (rnd(16)) {
     case 0: return sp[rnd(sizeof sp / sizeof sp[0])];
     case 1: return (uint32_t)rng();
@@ -73,14 +77,20 @@ static uint16_t bf16_in(uint32_t lo, uint32_t hi)
 /* Rows at an end of fp32's range: activations of 2^-126..2^-113 (edge 1) or 2^113..2^127 (edge 2)
  * against weights of mostly 2^-10..2^10, so that products fall on both sides of the normal
  * range, and chain start values at the same end, so that sums cancel below it or overflow. */
-static uint16_t bf16_edge(int edge) { return edge == 1 ? bf16_in(1, 14) : bf16_in(240, 254); }
+static uint16_t bf16_edge(int edge)
+{
+    return edge == 1 ? bf16_in(1, 14) : bf16_in(240, 254);
+}
 static uint32_t fp32_edge(int edge)
 {
     return (uint32_t)rnd(2) << 31 | (edge == 1 ? 1 + rnd(8) : 247 + rnd(8)) << 23 | ((uint32_t)rng() & 0x7FFFFFu);
 }
 
 /* A value as the device reads it (subnormal: zero), as a double. */
-static double dev_f32(uint32_t x) { return (x & 0x7F800000u) ? (double)ntpu_f32_from_bits(x) : 0.0; }
+static double dev_f32(uint32_t x)
+{
+    return (x & 0x7F800000u) ? (double)ntpu_f32_from_bits(x) : 0.0;
+}
 
 /* What one bf16 MAC's range rules did, counted so that the schedule can show it reached them. */
 struct edges {
@@ -141,13 +151,13 @@ static int generate(const char *dir, int n, int stages, int shared, unsigned cyc
         return 1;
     }
 
-    uint16_t w[2][MAX_N][MAX_N];      /* the loaded tiles, W[b][i][n] */
+    uint16_t w[2][MAX_N][MAX_N]; /* the loaded tiles, W[b][i][n] */
     int known[2] = {0, 0};
     long free_at[2] = {-1000, -1000}; /* first cycle a beat may shift each buffer again */
     long next_row = 0;                /* first cycle a row may enter (after a bf16 row, shared) */
     int loading = 0, ld_buf = 0, ld_tr = 0, ld_beat = 0;
-    int fresh = 0;                     /* the buffer loaded last: rows mostly use it, like a sequencer */
-    uint16_t wb[MAX_N][MAX_N];         /* the tile being loaded, as WB rows wb[j][lane] */
+    int fresh = 0;             /* the buffer loaded last: rows mostly use it, like a sequencer */
+    uint16_t wb[MAX_N][MAX_N]; /* the tile being loaded, as WB rows wb[j][lane] */
     unsigned rows = 0, rows_bf16 = 0, rows_during_load = 0, loads[2][2] = {{0, 0}, {0, 0}};
     unsigned tight_load = 0, tight_row = 0; /* schedules right at the documented limits */
     struct edges edges = {0, 0, 0, 0};
@@ -216,7 +226,7 @@ static int generate(const char *dir, int n, int stages, int shared, unsigned cyc
             rows_during_load += (unsigned)loading;
             tight_row += last_beat == (long)t && a_buf == fresh;
             int edge = a_bf16 && chance(25) ? 1 + (int)rnd(2) : 0; /* a row at an end of the range */
-            for (int i = 0; i < n; i++) /* int8: the high byte is ignored */
+            for (int i = 0; i < n; i++)                            /* int8: the high byte is ignored */
                 a_lane[i] = edge ? bf16_edge(edge) : a_bf16 ? bf16_value() : (uint16_t)rng();
             if (edge == 1 && chance(25)) /* zeros after lane 0: a flushed sum's sign can reach y_row */
                 for (int i = 1; i < n; i++)
@@ -234,8 +244,7 @@ static int generate(const char *dir, int n, int stages, int shared, unsigned cyc
                     uint16_t wv = w[a_buf][i][c];
                     uint32_t before = s;
                     s = a_bf16 ? ntpu_mac_bf16(s, (uint16_t)a_lane[i], wv)
-                               : (uint32_t)ntpu_mac_int8((int32_t)s, (int8_t)(a_lane[i] & 0xFF),
-                                                          (int8_t)(wv & 0xFF));
+                               : (uint32_t)ntpu_mac_int8((int32_t)s, (int8_t)(a_lane[i] & 0xFF), (int8_t)(wv & 0xFF));
                     if (a_bf16)
                         count_edges(&edges, before, (uint16_t)a_lane[i], wv, s);
                 }
@@ -245,8 +254,7 @@ static int generate(const char *dir, int n, int stages, int shared, unsigned cyc
             fputc('\n', fe);
         }
 
-        fprintf(fs, "%02X", (unsigned)(w_valid | w_buf << 1 | w_tr << 2 | a_valid << 3 | a_buf << 4 |
-                                       a_bf16 << 5));
+        fprintf(fs, "%02X", (unsigned)(w_valid | w_buf << 1 | w_tr << 2 | a_valid << 3 | a_buf << 4 | a_bf16 << 5));
         put_lanes(fs, w_lane, n, 4);
         put_lanes(fs, a_lane, n, 4);
         put_lanes(fs, acc, n, 8);
@@ -254,24 +262,22 @@ static int generate(const char *dir, int n, int stages, int shared, unsigned cyc
     }
 
     FILE *fc = fopen(path[2], "w");
-    if (fclose(fs) != 0 || fclose(fe) != 0 || !fc || fprintf(fc, "%08X\n%08X\n", cycles, rows) < 0 ||
-        fclose(fc) != 0) {
+    if (fclose(fs) != 0 || fclose(fe) != 0 || !fc || fprintf(fc, "%08X\n%08X\n", cycles, rows) < 0 || fclose(fc) != 0) {
         perror(dir);
         return 1;
     }
     printf("gen N=%d PE_STAGES=%d%s: %u cycles, %u rows (%u bf16, %u while a buffer loaded, %u in the cycle of their "
            "tile's last beat), loads normal/transposed into buffer 0: %u/%u, buffer 1: %u/%u (%u "
            "started LATENCY-1 after the buffer's last row)\n",
-           n, stages, shared ? " BF16_SHARED" : "", cycles, rows, rows_bf16, rows_during_load, tight_row, loads[0][0], loads[0][1],
-           loads[1][0], loads[1][1], tight_load);
+           n, stages, shared ? " BF16_SHARED" : "", cycles, rows, rows_bf16, rows_during_load, tight_row, loads[0][0],
+           loads[0][1], loads[1][0], loads[1][1], tight_load);
     printf("gen N=%d: bf16 MACs whose product was flushed %u, was Inf %u; whose sum was flushed %u, overflowed %u\n", n,
            edges.prod_flushed, edges.prod_inf, edges.sum_flushed, edges.sum_inf);
     /* The schedule must have exercised what the bench claims to test; the range ends for vsim's
      * configuration (single-cycle PEs, no shared unit), whose Verilator form has a branch for them. */
     int edges_thin = !edges.prod_flushed || !edges.prod_inf || !edges.sum_flushed || !edges.sum_inf;
-    if (rows_during_load == 0 || tight_row == 0 || tight_load == 0 || rows_bf16 == 0 ||
-        rows_bf16 == rows || !loads[0][0] || !loads[0][1] || !loads[1][0] || !loads[1][1] ||
-        (stages == 1 && !shared && edges_thin)) {
+    if (rows_during_load == 0 || tight_row == 0 || tight_load == 0 || rows_bf16 == 0 || rows_bf16 == rows ||
+        !loads[0][0] || !loads[0][1] || !loads[1][0] || !loads[1][1] || (stages == 1 && !shared && edges_thin)) {
         fprintf(stderr, "gen N=%d: schedule too thin\n", n);
         return 1;
     }

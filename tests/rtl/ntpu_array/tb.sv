@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_array at N = 3, 4 and 8 (three instances side by side), against the golden
 // numerics. gen.c plays the sequencer: weight tiles loaded normal and transposed into both buffers
 // with gaps between beats, rows of both dtypes with gaps, rows using one buffer while the other

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One ntpu_array instance (N, PE_STAGES = S, BF16_SHARED = SH) driven cycle by cycle from gen.c's
 // files nN_*.hex (nN_sS_*.hex for S > 1, nN_shS_*.hex for SH = 1), for the ntpu_array,
 // ntpu_array_pipe and ntpu_array_shared benches. Every cycle it checks that y_valid is a_valid

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Stimulus for the ntpu_array_pipe bench: ntpu_array/gen.c's schedule (weight tiles loaded at the
  * tightest timing the array allows, rows of both dtypes, the golden numerics' results), written
  * for the pipelined arrays' LATENCY. Usage: gen OUTDIR [SEED] */
@@ -11,8 +12,7 @@ int main(int argc, char **argv)
         return 2;
     }
     rng_state = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x6E74707570697065ull;
-    if (generate(argv[1], 4, 2, 0, 5000) || generate(argv[1], 4, 5, 0, 4000) ||
-        generate(argv[1], 8, 3, 0, 2500))
+    if (generate(argv[1], 4, 2, 0, 5000) || generate(argv[1], 4, 5, 0, 4000) || generate(argv[1], 8, 3, 0, 2500))
         return 1;
     return 0;
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_array with pipelined PEs (PE_STAGES 2 at N = 4, 5 at N = 4, 3 at N = 8): the
 // ntpu_array bench's checks (tb_array_run: every row bit for bit against the golden numerics,
 // y_valid exactly LATENCY = N + 1 + N*PE_STAGES after a_valid) on a schedule made for that latency.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_array with BF16_SHARED = 1 (one bf16 multiplier and fp32 adder for the whole array,
 // the iCEBreaker's configuration): the ntpu_array bench's checks (tb_array_run: every row bit for
 // bit against the golden numerics, y_valid exactly 2N cycles after an int8 a_valid and BF16_LATENCY

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Vectors for the ntpu_core bench, for three core configurations (see configs[] in main).
  *
  * Writes a host -> device byte stream of command frames (directed tests of the 1.0 and the 1.1
@@ -32,7 +33,7 @@ static struct config cfg;
 #define WB_ROWS cfg.wb_rows
 #define ACC_ROWS cfg.acc_rows
 #define MAXP cfg.maxp
-#define MAX_N 8u      /* array sizes for the largest configuration */
+#define MAX_N 8u /* array sizes for the largest configuration */
 #define MAX_ROWS 64u
 
 #define MAX_STREAM (1u << 20)
@@ -84,7 +85,10 @@ static void frame_ex(const uint8_t *p, unsigned len, int corrupt)
         seq_next++;
 }
 
-static void frame(const uint8_t *p, unsigned len) { frame_ex(p, len, 0); }
+static void frame(const uint8_t *p, unsigned len)
+{
+    frame_ex(p, len, 0);
+}
 
 static void cmd1(uint8_t op)
 {
@@ -97,7 +101,10 @@ static void counters(uint8_t flags)
     frame(p, 2);
 }
 
-static unsigned row_bytes(unsigned mem) { return mem == NTPU_MEM_ACC || mem == NTPU_MEM_OS ? 4 * N : 2 * N; }
+static unsigned row_bytes(unsigned mem)
+{
+    return mem == NTPU_MEM_ACC || mem == NTPU_MEM_OS ? 4 * N : 2 * N;
+}
 
 static void write_mem(unsigned mem, unsigned addr, unsigned rows, const uint8_t *data)
 {
@@ -115,8 +122,8 @@ static void write_mem(unsigned mem, unsigned addr, unsigned rows, const uint8_t 
 
 static void read_mem(unsigned mem, unsigned addr, unsigned rows)
 {
-    uint8_t p[6] = {NTPU_OP_READ_MEM, (uint8_t)mem, (uint8_t)addr, (uint8_t)(addr >> 8), (uint8_t)rows,
-                    (uint8_t)(rows >> 8)};
+    uint8_t p[6] = {NTPU_OP_READ_MEM,     (uint8_t)mem,  (uint8_t)addr,
+                    (uint8_t)(addr >> 8), (uint8_t)rows, (uint8_t)(rows >> 8)};
     frame(p, 6);
 }
 
@@ -128,26 +135,27 @@ static void load_w(unsigned flags, unsigned addr)
 
 static void matmul(unsigned flags, unsigned ub, unsigned acc, unsigned rows)
 {
-    uint8_t p[8] = {NTPU_OP_MATMUL, (uint8_t)flags, (uint8_t)ub,  (uint8_t)(ub >> 8),
+    uint8_t p[8] = {NTPU_OP_MATMUL, (uint8_t)flags,      (uint8_t)ub,   (uint8_t)(ub >> 8),
                     (uint8_t)acc,   (uint8_t)(acc >> 8), (uint8_t)rows, (uint8_t)(rows >> 8)};
     frame(p, 8);
 }
 
 static void matmul_t(unsigned flags, unsigned ub, unsigned acc, unsigned rows, unsigned stride)
 {
-    uint8_t p[10] = {NTPU_OP_MATMUL, (uint8_t)(flags | NTPU_MATMUL_TRANSPOSE_A),
-                     (uint8_t)ub, (uint8_t)(ub >> 8), (uint8_t)acc, (uint8_t)(acc >> 8),
-                     (uint8_t)rows, (uint8_t)(rows >> 8), (uint8_t)stride, (uint8_t)(stride >> 8)};
+    uint8_t p[10] = {NTPU_OP_MATMUL,  (uint8_t)(flags | NTPU_MATMUL_TRANSPOSE_A),
+                     (uint8_t)ub,     (uint8_t)(ub >> 8),
+                     (uint8_t)acc,    (uint8_t)(acc >> 8),
+                     (uint8_t)rows,   (uint8_t)(rows >> 8),
+                     (uint8_t)stride, (uint8_t)(stride >> 8)};
     frame(p, 10);
 }
 
 /* ACT, RELU_GRAD (LEN 10) and COLSUM (LEN 8): [op][flags][src][dst][rows]([aux]). */
-static void vcmd(uint8_t op, unsigned flags, unsigned src, unsigned dst, unsigned rows,
-                 unsigned aux)
+static void vcmd(uint8_t op, unsigned flags, unsigned src, unsigned dst, unsigned rows, unsigned aux)
 {
-    uint8_t p[10] = {op, (uint8_t)flags, (uint8_t)src, (uint8_t)(src >> 8), (uint8_t)dst,
-                     (uint8_t)(dst >> 8), (uint8_t)rows, (uint8_t)(rows >> 8), (uint8_t)aux,
-                     (uint8_t)(aux >> 8)};
+    uint8_t p[10] = {op,           (uint8_t)flags,      (uint8_t)src,  (uint8_t)(src >> 8),
+                     (uint8_t)dst, (uint8_t)(dst >> 8), (uint8_t)rows, (uint8_t)(rows >> 8),
+                     (uint8_t)aux, (uint8_t)(aux >> 8)};
     frame(p, op == NTPU_OP_COLSUM ? NTPU_LEN_COLSUM : NTPU_LEN_ACT);
 }
 
@@ -188,7 +196,10 @@ static uint16_t out[MAX_STREAM]; /* 0x100 | byte, or byte alone when any value i
 static size_t nout;
 static unsigned nreplies;
 
-static unsigned get16(const uint8_t *p) { return p[0] | (unsigned)p[1] << 8; }
+static unsigned get16(const uint8_t *p)
+{
+    return p[0] | (unsigned)p[1] << 8;
+}
 
 /* dropped_ahead[i]: some byte in (i, i + DROP_WINDOW] is dropped while hunting. STATUS reports
  * `dropped` as counted when it executes, and the receiver runs ahead of execution by at most the
@@ -276,7 +287,10 @@ static int f32_is_nan(uint32_t x)
 }
 
 /* ACT's ReLU is a select: +0 for a set sign bit unless NaN; everything else passes untouched. */
-static uint32_t relu_bits(uint32_t x) { return (x & 0x80000000u) && !f32_is_nan(x) ? 0 : x; }
+static uint32_t relu_bits(uint32_t x)
+{
+    return (x & 0x80000000u) && !f32_is_nan(x) ? 0 : x;
+}
 
 /* RELU_GRAD's mask test: m > 0 with a subnormal read as zero (so also false for NaN). */
 static int bf16_positive(uint16_t m)
@@ -433,7 +447,7 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
             return NTPU_DEV_ERR_ARG;
         if (tr && rows % N != 0)
             return NTPU_DEV_ERR_ARG;
-        unsigned long ub_end = !tr ? (unsigned long)ua + rows
+        unsigned long ub_end = !tr         ? (unsigned long)ua + rows
                                : rows == 0 ? ua
                                            : ua + (unsigned long)(rows / N - 1) * stride + N;
         if (ub_end > UB_ROWS || (unsigned long)aa + rows > ACC_ROWS)
@@ -452,8 +466,7 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
                     if (fl & NTPU_MATMUL_BF16)
                         a = ntpu_mac_bf16(a, x[i], w_act[i][n]);
                     else
-                        a = (uint32_t)ntpu_mac_int8((int32_t)a, (int8_t)(x[i] & 0xFF),
-                                                    (int8_t)(w_act[i][n] & 0xFF));
+                        a = (uint32_t)ntpu_mac_int8((int32_t)a, (int8_t)(x[i] & 0xFF), (int8_t)(w_act[i][n] & 0xFF));
                 }
                 acc[aa + m][n] = a;
             }
@@ -474,8 +487,8 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
         if (fl & 0xF0)
             return NTPU_DEV_ERR_ARG;
         unsigned long aux_end = int8 ? aux + 3ul : bias ? aux + 1ul : 0;
-        if ((unsigned long)src + rows > ACC_ROWS ||
-            (unsigned long)dst + rows > out_rows(int8 ? 0 : out) || aux_end > ACC_ROWS)
+        if ((unsigned long)src + rows > ACC_ROWS || (unsigned long)dst + rows > out_rows(int8 ? 0 : out) ||
+            aux_end > ACC_ROWS)
             return NTPU_DEV_ERR_RANGE;
         uint32_t b[MAX_N] = {0}, mult[MAX_N] = {0}, shift[MAX_N] = {0};
         for (unsigned n = 0; n < N; n++) { /* read once, before row 0 */
@@ -495,8 +508,7 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
                     int32_t sh = (int32_t)shift[n];
                     if (relu && v < 0)
                         v = 0;
-                    int8_t y = ntpu_requantize(v, (int32_t)mult[n], sh < 0 ? 0 : sh > 31 ? 31 : sh,
-                                               0);
+                    int8_t y = ntpu_requantize(v, (int32_t)mult[n], sh < 0 ? 0 : sh > 31 ? 31 : sh, 0);
                     ub[dst + r][n] = (uint16_t)(int16_t)y;
                 } else {
                     uint32_t v = bias ? ntpu_f32_add(x[n], b[n]) : x[n];
@@ -610,8 +622,7 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
         maybe_busy = 1;
         return NTPU_DEV_OK;
     }
-    default:
-        return NTPU_DEV_ERR_OPCODE;
+    default: return NTPU_DEV_ERR_OPCODE;
     }
 }
 
@@ -667,8 +678,8 @@ static void model(int mode)
             f[have++] = b;
             if (have == need) {
                 unsigned len = get16(f + 1);
-                uint32_t c = f[3 + len] | (uint32_t)f[4 + len] << 8 | (uint32_t)f[5 + len] << 16 |
-                             (uint32_t)f[6 + len] << 24;
+                uint32_t c =
+                    f[3 + len] | (uint32_t)f[4 + len] << 8 | (uint32_t)f[5 + len] << 16 | (uint32_t)f[6 + len] << 24;
                 cur_cmd = f + 3;
                 cur_len = len;
                 if (crc32_bits(f, 3 + len) != c) {
@@ -700,20 +711,23 @@ static uint16_t rnd_bf16(void)
     unsigned k = rnd_below(64);
     uint16_t s = (uint16_t)((rnd() & 1u) << 15);
     if (k == 0)
-        return s;                                      /* +-0 */
+        return s; /* +-0 */
     if (k == 1)
-        return (uint16_t)(s | (1 + rnd_below(127)));   /* subnormal */
+        return (uint16_t)(s | (1 + rnd_below(127))); /* subnormal */
     if (k == 2)
-        return (uint16_t)(s | 0x7F80);                 /* Inf */
+        return (uint16_t)(s | 0x7F80); /* Inf */
     if (k == 3)
-        return (uint16_t)(0x7FC0 | rnd_below(64));     /* NaN */
+        return (uint16_t)(0x7FC0 | rnd_below(64)); /* NaN */
     if (k == 4)
         return (uint16_t)(s | (1u << 7) | rnd_below(128)); /* smallest exponent */
     unsigned e = 120 + rnd_below(16);
     return (uint16_t)(s | e << 7 | rnd_below(128));
 }
 
-static uint16_t rnd_lane(int bf16) { return bf16 ? rnd_bf16() : (uint16_t)rnd(); }
+static uint16_t rnd_lane(int bf16)
+{
+    return bf16 ? rnd_bf16() : (uint16_t)rnd();
+}
 
 static void fill_rows16(uint8_t *d, unsigned rows, int bf16)
 {
@@ -735,7 +749,10 @@ static void fill_rows32(uint8_t *d, unsigned rows, int bf16)
 }
 
 /* Largest row count per WRITE_MEM frame (and, conservatively, READ_MEM). */
-static unsigned max_rows(unsigned mem) { return (MAXP - 6) / row_bytes(mem); }
+static unsigned max_rows(unsigned mem)
+{
+    return (MAXP - 6) / row_bytes(mem);
+}
 
 /* Random rows, in as many WRITE_MEM frames as max_payload needs. */
 static void write_random(unsigned mem, unsigned addr, unsigned rows, int bf16)
@@ -764,30 +781,24 @@ static void read_rows(unsigned mem, unsigned addr, unsigned rows)
     } while (rows > 0);
 }
 
-static void read_all(unsigned mem) { read_rows(mem, 0, mem_rows(mem)); }
-
+static void read_all(unsigned mem)
+{
+    read_rows(mem, 0, mem_rows(mem));
+}
 
 /* fp32 bit patterns for the vector unit: every class of docs/numerics.md, both signs. */
 static uint32_t rnd_f32(void)
 {
     uint32_t s = (rnd() & 1u) << 31;
     switch (rnd_below(32)) {
-    case 0:
-        return s;                                                 /* +-0 */
-    case 1:
-        return s | (1 + rnd_below(0x7FFFFF));                     /* subnormal */
-    case 2:
-        return s | 0x7F800000u;                                   /* Inf */
-    case 3:
-        return s | 0x7F800000u | (1 + rnd_below(0x7FFFFF));       /* NaN, any payload */
-    case 4:
-        return s | (0x7F7FFFFFu - rnd_below(0x10000));            /* near the largest finite */
-    case 5:
-        return s | 0x00800000u | rnd_below(0x20000);              /* near the smallest normal */
-    case 6:
-        return s | (120 + rnd_below(16)) << 23 | (rnd() & 0x7F0000u) | 0x8000u; /* bf16 ties */
-    default:
-        return s | (110 + rnd_below(36)) << 23 | (rnd() & 0x7FFFFFu);
+    case 0: return s;                                                               /* +-0 */
+    case 1: return s | (1 + rnd_below(0x7FFFFF));                                   /* subnormal */
+    case 2: return s | 0x7F800000u;                                                 /* Inf */
+    case 3: return s | 0x7F800000u | (1 + rnd_below(0x7FFFFF));                     /* NaN, any payload */
+    case 4: return s | (0x7F7FFFFFu - rnd_below(0x10000));                          /* near the largest finite */
+    case 5: return s | 0x00800000u | rnd_below(0x20000);                            /* near the smallest normal */
+    case 6: return s | (120 + rnd_below(16)) << 23 | (rnd() & 0x7F0000u) | 0x8000u; /* bf16 ties */
+    default: return s | (110 + rnd_below(36)) << 23 | (rnd() & 0x7FFFFFu);
     }
 }
 
@@ -809,16 +820,11 @@ static uint32_t rnd_i32(void)
 static uint32_t rnd_mult(void)
 {
     switch (rnd_below(10)) {
-    case 0:
-        return 0x80000000u;
-    case 1:
-        return 0;
-    case 2:
-        return rnd();
-    case 3:
-        return 0x7FFFFFFFu;
-    default:
-        return 0x40000000u | (rnd() & 0x3FFFFFFFu);
+    case 0: return 0x80000000u;
+    case 1: return 0;
+    case 2: return rnd();
+    case 3: return 0x7FFFFFFFu;
+    default: return 0x40000000u | (rnd() & 0x3FFFFFFFu);
     }
 }
 
@@ -826,16 +832,11 @@ static uint32_t rnd_mult(void)
 static uint32_t rnd_shift(void)
 {
     switch (rnd_below(10)) {
-    case 0:
-        return 0u - (1 + rnd_below(40));
-    case 1:
-        return 32 + rnd_below(1000);
-    case 2:
-        return rnd_below(2) ? 0x80000000u : 0x7FFFFFFFu;
-    case 3:
-        return rnd_below(2) ? 0 : 31;
-    default:
-        return 2 + rnd_below(14);
+    case 0: return 0u - (1 + rnd_below(40));
+    case 1: return 32 + rnd_below(1000);
+    case 2: return rnd_below(2) ? 0x80000000u : 0x7FFFFFFFu;
+    case 3: return rnd_below(2) ? 0 : 31;
+    default: return 2 + rnd_below(14);
     }
 }
 
@@ -857,8 +858,10 @@ static void write_acc(unsigned addr, unsigned rows, int kind)
     do {
         unsigned r = rows < max_rows(NTPU_MEM_ACC) ? rows : max_rows(NTPU_MEM_ACC);
         for (unsigned i = 0; i < r * N; i++)
-            put32(d + 4 * i, kind == V_F32 ? rnd_f32() : kind == V_I32 ? rnd_i32()
-                             : kind == V_MULT ? rnd_mult() : rnd_shift());
+            put32(d + 4 * i, kind == V_F32    ? rnd_f32()
+                             : kind == V_I32  ? rnd_i32()
+                             : kind == V_MULT ? rnd_mult()
+                                              : rnd_shift());
         write_mem(NTPU_MEM_ACC, addr, r, d);
         addr += r;
         rows -= r;
@@ -897,9 +900,9 @@ static void read_out(unsigned out, unsigned addr, unsigned rows)
  * back. */
 static void adam12(unsigned flags, unsigned p, unsigned g, unsigned rows, unsigned aux, unsigned sr, unsigned len)
 {
-    uint8_t c[12] = {NTPU_OP_OPTIM, (uint8_t)flags, (uint8_t)p, (uint8_t)(p >> 8), (uint8_t)g, (uint8_t)(g >> 8),
-                     (uint8_t)rows, (uint8_t)(rows >> 8), (uint8_t)aux, (uint8_t)(aux >> 8), (uint8_t)sr,
-                     (uint8_t)(sr >> 8)};
+    uint8_t c[12] = {NTPU_OP_OPTIM, (uint8_t)flags,      (uint8_t)p,    (uint8_t)(p >> 8),
+                     (uint8_t)g,    (uint8_t)(g >> 8),   (uint8_t)rows, (uint8_t)(rows >> 8),
+                     (uint8_t)aux,  (uint8_t)(aux >> 8), (uint8_t)sr,   (uint8_t)(sr >> 8)};
     frame(c, len);
 }
 
@@ -913,8 +916,8 @@ static void directed_adam(void)
     read_all(NTPU_MEM_OS);
     /* constants at ACC 30..38: lr, wd, b1, 1-b1, b2, 1-b2, c1, c2, eps of a plausible run */
     static uint8_t d[NTPU_ADAM_AUX_ROWS * 4 * MAX_N];
-    const float k[NTPU_ADAM_AUX_ROWS] = {1e-3f, 1e-2f, 0.9f, 1.0f - 0.9f, 0.999f, 1.0f - 0.999f, 0.271f, 0.002997f,
-                                         1e-8f};
+    const float k[NTPU_ADAM_AUX_ROWS] = {1e-3f,         1e-2f,  0.9f,      1.0f - 0.9f, 0.999f,
+                                         1.0f - 0.999f, 0.271f, 0.002997f, 1e-8f};
     for (unsigned i = 0; i < NTPU_ADAM_AUX_ROWS; i++)
         for (unsigned n = 0; n < N; n++) {
             float v = k[i] * (1.0f + 0.125f * (float)n); /* a different value per lane */
@@ -923,23 +926,23 @@ static void directed_adam(void)
             put32(d + 4 * (i * N + n), u);
         }
     write_mem(NTPU_MEM_ACC, 30, NTPU_ADAM_AUX_ROWS, d);
-    adam12(A, 0, 10, 8, 30, 0, 12);                        /* Adam: m at OS 0..7, v at 8..15 */
-    adam12(A | D, 4, 4, 6, 30, 12, 12);                    /* AdamW, g = p */
-    adam12(A, 2, 5, 5, 30, 1, 12);                         /* g overlapping p */
-    adam12(A | D, 26, 20, 6, 30, 0, 12);                   /* p overlapping the constants (read first) */
-    adam12(A, 0, 0, 0, ACC_ROWS - NTPU_ADAM_AUX_ROWS, S, 12); /* no rows, at the very end */
-    adam12(A, 0, 0, 1, 30, 0, 10);                         /* ERR_LENGTH: ADAM is 12 bytes */
-    adam12(0, 0, 0, 1, 30, 0, 12);                         /* ERR_LENGTH: without ADAM 10 */
-    adam12(A | NTPU_OPTIM_MOMENTUM, 0, 0, 1, 30, 0, 12);   /* ERR_ARG */
-    adam12(A | 0x40, 0xFFFF, 0, 1, 30, 0, 12);             /* ERR_ARG before ERR_RANGE */
-    adam12(A, ACC_ROWS - 1, 0, 2, 30, 0, 12);              /* ERR_RANGE: p */
-    adam12(A, 0, ACC_ROWS - 1, 2, 30, 0, 12);              /* ERR_RANGE: g */
+    adam12(A, 0, 10, 8, 30, 0, 12);                               /* Adam: m at OS 0..7, v at 8..15 */
+    adam12(A | D, 4, 4, 6, 30, 12, 12);                           /* AdamW, g = p */
+    adam12(A, 2, 5, 5, 30, 1, 12);                                /* g overlapping p */
+    adam12(A | D, 26, 20, 6, 30, 0, 12);                          /* p overlapping the constants (read first) */
+    adam12(A, 0, 0, 0, ACC_ROWS - NTPU_ADAM_AUX_ROWS, S, 12);     /* no rows, at the very end */
+    adam12(A, 0, 0, 1, 30, 0, 10);                                /* ERR_LENGTH: ADAM is 12 bytes */
+    adam12(0, 0, 0, 1, 30, 0, 12);                                /* ERR_LENGTH: without ADAM 10 */
+    adam12(A | NTPU_OPTIM_MOMENTUM, 0, 0, 1, 30, 0, 12);          /* ERR_ARG */
+    adam12(A | 0x40, 0xFFFF, 0, 1, 30, 0, 12);                    /* ERR_ARG before ERR_RANGE */
+    adam12(A, ACC_ROWS - 1, 0, 2, 30, 0, 12);                     /* ERR_RANGE: p */
+    adam12(A, 0, ACC_ROWS - 1, 2, 30, 0, 12);                     /* ERR_RANGE: g */
     adam12(A, 0, 0, 1, ACC_ROWS - NTPU_ADAM_AUX_ROWS + 1, 0, 12); /* ERR_RANGE: the last constant */
-    adam12(A, 0, 0, 4, 30, S - 7, 12);                     /* ERR_RANGE: v's last row */
+    adam12(A, 0, 0, 4, 30, S - 7, 12);                            /* ERR_RANGE: v's last row */
     read_all(NTPU_MEM_ACC);
     read_all(NTPU_MEM_OS);
-    read_mem(NTPU_MEM_OS, S - 1, 2);                       /* ERR_RANGE */
-    read_mem(3, 0, 1);                                     /* ERR_MEM: no PM */
+    read_mem(NTPU_MEM_OS, S - 1, 2); /* ERR_RANGE */
+    read_mem(3, 0, 1);               /* ERR_MEM: no PM */
     cmd1(NTPU_OP_STATUS);
 }
 
@@ -960,8 +963,8 @@ static void directed_v11(void)
         unsigned bf16 = t & 1, blocks = 1 + t % 3, rows = blocks * N;
         unsigned aa = (t * 5) % (A - rows + 1);
         load_w((t & 2) ? NTPU_LOADW_TRANSPOSE : 0, bf16 ? 2 * N : 0);
-        matmul_t((bf16 ? NTPU_MATMUL_BF16 : 0) | ((t & 4) ? NTPU_MATMUL_ACCUMULATE : 0),
-                 bf16 ? U / 2 : t, aa, rows, strides[t]);
+        matmul_t((bf16 ? NTPU_MATMUL_BF16 : 0) | ((t & 4) ? NTPU_MATMUL_ACCUMULATE : 0), bf16 ? U / 2 : t, aa, rows,
+                 strides[t]);
         read_rows(NTPU_MEM_ACC, aa, rows);
     }
     /* Plain and transposed MATMULs back to back on one tile, each accumulating onto rows the one
@@ -993,11 +996,11 @@ static void directed_v11(void)
     p[0] = NTPU_OP_MATMUL;
     p[1] = NTPU_MATMUL_TRANSPOSE_A;
     p[6] = (uint8_t)N;
-    frame(p, 9);                                 /* ERR_LENGTH */
+    frame(p, 9); /* ERR_LENGTH */
     frame(p, 11);
-    frame(p, 10);                                /* fine: one block at 0 */
+    frame(p, 10); /* fine: one block at 0 */
     p[1] = NTPU_MATMUL_ACCUMULATE;
-    frame(p, 10);                                /* ERR_LENGTH: 10 without TRANSPOSE_A */
+    frame(p, 10); /* ERR_LENGTH: 10 without TRANSPOSE_A */
     read_rows(NTPU_MEM_ACC, 0, N);
 
     /* ---- ACT, fp32 mode: every OUT, BIAS and RELU. */
@@ -1082,56 +1085,56 @@ static void directed_v11(void)
     read_rows(NTPU_MEM_ACC, 0, A);
 
     /* ---- Checks of the vector commands, in order. */
-    act(0x10, 0, 0, 1, 0);                                 /* ERR_ARG: reserved */
-    act(0x80 | NTPU_OUT_INT8, 0xFFFF, 0, 1, 0);            /* ERR_ARG before ERR_RANGE */
-    act(NTPU_OUT_ACC, A - 1, 0, 2, 0);                     /* ERR_RANGE: src */
-    act(NTPU_OUT_UB, 0, U - 1, 2, 0);                      /* ERR_RANGE: dst in UB */
-    act(NTPU_OUT_WB, 0, W - 1, 2, 0);                      /* ERR_RANGE: dst in WB */
-    act(NTPU_OUT_ACC, 0, A - 1, 2, 0);                     /* ERR_RANGE: dst in ACC */
-    act(NTPU_OUT_INT8, 0, U - 1, 2, 0);                    /* ERR_RANGE: int8 goes to UB */
-    act(NTPU_ACT_BIAS, 0, 0, 1, A);                        /* ERR_RANGE: bias row */
-    act(NTPU_ACT_BIAS | NTPU_OUT_ACC, 0, 0, 1, A - 1);     /* fine */
-    act(NTPU_OUT_INT8, 0, 0, 1, A - 2);                    /* ERR_RANGE: shift row */
-    act(NTPU_OUT_INT8 | NTPU_ACT_BIAS, 0, 0, 0, A - 2);    /* ERR_RANGE, also with rows = 0 */
-    act(NTPU_ACT_RELU, A + 1, 0, 0, 0);                    /* ERR_RANGE: empty range past the end */
-    relu_grad(NTPU_ACT_BIAS, 0, 0, 1, 0);                  /* ERR_ARG: reserved bit 0 */
-    relu_grad(NTPU_ACT_RELU, 0, 0, 1, 0);                  /* ERR_ARG: reserved bit 1 */
-    relu_grad(0x40, 0, 0, 1, 0);                           /* ERR_ARG: reserved bit 6 */
-    relu_grad(NTPU_OUT_INT8, 0, 0, 1, 0);                  /* ERR_ARG: OUT = 3 */
-    relu_grad(NTPU_OUT_INT8, 0xFFFF, 0xFFFF, 9, 0xFFFF);   /* ERR_ARG before ERR_RANGE */
-    relu_grad(NTPU_OUT_UB, 0, 0, 2, U - 1);                /* ERR_RANGE: mask */
-    relu_grad(NTPU_OUT_UB, A - 1, 0, 2, 0);                /* ERR_RANGE: src */
-    relu_grad(NTPU_OUT_WB, 0, W - 1, 2, 0);                /* ERR_RANGE: dst in WB */
-    relu_grad(NTPU_OUT_ACC, 0, A - 1, 2, 0);               /* ERR_RANGE: dst in ACC */
-    colsum(0x02, 0, 0, 1);                                 /* ERR_ARG */
-    colsum(0x80, 0xFFFF, 0, 1);                            /* ERR_ARG before ERR_RANGE */
-    colsum(0, 0, A, 1);                                    /* ERR_RANGE: dst */
-    colsum(0, A - 1, 0, 2);                                /* ERR_RANGE: src */
-    colsum(0, A, A - 1, 0);                                /* fine: empty range at the end */
+    act(0x10, 0, 0, 1, 0);                               /* ERR_ARG: reserved */
+    act(0x80 | NTPU_OUT_INT8, 0xFFFF, 0, 1, 0);          /* ERR_ARG before ERR_RANGE */
+    act(NTPU_OUT_ACC, A - 1, 0, 2, 0);                   /* ERR_RANGE: src */
+    act(NTPU_OUT_UB, 0, U - 1, 2, 0);                    /* ERR_RANGE: dst in UB */
+    act(NTPU_OUT_WB, 0, W - 1, 2, 0);                    /* ERR_RANGE: dst in WB */
+    act(NTPU_OUT_ACC, 0, A - 1, 2, 0);                   /* ERR_RANGE: dst in ACC */
+    act(NTPU_OUT_INT8, 0, U - 1, 2, 0);                  /* ERR_RANGE: int8 goes to UB */
+    act(NTPU_ACT_BIAS, 0, 0, 1, A);                      /* ERR_RANGE: bias row */
+    act(NTPU_ACT_BIAS | NTPU_OUT_ACC, 0, 0, 1, A - 1);   /* fine */
+    act(NTPU_OUT_INT8, 0, 0, 1, A - 2);                  /* ERR_RANGE: shift row */
+    act(NTPU_OUT_INT8 | NTPU_ACT_BIAS, 0, 0, 0, A - 2);  /* ERR_RANGE, also with rows = 0 */
+    act(NTPU_ACT_RELU, A + 1, 0, 0, 0);                  /* ERR_RANGE: empty range past the end */
+    relu_grad(NTPU_ACT_BIAS, 0, 0, 1, 0);                /* ERR_ARG: reserved bit 0 */
+    relu_grad(NTPU_ACT_RELU, 0, 0, 1, 0);                /* ERR_ARG: reserved bit 1 */
+    relu_grad(0x40, 0, 0, 1, 0);                         /* ERR_ARG: reserved bit 6 */
+    relu_grad(NTPU_OUT_INT8, 0, 0, 1, 0);                /* ERR_ARG: OUT = 3 */
+    relu_grad(NTPU_OUT_INT8, 0xFFFF, 0xFFFF, 9, 0xFFFF); /* ERR_ARG before ERR_RANGE */
+    relu_grad(NTPU_OUT_UB, 0, 0, 2, U - 1);              /* ERR_RANGE: mask */
+    relu_grad(NTPU_OUT_UB, A - 1, 0, 2, 0);              /* ERR_RANGE: src */
+    relu_grad(NTPU_OUT_WB, 0, W - 1, 2, 0);              /* ERR_RANGE: dst in WB */
+    relu_grad(NTPU_OUT_ACC, 0, A - 1, 2, 0);             /* ERR_RANGE: dst in ACC */
+    colsum(0x02, 0, 0, 1);                               /* ERR_ARG */
+    colsum(0x80, 0xFFFF, 0, 1);                          /* ERR_ARG before ERR_RANGE */
+    colsum(0, 0, A, 1);                                  /* ERR_RANGE: dst */
+    colsum(0, A - 1, 0, 2);                              /* ERR_RANGE: src */
+    colsum(0, A, A - 1, 0);                              /* fine: empty range at the end */
     /* OPTIM (1.3): random constants and values, SGD and momentum, gradients overlapping the
      * parameters, then each error. */
     write_random(NTPU_MEM_ACC, 0, 6 * N + 3, 1);
-    optim(0, 0, 3 * N, 2 * N, 6 * N);                      /* SGD */
-    optim(NTPU_OPTIM_MOMENTUM, 0, 4 * N, 2 * N, 6 * N);    /* momentum: state rows 2N .. 4N-1 */
-    optim(NTPU_OPTIM_MOMENTUM, N, N + 1, 3, 6 * N);        /* g inside p and s */
-    optim(NTPU_OPTIM_MOMENTUM, 0, 0, 0, 6 * N);            /* no rows */
-    optim(0, A - 1, 0, 1, A - 2);                          /* fine: at the very end */
-    optim(0x04, 0, 0, 1, 0);                               /* ERR_ARG: DECOUPLED without ADAM */
-    optim(0x02, 0, 0, 1, 0);                               /* ERR_LENGTH: ADAM (1.4) is 12 bytes */
+    optim(0, 0, 3 * N, 2 * N, 6 * N);                   /* SGD */
+    optim(NTPU_OPTIM_MOMENTUM, 0, 4 * N, 2 * N, 6 * N); /* momentum: state rows 2N .. 4N-1 */
+    optim(NTPU_OPTIM_MOMENTUM, N, N + 1, 3, 6 * N);     /* g inside p and s */
+    optim(NTPU_OPTIM_MOMENTUM, 0, 0, 0, 6 * N);         /* no rows */
+    optim(0, A - 1, 0, 1, A - 2);                       /* fine: at the very end */
+    optim(0x04, 0, 0, 1, 0);                            /* ERR_ARG: DECOUPLED without ADAM */
+    optim(0x02, 0, 0, 1, 0);                            /* ERR_LENGTH: ADAM (1.4) is 12 bytes */
     memset(p, 0, sizeof p);
     p[0] = NTPU_OP_OPTIM;
     p[1] = NTPU_OPTIM_ADAM;
     p[6] = 1;
-    frame(p, NTPU_LEN_OPTIM_ADAM);                         /* ERR_ARG: ADAM without OS */
+    frame(p, NTPU_LEN_OPTIM_ADAM); /* ERR_ARG: ADAM without OS */
     p[1] = NTPU_OPTIM_ADAM | NTPU_OPTIM_DECOUPLED;
-    frame(p, NTPU_LEN_OPTIM_ADAM);                         /* ERR_ARG */
-    read_mem(NTPU_MEM_OS, 0, 1);                           /* ERR_MEM: no OS on these cores */
-    optim(0x80, 0xFFFF, 0, 1, 0);                          /* ERR_ARG before ERR_RANGE */
-    optim(NTPU_OPTIM_MOMENTUM, A - 3, 0, 2, 0);            /* ERR_RANGE: state rows; SGD would fit */
-    optim(0, A - 1, 0, 2, 0);                              /* ERR_RANGE: p */
-    optim(0, 0, A - 1, 2, 0);                              /* ERR_RANGE: g */
-    optim(NTPU_OPTIM_MOMENTUM, 0, 0, 1, A - 2);            /* ERR_RANGE: mu; SGD would fit */
-    optim(0, 0, 0, 1, A - 1);                              /* ERR_RANGE: wd */
+    frame(p, NTPU_LEN_OPTIM_ADAM);              /* ERR_ARG */
+    read_mem(NTPU_MEM_OS, 0, 1);                /* ERR_MEM: no OS on these cores */
+    optim(0x80, 0xFFFF, 0, 1, 0);               /* ERR_ARG before ERR_RANGE */
+    optim(NTPU_OPTIM_MOMENTUM, A - 3, 0, 2, 0); /* ERR_RANGE: state rows; SGD would fit */
+    optim(0, A - 1, 0, 2, 0);                   /* ERR_RANGE: p */
+    optim(0, 0, A - 1, 2, 0);                   /* ERR_RANGE: g */
+    optim(NTPU_OPTIM_MOMENTUM, 0, 0, 1, A - 2); /* ERR_RANGE: mu; SGD would fit */
+    optim(0, 0, 0, 1, A - 1);                   /* ERR_RANGE: wd */
     read_rows(NTPU_MEM_ACC, 0, 6 * N);
     memset(p, 0, sizeof p);
     for (uint8_t op = NTPU_OP_ACT; op <= NTPU_OP_OPTIM; op++) {
@@ -1139,11 +1142,11 @@ static void directed_v11(void)
             continue;
         unsigned fixed = op == NTPU_OP_COLSUM ? NTPU_LEN_COLSUM : NTPU_LEN_ACT;
         p[0] = op;
-        frame(p, 1);                                       /* ERR_LENGTH */
+        frame(p, 1); /* ERR_LENGTH */
         frame(p, fixed - 1);
         frame(p, fixed + 1);
         p[1] = 0xFF;
-        frame(p, fixed + 1);                               /* LEN before flags */
+        frame(p, fixed + 1); /* LEN before flags */
         p[1] = 0;
     }
     read_rows(NTPU_MEM_ACC, 0, 2);
@@ -1200,8 +1203,8 @@ static void random_v11(void)
             lim = ACC_ROWS;
         if (rows > lim)
             rows = lim;
-        relu_grad(out << 2, rnd_below(ACC_ROWS - rows + 1),
-                  rnd_below(out_rows(out) - rows + 1 + big), rows, rnd_below(UB_ROWS - rows + 1));
+        relu_grad(out << 2, rnd_below(ACC_ROWS - rows + 1), rnd_below(out_rows(out) - rows + 1 + big), rows,
+                  rnd_below(UB_ROWS - rows + 1));
     } else {
         if (rows > ACC_ROWS)
             rows = ACC_ROWS;
@@ -1254,10 +1257,10 @@ static void directed(void)
     load_w(0, 0);
     matmul(0, 0, 0, 3);
     load_w(NTPU_LOADW_TRANSPOSE, 8);
-    matmul(0, 0, 3, 0); /* swap, nothing else */
+    matmul(0, 0, 3, 0);                      /* swap, nothing else */
     matmul(NTPU_MATMUL_ACCUMULATE, 3, 0, 3); /* the transposed tile */
     load_w(0, 0);
-    load_w(0, 8);       /* the second LOAD_W wins */
+    load_w(0, 8); /* the second LOAD_W wins */
     matmul(0, 6, 6, 5);
     matmul(NTPU_MATMUL_ACCUMULATE, 6, 6, 5); /* same tile again, reads its own earlier writes */
     read_rows(NTPU_MEM_ACC, 0, 11);
@@ -1269,13 +1272,13 @@ static void directed(void)
 
     /* Errors, each check in turn, and precedence between them. */
     p[0] = 0x0E;
-    frame(p, 1);                    /* ERR_OPCODE: the first opcode past 1.3's */
+    frame(p, 1); /* ERR_OPCODE: the first opcode past 1.3's */
     p[0] = 0xFF;
     p[1] = 7;
-    frame(p, 2);                    /* ERR_OPCODE before LEN */
+    frame(p, 2); /* ERR_OPCODE before LEN */
     p[0] = NTPU_OP_NOP;
     p[1] = 0;
-    frame(p, 2);                    /* ERR_LENGTH: NOP with 2 bytes */
+    frame(p, 2); /* ERR_LENGTH: NOP with 2 bytes */
     p[0] = NTPU_OP_INFO;
     frame(p, 3);
     p[0] = NTPU_OP_FENCE;
@@ -1286,68 +1289,68 @@ static void directed(void)
     frame(p, 1);
     p[0] = NTPU_OP_COUNTERS;
     p[1] = 0x80;
-    frame(p, 3);                    /* LEN before flags */
-    frame(p, 2);                    /* ERR_ARG */
+    frame(p, 3); /* LEN before flags */
+    frame(p, 2); /* ERR_ARG */
     memset(p, 0, sizeof p);
     p[0] = NTPU_OP_LOAD_W;
     frame(p, 3);
     frame(p, 5);
     p[1] = 2;
-    frame(p, 4);                    /* ERR_ARG */
+    frame(p, 4); /* ERR_ARG */
     p[1] = 1;
     p[2] = (uint8_t)(WB_ROWS - N + 1);
-    frame(p, 4);                    /* ERR_RANGE */
+    frame(p, 4); /* ERR_RANGE */
     p[1] = 0x81;
-    frame(p, 4);                    /* ERR_ARG before ERR_RANGE */
+    frame(p, 4); /* ERR_ARG before ERR_RANGE */
     p[2] = 0xFF;
     p[3] = 0xFF;
     p[1] = 0;
-    frame(p, 4);                    /* ERR_RANGE, wb_addr 65535 */
+    frame(p, 4); /* ERR_RANGE, wb_addr 65535 */
     memset(p, 0, sizeof p);
     p[0] = NTPU_OP_MATMUL;
     frame(p, 7);
     frame(p, 9);
     p[1] = NTPU_MATMUL_TRANSPOSE_A;
-    frame(p, 8);                    /* ERR_LENGTH in 1.1 (ERR_ARG in 1.0): TRANSPOSE_A needs 10 */
+    frame(p, 8); /* ERR_LENGTH in 1.1 (ERR_ARG in 1.0): TRANSPOSE_A needs 10 */
     p[1] = 8;
-    frame(p, 8);                    /* ERR_ARG */
+    frame(p, 8); /* ERR_ARG */
     p[1] = 3;
     p[6] = 1;
     p[2] = (uint8_t)UB_ROWS;
-    frame(p, 8);                    /* ERR_RANGE: ub */
+    frame(p, 8); /* ERR_RANGE: ub */
     p[2] = (uint8_t)(UB_ROWS - 1);
-    frame(p, 8);                    /* fits: one row (bf16, accumulate) */
+    frame(p, 8); /* fits: one row (bf16, accumulate) */
     p[4] = (uint8_t)ACC_ROWS;
-    frame(p, 8);                    /* ERR_RANGE: acc */
+    frame(p, 8); /* ERR_RANGE: acc */
     p[4] = 0;
     p[6] = 0xFF;
     p[7] = 0xFF;
-    frame(p, 8);                    /* ERR_RANGE: rows 65535 */
+    frame(p, 8); /* ERR_RANGE: rows 65535 */
     p[1] = 0xF0;
-    frame(p, 8);                    /* ERR_ARG before ERR_RANGE */
+    frame(p, 8); /* ERR_ARG before ERR_RANGE */
     memset(p, 0, sizeof p);
     p[0] = NTPU_OP_READ_MEM;
     frame(p, 5);
     frame(p, 7);
     p[1] = 3;
-    frame(p, 6);                    /* ERR_MEM */
+    frame(p, 6); /* ERR_MEM */
     p[1] = 0xFF;
     p[4] = 0xFF;
-    frame(p, 6);                    /* ERR_MEM before the reply size */
+    frame(p, 6); /* ERR_MEM before the reply size */
     p[1] = NTPU_MEM_ACC;
     p[4] = (uint8_t)((MAXP - 1) / row_bytes(NTPU_MEM_ACC) + 1);
     p[2] = (uint8_t)ACC_ROWS;
-    frame(p, 6);                    /* ERR_LENGTH: reply too long, before the range */
+    frame(p, 6); /* ERR_LENGTH: reply too long, before the range */
     p[4] = (uint8_t)((MAXP - 1) / row_bytes(NTPU_MEM_ACC));
     p[2] = 0;
-    frame(p, 6);                    /* the largest READ_MEM that fits */
+    frame(p, 6); /* the largest READ_MEM that fits */
     p[2] = (uint8_t)(ACC_ROWS - p[4] + 1);
-    frame(p, 6);                    /* ERR_RANGE */
+    frame(p, 6); /* ERR_RANGE */
     p[4] = 0;
     p[2] = (uint8_t)(ACC_ROWS + 1);
-    frame(p, 6);                    /* ERR_RANGE with rows = 0 */
+    frame(p, 6); /* ERR_RANGE with rows = 0 */
     p[2] = (uint8_t)ACC_ROWS;
-    frame(p, 6);                    /* rows = 0 at the end: fine */
+    frame(p, 6); /* rows = 0 at the end: fine */
     memset(d, 0x5A, sizeof d);
     d[0] = NTPU_OP_WRITE_MEM;
     d[1] = NTPU_MEM_UB;
@@ -1355,18 +1358,18 @@ static void directed(void)
     d[3] = 0;
     d[4] = 1;
     d[5] = 0;
-    frame(d, 5);                    /* ERR_LENGTH: short */
-    frame(d, 6 + 2 * N - 1);        /* ERR_LENGTH: data one short */
-    frame(d, 6 + 2 * N + 1);        /* ERR_LENGTH: data one long */
+    frame(d, 5);             /* ERR_LENGTH: short */
+    frame(d, 6 + 2 * N - 1); /* ERR_LENGTH: data one short */
+    frame(d, 6 + 2 * N + 1); /* ERR_LENGTH: data one long */
     d[1] = 7;
-    frame(d, 5);                    /* LEN before mem */
-    frame(d, 6 + 2 * N + 1);        /* ERR_MEM before the data length */
+    frame(d, 5);             /* LEN before mem */
+    frame(d, 6 + 2 * N + 1); /* ERR_MEM before the data length */
     d[1] = NTPU_MEM_WB;
     d[2] = (uint8_t)WB_ROWS;
-    frame(d, 6 + 2 * N);            /* ERR_RANGE */
+    frame(d, 6 + 2 * N); /* ERR_RANGE */
     d[1] = NTPU_MEM_ACC;
     d[2] = (uint8_t)(ACC_ROWS - 1);
-    frame(d, 6 + 4 * N);            /* the last ACC row: fine */
+    frame(d, 6 + 4 * N); /* the last ACC row: fine */
     read_mem(NTPU_MEM_ACC, ACC_ROWS - 1, 1);
     /* A READ_MEM reply of exactly max_payload bytes, and one byte row more. */
     read_mem(NTPU_MEM_UB, 0, (MAXP - 1) / row_bytes(NTPU_MEM_UB));
@@ -1389,13 +1392,13 @@ static void directed(void)
     const unsigned bad_lens[] = {0, MAXP + 1, 0xFFFF};
     for (int k = 0; k < 3; k++) {
         put(NTPU_SOF_CMD);
-        put(seq_next);              /* never runs: the SEQ stays expected */
+        put(seq_next); /* never runs: the SEQ stays expected */
         put((uint8_t)bad_lens[k]);
         put((uint8_t)(bad_lens[k] >> 8));
         cmd1(NTPU_OP_NOP);
     }
     memset(d, 0, MAXP);
-    frame(d, MAXP);                 /* the longest frame, a NOP: ERR_LENGTH */
+    frame(d, MAXP); /* the longest frame, a NOP: ERR_LENGTH */
 
     /* 1.2: frames out of SEQ order are refused (ERR_SEQ) and run nothing; SYNC answers
      * expected_seq whatever its own SEQ, and changes nothing. */
@@ -1403,7 +1406,7 @@ static void directed(void)
     frame_at(p, 1, 0, (uint8_t)(seq_next + 1));
     frame_at(p, 1, 0, (uint8_t)(seq_next - 1));
     write_random(NTPU_MEM_UB, 1, 1, 0);
-    d[0] = NTPU_OP_WRITE_MEM;       /* the same rows again, one SEQ ahead: must not land */
+    d[0] = NTPU_OP_WRITE_MEM; /* the same rows again, one SEQ ahead: must not land */
     d[1] = NTPU_MEM_UB;
     d[2] = 1;
     d[3] = 0;
@@ -1417,7 +1420,7 @@ static void directed(void)
     frame_at(p, 1, 0, 0xA5);
     frame_at(p, 1, 0, seq_next);
     frame_at(p, 1, 0, (uint8_t)(seq_next + 77));
-    frame_at(p, 2, 0, seq_next);    /* SYNC of LEN 2: ERR_LENGTH, changes nothing either */
+    frame_at(p, 2, 0, seq_next); /* SYNC of LEN 2: ERR_LENGTH, changes nothing either */
     cmd1(NTPU_OP_NOP);
     cmd1(NTPU_OP_STATUS);
 

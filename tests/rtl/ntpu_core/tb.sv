@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_core with the real array and the 1.1 units (transposer, vector unit), in two
 // configurations side by side (gen.c's configs[]):
 // N = 4 with UB 48 / WB 20 / ACC 40 / OS 24 rows (OS: 1.4's OPTIM ADAM) and max_payload 201, and

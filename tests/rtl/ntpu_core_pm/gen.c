@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Vectors for the ntpu_core_pm bench: the core with program memory (PM_ROWS = 24) on a byte-wide
  * link (LINK_BYTES = 1, as the boards), N = 4. Writes a host -> device stream of frames: memory
  * writes, LOAD_W, MATMUL and vector commands, and programs of them stored in PM and run with RUN
@@ -51,8 +52,12 @@ static unsigned random_cmd(uint8_t *c)
     unsigned k = rnd_below(10), rows = rnd_below(6);
     memset(c, 0, 64);
     switch (k) {
-    case 0: case 1: { /* WRITE_MEM to UB, WB or ACC */
-        unsigned mem = rnd_below(3), rb = mem == NTPU_MEM_ACC ? 4 * N : 2 * N, max = mem == 0 ? UB : mem == 1 ? WB : ACC;
+    case 0:
+    case 1: { /* WRITE_MEM to UB, WB or ACC */
+        unsigned mem = rnd_below(3), rb = mem == NTPU_MEM_ACC ? 4 * N : 2 * N,
+                 max = mem == 0   ? UB
+                       : mem == 1 ? WB
+                                  : ACC;
         rows = 1 + rnd_below(3);
         c[0] = NTPU_OP_WRITE_MEM;
         c[1] = (uint8_t)mem;
@@ -62,12 +67,14 @@ static unsigned random_cmd(uint8_t *c)
             c[6 + i] = (uint8_t)(mem == NTPU_MEM_ACC ? rnd() : (i & 1) ? 0x3C + rnd_below(8) : rnd());
         return 6 + rows * rb;
     }
-    case 2: case 3:
+    case 2:
+    case 3:
         c[0] = NTPU_OP_LOAD_W;
         c[1] = (uint8_t)rnd_below(2);
         put16(c + 2, rnd_below(WB - N + 1));
         return 4;
-    case 4: case 5:
+    case 4:
+    case 5:
         c[0] = NTPU_OP_MATMUL;
         c[1] = (uint8_t)(1 | rnd_below(2) << 1);
         put16(c + 2, rnd_below(UB - rows + 1));
@@ -82,9 +89,7 @@ static unsigned random_cmd(uint8_t *c)
         put16(c + 6, rows);
         put16(c + 8, rnd_below(ACC));
         return 10;
-    case 7:
-        c[0] = rnd_below(2) ? NTPU_OP_FENCE : NTPU_OP_NOP;
-        return 1;
+    case 7: c[0] = rnd_below(2) ? NTPU_OP_FENCE : NTPU_OP_NOP; return 1;
     case 8: { /* what a program may not hold, or may not do */
         static const uint8_t bad[] = {NTPU_OP_INFO, NTPU_OP_STATUS, NTPU_OP_SYNC, 0x7F, NTPU_OP_RUN, NTPU_OP_READ_MEM};
         c[0] = bad[rnd_below(sizeof bad)];
@@ -169,9 +174,11 @@ int main(int argc, char **argv)
         put16(r + 2, addr);
         put16(r + 4, rows - (rows > 1 && rnd_below(6) == 0));
         unsigned e = rnd_below(16);
-        if (e == 0) r[1] = 0x80;                           /* ERR_ARG */
-        if (e == 1) put16(r + 4, PM - addr + 1);           /* ERR_RANGE */
-        frame(r, e == 2 ? 7 : 6);                          /* ERR_LENGTH */
+        if (e == 0)
+            r[1] = 0x80; /* ERR_ARG */
+        if (e == 1)
+            put16(r + 4, PM - addr + 1); /* ERR_RANGE */
+        frame(r, e == 2 ? 7 : 6);        /* ERR_LENGTH */
         if (rnd_below(3) == 0)
             read_mem(NTPU_MEM_PM, addr, rows);
         if (rnd_below(2) == 0) {

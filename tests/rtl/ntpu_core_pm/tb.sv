@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_core with program memory on a byte-wide link (LINK_BYTES = 1, PM_ROWS = 24, N = 4):
 // gen.c's frames (programs stored in PM and run with RUN, their errors, PM read back) go into s_rx
 // with random gaps while m_tx_ready stalls at random; every reply byte must be the golden model's.

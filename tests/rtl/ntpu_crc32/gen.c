@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Vectors for the ntpu_crc32 bench: messages and their zlib crc32, from a bit-serial C CRC written
  * from the definition (reflected polynomial 0xEDB88320, init and final XOR all ones). The first
  * message is the standard check string, whose CRC is the published 0xCBF43926 (checked here and in

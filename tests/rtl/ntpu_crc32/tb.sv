@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_crc32: feeds each message of gen.c with random idle cycles between bytes and
 // random junk on `data` while `en` is low, and checks the CRC against gen.c's bit-serial C CRC and
 // the published check value CRC-32("123456789") = 0xCBF43926. It also checks that `clear` wins over

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_fifo (DEPTH 16 and 2, WIDTH 9): random stalls on both sides, phases where the
 // consumer stops (the FIFO must take exactly DEPTH + 2 words, then hold s_in_ready low) and where
 // both run flat out (one word per cycle). Checks order, no loss or duplication, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Vectors for the ntpu_fp32_add bench: hand-picked special cases and random pairs, each with the
  * sum the device must produce. The expected sum is the fp32 add inside ntpu_mac_bf16, restated
  * below for arbitrary fp32 operands and checked against ntpu_mac_bf16 itself on every pair whose
@@ -14,9 +15,15 @@
 
 #define N_RANDOM 150000u
 
-static uint32_t flush(uint32_t u) { return (u & 0x7F800000u) == 0 ? (u & 0x80000000u) : u; }
+static uint32_t flush(uint32_t u)
+{
+    return (u & 0x7F800000u) == 0 ? (u & 0x80000000u) : u;
+}
 
-static int is_nan(uint32_t u) { return (u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu); }
+static int is_nan(uint32_t u)
+{
+    return (u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu);
+}
 
 /* The sum step of ntpu_mac_bf16 (sim/ref/numerics.c) for any two fp32 operands. */
 static uint32_t ref_add(uint32_t x, uint32_t y)
@@ -156,8 +163,8 @@ int main(int argc, char **argv)
         b = (uint16_t)((b & 0x807Fu) | (eb << 7));
         uint32_t p = ntpu_mac_bf16(0x80000000u, a, b); /* -0 + a*b = the flushed product, NaN canonical */
         uint32_t pe = (p >> 23) & 0xFF;
-        uint32_t acc = rnd(8) ? fp32_make(rnd(2), pe == 0 ? 1 + rnd(254) : exp_near(pe, 25), frac_pattern())
-                              : (uint32_t)rng();
+        uint32_t acc =
+            rnd(8) ? fp32_make(rnd(2), pe == 0 ? 1 + rnd(254) : exp_near(pe, 25), frac_pattern()) : (uint32_t)rng();
         uint32_t want = ntpu_mac_bf16(acc, a, b);
         if (ref_add(acc, p) != want && !is_nan(p))
             bad++;

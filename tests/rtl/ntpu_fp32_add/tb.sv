@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_fp32_add: every vector from gen.c (special cases and random pairs, with the sum
 // the golden numerics give) must come out bit for bit; with en low the output must be 0.
 `default_nettype none

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_fp32_add_pipe at STAGES = 1 .. 4: gen.c's vectors (those of the ntpu_fp32_add
 // bench) stream in one pair per cycle, and each sum must come out bit for bit exactly STAGES
 // cycles later.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Vectors for the ntpu_fp32_div bench: every pair of hand-picked special values, quotients at the
  * flush edge and at overflow, and random pairs, each with the quotient the golden model's
  * ntpu_f32_div gives. ntpu_f32_div itself is checked here against the host's float division
@@ -15,7 +16,10 @@
 
 #define N_RANDOM 40000u
 
-static int is_normal(uint32_t u) { return ((u >> 23) & 0xFFu) != 0 && ((u >> 23) & 0xFFu) != 0xFFu; }
+static int is_normal(uint32_t u)
+{
+    return ((u >> 23) & 0xFFu) != 0 && ((u >> 23) & 0xFFu) != 0xFFu;
+}
 
 static FILE *out;
 static unsigned count, bad;
@@ -34,11 +38,10 @@ static void emit(uint32_t x, uint32_t y)
 }
 
 static const uint32_t specials[] = {
-    0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00400000, 0x00800000, 0x80800000, 0x00800001,
-    0x00FFFFFF, 0x01000000, 0x3F800000, 0xBF800000, 0x3F800001, 0x3FFFFFFF, 0x40000000, 0xC0400000,
-    0x3F000000, 0x3F7FFFFF, 0x3FB504F3, 0x1F800000, 0x5F800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F000000,
-    0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, 0x7F800001, 0x7FBFFFFF, 0x3C23D70A, 0x3A83126F,
-    0x3F666666, 0x322BCC77,
+    0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00400000, 0x00800000, 0x80800000, 0x00800001, 0x00FFFFFF,
+    0x01000000, 0x3F800000, 0xBF800000, 0x3F800001, 0x3FFFFFFF, 0x40000000, 0xC0400000, 0x3F000000, 0x3F7FFFFF,
+    0x3FB504F3, 0x1F800000, 0x5F800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F000000, 0x7F800000, 0xFF800000, 0x7FC00000,
+    0xFFC00000, 0x7F800001, 0x7FBFFFFF, 0x3C23D70A, 0x3A83126F, 0x3F666666, 0x322BCC77,
 };
 
 int main(int argc, char **argv)
@@ -78,8 +81,11 @@ int main(int argc, char **argv)
     for (unsigned k = 0; k < N_RANDOM; k++) {
         switch (rnd(4)) {
         case 0: emit((uint32_t)rng(), (uint32_t)rng()); break;
-        case 1: emit(fp32_make(rnd(2), 100 + rnd(56), frac_pattern()), fp32_make(rnd(2), 100 + rnd(56), frac_pattern())); break;
-        default: emit(fp32_make(rnd(2), 1 + rnd(254), (uint32_t)rng()), fp32_make(rnd(2), 1 + rnd(254), (uint32_t)rng()));
+        case 1:
+            emit(fp32_make(rnd(2), 100 + rnd(56), frac_pattern()), fp32_make(rnd(2), 100 + rnd(56), frac_pattern()));
+            break;
+        default:
+            emit(fp32_make(rnd(2), 1 + rnd(254), (uint32_t)rng()), fp32_make(rnd(2), 1 + rnd(254), (uint32_t)rng()));
         }
     }
     if (bad) {

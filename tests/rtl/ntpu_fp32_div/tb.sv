@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_fp32_div: every vector from gen.c (special cases, the flush edge, overflow and
 // random pairs, with the quotient ntpu_f32_div gives) must come out bit for bit, on time, from the
 // one-bit-a-cycle unit and from the five-bit one ntpu_vadam uses.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Vectors for the ntpu_fp32_mul bench: hand-picked special cases and random pairs, each with the
  * product the golden model's ntpu_f32_mul gives. ntpu_f32_mul itself is checked here against the
  * host's float multiply wherever the result is a normal number (where the two must agree), and
@@ -15,7 +16,10 @@
 
 #define N_RANDOM 150000u
 
-static int is_normal(uint32_t u) { return ((u >> 23) & 0xFFu) != 0 && ((u >> 23) & 0xFFu) != 0xFFu; }
+static int is_normal(uint32_t u)
+{
+    return ((u >> 23) & 0xFFu) != 0 && ((u >> 23) & 0xFFu) != 0xFFu;
+}
 
 static FILE *out;
 static unsigned count, bad;
@@ -27,10 +31,10 @@ static void emit(uint32_t x, uint32_t y)
         uint32_t f = ntpu_f32_bits(ntpu_f32_from_bits(x) * ntpu_f32_from_bits(y));
         double d = (double)ntpu_f32_from_bits(x) * (double)ntpu_f32_from_bits(y);
         if (fabs(d) >= 0x1p-126 && f != p)
-            bad++; /* from 2^-126 up the result is the IEEE one */
+            bad++;                /* from 2^-126 up the result is the IEEE one */
         if (fabs(d) < 0x1p-126) { /* tiny: 2^-126 or zero of the sign */
-            uint32_t want = fabs(d) >= 0x1p-126 - 0x1p-151 ? ((x ^ y) & 0x80000000u) | 0x00800000u
-                                                           : (x ^ y) & 0x80000000u;
+            uint32_t want =
+                fabs(d) >= 0x1p-126 - 0x1p-151 ? ((x ^ y) & 0x80000000u) | 0x00800000u : (x ^ y) & 0x80000000u;
             if (p != want)
                 bad++;
         }
@@ -48,12 +52,11 @@ static void emit4(uint32_t x, uint32_t y)
 }
 
 static const uint32_t specials[] = {
-    0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x007FFFFF, 0x807FFFFF, 0x00400000, 0x00800000,
-    0x80800000, 0x00800001, 0x00FFFFFF, 0x01000000, 0x3F800000, 0xBF800000, 0x3F800001, 0x3FFFFFFF,
-    0x40000000, 0xC0000000, 0x3F000000, 0x3F7FFFFF, 0x3FB504F3, 0x3FB504F4, 0x33800000, 0x1F800000,
-    0x1F7FFFFF, 0x20000000, 0x5F800000, 0x5F7FFFFF, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F000000, 0x7F800000,
-    0xFF800000, 0x7FC00000, 0xFFC00000, 0x7F800001, 0xFF800001, 0x7FBFFFFF, 0xFFFFFFFF, 0x3C23D70A,
-    0x3A83126F, 0x3F666666, 0x42F6E979,
+    0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x007FFFFF, 0x807FFFFF, 0x00400000, 0x00800000, 0x80800000,
+    0x00800001, 0x00FFFFFF, 0x01000000, 0x3F800000, 0xBF800000, 0x3F800001, 0x3FFFFFFF, 0x40000000, 0xC0000000,
+    0x3F000000, 0x3F7FFFFF, 0x3FB504F3, 0x3FB504F4, 0x33800000, 0x1F800000, 0x1F7FFFFF, 0x20000000, 0x5F800000,
+    0x5F7FFFFF, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, 0x7F800001,
+    0xFF800001, 0x7FBFFFFF, 0xFFFFFFFF, 0x3C23D70A, 0x3A83126F, 0x3F666666, 0x42F6E979,
 };
 
 int main(int argc, char **argv)
@@ -101,8 +104,11 @@ int main(int argc, char **argv)
     for (unsigned k = 0; k < N_RANDOM; k++) {
         switch (rnd(4)) {
         case 0: emit((uint32_t)rng(), (uint32_t)rng()); break;
-        case 1: emit(fp32_make(rnd(2), 100 + rnd(56), frac_pattern()), fp32_make(rnd(2), 100 + rnd(56), frac_pattern())); break;
-        default: emit(fp32_make(rnd(2), 1 + rnd(254), (uint32_t)rng()), fp32_make(rnd(2), 1 + rnd(254), (uint32_t)rng()));
+        case 1:
+            emit(fp32_make(rnd(2), 100 + rnd(56), frac_pattern()), fp32_make(rnd(2), 100 + rnd(56), frac_pattern()));
+            break;
+        default:
+            emit(fp32_make(rnd(2), 1 + rnd(254), (uint32_t)rng()), fp32_make(rnd(2), 1 + rnd(254), (uint32_t)rng()));
         }
     }
     if (bad) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Vectors for the ntpu_fp32_sqrt bench: hand-picked special values, every exponent with structured
  * fractions, squares and their neighbours, and random patterns, each with the root the golden
  * model's ntpu_f32_sqrt gives. ntpu_f32_sqrt itself is checked here against sqrtf for every normal

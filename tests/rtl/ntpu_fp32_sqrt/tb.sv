@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_fp32_sqrt: every vector from gen.c (special cases, every exponent, squares and
 // their neighbours, random patterns, with the root ntpu_f32_sqrt gives) must come out bit for
 // bit, on time, from the one-bit-a-cycle unit and from the five-bit one ntpu_vadam uses.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Vectors for the ntpu_link_rx bench (MAX_PAYLOAD = 100). Builds a host -> device byte stream of
  * good frames, frames with a corrupted payload or CRC, headers with LEN 0 or over the maximum,
  * truncated frames and random junk (which may contain SOF bytes), ending with the host's resync
@@ -20,7 +21,10 @@
 static uint8_t stream[MAX_STREAM];
 static size_t nstream;
 
-static void put(uint8_t b) { stream[nstream++] = b; }
+static void put(uint8_t b)
+{
+    stream[nstream++] = b;
+}
 
 /* A frame; corrupt: 0 good, 1 flip a payload bit, 2 flip a CRC bit. */
 static void frame(uint8_t seq, const uint8_t *p, unsigned len, int corrupt)

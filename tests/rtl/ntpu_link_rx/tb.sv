@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_link_rx (MAX_PAYLOAD = 100): drives gen.c's byte stream (good, corrupted, bad-LEN
 // and truncated frames, junk, resyncs) with random gaps in s_rx_valid, and plays the command
 // processor with random delays: checks every frame's status, SEQ and LEN in order, reads each good

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Vectors for the ntpu_link_tx bench: replies (SEQ, LEN, status, body) and the exact byte stream
  * docs/protocol.md says they become: SOF 0x5A, SEQ, LEN little-endian, status, body, CRC-32 (zlib's,
  * bit-serial here) over SEQ..body, little-endian.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_link_tx: offers gen.c's replies (headers and body bytes, each with random delays,
 // the next header often while the previous reply is still going out) and takes the output with
 // random m_tx_ready, in phases from no stalls to heavy ones. Checks the byte stream against gen.c,

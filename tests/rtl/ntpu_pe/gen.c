@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Vectors for the ntpu_pe bench, from the golden numerics (sim/ref/numerics.c).
  *
  * OUTDIR/mul.hex: bf16 pairs and their exact product for ntpu_bf16_mul alone (a, b, p: 16 hex
@@ -21,9 +22,9 @@
 #define N_CYCLES 100000u
 
 static const uint16_t bf16_specials[] = {
-    0x0000, 0x8000, 0x0001, 0x807F, 0x0040, 0x0080, 0x8080, 0x00FF, 0x3F80, 0xBF80, 0x3FFF, 0xBFFF,
-    0x4000, 0x7F7F, 0xFF7F, 0x7F00, 0x7F80, 0xFF80, 0x7FC0, 0xFFC0, 0x7F81, 0xFFFF, 0x1F80, 0x2000,
-    0x5F80, 0x6000, 0x0100, 0x3F00, 0x4B00, 0x3C00,
+    0x0000, 0x8000, 0x0001, 0x807F, 0x0040, 0x0080, 0x8080, 0x00FF, 0x3F80, 0xBF80,
+    0x3FFF, 0xBFFF, 0x4000, 0x7F7F, 0xFF7F, 0x7F00, 0x7F80, 0xFF80, 0x7FC0, 0xFFC0,
+    0x7F81, 0xFFFF, 0x1F80, 0x2000, 0x5F80, 0x6000, 0x0100, 0x3F00, 0x4B00, 0x3C00,
 };
 #define N_BF16_SPECIALS (sizeof bf16_specials / sizeof bf16_specials[0])
 
@@ -45,9 +46,8 @@ static uint16_t bf16_operand(void)
  * carries; sometimes a special value or an arbitrary pattern. */
 static uint32_t fp32_acc(uint32_t p)
 {
-    static const uint32_t sp[] = {0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000,
-                                  0x80800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000,
-                                  0x7FC00000, 0xFFC00001, 0x3F800000};
+    static const uint32_t sp[] = {0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x80800000, 0x7F7FFFFF,
+                                  0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00001, 0x3F800000};
     switch (rnd(10)) {
     case 0: return sp[rnd(sizeof sp / sizeof sp[0])];
     case 1: return (uint32_t)rng();
@@ -75,7 +75,10 @@ static int32_t int32_acc(void)
     }
 }
 
-static uint32_t product(uint16_t a, uint16_t b) { return ntpu_mac_bf16(0x80000000u, a, b); }
+static uint32_t product(uint16_t a, uint16_t b)
+{
+    return ntpu_mac_bf16(0x80000000u, a, b);
+}
 
 int main(int argc, char **argv)
 {
@@ -148,8 +151,8 @@ int main(int argc, char **argv)
         }
         unsigned ctrl = (unsigned)(w_valid | w_buf << 1 | w_transpose << 2 | a_buf << 3 | a_bf16 << 4 |
                                    check_psum << 5 | known[0] << 6 | known[1] << 7);
-        fprintf(f, "%02X%04X%04X%04X%04X%04X%08X%08X%04X%04X%04X%02X\n", ctrl, top[1], top[0], left[1],
-                left[0], a, psum_in, psum_out, w[1], w[0], a, (unsigned)(a_bf16 << 1 | a_buf));
+        fprintf(f, "%02X%04X%04X%04X%04X%04X%08X%08X%04X%04X%04X%02X\n", ctrl, top[1], top[0], left[1], left[0], a,
+                psum_in, psum_out, w[1], w[0], a, (unsigned)(a_bf16 << 1 | a_buf));
     }
     if (fclose(f) != 0) {
         perror(path);

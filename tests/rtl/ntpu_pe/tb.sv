@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_bf16_mul and ntpu_pe, against the golden numerics (vectors from gen.c).
 // 1. The multiplier alone: every product bit for bit, and 0 with en low.
 // 2. One PE, cycle by cycle: weight shifts from above and from the left into either buffer, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Vectors for the ntpu_requant bench: operand triples (x, multiplier, shift) with the int8 that
  * ntpu_requantize(x, multiplier, shift, 0) gives. Covers every shift from below 0 to above 31 (as
  * int32 lanes carry them), the saturating product, ties at both rounding steps, the clamp edges
@@ -31,8 +32,8 @@ static const uint32_t xs[] = {
     0xFFFFFF7F, 0x40000000, 0xC0000000, 0x00010000, 0xFFFF0000, 0x12345678, 0xEDCBA988,
 };
 static const uint32_t ms[] = {
-    0x80000000, 0x7FFFFFFF, 0x40000000, 0x40000001, 0x00000000, 0x00000001, 0xFFFFFFFF,
-    0x80000001, 0x55555555, 0x6487ED51, 0xC0000000, 0x20000000,
+    0x80000000, 0x7FFFFFFF, 0x40000000, 0x40000001, 0x00000000, 0x00000001,
+    0xFFFFFFFF, 0x80000001, 0x55555555, 0x6487ED51, 0xC0000000, 0x20000000,
 };
 
 int main(int argc, char **argv)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_requant: every vector from gen.c (every shift, saturation, ties, clamp edges,
 // random operands, with the int8 ntpu_requantize gives) goes in while ce toggles at random; each
 // y must match the vector presented two ce-cycles earlier, and hold while ce is low.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Vectors for the ntpu_seq bench (N = 4, UB 64 rows, WB 32, ACC 48): starting memory contents and
  * a stream of LOAD_W / MATMUL commands, given to the sequencer as fast as it takes them (no link in
  * between), so MATMULs queue behind each other, tiles load while rows stream, and short MATMULs
@@ -56,8 +57,7 @@ static void load_w(unsigned flags, unsigned a, unsigned gap)
 
 /* flags: bit 0 bf16, bit 1 accumulate, bit 2 TRANSPOSE_A (row m is column m % N of the block of
  * UB rows at ua + (m / N) * stride; rows a multiple of N). */
-static void matmul_t(unsigned flags, unsigned ua, unsigned aa, unsigned rows, unsigned stride,
-                     unsigned gap)
+static void matmul_t(unsigned flags, unsigned ua, unsigned aa, unsigned rows, unsigned stride, unsigned gap)
 {
     if (pending) {
         memcpy(w_act, w_pend, sizeof w_act);
@@ -73,8 +73,7 @@ static void matmul_t(unsigned flags, unsigned ua, unsigned aa, unsigned rows, un
                 if (flags & 1)
                     a = ntpu_mac_bf16(a, x[i], w_act[i][n]);
                 else
-                    a = (uint32_t)ntpu_mac_int8((int32_t)a, (int8_t)(x[i] & 0xFF),
-                                                (int8_t)(w_act[i][n] & 0xFF));
+                    a = (uint32_t)ntpu_mac_int8((int32_t)a, (int8_t)(x[i] & 0xFF), (int8_t)(w_act[i][n] & 0xFF));
             }
             acc[aa + m][n] = a;
         }
@@ -100,7 +99,10 @@ static void check(void)
     nchecks++;
 }
 
-static unsigned gap(void) { return rnd_below(8) == 0 ? rnd_below(12) : 0; }
+static unsigned gap(void)
+{
+    return rnd_below(8) == 0 ? rnd_below(12) : 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -171,7 +173,7 @@ int main(int argc, char **argv)
     check();
     for (int k = 0; k < 6; k++) {
         load_w(0, 4 * (unsigned)k, 0);
-        matmul(2, k * 3, 10 + k, 1, 0);  /* one-row MATMULs on overlapping rows */
+        matmul(2, k * 3, 10 + k, 1, 0); /* one-row MATMULs on overlapping rows */
     }
     check();
     /* Runs of one-row MATMULs: all hazard slots fill. */
@@ -223,7 +225,9 @@ int main(int argc, char **argv)
             load_w(rnd_below(2), rnd_below(WB_ROWS - N + 1), gap());
         } else if (c < 96) {
             int tr = rnd_below(4) == 0;
-            unsigned rows = rnd_below(3) == 0 ? rnd_below(3) : rnd_below(3) == 0 ? rnd_below(ACC_ROWS + 1) : rnd_below(10);
+            unsigned rows = rnd_below(3) == 0   ? rnd_below(3)
+                            : rnd_below(3) == 0 ? rnd_below(ACC_ROWS + 1)
+                                                : rnd_below(10);
             unsigned flags = rnd_below(4), stride = 0, ua;
             unsigned aa;
             if (tr) {

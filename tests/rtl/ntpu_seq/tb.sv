@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_seq with the real array (N = 4) and three ntpu_ram memories: gen.c's LOAD_W /
 // MATMUL stream is offered back to back (or after short random gaps), far faster than the link
 // could bring it, so MATMULs queue behind each other, tiles load while rows stream, MATMULs wait

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_transpose at N = 8, 3 and 2 (instances side by side): random rows go in with
 // random gaps, columns come out with random stalls, in phases from none to heavy. Every column is
 // checked against the rows the bench sent, and m_col_valid/m_col_data must hold while stalled. In

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_uart_rx at CLKS_PER_BIT = 4, 7 and 16: a bit-level line driver with its own
 // (real-valued) bit period sends random bytes with random idle gaps (none, so bytes run back to
 // back, up to 3 bit times), at the nominal rate and mismatched by +2 % and -4 %, while the

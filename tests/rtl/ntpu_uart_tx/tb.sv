@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_uart_tx at CLKS_PER_BIT = 4 and 13: random bytes offered with random gaps (often
 // none, so bytes must leave back to back). A cycle-exact line monitor checks the idle level, every
 // bit's value and length (start 0, 8 data bits LSB first, stop 1), that the start bit follows the

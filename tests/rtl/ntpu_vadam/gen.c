@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Vectors for the ntpu_vadam bench: rows of Adam / AdamW updates, each lane with its own nine
  * constants, gradient, moments and parameter, and the results the golden model's ntpu_adam_f32
  * gives. Mostly the values of real training (small gradients, b1 and b2 near 1, tiny eps), some
@@ -16,10 +17,16 @@
 #define LANES 3 /* tb.sv's N */
 #define ROWS 1500u
 
-static uint32_t any(void) { return (uint32_t)rng(); }
+static uint32_t any(void)
+{
+    return (uint32_t)rng();
+}
 
 /* ±[2^(lo-127), 2^(hi-127)) with a structured fraction */
-static uint32_t range(uint32_t lo, uint32_t hi, int neg) { return fp32_make(neg ? rnd(2) : 0, lo + rnd(hi - lo), frac_pattern()); }
+static uint32_t range(uint32_t lo, uint32_t hi, int neg)
+{
+    return fp32_make(neg ? rnd(2) : 0, lo + rnd(hi - lo), frac_pattern());
+}
 
 int main(int argc, char **argv)
 {
@@ -34,7 +41,8 @@ int main(int argc, char **argv)
         for (unsigned n = 0; n < LANES; n++) {
             uint32_t k[NTPU_ADAM_CONSTS];
             float lr = ntpu_f32_from_bits(range(110, 124, 0)), wd = ntpu_f32_from_bits(range(100, 124, 0));
-            float b1 = 1.0f - ntpu_f32_from_bits(range(115, 124, 0)), b2 = 1.0f - ntpu_f32_from_bits(range(105, 118, 0));
+            float b1 = 1.0f - ntpu_f32_from_bits(range(115, 124, 0)),
+                  b2 = 1.0f - ntpu_f32_from_bits(range(105, 118, 0));
             k[NTPU_ADAM_K_LR] = ntpu_f32_bits(lr);
             k[NTPU_ADAM_K_WD] = ntpu_f32_bits(dec ? 1.0f - lr * wd : wd);
             k[NTPU_ADAM_K_B1] = ntpu_f32_bits(b1);
@@ -49,7 +57,7 @@ int main(int argc, char **argv)
                 g = 0;
             if (rnd(10) == 0)
                 m = v = 0; /* the first step */
-            if (wild) { /* any operand may be anything */
+            if (wild) {    /* any operand may be anything */
                 switch (rnd(6)) {
                 case 0: g = any(); break;
                 case 1: m = any(); break;

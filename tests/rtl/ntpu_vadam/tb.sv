@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_vadam (N = 3 lanes): every row from gen.c (Adam or AdamW, per-lane constants,
 // ordinary and arbitrary operands) is loaded the way ntpu_vseq loads it (nine constant rows, then
 // g with m, then p with v) and must finish with p, m and v equal to ntpu_adam_f32's bit for bit,

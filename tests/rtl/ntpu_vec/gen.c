@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Operations for the ntpu_vec bench, at N = 8 and N = 3: ACT in every flag combination (fp32 with
  * each OUT, int8), RELU_GRAD with each OUT, COLSUM with and without ACCUMULATE (0 rows included),
  * on lanes full of special values (NaN, +-0, +-Inf, subnormals, bf16 rounding ties, requantizer
@@ -43,7 +44,10 @@ static void set16(word *x, unsigned lane, uint16_t v)
     x->w[lane / 2] = (x->w[lane / 2] & ~(0xFFFFu << sh)) | ((uint32_t)v << sh);
 }
 
-static void set_bit(word *x, unsigned bit) { x->w[bit / 32] |= 1u << (bit % 32); }
+static void set_bit(word *x, unsigned bit)
+{
+    x->w[bit / 32] |= 1u << (bit % 32);
+}
 
 /* ---------------------------------------------------------------- values */
 
@@ -60,8 +64,7 @@ static uint32_t f32_any(void)
     switch (rnd(8)) {
     case 0: return f32_specials[rnd(sizeof f32_specials / sizeof f32_specials[0])];
     case 1: return (uint32_t)rng();
-    case 2: /* low half at or next to the rounding tie */
-        return ((uint32_t)rng() & 0xFFFF0000u) | (0x7FFFu + rnd(3));
+    case 2: /* low half at or next to the rounding tie */ return ((uint32_t)rng() & 0xFFFF0000u) | (0x7FFFu + rnd(3));
     default: return ((uint32_t)rnd(2) << 31) | ((uint32_t)(110 + rnd(36)) << 23) | ((uint32_t)rng() & 0x7FFFFFu);
     }
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bench for ntpu_vec at N = 8 and N = 3 (instances side by side): gen.c's operations (ACT in every
 // flag combination, RELU_GRAD, COLSUM with 0 rows and more, void beats, special values) go in with
 // random gaps and the results come out with random stalls, in phases from none to heavy. Every
