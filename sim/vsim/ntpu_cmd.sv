@@ -507,66 +507,6 @@ module ntpu_cmd
                        (state_q == S_BLOCK && m_body_ready && left_q == 8'(blk_n)) ||
                        (state_q == S_RD_SEND && m_body_ready && rd_last && rows_left_q == 16'd0);
 
-  // S_DECODE's choice: the reply (a status alone, unless set here) and, for a command that passed
-  // its checks, the state it goes on to and where S_DRAIN and S_REPLY then go.
-  state_e dec_next, dec_after_drain, dec_after_reply;
-  logic [15:0] dec_rep_len;
-  logic [7:0] dec_left;
-  // vsim: read only in S_DECODE (as err), so Verilator computes it only there.
-  always_comb begin
-    dec_next = S_REPLY;
-    dec_after_drain = after_drain_q;
-    dec_after_reply = S_IDLE;
-    dec_rep_len = 16'd1;
-    dec_left = left_q;
-    if (state_q == S_DECODE && dec_status == DEV_OK) begin
-      case (op)
-        OP_INFO: begin
-          dec_rep_len = 16'(1 + ID_BYTES);
-          dec_left = 8'(ID_BYTES);
-          dec_after_reply = S_BLOCK;
-        end
-        OP_STATUS: begin
-          dec_rep_len = 16'(1 + STATUS_BYTES);
-          dec_left = 8'(STATUS_BYTES);
-          dec_after_reply = S_BLOCK;
-        end
-        OP_WRITE_MEM: begin
-          dec_after_drain = S_WRITE;
-          dec_next = S_DRAIN;
-        end
-        OP_READ_MEM: begin
-          dec_rep_len = read_reply_len;
-          if (b16 != 16'd0) dec_after_reply = S_RD_ISSUE;
-          dec_after_drain = S_REPLY;
-          dec_next = S_DRAIN;
-        end
-        OP_FENCE: begin
-          dec_after_drain = S_REPLY;
-          dec_next = S_DRAIN;
-        end
-        OP_COUNTERS: begin
-          dec_after_drain = S_CNT;
-          dec_next = S_DRAIN;
-        end
-        OP_SYNC: begin
-          dec_rep_len = 16'd2;
-          dec_left = 8'd1;
-          dec_after_reply = S_BLOCK;
-        end
-        OP_LOAD_W, OP_MATMUL: dec_next = S_DISPATCH;
-        OP_RUN: if (PM_EN) dec_next = S_PLEN;
-        OP_ACT, OP_RELU_GRAD, OP_COLSUM, OP_OPTIM: begin
-          dec_after_drain = S_VDISPATCH;
-          dec_next = S_DRAIN;
-        end
-        default: ;  // NOP
-      endcase
-      // Nothing to wait for: straight on.
-      if (dec_next == S_DRAIN && (all_idle || mem_go)) dec_next = dec_after_drain;
-    end
-  end
-
   always_comb begin
     state_d = state_q;
     after_drain_d = after_drain_q;
@@ -598,13 +538,57 @@ module ntpu_cmd
       end
       S_DECODE: begin
         rep_status_d = dec_status;
-        rep_len_d = dec_rep_len;
-        left_d = dec_left;
-        after_drain_d = dec_after_drain;
-        after_reply_d = dec_after_reply;
+        rep_len_d = 16'd1;
+        after_reply_d = S_IDLE;
         addr_d = a16;
         rows_left_d = b16;
-        state_d = dec_next;
+        state_d = S_REPLY;
+        if (dec_status == DEV_OK) begin
+          case (op)
+            OP_INFO: begin
+              rep_len_d = 16'(1 + ID_BYTES);
+              left_d = 8'(ID_BYTES);
+              after_reply_d = S_BLOCK;
+            end
+            OP_STATUS: begin
+              rep_len_d = 16'(1 + STATUS_BYTES);
+              left_d = 8'(STATUS_BYTES);
+              after_reply_d = S_BLOCK;
+            end
+            OP_WRITE_MEM: begin
+              after_drain_d = S_WRITE;
+              state_d = S_DRAIN;
+            end
+            OP_READ_MEM: begin
+              rep_len_d = read_reply_len;
+              if (b16 != 16'd0) after_reply_d = S_RD_ISSUE;
+              after_drain_d = S_REPLY;
+              state_d = S_DRAIN;
+            end
+            OP_FENCE: begin
+              after_drain_d = S_REPLY;
+              state_d = S_DRAIN;
+            end
+            OP_COUNTERS: begin
+              after_drain_d = S_CNT;
+              state_d = S_DRAIN;
+            end
+            OP_SYNC: begin
+              rep_len_d = 16'd2;
+              left_d = 8'd1;
+              after_reply_d = S_BLOCK;
+            end
+            OP_LOAD_W, OP_MATMUL: state_d = S_DISPATCH;
+            OP_RUN: if (PM_EN) state_d = S_PLEN;
+            OP_ACT, OP_RELU_GRAD, OP_COLSUM, OP_OPTIM: begin
+              after_drain_d = S_VDISPATCH;
+              state_d = S_DRAIN;
+            end
+            default: ;  // NOP
+          endcase
+          // Nothing to wait for: straight on.
+          if (state_d == S_DRAIN && (all_idle || mem_go)) state_d = after_drain_d;
+        end
       end
       S_DRAIN: begin
         if (all_idle || mem_go) state_d = after_drain_q;
