@@ -5,8 +5,9 @@
 // Contract: s_rx carries the host -> device byte stream, m_tx the device -> host stream, up to
 // LINK_BYTES bytes per cycle each (byte 0 first in the data word; s_rx_valid, s_rx_ready and
 // m_tx_valid are thermometer codes of the bytes offered / taken; m_tx_ready takes every byte
-// offered). LINK_BYTES = 1 is the plain byte-wide valid/ready stream of the boards. Every frame gets exactly one reply, in order; any byte sequence leaves the core able
-// to take the next good frame after the host's resync procedure. m_tx is driven from registers.
+// offered). LINK_BYTES = 1 is the plain byte-wide valid/ready stream of the boards. Every frame
+// gets exactly one reply, in order; any byte sequence leaves the core able to take the next good
+// frame after the host's resync procedure. m_tx is driven from registers.
 // The ports are fixed: the Verilator harnesses (sim/vsim/) and the board tops (fpga/) depend on them.
 `default_nettype none
 

@@ -2,9 +2,10 @@
 // Performance counters: nine event counters in the order COUNTERS reports them (docs/isa.md),
 // COUNTER_W bits each (64 in simulation; narrower on small FPGAs, wrapping modulo 2^COUNTER_W).
 //
-// Contract: each event input counts the cycles it is high (rx_bytes / tx_bytes add their value); `macs_add` adds macs_rows * N * N in the
-// cycle it is high (one MATMUL accepted). `clear[k]` zeroes counter k, dropping that cycle's
-// events. `cnt` is registered: counter k is cnt[k*COUNTER_W +: COUNTER_W], k as in ntpu_pkg::CNT_*.
+// Contract: each event input counts the cycles it is high (rx_bytes / tx_bytes add their value);
+// `macs_add` adds macs_rows * N * N in the cycle it is high (one MATMUL accepted). `clear[k]`
+// zeroes counter k, dropping that cycle's events. `cnt` is registered: counter k is
+// cnt[k*COUNTER_W +: COUNTER_W], k as in ntpu_pkg::CNT_*.
 `default_nettype none
 
 module ntpu_perf

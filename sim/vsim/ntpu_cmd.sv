@@ -36,8 +36,9 @@
 //   the frame buffer, with no reply and no SEQ of their own; a LEN prefix takes two cycles, a
 //   fixed part two more. The first that fails ends the program. RUN is answered when its last
 //   command has been accepted (as MATMUL is), with the status and the count of commands run.
-//   PM_ROWS = 0 (the boards): RUN is an unknown opcode, memory 3 an unknown memory, and none of
-//   the program logic is built (`run` is the constant 0).
+//   Where the program is, its LEN prefixes and the PM reads are ntpu_prog_fetch's; PM itself and
+//   the bytes' path are here. PM_ROWS = 0 (the boards): RUN is an unknown opcode, memory 3 an
+//   unknown memory, and none of the program logic is built (`run` is the constant 0).
 `default_nettype none
 
 module ntpu_cmd
@@ -116,10 +117,14 @@ module ntpu_cmd
   input  logic [N*32-1:0]            acc_rdata,
   input  logic [N*32-1:0]            os_rdata,   // OS_ROWS > 0
   // performance counters
-  input  logic [CNT_COUNT*COUNTER_W-1:0] cnt,   output logic cnt_pick_en, output logic [3:0] cnt_pick_idx, input logic [COUNTER_W-1:0] cnt_pick,
+  input  logic [CNT_COUNT*COUNTER_W-1:0] cnt,
+  output logic                       cnt_pick_en,   // vsim: the counter COUNTERS reads, from ntpu_perf
+  output logic [3:0]                 cnt_pick_idx,
+  input  logic [COUNTER_W-1:0]       cnt_pick,
   output logic [CNT_COUNT-1:0]       cnt_clear,  // COUNTERS CLEAR: counter k is read out now
   output logic                       wait_frame,  // no frame to work on
-  output logic                       wait_drain, output logic gate_wait  // waiting for earlier commands to finish
+  output logic                       wait_drain,  // waiting for earlier commands to finish
+  output logic                       gate_wait    // vsim: nothing here changes (ntpu_core's clock gate)
 );
 
   if (N < 2 || N > 32) begin : g_bad_n
@@ -238,43 +243,33 @@ module ntpu_cmd
   assign c16 = hdr_q[63:48];
   assign d16 = hdr_q[79:64];
   // ---------------------------------------------------------------- programs (RUN)
+  // The program's place, LEN prefixes and PM reads: ntpu_prog_fetch (u_fetch, under program memory
+  // below); without PM these are constants.
   localparam bit PM_EN = (PM_ROWS > 0);
-  localparam int PB_W = 24;             // PM byte addresses: 65536 rows x 64 bytes at most, twice
-  logic run_q;                          // the command being worked on comes from PM
-  logic run;                            // ... constant 0 without PM
-  logic in_plen;                        // state S_PLEN; constant 0 without PM
-  logic run_rep_q;                      // the reply being sent is RUN's (data: done)
-  logic run_rep;                        // ... constant 0 without PM
-  logic [PB_W-1:0] pm_ptr_q;            // next LEN prefix
-  logic [PB_W-1:0] pm_end_q;            // end of the program (exclusive)
-  logic [PB_W-1:0] cmd_base_q;          // the current command's payload
-  logic [15:0] run_len_q;               // ... its LEN
-  logic [15:0] run_done_q;              // commands of the program that ran
-  logic pl_wait_q;                      // S_PLEN: a PM read is on its way
-  logic pl_have_q;                      // S_PLEN: the low byte of LEN is in pl_lo_q
-  logic [7:0] pl_lo_q;
-  logic [PB_W-1:0] pm_rem;              // program bytes from pm_ptr_q on
-  logic [15:0] pl_len;                  // S_PLEN: LEN, when pl_got
-  logic pl_got;
+  logic run;                            // the command being worked on comes from PM
+  logic in_plen;                        // state S_PLEN
+  logic run_rep;                        // the reply being sent is RUN's (data: run_done)
+  logic [15:0] run_len;                 // the LEN of the command from PM
+  logic [15:0] run_done;                // commands of the program that ran
+  logic plen_go;                        // S_PLEN: LEN is in and good, on to the command
+  logic plen_end;                       // S_PLEN: the program ends ...
+  logic [7:0] plen_status;              // ... with this status
   logic prog_end;                       // the program ends now: RUN's reply
   logic [7:0] prog_status;              // ... with this status
   logic inner_next;                     // a command of the program is done: on to the next
-  logic pm_re;
-  logic [PB_W-1:0] pm_baddr;            // PM byte read now (fetch), its row and byte in the row
-  logic [7:0] pm_byte, pm_byte_q;
+  logic [7:0] pm_room;                  // PM bytes a fetch may take now (the rest of the row)
+  logic [7:0] pm_byte_q;                // the PM row read holds the fetched bytes from this byte on
   logic [N*16-1:0] pm_rdata;
   logic [8*W-1:0] src_data;             // fetched bytes: the frame buffer's or PM's
   logic fetch_re;                       // a fetch of frame bytes (from either) this cycle
-  assign run = PM_EN && run_q;
   assign in_plen = PM_EN && (state_q == S_PLEN);
-  assign run_rep = PM_EN && run_rep_q;
 
   if (OS_ROWS > 0) begin : g_e16
     assign e16 = hdr_q[95:80];
   end else begin : g_no_e16
     assign e16 = 16'd0;
   end
-  assign len = run ? run_len_q : s_frm_len;
+  assign len = run ? run_len : s_frm_len;
   // Without OS, bit 2 of the id is never a memory's (f1 > 3 is ERR_MEM): left out of the logic.
   assign mem = (OS_ROWS > 0) ? f1[2:0] : {1'b0, f1[1:0]};
   assign is_acc = (mem == 3'(MEM_ACC)) || (OS_ROWS > 0 && mem == 3'(MEM_OS));
@@ -465,7 +460,7 @@ module ntpu_cmd
     row_room = row_bytes - iss_row_q;
     fb_n = (fb_left < 16'(W)) ? KW'(fb_left) : KW'(W);
     if (state_q == S_WRITE && 16'(row_room) < 16'(fb_n)) fb_n = KW'(row_room);
-    if (run && 16'(ROW16_BYTES) - 16'(pm_byte) < 16'(fb_n)) fb_n = KW'(8'(ROW16_BYTES) - pm_byte);
+    if (run && 16'(pm_room) < 16'(fb_n)) fb_n = KW'(pm_room);
     if (W == 1) fb_n = KW'(1);
   end
   assign fb_k = (W == 1) ? KW'(1) : fb_k_q;
@@ -521,7 +516,11 @@ module ntpu_cmd
     rep_len_d = rep_len_q;
     left_d = left_q;
     rows_left_d = rows_left_q;
-    addr_d = addr_q;   inner_next = 1'b0; prog_end = 1'b0; prog_status = rep_status_q; if (!gate_wait) begin  // vsim: see the end
+    addr_d = addr_q;
+    inner_next = 1'b0;  // vsim: see the end
+    prog_end = 1'b0;
+    prog_status = rep_status_q;
+    if (!gate_wait) begin
     case (state_q)
       S_IDLE: begin
         if (s_frm_valid) begin
@@ -630,15 +629,8 @@ module ntpu_cmd
       end
       S_PLEN: begin
         if (!PM_EN) state_d = S_IDLE;
-        else if (!pl_wait_q && pm_rem < PB_W'(PROG_LEN_BYTES)) state_d = S_REPLY;  // prog_end
-        else if (pl_got) begin
-          // LEN 0 ends the program; a LEN past it (or over MAX_PAYLOAD) ends it with ERR_LENGTH.
-          if (pl_len == 16'd0 || pl_len > 16'(MAX_PAYLOAD) || PB_W'(pl_len) > pm_rem - PB_W'(PROG_LEN_BYTES)) begin
-            state_d = S_REPLY;
-          end else begin
-            state_d = S_HDR;
-          end
-        end
+        else if (plen_end) state_d = S_REPLY;  // prog_end
+        else if (plen_go) state_d = S_HDR;
       end
       S_RD_SEND: begin
         if (m_body_ready) begin
@@ -659,8 +651,7 @@ module ntpu_cmd
     inner_next = run && state_q != S_REPLY && !in_plen && state_d == S_REPLY &&
                  rep_status_d == DEV_OK;
     prog_end = run && state_d == S_REPLY && !inner_next;
-    prog_status = (in_plen && pl_got && pl_len != 16'd0) ? DEV_ERR_LENGTH
-                : in_plen ? DEV_OK : rep_status_d;
+    prog_status = in_plen ? plen_status : rep_status_d;
     if (inner_next) state_d = S_PLEN;
     if (prog_end) begin
       rep_status_d = prog_status;
@@ -727,7 +718,7 @@ module ntpu_cmd
       st_busy_q <= !all_idle;
     end
     if (cnt_load) sh_q <= SH_W'(cnt_sel);  // zero-extended to the u64 on the wire
-    else if (prog_end) sh_q <= SH_W'(run_done_q);
+    else if (prog_end) sh_q <= SH_W'(run_done);
     else if (state_q == S_DECODE && op == OP_SYNC) sh_q <= SH_W'(expected_seq_q);
     else if (state_q == S_RD_SEND && body_go) sh_q <= rd_row >> (8 * rd_n);
     else if (state_q == S_WRITE && fb_take) sh_q <= wr_shift;
@@ -814,64 +805,53 @@ module ntpu_cmd
   // vsim: see the end
 
   // ---------------------------------------------------------------- program memory
-  // S_PLEN reads the row holding the next LEN byte; S_HDR and S_WRITE fetch payload bytes from PM
-  // as they would from the frame buffer. The bytes of a row from pm_byte_q on are src_data.
-  assign pm_rem = pm_end_q - pm_ptr_q;
-  assign pm_baddr = in_plen ? pm_ptr_q + PB_W'(pl_have_q) : cmd_base_q + PB_W'(fb_off);
-  assign pm_byte = 8'(pm_baddr % PB_W'(ROW16_BYTES));
-  assign pm_re = PM_EN && ((run && fetch_re) || (in_plen && run && !pl_wait_q && !prog_end) ||
-                           (rd_re && mem_pm));
+  // PM (memory 3): written by WRITE_MEM, read by READ_MEM and by the fetch inside a program, at the
+  // row u_fetch gives. S_HDR and S_WRITE fetch payload bytes from PM as they would from the frame
+  // buffer: the bytes of the row from pm_byte_q on are src_data.
   logic [8*W+16*N-1:0] pm_shifted;
   // see the end
   logic unused_pm_shifted;  // only the low W bytes (and two for LEN) are ever needed
   assign unused_pm_shifted = ^pm_shifted;
   assign src_data = run ? pm_shifted[8*W-1:0] : frm_rdata;
-  // S_PLEN: LEN is complete once a read brought its byte(s): both at once unless LEN's low byte is
-  // the last of a row (or the link is a byte wide), then the high byte with a second read.
-  logic pl_two;
-  assign pl_two = (W > 1) && (pm_byte_q != 8'(ROW16_BYTES - 1));
-  assign pl_got = in_plen && pl_wait_q && (pl_have_q || pl_two);
-  assign pl_len = pl_have_q ? {pm_shifted[7:0], pl_lo_q} : pm_shifted[15:0];
-
-  always_ff @(posedge clk) begin
-    if (rst) begin
-      run_q <= 1'b0;
-      run_rep_q <= 1'b0;
-    end else begin
-      if (state_q == S_DECODE && op == OP_RUN && dec_status == DEV_OK && PM_EN) run_q <= 1'b1;
-      else if (prog_end) run_q <= 1'b0;
-      if (prog_end) run_rep_q <= 1'b1;
-      else if (state_q == S_IDLE) run_rep_q <= 1'b0;
-    end
-  end
-
-  always_ff @(posedge clk) begin
-    if (pm_re) pm_byte_q <= pm_byte;
-    if (state_q == S_DECODE && !run) begin
-      // RUN (when it passes its checks): the program is PM rows a16 .. a16 + b16 - 1.
-      pm_ptr_q <= PB_W'(a16) * PB_W'(ROW16_BYTES);
-      pm_end_q <= (PB_W'(a16) + PB_W'(b16)) * PB_W'(ROW16_BYTES);
-      run_done_q <= '0;
-    end
-    if (state_q == S_DECODE && !run) pl_wait_q <= 1'b0;
-    else if (in_plen) pl_wait_q <= !pl_wait_q ? (pm_re) : 1'b0;
-    if (!in_plen) pl_have_q <= 1'b0;
-    else if (pl_wait_q && !pl_got) begin
-      pl_have_q <= 1'b1;
-      pl_lo_q <= pm_shifted[7:0];
-    end
-    if (pl_got) begin
-      run_len_q <= pl_len;
-      cmd_base_q <= pm_ptr_q + PB_W'(PROG_LEN_BYTES);
-    end
-    if (inner_next) begin
-      pm_ptr_q <= cmd_base_q + PB_W'(run_len_q);
-      run_done_q <= run_done_q + 16'd1;
-    end
-  end
 
   localparam int PM_AW = (PM_ROWS > 1) ? $clog2(PM_ROWS) : 1;
   if (PM_EN) begin : g_pm
+    logic pm_re;
+    logic [15:0] pm_raddr;
+    logic unused_pm_raddr;  // the high bits are 0 (RUN's and READ_MEM's range checks)
+    assign unused_pm_raddr = ^pm_raddr;
+    ntpu_prog_fetch #(
+      .N          (N),
+      .LINK_BYTES (LINK_BYTES),
+      .MAX_PAYLOAD(MAX_PAYLOAD)
+    ) u_fetch (
+      .clk        (clk),
+      .rst        (rst),
+      .decode     (state_q == S_DECODE),
+      .start      (state_q == S_DECODE && op == OP_RUN && dec_status == DEV_OK),
+      .prog_row   (a16),
+      .prog_rows  (b16),
+      .plen       (in_plen),
+      .idle       (state_q == S_IDLE),
+      .cmd_next   (inner_next),
+      .prog_end   (prog_end),
+      .run        (run),
+      .run_rep    (run_rep),
+      .run_len    (run_len),
+      .run_done   (run_done),
+      .plen_go    (plen_go),
+      .plen_end   (plen_end),
+      .plen_status(plen_status),
+      .fetch_re   (fetch_re),
+      .fb_off     (fb_off),
+      .pm_room    (pm_room),
+      .pm_byte_q  (pm_byte_q),
+      .pm_head    (pm_shifted[15:0]),
+      .rd_pm      (rd_re && mem_pm),
+      .rd_addr    (addr_q),
+      .pm_re      (pm_re),
+      .pm_raddr   (pm_raddr)
+    );
     ntpu_ram #(
       .WIDTH(N * 16),
       .DEPTH(PM_ROWS)
@@ -881,10 +861,19 @@ module ntpu_cmd
       .waddr(PM_AW'(addr_q)),
       .wdata(sh_q[SH_W-1 -: 16 * N]),
       .re   (pm_re),
-      .raddr(PM_AW'(run ? pm_baddr / PB_W'(ROW16_BYTES) : PB_W'(addr_q))),
+      .raddr(PM_AW'(pm_raddr)),
       .rdata(pm_rdata)
     );
   end else begin : g_no_pm
+    assign run = 1'b0;
+    assign run_rep = 1'b0;
+    assign run_len = '0;
+    assign run_done = '0;
+    assign plen_go = 1'b0;
+    assign plen_end = 1'b0;
+    assign plen_status = DEV_OK;
+    assign pm_room = '0;
+    assign pm_byte_q = '0;
     assign pm_rdata = '0;
   end
 
@@ -904,9 +893,11 @@ module ntpu_cmd
   assign cnt_clear = (cnt_load && (f1 & COUNTERS_CLEAR) != 8'd0) ? CNT_COUNT'(1) << cnt_load_idx
                                                                 : '0;
 
-  // PM bytes are read only inside a program (src_data with run, pl_len and pl_lo_q in S_PLEN), and
-  // WRITE_MEM's shifted row only in S_WRITE as a byte is taken: the wide shifts only then, and
-  // otherwise they hold (latches, rather than being cleared after every edge).
+  // PM bytes are read only inside a program (src_data with run; u_fetch reads pm_head, LEN, only in
+  // S_PLEN), and WRITE_MEM's shifted row only in S_WRITE as a byte is taken: the wide shifts only
+  // then, and otherwise they hold (latches, rather than being cleared after every edge). This is
+  // why the alignment of PM's bytes is ntpu_cmd's and not ntpu_prog_fetch's: vsim has no form of
+  // ntpu_prog_fetch, it runs rtl/'s.
   /* verilator lint_off LATCH */
   always_comb begin
     if (run || in_plen) pm_shifted = {(8*W)'(0), pm_rdata} >> (8 * pm_byte_q);

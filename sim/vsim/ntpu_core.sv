@@ -7,8 +7,9 @@
 // Contract: s_rx carries the host -> device byte stream, m_tx the device -> host stream, up to
 // LINK_BYTES bytes per cycle each (byte 0 first in the data word; s_rx_valid, s_rx_ready and
 // m_tx_valid are thermometer codes of the bytes offered / taken; m_tx_ready takes every byte
-// offered). LINK_BYTES = 1 is the plain byte-wide valid/ready stream of the boards. Every frame gets exactly one reply, in order; any byte sequence leaves the core able
-// to take the next good frame after the host's resync procedure. m_tx is driven from registers.
+// offered). LINK_BYTES = 1 is the plain byte-wide valid/ready stream of the boards. Every frame
+// gets exactly one reply, in order; any byte sequence leaves the core able to take the next good
+// frame after the host's resync procedure. m_tx is driven from registers.
 // The ports are fixed: the Verilator harness (sim/vsim/) and the board tops (fpga/) depend on them.
 `default_nettype none
 
@@ -35,7 +36,9 @@ module ntpu_core
   parameter int OS_ROWS = 0          // optimizer-state rows (N x 32 bit; OPTIM ADAM, with VEC_EN);
                                      // 0: no OS and no Adam logic (the boards)
 ) (
-  input  logic                    clk,   input logic clk_vec, clk_ctl, clk_load, output logic vec_clk_en, ctl_clk_en, load_clk_en,
+  input  logic                    clk,
+  input  logic                    clk_vec, clk_ctl, clk_load,           // vsim: gated clocks ...
+  output logic                    vec_clk_en, ctl_clk_en, load_clk_en,  // ... and their enables
   input  logic                    rst,
   input  logic [8*LINK_BYTES-1:0] s_rx_data,
   input  logic [LINK_BYTES-1:0]   s_rx_valid,

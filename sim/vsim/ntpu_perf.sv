@@ -4,9 +4,10 @@
 // Performance counters: nine event counters in the order COUNTERS reports them (docs/isa.md),
 // COUNTER_W bits each (64 in simulation; narrower on small FPGAs, wrapping modulo 2^COUNTER_W).
 //
-// Contract: each event input counts the cycles it is high (rx_bytes / tx_bytes add their value); `macs_add` adds macs_rows * N * N in the
-// cycle it is high (one MATMUL accepted). `clear[k]` zeroes counter k, dropping that cycle's
-// events. `cnt` is registered: counter k is cnt[k*COUNTER_W +: COUNTER_W], k as in ntpu_pkg::CNT_*.
+// Contract: each event input counts the cycles it is high (rx_bytes / tx_bytes add their value);
+// `macs_add` adds macs_rows * N * N in the cycle it is high (one MATMUL accepted). `clear[k]`
+// zeroes counter k, dropping that cycle's events. `cnt` is registered: counter k is
+// cnt[k*COUNTER_W +: COUNTER_W], k as in ntpu_pkg::CNT_*.
 `default_nettype none
 
 module ntpu_perf
@@ -26,7 +27,10 @@ module ntpu_perf
   input  logic                      stall_hazard,
   input  logic                      stall_tx,
   input  logic [7:0]                rx_bytes,  // link bytes moved this cycle
-  input  logic [7:0]                tx_bytes,   input logic pick_en, input logic [3:0] pick_idx, output logic [COUNTER_W-1:0] pick,
+  input  logic [7:0]                tx_bytes,
+  input  logic                      pick_en,   // vsim: counter pick_idx on `pick` (COUNTERS, ntpu_cmd)
+  input  logic [3:0]                pick_idx,
+  output logic [COUNTER_W-1:0]      pick,
   output logic [CNT_COUNT*COUNTER_W-1:0] cnt
 );
 

@@ -4,6 +4,7 @@ rtl/ntpu_ram.sv
 rtl/ntpu_link_rx.sv
 rtl/ntpu_link_tx.sv
 rtl/ntpu_perf.sv
+rtl/ntpu_prog_fetch.sv
 rtl/ntpu_cmd.sv
 rtl/ntpu_transpose.sv
 rtl/ntpu_seq.sv

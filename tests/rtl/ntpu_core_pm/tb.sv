@@ -53,7 +53,7 @@ module tb;
       cycles = cycles + 1;
       quiet = quiet + 1;
       // coverage: commands taken from PM (S_PLEN with a LEN complete)
-      if (dut.u_cmd.pl_got) inner++;
+      if (dut.u_cmd.g_pm.u_fetch.pl_got) inner++;
       if (s_rx_valid && s_rx_ready) begin
         sent = sent + 1;
         quiet = 0;
