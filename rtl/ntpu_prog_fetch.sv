@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RUN's program fetch (docs/isa.md, Programs): the pointer into PM, each command's LEN prefix, and
 // the PM reads of ntpu_cmd's fetch. ntpu_cmd builds it only with PM_ROWS > 0; it keeps PM itself
 // (also memory 3 of WRITE_MEM and READ_MEM) and the path of the bytes.
