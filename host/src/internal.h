@@ -15,6 +15,9 @@
 
 /* printf into err (errlen bytes, may be NULL/0); always NUL-terminated. */
 void ntpu_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The same, returning st: `return ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "...", ...);` */
+ntpu_status ntpu_errst(char *err, size_t errlen, ntpu_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* The detail text of the calling thread's most recent failure of a call made on
  * no device handle (the file formats, the parsers, an ntpu_open that could not

@@ -44,6 +44,17 @@ char *ntpu_thread_error(void)
     return text;
 }
 
+ntpu_status ntpu_errst(char *err, size_t errlen, ntpu_status st, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
 ntpu_status ntpu_fail(ntpu_device *dev, ntpu_status st, const char *fmt, ...)
 {
     va_list ap;

@@ -13,17 +13,6 @@
 
 #define IDX_TYPE_UBYTE 0x08
 
-static ntpu_status fail(char *err, size_t errlen, ntpu_status st, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
-
 /* Opens DIR/NAME or DIR/NAME.gz, whichever exists; path receives the name used. */
 static gzFile open_either(const char *dir, const char *name, char *path, size_t pathlen)
 {
@@ -47,21 +36,21 @@ static ntpu_status read_idx(const char *dir, const char *name, unsigned rank, si
     char path[4096];
     gzFile gz = open_either(dir, name, path, sizeof path);
     if (!gz)
-        return fail(err, errlen, NTPU_ERR_FILE, "%s/%s: no such file (nor %s.gz)", dir, name, name);
+        return ntpu_errst(err, errlen, NTPU_ERR_FILE, "%s/%s: no such file (nor %s.gz)", dir, name, name);
     ntpu_status st = NTPU_OK;
     uint8_t hdr[4 + 4 * 3];
     int got = gzread(gz, hdr, 4);
     if (got != 4 || hdr[0] != 0 || hdr[1] != 0) {
-        st = fail(err, errlen, NTPU_ERR_FORMAT, "%s: not an IDX file (bad magic)", path);
+        st = ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "%s: not an IDX file (bad magic)", path);
         goto out;
     }
     if (hdr[2] != IDX_TYPE_UBYTE || hdr[3] != rank) {
-        st = fail(err, errlen, NTPU_ERR_FORMAT, "%s: IDX type 0x%02x rank %u, expected unsigned bytes of rank %u", path,
-                  hdr[2], hdr[3], rank);
+        st = ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "%s: IDX type 0x%02x rank %u, expected unsigned bytes of rank %u",
+                        path, hdr[2], hdr[3], rank);
         goto out;
     }
     if (gzread(gz, hdr + 4, 4 * rank) != (int)(4 * rank)) {
-        st = fail(err, errlen, NTPU_ERR_FORMAT, "%s: truncated header", path);
+        st = ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "%s: truncated header", path);
         goto out;
     }
     size_t total = 1;
@@ -69,7 +58,7 @@ static ntpu_status read_idx(const char *dir, const char *name, unsigned rank, si
         const uint8_t *p = hdr + 4 + 4 * i;
         dims[i] = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
         if (dims[i] == 0 || (i > 0 && dims[i] > 65536)) {
-            st = fail(err, errlen, NTPU_ERR_FORMAT, "%s: dimension %u is %u", path, i, dims[i]);
+            st = ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "%s: dimension %u is %u", path, i, dims[i]);
             goto out;
         }
     }
@@ -87,7 +76,7 @@ static ntpu_status read_idx(const char *dir, const char *name, unsigned rank, si
             uint8_t *nb = realloc(buf, ncap);
             if (!nb) {
                 free(buf);
-                st = fail(err, errlen, NTPU_ERR_NO_MEMORY, "%s: out of memory for %zu bytes", path, ncap);
+                st = ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "%s: out of memory for %zu bytes", path, ncap);
                 goto out;
             }
             buf = nb;
@@ -106,10 +95,10 @@ static ntpu_status read_idx(const char *dir, const char *name, unsigned rank, si
         if (zerr < 0 && !strncmp(msg, path, pl) && msg[pl] == ':') /* zlib puts the path in front */
             msg += pl + (msg[pl + 1] == ' ' ? 2 : 1);
         if (zerr < 0)
-            st = fail(err, errlen, NTPU_ERR_FORMAT, "%s: corrupt compressed data after %zu of %zu data bytes: %s", path,
-                      have, total, msg);
+            st = ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "%s: corrupt compressed data after %zu of %zu data bytes: %s",
+                            path, have, total, msg);
         else
-            st = fail(err, errlen, NTPU_ERR_FORMAT, "%s: truncated: %zu of %zu data bytes", path, have, total);
+            st = ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "%s: truncated: %zu of %zu data bytes", path, have, total);
         free(buf);
         goto out;
     }
@@ -124,10 +113,10 @@ ntpu_status ntpu_dataset_load(const char *dir, const char *split, size_t limit, 
     char *err = ntpu_thread_error(); /* a call on no device: its detail is the thread's (ntpu_last_error(NULL)) */
     const size_t errlen = NTPU_THREAD_ERRMSG_LEN;
     if (!out)
-        return fail(err, errlen, NTPU_ERR_INVALID_ARG, "no dataset to fill");
+        return ntpu_errst(err, errlen, NTPU_ERR_INVALID_ARG, "no dataset to fill");
     memset(out, 0, sizeof *out);
     if (!dir || !split || (strcmp(split, "train") && strcmp(split, "test")))
-        return fail(err, errlen, NTPU_ERR_INVALID_ARG, "split must be \"train\" or \"test\"");
+        return ntpu_errst(err, errlen, NTPU_ERR_INVALID_ARG, "split must be \"train\" or \"test\"");
     const char *prefix = strcmp(split, "train") == 0 ? "train" : "t10k";
     char images_name[64], labels_name[64];
     snprintf(images_name, sizeof images_name, "%s-images-idx3-ubyte", prefix);
@@ -139,7 +128,8 @@ ntpu_status ntpu_dataset_load(const char *dir, const char *split, size_t limit, 
     if (st == NTPU_OK)
         st = read_idx(dir, labels_name, 1, limit, ldims, &labels, err, errlen);
     if (st == NTPU_OK && idims[0] != ldims[0])
-        st = fail(err, errlen, NTPU_ERR_FORMAT, "%s/%s: %u labels for %u images", dir, labels_name, ldims[0], idims[0]);
+        st = ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "%s/%s: %u labels for %u images", dir, labels_name, ldims[0],
+                        idims[0]);
     if (st != NTPU_OK) {
         free(pixels);
         free(labels);
@@ -150,7 +140,7 @@ ntpu_status ntpu_dataset_load(const char *dir, const char *split, size_t limit, 
     if (!images) {
         free(pixels);
         free(labels);
-        return fail(err, errlen, NTPU_ERR_NO_MEMORY, "out of memory for %zu images", count);
+        return ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "out of memory for %zu images", count);
     }
     for (size_t i = 0; i < count * features; i++)
         images[i] = (float)pixels[i] / 255.0f;

@@ -373,21 +373,6 @@ ntpu_status ntpu_npy_read(const char *path, ntpu_tensor *out)
 
 /* ------------------------------------------------------------------ write */
 
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const uint8_t *p = buf;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Header and data to fd. */
 static int write_npy(int fd, const ntpu_tensor *t)
 {
@@ -408,7 +393,7 @@ static int write_npy(int fd, const ntpu_tensor *t)
     memcpy(head + pre, dict, dl);
     memset(head + pre + dl, ' ', total - pre - dl - 1);
     head[total - 1] = '\n';
-    if (write_all(fd, head, total))
+    if (ntpu_write_all(fd, head, total))
         return -1;
     size_t es = ntpu_elem_size(t->elem), count = t->shape[0] * t->shape[1];
     uint8_t buf[65536];
@@ -428,7 +413,7 @@ static int write_npy(int fd, const ntpu_tensor *t)
                 ntpu_wr32(buf + k, v);
             }
         }
-        if (write_all(fd, buf, k))
+        if (ntpu_write_all(fd, buf, k))
             return -1;
     }
     return 0;

@@ -188,6 +188,21 @@ ntpu_status ntpu_outfile_commit(ntpu_outfile *o, char *err, size_t errlen)
     return bad ? NTPU_ERR_FILE : NTPU_OK;
 }
 
+int ntpu_write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
 void ntpu_outfile_abort(ntpu_outfile *o)
 {
     if (o->fd >= 0)

@@ -36,6 +36,9 @@ ntpu_status ntpu_outfile_open(ntpu_outfile *o, const char *path, char *err, size
  * is untouched and the temporary one removed. Releases *o either way. */
 ntpu_status ntpu_outfile_commit(ntpu_outfile *o, char *err, size_t errlen);
 
+/* Writes all n bytes of buf to fd (an open ntpu_outfile's, or any), retrying
+ * short writes and EINTR: 0, or -1 with errno set. */
+int ntpu_write_all(int fd, const void *buf, size_t n);
 /* Drops the new contents (the old file is untouched) and releases *o. */
 void ntpu_outfile_abort(ntpu_outfile *o);
 

@@ -18,17 +18,6 @@
 
 #define ST_MAX_HEADER (100u << 20) /* the format's own limit on the JSON header */
 
-static ntpu_status fail(char *err, size_t errlen, ntpu_status st, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
-
 static size_t dtype_size(const char *d)
 {
     static const struct {
@@ -44,29 +33,14 @@ static size_t dtype_size(const char *d)
     return 0;
 }
 
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 ntpu_status ntpu_safetensors_write_err(const char *path, const ntpu_st_tensor *t, size_t n, const char *const *meta,
                                        char *err, size_t errlen)
 {
     if (!path || (n && !t))
-        return fail(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: no path or tensors");
+        return ntpu_errst(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: no path or tensors");
     cJSON *root = cJSON_CreateObject();
     if (!root)
-        return fail(err, errlen, NTPU_ERR_NO_MEMORY, "safetensors: out of memory");
+        return ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "safetensors: out of memory");
     ntpu_status st = NTPU_OK;
     if (meta && meta[0]) {
         cJSON *m = cJSON_AddObjectToObject(root, "__metadata__");
@@ -80,9 +54,10 @@ ntpu_status ntpu_safetensors_write_err(const char *path, const ntpu_st_tensor *t
             count *= t[i].shape[r];
         if (!t[i].name || !t[i].name[0] || strcmp(t[i].name, "__metadata__") == 0 ||
             cJSON_GetObjectItemCaseSensitive(root, t[i].name))
-            st = fail(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: empty or duplicate tensor name");
+            st = ntpu_errst(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: empty or duplicate tensor name");
         else if (!es || t[i].rank > NTPU_ST_MAX_RANK || count * es != t[i].nbytes || (t[i].nbytes && !t[i].data))
-            st = fail(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: tensor %s: bad dtype, shape or size", t[i].name);
+            st = ntpu_errst(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: tensor %s: bad dtype, shape or size",
+                            t[i].name);
         else {
             cJSON *o = cJSON_AddObjectToObject(root, t[i].name);
             cJSON_AddStringToObject(o, "dtype", t[i].dtype);
@@ -100,7 +75,7 @@ ntpu_status ntpu_safetensors_write_err(const char *path, const ntpu_st_tensor *t
     if (st != NTPU_OK)
         return st;
     if (!json)
-        return fail(err, errlen, NTPU_ERR_NO_MEMORY, "safetensors: out of memory");
+        return ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "safetensors: out of memory");
 
     /* Pad the header with spaces so the data starts 8-byte aligned. */
     size_t jlen = strlen(json), hlen = (jlen + 7) & ~(size_t)7;
@@ -113,12 +88,13 @@ ntpu_status ntpu_safetensors_write_err(const char *path, const ntpu_st_tensor *t
         return st;
     }
     static const char spaces[8] = "        ";
-    int bad = write_all(o.fd, prefix, 8) || write_all(o.fd, json, jlen) || write_all(o.fd, spaces, hlen - jlen);
+    int bad = ntpu_write_all(o.fd, prefix, 8) || ntpu_write_all(o.fd, json, jlen) ||
+              ntpu_write_all(o.fd, spaces, hlen - jlen);
     for (size_t i = 0; !bad && i < n; i++)
-        bad = write_all(o.fd, t[i].data, t[i].nbytes);
+        bad = ntpu_write_all(o.fd, t[i].data, t[i].nbytes);
     free(json);
     if (bad) {
-        st = fail(err, errlen, NTPU_ERR_FILE, "%s: cannot write: %s", path, strerror(errno));
+        st = ntpu_errst(err, errlen, NTPU_ERR_FILE, "%s: cannot write: %s", path, strerror(errno));
         ntpu_outfile_abort(&o);
         return st;
     }
@@ -153,21 +129,22 @@ static int whole(const cJSON *d)
 static ntpu_status parse(ntpu_safetensors *st, const char *path, char *err, size_t errlen)
 {
     if (st->size < 8)
-        return fail(err, errlen, NTPU_ERR_FORMAT, "%s: truncated: no header length", path);
+        return ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "%s: truncated: no header length", path);
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--)
         hlen = hlen << 8 | st->file[i];
     if (hlen > ST_MAX_HEADER || hlen > st->size - 8)
-        return fail(err, errlen, NTPU_ERR_FORMAT, "%s: truncated or corrupt: header of %llu bytes in a %zu-byte file",
-                    path, (unsigned long long)hlen, st->size);
+        return ntpu_errst(err, errlen, NTPU_ERR_FORMAT,
+                          "%s: truncated or corrupt: header of %llu bytes in a %zu-byte file", path,
+                          (unsigned long long)hlen, st->size);
     st->header = cJSON_ParseWithLength((const char *)st->file + 8, (size_t)hlen);
     if (!cJSON_IsObject(st->header))
-        return fail(err, errlen, NTPU_ERR_FORMAT, "%s: header is not a JSON object", path);
+        return ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "%s: header is not a JSON object", path);
     const uint8_t *data = st->file + 8 + hlen;
     size_t data_size = st->size - 8 - (size_t)hlen;
     st->tensors = calloc((size_t)cJSON_GetArraySize(st->header) + 1, sizeof *st->tensors);
     if (!st->tensors)
-        return fail(err, errlen, NTPU_ERR_NO_MEMORY, "%s: out of memory", path);
+        return ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "%s: out of memory", path);
     const cJSON *item;
     cJSON_ArrayForEach(item, st->header)
     {
@@ -180,11 +157,11 @@ static ntpu_status parse(ntpu_safetensors *st, const char *path, char *err, size
         size_t es = cJSON_IsString(dtype) ? dtype_size(dtype->valuestring) : 0;
         if (!es || !cJSON_IsArray(shape) || cJSON_GetArraySize(shape) > NTPU_ST_MAX_RANK || !cJSON_IsArray(offs) ||
             cJSON_GetArraySize(offs) != 2)
-            return fail(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s: bad dtype, shape or data_offsets", path,
-                        item->string);
+            return ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s: bad dtype, shape or data_offsets", path,
+                              item->string);
         for (size_t i = 0; i < st->count; i++)
             if (strcmp(st->tensors[i].name, item->string) == 0)
-                return fail(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s appears twice", path, item->string);
+                return ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s appears twice", path, item->string);
         size_t count = 1;
         t->rank = 0;
         const cJSON *d;
@@ -192,20 +169,20 @@ static ntpu_status parse(ntpu_safetensors *st, const char *path, char *err, size
         {
             /* a whole number, and the product within the data: no fraction, no overflow */
             if (!whole(d) || (d->valuedouble > 0 && (double)count > (double)data_size / d->valuedouble))
-                return fail(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s: bad shape", path, item->string);
+                return ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s: bad shape", path, item->string);
             t->shape[t->rank++] = (size_t)d->valuedouble;
             count *= (size_t)d->valuedouble;
         }
         const cJSON *bj = cJSON_GetArrayItem(offs, 0), *ej = cJSON_GetArrayItem(offs, 1);
         if (!whole(bj) || !whole(ej))
-            return fail(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s: data_offsets are not two whole numbers", path,
-                        item->string);
+            return ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s: data_offsets are not two whole numbers",
+                              path, item->string);
         double b = bj->valuedouble, e = ej->valuedouble;
         if (!(e >= b && e <= (double)data_size) || (size_t)(e - b) != count * es)
-            return fail(err, errlen, NTPU_ERR_FORMAT,
-                        "%s: tensor %s: data range [%.0f, %.0f) outside the %zu data bytes "
-                        "or not matching its shape (file truncated?)",
-                        path, item->string, b, e, data_size);
+            return ntpu_errst(err, errlen, NTPU_ERR_FORMAT,
+                              "%s: tensor %s: data range [%.0f, %.0f) outside the %zu data bytes "
+                              "or not matching its shape (file truncated?)",
+                              path, item->string, b, e, data_size);
         t->name = item->string;
         t->dtype = dtype->valuestring;
         t->data = data + (size_t)b;
@@ -218,29 +195,30 @@ static ntpu_status parse(ntpu_safetensors *st, const char *path, char *err, size
 ntpu_status ntpu_safetensors_read_err(const char *path, ntpu_safetensors **out, char *err, size_t errlen)
 {
     if (!out)
-        return fail(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: nowhere to put the result");
+        return ntpu_errst(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: nowhere to put the result");
     *out = NULL;
     if (!path)
-        return fail(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: no path");
+        return ntpu_errst(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: no path");
     FILE *f = fopen(path, "rb");
     if (!f)
-        return fail(err, errlen, NTPU_ERR_FILE, "%s: %s", path, strerror(errno));
+        return ntpu_errst(err, errlen, NTPU_ERR_FILE, "%s: %s", path, strerror(errno));
     ntpu_safetensors *st = calloc(1, sizeof *st);
     ntpu_status s = NTPU_OK;
     long size = -1;
     struct stat sb;
     if (!st)
-        s = fail(err, errlen, NTPU_ERR_NO_MEMORY, "%s: out of memory", path);
+        s = ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "%s: out of memory", path);
     else if (fstat(fileno(f), &sb) != 0)
-        s = fail(err, errlen, NTPU_ERR_FILE, "%s: cannot read: %s", path, strerror(errno));
+        s = ntpu_errst(err, errlen, NTPU_ERR_FILE, "%s: cannot read: %s", path, strerror(errno));
     else if (!S_ISREG(sb.st_mode)) /* a directory opens, and seeks to LONG_MAX */
-        s = fail(err, errlen, NTPU_ERR_FILE, "%s: not a file%s", path, S_ISDIR(sb.st_mode) ? " (a directory)" : "");
+        s = ntpu_errst(err, errlen, NTPU_ERR_FILE, "%s: not a file%s", path,
+                       S_ISDIR(sb.st_mode) ? " (a directory)" : "");
     else if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
-        s = fail(err, errlen, NTPU_ERR_FILE, "%s: cannot read: %s", path, strerror(errno));
+        s = ntpu_errst(err, errlen, NTPU_ERR_FILE, "%s: cannot read: %s", path, strerror(errno));
     else if (!(st->file = malloc((size_t)size + 1)))
-        s = fail(err, errlen, NTPU_ERR_NO_MEMORY, "%s: out of memory", path);
+        s = ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "%s: out of memory", path);
     else if (fread(st->file, 1, (size_t)size, f) != (size_t)size)
-        s = fail(err, errlen, NTPU_ERR_FILE, "%s: read error", path);
+        s = ntpu_errst(err, errlen, NTPU_ERR_FILE, "%s: read error", path);
     fclose(f);
     if (s == NTPU_OK) {
         st->size = (size_t)size;
