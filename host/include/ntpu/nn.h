@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ntpu/arch.h"
 #include "ntpu/ntpu.h"
 #include "ntpu/optim.h"
 
@@ -42,6 +43,20 @@ typedef struct ntpu_model ntpu_model; /* opaque; bound to one device handle */
  * (no bf16 or transposed weights), NTPU_ERR_NO_MEMORY, device and link errors. */
 NTPU_API ntpu_status ntpu_model_create(ntpu_device *dev, const unsigned *sizes, size_t n_sizes, size_t max_batch,
                                        uint64_t seed, const ntpu_optim_config *opt, ntpu_model **out);
+
+/* Creates a model of any architecture (ntpu/arch.h) on dev, initialized as
+ * PyTorch initializes the equivalent torch.nn.Sequential's nn.Conv2d and
+ * nn.Linear (weights and biases uniform in ±1/sqrt(fan_in)) from `seed`.
+ * An MLP (ntpu_arch_is_mlp) is exactly ntpu_model_create of its sizes; any other
+ * arch (conv, pools, ...) trains on every device with the same numerics
+ * (docs/numerics.md, Convolutional layers). Every call that takes samples
+ * takes them as in_c x in_h x in_w floats each, in C-H-W order. Errors: as
+ * ntpu_model_create. */
+NTPU_API ntpu_status ntpu_model_create_arch(ntpu_device *dev, const ntpu_arch *arch, size_t max_batch, uint64_t seed,
+                                            const ntpu_optim_config *opt, ntpu_model **out);
+
+/* The model's architecture (an MLP's: ntpu_arch_from_sizes of its sizes). */
+NTPU_API const ntpu_arch *ntpu_model_arch(const ntpu_model *m);
 
 /* Frees the model and gives up its place in the device's memories. NULL is a
  * no-op. Before ntpu_close of its device (which must outlive it). */
@@ -136,6 +151,17 @@ NTPU_API ntpu_status ntpu_model_save(ntpu_model *m, const char *path, const stru
  * reason is in ntpu_last_error(dev)), and as ntpu_model_create. Release *out
  * with ntpu_model_free. */
 NTPU_API ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t max_batch, ntpu_model **out);
+
+/* As ntpu_model_load, also for a file that does not name its architecture (one
+ * PyTorch wrote: safetensors.torch.save_file(model.state_dict(), FILE)). arch,
+ * when not NULL, is the model's, and must agree with the SPEC the file names,
+ * if it names one; NULL takes the SPEC and input shape from the file. Without
+ * the optimizer state that ntpu_model_save keeps beside the model file
+ * (docs/training.md) the model starts at step 0 with zero state and default
+ * optimizer settings. Errors: as ntpu_model_load; NTPU_ERR_FORMAT for tensors
+ * of another architecture, naming the first that does not match. */
+NTPU_API ntpu_status ntpu_model_load_arch(ntpu_device *dev, const char *path, const ntpu_arch *arch,
+                                          size_t max_batch, ntpu_model **out);
 
 /* ------------------------------------------------------------------ int8 inference */
 

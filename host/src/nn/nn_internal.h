@@ -8,8 +8,23 @@
 #include "ntpu/nn.h"
 #include "ntpu/numerics.h"
 
+/* One conv or fc item's parameters in a model that is not an MLP (net.c), in PyTorch's layouts:
+ * conv w [C_out][C_in][K][K]; fc w [out][in], in the flattened input's C-H-W order; b [out].
+ * ws1, ws2, bs1, bs2: the optimizer's slots (NULL when unused); gw, gb: the last step's gradients. */
+typedef struct ntpu_net_param {
+    float *w, *b, *ws1, *ws2, *bs1, *bs2, *gw, *gb;
+    size_t nw, nb;
+} ntpu_net_param;
+
+struct ntpu_net; /* net.c's own state */
+
 struct ntpu_model {
     ntpu_device *dev;
+    /* the architecture; for any arch that is not an MLP (ntpu_arch_is_mlp) net is not NULL,
+     * param[i] holds item i's parameters, and the MLP fields below are unused */
+    ntpu_arch arch;
+    struct ntpu_net *net;
+    ntpu_net_param param[NTPU_MAX_ITEMS];
     unsigned n;
     size_t layers;
     unsigned sizes[NTPU_MAX_LAYERS + 1];
