@@ -163,6 +163,15 @@ NTPU_API ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t 
 NTPU_API ntpu_status ntpu_model_load_arch(ntpu_device *dev, const char *path, const ntpu_arch *arch,
                                           size_t max_batch, ntpu_model **out);
 
+/* Reads the sidecar FILE.state that ntpu_model_save keeps beside the model file `path`: its
+ * optimizer state, step and the caller's metadata (ntpu_safetensors_meta), finishing first a save
+ * that was stopped between putting its two files in place. *out is NULL when path has none (a
+ * PyTorch state_dict; a checkpoint of format ntpu-mlp-1 keeps all of it in FILE). Release it with
+ * ntpu_safetensors_free. Errors (detail in ntpu_last_error(NULL)): as ntpu_safetensors_read;
+ * NTPU_ERR_FORMAT for a sidecar that was saved with other weights than path's. */
+struct ntpu_safetensors;
+NTPU_API ntpu_status ntpu_model_state_read(const char *path, struct ntpu_safetensors **out);
+
 /* ------------------------------------------------------------------ int8 inference */
 
 typedef struct ntpu_qmodel ntpu_qmodel; /* a quantized copy of a model, on the same device */

@@ -5,6 +5,7 @@
  * FILE.state holds the optimizer's slots under PyTorch's names, the settings, the step, the
  * caller's tensors and metadata, and the CRC-32 of FILE's tensor data. Both are written to
  * temporary files first and put in place one after the other (docs/decisions/0030). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,9 +67,9 @@ size_t ckpt_list(const ntpu_arch *a, ntpu_model *m, int legacy, ckpt_tensor *out
     return n;
 }
 
-uint32_t ckpt_crc(const ntpu_st_tensor *const *t, size_t n)
+uint32_t ckpt_crc(uint32_t start, const ntpu_st_tensor *const *t, size_t n)
 {
-    uLong crc = crc32(0L, Z_NULL, 0);
+    uLong crc = start;
     for (size_t i = 0; i < n; i++)
         for (size_t at = 0; at < t[i]->nbytes;) {
             size_t chunk = t[i]->nbytes - at < (1u << 30) ? t[i]->nbytes - at : (1u << 30);
@@ -212,8 +213,10 @@ static void state_meta(const ntpu_model *m, const save_plan *p, uint32_t crc, co
     kv[n] = NULL;
 }
 
-/* Writes both files to temporary ones, then puts the sidecar and the model file in place. A model
- * file written in place (a device, a FIFO: outfile.h) gets no sidecar. */
+/* Writes both files to temporary ones, then puts them in place: the sidecar as FILE.state.new, the
+ * model file, the sidecar renamed to FILE.state (a reader finishes a save stopped before that last
+ * step: checkpoint_state.c). A model file written in place (a device, a FIFO: outfile.h) gets no
+ * sidecar. */
 static ntpu_status write_pair(ntpu_model *m, const char *path, const save_plan *p, const char *const *kv)
 {
     char err[NTPU_ERRMSG_LEN];
@@ -222,22 +225,23 @@ static ntpu_status write_pair(ntpu_model *m, const char *path, const save_plan *
     ntpu_status st = ntpu_safetensors_write_open(path, p->model, p->n, model_meta, &mo, err, sizeof err);
     if (st != NTPU_OK)
         return ntpu_fail(m->dev, st, "%s", err);
-    char *state_path = mo.tmp ? ckpt_state_path(path) : NULL;
-    if (mo.tmp && !state_path) {
+    if (!mo.tmp)
+        return ntpu_outfile_commit(&mo, err, sizeof err) == NTPU_OK ? NTPU_OK : ntpu_fail(m->dev, NTPU_ERR_FILE, "%s", err);
+    char *state = ckpt_state_path(path), *next = state ? ckpt_state_path(state) : NULL;
+    if (!next) {
         ntpu_outfile_abort(&mo);
+        free(state);
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "save: out of memory");
     }
-    if (state_path &&
-        (st = ntpu_safetensors_write_open(state_path, p->state, p->n_state, kv, &so, err, sizeof err)) != NTPU_OK) {
+    memcpy(next + strlen(state), ".new", 5); /* FILE.state.new: as long as FILE.state.state */
+    if ((st = ntpu_safetensors_write_open(next, p->state, p->n_state, kv, &so, err, sizeof err)) != NTPU_OK)
         ntpu_outfile_abort(&mo);
-        free(state_path);
-        return ntpu_fail(m->dev, st, "%s", err);
-    }
-    if (state_path && (st = ntpu_outfile_commit(&so, err, sizeof err)) != NTPU_OK)
+    else if ((st = ntpu_outfile_commit(&so, err, sizeof err)) != NTPU_OK)
         ntpu_outfile_abort(&mo);
-    else
-        st = ntpu_outfile_commit(&mo, err, sizeof err);
-    free(state_path);
+    else if ((st = ntpu_outfile_commit(&mo, err, sizeof err)) == NTPU_OK && rename(next, state) != 0)
+        st = ntpu_errst(err, sizeof err, NTPU_ERR_FILE, "%s: cannot rename it to %s: %s", next, state, strerror(errno));
+    free(state);
+    free(next);
     return st == NTPU_OK ? st : ntpu_fail(m->dev, st, "%s", err);
 }
 
@@ -259,7 +263,7 @@ ntpu_status ntpu_model_save(ntpu_model *m, const char *path, const ntpu_st_tenso
             data[i] = &p->model[i];
         const char *kv[META_MAX + 1];
         char num[11][32];
-        state_meta(m, p, ckpt_crc(data, p->n), meta, kv, META_MAX, num);
+        state_meta(m, p, ckpt_crc(0, data, p->n), meta, kv, META_MAX, num);
         st = write_pair(m, path, p, kv);
     }
     plan_free(p);

@@ -37,8 +37,18 @@ size_t ckpt_list(const ntpu_arch *a, ntpu_model *m, int legacy, ckpt_tensor *out
 /* PyTorch's name of an optimizer's slot: exp_avg, exp_avg_sq (Adam), momentum_buffer. */
 const char *ckpt_slot_name(ntpu_optimizer kind, unsigned slot);
 
-/* zlib's CRC-32 of the tensors' data, one after the other: the model file's data as saved. */
-uint32_t ckpt_crc(const ntpu_st_tensor *const *t, size_t n);
+/* zlib's CRC-32 of the tensors' data, one after the other, continuing crc (0 to start). */
+uint32_t ckpt_crc(uint32_t crc, const ntpu_st_tensor *const *t, size_t n);
+
+/* The CRC-32 of model file f's tensor data in the order of its header: for a file that
+ * ntpu_model_save wrote, of its data section, what its sidecar records as model_crc32. */
+uint32_t ckpt_file_crc(const ntpu_safetensors *f);
+
+/* The sidecar of the model file path (model: that file, read; NULL to read it here) into *out, NULL
+ * when there is none, after finishing a save that stopped between its renames (checkpoint_state.c).
+ * NTPU_ERR_FORMAT when it is not a sidecar or was saved with other weights. */
+ntpu_status ckpt_state_open(const char *path, const ntpu_safetensors *model, ntpu_safetensors **out, char *err,
+                            size_t errlen);
 
 /* path + CKPT_STATE_SUFFIX in a new string (free it), or NULL when out of memory. */
 char *ckpt_state_path(const char *path);

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "checkpoint.h"
 #include "io/io.h"
@@ -213,31 +212,22 @@ static ntpu_status read_settings(load_ctx *c)
     return NTPU_OK;
 }
 
-/* The sidecar, when there is one: it must be one, for this arch and this model file's data. */
+/* The sidecar, when there is one: it must belong to this model file, and be for this arch. */
 static ntpu_status open_sidecar(load_ctx *c)
 {
+    char err[NTPU_ERRMSG_LEN], spec[1024], input[48];
     if (!(c->state_path = ckpt_state_path(c->path)))
         return ntpu_fail(c->dev, NTPU_ERR_NO_MEMORY, "load: out of memory");
-    if (access(c->state_path, F_OK) != 0)
-        return NTPU_OK;
-    char err[NTPU_ERRMSG_LEN], spec[1024], input[48], crc[16];
-    ntpu_status st = ntpu_safetensors_read_err(c->state_path, &c->sf, err, sizeof err);
+    ntpu_status st = ckpt_state_open(c->path, c->f, &c->sf, err, sizeof err);
     if (st != NTPU_OK)
         return ntpu_fail(c->dev, st, "%s", err);
-    const char *format = ntpu_safetensors_meta(c->sf, "format"), *sa = ntpu_safetensors_meta(c->sf, "arch"),
-               *si = ntpu_safetensors_meta(c->sf, "input"), *sc = ntpu_safetensors_meta(c->sf, "model_crc32");
-    if (!format || strcmp(format, CKPT_STATE_FORMAT) != 0 || !sa || !si || !sc)
-        return ntpu_fail(c->dev, NTPU_ERR_FORMAT, "%s: not the optimizer state of a nanoTPU checkpoint (metadata missing)",
-                         c->state_path);
-    if (ckpt_arch_text(&c->arch, spec, sizeof spec, input, sizeof input) || strcmp(sa, spec) || strcmp(si, input))
-        return ntpu_fail(c->dev, NTPU_ERR_FORMAT, "%s: the optimizer state of a model of arch %s (input %s), not of %s's %s (input %s)",
-                         c->state_path, sa, si, c->path, spec, input);
-    snprintf(crc, sizeof crc, "%08x", (unsigned)ckpt_crc(c->found, c->n));
-    if (strcmp(sc, crc) != 0)
-        return ntpu_fail(c->dev, NTPU_ERR_FORMAT,
-                         "%s: does not belong to %s (saved with other weights: CRC-32 %s, the file's %s); remove it to "
-                         "load the weights alone",
-                         c->state_path, c->path, sc, crc);
+    if (!c->sf)
+        return NTPU_OK;
+    const char *sa = ntpu_safetensors_meta(c->sf, "arch"), *si = ntpu_safetensors_meta(c->sf, "input");
+    if (!sa || !si || ckpt_arch_text(&c->arch, spec, sizeof spec, input, sizeof input) || strcmp(sa, spec) ||
+        strcmp(si, input))
+        return ntpu_fail(c->dev, NTPU_ERR_FORMAT, "%s: the optimizer state of arch %s (input %s), not of %s's %s (input %s)",
+                         c->state_path, sa ? sa : "(none)", si ? si : "(none)", c->path, spec, input);
     return NTPU_OK;
 }
 
