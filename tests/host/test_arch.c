@@ -323,3 +323,50 @@ Test(arch, is_mlp_finds_the_dense_path)
     expect_not_mlp("fc2,relu,fc3,relu,fc4,relu,fc5,relu,fc6,relu,fc7,relu,fc8,relu,fc9,relu,fc10", 1, 1, 1);
     cr_expect_eq(ntpu_arch_is_mlp(NULL, NULL, NULL), 0);
 }
+
+/* ntpu_model_create_arch sends an MLP arch down the dense path: the same weights as
+ * ntpu_model_create of its sizes, the arch kept as written. */
+Test(arch, create_arch_of_an_mlp_is_create_of_its_sizes)
+{
+    ntpu_device *d;
+    cr_assert_eq(ntpu_open("ref", &d), NTPU_OK);
+    ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_ADAM);
+    const unsigned sizes[] = {784, 16, 10};
+    ntpu_model *a, *b;
+    cr_assert_eq(ntpu_model_create(d, sizes, 3, 8, 7, &opt, &a), NTPU_OK, "%s", ntpu_last_error(d));
+    ntpu_arch want;
+    cr_assert_eq(ntpu_arch_from_sizes(sizes, 3, &want), NTPU_OK);
+    cr_expect_eq(memcmp(ntpu_model_arch(a), &want, sizeof want), 0, "ntpu_model_create's arch is not from_sizes");
+
+    ntpu_arch arch = parse_ok("flatten,fc16,relu,fc10", 1, 28, 28);
+    cr_assert_eq(ntpu_model_create_arch(d, &arch, 8, 7, &opt, &b), NTPU_OK, "%s", ntpu_last_error(d));
+    cr_expect_eq(memcmp(ntpu_model_arch(b), &arch, sizeof arch), 0, "the written arch was not kept");
+    ntpu_model_view va, vb;
+    ntpu_model_get_view(a, &va);
+    ntpu_model_get_view(b, &vb);
+    cr_assert_eq(vb.n_layers, 2);
+    for (size_t l = 0; l < 2; l++) {
+        cr_expect_eq(memcmp(va.weights[l], vb.weights[l], (size_t)sizes[l] * sizes[l + 1] * 4), 0, "layer %zu", l);
+        cr_expect_eq(memcmp(va.biases[l], vb.biases[l], sizes[l + 1] * 4), 0, "layer %zu", l);
+    }
+    ntpu_model_free(a);
+    ntpu_model_free(b);
+    cr_expect_null(ntpu_model_arch(NULL));
+
+    /* an arch filled in by hand must be one the parser makes */
+    ntpu_arch bad = parse_ok("fc16,relu,fc10", 1, 28, 28);
+    bad.item[1].out_c = 17;
+    ntpu_model *m = NULL;
+    cr_expect_eq(ntpu_model_create_arch(d, &bad, 8, 7, &opt, &m), NTPU_ERR_INVALID_ARG);
+    cr_expect_str_eq(ntpu_last_error(d), "model: the arch's items are not what ntpu_arch_parse makes of "
+                                         "'fc16,relu,fc10' (shapes, implied flatten)");
+    bad = parse_ok("fc16,relu,fc10", 1, 28, 28);
+    bad.in_h = 0;
+    cr_expect_eq(ntpu_model_create_arch(d, &bad, 8, 7, &opt, &m), NTPU_ERR_INVALID_ARG);
+    cr_expect_str_eq(ntpu_last_error(d), "model: the input shape 1x0x28 is not 1 to 16777216 values");
+    bad.n = 0;
+    cr_expect_eq(ntpu_model_create_arch(d, &bad, 8, 7, &opt, &m), NTPU_ERR_INVALID_ARG);
+    cr_expect_eq(ntpu_model_create_arch(d, NULL, 8, 7, &opt, &m), NTPU_ERR_INVALID_ARG);
+    cr_expect_null(m);
+    ntpu_close(d);
+}
