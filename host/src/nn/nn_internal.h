@@ -84,6 +84,11 @@ ntpu_status ntpu_stream_sync(ntpu_model *m);
 ntpu_status ntpu_stream_forward(ntpu_model *m, const float *x, size_t batch, size_t bp, float *logits);
 ntpu_status ntpu_stream_backward(ntpu_model *m, const float *grad, size_t batch, size_t bp);
 
+/* net.c: a model of any arch that is not an MLP (ntpu_model_create_arch checked arch: what
+ * ntpu_arch_parse makes, and not ntpu_arch_is_mlp). Arguments and errors as ntpu_model_create_arch. */
+ntpu_status ntpu_net_create(ntpu_device *dev, const ntpu_arch *arch, size_t max_batch, uint64_t seed,
+                            const ntpu_optim_config *opt, ntpu_model **out);
+
 /* nn.c, for checkpoint.c: a model with zeroed weights and state for these sizes and settings (as
  * ntpu_model_create before its initialization), its layout planned in the device's memories or streamed. */
 ntpu_status ntpu_model_alloc(ntpu_device *dev, const unsigned *sizes, size_t n_sizes, size_t max_batch,
