@@ -28,11 +28,22 @@ ntpu_status ntpu_net_product(ntpu_model *m, const uint16_t *A, const uint16_t *B
     return ntpu_matmul_bf16(m->dev, A, B, (float *)(void *)C, rows, k, cols);
 }
 
-/* The feature in C-H-W order (PyTorch's flatten) of position k in (y, x, c) order. */
-static size_t chw_of(const ntpu_layer *l, size_t k)
+/* The C x H x W map an fc's input was flattened from: the input of the flatten before it
+ * (with only relus between), else its own input shape (C x 1 x 1 for a plain vector). */
+static void fc_map(const ntpu_arch *a, size_t i, size_t *c, size_t *hw)
 {
-    size_t c = k % l->in_c, yx = k / l->in_c;
-    return c * l->in_h * l->in_w + yx;
+    size_t j = i;
+    while (j > 0 && a->item[j - 1].kind == NTPU_LAYER_RELU)
+        j--;
+    const ntpu_layer *l = j > 0 && a->item[j - 1].kind == NTPU_LAYER_FLATTEN ? &a->item[j - 1] : &a->item[i];
+    *c = l->in_c;
+    *hw = (size_t)l->in_h * l->in_w;
+}
+
+/* The feature in C-H-W order (PyTorch's flatten) of position k in (y, x, c) order, c innermost. */
+static size_t chw_of(size_t c_count, size_t hw, size_t k)
+{
+    return k % c_count * hw + k / c_count;
 }
 
 void ntpu_net_weights(ntpu_model *m, size_t i)
@@ -42,9 +53,11 @@ void ntpu_net_weights(ntpu_model *m, size_t i)
     uint16_t *wm = m->net->wm[i], *wt = m->net->wt[i];
     if (l->kind == NTPU_LAYER_FC) {
         const size_t in = ntpu_layer_in_size(l), out = l->out;
+        size_t c, hw;
+        fc_map(&m->arch, i, &c, &hw);
         for (size_t k = 0; k < in; k++)
             for (size_t o = 0; o < out; o++)
-                wm[k * out + o] = wt[o * in + k] = ntpu_bf16_from_f32(w[o * in + chw_of(l, k)]);
+                wm[k * out + o] = wt[o * in + k] = ntpu_bf16_from_f32(w[o * in + chw_of(c, hw, k)]);
         return;
     }
     const size_t C = l->in_c, CO = l->out_c, KK = (size_t)l->k * l->k;
@@ -62,13 +75,15 @@ ntpu_status ntpu_net_fc_forward(ntpu_model *m, size_t i, size_t batch)
     struct ntpu_net *net = m->net;
     const ntpu_layer *l = &m->arch.item[i];
     const size_t in = ntpu_layer_in_size(l), out = l->out;
+    size_t c, hw;
+    fc_map(&m->arch, i, &c, &hw);
     uint16_t *xk = ntpu_net_need(&net->patch[i], batch * in * 2);
     uint32_t *z = ntpu_net_need(&net->prod, batch * out * 4);
     if (!xk || !z)
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "train: out of memory");
     for (size_t b = 0; b < batch; b++)
         for (size_t k = 0; k < in; k++)
-            xk[b * in + k] = net->act[i][b * in + chw_of(l, k)];
+            xk[b * in + k] = net->act[i][b * in + chw_of(c, hw, k)];
     ntpu_status st = ntpu_net_product(m, xk, net->wm[i], z, batch, in, out);
     if (st != NTPU_OK)
         return st;
@@ -88,6 +103,8 @@ ntpu_status ntpu_net_fc_backward(ntpu_model *m, size_t i, size_t batch, const ui
     struct ntpu_net *net = m->net;
     const ntpu_layer *l = &m->arch.item[i];
     const size_t in = ntpu_layer_in_size(l), out = l->out;
+    size_t c, hw;
+    fc_map(&m->arch, i, &c, &hw);
     /* opa: bf16(g) (batch x out), then Xᵀ (in x batch) */
     uint16_t *gb = ntpu_net_need(&net->opa, (batch * out + in * batch) * 2);
     uint32_t *d = ntpu_net_need(&net->prod, (in * out > batch * in ? in * out : batch * in) * 4);
@@ -110,11 +127,11 @@ ntpu_status ntpu_net_fc_backward(ntpu_model *m, size_t i, size_t batch, const ui
         return st;
     for (size_t k = 0; k < in; k++)
         for (size_t o = 0; o < out; o++)
-            memcpy(&m->param[i].gw[o * in + chw_of(l, k)], &d[k * out + o], 4);
+            memcpy(&m->param[i].gw[o * in + chw_of(c, hw, k)], &d[k * out + o], 4);
     if (!dx || (st = ntpu_net_product(m, gb, net->wt[i], d, batch, out, in)) != NTPU_OK)
         return st;
     for (size_t b = 0; b < batch; b++)
         for (size_t k = 0; k < in; k++)
-            dx[b * in + chw_of(l, k)] = d[b * in + k];
+            dx[b * in + chw_of(c, hw, k)] = d[b * in + k];
     return NTPU_OK;
 }
