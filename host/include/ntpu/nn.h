@@ -109,7 +109,9 @@ typedef struct ntpu_model_view {
 
 /* Fills *out with pointers into the model. After changing weights or biases
  * through them, call ntpu_model_sync before the next step. With the device
- * optimizer, call ntpu_model_fetch first: the newest values are on the device. */
+ * optimizer, call ntpu_model_fetch first: the newest values are on the device.
+ * A model that is not an MLP (conv, pools, ...) has no dense layers to show:
+ * n_layers is 0 and only opt and step are set (checkpoints hold its tensors). */
 NTPU_API void ntpu_model_get_view(ntpu_model *m, ntpu_model_view *out);
 
 /* Writes the host's master weights to the device (bf16 copies and biases; with
