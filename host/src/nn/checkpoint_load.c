@@ -262,7 +262,7 @@ static ntpu_status build(load_ctx *c, size_t max_batch, ntpu_model **out)
         if ((st = ntpu_model_alloc(c->dev, sizes, n_sizes, max_batch, &c->opt, &m)) == NTPU_OK)
             m->arch = c->arch;
     } else {
-        st = ntpu_model_create_arch(c->dev, &c->arch, max_batch, 0, &c->opt, &m);
+        st = ntpu_net_alloc(c->dev, &c->arch, max_batch, &c->opt, &m);
     }
     if (st != NTPU_OK)
         return st;
@@ -281,7 +281,7 @@ static ntpu_status build(load_ctx *c, size_t max_batch, ntpu_model **out)
         }
     }
     m->step = c->step;
-    if (st == NTPU_OK)
+    if (st == NTPU_OK && !m->net) /* a net keeps nothing on the device between calls */
         st = ntpu_model_sync(m);
     if (st != NTPU_OK) {
         ntpu_model_free(m);
