@@ -17,7 +17,7 @@ typedef struct load_ctx {
     ntpu_safetensors *sf; /* the state: the sidecar, f itself (legacy), or NULL (none) */
     char *state_path;     /* the sidecar's name, for its errors */
     int legacy;
-    ntpu_arch arch;
+    ntpu_arch arch, named;
     ckpt_tensor ct[CKPT_MAX_TENSORS];
     size_t n;
     const ntpu_st_tensor *found[CKPT_MAX_TENSORS]; /* ct's tensors in f */
@@ -80,10 +80,26 @@ static int file_arch(load_ctx *c, ntpu_arch *out)
     return 1;
 }
 
-/* c->arch: the file's or the caller's; with both, they must be the same. */
+/* The same SPEC for the same input shape; or two MLPs of the same sizes, whatever shape their
+ * inputs had before the flatten (--layers 784,... says 784x1x1, --arch fc... on images 1x28x28). */
+static int same_model(const ntpu_arch *a, const ntpu_arch *b)
+{
+    char sa[1024], ia[48], sb[1024], ib[48];
+    if (ckpt_arch_text(a, sa, sizeof sa, ia, sizeof ia) || ckpt_arch_text(b, sb, sizeof sb, ib, sizeof ib))
+        return 0;
+    if (strcmp(sa, sb) == 0 && strcmp(ia, ib) == 0)
+        return 1;
+    unsigned za[NTPU_MAX_LAYERS + 1], zb[NTPU_MAX_LAYERS + 1];
+    size_t na, nb;
+    return ntpu_arch_is_mlp(a, za, &na) && ntpu_arch_is_mlp(b, zb, &nb) && na == nb &&
+           memcmp(za, zb, na * sizeof *za) == 0;
+}
+
+/* c->arch: the caller's or the file's; with both, they must be the same model (c->named: the
+ * file's, when it names one). */
 static ntpu_status resolve_arch(load_ctx *c, const ntpu_arch *given)
 {
-    ntpu_arch named;
+    ntpu_arch named = {0};
     int has = c->legacy ? 1 : file_arch(c, &named);
     if (has < 0)
         return NTPU_ERR_FORMAT;
@@ -97,13 +113,15 @@ static ntpu_status resolve_arch(load_ctx *c, const ntpu_arch *given)
         return ntpu_fail(c->dev, NTPU_ERR_FORMAT,
                          "%s: names no architecture in its metadata (a PyTorch state_dict?); give its SPEC (--arch)",
                          c->path);
-    c->arch = has ? named : *given;
-    char a[1024], ai[48], b[1024], bi[48];
-    if (has && given &&
-        (ckpt_arch_text(&named, a, sizeof a, ai, sizeof ai) || ckpt_arch_text(given, b, sizeof b, bi, sizeof bi) ||
-         strcmp(a, b) != 0 || strcmp(ai, bi) != 0))
+    c->named = named;
+    c->arch = given ? *given : named;
+    if (has && given && !same_model(&named, given)) {
+        char a[1024], ai[48], b[1024], bi[48];
+        ckpt_arch_text(&named, a, sizeof a, ai, sizeof ai);
+        ckpt_arch_text(given, b, sizeof b, bi, sizeof bi);
         return ntpu_fail(c->dev, NTPU_ERR_FORMAT, "%s: holds a model of arch %s (input %s), not %s (input %s)", c->path,
                          a, ai, b, bi);
+    }
     return NTPU_OK;
 }
 
@@ -224,7 +242,8 @@ static ntpu_status open_sidecar(load_ctx *c)
     if (!c->sf)
         return NTPU_OK;
     const char *sa = ntpu_safetensors_meta(c->sf, "arch"), *si = ntpu_safetensors_meta(c->sf, "input");
-    if (!sa || !si || ckpt_arch_text(&c->arch, spec, sizeof spec, input, sizeof input) || strcmp(sa, spec) ||
+    const ntpu_arch *a = c->named.n ? &c->named : &c->arch; /* the model file's own, if it names one */
+    if (!sa || !si || ckpt_arch_text(a, spec, sizeof spec, input, sizeof input) || strcmp(sa, spec) ||
         strcmp(si, input))
         return ntpu_fail(c->dev, NTPU_ERR_FORMAT, "%s: the optimizer state of arch %s (input %s), not of %s's %s (input %s)",
                          c->state_path, sa ? sa : "(none)", si ? si : "(none)", c->path, spec, input);
