@@ -51,7 +51,8 @@ NTPU_API ntpu_status ntpu_model_create(ntpu_device *dev, const unsigned *sizes, 
  * arch (conv, pools, ...) trains on every device with the same numerics
  * (docs/numerics.md, Convolutional layers). Every call that takes samples
  * takes them as in_c x in_h x in_w floats each, in C-H-W order. Errors: as
- * ntpu_model_create. */
+ * ntpu_model_create; NTPU_ERR_INVALID_ARG also for an arch that is not what
+ * ntpu_arch_parse makes of its own SPEC and input shape (one filled in by hand). */
 NTPU_API ntpu_status ntpu_model_create_arch(ntpu_device *dev, const ntpu_arch *arch, size_t max_batch, uint64_t seed,
                                             const ntpu_optim_config *opt, ntpu_model **out);
 

@@ -246,6 +246,7 @@ ntpu_status ntpu_model_alloc(ntpu_device *dev, const unsigned *sizes, size_t n_s
         m->sizes[i] = sizes[i];
         m->tiles[i] = (unsigned)((sizes[i] + m->n - 1) / m->n);
     }
+    ntpu_arch_from_sizes(sizes, n_sizes, &m->arch); /* the sizes were checked above: it cannot fail */
     if (place(m) != NTPU_OK) {
         m->devopt = 0;
         snprintf(m->devopt_why, sizeof m->devopt_why, "the model is streamed");
@@ -498,6 +499,51 @@ ntpu_status ntpu_model_create(ntpu_device *dev, const unsigned *sizes, size_t n_
     }
     *out = m;
     return NTPU_OK;
+}
+
+/* ------------------------------------------------------------------ models of any arch */
+
+/* NTPU_OK when a is what ntpu_arch_parse makes of its own SPEC and input shape (a caller may
+ * have filled it in by hand); spec gets that SPEC. */
+static ntpu_status check_arch(ntpu_device *dev, const ntpu_arch *a, char *spec, size_t len)
+{
+    ntpu_arch again;
+    char why[256];
+    if (ntpu_arch_format(a, spec, len) != NTPU_OK)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "model: the arch has no SPEC (no items, or an unknown kind)");
+    if (ntpu_arch_parse(spec, a->in_c, a->in_h, a->in_w, &again, why, sizeof why) != NTPU_OK)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "model: %s", why);
+    if (again.n != a->n || memcmp(again.item, a->item, a->n * sizeof *a->item) != 0)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG,
+                         "model: the arch's items are not what ntpu_arch_parse makes of '%s' (shapes, implied flatten)",
+                         spec);
+    return NTPU_OK;
+}
+
+ntpu_status ntpu_model_create_arch(ntpu_device *dev, const ntpu_arch *arch, size_t max_batch, uint64_t seed,
+                                   const ntpu_optim_config *opt, ntpu_model **out)
+{
+    ntpu_status st = ntpu_check_dev(dev);
+    if (st != NTPU_OK)
+        return st;
+    if (!arch || !out)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "model: no arch, or no place for the model");
+    char spec[NTPU_MAX_ITEMS * 24];
+    if ((st = check_arch(dev, arch, spec, sizeof spec)) != NTPU_OK)
+        return st;
+    unsigned sizes[NTPU_MAX_LAYERS + 1];
+    size_t n_sizes;
+    if (!ntpu_arch_is_mlp(arch, sizes, &n_sizes))
+        return ntpu_net_create(dev, arch, max_batch, seed, opt, out);
+    /* The dense path, bit for bit ntpu_model_create; the arch as written (a flatten, the input's shape). */
+    if ((st = ntpu_model_create(dev, sizes, n_sizes, max_batch, seed, opt, out)) == NTPU_OK)
+        (*out)->arch = *arch;
+    return st;
+}
+
+const ntpu_arch *ntpu_model_arch(const ntpu_model *m)
+{
+    return m ? &m->arch : NULL;
 }
 
 ntpu_status ntpu_model_check_resident(const ntpu_model *m)
@@ -927,14 +973,4 @@ ntpu_status ntpu_model_evaluate(ntpu_model *m, const float *x, const uint8_t *la
             *loss = total_loss / (double)count;
     }
     return st;
-}
-
-ntpu_status ntpu_model_create_arch(ntpu_device *dev, const ntpu_arch *arch, size_t max_batch, uint64_t seed,
-                                   const ntpu_optim_config *opt, ntpu_model **out)
-{
-    unsigned sizes[NTPU_MAX_LAYERS + 1];
-    size_t n_sizes;
-    if (arch && ntpu_arch_is_mlp(arch, sizes, &n_sizes))
-        return ntpu_model_create(dev, sizes, n_sizes, max_batch, seed, opt, out);
-    return ntpu_net_create(dev, arch, max_batch, seed, opt, out);
 }
