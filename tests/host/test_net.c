@@ -96,8 +96,8 @@ static void check_against_scalar(const char *spec, unsigned c, unsigned h, unsig
     nr_forward(&r, x);
     cr_assert_eq(ntpu_model_predict(m, x, batch, logits), NTPU_OK);
     for (size_t j = 0; j < batch * classes; j++)
-        cr_assert_eq(bits(logits[j]), bits(r.act[a.n][j]), "%s: logit %zu: %a, the scalar model %a", spec, j,
-                     logits[j], r.act[a.n][j]);
+        cr_assert_eq(bits(logits[j]), bits(r.act[a.n][j]), "%s: logit %zu: %a, the scalar model %a", spec, j, logits[j],
+                     r.act[a.n][j]);
     ref_dlogits(r.act[a.n], y, batch, classes, r.grad[a.n]);
     nr_backward(&r);
     ntpu_step_result res;
