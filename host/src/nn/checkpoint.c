@@ -251,3 +251,31 @@ ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t max_batch
     *out = m;
     return NTPU_OK;
 }
+
+/* A placeholder until helper "ckpt" of issue 23 writes the real one (SPEC in the metadata,
+ * PyTorch's files): an MLP file through ntpu_model_load, checked against an MLP arch. */
+ntpu_status ntpu_model_load_arch(ntpu_device *dev, const char *path, const ntpu_arch *arch, size_t max_batch,
+                                 ntpu_model **out)
+{
+    unsigned want[NTPU_MAX_LAYERS + 1];
+    size_t n_want = 0;
+    if (arch && !ntpu_arch_is_mlp(arch, want, &n_want)) {
+        ntpu_status st = ntpu_check_dev(dev);
+        return st != NTPU_OK ? st : ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "load: conv and pool archs are not built yet");
+    }
+    ntpu_model *m;
+    ntpu_status st = ntpu_model_load(dev, path, max_batch, &m);
+    if (st != NTPU_OK)
+        return st;
+    if (arch && (m->layers + 1 != n_want || memcmp(m->sizes, want, n_want * sizeof *want) != 0)) {
+        char have_s[512] = "", want_s[512] = "";
+        ntpu_arch_format(&m->arch, have_s, sizeof have_s);
+        ntpu_arch_format(arch, want_s, sizeof want_s);
+        ntpu_model_free(m);
+        return ntpu_fail(dev, NTPU_ERR_FORMAT, "%s holds a model of arch %s, not %s", path, have_s, want_s);
+    }
+    if (arch)
+        m->arch = *arch;
+    *out = m;
+    return NTPU_OK;
+}
