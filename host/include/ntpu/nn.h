@@ -163,8 +163,8 @@ NTPU_API ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t 
  * (docs/training.md) the model starts at step 0 with zero state and default
  * optimizer settings. Errors: as ntpu_model_load; NTPU_ERR_FORMAT for tensors
  * of another architecture, naming the first that does not match. */
-NTPU_API ntpu_status ntpu_model_load_arch(ntpu_device *dev, const char *path, const ntpu_arch *arch,
-                                          size_t max_batch, ntpu_model **out);
+NTPU_API ntpu_status ntpu_model_load_arch(ntpu_device *dev, const char *path, const ntpu_arch *arch, size_t max_batch,
+                                          ntpu_model **out);
 
 /* ------------------------------------------------------------------ int8 inference */
 
