@@ -62,6 +62,17 @@ static uint32_t bits(float f)
     return u;
 }
 
+/* n floats as the fp32 bits the net's passes take, and back. */
+static void to_bits(const float *f, uint32_t *u, size_t n)
+{
+    memcpy(u, f, n * 4);
+}
+
+static void from_bits(const uint32_t *u, float *f, size_t n)
+{
+    memcpy(f, u, n * 4);
+}
+
 /* The gradient of the mean cross-entropy with respect to the logits, as the MLP computes it. */
 static void ref_dlogits(const float *z, const uint8_t *y, size_t batch, size_t classes, float *g)
 {
@@ -175,7 +186,10 @@ Test(net, maxpool_ties_nans_and_its_gradient)
     cr_assert_arr_eq(m->net->argmax[1], argmax, sizeof argmax);
     const float g[4] = {1, 2, 3, 4};
     float dx[16];
-    ntpu_net_elementwise_backward(m, 1, 1, (const uint32_t *)(const void *)g, (uint32_t *)(void *)dx);
+    uint32_t gu[4], dxu[16];
+    to_bits(g, gu, 4);
+    ntpu_net_elementwise_backward(m, 1, 1, gu, dxu);
+    from_bits(dxu, dx, 16);
     for (size_t j = 0; j < 16; j++) {
         float e = j == 0 ? 1.0f : j == 10 ? 2.0f : j == 4 ? 3.0f : j == 15 ? 4.0f : 0.0f;
         cr_assert_eq(bits(dx[j]), bits(e), "dx[%zu] = %a", j, dx[j]);
@@ -195,7 +209,10 @@ Test(net, avgpool_floor_mode_and_its_gradient)
     cr_assert_eq(m->net->act[2][0], bf(3.0f));
     const float g = 0.75f;
     float dx[9];
-    ntpu_net_elementwise_backward(m, 1, 1, (const uint32_t *)(const void *)&g, (uint32_t *)(void *)dx);
+    uint32_t gu, dxu[9];
+    to_bits(&g, &gu, 1);
+    ntpu_net_elementwise_backward(m, 1, 1, &gu, dxu);
+    from_bits(dxu, dx, 9);
     for (size_t j = 0; j < 9; j++)
         cr_assert_eq(bits(dx[j]), bits(j == 0 || j == 1 || j == 3 || j == 4 ? 0.1875f : 0.0f), "dx[%zu]", j);
     ntpu_model_free(m);
@@ -214,7 +231,10 @@ Test(net, conv_dx_at_stride_2_with_padding)
     fill(x, B * in, 3);
     fill(g, B * out, 4);
     cr_assert_eq(ntpu_model_predict(m, x, B, logits), NTPU_OK);
-    cr_assert_eq(ntpu_net_conv_backward(m, 0, B, (const uint32_t *)(const void *)g, (uint32_t *)(void *)dx), NTPU_OK);
+    uint32_t gu[B * 3 * 3 * 4], dxu[B * 2 * 6 * 8];
+    to_bits(g, gu, B * out);
+    cr_assert_eq(ntpu_net_conv_backward(m, 0, B, gu, dxu), NTPU_OK);
+    from_bits(dxu, dx, B * in);
     nr_net r;
     nr_alloc(&r, &a, B);
     for (size_t i = 0; i < a.n; i++)

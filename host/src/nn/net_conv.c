@@ -69,8 +69,8 @@ static uint16_t *gz_transposed(ntpu_model *m, size_t i, size_t batch, const uint
     uint16_t *gt = ntpu_net_need(&m->net->opa, CO * rows * 2);
     if (!gt)
         return NULL;
-    uint32_t *db = (uint32_t *)(void *)m->param[i].gb;
-    memset(db, 0, CO * 4);
+    float *db = m->param[i].gb;
+    memset(db, 0, CO * 4); /* +0 */
     size_t r = 0;
     for (size_t b0 = 0; b0 < batch; b0 += 8) {
         size_t group = batch - b0 < 8 ? batch - b0 : 8;
@@ -78,7 +78,7 @@ static uint16_t *gz_transposed(ntpu_model *m, size_t i, size_t batch, const uint
             for (size_t bm = 0; bm < group; bm++, r++)
                 for (size_t co = 0; co < CO; co++) {
                     uint32_t v = g[((b0 + bm) * CO + co) * npos + pos];
-                    db[co] = ntpu_f32_add(db[co], v);
+                    ntpu_net_add_to(&db[co], v);
                     gt[co * rows + r] = ntpu_bf16_from_f32_bits(v);
                 }
     }
