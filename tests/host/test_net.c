@@ -139,6 +139,12 @@ Test(net, fc_on_a_flattened_map_takes_it_in_hwc_order)
     check_against_scalar("conv3k3s2p1,relu,conv4k2,maxpool2,fc6", 2, 9, 9, 9);
 }
 
+/* On 8 lanes conv9k2 has fewer column tiles as gZᵀ · P, conv12k2s2 as Pᵀ · gZ: dW both ways. */
+Test(net, conv_dw_in_either_orientation_of_its_product)
+{
+    check_against_scalar("conv9k2,relu,conv12k2s2,avgpool2,fc3", 1, 9, 9, 12);
+}
+
 Test(net, floor_mode_pools_and_a_relu_after_the_flatten)
 {
     check_against_scalar("conv2k3p2,avgpool2,relu,conv3k2s2,maxpool2,flatten,relu,fc4,relu,fc3", 1, 9, 9, 17);

@@ -28,8 +28,8 @@ struct ntpu_net {
      * operand (conv [(ky,kx,ci)][co], fc [(y,x,c)][o]), wt dX's (conv [(ky,kx,co)][ci], fc [o][(y,x,c)]) */
     uint16_t *wm[NTPU_MAX_ITEMS], *wt[NTPU_MAX_ITEMS];
     float *logits, *dlogits;
-    uint32_t *g[2];         /* the gradient flowing backward, and the one being made */
-    ntpu_net_buf opa, prod; /* a product's bf16 A operand and its fp32 result */
+    uint32_t *g[2];              /* the gradient flowing backward, and the one being made */
+    ntpu_net_buf opa, opb, prod; /* a product's bf16 operands (A, or B when it is made) and its fp32 result */
 };
 
 /* Grows b to at least bytes; NULL when out of memory. */
