@@ -318,3 +318,29 @@ Test(net, an_arch_whose_shapes_do_not_chain_is_refused)
     cr_assert_null(m);
     cr_assert_not_null(strstr(ntpu_last_error(dev), "conv2k3,relu,fc3"), "%s", ntpu_last_error(dev));
 }
+
+/* The LR schedule applies as for an MLP: a step schedule with gamma 0 after one step leaves
+ * the second step's weights where the first put them, with momentum's buffer still moving. */
+Test(net, lr_schedules_apply)
+{
+    ntpu_arch a = parse("conv2k3,relu,fc3", 1, 5, 5);
+    ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_MOMENTUM);
+    opt.lr = 0.1f;
+    opt.schedule = NTPU_LR_STEP;
+    opt.step_size = 1;
+    opt.gamma = 0.0f;
+    ntpu_model *m = NULL;
+    cr_assert_eq(ntpu_model_create_arch(dev, &a, 4, 3, &opt, &m), NTPU_OK, "%s", ntpu_last_error(dev));
+    float x[4 * 25], w0[18], w1[18], s1[18];
+    uint8_t y[4] = {0, 1, 2, 1};
+    fill(x, 4 * 25, 9);
+    memcpy(w0, m->param[0].w, sizeof w0);
+    cr_assert_eq(ntpu_model_train_step(m, x, y, 4, NULL), NTPU_OK);
+    memcpy(w1, m->param[0].w, sizeof w1);
+    memcpy(s1, m->param[0].ws1, sizeof s1);
+    cr_assert_neq(memcmp(w0, w1, sizeof w0), 0, "the first step (lr 0.1) changed nothing");
+    cr_assert_eq(ntpu_model_train_step(m, x, y, 4, NULL), NTPU_OK);
+    cr_assert_eq(memcmp(w1, m->param[0].w, sizeof w1), 0, "the second step (lr 0) changed the weights");
+    cr_assert_neq(memcmp(s1, m->param[0].ws1, sizeof s1), 0, "the momentum buffer did not move");
+    ntpu_model_free(m);
+}
