@@ -79,14 +79,15 @@ static int check_layers(const unsigned *sizes, size_t n, const ntpu_dataset *tra
     return 0;
 }
 
-/* The outputs of an arch's last fc must cover the classes of both splits. */
-static int check_classes(const ntpu_arch *a, const ntpu_dataset *train, const ntpu_dataset *test, const char *dir)
+/* The outputs of an arch's last fc must cover the classes of both splits (opt: whose arch). */
+static int check_classes(const char *opt, const ntpu_arch *a, const ntpu_dataset *train, const ntpu_dataset *test,
+                         const char *dir)
 {
     const ntpu_dataset *sets[2] = {train, test};
     unsigned out = a->item[a->n - 1].out;
     for (int i = 0; i < 2; i++)
         if (out < sets[i]->classes)
-            return fail("--arch: the last fc has %u outputs but the %s labels in %s need %u classes", out,
+            return fail("%s: the last fc has %u outputs but the %s labels in %s need %u classes", opt, out,
                         i ? "test" : "training", dir, sets[i]->classes);
     return 0;
 }
@@ -116,7 +117,7 @@ static int data_arch(const char *opt, const char *spec, const ntpu_dataset *trai
         return 1;
     if (ntpu_arch_parse(spec, shape[0], shape[1], shape[2], a, why, sizeof why) != NTPU_OK)
         return fail("%s: %s", opt, why);
-    return check_classes(a, train, test, dir);
+    return check_classes(opt, a, train, test, dir);
 }
 
 /* "fc256,relu,fc10" for the sizes 784,256,10 (what --layers means). */
@@ -287,8 +288,7 @@ static int write_plot(const char *path, const float *step_loss, size_t nsteps, u
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
             "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
             W, H);
-    fprintf(f, "<text x=\"%.0f\" y=\"20\" font-size=\"14\">ntpu train, %s%s</text>\n", L,
-            strchr(title, 'f') ? "" : "layers ", title); /* sizes, or a SPEC (its last item is an fc) */
+    fprintf(f, "<text x=\"%.0f\" y=\"20\" font-size=\"14\">ntpu train, %s</text>\n", L, title);
     fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#888\"/>\n", L, T, pw,
             ph);
     for (int k = 0; k <= 4; k++) {
@@ -401,7 +401,8 @@ static const char train_help[] =
     "  --arch SPEC           the model's layers in order, comma separated: conv<C>k<K>[s<S>][p<P>]\n"
     "                        (C channels, KxK kernel, stride S 1, padding P 0), relu, maxpool<K>,\n"
     "                        avgpool<K>, flatten (implied before the first fc), fc<N>; the last is\n"
-    "                        fc<classes>. The input is the images, 1 x rows x cols. Example:\n"
+    "                        an fc of at least the classes. The input: the images, 1 x rows x cols.\n"
+    "                        Example:\n"
     "                        conv16k3p1,relu,maxpool2,conv32k3p1,relu,maxpool2,fc10\n"
     "  --layers L            an MLP's layer sizes, input first and classes last (784,256,10:\n"
     "                        the same as --arch fc256,relu,fc10); the default\n"
@@ -469,8 +470,9 @@ typedef struct train_run {
     size_t nloss, loss_cap;
     epoch_row *rows; /* one per finished epoch (a resumed run's earlier rows from its log first) */
     size_t nrows, rows_cap;
-    char lstr[512]; /* the model: "784,256,10" (--layers), or its SPEC */
-    int tty;        /* stderr is a terminal: the progress bar is redrawn in place */
+    char lstr[512];  /* the model: "784,256,10" (--layers), or its SPEC */
+    char title[520]; /* the plot's: "layers 784,256,10", or the SPEC */
+    int tty;         /* stderr is a terminal: the progress bar is redrawn in place */
 } train_run;
 
 /* The command line into *o: 0, 1 after printing an error, or -1 after printing the help. */
@@ -609,7 +611,7 @@ static int resume_arch(train_opts *o, train_run *r)
     if (a->in_c != shape[0] || a->in_h != shape[1] || a->in_w != shape[2])
         return fail("--resume: %s holds a model for %ux%ux%u inputs; the images in %s are %ux%ux%u", o->resume, a->in_c,
                     a->in_h, a->in_w, o->data, shape[0], shape[1], shape[2]);
-    return check_classes(a, &r->train, &r->test, o->data);
+    return check_classes("--resume", a, &r->train, &r->test, o->data);
 }
 
 /* The checkpoint's model, with the run's arch taken from it, its cosine schedule stretched
@@ -710,6 +712,7 @@ static int train_setup(common *cm, train_opts *o, train_run *r)
         layers_str(o->sizes, o->n_sizes, r->lstr, sizeof r->lstr);
     else if (ntpu_arch_format(ntpu_model_arch(r->model), r->lstr, sizeof r->lstr) != NTPU_OK)
         return fail("the model's arch cannot be written");
+    snprintf(r->title, sizeof r->title, "%s%s", o->n_sizes && !o->arch_s ? "layers " : "", r->lstr);
     r->tty = isatty(STDERR_FILENO);
     if (!cm->json)
         printf("training %s on %s (%s, %ux%u array): %zu train / %zu test samples from %s, batch %" PRIu64
@@ -809,7 +812,7 @@ static int finish_epoch(const common *cm, const train_opts *o, train_run *r, uin
         return 1;
     if (o->log_path && write_log(o->log_path, r->rows, r->nrows))
         return 1;
-    if (o->plot_path && write_plot(o->plot_path, r->step_loss, r->nloss, r->first_step, r->rows, r->nrows, r->lstr))
+    if (o->plot_path && write_plot(o->plot_path, r->step_loss, r->nloss, r->first_step, r->rows, r->nrows, r->title))
         return 1;
     if (!cm->json)
         printf("epoch %" PRIu64 "/%" PRIu64 "  train loss %.4f  train accuracy %.4f  test accuracy %.4f  "
