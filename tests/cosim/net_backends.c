@@ -20,7 +20,8 @@ static size_t differences(const ntpu_model *a, const ntpu_model *b)
     size_t diff = 0;
     for (size_t i = 0; i < a->arch.n; i++) {
         const ntpu_net_param *p = &a->param[i], *q = &b->param[i];
-        const float *x[] = {p->w, p->b, p->ws1, p->bs1, p->ws2, p->bs2}, *y[] = {q->w, q->b, q->ws1, q->bs1, q->ws2, q->bs2};
+        const float *x[] = {p->w, p->b, p->ws1, p->bs1, p->ws2, p->bs2},
+                    *y[] = {q->w, q->b, q->ws1, q->bs1, q->ws2, q->bs2};
         for (size_t t = 0; t < 6 && p->w; t++)
             for (size_t j = 0; j < (t % 2 ? p->nb : p->nw); j++)
                 diff += memcmp(&x[t][j], &y[t][j], 4) != 0;

@@ -62,6 +62,17 @@ static uint32_t bits(float f)
     return u;
 }
 
+/* n floats as the fp32 bits the net's passes take, and back. */
+static void to_bits(const float *f, uint32_t *u, size_t n)
+{
+    memcpy(u, f, n * 4);
+}
+
+static void from_bits(const uint32_t *u, float *f, size_t n)
+{
+    memcpy(f, u, n * 4);
+}
+
 /* The gradient of the mean cross-entropy with respect to the logits, as the MLP computes it. */
 static void ref_dlogits(const float *z, const uint8_t *y, size_t batch, size_t classes, float *g)
 {
@@ -96,8 +107,8 @@ static void check_against_scalar(const char *spec, unsigned c, unsigned h, unsig
     nr_forward(&r, x);
     cr_assert_eq(ntpu_model_predict(m, x, batch, logits), NTPU_OK);
     for (size_t j = 0; j < batch * classes; j++)
-        cr_assert_eq(bits(logits[j]), bits(r.act[a.n][j]), "%s: logit %zu: %a, the scalar model %a", spec, j,
-                     logits[j], r.act[a.n][j]);
+        cr_assert_eq(bits(logits[j]), bits(r.act[a.n][j]), "%s: logit %zu: %a, the scalar model %a", spec, j, logits[j],
+                     r.act[a.n][j]);
     ref_dlogits(r.act[a.n], y, batch, classes, r.grad[a.n]);
     nr_backward(&r);
     ntpu_step_result res;
@@ -126,6 +137,12 @@ Test(net, stride_padding_and_both_pools_match_the_scalar_model)
 Test(net, fc_on_a_flattened_map_takes_it_in_hwc_order)
 {
     check_against_scalar("conv3k3s2p1,relu,conv4k2,maxpool2,fc6", 2, 9, 9, 9);
+}
+
+/* On 8 lanes conv9k2 has fewer column tiles as gZᵀ · P, conv12k2s2 as Pᵀ · gZ: dW both ways. */
+Test(net, conv_dw_in_either_orientation_of_its_product)
+{
+    check_against_scalar("conv9k2,relu,conv12k2s2,avgpool2,fc3", 1, 9, 9, 12);
 }
 
 Test(net, floor_mode_pools_and_a_relu_after_the_flatten)
@@ -175,7 +192,10 @@ Test(net, maxpool_ties_nans_and_its_gradient)
     cr_assert_arr_eq(m->net->argmax[1], argmax, sizeof argmax);
     const float g[4] = {1, 2, 3, 4};
     float dx[16];
-    ntpu_net_elementwise_backward(m, 1, 1, (const uint32_t *)(const void *)g, (uint32_t *)(void *)dx);
+    uint32_t gu[4], dxu[16];
+    to_bits(g, gu, 4);
+    ntpu_net_elementwise_backward(m, 1, 1, gu, dxu);
+    from_bits(dxu, dx, 16);
     for (size_t j = 0; j < 16; j++) {
         float e = j == 0 ? 1.0f : j == 10 ? 2.0f : j == 4 ? 3.0f : j == 15 ? 4.0f : 0.0f;
         cr_assert_eq(bits(dx[j]), bits(e), "dx[%zu] = %a", j, dx[j]);
@@ -195,7 +215,10 @@ Test(net, avgpool_floor_mode_and_its_gradient)
     cr_assert_eq(m->net->act[2][0], bf(3.0f));
     const float g = 0.75f;
     float dx[9];
-    ntpu_net_elementwise_backward(m, 1, 1, (const uint32_t *)(const void *)&g, (uint32_t *)(void *)dx);
+    uint32_t gu, dxu[9];
+    to_bits(&g, &gu, 1);
+    ntpu_net_elementwise_backward(m, 1, 1, &gu, dxu);
+    from_bits(dxu, dx, 9);
     for (size_t j = 0; j < 9; j++)
         cr_assert_eq(bits(dx[j]), bits(j == 0 || j == 1 || j == 3 || j == 4 ? 0.1875f : 0.0f), "dx[%zu]", j);
     ntpu_model_free(m);
@@ -214,7 +237,10 @@ Test(net, conv_dx_at_stride_2_with_padding)
     fill(x, B * in, 3);
     fill(g, B * out, 4);
     cr_assert_eq(ntpu_model_predict(m, x, B, logits), NTPU_OK);
-    cr_assert_eq(ntpu_net_conv_backward(m, 0, B, (const uint32_t *)(const void *)g, (uint32_t *)(void *)dx), NTPU_OK);
+    uint32_t gu[B * 3 * 3 * 4], dxu[B * 2 * 6 * 8];
+    to_bits(g, gu, B * out);
+    cr_assert_eq(ntpu_net_conv_backward(m, 0, B, gu, dxu), NTPU_OK);
+    from_bits(dxu, dx, B * in);
     nr_net r;
     nr_alloc(&r, &a, B);
     for (size_t i = 0; i < a.n; i++)
@@ -290,5 +316,31 @@ Test(net, an_arch_whose_shapes_do_not_chain_is_refused)
     ntpu_model *m = NULL;
     cr_assert_eq(ntpu_model_create_arch(dev, &a, 4, 1, &opt, &m), NTPU_ERR_INVALID_ARG);
     cr_assert_null(m);
-    cr_assert_not_null(strstr(ntpu_last_error(dev), "item 2"), "%s", ntpu_last_error(dev));
+    cr_assert_not_null(strstr(ntpu_last_error(dev), "conv2k3,relu,fc3"), "%s", ntpu_last_error(dev));
+}
+
+/* The LR schedule applies as for an MLP: a step schedule with gamma 0 after one step leaves
+ * the second step's weights where the first put them, with momentum's buffer still moving. */
+Test(net, lr_schedules_apply)
+{
+    ntpu_arch a = parse("conv2k3,relu,fc3", 1, 5, 5);
+    ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_MOMENTUM);
+    opt.lr = 0.1f;
+    opt.schedule = NTPU_LR_STEP;
+    opt.step_size = 1;
+    opt.gamma = 0.0f;
+    ntpu_model *m = NULL;
+    cr_assert_eq(ntpu_model_create_arch(dev, &a, 4, 3, &opt, &m), NTPU_OK, "%s", ntpu_last_error(dev));
+    float x[4 * 25], w0[18], w1[18], s1[18];
+    uint8_t y[4] = {0, 1, 2, 1};
+    fill(x, 4 * 25, 9);
+    memcpy(w0, m->param[0].w, sizeof w0);
+    cr_assert_eq(ntpu_model_train_step(m, x, y, 4, NULL), NTPU_OK);
+    memcpy(w1, m->param[0].w, sizeof w1);
+    memcpy(s1, m->param[0].ws1, sizeof s1);
+    cr_assert_neq(memcmp(w0, w1, sizeof w0), 0, "the first step (lr 0.1) changed nothing");
+    cr_assert_eq(ntpu_model_train_step(m, x, y, 4, NULL), NTPU_OK);
+    cr_assert_eq(memcmp(w1, m->param[0].w, sizeof w1), 0, "the second step (lr 0) changed the weights");
+    cr_assert_neq(memcmp(s1, m->param[0].ws1, sizeof s1), 0, "the momentum buffer did not move");
+    ntpu_model_free(m);
 }

@@ -71,7 +71,8 @@ void ntpu_net_free(ntpu_model *m)
         free(net->act[i + 1]), free(net->argmax[i]), free(net->patch[i].p), free(net->wm[i]), free(net->wt[i]);
     }
     if (net) {
-        free(net->act[0]), free(net->logits), free(net->g[0]), free(net->g[1]), free(net->opa.p), free(net->prod.p);
+        free(net->act[0]), free(net->logits), free(net->g[0]), free(net->g[1]), free(net->opa.p), free(net->opb.p),
+            free(net->prod.p);
         free(net);
     }
     m->net = NULL;

@@ -4,7 +4,7 @@
  * matrix so that every output element is one chain in the order the contract names.
  *   forward: Z = P · Wm, P's rows the output positions in the order p, its columns
  *            (ky, kx, ci); Wm[(ky,kx,ci)][co] = bf16(w[co][ci][ky][kx]);
- *   dW:      gZᵀ · P, a chain over p for every (co, (ky, kx, ci));
+ *   dW:      gZᵀ · P (or Pᵀ · gZ), a chain over p for every (co, (ky, kx, ci));
  *   dX:      Q · Wt, Q's rows the input positions (b, iy, ix), its columns (ky, kx, co)
  *            holding the gZ that reaches the position through that weight (+0 where
  *            none), Wt[(ky,kx,co)][ci] = bf16(w[co][ci][ky][kx]): the transposed
@@ -61,16 +61,17 @@ ntpu_status ntpu_net_conv_forward(ntpu_model *m, size_t i, size_t batch)
     return NTPU_OK;
 }
 
-/* gZᵀ in bf16 (CO x rows in the order p) to opa, and db = the fadd chain over p. */
-static uint16_t *gz_transposed(ntpu_model *m, size_t i, size_t batch, const uint32_t *g)
+/* bf16(gZ) with its rows in the order p to opa, as B (rows x CO, tall) or as A (CO x rows,
+ * transposed), and db = the fadd chain over p. */
+static uint16_t *gz_in_p_order(ntpu_model *m, size_t i, size_t batch, const uint32_t *g, int tall)
 {
     const ntpu_layer *l = &m->arch.item[i];
     const size_t CO = l->out_c, npos = (size_t)l->out_h * l->out_w, rows = batch * npos;
-    uint16_t *gt = ntpu_net_need(&m->net->opa, CO * rows * 2);
-    if (!gt)
+    uint16_t *gz = ntpu_net_need(&m->net->opa, CO * rows * 2);
+    if (!gz)
         return NULL;
-    uint32_t *db = (uint32_t *)(void *)m->param[i].gb;
-    memset(db, 0, CO * 4);
+    float *db = m->param[i].gb;
+    memset(db, 0, CO * 4); /* +0 */
     size_t r = 0;
     for (size_t b0 = 0; b0 < batch; b0 += 8) {
         size_t group = batch - b0 < 8 ? batch - b0 : 8;
@@ -78,11 +79,42 @@ static uint16_t *gz_transposed(ntpu_model *m, size_t i, size_t batch, const uint
             for (size_t bm = 0; bm < group; bm++, r++)
                 for (size_t co = 0; co < CO; co++) {
                     uint32_t v = g[((b0 + bm) * CO + co) * npos + pos];
-                    db[co] = ntpu_f32_add(db[co], v);
-                    gt[co * rows + r] = ntpu_bf16_from_f32_bits(v);
+                    ntpu_net_add_to(&db[co], v);
+                    gz[tall ? r * CO + co : co * rows + r] = ntpu_bf16_from_f32_bits(v);
                 }
     }
-    return gt;
+    return gz;
+}
+
+/* dW as one product, a chain over p for each weight: gZᵀ · P (CO x kc) or, when that has fewer
+ * column tiles on the device's N-wide array, Pᵀ · gZ (kc x CO): the same chains, fewer LOAD_Ws. */
+static ntpu_status conv_dw(ntpu_model *m, size_t i, size_t batch, const uint32_t *g)
+{
+    struct ntpu_net *net = m->net;
+    const ntpu_layer *l = &m->arch.item[i];
+    const size_t C = l->in_c, KK = (size_t)l->k * l->k, CO = l->out_c, kc = KK * C;
+    const size_t rows = batch * l->out_h * l->out_w, n = m->n;
+    const int tall = (CO + n - 1) / n < (kc + n - 1) / n;
+    const uint16_t *gz = gz_in_p_order(m, i, batch, g, tall), *patch = net->patch[i].p;
+    uint16_t *pt = tall ? ntpu_net_need(&net->opb, kc * rows * 2) : NULL;
+    uint32_t *dw = ntpu_net_need(&net->prod, CO * kc * 4);
+    if (!gz || !dw || (tall && !pt))
+        return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "train: out of memory");
+    for (size_t r = 0; tall && r < rows; r++)
+        for (size_t k = 0; k < kc; k++)
+            pt[k * rows + r] = patch[r * kc + k];
+    ntpu_status st =
+        tall ? ntpu_net_product(m, pt, gz, dw, kc, rows, CO) : ntpu_net_product(m, gz, patch, dw, CO, rows, kc);
+    if (st != NTPU_OK)
+        return st;
+    float *gw = m->param[i].gw;
+    for (size_t co = 0; co < CO; co++)
+        for (size_t ci = 0; ci < C; ci++)
+            for (size_t t = 0; t < KK; t++) {
+                size_t k = t * C + ci;
+                memcpy(&gw[(co * C + ci) * KK + t], &dw[tall ? k * CO + co : co * kc + k], 4);
+            }
+    return NTPU_OK;
 }
 
 /* dX = Q · Wt (see the top of the file), into dx (NCHW fp32 bits). */
@@ -122,20 +154,6 @@ static ntpu_status conv_dx(ntpu_model *m, size_t i, size_t batch, const uint32_t
 
 ntpu_status ntpu_net_conv_backward(ntpu_model *m, size_t i, size_t batch, const uint32_t *g, uint32_t *dx)
 {
-    struct ntpu_net *net = m->net;
-    const ntpu_layer *l = &m->arch.item[i];
-    const size_t C = l->in_c, K = l->k, CO = l->out_c, kc = K * K * C, rows = batch * l->out_h * l->out_w;
-    const uint16_t *gt = gz_transposed(m, i, batch, g);
-    uint32_t *dw = ntpu_net_need(&net->prod, CO * kc * 4);
-    if (!gt || !dw)
-        return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "train: out of memory");
-    ntpu_status st = ntpu_net_product(m, gt, net->patch[i].p, dw, CO, rows, kc);
-    if (st != NTPU_OK)
-        return st;
-    float *gw = m->param[i].gw;
-    for (size_t co = 0; co < CO; co++)
-        for (size_t ci = 0; ci < C; ci++)
-            for (size_t t = 0; t < K * K; t++)
-                memcpy(&gw[(co * C + ci) * K * K + t], &dw[co * kc + t * C + ci], 4);
-    return dx ? conv_dx(m, i, batch, g, dx) : NTPU_OK;
+    ntpu_status st = conv_dw(m, i, batch, g);
+    return st == NTPU_OK && dx ? conv_dx(m, i, batch, g, dx) : st;
 }

@@ -6,6 +6,8 @@
 #ifndef NTPU_NET_INTERNAL_H
 #define NTPU_NET_INTERNAL_H
 
+#include <string.h>
+
 #include "nn_internal.h"
 
 /* A buffer that grows to the largest size asked of it and is kept between steps. */
@@ -26,8 +28,8 @@ struct ntpu_net {
      * operand (conv [(ky,kx,ci)][co], fc [(y,x,c)][o]), wt dX's (conv [(ky,kx,co)][ci], fc [o][(y,x,c)]) */
     uint16_t *wm[NTPU_MAX_ITEMS], *wt[NTPU_MAX_ITEMS];
     float *logits, *dlogits;
-    uint32_t *g[2]; /* the gradient flowing backward, and the one being made */
-    ntpu_net_buf opa, prod; /* a product's bf16 A operand and its fp32 result */
+    uint32_t *g[2];              /* the gradient flowing backward, and the one being made */
+    ntpu_net_buf opa, opb, prod; /* a product's bf16 operands (A, or B when it is made) and its fp32 result */
 };
 
 /* Grows b to at least bytes; NULL when out of memory. */
@@ -50,6 +52,15 @@ void ntpu_net_elementwise_forward(ntpu_model *m, size_t i, size_t batch);
 ntpu_status ntpu_net_conv_backward(ntpu_model *m, size_t i, size_t batch, const uint32_t *g, uint32_t *dx);
 ntpu_status ntpu_net_fc_backward(ntpu_model *m, size_t i, size_t batch, const uint32_t *g, uint32_t *dx);
 void ntpu_net_elementwise_backward(ntpu_model *m, size_t i, size_t batch, const uint32_t *g, uint32_t *dx);
+
+/* *sum = fadd(*sum, x) on an fp32 held as a float (a bias gradient), through its bits. */
+static inline void ntpu_net_add_to(float *sum, uint32_t x)
+{
+    uint32_t v;
+    memcpy(&v, sum, 4);
+    v = ntpu_f32_add(v, x);
+    memcpy(sum, &v, 4);
+}
 
 static inline size_t ntpu_layer_in_size(const ntpu_layer *l)
 {

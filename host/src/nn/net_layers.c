@@ -111,11 +111,11 @@ ntpu_status ntpu_net_fc_backward(ntpu_model *m, size_t i, size_t batch, const ui
     if (!gb || !d)
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "train: out of memory");
     uint16_t *xt = gb + batch * out;
-    uint32_t *db = (uint32_t *)(void *)m->param[i].gb;
-    memset(db, 0, out * 4);
+    float *db = m->param[i].gb;
+    memset(db, 0, out * 4); /* +0 */
     for (size_t b = 0; b < batch; b++)
         for (size_t o = 0; o < out; o++) {
-            db[o] = ntpu_f32_add(db[o], g[b * out + o]);
+            ntpu_net_add_to(&db[o], g[b * out + o]);
             gb[b * out + o] = ntpu_bf16_from_f32_bits(g[b * out + o]);
         }
     const uint16_t *xk = net->patch[i].p;

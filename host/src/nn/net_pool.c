@@ -56,7 +56,8 @@ static void avgpool(const ntpu_layer *l, const uint16_t *x, uint16_t *y)
             for (size_t ox = 0; ox < OW; ox++) {
                 uint32_t s = 0;
                 for (size_t t = 0; t < K * K; t++)
-                    s = ntpu_f32_add(s, ntpu_f32_bits(ntpu_bf16_to_f32(x[(c * H + oy * K + t / K) * W + ox * K + t % K])));
+                    s = ntpu_f32_add(s,
+                                     ntpu_f32_bits(ntpu_bf16_to_f32(x[(c * H + oy * K + t / K) * W + ox * K + t % K])));
                 y[(c * OH + oy) * OW + ox] = ntpu_bf16_from_f32_bits(ntpu_f32_mul(s, r));
             }
 }

@@ -634,7 +634,7 @@ static ntpu_status read_logits(ntpu_model *m, size_t batch, size_t bp, float *lo
 }
 
 void ntpu_softmax_xent(const float *logits, const uint8_t *labels, size_t batch, size_t classes, float *grad,
-                         float *loss, size_t *correct)
+                       float *loss, size_t *correct)
 {
     float total = 0.0f;
     size_t ok = 0;

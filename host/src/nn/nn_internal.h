@@ -84,8 +84,9 @@ ntpu_status ntpu_stream_sync(ntpu_model *m);
 ntpu_status ntpu_stream_forward(ntpu_model *m, const float *x, size_t batch, size_t bp, float *logits);
 ntpu_status ntpu_stream_backward(ntpu_model *m, const float *grad, size_t batch, size_t bp);
 
-/* net.c: a model of any arch that is not an MLP. ntpu_net_create: as ntpu_model_create_arch
- * for such an arch; ntpu_net_alloc: the same with every parameter and slot zero (for
+/* net.c: a model of any arch that is not an MLP (ntpu_model_create_arch checked arch: what
+ * ntpu_arch_parse makes, and not ntpu_arch_is_mlp). ntpu_net_create: arguments and errors as
+ * ntpu_model_create_arch; ntpu_net_alloc: the same with every parameter and slot zero (for
  * checkpoint.c). The rest take a model with m->net set; ntpu_model_free calls ntpu_net_free. */
 ntpu_status ntpu_net_create(ntpu_device *dev, const ntpu_arch *arch, size_t max_batch, uint64_t seed,
                             const ntpu_optim_config *opt, ntpu_model **out);
