@@ -21,6 +21,8 @@ const char *ckpt_slot_name(ntpu_optimizer kind, unsigned slot)
     return slot == 0 ? "exp_avg" : "exp_avg_sq"; /* PyTorch's names for Adam's m and v */
 }
 
+/* The weight (w[0]) and bias (w[1]) of item `item` (it), the fc_seen-th fc before it: names, shapes,
+ * and with m, where m keeps them (a net: param[item]; an MLP: layer fc_seen, weights transposed). */
 static void list_item(const ntpu_layer *it, ntpu_model *m, size_t item, size_t fc_seen, int legacy, ckpt_tensor *w)
 {
     ckpt_tensor *b = w + 1;
