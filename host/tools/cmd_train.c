@@ -348,13 +348,13 @@ static void progress(int tty, uint64_t epoch, uint64_t epochs, size_t done, size
     }
 }
 
-/* Reads the data-order state ntpu train stores in its checkpoints: seed, epoch,
- * batch index, batch size, training samples; and the epoch's loss and correct
- * sums so far. Returns 0, or 1 after printing the error. */
-static int read_resume_state(const char *path, uint64_t vals[5], double *loss_sum, uint64_t *correct)
+/* Reads the data-order state ntpu train stores beside its checkpoints (in the sidecar FILE.state; a
+ * checkpoint of format ntpu-mlp-1 holds it itself): seed, epoch, batch index, batch size, training
+ * samples; and the epoch's loss and correct sums so far. Returns 0, or 1 after printing the error. */
+static int read_resume_state(const char *model_path, uint64_t vals[5], double *loss_sum, uint64_t *correct)
 {
-    ntpu_safetensors *ck;
-    if (ntpu_safetensors_read(path, &ck) != NTPU_OK)
+    ntpu_safetensors *ck = NULL;
+    if (ntpu_model_state_read(model_path, &ck) != NTPU_OK || (!ck && ntpu_safetensors_read(model_path, &ck) != NTPU_OK))
         return fail("--resume: %s", ntpu_last_error(NULL));
     /* The same ranges as the command line's (the batch index is checked against the data later). */
     const char *keys[] = {"train.seed",  "train.epoch",       "train.batch_index",
@@ -374,9 +374,10 @@ static int read_resume_state(const char *path, uint64_t vals[5], double *loss_su
         bad = 6;
     ntpu_safetensors_free(ck);
     if (!found)
-        return fail("--resume: %s is not a checkpoint of ntpu train (it has no data-order state)", path);
+        return fail("--resume: %s is not a checkpoint of ntpu train (it has no data-order state in %s.state)",
+                    model_path, model_path);
     if (bad >= 0)
-        return fail("--resume: %s is not a valid checkpoint (its %s is out of range)", path,
+        return fail("--resume: %s is not a valid checkpoint (its %s is out of range)", model_path,
                     bad < 6 ? keys[bad] : "train.loss_sum");
     *correct = cs;
     return 0;
@@ -936,15 +937,16 @@ int cmd_train(common *cm, int argc, char **argv)
 
 static const char eval_help[] =
     "usage: ntpu eval [-d DEV] --model FILE.safetensors [--arch SPEC] [--data DIR] [--test-limit N]\n"
-    "                 [--int8] [--calib N] [--batch B] [--json]\n"
+    "                 [--int8] [--calib N] [--batch B] [--logits FILE.npy] [--json]\n"
     "\n"
     "Evaluates a checkpoint of ntpu train on the test split of an IDX directory: test accuracy and\n"
     "loss with bf16 matmuls on the device.\n"
     "\n"
     "  -d, --device DEV   ref, vsim (default, or $NTPU_DEVICE), ftdi[:serial=S], ...\n"
-    "  --model FILE       the checkpoint (safetensors, as ntpu train --save writes it)\n"
+    "  --model FILE       the checkpoint (safetensors, as ntpu train --save writes it, or a PyTorch\n"
+    "                     state_dict of the equivalent torch.nn.Sequential)\n"
     "  --arch SPEC        the model's arch (as ntpu train --arch), for a file that does not name\n"
-    "                     its own; when it does, the two must agree\n"
+    "                     its own (PyTorch's); when it does, the two must agree\n"
     "  --data DIR         IDX dataset directory (default " DEFAULT_DATA ")\n"
     "  --test-limit N     the first N test samples (all)\n"
     "  --batch B          samples a device pass (64)\n"
@@ -952,11 +954,12 @@ static const char eval_help[] =
     "                     calibrated on the first --calib training samples) and run int8 inference:\n"
     "                     int8 matmuls, int32 accumulation, requantization in the vector unit\n"
     "  --calib N          calibration samples for --int8 (1000)\n"
+    "  --logits FILE.npy  also write the bf16 model's logits (test samples x classes, float32)\n"
     "  --json             one JSON object on stdout instead of the table\n";
 
 /* The command line of ntpu eval: the options as given and the numbers they make. */
 typedef struct eval_opts {
-    const char *model_path, *arch_s, *data, *testlim_s, *calib_s, *batch_s;
+    const char *model_path, *arch_s, *data, *testlim_s, *calib_s, *batch_s, *logits_path;
     int int8;
     uint64_t test_limit, calib, batch;
 } eval_opts;
@@ -969,7 +972,7 @@ static int eval_args(common *cm, int argc, char **argv, eval_opts *o)
         {"--model", 'm', &o->model_path, NULL}, {"--arch", 0, &o->arch_s, NULL},
         {"--data", 0, &o->data, NULL},          {"--test-limit", 0, &o->testlim_s, NULL},
         {"--calib", 0, &o->calib_s, NULL},      {"--batch", 0, &o->batch_s, NULL},
-        {"--int8", 0, NULL, &o->int8},
+        {"--int8", 0, NULL, &o->int8},          {"--logits", 0, &o->logits_path, NULL},
     };
     int npos;
     char *pos[1];
@@ -985,7 +988,27 @@ static int eval_args(common *cm, int argc, char **argv, eval_opts *o)
         (o->calib_s && parse_u64("--calib", o->calib_s, 1, UINT32_MAX, &o->calib)) ||
         (o->batch_s && parse_u64("--batch", o->batch_s, 1, 4096, &o->batch)))
         return 1;
-    return 0;
+    return o->logits_path ? check_output("--logits", o->logits_path) : 0;
+}
+
+/* The model's logits of every test sample to o->logits_path. 0, or 1 after printing the error. */
+static int eval_logits(ntpu_device *dev, ntpu_model *model, const eval_opts *o, const ntpu_dataset *test)
+{
+    const ntpu_arch *a = ntpu_model_arch(model);
+    const size_t classes = a->item[a->n - 1].out, step = (size_t)o->batch;
+    float *logits = malloc((test->count * classes + 1) * sizeof *logits);
+    if (!logits)
+        return fail("out of memory");
+    ntpu_status st = NTPU_OK;
+    for (size_t at = 0; at < test->count && st == NTPU_OK; at += step)
+        st = ntpu_model_predict(model, test->images + at * test->features,
+                                test->count - at < step ? test->count - at : step, logits + at * classes);
+    ntpu_tensor t = {NTPU_ELEM_FLOAT32, 2, {test->count, classes}, logits};
+    int rc = st != NTPU_OK ? fail("logits: %s", ntpu_last_error(dev)) : 0;
+    if (!rc && ntpu_npy_write(o->logits_path, &t) != NTPU_OK)
+        rc = fail("--logits: %s", ntpu_last_error(NULL));
+    free(logits);
+    return rc;
 }
 
 /* The checkpoint (with --arch: of that arch) on dev, checked against the test images and classes.
@@ -1040,6 +1063,8 @@ static int eval_model(const common *cm, const eval_opts *o, const ntpu_dataset *
         goto out;
     }
     t_bf16 = now_s() - t0;
+    if (o->logits_path && eval_logits(dev, model, o, test))
+        goto out;
     if (o->int8) {
         t0 = now_s();
         if (ntpu_qmodel_create(model, train->images, train->count, &q) != NTPU_OK ||

@@ -73,17 +73,17 @@ RUN=(--train-limit 256 --test-limit 64 --batch 32 --seed 5)
 "$B/ntpu" train -d ref "${RUN[@]}" --epochs 1 --arch fc16,relu,fc10 --save "$T/arch.st" > "$T/arch.out" 2> /dev/null &&
   "$B/ntpu" train -d ref "${RUN[@]}" --epochs 1 --layers 784,16,10 --save "$T/layers.st" > /dev/null 2>&1 ||
   { echo "FAIL the MLP runs: $(cat "$T/arch.out")"; exit 1; }
-if cmp -s "$T/arch.st" "$T/layers.st" && grep -q '^training fc16,relu,fc10 on ref ' "$T/arch.out"; then
+if cmp -s "$T/arch.st" "$T/layers.st" && cmp -s "$T/arch.st.state" "$T/layers.st.state" && grep -q '^training fc16,relu,fc10 on ref ' "$T/arch.out"; then
   echo "ok   --arch fc16,relu,fc10 and --layers 784,16,10 write the same checkpoint"
 else
   echo "FAIL --arch fc16,relu,fc10 and --layers 784,16,10 differ:"; head -2 "$T/arch.out"; failures=$((failures + 1))
 fi
-cp "$T/arch.st" "$T/arch2.st"
-cp "$T/layers.st" "$T/layers2.st"
+cp "$T/arch.st" "$T/arch2.st"; cp "$T/arch.st.state" "$T/arch2.st.state" # a checkpoint is a pair (docs/training.md)
+cp "$T/layers.st" "$T/layers2.st"; cp "$T/layers.st.state" "$T/layers2.st.state"
 "$B/ntpu" --json train -d ref "${RUN[@]}" --epochs 2 --arch fc16,relu,fc10 --resume "$T/arch2.st" --save "$T/arch2.st" \
   > "$T/arch.json" 2> /dev/null
 "$B/ntpu" train -d ref "${RUN[@]}" --epochs 2 --resume "$T/layers2.st" --save "$T/layers2.st" > /dev/null 2>&1
-if cmp -s "$T/arch2.st" "$T/layers2.st" && ! cmp -s "$T/arch2.st" "$T/arch.st" &&
+if cmp -s "$T/arch2.st" "$T/layers2.st" && cmp -s "$T/arch2.st.state" "$T/layers2.st.state" && ! cmp -s "$T/arch2.st" "$T/arch.st" &&
    python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); assert j["arch"] == "fc16,relu,fc10" and j["layers"] == [784, 16, 10] and j["steps"] == 16, j' "$T/arch.json"; then
   echo "ok   resumed with --arch: the same checkpoint as resumed --layers; JSON arch and layers"
 else
