@@ -82,7 +82,8 @@ static void conv_f32(const scalar_net *s, const float *x, float *y)
                 for (int ky = 0; ky < (int)l->k; ky++)
                     for (int kx = 0; kx < (int)l->k; kx++)
                         for (int ci = 0; ci < (int)l->in_c; ci++) {
-                            int iy = oy * (int)l->stride + ky - (int)l->pad, ix = ox * (int)l->stride + kx - (int)l->pad;
+                            int iy = oy * (int)l->stride + ky - (int)l->pad,
+                                ix = ox * (int)l->stride + kx - (int)l->pad;
                             if (iy >= 0 && ix >= 0 && iy < (int)l->in_h && ix < (int)l->in_w)
                                 v += x[(ci * (int)l->in_h + iy) * (int)l->in_w + ix] *
                                      p->w[((co * (int)l->in_c + ci) * (int)l->k + ky) * (int)l->k + kx];

@@ -15,12 +15,12 @@
 
 /* One conv or fc item, quantized. */
 typedef struct qnet_item {
-    int8_t *w;         /* the product's B operand: conv [(ky,kx,ci)][co], fc [in][o] (in in C-H-W order) */
-    float *w_scale;    /* per output channel: max|w| / 127 */
-    int32_t *bias;     /* in the accumulator's scale, in_scale * w_scale */
-    int32_t *mult;     /* requantization to the output's scale, per output channel (not the last item) */
-    int *shift;        /* its right shift */
-    int relu;          /* the next item is a relu, applied before requantizing (ACT's RELU) */
+    int8_t *w;      /* the product's B operand: conv [(ky,kx,ci)][co], fc [in][o] (in in C-H-W order) */
+    float *w_scale; /* per output channel: max|w| / 127 */
+    int32_t *bias;  /* in the accumulator's scale, in_scale * w_scale */
+    int32_t *mult;  /* requantization to the output's scale, per output channel (not the last item) */
+    int *shift;     /* its right shift */
+    int relu;       /* the next item is a relu, applied before requantizing (ACT's RELU) */
 } qnet_item;
 
 struct ntpu_qnet {
@@ -95,7 +95,9 @@ static void float_item(const ntpu_model *m, size_t i, const float *x, float *y)
             const float *win = x + (c * H + oy * K) * W + ox * K;
             v = l->kind == NTPU_LAYER_MAXPOOL ? win[0] : 0.0f;
             for (size_t t = 0; t < K * K; t++)
-                v = l->kind == NTPU_LAYER_AVGPOOL ? v + win[t / K * W + t % K] : win[t / K * W + t % K] > v ? win[t / K * W + t % K] : v;
+                v = l->kind == NTPU_LAYER_AVGPOOL ? v + win[t / K * W + t % K]
+                    : win[t / K * W + t % K] > v  ? win[t / K * W + t % K]
+                                                  : v;
             if (l->kind == NTPU_LAYER_AVGPOOL)
                 v *= (float)(1.0 / (double)(K * K));
         } else {
@@ -202,8 +204,8 @@ ntpu_status ntpu_qnet_create(ntpu_model *m, const float *calib, size_t count, nt
         widest = ntpu_layer_out_size(&q->arch.item[i]) > widest ? ntpu_layer_out_size(&q->arch.item[i]) : widest;
     float amax[NTPU_MAX_ITEMS + 1];
     ntpu_status st = calibrate(m, calib, count, amax);
-    if (st == NTPU_OK && (!ntpu_net_need(&q->act[0], q->max_batch * widest) ||
-                          !ntpu_net_need(&q->act[1], q->max_batch * widest)))
+    if (st == NTPU_OK &&
+        (!ntpu_net_need(&q->act[0], q->max_batch * widest) || !ntpu_net_need(&q->act[1], q->max_batch * widest)))
         st = ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "quantize: out of memory");
     if (st == NTPU_OK)
         set_scales(q, amax);
