@@ -69,8 +69,8 @@ static float maxabs(float a, float v)
     return fabsf(v) > a ? fabsf(v) : a;
 }
 
-/* One sample through item l in fp32 (calibration): x -> y, both C-H-W. conv and fc start
- * from the bias and add the terms in the bf16 chain's order (conv (ky, kx, ci), fc C-H-W). */
+/* One sample through item i in fp32 (calibration): x -> y, both C-H-W. conv and fc start
+ * from the bias and add the terms in order: conv (ky, kx, ci) as its bf16 chain, fc C-H-W. */
 static void float_item(const ntpu_model *m, size_t i, const float *x, float *y)
 {
     const ntpu_layer *l = &m->arch.item[i];
@@ -94,10 +94,10 @@ static void float_item(const ntpu_model *m, size_t i, const float *x, float *y)
         } else if (l->kind == NTPU_LAYER_MAXPOOL || l->kind == NTPU_LAYER_AVGPOOL) {
             const float *win = x + (c * H + oy * K) * W + ox * K;
             v = l->kind == NTPU_LAYER_MAXPOOL ? win[0] : 0.0f;
-            for (size_t t = 0; t < K * K; t++)
-                v = l->kind == NTPU_LAYER_AVGPOOL ? v + win[t / K * W + t % K]
-                    : win[t / K * W + t % K] > v  ? win[t / K * W + t % K]
-                                                  : v;
+            for (size_t t = 0; t < K * K; t++) {
+                float e = win[t / K * W + t % K];
+                v = l->kind == NTPU_LAYER_AVGPOOL ? v + e : e > v ? e : v;
+            }
             if (l->kind == NTPU_LAYER_AVGPOOL)
                 v *= (float)(1.0 / (double)(K * K));
         } else {
