@@ -28,7 +28,7 @@ RUN=(-d ref --train-limit 256 --test-limit 64 --epochs 1 --optimizer adam)
 "$B/ntpu" train "${RUN[@]}" --layers 784,16,10 --seed 9 --save "$T/b.st" > /dev/null 2>&1 || { echo "FAIL training"; exit 1; }
 "$B/ntpu" eval -d ref --model "$T/a.st" --test-limit 64 --logits "$T/a.npy" > /dev/null || { echo "FAIL eval"; exit 1; }
 
-expect_error "eval --arch of another width" "holds a model of arch fc16,relu,fc10 (input 784x1x1), not fc32,relu,fc10" \
+expect_error "eval --arch of another width" "holds a model of arch fc16,relu,fc10 (input 1x28x28), not fc32,relu,fc10 (input 1x28x28)" \
   "$B/ntpu" eval -d ref --model "$T/a.st" --arch fc32,relu,fc10 --test-limit 64
 expect_error "eval --arch of another depth" "not fc16,relu,fc16,relu,fc10 (input 1x28x28)" \
   "$B/ntpu" eval -d ref --model "$T/a.st" --arch fc16,relu,fc16,relu,fc10 --test-limit 64

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Checkpoints between nanoTPU and PyTorch (docs/training.md, Checkpoints), for an MLP and a CNN:
+# Checkpoints between nanoTPU and PyTorch (docs/training.md, Checkpoints), for an MLP and two CNNs:
 # (a) a model trained by `ntpu train -d ref --save F` loads into the torch.nn.Sequential of the SPEC in F's
 #     metadata with a strict load_state_dict, and predicts the classes ntpu predicts (>= 99.5 % agree);
 # (b) a model trained in PyTorch and saved as safetensors.torch.save_file(model.state_dict(), F) writes it
@@ -18,7 +18,9 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 
 # SPEC, and how ntpu train is asked for it
-MODELS=("fc64,relu,fc10|--layers 784,64,10")
+MODELS=("fc64,relu,fc10|--layers 784,64,10"
+        "conv8k3p1,relu,maxpool2,conv16k3s2,relu,flatten,fc10|--arch conv8k3p1,relu,maxpool2,conv16k3s2,relu,flatten,fc10"
+        "conv6k5s2p2,relu,avgpool2,fc10|--arch conv6k5s2p2,relu,avgpool2,fc10") # an implied flatten: no module
 for m in "${MODELS[@]}"; do
   spec=${m%%|*}
   echo "== $spec"

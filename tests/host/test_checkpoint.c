@@ -232,7 +232,9 @@ Test(checkpoint, torch_files_and_other_archs)
     /* a file that names its arch: a different --arch is refused */
     const char *own = in_dir("own.st");
     cr_assert_eq(ntpu_model_save(m, own, NULL, 0, NULL), NTPU_OK);
-    expect_refused(own, &wider, "holds a model of arch " "conv4k3p1,relu,maxpool2,conv6k3s2,relu,flatten,fc5");
+    expect_refused(own, &wider,
+                   "holds a model of arch "
+                   "conv4k3p1,relu,maxpool2,conv6k3s2,relu,flatten,fc5");
     cr_assert_eq(ntpu_model_load_arch(dev, own, &a, 8, &l), NTPU_OK, "%s", ntpu_last_error(dev));
     assert_same_net(m, l);
     ntpu_model_free(l);
@@ -325,10 +327,11 @@ Test(checkpoint, legacy_single_file_loads)
             n++;
         }
     }
-    const char *meta[] = {"format", "ntpu-mlp-1", "sizes", "20,8,3", "optimizer", "adam", "lr", "0.00100000005",
-                          "momentum", "0.899999976", "beta1", "0.899999976", "beta2", "0.999000013", "eps",
-                          "9.99999994e-09", "weight_decay", "0", "schedule", "constant", "step_size", "1", "gamma",
-                          "0.100000001", "total_steps", "0", "step", "2", NULL};
+    const char *meta[] = {
+        "format",       "ntpu-mlp-1",  "sizes",    "20,8,3",      "optimizer", "adam",        "lr",    "0.00100000005",
+        "momentum",     "0.899999976", "beta1",    "0.899999976", "beta2",     "0.999000013", "eps",   "9.99999994e-09",
+        "weight_decay", "0",           "schedule", "constant",    "step_size", "1",           "gamma", "0.100000001",
+        "total_steps",  "0",           "step",     "2",           NULL};
     const char *path = in_dir("legacy.st");
     cr_assert_eq(ntpu_safetensors_write(path, t, n, meta), NTPU_OK, "%s", ntpu_last_error(NULL));
     ntpu_model *l;

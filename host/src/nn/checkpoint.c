@@ -21,13 +21,15 @@ const char *ckpt_slot_name(ntpu_optimizer kind, unsigned slot)
     return slot == 0 ? "exp_avg" : "exp_avg_sq"; /* PyTorch's names for Adam's m and v */
 }
 
-static void list_item(const ntpu_layer *it, ntpu_model *m, size_t item, size_t fc_seen, int legacy,
-                      ckpt_tensor *w)
+/* The weight (w[0]) and bias (w[1]) of item `item` (it), the fc_seen-th fc before it: names, shapes,
+ * and with m, where m keeps them (a net: param[item]; an MLP: layer fc_seen, weights transposed). */
+static void list_item(const ntpu_layer *it, ntpu_model *m, size_t item, size_t fc_seen, int legacy, ckpt_tensor *w)
 {
     ckpt_tensor *b = w + 1;
     const size_t in = (size_t)it->in_c * it->in_h * it->in_w;
     if (it->kind == NTPU_LAYER_CONV)
-        *w = (ckpt_tensor){.rank = 4, .shape = {it->out, it->in_c, it->k, it->k}, .count = (size_t)it->out * it->in_c * it->k * it->k};
+        *w = (ckpt_tensor){
+            .rank = 4, .shape = {it->out, it->in_c, it->k, it->k}, .count = (size_t)it->out * it->in_c * it->k * it->k};
     else
         *w = (ckpt_tensor){.rank = 2, .shape = {it->out, in}, .count = (size_t)it->out * in};
     *b = (ckpt_tensor){.rank = 1, .shape = {it->out}, .count = it->out};
@@ -79,12 +81,12 @@ uint32_t ckpt_crc(uint32_t start, const ntpu_st_tensor *const *t, size_t n)
     return (uint32_t)crc;
 }
 
-char *ckpt_state_path(const char *path)
+char *ckpt_path_with(const char *path, const char *suffix)
 {
-    size_t len = strlen(path) + sizeof CKPT_STATE_SUFFIX;
+    size_t len = strlen(path) + strlen(suffix) + 1;
     char *s = malloc(len);
     if (s)
-        snprintf(s, len, "%s%s", path, CKPT_STATE_SUFFIX);
+        snprintf(s, len, "%s%s", path, suffix);
     return s;
 }
 
@@ -153,8 +155,8 @@ static ntpu_status plan_tensors(ntpu_model *m, save_plan *p, const ntpu_st_tenso
     size_t k = 0;
     for (size_t i = 0; i < p->n; i++) {
         const ckpt_tensor *t = &p->ct[i];
-        ntpu_st_tensor base = {t->name, "F32", t->rank, {t->shape[0], t->shape[1], t->shape[2], t->shape[3]},
-                               NULL, t->count * 4};
+        ntpu_st_tensor base = {t->name, "F32",       t->rank, {t->shape[0], t->shape[1], t->shape[2], t->shape[3]},
+                               NULL,    t->count * 4};
         p->model[i] = base;
         p->model[i].data = file_layout(t, 0, &at);
         for (unsigned s = 1; s <= p->slots; s++, k++) {
@@ -173,8 +175,8 @@ static ntpu_status plan_tensors(ntpu_model *m, save_plan *p, const ntpu_st_tenso
 }
 
 /* The sidecar's metadata: key, value, ..., NULL into kv (room for max + 1), texts in num. */
-static void state_meta(const ntpu_model *m, const save_plan *p, uint32_t crc, const char *const *meta,
-                       const char **kv, size_t max, char (*num)[32])
+static void state_meta(const ntpu_model *m, const save_plan *p, uint32_t crc, const char *const *meta, const char **kv,
+                       size_t max, char (*num)[32])
 {
     const ntpu_optim_config *o = &m->opt;
     snprintf(num[0], 32, "%.9g", o->lr);
@@ -226,14 +228,15 @@ static ntpu_status write_pair(ntpu_model *m, const char *path, const save_plan *
     if (st != NTPU_OK)
         return ntpu_fail(m->dev, st, "%s", err);
     if (!mo.tmp)
-        return ntpu_outfile_commit(&mo, err, sizeof err) == NTPU_OK ? NTPU_OK : ntpu_fail(m->dev, NTPU_ERR_FILE, "%s", err);
-    char *state = ckpt_state_path(path), *next = state ? ckpt_state_path(state) : NULL;
-    if (!next) {
+        return ntpu_outfile_commit(&mo, err, sizeof err) == NTPU_OK ? NTPU_OK
+                                                                    : ntpu_fail(m->dev, NTPU_ERR_FILE, "%s", err);
+    char *state = ckpt_path_with(path, CKPT_STATE_SUFFIX), *next = ckpt_path_with(path, CKPT_NEXT_SUFFIX);
+    if (!state || !next) {
         ntpu_outfile_abort(&mo);
         free(state);
+        free(next);
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "save: out of memory");
     }
-    memcpy(next + strlen(state), ".new", 5); /* FILE.state.new: as long as FILE.state.state */
     if ((st = ntpu_safetensors_write_open(next, p->state, p->n_state, kv, &so, err, sizeof err)) != NTPU_OK)
         ntpu_outfile_abort(&mo);
     else if ((st = ntpu_outfile_commit(&so, err, sizeof err)) != NTPU_OK)

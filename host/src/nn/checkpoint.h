@@ -12,6 +12,7 @@
 #include "ntpu/safetensors.h"
 
 #define CKPT_STATE_SUFFIX ".state"       /* the sidecar: FILE.state */
+#define CKPT_NEXT_SUFFIX ".state.new"    /* the sidecar of a save not finished yet */
 #define CKPT_STATE_FORMAT "ntpu-state-1" /* its metadata "format" */
 #define CKPT_LEGACY_FORMAT "ntpu-mlp-1"  /* one file, fc<l>. names, read only */
 #define CKPT_MAX_TENSORS (2 * NTPU_MAX_ITEMS)
@@ -50,8 +51,9 @@ uint32_t ckpt_file_crc(const ntpu_safetensors *f);
 ntpu_status ckpt_state_open(const char *path, const ntpu_safetensors *model, ntpu_safetensors **out, char *err,
                             size_t errlen);
 
-/* path + CKPT_STATE_SUFFIX in a new string (free it), or NULL when out of memory. */
-char *ckpt_state_path(const char *path);
+/* path + suffix (CKPT_STATE_SUFFIX, CKPT_NEXT_SUFFIX) in a new string (free it), or NULL when out
+ * of memory. */
+char *ckpt_path_with(const char *path, const char *suffix);
 
 /* The SPEC of a (ntpu_arch_format) and its input shape, "1x28x28". 0, or -1 if they do not fit. */
 int ckpt_arch_text(const ntpu_arch *a, char *spec, size_t spec_len, char *input, size_t input_len);

@@ -41,8 +41,8 @@ static ntpu_status legacy_arch(load_ctx *c)
         p += len + (comma != NULL);
     }
     if (bad || n < 2 || n > NTPU_MAX_LAYERS + 1 || ntpu_arch_from_sizes(sizes, n, &c->arch) != NTPU_OK)
-        return ntpu_fail(c->dev, NTPU_ERR_FORMAT, "%s: not a valid nanoTPU checkpoint (its 'sizes' is missing or out of range)",
-                         c->path);
+        return ntpu_fail(c->dev, NTPU_ERR_FORMAT,
+                         "%s: not a valid nanoTPU checkpoint (its 'sizes' is missing or out of range)", c->path);
     return NTPU_OK;
 }
 
@@ -69,8 +69,8 @@ static int file_arch(load_ctx *c, ntpu_arch *out)
     unsigned d[3];
     char why[NTPU_ERRMSG_LEN];
     if (!input || parse_input(input, d)) {
-        ntpu_fail(c->dev, NTPU_ERR_FORMAT, "%s: its metadata names the arch '%s' but no input shape (\"input\": \"1x28x28\")",
-                  c->path, spec);
+        ntpu_fail(c->dev, NTPU_ERR_FORMAT,
+                  "%s: its metadata names the arch '%s' but no input shape (\"input\": \"1x28x28\")", c->path, spec);
         return -1;
     }
     if (ntpu_arch_parse(spec, d[0], d[1], d[2], out, why, sizeof why) != NTPU_OK) {
@@ -234,7 +234,7 @@ static ntpu_status read_settings(load_ctx *c)
 static ntpu_status open_sidecar(load_ctx *c)
 {
     char err[NTPU_ERRMSG_LEN], spec[1024], input[48];
-    if (!(c->state_path = ckpt_state_path(c->path)))
+    if (!(c->state_path = ckpt_path_with(c->path, CKPT_STATE_SUFFIX)))
         return ntpu_fail(c->dev, NTPU_ERR_NO_MEMORY, "load: out of memory");
     ntpu_status st = ckpt_state_open(c->path, c->f, &c->sf, err, sizeof err);
     if (st != NTPU_OK)
@@ -245,8 +245,9 @@ static ntpu_status open_sidecar(load_ctx *c)
     const ntpu_arch *a = c->named.n ? &c->named : &c->arch; /* the model file's own, if it names one */
     if (!sa || !si || ckpt_arch_text(a, spec, sizeof spec, input, sizeof input) || strcmp(sa, spec) ||
         strcmp(si, input))
-        return ntpu_fail(c->dev, NTPU_ERR_FORMAT, "%s: the optimizer state of arch %s (input %s), not of %s's %s (input %s)",
-                         c->state_path, sa ? sa : "(none)", si ? si : "(none)", c->path, spec, input);
+        return ntpu_fail(c->dev, NTPU_ERR_FORMAT,
+                         "%s: the optimizer state of arch %s (input %s), not of %s's %s (input %s)", c->state_path,
+                         sa ? sa : "(none)", si ? si : "(none)", c->path, spec, input);
     return NTPU_OK;
 }
 

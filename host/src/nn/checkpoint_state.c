@@ -33,13 +33,11 @@ static int belongs(const ntpu_safetensors *s, uint32_t crc)
 }
 
 /* A FILE.state.new that belongs to FILE is the end of an interrupted save: rename it to FILE.state. */
-static ntpu_status finish_save(const char *state, uint32_t crc, char *err, size_t errlen)
+static ntpu_status finish_save(const char *path, const char *state, uint32_t crc, char *err, size_t errlen)
 {
-    size_t len = strlen(state) + 5;
-    char *next = malloc(len);
+    char *next = ckpt_path_with(path, CKPT_NEXT_SUFFIX);
     if (!next)
         return ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "load: out of memory");
-    snprintf(next, len, "%s.new", state);
     ntpu_safetensors *s = NULL;
     ntpu_status st = NTPU_OK;
     if (access(next, F_OK) == 0 && ntpu_safetensors_read_err(next, &s, NULL, 0) == NTPU_OK && belongs(s, crc) &&
@@ -56,17 +54,19 @@ ntpu_status ckpt_state_open(const char *path, const ntpu_safetensors *model, ntp
     *out = NULL;
     ntpu_safetensors *own = NULL;
     ntpu_status st = model ? NTPU_OK : ntpu_safetensors_read_err(path, &own, err, errlen);
-    char *state = ckpt_state_path(path);
+    char *state = ckpt_path_with(path, CKPT_STATE_SUFFIX);
     if (st == NTPU_OK && !state)
         st = ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "load: out of memory");
     const uint32_t crc = st == NTPU_OK ? ckpt_file_crc(model ? model : own) : 0;
     if (st == NTPU_OK)
-        st = finish_save(state, crc, err, errlen);
-    if (st == NTPU_OK && access(state, F_OK) == 0 && (st = ntpu_safetensors_read_err(state, out, err, errlen)) == NTPU_OK) {
+        st = finish_save(path, state, crc, err, errlen);
+    if (st == NTPU_OK && access(state, F_OK) == 0 &&
+        (st = ntpu_safetensors_read_err(state, out, err, errlen)) == NTPU_OK) {
         const char *format = ntpu_safetensors_meta(*out, "format");
         if (!format || strcmp(format, CKPT_STATE_FORMAT) != 0)
-            st = ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "%s: not the optimizer state of a nanoTPU checkpoint (format %s)",
-                            state, format ? format : "missing");
+            st = ntpu_errst(err, errlen, NTPU_ERR_FORMAT,
+                            "%s: not the optimizer state of a nanoTPU checkpoint (format %s)", state,
+                            format ? format : "missing");
         else if (!belongs(*out, crc))
             st = ntpu_errst(err, errlen, NTPU_ERR_FORMAT,
                             "%s: does not belong to %s (saved with other weights); remove it to load the weights alone",
