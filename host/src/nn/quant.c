@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Post-training int8 quantization and int8 inference on the device (see
  * ntpu/nn.h). Symmetric scales, zero point 0: q = round(x / s), |q| <= 127.
+ * This file: an MLP, resident in the device's memories; a conv net's copy is
+ * quant_net.c's (its products through ntpu_matmul), reached from here.
  *
  * Device layout for a batch padded to bp rows, T(l) = ceil(sizes[l] / N):
  *   UB  x[l]   int8 activations (low byte of each lane) as T(l) tiles of bp rows
