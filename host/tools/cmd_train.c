@@ -953,6 +953,7 @@ static const char eval_help[] =
     "  --int8             also quantize the model (per-channel int8 weights, activation scales\n"
     "                     calibrated on the first --calib training samples) and run int8 inference:\n"
     "                     int8 matmuls, int32 accumulation, requantization in the vector unit\n"
+    "                     (a conv net: on the host with the same integer functions)\n"
     "  --calib N          calibration samples for --int8 (1000)\n"
     "  --logits FILE.npy  also write the bf16 model's logits (test samples x classes, float32)\n"
     "  --json             one JSON object on stdout instead of the table\n";

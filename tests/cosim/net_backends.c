@@ -3,7 +3,8 @@
  * same bit for bit (docs/numerics.md, Convolutional layers): a 1 x 8 x 8 input,
  * conv4k3p1,relu,maxpool2,conv8k3s2p1,relu,avgpool2,fc10 (stride, padding, both pools),
  * a batch of 10 (not a multiple of 8), three Adam steps: every loss, weight, bias and
- * Adam moment equal, then the logits of a prediction.
+ * Adam moment equal, then the logits of a prediction, and the int8 logits of the trained
+ * net's quantized copy (host/src/nn/quant_net.c) when the device has int8 matmuls.
  * Usage: net_backends DEVICE (vsim, vsim:rtl, vsim:board=..., ...) */
 #include <stdio.h>
 #include <string.h>
@@ -37,6 +38,29 @@ static ntpu_model *create(ntpu_device *dev, const ntpu_arch *a)
     if (ntpu_model_create_arch(dev, a, B, 1234, &opt, &m) != NTPU_OK)
         printf("FAIL model: %s\n", ntpu_last_error(dev));
     return m;
+}
+
+/* The int8 logits of m's and r's quantized copies, calibrated on x, are the same bits: 1,
+ * else 0 (and 1 for a device without int8 matmuls, which says so). */
+static int same_int8(ntpu_model *m, ntpu_model *r, const float *x)
+{
+    if (ntpu_qmodel_check(m) == NTPU_ERR_UNSUPPORTED) {
+        printf("int8: skipped (%s)\n", ntpu_last_error(m->dev));
+        return 1;
+    }
+    ntpu_qmodel *qm = NULL, *qr = NULL;
+    float lm[B * CLASSES], lr[B * CLASSES];
+    int ok = ntpu_qmodel_create(m, x, B, &qm) == NTPU_OK && ntpu_qmodel_create(r, x, B, &qr) == NTPU_OK &&
+             ntpu_qmodel_predict(qm, x, B, lm) == NTPU_OK && ntpu_qmodel_predict(qr, x, B, lr) == NTPU_OK;
+    if (!ok)
+        printf("FAIL int8: %s / %s\n", ntpu_last_error(m->dev), ntpu_last_error(r->dev));
+    size_t diff = 0;
+    for (size_t j = 0; ok && j < B * CLASSES; j++)
+        diff += memcmp(&lm[j], &lr[j], 4) != 0;
+    printf("int8: %zu of %d logits differ  %s\n", diff, B * CLASSES, ok && diff == 0 ? "ok" : "FAIL");
+    ntpu_qmodel_free(qm);
+    ntpu_qmodel_free(qr);
+    return ok && diff == 0;
 }
 
 int main(int argc, char **argv)
@@ -80,6 +104,7 @@ int main(int argc, char **argv)
     }
     ok &= ntpu_model_predict(m, x, B, lm) == NTPU_OK && ntpu_model_predict(r, x, B, lr) == NTPU_OK &&
           memcmp(lm, lr, sizeof lm) == 0;
+    ok = same_int8(m, r, x) && ok;
     ntpu_model_free(m);
     ntpu_model_free(r);
     ntpu_close(dev);

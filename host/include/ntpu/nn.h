@@ -184,9 +184,9 @@ NTPU_API ntpu_status ntpu_model_state_read(const char *path, struct ntpu_safeten
 
 typedef struct ntpu_qmodel ntpu_qmodel; /* a quantized copy of a model, on the same device */
 
-/* NTPU_OK if m's quantized copy would fit the device (int8 matmuls and room in its
- * memories), else NTPU_ERR_UNSUPPORTED with the reason in ntpu_last_error(dev):
- * lets a caller find out before it spends time on anything else. */
+/* NTPU_OK if m's quantized copy would fit the device (int8 matmuls and, for an MLP,
+ * room in its memories), else NTPU_ERR_UNSUPPORTED with the reason in
+ * ntpu_last_error(dev): lets a caller find out before it spends time on anything else. */
 NTPU_API ntpu_status ntpu_qmodel_check(ntpu_model *m);
 
 /* Post-training quantization of m: weights per output channel (symmetric, scale
@@ -194,7 +194,11 @@ NTPU_API ntpu_status ntpu_qmodel_check(ntpu_model *m);
  * fp32 forward pass of the `count` calibration samples calib, count x sizes[0]),
  * biases to int32. On the device: int8 matmuls with int32 accumulation, and
  * bias + ReLU + requantization to int8 in the vector unit (ACT with NTPU_OUT_INT8);
- * the last layer's int32 results are scaled to logits on the host. A model, its
+ * the last layer's int32 results are scaled to logits on the host. A conv net
+ * (docs/training.md, int8 inference): weights per output channel, a scale per conv
+ * or fc output, calib count x (C*H*W) samples; its products through ntpu_matmul
+ * (int8), bias + ReLU + requantization on the host with ACT's integer functions;
+ * nothing of it stays on the device. A model, its
  * quantized copy and ntpu_matmul on one device take the device's memories in
  * turn: each call of one of them writes its own data again when another used
  * them since (the low-level calls of ntpu.h do not take part). Release *out with

@@ -97,6 +97,16 @@ ntpu_status ntpu_net_train_step(ntpu_model *m, const float *x, const uint8_t *la
                                 ntpu_step_result *res);
 ntpu_status ntpu_net_predict(ntpu_model *m, const float *x, size_t batch, float *logits);
 
+/* quant_net.c: int8 inference of a net (m->net set) for quant.c's ntpu_qmodel_* (docs/training.md,
+ * int8 inference). ntpu_qnet_check: whether the device can; ntpu_qnet_create: calibrates on count
+ * samples and quantizes m into a copy that needs m no more; ntpu_qnet_predict: batch <= m's
+ * max_batch samples (checked by the caller) to logits (batch x classes). */
+typedef struct ntpu_qnet ntpu_qnet;
+ntpu_status ntpu_qnet_check(ntpu_model *m);
+ntpu_status ntpu_qnet_create(ntpu_model *m, const float *calib, size_t count, ntpu_qnet **out);
+ntpu_status ntpu_qnet_predict(ntpu_qnet *q, const float *x, size_t batch, float *logits);
+void ntpu_qnet_free(ntpu_qnet *q);
+
 /* nn.c, shared with net.c: the weights' initial values, uniform in [-1, 1) from a splitmix64
  * stream; softmax cross-entropy in fp32: mean loss, correct count, and the gradient of the mean
  * loss with respect to the logits (batch x classes); the checks of a new model's batch size,

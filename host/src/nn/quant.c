@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Post-training int8 quantization and int8 inference on the device (see
  * ntpu/nn.h). Symmetric scales, zero point 0: q = round(x / s), |q| <= 127.
+ * This file: an MLP, resident in the device's memories; a conv net's copy is
+ * quant_net.c's (its products through ntpu_matmul), reached from here.
  *
  * Device layout for a batch padded to bp rows, T(l) = ceil(sizes[l] / N):
  *   UB  x[l]   int8 activations (low byte of each lane) as T(l) tiles of bp rows
@@ -25,6 +27,7 @@ struct ntpu_qmodel {
      * ntpu_matmul, ...): the int8 weight tiles and the bias / multiplier / shift rows of each layer. */
     uint16_t *tiles[NTPU_MAX_LAYERS];
     uint32_t *aux[NTPU_MAX_LAYERS];
+    ntpu_qnet *net; /* a net's quantized copy (quant_net.c); the fields above are unused */
 };
 
 void ntpu_qmodel_free(ntpu_qmodel *q)
@@ -32,6 +35,7 @@ void ntpu_qmodel_free(ntpu_qmodel *q)
     if (!q)
         return;
     ntpu_release_memories(q->dev, q);
+    ntpu_qnet_free(q->net);
     for (size_t l = 0; l < NTPU_MAX_LAYERS; l++) {
         free(q->w_scale[l]);
         free(q->bias_q[l]);
@@ -134,10 +138,27 @@ ntpu_status ntpu_qmodel_check(ntpu_model *m)
     if (!m)
         return NTPU_ERR_INVALID_ARG;
     if (m->net)
-        return ntpu_fail(m->dev, NTPU_ERR_UNSUPPORTED, "int8 inference of conv nets is not supported yet");
+        return ntpu_qnet_check(m);
     if (!(m->dev->info.dtypes & NTPU_DTYPE_INT8_BIT))
         return ntpu_fail(m->dev, NTPU_ERR_UNSUPPORTED, "int8 inference needs int8 matmuls");
     return place(m, NULL);
+}
+
+/* A net's quantized copy (quant_net.c) in a qmodel. */
+static ntpu_status create_net(ntpu_model *m, const float *calib, size_t count, ntpu_qmodel **out)
+{
+    ntpu_qmodel *q = calloc(1, sizeof *q);
+    if (!q)
+        return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "quantize: out of memory");
+    q->m = m;
+    q->dev = m->dev;
+    ntpu_status st = ntpu_qnet_create(m, calib, count, &q->net);
+    if (st != NTPU_OK) {
+        free(q);
+        return st;
+    }
+    *out = q;
+    return NTPU_OK;
 }
 
 ntpu_status ntpu_qmodel_create(ntpu_model *m, const float *calib, size_t count, ntpu_qmodel **out)
@@ -148,6 +169,8 @@ ntpu_status ntpu_qmodel_create(ntpu_model *m, const float *calib, size_t count, 
     ntpu_status cst = ntpu_qmodel_check(m);
     if (cst != NTPU_OK)
         return cst;
+    if (m->net)
+        return create_net(m, calib, count, out);
     /* the device optimizer's weights, which the host's pass below reads */
     ntpu_status fst = ntpu_model_fetch(m);
     if (fst != NTPU_OK)
@@ -230,6 +253,8 @@ ntpu_status ntpu_qmodel_predict(ntpu_qmodel *q, const float *x, size_t batch, fl
     ntpu_device *dev = m->dev;
     if (!x || !logits || batch == 0 || batch > m->max_batch)
         return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "int8 predict: batch of 1..%zu samples and buffers", m->max_batch);
+    if (q->net)
+        return ntpu_qnet_predict(q->net, x, batch, logits);
     ntpu_status ost = own_memories(q);
     if (ost != NTPU_OK)
         return ost;
@@ -276,7 +301,7 @@ ntpu_status ntpu_qmodel_evaluate(ntpu_qmodel *q, const float *x, const uint8_t *
 {
     if (!q || !x || !labels || count == 0)
         return q ? ntpu_fail(q->m->dev, NTPU_ERR_INVALID_ARG, "int8 evaluate: no samples") : NTPU_ERR_INVALID_ARG;
-    const size_t mb = q->m->max_batch, classes = q->m->sizes[q->m->layers], in = q->m->sizes[0];
+    const size_t mb = q->m->max_batch, classes = ntpu_model_classes(q->m), in = ntpu_model_inputs(q->m);
     ntpu_status lst = ntpu_check_labels(q->m, labels, count, "int8 evaluate");
     if (lst != NTPU_OK)
         return lst;
