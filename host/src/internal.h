@@ -114,7 +114,7 @@ static inline void ntpu_wr32(uint8_t *p, uint32_t v)
 }
 
 /* CRC-32 of a frame: over SEQ, LEN and PAYLOAD, i.e. bytes 1 .. 3+len of the
- * frame (zlib's crc32). */
+ * frame (the value of zlib's crc32; ntpu_crc32.h). */
 uint32_t ntpu_frame_crc(const uint8_t *frame, size_t payload_len);
 
 /* Writes a whole frame (header, payload, CRC) to out, which has room for

@@ -34,10 +34,9 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
-
 #include "ntpu/numerics.h"
 #include "ntpu/protocol.h"
+#include "ntpu_crc32.h"
 #include "numerics_internal.h"
 
 #ifndef NTPU_LINK_BYTES
@@ -279,7 +278,7 @@ static void reply_end(ntpu_ref *r)
 {
     uint8_t *f = r->tx + r->tx_tail;
     size_t len = get16(f + 2);
-    put32(f + 4 + len, (uint32_t)crc32(0L, f + 1, (uInt)(3 + len)));
+    put32(f + 4 + len, ntpu_crc32(0, f + 1, 3 + len));
     size_t total = len + NTPU_FRAME_OVERHEAD;
     r->tx_tail += total;
     r->cnt[NTPU_CNT_TX_BYTES] += total;
@@ -864,7 +863,7 @@ static void frame_done(ntpu_ref *r)
     const uint8_t *f = r->frame;
     uint8_t seq = f[0];
     size_t len = get16(f + 1);
-    if ((uint32_t)crc32(0L, f, (uInt)(3 + len)) != get32(f + 3 + len)) {
+    if (ntpu_crc32(0, f, 3 + len) != get32(f + 3 + len)) {
         reply_status(r, seq, NTPU_DEV_ERR_CRC);
         return;
     }
