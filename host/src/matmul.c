@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "numerics_internal.h"
 
 enum src_kind { SRC_INT8, SRC_F32, SRC_BF16 };
 
@@ -122,20 +123,34 @@ static void tile_of(const mm *s, size_t q, size_t *pt, size_t *kt)
     *kt = k0 + rem / gc;
 }
 
-/* A row of int8 lanes whose elements all exist: the common case, without the per-lane checks. */
-static void fill_int8(const int8_t *src, size_t n, uint8_t *out)
+/* A row of n lanes whose elements all exist, at element i of src: the common
+ * case, without the per-lane checks and conversion calls. */
+static void fill_whole(const mm *s, const void *src, size_t i, uint8_t *out)
 {
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = (uint8_t)src[i];
-        out[2 * i + 1] = 0;
+    switch (s->src) {
+    case SRC_INT8:
+        for (size_t j = 0; j < s->n; j++) {
+            out[2 * j] = (uint8_t)((const int8_t *)src)[i + j];
+            out[2 * j + 1] = 0;
+        }
+        break;
+    case SRC_F32:
+        for (size_t j = 0; j < s->n; j += 64) {
+            uint16_t lanes[64];
+            size_t cnt = min_sz(64, s->n - j);
+            ntpu_bf16_from_f32_row(lanes, (const float *)src + i + j, cnt);
+            ntpu_wr16_lanes(out + 2 * j, lanes, cnt);
+        }
+        break;
+    case SRC_BF16: ntpu_wr16_lanes(out, (const uint16_t *)src + i, s->n); break;
     }
 }
 
 static void fill_a(mm *s, size_t r, uint8_t *out)
 {
     size_t kt = s->blk_k0 + r / s->blk_mc, m = s->blk_m0 + r % s->blk_mc;
-    if (s->src == SRC_INT8 && (kt + 1) * s->n <= s->K) {
-        fill_int8((const int8_t *)s->A + m * s->K + kt * s->n, s->n, out);
+    if ((kt + 1) * s->n <= s->K) {
+        fill_whole(s, s->A, m * s->K + kt * s->n, out);
         return;
     }
     for (size_t i = 0; i < s->n; i++)
@@ -150,8 +165,8 @@ static void fill_b(mm *s, size_t r, uint8_t *out)
         s->fill_q = q;
     }
     size_t k = s->fill_kt * s->n + i, p = s->fill_pt * s->n;
-    if (s->src == SRC_INT8 && k < s->K && p + s->n <= s->P) {
-        fill_int8((const int8_t *)s->B + k * s->P + p, s->n, out);
+    if (k < s->K && p + s->n <= s->P) {
+        fill_whole(s, s->B, k * s->P + p, out);
         return;
     }
     for (size_t j = 0; j < s->n; j++)
@@ -304,6 +319,10 @@ static ntpu_status finish_oldest(mm *s, readq *q)
     for (size_t m = 0; m < rb->mc; m++) {
         const uint8_t *src = rb->stage + m * 4 * s->n;
         size_t at = (rb->m0 + m) * s->P + p;
+        if (NTPU_HOST_WIRE_ORDER) { /* fp32 and int32 lanes alike: the bytes are the value */
+            memcpy((uint32_t *)s->C + at, src, cnt * 4);
+            continue;
+        }
         for (size_t j = 0; j < cnt; j++) {
             uint32_t v = ntpu_rd32(src + 4 * j);
             if (s->bf16)

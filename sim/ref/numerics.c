@@ -38,6 +38,35 @@ uint16_t ntpu_bf16_from_f32(float f)
     return ntpu_bf16_from_f32_bits(ntpu_f32_bits(f));
 }
 
+#ifdef __GNUC__
+typedef uint32_t u32x8 __attribute__((vector_size(32)));
+typedef uint16_t u16x8 __attribute__((vector_size(16)));
+#endif
+
+void ntpu_bf16_from_f32_row(uint16_t *dst, const void *src, size_t n)
+{
+    const uint8_t *s = src;
+    size_t i = 0;
+#ifdef __GNUC__
+    /* ntpu_bf16_from_f32_bits on eight lanes: the same steps, branches as masks. */
+    for (; i + 8 <= n; i += 8) {
+        u32x8 f;
+        memcpy(&f, s + 4 * i, sizeof f);
+        u32x8 nan = (u32x8)((f & 0x7FFFFFFFu) > 0x7F800000u), sub = (u32x8)((f & 0x7F800000u) == 0u);
+        u32x8 quiet = (f >> 16) | 0x0040u;
+        f &= ~sub | 0x80000000u;
+        u32x8 r = (f + 0x7FFFu + ((f >> 16) & 1u)) >> 16;
+        u16x8 h = __builtin_convertvector((r & ~nan) | (quiet & nan), u16x8);
+        memcpy(dst + i, &h, sizeof h);
+    }
+#endif
+    for (; i < n; i++) {
+        uint32_t f;
+        memcpy(&f, s + 4 * i, sizeof f);
+        dst[i] = ntpu_bf16_from_f32_bits(f);
+    }
+}
+
 float ntpu_bf16_to_f32(uint16_t b)
 {
     return ntpu_f32_from_bits((uint32_t)b << 16);
