@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* ntpu_bf16_from_f32_row, the host's conversion of whole rows (eight lanes at a
+/* ntpu_bf16_from_f32_row, the host's conversion of whole rows (four lanes at a
  * time), against ntpu_bf16_from_f32_bits one value at a time: every rounding
  * case, subnormals of both signs, infinities and NaNs with any payload, at
- * every length and offset around the eight-lane blocks. */
+ * every length and offset around the blocks of lanes. */
 #include <criterion/criterion.h>
 #include <stdint.h>
 
