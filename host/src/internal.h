@@ -123,6 +123,10 @@ static inline void ntpu_wr32(uint8_t *p, uint32_t v)
 #endif
 static inline void ntpu_wr16_lanes(uint8_t *dst, const uint16_t *src, size_t count)
 {
+    if (NTPU_HOST_WIRE_ORDER && count == 8) { /* a row of the default array: one move, no call */
+        memcpy(dst, src, 16);
+        return;
+    }
     if (NTPU_HOST_WIRE_ORDER) {
         memcpy(dst, src, count * 2);
         return;

@@ -50,6 +50,12 @@ static uint32_t by_tables(uint32_t c, const uint8_t *p, size_t n)
         c = table[7][lo & 0xFFu] ^ table[6][(lo >> 8) & 0xFFu] ^ table[5][(lo >> 16) & 0xFFu] ^ table[4][lo >> 24] ^
             table[3][hi & 0xFFu] ^ table[2][(hi >> 8) & 0xFFu] ^ table[1][(hi >> 16) & 0xFFu] ^ table[0][hi >> 24];
     }
+    if (n >= 4) { /* a status reply's SEQ, LEN and STATUS in one step */
+        c ^= load32(p);
+        c = table[3][c & 0xFFu] ^ table[2][(c >> 8) & 0xFFu] ^ table[1][(c >> 16) & 0xFFu] ^ table[0][c >> 24];
+        p += 4;
+        n -= 4;
+    }
     for (; n > 0; n--)
         c = (c >> 8) ^ table[0][(c ^ *p++) & 0xFFu];
     return c;
