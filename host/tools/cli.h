@@ -45,7 +45,7 @@ ntpu_device *open_device(const char *device);             /* NULL after printing
 /* device with --threads T added (ref only: ref:threads=T); device itself when threads is NULL; NULL after
  * printing why it cannot be. buf holds the result. */
 const char *device_with_threads(const char *device, const char *threads, char *buf, size_t len);
-const char *dtype_name(ntpu_dtype d);                     /* "int8" or "bf16" */
+const char *dtype_name(ntpu_dtype d); /* "int8" or "bf16" */
 
 /* The commands (argv: what follows the command's name). */
 int cmd_train(common *cm, int argc, char **argv);

@@ -82,8 +82,8 @@ struct ntpu_ref {
     uint16_t *w_active;  /* N x N, row i = array row i */
     uint16_t *w_pending; /* N x N */
     int pending;
-    uint16_t *a_block; /* N x N: one UB block transposed, for MATMUL TRANSPOSE_A */
-    uint8_t *pm;       /* pm_rows x 2N bytes: programs, as they came over the wire */
+    uint16_t *a_block;   /* N x N: one UB block transposed, for MATMUL TRANSPOSE_A */
+    uint8_t *pm;         /* pm_rows x 2N bytes: programs, as they came over the wire */
     ntpu_ref_pool *pool; /* ntpu_ref_set_threads: workers for large MATMULs, or NULL */
 
     /* Receiver. frame[] holds SEQ, LEN (2), PAYLOAD, CRC (4): what the CRC
@@ -424,7 +424,7 @@ static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_a
     }
     uint32_t *acc = r->acc + (size_t)acc_addr * n;
     if (!(flags & NTPU_MATMUL_ACCUMULATE))
-        memset(acc, 0, (size_t)rows * n * sizeof *acc); /* int32 0 and fp32 +0.0 alike */
+        memset(acc, 0, (size_t)rows * n * sizeof *acc);                     /* int32 0 and fp32 +0.0 alike */
     if (!(flags & NTPU_MATMUL_TRANSPOSE_A) || (flags & NTPU_MATMUL_BF16)) { /* bf16 dW reads the tiles in place */
         ntpu_ref_rows job = {.acc = acc,
                              .a = r->ub + (size_t)ub_addr * n,

@@ -26,7 +26,7 @@ Test(bf16_row, matches_the_scalar_conversion)
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         uint32_t r = (uint32_t)(s >> 32);
         /* a third special, a third random bits, a third near a rounding tie */
-        src[i] = i % 3 == 0 ? special[(r >> 8) % (sizeof special / sizeof special[0])]
+        src[i] = i % 3 == 0   ? special[(r >> 8) % (sizeof special / sizeof special[0])]
                  : i % 3 == 1 ? r
                               : (r & 0xFFFF0000u) | 0x8000u | (r & 1u);
     }

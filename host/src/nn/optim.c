@@ -138,7 +138,8 @@ __attribute__((target("avx"))) static size_t adam_avx(const adam_k *k, float *p,
         else
             gi = _mm256_add_ps(gi, _mm256_mul_ps(wd, pv));
         __m256 m = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(s1 + i)), _mm256_mul_ps(omb1, gi));
-        __m256 v = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(s2 + i)), _mm256_mul_ps(_mm256_mul_ps(omb2, gi), gi));
+        __m256 v =
+            _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(s2 + i)), _mm256_mul_ps(_mm256_mul_ps(omb2, gi), gi));
         __m256 den = _mm256_add_ps(_mm256_sqrt_ps(_mm256_div_ps(v, c2)), eps);
         pv = _mm256_sub_ps(pv, _mm256_div_ps(_mm256_mul_ps(lr, _mm256_div_ps(m, c1)), den));
         _mm256_storeu_ps(s1 + i, m);

@@ -76,9 +76,10 @@ static int parse_opts(const char *opts, ref_opts *o, char *err, size_t errlen)
             while (i < nk && !(strlen(keys[i].key) == (size_t)(eq - p) && !strncmp(keys[i].key, p, eq - p)))
                 i++;
         if (!eq || i == nk) {
-            ntpu_errf(err, errlen,
-                      "unknown ref option '%.*s' (expected n=, ub=, wb=, acc=, os=, pm=, payload=, novec=, notra=, threads=)",
-                      (int)len, p);
+            ntpu_errf(
+                err, errlen,
+                "unknown ref option '%.*s' (expected n=, ub=, wb=, acc=, os=, pm=, payload=, novec=, notra=, threads=)",
+                (int)len, p);
             return -1;
         }
         uint64_t v = 0;
