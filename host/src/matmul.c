@@ -61,19 +61,6 @@ static size_t ceil_div(size_t a, size_t b)
     return (a + b - 1) / b;
 }
 
-static uint16_t a_lane(const mm *s, size_t m, size_t k)
-{
-    if (k >= s->K)
-        return 0; /* +0 */
-    size_t i = m * s->K + k;
-    switch (s->src) {
-    case SRC_INT8: return (uint8_t)((const int8_t *)s->A)[i];
-    case SRC_F32: return ntpu_bf16_from_f32(((const float *)s->A)[i]);
-    case SRC_BF16: break;
-    }
-    return ((const uint16_t *)s->A)[i];
-}
-
 static uint16_t b_lane(const mm *s, size_t k, size_t p)
 {
     if (k >= s->K)
@@ -123,41 +110,48 @@ static void tile_of(const mm *s, size_t q, size_t *pt, size_t *kt)
     *kt = k0 + rem / gc;
 }
 
-/* A row of n lanes whose elements all exist, at element i of src: the common
- * case, without the per-lane checks and conversion calls. */
-static void fill_whole(const mm *s, const void *src, size_t i, uint8_t *out)
+/* The first `count` lanes of a row from element i of src (the elements that
+ * exist), without per-lane checks or conversion calls. */
+static void fill_lanes(const mm *s, const void *src, size_t i, size_t count, uint8_t *out)
 {
     switch (s->src) {
     case SRC_INT8:
-        for (size_t j = 0; j < s->n; j++) {
+        for (size_t j = 0; j < count; j++) {
             out[2 * j] = (uint8_t)((const int8_t *)src)[i + j];
             out[2 * j + 1] = 0;
         }
         break;
     case SRC_F32:
-        for (size_t j = 0; j < s->n; j += 64) {
+        for (size_t j = 0; j < count; j += 64) {
             uint16_t lanes[64];
-            size_t cnt = min_sz(64, s->n - j);
+            size_t cnt = min_sz(64, count - j);
             ntpu_bf16_from_f32_row(lanes, (const float *)src + i + j, cnt);
             ntpu_wr16_lanes(out + 2 * j, lanes, cnt);
         }
         break;
-    case SRC_BF16: ntpu_wr16_lanes(out, (const uint16_t *)src + i, s->n); break;
+    case SRC_BF16: ntpu_wr16_lanes(out, (const uint16_t *)src + i, count); break;
     }
 }
 
-static void fill_a(mm *s, size_t r, uint8_t *out)
+/* Rows r0 .. r0+cnt-1 of the A block: k-slice after k-slice of blk_mc rows.
+ * Lanes past K are +0: they meet the -0 rows of B (see the header comment). */
+static void fill_a(mm *s, size_t r0, size_t cnt, uint8_t *out)
 {
-    size_t kt = s->blk_k0 + r / s->blk_mc, m = s->blk_m0 + r % s->blk_mc;
-    if ((kt + 1) * s->n <= s->K) {
-        fill_whole(s, s->A, m * s->K + kt * s->n, out);
-        return;
+    const size_t n = s->n, end_m = s->blk_m0 + s->blk_mc;
+    size_t kt = s->blk_k0 + r0 / s->blk_mc, m = s->blk_m0 + r0 % s->blk_mc;
+    for (size_t r = 0; r < cnt; r++, out += 2 * n) {
+        size_t k0 = kt * n, valid = k0 >= s->K ? 0 : min_sz(n, s->K - k0);
+        fill_lanes(s, s->A, m * s->K + k0, valid, out);
+        if (valid < n)
+            memset(out + 2 * valid, 0, 2 * (n - valid));
+        if (++m == end_m) {
+            m = s->blk_m0;
+            kt++;
+        }
     }
-    for (size_t i = 0; i < s->n; i++)
-        ntpu_wr16(out + 2 * i, a_lane(s, m, kt * s->n + i));
 }
 
-static void fill_b(mm *s, size_t r, uint8_t *out)
+static void fill_b_row(mm *s, size_t r, uint8_t *out)
 {
     size_t i = r % s->n, q = (size_t)((s->blk_seq0 + r / s->n) % s->T);
     if (q != s->fill_q) { /* a tile's n rows come one after another: its place is found once */
@@ -166,17 +160,23 @@ static void fill_b(mm *s, size_t r, uint8_t *out)
     }
     size_t k = s->fill_kt * s->n + i, p = s->fill_pt * s->n;
     if (k < s->K && p + s->n <= s->P) {
-        fill_whole(s, s->B, k * s->P + p, out);
+        fill_lanes(s, s->B, k * s->P + p, s->n, out);
         return;
     }
     for (size_t j = 0; j < s->n; j++)
         ntpu_wr16(out + 2 * j, b_lane(s, k, p + j));
 }
 
+static void fill_b(mm *s, size_t r0, size_t cnt, uint8_t *out)
+{
+    for (size_t r = 0; r < cnt; r++)
+        fill_b_row(s, r0 + r, out + r * 2 * s->n);
+}
+
 /* WRITE_MEM of `rows` rows made by fill (rows r0 .. r0+rows-1 of its block),
  * in as few frames as fit. */
 static ntpu_status write_block(mm *s, unsigned mem, size_t addr, size_t r0, size_t rows,
-                               void (*fill)(mm *, size_t, uint8_t *))
+                               void (*fill)(mm *, size_t, size_t, uint8_t *))
 {
     size_t rb = 2 * s->n, per = (s->l->max_payload - NTPU_LEN_MEM_HDR) / rb;
     for (size_t done = 0; done < rows;) {
@@ -189,8 +189,7 @@ static ntpu_status write_block(mm *s, unsigned mem, size_t addr, size_t r0, size
         p[1] = (uint8_t)mem;
         ntpu_wr16(p + 2, (uint32_t)(addr + done));
         ntpu_wr16(p + 4, (uint32_t)cnt);
-        for (size_t r = 0; r < cnt; r++)
-            fill(s, r0 + done + r, p + NTPU_LEN_MEM_HDR + r * rb);
+        fill(s, r0 + done, cnt, p + NTPU_LEN_MEM_HDR);
         if ((st = ntpu_link_commit(s->l, NULL, NULL)) != NTPU_OK)
             return st;
         done += cnt;
