@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ntpu/ntpu.h"
 
@@ -113,8 +114,38 @@ static inline void ntpu_wr32(uint8_t *p, uint32_t v)
     ntpu_wr16(p + 2, v >> 16);
 }
 
+/* count lanes of 16 or 32 bits from host order to the wire's little-endian
+ * bytes: one copy on a little-endian host. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define NTPU_HOST_WIRE_ORDER 1
+#else
+#define NTPU_HOST_WIRE_ORDER 0
+#endif
+static inline void ntpu_wr16_lanes(uint8_t *dst, const uint16_t *src, size_t count)
+{
+    if (NTPU_HOST_WIRE_ORDER && count == 8) { /* a row of the default array: one move, no call */
+        memcpy(dst, src, 16);
+        return;
+    }
+    if (NTPU_HOST_WIRE_ORDER) {
+        memcpy(dst, src, count * 2);
+        return;
+    }
+    for (size_t i = 0; i < count; i++)
+        ntpu_wr16(dst + 2 * i, src[i]);
+}
+static inline void ntpu_wr32_lanes(uint8_t *dst, const uint32_t *src, size_t count)
+{
+    if (NTPU_HOST_WIRE_ORDER) {
+        memcpy(dst, src, count * 4);
+        return;
+    }
+    for (size_t i = 0; i < count; i++)
+        ntpu_wr32(dst + 4 * i, src[i]);
+}
+
 /* CRC-32 of a frame: over SEQ, LEN and PAYLOAD, i.e. bytes 1 .. 3+len of the
- * frame (zlib's crc32). */
+ * frame (the value of zlib's crc32; ntpu_crc32.h). */
 uint32_t ntpu_frame_crc(const uint8_t *frame, size_t payload_len);
 
 /* Writes a whole frame (header, payload, CRC) to out, which has room for

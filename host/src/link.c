@@ -17,9 +17,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
-
 #include "internal.h"
+#include "ntpu_crc32.h"
 
 const char *ntpu_op_name(unsigned op)
 {
@@ -31,7 +30,7 @@ const char *ntpu_op_name(unsigned op)
 
 uint32_t ntpu_frame_crc(const uint8_t *frame, size_t payload_len)
 {
-    return (uint32_t)crc32(0L, frame + 1, (uInt)(3 + payload_len));
+    return ntpu_crc32(0, frame + 1, 3 + payload_len);
 }
 
 size_t ntpu_frame_encode(uint8_t *out, uint8_t sof, uint8_t seq, const uint8_t *payload, size_t payload_len)

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "numerics_internal.h"
 
 enum src_kind { SRC_INT8, SRC_F32, SRC_BF16 };
 
@@ -58,19 +59,6 @@ static size_t min_sz(size_t a, size_t b)
 static size_t ceil_div(size_t a, size_t b)
 {
     return (a + b - 1) / b;
-}
-
-static uint16_t a_lane(const mm *s, size_t m, size_t k)
-{
-    if (k >= s->K)
-        return 0; /* +0 */
-    size_t i = m * s->K + k;
-    switch (s->src) {
-    case SRC_INT8: return (uint8_t)((const int8_t *)s->A)[i];
-    case SRC_F32: return ntpu_bf16_from_f32(((const float *)s->A)[i]);
-    case SRC_BF16: break;
-    }
-    return ((const uint16_t *)s->A)[i];
 }
 
 static uint16_t b_lane(const mm *s, size_t k, size_t p)
@@ -122,27 +110,48 @@ static void tile_of(const mm *s, size_t q, size_t *pt, size_t *kt)
     *kt = k0 + rem / gc;
 }
 
-/* A row of int8 lanes whose elements all exist: the common case, without the per-lane checks. */
-static void fill_int8(const int8_t *src, size_t n, uint8_t *out)
+/* The first `count` lanes of a row from element i of src (the elements that
+ * exist), without per-lane checks or conversion calls. */
+static void fill_lanes(const mm *s, const void *src, size_t i, size_t count, uint8_t *out)
 {
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = (uint8_t)src[i];
-        out[2 * i + 1] = 0;
+    switch (s->src) {
+    case SRC_INT8:
+        for (size_t j = 0; j < count; j++) {
+            out[2 * j] = (uint8_t)((const int8_t *)src)[i + j];
+            out[2 * j + 1] = 0;
+        }
+        break;
+    case SRC_F32:
+        for (size_t j = 0; j < count; j += 64) {
+            uint16_t lanes[64];
+            size_t cnt = min_sz(64, count - j);
+            ntpu_bf16_from_f32_row(lanes, (const float *)src + i + j, cnt);
+            ntpu_wr16_lanes(out + 2 * j, lanes, cnt);
+        }
+        break;
+    case SRC_BF16: ntpu_wr16_lanes(out, (const uint16_t *)src + i, count); break;
     }
 }
 
-static void fill_a(mm *s, size_t r, uint8_t *out)
+/* Rows r0 .. r0+cnt-1 of the A block: k-slice after k-slice of blk_mc rows.
+ * Lanes past K are +0: they meet the -0 rows of B (see the header comment). */
+static void fill_a(mm *s, size_t r0, size_t cnt, uint8_t *out)
 {
-    size_t kt = s->blk_k0 + r / s->blk_mc, m = s->blk_m0 + r % s->blk_mc;
-    if (s->src == SRC_INT8 && (kt + 1) * s->n <= s->K) {
-        fill_int8((const int8_t *)s->A + m * s->K + kt * s->n, s->n, out);
-        return;
+    const size_t n = s->n, end_m = s->blk_m0 + s->blk_mc;
+    size_t kt = s->blk_k0 + r0 / s->blk_mc, m = s->blk_m0 + r0 % s->blk_mc;
+    for (size_t r = 0; r < cnt; r++, out += 2 * n) {
+        size_t k0 = kt * n, valid = k0 >= s->K ? 0 : min_sz(n, s->K - k0);
+        fill_lanes(s, s->A, m * s->K + k0, valid, out);
+        if (valid < n)
+            memset(out + 2 * valid, 0, 2 * (n - valid));
+        if (++m == end_m) {
+            m = s->blk_m0;
+            kt++;
+        }
     }
-    for (size_t i = 0; i < s->n; i++)
-        ntpu_wr16(out + 2 * i, a_lane(s, m, kt * s->n + i));
 }
 
-static void fill_b(mm *s, size_t r, uint8_t *out)
+static void fill_b_row(mm *s, size_t r, uint8_t *out)
 {
     size_t i = r % s->n, q = (size_t)((s->blk_seq0 + r / s->n) % s->T);
     if (q != s->fill_q) { /* a tile's n rows come one after another: its place is found once */
@@ -150,18 +159,24 @@ static void fill_b(mm *s, size_t r, uint8_t *out)
         s->fill_q = q;
     }
     size_t k = s->fill_kt * s->n + i, p = s->fill_pt * s->n;
-    if (s->src == SRC_INT8 && k < s->K && p + s->n <= s->P) {
-        fill_int8((const int8_t *)s->B + k * s->P + p, s->n, out);
+    if (k < s->K && p + s->n <= s->P) {
+        fill_lanes(s, s->B, k * s->P + p, s->n, out);
         return;
     }
     for (size_t j = 0; j < s->n; j++)
         ntpu_wr16(out + 2 * j, b_lane(s, k, p + j));
 }
 
+static void fill_b(mm *s, size_t r0, size_t cnt, uint8_t *out)
+{
+    for (size_t r = 0; r < cnt; r++)
+        fill_b_row(s, r0 + r, out + r * 2 * s->n);
+}
+
 /* WRITE_MEM of `rows` rows made by fill (rows r0 .. r0+rows-1 of its block),
  * in as few frames as fit. */
 static ntpu_status write_block(mm *s, unsigned mem, size_t addr, size_t r0, size_t rows,
-                               void (*fill)(mm *, size_t, uint8_t *))
+                               void (*fill)(mm *, size_t, size_t, uint8_t *))
 {
     size_t rb = 2 * s->n, per = (s->l->max_payload - NTPU_LEN_MEM_HDR) / rb;
     for (size_t done = 0; done < rows;) {
@@ -174,8 +189,7 @@ static ntpu_status write_block(mm *s, unsigned mem, size_t addr, size_t r0, size
         p[1] = (uint8_t)mem;
         ntpu_wr16(p + 2, (uint32_t)(addr + done));
         ntpu_wr16(p + 4, (uint32_t)cnt);
-        for (size_t r = 0; r < cnt; r++)
-            fill(s, r0 + done + r, p + NTPU_LEN_MEM_HDR + r * rb);
+        fill(s, r0 + done, cnt, p + NTPU_LEN_MEM_HDR);
         if ((st = ntpu_link_commit(s->l, NULL, NULL)) != NTPU_OK)
             return st;
         done += cnt;
@@ -304,6 +318,10 @@ static ntpu_status finish_oldest(mm *s, readq *q)
     for (size_t m = 0; m < rb->mc; m++) {
         const uint8_t *src = rb->stage + m * 4 * s->n;
         size_t at = (rb->m0 + m) * s->P + p;
+        if (NTPU_HOST_WIRE_ORDER) { /* fp32 and int32 lanes alike: the bytes are the value */
+            memcpy((uint32_t *)s->C + at, src, cnt * 4);
+            continue;
+        }
         for (size_t j = 0; j < cnt; j++) {
             uint32_t v = ntpu_rd32(src + 4 * j);
             if (s->bf16)

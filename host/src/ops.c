@@ -46,15 +46,10 @@ ntpu_status ntpu_write_rows(ntpu_device *dev, enum ntpu_mem mem, uint32_t addr, 
         ntpu_wr16(p + 4, cnt);
         uint8_t *q = p + NTPU_LEN_MEM_HDR;
         size_t first = (size_t)done * lanes, count = (size_t)cnt * lanes;
-        if (mem == NTPU_MEM_ACC || mem == NTPU_MEM_OS) {
-            const uint32_t *src = (const uint32_t *)data + first;
-            for (size_t i = 0; i < count; i++)
-                ntpu_wr32(q + 4 * i, src[i]);
-        } else {
-            const uint16_t *src = (const uint16_t *)data + first;
-            for (size_t i = 0; i < count; i++)
-                ntpu_wr16(q + 2 * i, src[i]);
-        }
+        if (mem == NTPU_MEM_ACC || mem == NTPU_MEM_OS)
+            ntpu_wr32_lanes(q, (const uint32_t *)data + first, count);
+        else
+            ntpu_wr16_lanes(q, (const uint16_t *)data + first, count);
         if ((st = ntpu_link_commit(&dev->link, NULL, NULL)) != NTPU_OK)
             return st;
         done += cnt;
@@ -88,7 +83,7 @@ ntpu_status ntpu_read_rows(ntpu_device *dev, enum ntpu_mem mem, uint32_t addr, u
     }
     if ((st = ntpu_link_wait(&dev->link, ticket)) != NTPU_OK)
         return st;
-    size_t count = (size_t)rows * dev->n;
+    size_t count = NTPU_HOST_WIRE_ORDER ? 0 : (size_t)rows * dev->n; /* nothing to turn on a little-endian host */
     if (mem == NTPU_MEM_ACC || mem == NTPU_MEM_OS) {
         uint32_t *w = data;
         for (size_t i = 0; i < count; i++)

@@ -194,6 +194,25 @@ ntpu_device *open_device(const char *device)
     return NULL;
 }
 
+const char *device_with_threads(const char *device, const char *threads, char *buf, size_t len)
+{
+    if (!threads)
+        return device;
+    uint64_t t;
+    if (parse_u64("--threads", threads, 1, 64, &t))
+        return NULL;
+    const char *name = device && *device ? device : getenv("NTPU_DEVICE");
+    if (!name || strncmp(name, "ref", 3) != 0 || (name[3] != 0 && name[3] != ':')) {
+        fail("--threads: only the golden model (-d ref) runs on more threads, not '%s'", name ? name : "vsim");
+        return NULL;
+    }
+    if (snprintf(buf, len, "%s%sthreads=%llu", name, name[3] ? "," : ":", (unsigned long long)t) >= (int)len) {
+        fail("--threads: the device name '%s' is too long", name);
+        return NULL;
+    }
+    return buf;
+}
+
 const char *dtype_name(ntpu_dtype d)
 {
     return d == NTPU_DTYPE_BF16 ? "bf16" : "int8";

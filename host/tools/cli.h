@@ -42,7 +42,10 @@ const char *grouped(uint64_t v, char *buf, size_t len);   /* 1234567 -> "1,234,5
 const char *bytes_str(uint64_t v, char *buf, size_t len); /* 1536 -> "1.5 KiB" */
 double now_s(void);                                       /* monotonic seconds */
 ntpu_device *open_device(const char *device);             /* NULL after printing why */
-const char *dtype_name(ntpu_dtype d);                     /* "int8" or "bf16" */
+/* device with --threads T added (ref only: ref:threads=T); device itself when threads is NULL; NULL after
+ * printing why it cannot be. buf holds the result. */
+const char *device_with_threads(const char *device, const char *threads, char *buf, size_t len);
+const char *dtype_name(ntpu_dtype d); /* "int8" or "bf16" */
 
 /* The commands (argv: what follows the command's name). */
 int cmd_train(common *cm, int argc, char **argv);

@@ -390,7 +390,8 @@ static const char train_help[] =
     "                  [--optimizer sgd|momentum|adam|adamw] [--lr X] [--momentum M] [--weight-decay W]\n"
     "                  [--schedule constant|step|cosine] [--step-size S] [--gamma G] [--seed S]\n"
     "                  [--train-limit N] [--test-limit N] [--save FILE.safetensors] [--save-every STEPS]\n"
-    "                  [--resume FILE] [--log FILE.csv] [--plot FILE.svg] [--device-optimizer] [--json]\n"
+    "                  [--resume FILE] [--log FILE.csv] [--plot FILE.svg] [--device-optimizer] [--threads T]\n"
+    "                  [--json]\n"
     "\n"
     "Trains a model on the device, a multilayer perceptron (--layers) or any --arch, with softmax\n"
     "cross-entropy: bf16 matmuls with fp32 accumulation, fp32 master weights (docs/training.md).\n"
@@ -432,13 +433,14 @@ static const char train_help[] =
     "                        OS memory (1.4, feature ADAM). The same bits, far fewer link bytes; with\n"
     "                        program memory (1.4, PROGRAM) a step is two RUN frames plus its batch.\n"
     "                        Where the device or its memories do not allow it, the host optimizer runs\n"
+    "  --threads T           the golden model's large MATMULs on T threads (-d ref only; the same bits)\n"
     "  --json                one JSON object on stdout instead of the table\n";
 
 /* The command line of ntpu train: the options as given (NULL when not), and the settings they make:
  * the command line's, else the checkpoint's (when resuming), else the defaults. */
 typedef struct train_opts {
     const char *data, *arch_s, *layers_s, *epochs_s, *batch_s, *opt_s, *lr_s, *mom_s, *wd_s, *sched_s, *stepsize_s,
-        *gamma_s, *seed_s, *trainlim_s, *testlim_s, *save, *save_every_s, *resume, *log_path, *plot_path;
+        *gamma_s, *seed_s, *trainlim_s, *testlim_s, *save, *save_every_s, *resume, *log_path, *plot_path, *threads_s;
     int dev_opt;
     uint64_t epochs, batch, seed, train_limit, test_limit, save_every;
     unsigned sizes[NTPU_MAX_LAYERS + 1]; /* an MLP's (n_sizes 0 for any other arch) */
@@ -503,6 +505,7 @@ static int train_args(common *cm, int argc, char **argv, train_opts *o)
         {"--log", 0, &o->log_path, NULL},
         {"--plot", 0, &o->plot_path, NULL},
         {"--device-optimizer", 0, NULL, &o->dev_opt},
+        {"--threads", 0, &o->threads_s, NULL},
     };
     int npos;
     char *pos[1];
@@ -689,7 +692,9 @@ static int train_setup(common *cm, train_opts *o, train_run *r)
     if (r->test.features != r->train.features)
         return fail("%s: the test images have %zu pixels, the training images %zu", o->data, r->test.features,
                     r->train.features);
-    if (!(r->dev = open_device(cm->device)))
+    char spec[512];
+    const char *device = device_with_threads(cm->device, o->threads_s, spec, sizeof spec);
+    if (!device || !(r->dev = open_device(device)))
         return 1;
     ntpu_get_info(r->dev, &r->info);
     if (o->resume ? resume_model(o, r) : new_model(o, r))

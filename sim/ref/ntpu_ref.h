@@ -46,6 +46,10 @@ typedef struct ntpu_ref ntpu_ref;
  * Returns NULL if cfg is out of range or memory runs out. */
 ntpu_ref *ntpu_ref_new(const ntpu_ref_config *cfg);
 void ntpu_ref_free(ntpu_ref *ref); /* NULL is a no-op */
+/* Threads for large MATMULs, 1..64 (1, the default: the calling thread only).
+ * Rows are independent chains, so the results are the same bits whatever it
+ * is. 0, or -1 when out of range or the threads cannot start (then one). */
+int ntpu_ref_set_threads(ntpu_ref *ref, unsigned threads);
 
 /* Feeds n bytes of the host -> device stream. The model executes every complete
  * frame at once and queues its reply bytes. */

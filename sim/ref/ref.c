@@ -34,11 +34,11 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
-
 #include "ntpu/numerics.h"
 #include "ntpu/protocol.h"
+#include "ntpu_crc32.h"
 #include "numerics_internal.h"
+#include "ref_threads.h"
 
 #ifndef NTPU_LINK_BYTES
 #define NTPU_LINK_BYTES 32
@@ -82,8 +82,9 @@ struct ntpu_ref {
     uint16_t *w_active;  /* N x N, row i = array row i */
     uint16_t *w_pending; /* N x N */
     int pending;
-    uint16_t *a_block; /* N x N: one UB block transposed, for MATMUL TRANSPOSE_A */
-    uint8_t *pm;       /* pm_rows x 2N bytes: programs, as they came over the wire */
+    uint16_t *a_block;   /* N x N: one UB block transposed, for MATMUL TRANSPOSE_A */
+    uint8_t *pm;         /* pm_rows x 2N bytes: programs, as they came over the wire */
+    ntpu_ref_pool *pool; /* ntpu_ref_set_threads: workers for large MATMULs, or NULL */
 
     /* Receiver. frame[] holds SEQ, LEN (2), PAYLOAD, CRC (4): what the CRC
      * covers starts at frame[0]. */
@@ -176,6 +177,15 @@ ntpu_ref *ntpu_ref_new(const ntpu_ref_config *cfg)
     return r;
 }
 
+int ntpu_ref_set_threads(ntpu_ref *r, unsigned threads)
+{
+    if (!r || threads < 1 || threads > 64)
+        return -1;
+    ntpu_ref_pool_free(r->pool);
+    r->pool = threads > 1 ? ntpu_ref_pool_new(threads) : NULL;
+    return threads > 1 && !r->pool ? -1 : 0;
+}
+
 void ntpu_ref_free(ntpu_ref *r)
 {
     if (!r)
@@ -190,6 +200,7 @@ void ntpu_ref_free(ntpu_ref *r)
     free(r->pm);
     free(r->frame);
     free(r->tx);
+    ntpu_ref_pool_free(r->pool);
     free(r);
 }
 
@@ -279,7 +290,7 @@ static void reply_end(ntpu_ref *r)
 {
     uint8_t *f = r->tx + r->tx_tail;
     size_t len = get16(f + 2);
-    put32(f + 4 + len, (uint32_t)crc32(0L, f + 1, (uInt)(3 + len)));
+    put32(f + 4 + len, ntpu_crc32(0, f + 1, 3 + len));
     size_t total = len + NTPU_FRAME_OVERHEAD;
     r->tx_tail += total;
     r->cnt[NTPU_CNT_TX_BYTES] += total;
@@ -403,7 +414,7 @@ static void load_w(ntpu_ref *r, unsigned flags, unsigned wb_addr)
  * column: the bf16 kernel reads the tiles in place; int8 gathers each into
  * a_block for the row kernel.
  * Rows are independent chains, so the kernels take as many at once as are
- * contiguous in UB. */
+ * contiguous in UB, and split a large MATMUL among threads (ntpu_ref_set_threads). */
 static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_addr, unsigned rows, unsigned stride)
 {
     unsigned n = r->cfg.n;
@@ -411,22 +422,26 @@ static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_a
         memcpy(r->w_active, r->w_pending, (size_t)n * n * sizeof *r->w_active);
         r->pending = 0;
     }
-    void (*kernel)(uint32_t *, const uint16_t *, const uint16_t *, unsigned, size_t) =
-        (flags & NTPU_MATMUL_BF16) ? ntpu_mac_bf16_rows : ntpu_mac_int8_rows;
     uint32_t *acc = r->acc + (size_t)acc_addr * n;
     if (!(flags & NTPU_MATMUL_ACCUMULATE))
-        memset(acc, 0, (size_t)rows * n * sizeof *acc); /* int32 0 and fp32 +0.0 alike */
-    if (!(flags & NTPU_MATMUL_TRANSPOSE_A)) {
-        kernel(acc, r->ub + (size_t)ub_addr * n, r->w_active, n, rows);
-    } else if (flags & NTPU_MATMUL_BF16) { /* training's dW: reads the tiles in place */
-        ntpu_mac_bf16_rows_t(acc, r->ub + (size_t)ub_addr * n, (size_t)stride * n, r->w_active, n, rows);
+        memset(acc, 0, (size_t)rows * n * sizeof *acc);                     /* int32 0 and fp32 +0.0 alike */
+    if (!(flags & NTPU_MATMUL_TRANSPOSE_A) || (flags & NTPU_MATMUL_BF16)) { /* bf16 dW reads the tiles in place */
+        ntpu_ref_rows job = {.acc = acc,
+                             .a = r->ub + (size_t)ub_addr * n,
+                             .w = r->w_active,
+                             .t_stride = (size_t)stride * n,
+                             .rows = rows,
+                             .n = n,
+                             .bf16 = (flags & NTPU_MATMUL_BF16) != 0,
+                             .transposed = (flags & NTPU_MATMUL_TRANSPOSE_A) != 0};
+        ntpu_ref_rows_run(r->pool, &job);
     } else {
         for (unsigned m = 0; m < rows; m += n) {
             const uint16_t *blk = r->ub + ((size_t)ub_addr + (size_t)(m / n) * stride) * n;
             for (unsigned i = 0; i < n; i++)
                 for (unsigned c = 0; c < n; c++)
                     r->a_block[(size_t)c * n + i] = blk[(size_t)i * n + c];
-            kernel(acc + (size_t)m * n, r->a_block, r->w_active, n, n);
+            ntpu_mac_int8_rows(acc + (size_t)m * n, r->a_block, r->w_active, n, n);
         }
     }
     r->cnt[NTPU_CNT_MACS] += (uint64_t)rows * n * n;
@@ -864,7 +879,7 @@ static void frame_done(ntpu_ref *r)
     const uint8_t *f = r->frame;
     uint8_t seq = f[0];
     size_t len = get16(f + 1);
-    if ((uint32_t)crc32(0L, f, (uInt)(3 + len)) != get32(f + 3 + len)) {
+    if (ntpu_crc32(0, f, 3 + len) != get32(f + 3 + len)) {
         reply_status(r, seq, NTPU_DEV_ERR_CRC);
         return;
     }

@@ -25,6 +25,7 @@
 
 #include "nn_internal.h"
 #include "ntpu/program.h"
+#include "numerics_internal.h"
 
 float ntpu_uniform_pm1(uint64_t *s)
 {
@@ -423,14 +424,16 @@ static ntpu_status upload(ntpu_model *m)
         uint16_t *rows = grow_scratch(m, ti * to * n * n * 2 + to * n * 4);
         if (!rows)
             return ntpu_fail(dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
-        for (size_t kt = 0; kt < ti; kt++)
-            for (size_t nt = 0; nt < to; nt++)
-                for (size_t i = 0; i < n; i++)
-                    for (size_t j = 0; j < n; j++) {
-                        size_t k = kt * n + i, o = nt * n + j;
-                        rows[((nt * ti + kt) * n + i) * n + j] =
-                            k < in && o < out ? ntpu_bf16_from_f32(m->w[l][k * out + o]) : 0;
-                    }
+        for (size_t k = 0; k < ti * n; k++)
+            for (size_t nt = 0; nt < to; nt++) {
+                uint16_t *dst = rows + ((nt * ti + k / n) * n + k % n) * n;
+                if (k < in && (nt + 1) * n <= out) { /* a whole row of lanes */
+                    ntpu_bf16_from_f32_row(dst, &m->w[l][k * out + nt * n], n);
+                    continue;
+                }
+                for (size_t j = 0, o = nt * n; j < n; j++, o++)
+                    dst[j] = k < in && o < out ? ntpu_bf16_from_f32(m->w[l][k * out + o]) : 0;
+            }
         ntpu_status st = ntpu_write_rows(dev, NTPU_MEM_WB, m->wb_w[l], (uint32_t)(ti * to * n), rows);
         if (st != NTPU_OK)
             return st;
@@ -582,11 +585,15 @@ static ntpu_status upload_input(ntpu_model *m, const float *x, size_t batch, siz
     if (!rows)
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
     for (size_t t = 0; t < ti; t++)
-        for (size_t b = 0; b < bp; b++)
-            for (size_t j = 0; j < n; j++) {
-                size_t k = t * n + j;
-                rows[(t * bp + b) * n + j] = b < batch && k < in ? ntpu_bf16_from_f32(x[b * in + k]) : 0;
+        for (size_t b = 0; b < bp; b++) {
+            uint16_t *dst = rows + (t * bp + b) * n;
+            if (b < batch && (t + 1) * n <= in) { /* a whole row of lanes */
+                ntpu_bf16_from_f32_row(dst, &x[b * in + t * n], n);
+                continue;
             }
+            for (size_t j = 0, k = t * n; j < n; j++, k++)
+                dst[j] = b < batch && k < in ? ntpu_bf16_from_f32(x[b * in + k]) : 0;
+        }
     return ntpu_write_rows(m->dev, NTPU_MEM_UB, m->ub_x[0], (uint32_t)(ti * bp), rows);
 }
 

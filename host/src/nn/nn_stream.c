@@ -85,9 +85,12 @@ static ntpu_status product(ntpu_model *m, const uint16_t *A, const uint16_t *B, 
 ntpu_status ntpu_stream_forward(ntpu_model *m, const float *x, size_t batch, size_t bp, float *logits)
 {
     const size_t in = m->sizes[0], ip0 = padded(m, 0), L = m->layers, classes = m->sizes[L];
-    for (size_t b = 0; b < bp; b++)
-        for (size_t k = 0; k < ip0; k++)
-            m->sx[0][b * ip0 + k] = b < batch && k < in ? ntpu_bf16_from_f32(x[b * in + k]) : 0;
+    for (size_t b = 0; b < bp; b++) {
+        uint16_t *row = m->sx[0] + b * ip0;
+        memset(row, 0, ip0 * 2);
+        if (b < batch)
+            ntpu_bf16_from_f32_row(row, &x[b * in], in);
+    }
     size_t zcap = 0;
     for (size_t l = 1; l <= L; l++)
         zcap = padded(m, l) > zcap ? padded(m, l) : zcap;
@@ -138,8 +141,7 @@ ntpu_status ntpu_stream_backward(ntpu_model *m, const float *grad, size_t batch,
         for (size_t b = 0; b < bp; b++)
             ntpu_f32_add_row(db, dz + b * op, (unsigned)op);
         memcpy(m->gb[l], db, out * 4);
-        for (size_t i = 0; i < bp * op; i++)
-            g[i] = ntpu_bf16_from_f32_bits(dz[i]);
+        ntpu_bf16_from_f32_row(g, dz, bp * op);
         for (size_t b = 0; b < bp; b++)
             for (size_t k = 0; k < ip; k++)
                 xt[k * bp + b] = m->sx[l][b * ip + k];

@@ -39,8 +39,14 @@ static const ntpu_transport_ops ref_ops = {
     .starts_in_sync = 1,
 };
 
-/* Parses "key=value,key=value" into cfg. */
-static int parse_opts(const char *opts, ntpu_ref_config *cfg, char *err, size_t errlen)
+/* The model's configuration and the threads its MATMULs may use. */
+typedef struct ref_opts {
+    ntpu_ref_config cfg;
+    unsigned threads;
+} ref_opts;
+
+/* Parses "key=value,key=value" into o. */
+static int parse_opts(const char *opts, ref_opts *o, char *err, size_t errlen)
 {
     /* The ranges are ntpu_ref_config's (ntpu_ref.h); checked here to name the option. */
     static const struct {
@@ -48,15 +54,16 @@ static int parse_opts(const char *opts, ntpu_ref_config *cfg, char *err, size_t 
         size_t off;
         unsigned lo, hi;
     } keys[] = {
-        {"n", offsetof(ntpu_ref_config, n), 2, 64},
-        {"ub", offsetof(ntpu_ref_config, ub_rows), 1, 65536},
-        {"wb", offsetof(ntpu_ref_config, wb_rows), 1, 65536},
-        {"acc", offsetof(ntpu_ref_config, acc_rows), 1, 65536},
-        {"os", offsetof(ntpu_ref_config, os_rows), 0, 65536}, /* 0: no OS, as the boards (no ADAM) */
-        {"payload", offsetof(ntpu_ref_config, max_payload), 1 + NTPU_COUNTERS_BYTES, 65535},
-        {"novec", offsetof(ntpu_ref_config, no_vector), 0, 1},      /* 1: as a board built with VEC_EN = 0 */
-        {"notra", offsetof(ntpu_ref_config, no_transpose_a), 0, 1}, /* 1: as one with TRANSPOSE_A_EN = 0 */
-        {"pm", offsetof(ntpu_ref_config, pm_rows), 0, 65536},       /* 0: no PROGRAM, as PM_ROWS = 0 */
+        {"n", offsetof(ref_opts, cfg.n), 2, 64},
+        {"ub", offsetof(ref_opts, cfg.ub_rows), 1, 65536},
+        {"wb", offsetof(ref_opts, cfg.wb_rows), 1, 65536},
+        {"acc", offsetof(ref_opts, cfg.acc_rows), 1, 65536},
+        {"os", offsetof(ref_opts, cfg.os_rows), 0, 65536}, /* 0: no OS, as the boards (no ADAM) */
+        {"payload", offsetof(ref_opts, cfg.max_payload), 1 + NTPU_COUNTERS_BYTES, 65535},
+        {"novec", offsetof(ref_opts, cfg.no_vector), 0, 1},      /* 1: as a board built with VEC_EN = 0 */
+        {"notra", offsetof(ref_opts, cfg.no_transpose_a), 0, 1}, /* 1: as one with TRANSPOSE_A_EN = 0 */
+        {"pm", offsetof(ref_opts, cfg.pm_rows), 0, 65536},       /* 0: no PROGRAM, as PM_ROWS = 0 */
+        {"threads", offsetof(ref_opts, threads), 1, 64},         /* for large MATMULs; the same bits */
     };
     const char *p = opts;
     unsigned given = 0; /* a bit per key: one given twice is a mistake, not "the last wins" */
@@ -69,9 +76,10 @@ static int parse_opts(const char *opts, ntpu_ref_config *cfg, char *err, size_t 
             while (i < nk && !(strlen(keys[i].key) == (size_t)(eq - p) && !strncmp(keys[i].key, p, eq - p)))
                 i++;
         if (!eq || i == nk) {
-            ntpu_errf(err, errlen,
-                      "unknown ref option '%.*s' (expected n=, ub=, wb=, acc=, os=, pm=, payload=, novec=, notra=)",
-                      (int)len, p);
+            ntpu_errf(
+                err, errlen,
+                "unknown ref option '%.*s' (expected n=, ub=, wb=, acc=, os=, pm=, payload=, novec=, notra=, threads=)",
+                (int)len, p);
             return -1;
         }
         uint64_t v = 0;
@@ -90,12 +98,12 @@ static int parse_opts(const char *opts, ntpu_ref_config *cfg, char *err, size_t 
             return -1;
         }
         given |= 1u << i;
-        *(unsigned *)((char *)cfg + keys[i].off) = (unsigned)v;
+        *(unsigned *)((char *)o + keys[i].off) = (unsigned)v;
         p = end ? end + 1 : NULL;
     }
-    if (cfg->wb_rows < cfg->n) {
+    if (o->cfg.wb_rows < o->cfg.n) {
         ntpu_errf(err, errlen, "ref option wb=%u is out of range: the weight buffer needs at least n=%u rows",
-                  cfg->wb_rows, cfg->n);
+                  o->cfg.wb_rows, o->cfg.n);
         return -1;
     }
     return 0;
@@ -103,10 +111,16 @@ static int parse_opts(const char *opts, ntpu_ref_config *cfg, char *err, size_t 
 
 ntpu_status ntpu_transport_ref_open(const char *opts, ntpu_transport *out, char *err, size_t errlen)
 {
-    ntpu_ref_config cfg = ntpu_ref_default_config();
-    if (parse_opts(opts, &cfg, err, errlen))
+    ref_opts o = {ntpu_ref_default_config(), 1};
+    if (parse_opts(opts, &o, err, errlen))
         return NTPU_ERR_INVALID_ARG;
+    const ntpu_ref_config cfg = o.cfg;
     ntpu_ref *ref = ntpu_ref_new(&cfg);
+    if (ref && ntpu_ref_set_threads(ref, o.threads) != 0) {
+        ntpu_ref_free(ref);
+        ntpu_errf(err, errlen, "cannot start %u threads for the golden model", o.threads);
+        return NTPU_ERR_INVALID_ARG;
+    }
     if (!ref) {
         ntpu_errf(
             err, errlen,

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The link's CRC-32 (docs/protocol.md): IEEE 802.3, reflected, the value
+ * zlib's crc32 gives. One function for both ends of the link: the host
+ * library (link.c) and the golden model (ref.c). Internal to the library. */
+#ifndef NTPU_CRC32_H
+#define NTPU_CRC32_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* crc32(crc, p, len) as zlib defines it: start from 0, chain by passing the
+ * previous result. Uses carry-less multiplication where the CPU has it. */
+uint32_t ntpu_crc32(uint32_t crc, const void *p, size_t len);
+
+/* The same with tables only, whatever the CPU: for the tests. */
+uint32_t ntpu_crc32_tables(uint32_t crc, const void *p, size_t len);
+
+#endif

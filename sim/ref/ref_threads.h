@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Worker threads for the golden model's large MATMULs (ref:threads=T): their
+ * rows are independent chains, so parts of them run at once and the bits are
+ * those of one thread. Internal to the library. */
+#ifndef NTPU_REF_THREADS_H
+#define NTPU_REF_THREADS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ntpu_ref_pool ntpu_ref_pool;
+
+/* threads - 1 workers beside the calling thread; NULL when they cannot start. */
+ntpu_ref_pool *ntpu_ref_pool_new(unsigned threads);
+void ntpu_ref_pool_free(ntpu_ref_pool *p);
+
+/* A MATMUL's kernel call over rows: transposed (TRANSPOSE_A, a in n x n tiles
+ * t_stride lanes apart), bf16 or int8 (not transposed). */
+typedef struct ntpu_ref_rows {
+    uint32_t *acc;
+    const uint16_t *a;
+    const uint16_t *w;
+    size_t t_stride;
+    size_t rows;
+    unsigned n;
+    int bf16, transposed;
+} ntpu_ref_rows;
+
+/* Runs the kernel over all rows, split among the pool's threads when there
+ * are enough MACs to pay for it (p may be NULL: one thread). */
+void ntpu_ref_rows_run(ntpu_ref_pool *p, const ntpu_ref_rows *job);
+
+#endif

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ntpu_bf16_from_f32_row, the host's conversion of whole rows (four lanes at a
+ * time), against ntpu_bf16_from_f32_bits one value at a time: every rounding
+ * case, subnormals of both signs, infinities and NaNs with any payload, at
+ * every length and offset around the blocks of lanes. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+
+#include "ntpu/numerics.h"
+#include "numerics_internal.h"
+
+/* Bit patterns that take every branch: ties to even either way, carries into
+ * the exponent and up to Inf, subnormals, NaNs quiet and signalling. */
+static const uint32_t special[] = {
+    0x00000000u, 0x80000000u, 0x00000001u, 0x807FFFFFu, 0x00400000u, 0x00800000u, 0x80800000u, 0x3F808000u,
+    0x3F818000u, 0x3F807FFFu, 0x3F808001u, 0x7F7FFFFFu, 0xFF7F8000u, 0x7F800000u, 0xFF800000u, 0x7F800001u,
+    0xFFC00000u, 0x7FBFFFFFu, 0x7FFFFFFFu, 0x3FFFFFFFu, 0x4B7FFFFFu, 0xC0000000u, 0x00FF8000u, 0x80FF7FFFu,
+};
+
+Test(bf16_row, matches_the_scalar_conversion)
+{
+    enum { LEN = 1000 };
+    static uint32_t src[LEN + 8];
+    uint64_t s = 12345;
+    for (size_t i = 0; i < LEN + 8; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t r = (uint32_t)(s >> 32);
+        /* a third special, a third random bits, a third near a rounding tie */
+        src[i] = i % 3 == 0   ? special[(r >> 8) % (sizeof special / sizeof special[0])]
+                 : i % 3 == 1 ? r
+                              : (r & 0xFFFF0000u) | 0x8000u | (r & 1u);
+    }
+    uint16_t got[LEN];
+    for (size_t off = 0; off < 8; off++)
+        for (size_t len = 0; len <= 40; len++) {
+            ntpu_bf16_from_f32_row(got, src + off, len);
+            for (size_t i = 0; i < len; i++)
+                cr_assert_eq(got[i], ntpu_bf16_from_f32_bits(src[off + i]), "offset %zu length %zu lane %zu: 0x%08X",
+                             off, len, i, (unsigned)src[off + i]);
+        }
+    ntpu_bf16_from_f32_row(got, src, LEN);
+    for (size_t i = 0; i < LEN; i++)
+        cr_assert_eq(got[i], ntpu_bf16_from_f32_bits(src[i]), "lane %zu: 0x%08X", i, (unsigned)src[i]);
+}
