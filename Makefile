@@ -241,7 +241,7 @@ demo: deps all ## train an MLP on Fashion-MNIST on the simulated RTL (vsim), the
 # BENCH_CNN_EPOCHS: the CNN's epochs in (e) (default 5, issue 23's accuracy recipe; 0 leaves the CNN out).
 bench: deps-bench all ## run the whole benchmark, ref against PyTorch+OpenBLAS (MLP, CNN), write docs/benchmarks.md
 	$(CLI) bench --json > $(BUILD)/bench.json
-	/usr/bin/python3 tools/bench_epochs.py --ntpu $(CLI) > $(BUILD)/bench_epochs.json
+	/usr/bin/python3 tools/bench_epochs.py --ntpu $(CLI) --log-dir $(BUILD) > $(BUILD)/bench_epochs.json
 	/usr/bin/python3 tools/bench_report.py $(BUILD)/bench.json $(BUILD)/bench_epochs.json > $(BUILD)/benchmarks.md
 	mv $(BUILD)/benchmarks.md docs/benchmarks.md
 	@cat docs/benchmarks.md

@@ -7,7 +7,7 @@ leaves the CNN out). When `ntpu train` takes --threads, ref runs with --threads 
 --threads 2 (one epoch). Prints one JSON object for tools/bench_report.py.
 
 usage: bench_epochs.py [--ntpu build/ntpu] [--data DIR] [--cnn-epochs 5] [--seed 0]
-                       [--train-limit N] [--test-limit N]   (a quick trial; the figures need all)
+                       [--log-dir DIR] [--train-limit N] [--test-limit N]   (limits: a quick trial)
 """
 import argparse
 import json
@@ -57,6 +57,8 @@ def ref_run(a, model_args, epochs, threads, has):
            "--data", a.data] + model_args + RECIPE + a.limits
     if has["threads"]:
         cmd += ["--threads", str(threads)]
+    if a.log_dir:  # each epoch's row as it ends: a long run stopped early keeps its curve
+        cmd += ["--log", os.path.join(a.log_dir, f"bench-ref-{model_args[1].replace(',', '-')}-t{threads}.csv")]
     return run_json(f"ntpu train -d ref (threads {threads})", cmd)
 
 
@@ -80,6 +82,7 @@ def main():
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--cnn-epochs", type=int, default=int(os.environ.get("BENCH_CNN_EPOCHS", "5")))
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--log-dir", help="ntpu train --log DIR/bench-ref-*.csv for each ref run")
     ap.add_argument("--train-limit", type=int, default=0)
     ap.add_argument("--test-limit", type=int, default=0)
     a = ap.parse_args()
