@@ -77,7 +77,8 @@ def epoch_table(m):
         r2 = m.get("ref_threads2")
         if r2:
             line += f"; with `--threads 2`: {r2['seconds'] / (m['torch']['seconds'] / m['epochs']):.2f} ×"
-        out.append(line + "\n")
+        cpu = m["ref"]["process_cpu_seconds"] / m["torch"]["cpu_seconds"]
+        out.append(line + f" (CPU time: {cpu:.2f} ×)\n")
     return out
 
 
@@ -93,7 +94,7 @@ def curve(m):
                  rows) + "\n"]
     if r:
         d = 100 * (r[-1]["test_accuracy"] - t[-1]["test_accuracy"])
-        out.append(f"After {len(t)} epochs: ref {r[-1]['test_accuracy']:.4f}, PyTorch {t[-1]['test_accuracy']:.4f}: "
+        out.append(f"After {len(t)} epoch{'s' if len(t) > 1 else ''}: ref {r[-1]['test_accuracy']:.4f}, PyTorch {t[-1]['test_accuracy']:.4f}: "
                    f"{d:+.2f} points (issue 23, acceptance 1: within 0.5 points after 5 epochs: "
                    f"{'yes' if abs(d) <= 0.5 and len(t) == 5 else 'no' if len(t) == 5 else 'not measured'}).\n")
         if len(t) != 5:
