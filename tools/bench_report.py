@@ -94,7 +94,8 @@ def curve(m):
                  rows) + "\n"]
     if r:
         d = 100 * (r[-1]["test_accuracy"] - t[-1]["test_accuracy"])
-        out.append(f"After {len(t)} epoch{'s' if len(t) > 1 else ''}: ref {r[-1]['test_accuracy']:.4f}, PyTorch {t[-1]['test_accuracy']:.4f}: "
+        out.append(f"After {len(t)} epoch{'s' if len(t) > 1 else ''}: ref {r[-1]['test_accuracy']:.4f}, "
+                   f"PyTorch {t[-1]['test_accuracy']:.4f}: "
                    f"{d:+.2f} points (issue 23, acceptance 1: within 0.5 points after 5 epochs: "
                    f"{'yes' if abs(d) <= 0.5 and len(t) == 5 else 'no' if len(t) == 5 else 'not measured'}).\n")
         if len(t) != 5:
