@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Writes docs/benchmarks.md (on stdout) from the JSON of `ntpu bench --epoch --json`,
-with the machine it ran on. `make bench` runs both.
+"""Writes docs/benchmarks.md (on stdout) from the JSON of `ntpu bench --json` and of
+tools/bench_epochs.py (ref against PyTorch, MLP and CNN epochs), with the machine it ran on.
+`make bench` runs all three. Without EPOCHS.json, a BENCH.json of `ntpu bench --epoch` gives (d).
 
-usage: bench_report.py BENCH.json
+usage: bench_report.py BENCH.json [EPOCHS.json]
 """
 import json
 import os
@@ -41,17 +42,110 @@ def table(head, rows):
     return "\n".join(out)
 
 
+def blas_line(t):
+    """Which BLAS the PyTorch process mapped, as bench_torch.py found it in /proc/self/maps."""
+    libs = t.get("blas_libraries") or ["none"]
+    return (f"PyTorch {t['torch']} is Debian's python3-torch (`BLAS_INFO={t.get('blas_info', '?')}`: it links "
+            "`libblas.so.3` by that generic name);\n"
+            f"`tools/bench_torch.py --blas {t.get('blas', '?')}` puts that BLAS first on the loader's path. "
+            f"BLAS: **{t.get('blas_name', '?')}**. Mapped:\n" + ",\n".join(f"`{x}`" for x in libs) +
+            ".\nOne thread: `torch.set_num_threads(1)` and `OPENBLAS_NUM_THREADS=1`; "
+            f"the process had {t.get('os_threads', '?')} OS thread(s).")
+
+
+def epoch_rows(m):
+    """The table rows of one model: PyTorch, ref with one thread, ref with two."""
+    t, n = m["torch"], m["epochs"]
+    rows = [[f"PyTorch {t['torch']} + {t.get('blas_name', '?')}, 1 thread", n,
+             f"{t['seconds'] / n:.2f}", f"{t['history'][0]['train_seconds']:.2f}", f"{t['cpu_seconds']:.2f}",
+             f"{t['train_loss']:.4f}", f"{t['test_accuracy']:.4f}"]]
+    if "ref_skipped" in m:
+        return rows + [["ntpu train -d ref", "not run: " + m["ref_skipped"], "", "", "", "", ""]]
+    for key, who in (("ref", "ntpu train -d ref, 1 thread"), ("ref_threads2", "ntpu train -d ref --threads 2")):
+        r = m.get(key)
+        if r:
+            rows.append([who, r["epochs"], f"{r['seconds'] / r['epochs']:.2f}", f"{r['history'][0]['seconds']:.2f}",
+                         f"{r['process_cpu_seconds']:.2f}", f"{r['train_loss']:.4f}", f"{r['test_accuracy']:.4f}"])
+    return rows
+
+
+def epoch_table(m):
+    out = [table(["run", "epochs", "wall s / epoch", "train s, epoch 1", "CPU s", "train loss", "test accuracy"],
+                 epoch_rows(m)) + "\n"]
+    if "ratio" in m:
+        line = f"**ref / PyTorch, wall time of an epoch: {m['ratio']:.2f} ×**"
+        r2 = m.get("ref_threads2")
+        if r2:
+            line += f"; with `--threads 2`: {r2['seconds'] / (m['torch']['seconds'] / m['epochs']):.2f} ×"
+        cpu = m["ref"]["process_cpu_seconds"] / m["torch"]["cpu_seconds"]
+        out.append(line + f" (CPU time: {cpu:.2f} ×)\n")
+    return out
+
+
+def curve(m):
+    """Per-epoch test accuracy and train loss of both runs, and issue 23's acceptance 1."""
+    t, r = m["torch"]["history"], m.get("ref", {}).get("history", [])
+    rows = []
+    for i, h in enumerate(t):
+        g = r[i] if i < len(r) else None
+        rows.append([h["epoch"], f"{h['test_accuracy']:.4f}", f"{g['test_accuracy']:.4f}" if g else "-",
+                     f"{h['train_loss']:.4f}", f"{g['train_loss']:.4f}" if g else "-"])
+    out = [table(["epoch", "PyTorch test accuracy", "ref test accuracy", "PyTorch train loss", "ref train loss"],
+                 rows) + "\n"]
+    if r:
+        d = 100 * (r[-1]["test_accuracy"] - t[-1]["test_accuracy"])
+        out.append(f"After {len(t)} epoch{'s' if len(t) > 1 else ''}: ref {r[-1]['test_accuracy']:.4f}, "
+                   f"PyTorch {t[-1]['test_accuracy']:.4f}: "
+                   f"{d:+.2f} points (issue 23, acceptance 1: within 0.5 points after 5 epochs: "
+                   f"{'yes' if abs(d) <= 0.5 and len(t) == 5 else 'no' if len(t) == 5 else 'not measured'}).\n")
+        if len(t) != 5:
+            out.append("`BENCH_CNN_EPOCHS=5 make bench` (the default) runs the 5 epochs acceptance 1 compares.\n")
+    return out
+
+
+def cpu_sections(ep):
+    """(d) the MLP epoch and (e) the CNN's epochs, ref against PyTorch, from bench_epochs.py."""
+    m = ep["mlp"]
+    recipe = "--optimizer adam --lr 0.001 --batch 64"
+    out = ["## (d) One Fashion-MNIST epoch of the MLP: golden model vs PyTorch on the CPU\n",
+           f"`ntpu train -d ref --layers 784,256,10 {recipe} --epochs 1 --seed {ep['seed']}` beside the same model\n"
+           "and optimizer in PyTorch fp32, one thread each, run back to back by `tools/bench_epochs.py`. "
+           f"{m['torch']['steps']} steps.\nWall time covers training and the test-set evaluation with the data "
+           "already in memory.\nCPU s: PyTorch's process time over its epochs; for ntpu the whole process's "
+           "(data loading included).\nWhere CPU s is well below wall s, the run waited for a core.\n",
+           blas_line(m["torch"]) + "\n"]
+    if not ep["ntpu_threads_option"]:
+        out.append("`ntpu train` has no `--threads` yet: the golden model runs on one thread, no two-thread row.\n")
+    out += epoch_table(m)
+    c = ep.get("cnn")
+    if not c:
+        return out
+    n = c["epochs"]
+    out += [f"## (e) The CNN of issue 23: {n} Fashion-MNIST epoch{'s' if n > 1 else ''}, golden model vs PyTorch\n",
+            f"`ntpu train -d ref {' '.join(c['args'])} {recipe} --epochs {c['epochs']} --seed {ep['seed']}`\n"
+            "beside the same `torch.nn.Sequential` (PyTorch's default initialisation, Adam, the same batch),\n"
+            "one thread each, run back to back after (d). Wall time per epoch is the mean over the epochs.\n"]
+    out += epoch_table(c)
+    out += ["Per epoch (the curves):\n"] + curve(c)
+    return out
+
+
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3):
         sys.exit(__doc__.strip())
     with open(sys.argv[1]) as f:
         b = json.load(f)
+    ep = None
+    if len(sys.argv) == 3:
+        with open(sys.argv[2]) as f:
+            ep = json.load(f)
     load = os.getloadavg() if hasattr(os, "getloadavg") else (0, 0, 0)
     out = []
     out.append("# Benchmarks\n")
     out.append("What `make bench` measured; it rewrites this file. Command: `make bench`, which runs\n"
-               "`build/ntpu bench --epoch --json` (see `ntpu bench --help`) and formats it with\n"
-               "`tools/bench_report.py`. `build/ntpu bench` alone prints (a) to (c) as plain tables.\n")
+               "`build/ntpu bench --json` (see `ntpu bench --help`) for (a) to (c), `tools/bench_epochs.py` for (d)\n"
+               "and (e), and formats them with `tools/bench_report.py`. `build/ntpu bench` alone prints (a) to (c)\n"
+               "as plain tables. `BENCH_CNN_EPOCHS=N make bench` sets the CNN's epochs (5; 0 leaves (e) out).\n")
     out.append(f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     out.append(f"- machine: {cpu_model()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}")
     out.append(f"- load average when the report was written: {load[0]:.2f} (other jobs share the cores, "
@@ -110,6 +204,10 @@ def main():
              f'{r["train_step_mac_per_s"]:.3g}'] for r in b["sim_speed"]]
     out.append(table(["device", "int8 matmul", "bf16 matmul", "training step"], rows) + "\n")
 
+    if ep:
+        out += cpu_sections(ep)
+        print("\n".join(out))
+        return
     e = b.get("epoch")
     if e:
         out.append("## (d) One Fashion-MNIST epoch: golden model vs PyTorch on the CPU\n")
