@@ -123,6 +123,8 @@ static void pair_open_board(pair *p, const char *opts)
     cfg.max_payload = get16(id + NTPU_ID_OFF_MAX_PAYLOAD);
     cfg.no_vector = !(features & NTPU_FEATURE_VECTOR_BIT);
     cfg.no_transpose_a = !(features & NTPU_FEATURE_TRANSPOSE_A_BIT);
+    cfg.no_conv = !(features & NTPU_FEATURE_CONV_BIT);
+    cfg.no_pool = !(features & NTPU_FEATURE_POOL_BIT);
     cfg.pm_rows = get32(id + NTPU_ID_OFF_PM_ROWS);
     cfg.os_rows = get32(id + NTPU_ID_OFF_OS_ROWS);
     cfg.link_bytes = 1; /* byte-wide, as a board */
