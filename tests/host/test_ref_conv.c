@@ -356,3 +356,347 @@ Test(ref_conv, pool_every_mode)
     }
     ntpu_close(d);
 }
+
+/* ---------------------------------------------------------------- errors, raw frames */
+
+static uint8_t seq_next;
+
+static void put16(uint8_t *p, unsigned v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+/* One command frame to the model; returns the reply's status. */
+static uint8_t run(ntpu_ref *r, const uint8_t *payload, size_t len)
+{
+    static uint8_t f[256], in[256];
+    f[0] = NTPU_SOF_CMD;
+    f[1] = seq_next++;
+    put16(f + 2, (unsigned)len);
+    memcpy(f + 4, payload, len);
+    uint32_t crc = (uint32_t)crc32(0L, f + 1, (uInt)(3 + len));
+    for (int i = 0; i < 4; i++)
+        f[4 + len + i] = (uint8_t)(crc >> (8 * i));
+    ntpu_ref_write(r, f, len + 8);
+    size_t n = ntpu_ref_read(r, in, sizeof in);
+    cr_assert_geq(n, 9, "a reply");
+    return in[4];
+}
+
+/* A model of N = 8 with 4096 UB and 2048 ACC rows; options as ntpu_ref_config's. */
+static ntpu_ref *model(unsigned no_vector, unsigned no_transpose_a, unsigned no_conv, unsigned no_pool)
+{
+    ntpu_ref_config c = ntpu_ref_default_config();
+    c.n = 8;
+    c.ub_rows = 4096;
+    c.acc_rows = 2048;
+    c.no_vector = no_vector;
+    c.no_transpose_a = no_transpose_a;
+    c.no_conv = no_conv;
+    c.no_pool = no_pool;
+    seq_next = 0;
+    ntpu_ref *r = ntpu_ref_new(&c);
+    cr_assert(r);
+    return r;
+}
+
+/* A valid forward CONV MATMUL: a 4 x 4 map of 8 samples at ub, 3 x 3 taps. */
+static void conv_fwd(uint8_t *c, unsigned flags)
+{
+    memset(c, 0, NTPU_LEN_MATMUL_CONV_DW);
+    c[0] = NTPU_OP_MATMUL;
+    c[1] = (uint8_t)flags;
+    put16(c + 2, 16);
+    put16(c + 4, 32);
+    put16(c + 6, 4 * 4 * 8);
+    c[8] = 4, c[9] = 4, c[10] = 4, c[11] = 8, c[12] = 1, c[13] = 0xFF, c[14] = 1;
+}
+
+/* A valid weight-gradient CONV MATMUL: 2 tiles of a 4 x 4 map, k 3. */
+static void conv_dw(uint8_t *c, unsigned flags)
+{
+    memset(c, 0, NTPU_LEN_MATMUL_CONV_DW);
+    c[0] = NTPU_OP_MATMUL;
+    c[1] = (uint8_t)flags;
+    put16(c + 2, 16);
+    put16(c + 4, 32);
+    put16(c + 6, 2 * 8 * 9);
+    put16(c + 8, 4 * 4 * 8);
+    c[10] = 4, c[11] = 4, c[12] = 8, c[13] = 3;
+    put16(c + 14, 0xFFFF);
+    put16(c + 16, 2);
+}
+
+Test(ref_conv, matmul_len_for_every_flag_combination)
+{
+    ntpu_ref *r = model(0, 0, 0, 0);
+    uint8_t c[NTPU_LEN_MATMUL_CONV_DW + 2] = {0};
+    for (unsigned f = 0; f < 32; f++) {
+        const int conv = f & NTPU_MATMUL_CONV, ta = f & NTPU_MATMUL_TRANSPOSE_A, ct = f & NTPU_MATMUL_CONV_T;
+        size_t want = conv ? (ta ? 18 : 15) : (ta ? 10 : 8);
+        if (conv && ta)
+            conv_dw(c, f);
+        else if (conv)
+            conv_fwd(c, f);
+        else {
+            memset(c, 0, sizeof c);
+            c[0] = NTPU_OP_MATMUL, c[1] = (uint8_t)f;
+            put16(c + 6, 8);
+        }
+        for (size_t len = 1; len <= sizeof c; len++) {
+            uint8_t st = run(r, c, len);
+            uint8_t exp = len != want                ? NTPU_DEV_ERR_LENGTH
+                          : (ct && !conv) || (ct && ta) ? NTPU_DEV_ERR_ARG
+                                                        : NTPU_DEV_OK;
+            cr_assert_eq(st, exp, "flags 0x%02x LEN %zu: %u, expected %u", f, len, st, exp);
+        }
+    }
+    ntpu_ref_free(r);
+}
+
+Test(ref_conv, matmul_conv_errors_in_order)
+{
+    ntpu_ref *r = model(0, 0, 0, 0);
+    uint8_t c[NTPU_LEN_MATMUL_CONV_DW];
+    const unsigned bf = NTPU_MATMUL_BF16 | NTPU_MATMUL_CONV;
+    for (unsigned field = 8; field <= 12; field++) { /* in_h, in_w, out_w, mb, stride: 0 is ERR_ARG */
+        conv_fwd(c, bf);
+        c[field] = 0;
+        cr_expect_eq(run(r, c, 15), NTPU_DEV_ERR_ARG, "forward field %u", field);
+        conv_fwd(c, bf | NTPU_MATMUL_CONV_T);
+        c[field] = 0;
+        put16(c + 2, 0xFFFF); /* also out of range: ERR_ARG comes first */
+        cr_expect_eq(run(r, c, 15), NTPU_DEV_ERR_ARG, "transposed field %u", field);
+    }
+    for (unsigned field = 10; field <= 13; field++) { /* in_h, in_w, mb, k */
+        conv_dw(c, bf | NTPU_MATMUL_TRANSPOSE_A);
+        c[field] = 0;
+        cr_expect_eq(run(r, c, 18), NTPU_DEV_ERR_ARG, "weight-gradient field %u", field);
+    }
+    conv_dw(c, bf | NTPU_MATMUL_TRANSPOSE_A);
+    put16(c + 6, 2 * 8 * 9 + 8); /* not a multiple of N*k*k, though one of N */
+    cr_expect_eq(run(r, c, 18), NTPU_DEV_ERR_ARG);
+    put16(c + 6, 0); /* rows 0: the empty range, ub_addr <= ub_rows */
+    cr_expect_eq(run(r, c, 18), NTPU_DEV_OK);
+    conv_dw(c, bf | NTPU_MATMUL_CONV_T | NTPU_MATMUL_TRANSPOSE_A);
+    cr_expect_eq(run(r, c, 18), NTPU_DEV_ERR_ARG, "CONV_T with TRANSPOSE_A");
+    conv_fwd(c, bf | 0x20);
+    cr_expect_eq(run(r, c, 15), NTPU_DEV_ERR_ARG, "reserved bit 5");
+
+    /* ranges, exactly: the whole input map in UB, rows in ACC */
+    conv_fwd(c, bf);
+    put16(c + 2, 4096 - 4 * 4 * 8);
+    cr_expect_eq(run(r, c, 15), NTPU_DEV_OK, "the map ends at the last UB row");
+    put16(c + 2, 4096 - 4 * 4 * 8 + 1);
+    cr_expect_eq(run(r, c, 15), NTPU_DEV_ERR_RANGE);
+    conv_fwd(c, bf);
+    c[8] = c[9] = c[11] = 255; /* 255*255*255 rows: far past any UB, no 16-bit wrap */
+    cr_expect_eq(run(r, c, 15), NTPU_DEV_ERR_RANGE);
+    conv_fwd(c, bf);
+    put16(c + 4, 2048 - 4 * 4 * 8 + 1);
+    cr_expect_eq(run(r, c, 15), NTPU_DEV_ERR_RANGE, "ACC");
+    /* weight gradient: ub + (CT-1)*tile_stride + (in_h*in_w - 1)*mb + N */
+    const unsigned end = 16 + 128 + 15 * 8 + 8;
+    conv_dw(c, bf | NTPU_MATMUL_TRANSPOSE_A);
+    put16(c + 2, 16 + 4096 - end);
+    cr_expect_eq(run(r, c, 18), NTPU_DEV_OK);
+    put16(c + 2, 16 + 4096 - end + 1);
+    cr_expect_eq(run(r, c, 18), NTPU_DEV_ERR_RANGE);
+    conv_dw(c, bf | NTPU_MATMUL_TRANSPOSE_A);
+    put16(c + 8, 0xFFFF);
+    cr_expect_eq(run(r, c, 18), NTPU_DEV_ERR_RANGE, "tile_stride: no wrap");
+    ntpu_ref_free(r);
+}
+
+/* Without CONV, bits 3 and 4 are reserved: the length still follows them, then ERR_ARG; without
+ * TRANSPOSE_A the weight-gradient mode is refused the same way. */
+Test(ref_conv, matmul_without_the_features)
+{
+    uint8_t c[NTPU_LEN_MATMUL_CONV_DW];
+    ntpu_ref *r = model(0, 0, 1, 0);
+    uint8_t id = NTPU_OP_INFO;
+    run(r, &id, 1);
+    conv_fwd(c, NTPU_MATMUL_CONV);
+    cr_expect_eq(run(r, c, 8), NTPU_DEV_ERR_LENGTH);
+    cr_expect_eq(run(r, c, 15), NTPU_DEV_ERR_ARG);
+    conv_fwd(c, NTPU_MATMUL_CONV_T);
+    cr_expect_eq(run(r, c, 8), NTPU_DEV_ERR_ARG);
+    conv_dw(c, NTPU_MATMUL_CONV | NTPU_MATMUL_TRANSPOSE_A);
+    cr_expect_eq(run(r, c, 18), NTPU_DEV_ERR_ARG);
+    ntpu_ref_free(r);
+    r = model(0, 1, 0, 0);
+    conv_dw(c, NTPU_MATMUL_CONV | NTPU_MATMUL_TRANSPOSE_A);
+    cr_expect_eq(run(r, c, 10), NTPU_DEV_ERR_LENGTH);
+    cr_expect_eq(run(r, c, 18), NTPU_DEV_ERR_ARG);
+    conv_fwd(c, NTPU_MATMUL_CONV);
+    cr_expect_eq(run(r, c, 15), NTPU_DEV_OK);
+    ntpu_ref_free(r);
+}
+
+/* A valid POOL; the ranges by mode as in the spec's table. */
+static void pool_cmd(uint8_t *c, unsigned mode, unsigned src, unsigned dst, unsigned aux)
+{
+    memset(c, 0, NTPU_LEN_POOL + 1);
+    c[0] = NTPU_OP_POOL, c[1] = (uint8_t)mode;
+    put16(c + 2, src);
+    put16(c + 4, dst);
+    put16(c + 6, aux);
+    c[8] = 5, c[9] = 4, c[10] = 2, c[11] = 2; /* map 40 rows, pooled 2*2*2 = 8 */
+}
+
+Test(ref_conv, pool_errors_in_order)
+{
+    ntpu_ref *r = model(0, 0, 0, 0);
+    uint8_t c[NTPU_LEN_POOL + 1];
+    for (unsigned mode = 0; mode < 4; mode++) {
+        pool_cmd(c, mode, 0, 100, 200);
+        cr_expect_eq(run(r, c, 12), NTPU_DEV_OK, "mode %u", mode);
+        cr_expect_eq(run(r, c, 11), NTPU_DEV_ERR_LENGTH);
+        cr_expect_eq(run(r, c, 13), NTPU_DEV_ERR_LENGTH);
+        for (unsigned bit = 2; bit < 8; bit++) {
+            c[1] = (uint8_t)(mode | 1u << bit);
+            cr_expect_eq(run(r, c, 12), NTPU_DEV_ERR_ARG, "mode %u bit %u", mode, bit);
+        }
+        const unsigned bad[][2] = {{11, 0}, {10, 0}, {8, 1}, {9, 1}, {8, 0}};
+        for (unsigned i = 0; i < 5; i++) {
+            pool_cmd(c, mode, 0xFFF0, 100, 200); /* out of range too: ERR_ARG first */
+            c[bad[i][0]] = (uint8_t)bad[i][1];
+            cr_expect_eq(run(r, c, 12), NTPU_DEV_ERR_ARG, "mode %u field %u = %u", mode, bad[i][0], bad[i][1]);
+        }
+    }
+    /* overlaps: src/dst always one memory; aux with them where it is in the same one */
+    pool_cmd(c, NTPU_POOL_MODE_MAX, 0, 39, 200);
+    cr_expect_eq(run(r, c, 12), NTPU_DEV_ERR_ARG, "MAX dst over the map's last row");
+    pool_cmd(c, NTPU_POOL_MODE_MAX, 0, 40, 47);
+    cr_expect_eq(run(r, c, 12), NTPU_DEV_ERR_ARG, "MAX aux over dst");
+    pool_cmd(c, NTPU_POOL_MODE_MAX, 0, 40, 48);
+    cr_expect_eq(run(r, c, 12), NTPU_DEV_OK, "adjacent ranges");
+    pool_cmd(c, NTPU_POOL_MODE_AVG, 0, 40, 0);
+    cr_expect_eq(run(r, c, 12), NTPU_DEV_OK, "AVG aux is in ACC");
+    pool_cmd(c, NTPU_POOL_MODE_MAX_GRAD, 0, 8, 0);
+    cr_expect_eq(run(r, c, 12), NTPU_DEV_OK, "MAX_GRAD aux is in UB");
+    pool_cmd(c, NTPU_POOL_MODE_MAX_GRAD, 0, 7, 0);
+    cr_expect_eq(run(r, c, 12), NTPU_DEV_ERR_ARG);
+    pool_cmd(c, NTPU_POOL_MODE_AVG_GRAD, 0, 8, 47);
+    cr_expect_eq(run(r, c, 12), NTPU_DEV_ERR_ARG, "AVG_GRAD aux inside dst");
+    pool_cmd(c, NTPU_POOL_MODE_AVG_GRAD, 0, 8, 48);
+    cr_expect_eq(run(r, c, 12), NTPU_DEV_OK);
+    /* ranges, exactly */
+    pool_cmd(c, NTPU_POOL_MODE_MAX, 4096 - 40, 0, 8);
+    cr_expect_eq(run(r, c, 12), NTPU_DEV_OK);
+    pool_cmd(c, NTPU_POOL_MODE_MAX, 4096 - 39, 0, 8);
+    cr_expect_eq(run(r, c, 12), NTPU_DEV_ERR_RANGE);
+    pool_cmd(c, NTPU_POOL_MODE_AVG, 0, 100, 2048);
+    cr_expect_eq(run(r, c, 12), NTPU_DEV_ERR_RANGE, "AVG's factor row in ACC");
+    pool_cmd(c, NTPU_POOL_MODE_AVG_GRAD, 0, 2048 - 40, 100);
+    cr_expect_eq(run(r, c, 12), NTPU_DEV_OK);
+    pool_cmd(c, NTPU_POOL_MODE_AVG_GRAD, 0, 2048 - 39, 100);
+    cr_expect_eq(run(r, c, 12), NTPU_DEV_ERR_RANGE);
+    pool_cmd(c, NTPU_POOL_MODE_MAX_GRAD, 0, 100, 4096 - 7);
+    cr_expect_eq(run(r, c, 12), NTPU_DEV_ERR_RANGE, "the argmax rows in UB");
+    ntpu_ref_free(r);
+}
+
+/* Without POOL (and without the vector unit) POOL is an unknown opcode at any length. */
+Test(ref_conv, pool_absent)
+{
+    uint8_t c[NTPU_LEN_POOL + 4] = {NTPU_OP_POOL}, id = NTPU_OP_INFO;
+    for (int without_vector = 0; without_vector < 2; without_vector++) {
+        ntpu_ref *r = model((unsigned)without_vector, 0, 0, (unsigned)!without_vector);
+        run(r, &id, 1);
+        for (size_t len = 1; len <= sizeof c; len++)
+            cr_expect_eq(run(r, c, len), NTPU_DEV_ERR_OPCODE, "LEN %zu", len);
+        ntpu_ref_free(r);
+    }
+}
+
+/* ---------------------------------------------------------------- the library */
+
+Test(ref_conv, api_feature_gates_and_arguments)
+{
+    ntpu_conv_addr fwd = {.mode = NTPU_CONV_FORWARD, .rows = 16, .in_h = 2, .in_w = 2, .mb = 4, .out_w = 2,
+                          .stride = 1};
+    ntpu_conv_addr dw = {.mode = NTPU_CONV_WEIGHT_GRAD, .rows = 8, .in_h = 2, .in_w = 2, .mb = 8, .k = 1};
+    const char *specs[] = {"ref:noconv=1", "ref:notra=1", "ref:nopool=1", "ref:novec=1"};
+    for (unsigned i = 0; i < 4; i++) {
+        ntpu_device *d = open_dev(specs[i]);
+        ntpu_info in;
+        cr_assert_eq(ntpu_get_info(d, &in), NTPU_OK);
+        cr_expect_eq(ntpu_matmul_tile_conv(d, NTPU_DTYPE_BF16, &fwd, 0), i == 0 ? NTPU_ERR_UNSUPPORTED : NTPU_OK,
+                     "%s", specs[i]);
+        cr_expect_eq(ntpu_matmul_tile_conv(d, NTPU_DTYPE_BF16, &dw, 0), i <= 1 ? NTPU_ERR_UNSUPPORTED : NTPU_OK,
+                     "%s", specs[i]);
+        cr_expect_eq(ntpu_vec_pool(d, NTPU_POOL_MODE_MAX, 0, 100, 200, 4, 4, 2, 2),
+                     i >= 2 ? NTPU_ERR_UNSUPPORTED : NTPU_OK, "%s", specs[i]);
+        cr_expect_eq(!!(in.features & NTPU_FEATURE_POOL_BIT), i < 2, "%s", specs[i]);
+        cr_expect_eq(ntpu_fence(d), NTPU_OK, "%s: nothing refused was sent", specs[i]);
+        ntpu_close(d);
+    }
+    ntpu_device *d = open_dev("ref:ub=64");
+    ntpu_conv_addr c = fwd;
+    c.in_h = 0;
+    cr_expect_eq(ntpu_matmul_tile_conv(d, NTPU_DTYPE_BF16, &c, 0), NTPU_ERR_INVALID_ARG);
+    c = fwd, c.dy = 128;
+    cr_expect_eq(ntpu_matmul_tile_conv(d, NTPU_DTYPE_BF16, &c, 0), NTPU_ERR_INVALID_ARG);
+    c = fwd, c.ub_addr = 64 - 16 + 1;
+    cr_expect_eq(ntpu_matmul_tile_conv(d, NTPU_DTYPE_BF16, &c, 0), NTPU_ERR_INVALID_ARG, "the map past UB");
+    c = fwd, c.ub_addr = 64 - 16;
+    cr_expect_eq(ntpu_matmul_tile_conv(d, NTPU_DTYPE_BF16, &c, 0), NTPU_OK);
+    c = dw, c.rows = 12;
+    cr_expect_eq(ntpu_matmul_tile_conv(d, NTPU_DTYPE_BF16, &c, 0), NTPU_ERR_INVALID_ARG);
+    c = dw, c.dy = 300;
+    cr_expect_eq(ntpu_matmul_tile_conv(d, NTPU_DTYPE_BF16, &c, 0), NTPU_OK, "i16 offsets");
+    cr_expect_eq(ntpu_matmul_tile_conv(d, NTPU_DTYPE_BF16, NULL, 0), NTPU_ERR_INVALID_ARG);
+    cr_expect_eq(ntpu_vec_pool(d, 4, 0, 100, 200, 4, 4, 2, 2), NTPU_ERR_INVALID_ARG, "mode");
+    cr_expect_eq(ntpu_vec_pool(d, 0, 0, 31, 40, 4, 4, 2, 2), NTPU_ERR_INVALID_ARG, "overlap");
+    cr_expect_eq(ntpu_vec_pool(d, 0, 0, 32, 40, 4, 4, 2, 3), NTPU_OK);
+    cr_expect_eq(ntpu_vec_pool(d, 0, 0, 32, 40, 2, 4, 2, 3), NTPU_ERR_INVALID_ARG, "k over in_h");
+    cr_expect_eq(ntpu_vec_pool(d, 0, 0, 32, 60, 4, 4, 2, 2), NTPU_ERR_INVALID_ARG, "argmax past UB");
+    cr_expect_eq(ntpu_fence(d), NTPU_OK);
+    ntpu_close(d);
+}
+
+/* The program recorder keeps the new commands: a RUN gives the bits of sending them. */
+Test(ref_conv, program_records_conv_and_pool)
+{
+    ntpu_device *d[2] = {open_dev("ref"), open_dev("ref")};
+    const unsigned n = dev_n(d[0]);
+    uint16_t ub[512 * 8], w[64];
+    for (unsigned i = 0; i < 512 * n; i++)
+        ub[i] = rnd_bf16();
+    for (unsigned i = 0; i < n * n; i++)
+        w[i] = rnd_bf16();
+    uint32_t out[2][200 * 8];
+    uint16_t pooled[2][64 * 8];
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(ntpu_write_rows(d[k], NTPU_MEM_UB, 0, 512, ub), NTPU_OK);
+        cr_assert_eq(ntpu_write_rows(d[k], NTPU_MEM_WB, 0, n, w), NTPU_OK);
+        ntpu_program *p = NULL;
+        if (k == 1)
+            cr_assert_eq(ntpu_program_begin(d[k]), NTPU_OK);
+        ntpu_conv_addr c = {.mode = NTPU_CONV_FORWARD, .rows = 200, .in_h = 6, .in_w = 5, .mb = 8, .out_w = 5,
+                            .stride = 1, .dy = -1, .dx = 1};
+        ntpu_conv_addr t = {.mode = NTPU_CONV_TRANSPOSED, .rows = 200, .in_h = 3, .in_w = 3, .mb = 8, .out_w = 5,
+                            .stride = 2, .dy = 1, .dx = 0};
+        ntpu_conv_addr g = {.mode = NTPU_CONV_WEIGHT_GRAD, .rows = 9 * n, .in_h = 6, .in_w = 5, .mb = 8, .k = 3,
+                            .dy = -1, .dx = 2};
+        cr_assert_eq(ntpu_load_w(d[k], 0, 0), NTPU_OK);
+        cr_assert_eq(ntpu_matmul_tile_conv(d[k], NTPU_DTYPE_BF16, &c, 0), NTPU_OK);
+        cr_assert_eq(ntpu_matmul_tile_conv(d[k], NTPU_DTYPE_BF16, &t, 1), NTPU_OK);
+        cr_assert_eq(ntpu_matmul_tile_conv(d[k], NTPU_DTYPE_INT8, &g, 0), NTPU_OK);
+        cr_assert_eq(ntpu_vec_pool(d[k], NTPU_POOL_MODE_MAX, 0, 300, 400, 6, 5, 8, 2), NTPU_OK);
+        if (k == 1) {
+            cr_assert_eq(ntpu_program_end(d[k], &p), NTPU_OK);
+            cr_assert_eq(ntpu_program_upload(d[k], p, 0), NTPU_OK);
+            cr_assert_eq(ntpu_program_run(d[k], p), NTPU_OK, "%s", ntpu_last_error(d[k]));
+            ntpu_program_free(p);
+        }
+        cr_assert_eq(ntpu_read_rows(d[k], NTPU_MEM_ACC, 0, 200, out[k]), NTPU_OK);
+        cr_assert_eq(ntpu_read_rows(d[k], NTPU_MEM_UB, 300, 3 * 2 * 8, pooled[k]), NTPU_OK);
+    }
+    cr_expect_eq(memcmp(out[0], out[1], sizeof out[0]), 0);
+    cr_expect_eq(memcmp(pooled[0], pooled[1], sizeof pooled[0]), 0);
+    ntpu_close(d[0]);
+    ntpu_close(d[1]);
+}
