@@ -542,8 +542,12 @@ def isa_tables(m):
             names = extend_flags(ext)
             flag = latest([f for f in c["flags"] if f.get("name") in names])
             more = "".join(f"[{n} {ty}]" for n, ty in m.fields(ext["payload"], c["name"]))
+            if len(names) > 1:  # a combination: its length here, its fields in the prose (the table stays narrow)
+                more = f"LEN {m.values[ext['len']]}"
+            else:
+                more = f"`… {more}`"
             cell += (", with " + " and ".join(f"`{f}`" for f in names)
-                     + (f" ({flag['since']})" if flag.get("since") else "") + f" `… {more}`")
+                     + (f" ({flag['since']})" if flag.get("since") else "") + f" {more}")
         if c.get("note"):
             cell += ", " + c["note"]
         rows.append((f"`0x{c['op']:02X}`", md_name(c), cell, m.text(c.get("reply", "—"))))
