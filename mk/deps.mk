@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # `make deps`: install the Debian packages the build and tests need, with apt-get (through sudo
-# when not root). Quick and silent when everything is there already. `make bench` also needs
-# PyTorch for its CPU reference (deps-bench); the tests never do.
+# when not root). Quick and silent when everything is there already. PyTorch (python3-torch) is
+# among them for the interop tests (tests/cli/torch_interop.sh: checkpoints into and out of
+# torch.nn.Sequential); `make bench` uses it as its CPU reference (deps-bench); the library never does.
 
 DEB_PACKAGES := gcc g++ make verilator iverilog pkg-config zlib1g-dev libcriterion-dev \
-                libusb-1.0-0-dev libcjson-dev dataset-fashion-mnist python3-numpy clang-format
+                libusb-1.0-0-dev libcjson-dev dataset-fashion-mnist python3-numpy clang-format python3-torch
 BENCH_DEB_PACKAGES := python3-torch
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

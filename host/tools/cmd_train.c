@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* ntpu train and ntpu eval: training an MLP on an IDX dataset on the device,
+/* ntpu train and ntpu eval: training a model (an MLP, --layers, or any --arch) on an IDX dataset on the device,
  * with progress, per-epoch metrics, atomic checkpoints that resume bit for bit,
  * a CSV log and an SVG plot; and evaluating a checkpoint, in bf16 or int8. */
 #define _DEFAULT_SOURCE
@@ -77,6 +77,55 @@ static int check_layers(const unsigned *sizes, size_t n, const ntpu_dataset *tra
             return fail("--layers: the last size is %u but the %s labels in %s need %u classes", sizes[n - 1],
                         i ? "test" : "training", dir, sets[i]->classes);
     return 0;
+}
+
+/* The outputs of an arch's last fc must cover the classes of both splits (opt: whose arch). */
+static int check_classes(const char *opt, const ntpu_arch *a, const ntpu_dataset *train, const ntpu_dataset *test,
+                         const char *dir)
+{
+    const ntpu_dataset *sets[2] = {train, test};
+    unsigned out = a->item[a->n - 1].out;
+    for (int i = 0; i < 2; i++)
+        if (out < sets[i]->classes)
+            return fail("%s: the last fc has %u outputs but the %s labels in %s need %u classes", opt, out,
+                        i ? "test" : "training", dir, sets[i]->classes);
+    return 0;
+}
+
+/* The images of both splits as 1 x rows x cols inputs (an arch's input shape), or an error. */
+static int image_shape(const ntpu_dataset *train, const ntpu_dataset *test, const char *dir, unsigned shape[3])
+{
+    if (test->rows != train->rows || test->cols != train->cols)
+        return fail("%s: the test images are %zux%zu, the training images %zux%zu", dir, test->rows, test->cols,
+                    train->rows, train->cols);
+    if (train->rows > UINT32_MAX || train->cols > UINT32_MAX)
+        return fail("%s: images of %zux%zu pixels are too large", dir, train->rows, train->cols);
+    shape[0] = 1;
+    shape[1] = (unsigned)train->rows;
+    shape[2] = (unsigned)train->cols;
+    return 0;
+}
+
+/* SPEC (--arch's, or "fc256,relu,fc10" for --layers 784,256,10) over the data's images into *a,
+ * checked against the classes. 0, or 1 after printing the error as opt's. */
+static int data_arch(const char *opt, const char *spec, const ntpu_dataset *train, const ntpu_dataset *test,
+                     const char *dir, ntpu_arch *a)
+{
+    unsigned shape[3] = {0};
+    char why[400];
+    if (image_shape(train, test, dir, shape))
+        return 1;
+    if (ntpu_arch_parse(spec, shape[0], shape[1], shape[2], a, why, sizeof why) != NTPU_OK)
+        return fail("%s: %s", opt, why);
+    return check_classes(opt, a, train, test, dir);
+}
+
+/* "fc256,relu,fc10" for the sizes 784,256,10 (what --layers means). */
+static void layers_spec(const unsigned *sizes, size_t n, char *buf, size_t len)
+{
+    buf[0] = 0;
+    for (size_t i = 1; i < n; i++)
+        snprintf(buf + strlen(buf), len - strlen(buf), "%sfc%u", i > 1 ? ",relu," : "", sizes[i]);
 }
 
 /* An output that cannot be written must fail now, not after the first epoch. */
@@ -239,7 +288,7 @@ static int write_plot(const char *path, const float *step_loss, size_t nsteps, u
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
             "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
             W, H);
-    fprintf(f, "<text x=\"%.0f\" y=\"20\" font-size=\"14\">ntpu train, layers %s</text>\n", L, title);
+    fprintf(f, "<text x=\"%.0f\" y=\"20\" font-size=\"14\">ntpu train, %s</text>\n", L, title);
     fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#888\"/>\n", L, T, pw,
             ph);
     for (int k = 0; k <= 4; k++) {
@@ -299,13 +348,13 @@ static void progress(int tty, uint64_t epoch, uint64_t epochs, size_t done, size
     }
 }
 
-/* Reads the data-order state ntpu train stores in its checkpoints: seed, epoch,
- * batch index, batch size, training samples; and the epoch's loss and correct
- * sums so far. Returns 0, or 1 after printing the error. */
-static int read_resume_state(const char *path, uint64_t vals[5], double *loss_sum, uint64_t *correct)
+/* Reads the data-order state ntpu train stores beside its checkpoints (in the sidecar FILE.state; a
+ * checkpoint of format ntpu-mlp-1 holds it itself): seed, epoch, batch index, batch size, training
+ * samples; and the epoch's loss and correct sums so far. Returns 0, or 1 after printing the error. */
+static int read_resume_state(const char *model_path, uint64_t vals[5], double *loss_sum, uint64_t *correct)
 {
-    ntpu_safetensors *ck;
-    if (ntpu_safetensors_read(path, &ck) != NTPU_OK)
+    ntpu_safetensors *ck = NULL;
+    if (ntpu_model_state_read(model_path, &ck) != NTPU_OK || (!ck && ntpu_safetensors_read(model_path, &ck) != NTPU_OK))
         return fail("--resume: %s", ntpu_last_error(NULL));
     /* The same ranges as the command line's (the batch index is checked against the data later). */
     const char *keys[] = {"train.seed",  "train.epoch",       "train.batch_index",
@@ -325,9 +374,10 @@ static int read_resume_state(const char *path, uint64_t vals[5], double *loss_su
         bad = 6;
     ntpu_safetensors_free(ck);
     if (!found)
-        return fail("--resume: %s is not a checkpoint of ntpu train (it has no data-order state)", path);
+        return fail("--resume: %s is not a checkpoint of ntpu train (it has no data-order state in %s.state)",
+                    model_path, model_path);
     if (bad >= 0)
-        return fail("--resume: %s is not a valid checkpoint (its %s is out of range)", path,
+        return fail("--resume: %s is not a valid checkpoint (its %s is out of range)", model_path,
                     bad < 6 ? keys[bad] : "train.loss_sum");
     *correct = cs;
     return 0;
@@ -336,20 +386,27 @@ static int read_resume_state(const char *path, uint64_t vals[5], double *loss_su
 /* ------------------------------------------------------------------ train */
 
 static const char train_help[] =
-    "usage: ntpu train [-d DEV] [--data DIR] [--layers 784,256,10] [--epochs E] [--batch B]\n"
+    "usage: ntpu train [-d DEV] [--data DIR] [--arch SPEC | --layers 784,256,10] [--epochs E] [--batch B]\n"
     "                  [--optimizer sgd|momentum|adam|adamw] [--lr X] [--momentum M] [--weight-decay W]\n"
     "                  [--schedule constant|step|cosine] [--step-size S] [--gamma G] [--seed S]\n"
     "                  [--train-limit N] [--test-limit N] [--save FILE.safetensors] [--save-every STEPS]\n"
     "                  [--resume FILE] [--log FILE.csv] [--plot FILE.svg] [--device-optimizer] [--json]\n"
     "\n"
-    "Trains a multilayer perceptron (ReLU between layers, softmax cross-entropy) on the device: bf16\n"
-    "matmuls with fp32 accumulation, fp32 master weights and optimizer on the host (docs/training.md).\n"
+    "Trains a model on the device, a multilayer perceptron (--layers) or any --arch, with softmax\n"
+    "cross-entropy: bf16 matmuls with fp32 accumulation, fp32 master weights (docs/training.md).\n"
     "After every epoch it prints the train loss and accuracy and the test accuracy.\n"
     "\n"
     "  -d, --device DEV      ref, vsim (default, or $NTPU_DEVICE), ftdi[:serial=S], ...\n"
     "  --data DIR            IDX dataset directory (MNIST family, plain or .gz); default\n"
     "                        " DEFAULT_DATA "\n"
-    "  --layers L            layer sizes, input first and classes last (784,256,10)\n"
+    "  --arch SPEC           the model's layers in order, comma separated: conv<C>k<K>[s<S>][p<P>]\n"
+    "                        (C channels, KxK kernel, stride S 1, padding P 0), relu, maxpool<K>,\n"
+    "                        avgpool<K>, flatten (implied before the first fc), fc<N>; the last is\n"
+    "                        an fc of at least the classes. The input: the images, 1 x rows x cols.\n"
+    "                        Example:\n"
+    "                        conv16k3p1,relu,maxpool2,conv32k3p1,relu,maxpool2,fc10\n"
+    "  --layers L            an MLP's layer sizes, input first and classes last (784,256,10:\n"
+    "                        the same as --arch fc256,relu,fc10); the default\n"
     "  --epochs E            epochs from the run's start (5)\n"
     "  --batch B             samples a step (64)\n"
     "  --optimizer O         sgd, momentum, adam or adamw (adam)\n"
@@ -380,12 +437,13 @@ static const char train_help[] =
 /* The command line of ntpu train: the options as given (NULL when not), and the settings they make:
  * the command line's, else the checkpoint's (when resuming), else the defaults. */
 typedef struct train_opts {
-    const char *data, *layers_s, *epochs_s, *batch_s, *opt_s, *lr_s, *mom_s, *wd_s, *sched_s, *stepsize_s, *gamma_s,
-        *seed_s, *trainlim_s, *testlim_s, *save, *save_every_s, *resume, *log_path, *plot_path;
+    const char *data, *arch_s, *layers_s, *epochs_s, *batch_s, *opt_s, *lr_s, *mom_s, *wd_s, *sched_s, *stepsize_s,
+        *gamma_s, *seed_s, *trainlim_s, *testlim_s, *save, *save_every_s, *resume, *log_path, *plot_path;
     int dev_opt;
     uint64_t epochs, batch, seed, train_limit, test_limit, save_every;
-    unsigned sizes[NTPU_MAX_LAYERS + 1];
+    unsigned sizes[NTPU_MAX_LAYERS + 1]; /* an MLP's (n_sizes 0 for any other arch) */
     size_t n_sizes;
+    ntpu_arch arch; /* the model's over the data's images: --arch, --layers or the checkpoint's */
     ntpu_optimizer kind;
     ntpu_optim_config opt;
     /* Where the run starts: a resumed run's epoch and batch index, and the epoch's loss and correct
@@ -413,8 +471,9 @@ typedef struct train_run {
     size_t nloss, loss_cap;
     epoch_row *rows; /* one per finished epoch (a resumed run's earlier rows from its log first) */
     size_t nrows, rows_cap;
-    char lstr[128]; /* the layer sizes, "784,256,10" */
-    int tty;        /* stderr is a terminal: the progress bar is redrawn in place */
+    char lstr[512];  /* the model: "784,256,10" (--layers), or its SPEC */
+    char title[520]; /* the plot's: "layers 784,256,10", or the SPEC */
+    int tty;         /* stderr is a terminal: the progress bar is redrawn in place */
 } train_run;
 
 /* The command line into *o: 0, 1 after printing an error, or -1 after printing the help. */
@@ -424,6 +483,7 @@ static int train_args(common *cm, int argc, char **argv, train_opts *o)
         .data = DEFAULT_DATA, .epochs = 5, .batch = 64, .sizes = {784, 256, 10}, .n_sizes = 3, .kind = NTPU_OPT_ADAM};
     const option opts[] = {
         {"--data", 0, &o->data, NULL},
+        {"--arch", 0, &o->arch_s, NULL},
         {"--layers", 0, &o->layers_s, NULL},
         {"--epochs", 0, &o->epochs_s, NULL},
         {"--batch", 0, &o->batch_s, NULL},
@@ -461,6 +521,8 @@ static int train_settings(train_opts *o)
     if (o->opt_s && ntpu_optimizer_parse(o->opt_s, &o->kind))
         return fail("--optimizer: '%s' is not sgd, momentum, adam or adamw", o->opt_s);
     o->opt = ntpu_optim_defaults(o->kind);
+    if (o->arch_s && o->layers_s)
+        return fail("--arch and --layers both describe the model: give one");
     if ((o->layers_s && !(o->n_sizes = parse_layers(o->layers_s, o->sizes))) ||
         (o->epochs_s && parse_u64("--epochs", o->epochs_s, 1, 1000000, &o->epochs)) ||
         (o->batch_s && parse_u64("--batch", o->batch_s, 1, 4096, &o->batch)) ||
@@ -524,20 +586,47 @@ static int train_resume_settings(train_opts *o)
     return 0;
 }
 
-/* The checkpoint's model, with the run's layer sizes taken from it, its cosine schedule stretched
+/* The checkpoint's arch against the command line's (--arch, --layers) and the data: an MLP takes
+ * as many inputs as the images have pixels, any other arch the images' shape; the last fc covers
+ * the classes. o->sizes become the checkpoint's (an MLP's). 0, or 1 after printing the error. */
+static int resume_arch(train_opts *o, train_run *r)
+{
+    const ntpu_arch *a = ntpu_model_arch(r->model);
+    char have[512], want[512];
+    if (!a || ntpu_arch_format(a, have, sizeof have) != NTPU_OK)
+        return fail("--resume: %s holds a model whose arch cannot be written", o->resume);
+    if (o->arch_s && (ntpu_arch_format(&o->arch, want, sizeof want) != NTPU_OK || strcmp(have, want)))
+        return fail("--resume: %s holds a model of arch %s, not %s", o->resume, have, want);
+    unsigned sizes[NTPU_MAX_LAYERS + 1];
+    size_t n = 0;
+    int mlp = ntpu_arch_is_mlp(a, sizes, &n);
+    if (o->layers_s && (!mlp || n != o->n_sizes || memcmp(sizes, o->sizes, n * sizeof *sizes)))
+        return fail("--resume: %s holds a model with other --layers", o->resume);
+    o->n_sizes = mlp ? n : 0;
+    memcpy(o->sizes, sizes, n * sizeof *sizes);
+    if (mlp)
+        return check_layers(o->sizes, o->n_sizes, &r->train, &r->test, o->data);
+    unsigned shape[3] = {0};
+    if (image_shape(&r->train, &r->test, o->data, shape))
+        return 1;
+    if (a->in_c != shape[0] || a->in_h != shape[1] || a->in_w != shape[2])
+        return fail("--resume: %s holds a model for %ux%ux%u inputs; the images in %s are %ux%ux%u", o->resume, a->in_c,
+                    a->in_h, a->in_w, o->data, shape[0], shape[1], shape[2]);
+    return check_classes("--resume", a, &r->train, &r->test, o->data);
+}
+
+/* The checkpoint's model, with the run's arch taken from it, its cosine schedule stretched
  * over a longer run, the device optimizer if asked for, and the log's earlier rows. */
 static int resume_model(train_opts *o, train_run *r)
 {
+    /* A checkpoint of ntpu train names its arch; --arch is checked against it below, with the
+     * command line's words. */
     if (ntpu_model_load(r->dev, o->resume, (size_t)o->batch, &r->model) != NTPU_OK)
         return fail("--resume: %s", ntpu_last_error(r->dev));
+    if (resume_arch(o, r))
+        return 1;
     ntpu_model_view v;
     ntpu_model_get_view(r->model, &v);
-    if (o->layers_s && (v.n_layers + 1 != o->n_sizes || memcmp(v.sizes, o->sizes, o->n_sizes * sizeof *o->sizes)))
-        return fail("--resume: %s holds a model with other --layers", o->resume);
-    o->n_sizes = v.n_layers + 1;
-    memcpy(o->sizes, v.sizes, o->n_sizes * sizeof *o->sizes);
-    if (check_layers(o->sizes, o->n_sizes, &r->train, &r->test, o->data))
-        return 1;
     if (o->opt_s || o->lr_s || o->mom_s || o->wd_s || o->sched_s || o->stepsize_s || o->gamma_s)
         fprintf(stderr, "ntpu: note: --resume keeps the checkpoint's optimizer settings\n");
     /* A cosine schedule ends at lr 0 with the run it was made for; more --epochs would train on
@@ -567,9 +656,24 @@ static int new_model(train_opts *o, train_run *r)
     if (o->opt.schedule == NTPU_LR_STEP && !o->stepsize_s)
         o->opt.step_size = r->steps_per_epoch;
     o->opt.device = o->dev_opt;
-    if (ntpu_model_create(r->dev, o->sizes, o->n_sizes, (size_t)o->batch, o->seed, &o->opt, &r->model) != NTPU_OK)
+    if (ntpu_model_create_arch(r->dev, &o->arch, (size_t)o->batch, o->seed, &o->opt, &r->model) != NTPU_OK)
         return fail("%s", ntpu_last_error(r->dev));
+    if (!ntpu_arch_is_mlp(&o->arch, o->sizes, &o->n_sizes))
+        o->n_sizes = 0; /* no "layers" to report */
     return 0;
+}
+
+/* The model the command line describes over the data: --arch as written, else --layers (or its
+ * default) as its MLP. 0, or 1 after printing the error. */
+static int run_arch(train_opts *o, train_run *r)
+{
+    char spec[NTPU_MAX_LAYERS * 16];
+    if (o->arch_s)
+        return data_arch("--arch", o->arch_s, &r->train, &r->test, o->data, &o->arch);
+    if (check_layers(o->sizes, o->n_sizes, &r->train, &r->test, o->data))
+        return 1;
+    layers_spec(o->sizes, o->n_sizes, spec, sizeof spec);
+    return data_arch("--layers", spec, &r->train, &r->test, o->data, &o->arch);
 }
 
 /* Checks the loaded data against the settings, opens the device and the model, and prints the
@@ -577,7 +681,7 @@ static int new_model(train_opts *o, train_run *r)
 static int train_setup(common *cm, train_opts *o, train_run *r)
 {
     r->steps_per_epoch = (r->train.count + o->batch - 1) / o->batch;
-    if ((!o->resume || o->layers_s) && check_layers(o->sizes, o->n_sizes, &r->train, &r->test, o->data))
+    if ((!o->resume || o->layers_s || o->arch_s) && run_arch(o, r))
         return 1;
     if (o->resume && o->start_batch >= r->steps_per_epoch)
         return fail("--resume: %s is not a valid checkpoint (its train.batch_index is past the epoch's end)",
@@ -604,7 +708,12 @@ static int train_setup(common *cm, train_opts *o, train_run *r)
     r->yb = malloc((size_t)o->batch);
     if (!r->order || !r->xb || !r->yb)
         return fail("out of memory");
-    layers_str(o->sizes, o->n_sizes, r->lstr, sizeof r->lstr);
+    /* --layers' sizes as given; an --arch (an MLP's too) or a checkpoint's other arch as its SPEC */
+    if (o->n_sizes && !o->arch_s)
+        layers_str(o->sizes, o->n_sizes, r->lstr, sizeof r->lstr);
+    else if (ntpu_arch_format(ntpu_model_arch(r->model), r->lstr, sizeof r->lstr) != NTPU_OK)
+        return fail("the model's arch cannot be written");
+    snprintf(r->title, sizeof r->title, "%s%s", o->n_sizes && !o->arch_s ? "layers " : "", r->lstr);
     r->tty = isatty(STDERR_FILENO);
     if (!cm->json)
         printf("training %s on %s (%s, %ux%u array): %zu train / %zu test samples from %s, batch %" PRIu64
@@ -704,7 +813,7 @@ static int finish_epoch(const common *cm, const train_opts *o, train_run *r, uin
         return 1;
     if (o->log_path && write_log(o->log_path, r->rows, r->nrows))
         return 1;
-    if (o->plot_path && write_plot(o->plot_path, r->step_loss, r->nloss, r->first_step, r->rows, r->nrows, r->lstr))
+    if (o->plot_path && write_plot(o->plot_path, r->step_loss, r->nloss, r->first_step, r->rows, r->nrows, r->title))
         return 1;
     if (!cm->json)
         printf("epoch %" PRIu64 "/%" PRIu64 "  train loss %.4f  train accuracy %.4f  test accuracy %.4f  "
@@ -760,10 +869,17 @@ static void train_report(const common *cm, const train_opts *o, const train_run 
     const epoch_row *last = r->nrows ? &r->rows[r->nrows - 1] : NULL;
     printf("{\"device\":");
     json_str(stdout, r->info.device);
-    printf(",\"layers\":[");
-    for (size_t i = 0; i < o->n_sizes; i++)
-        printf("%s%u", i ? "," : "", o->sizes[i]);
-    printf("],\"epochs\":%" PRIu64 ",\"batch\":%" PRIu64 ",\"optimizer\":\"%s\",\"lr\":%g,\"seed\":%" PRIu64
+    char spec[512] = "";
+    ntpu_arch_format(ntpu_model_arch(r->model), spec, sizeof spec);
+    printf(",\"arch\":");
+    json_str(stdout, spec);
+    if (o->n_sizes) { /* an MLP's sizes, as before --arch */
+        printf(",\"layers\":[");
+        for (size_t i = 0; i < o->n_sizes; i++)
+            printf("%s%u", i ? "," : "", o->sizes[i]);
+        printf("]");
+    }
+    printf(",\"epochs\":%" PRIu64 ",\"batch\":%" PRIu64 ",\"optimizer\":\"%s\",\"lr\":%g,\"seed\":%" PRIu64
            ",\"train_samples\":%zu,\"test_samples\":%zu,\"steps\":%" PRIu64 ",\"seconds\":%.3f,\"history\":[",
            o->epochs, o->batch, ntpu_optimizer_name(r->view.opt->kind), r->view.opt->lr, o->seed, r->train.count,
            r->test.count, *r->view.step, total);
@@ -820,14 +936,17 @@ int cmd_train(common *cm, int argc, char **argv)
 /* ------------------------------------------------------------------ eval */
 
 static const char eval_help[] =
-    "usage: ntpu eval [-d DEV] --model FILE.safetensors [--data DIR] [--test-limit N] [--int8]\n"
-    "                 [--calib N] [--batch B] [--json]\n"
+    "usage: ntpu eval [-d DEV] --model FILE.safetensors [--arch SPEC] [--data DIR] [--test-limit N]\n"
+    "                 [--int8] [--calib N] [--batch B] [--logits FILE.npy] [--json]\n"
     "\n"
     "Evaluates a checkpoint of ntpu train on the test split of an IDX directory: test accuracy and\n"
     "loss with bf16 matmuls on the device.\n"
     "\n"
     "  -d, --device DEV   ref, vsim (default, or $NTPU_DEVICE), ftdi[:serial=S], ...\n"
-    "  --model FILE       the checkpoint (safetensors, as ntpu train --save writes it)\n"
+    "  --model FILE       the checkpoint (safetensors, as ntpu train --save writes it, or a PyTorch\n"
+    "                     state_dict of the equivalent torch.nn.Sequential)\n"
+    "  --arch SPEC        the model's arch (as ntpu train --arch), for a file that does not name\n"
+    "                     its own (PyTorch's); when it does, the two must agree\n"
     "  --data DIR         IDX dataset directory (default " DEFAULT_DATA ")\n"
     "  --test-limit N     the first N test samples (all)\n"
     "  --batch B          samples a device pass (64)\n"
@@ -835,11 +954,12 @@ static const char eval_help[] =
     "                     calibrated on the first --calib training samples) and run int8 inference:\n"
     "                     int8 matmuls, int32 accumulation, requantization in the vector unit\n"
     "  --calib N          calibration samples for --int8 (1000)\n"
+    "  --logits FILE.npy  also write the bf16 model's logits (test samples x classes, float32)\n"
     "  --json             one JSON object on stdout instead of the table\n";
 
 /* The command line of ntpu eval: the options as given and the numbers they make. */
 typedef struct eval_opts {
-    const char *model_path, *data, *testlim_s, *calib_s, *batch_s;
+    const char *model_path, *arch_s, *data, *testlim_s, *calib_s, *batch_s, *logits_path;
     int int8;
     uint64_t test_limit, calib, batch;
 } eval_opts;
@@ -849,9 +969,10 @@ static int eval_args(common *cm, int argc, char **argv, eval_opts *o)
 {
     *o = (eval_opts){.data = DEFAULT_DATA, .calib = 1000, .batch = 64};
     const option opts[] = {
-        {"--model", 'm', &o->model_path, NULL},   {"--data", 0, &o->data, NULL},
-        {"--test-limit", 0, &o->testlim_s, NULL}, {"--calib", 0, &o->calib_s, NULL},
-        {"--batch", 0, &o->batch_s, NULL},        {"--int8", 0, NULL, &o->int8},
+        {"--model", 'm', &o->model_path, NULL}, {"--arch", 0, &o->arch_s, NULL},
+        {"--data", 0, &o->data, NULL},          {"--test-limit", 0, &o->testlim_s, NULL},
+        {"--calib", 0, &o->calib_s, NULL},      {"--batch", 0, &o->batch_s, NULL},
+        {"--int8", 0, NULL, &o->int8},          {"--logits", 0, &o->logits_path, NULL},
     };
     int npos;
     char *pos[1];
@@ -867,6 +988,54 @@ static int eval_args(common *cm, int argc, char **argv, eval_opts *o)
         (o->calib_s && parse_u64("--calib", o->calib_s, 1, UINT32_MAX, &o->calib)) ||
         (o->batch_s && parse_u64("--batch", o->batch_s, 1, 4096, &o->batch)))
         return 1;
+    return o->logits_path ? check_output("--logits", o->logits_path) : 0;
+}
+
+/* The model's logits of every test sample to o->logits_path. 0, or 1 after printing the error. */
+static int eval_logits(ntpu_device *dev, ntpu_model *model, const eval_opts *o, const ntpu_dataset *test)
+{
+    const ntpu_arch *a = ntpu_model_arch(model);
+    const size_t classes = a->item[a->n - 1].out, step = (size_t)o->batch;
+    float *logits = malloc((test->count * classes + 1) * sizeof *logits);
+    if (!logits)
+        return fail("out of memory");
+    ntpu_status st = NTPU_OK;
+    for (size_t at = 0; at < test->count && st == NTPU_OK; at += step)
+        st = ntpu_model_predict(model, test->images + at * test->features,
+                                test->count - at < step ? test->count - at : step, logits + at * classes);
+    ntpu_tensor t = {NTPU_ELEM_FLOAT32, 2, {test->count, classes}, logits};
+    int rc = st != NTPU_OK ? fail("logits: %s", ntpu_last_error(dev)) : 0;
+    if (!rc && ntpu_npy_write(o->logits_path, &t) != NTPU_OK)
+        rc = fail("--logits: %s", ntpu_last_error(NULL));
+    free(logits);
+    return rc;
+}
+
+/* The checkpoint (with --arch: of that arch) on dev, checked against the test images and classes.
+ * 0, or 1 after printing the error. */
+static int eval_load(const eval_opts *o, ntpu_device *dev, const ntpu_dataset *test, ntpu_model **model)
+{
+    ntpu_arch arch;
+    unsigned shape[3] = {0};
+    char why[400];
+    if (o->arch_s && image_shape(test, test, o->data, shape))
+        return 1;
+    if (o->arch_s && ntpu_arch_parse(o->arch_s, shape[0], shape[1], shape[2], &arch, why, sizeof why) != NTPU_OK)
+        return fail("--arch: %s", why);
+    if (ntpu_model_load_arch(dev, o->model_path, o->arch_s ? &arch : NULL, (size_t)o->batch, model) != NTPU_OK)
+        return fail("%s", ntpu_last_error(dev));
+    const ntpu_arch *a = ntpu_model_arch(*model);
+    unsigned sizes[NTPU_MAX_LAYERS + 1], classes = a->item[a->n - 1].out;
+    size_t n;
+    char spec[512] = "";
+    ntpu_arch_format(a, spec, sizeof spec);
+    if (ntpu_arch_is_mlp(a, sizes, &n) ? sizes[0] != test->features
+                                       : a->in_c != 1 || a->in_h != test->rows || a->in_w != test->cols)
+        return fail("%s: the model (%s) takes %ux%ux%u inputs; the images in %s are 1x%zux%zu", o->model_path, spec,
+                    a->in_c, a->in_h, a->in_w, o->data, test->rows, test->cols);
+    if (classes < test->classes)
+        return fail("%s: the model gives %u classes; the labels in %s need %u", o->model_path, classes, o->data,
+                    test->classes);
     return 0;
 }
 
@@ -882,17 +1051,8 @@ static int eval_model(const common *cm, const eval_opts *o, const ntpu_dataset *
         goto out;
     ntpu_info info;
     ntpu_get_info(dev, &info);
-    if (ntpu_model_load(dev, o->model_path, (size_t)o->batch, &model) != NTPU_OK) {
-        fail("%s", ntpu_last_error(dev));
+    if (eval_load(o, dev, test, &model))
         goto out;
-    }
-    ntpu_model_view v;
-    ntpu_model_get_view(model, &v);
-    if (v.sizes[0] != test->features || v.sizes[v.n_layers] < test->classes) {
-        fail("%s: the model takes %u inputs and gives %u classes; %s has %zu pixels and %u classes", o->model_path,
-             v.sizes[0], v.sizes[v.n_layers], o->data, test->features, test->classes);
-        goto out;
-    }
     if (o->int8 && ntpu_qmodel_check(model) != NTPU_OK) {
         fail("int8: %s", ntpu_last_error(dev));
         goto out;
@@ -903,6 +1063,8 @@ static int eval_model(const common *cm, const eval_opts *o, const ntpu_dataset *
         goto out;
     }
     t_bf16 = now_s() - t0;
+    if (o->logits_path && eval_logits(dev, model, o, test))
+        goto out;
     if (o->int8) {
         t0 = now_s();
         if (ntpu_qmodel_create(model, train->images, train->count, &q) != NTPU_OK ||

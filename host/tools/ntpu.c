@@ -328,7 +328,7 @@ static const struct command {
 } commands[] = {
     {"info", "device identity and configuration", cmd_info},
     {"matmul", "C = A.B on the device, from and to .npy files", cmd_matmul},
-    {"train", "train an MLP on an IDX dataset (Fashion-MNIST by default)", cmd_train},
+    {"train", "train a model (--layers MLP, --arch SPEC) on an IDX dataset (Fashion-MNIST by default)", cmd_train},
     {"eval", "evaluate a checkpoint; --int8 runs quantized inference", cmd_eval},
     {"bench", "benchmark table: cycles, utilization, simulator speed, link traffic", cmd_bench},
     {"selftest", "short on-device check: ID block, link, memories, matmuls vs ref", cmd_selftest},

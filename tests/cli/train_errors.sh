@@ -86,11 +86,13 @@ size=$(stat -c %s "$T/ok.st")
 head -c $((size / 2)) "$T/ok.st" > "$T/half.st"
 head -c 5 "$T/ok.st" > "$T/tiny.st"
 printf 'not a checkpoint at all, just text\n' > "$T/text.st"
+# foreign: a model file that does not name its architecture (it says "arhc"), given no --arch.
 cp "$T/ok.st" "$T/foreign.st"; python3 - "$T/foreign.st" <<'PY'
-import sys; p=sys.argv[1]; b=open(p,'rb').read(); open(p,'wb').write(b.replace(b'ntpu-mlp-1', b'other-fmt1'))
+import sys; p=sys.argv[1]; b=open(p,'rb').read(); open(p,'wb').write(b.replace(b'"arch"', b'"arhc"'))
 PY
-# One damaged metadata value each: named in the error, nothing trained or written (a NaN lr trained to NaN
-# and saved it over the input; a batch index past the epoch "trained" 0 steps at 3e25 samples/s).
+# One damaged metadata value of the sidecar each: named in the error, nothing trained or written (a NaN lr
+# trained to NaN and saved it over the input; a batch index past the epoch "trained" 0 steps at 3e25
+# samples/s).
 setmeta() { # src dst key value
   python3 - "$@" <<'PY'
 import json, struct, sys
@@ -103,11 +105,13 @@ PY
 }
 for kv in lr=nan lr=-5 eps=0 step=-1 beta2=1 train.batch=5000 train.batch_index=999999 train.loss_sum=nan \
           train.epoch=18446744073709551615 train.seed=+3; do
-  setmeta "$T/ok.st" "$T/meta.st" "${kv%%=*}" "${kv#*=}"
-  cp "$T/meta.st" "$T/meta0.st"
+  cp "$T/ok.st" "$T/meta.st"
+  setmeta "$T/ok.st.state" "$T/meta.st.state" "${kv%%=*}" "${kv#*=}"
+  cp "$T/meta.st" "$T/meta0.st"; cp "$T/meta.st.state" "$T/meta0.st.state"
   expect_error "resume with $kv" "$B/ntpu" train -d ref --train-limit 128 --test-limit 64 --epochs 3 --resume "$T/meta.st" --save "$T/meta.st"
   grep -q "${kv%%=*}.* out of range\|${kv%%=*}.* past the epoch" "$T/err" || { echo "FAIL $kv not named: $(cat "$T/err")"; failures=$((failures + 1)); }
-  cmp -s "$T/meta.st" "$T/meta0.st" || { echo "FAIL resume with $kv changed the checkpoint"; failures=$((failures + 1)); }
+  cmp -s "$T/meta.st" "$T/meta0.st" && cmp -s "$T/meta.st.state" "$T/meta0.st.state" ||
+    { echo "FAIL resume with $kv changed the checkpoint"; failures=$((failures + 1)); }
 done
 # Header entries a reader must not take: a fractional shape, offsets as strings (read as 0), a tensor twice.
 python3 - "$T/ok.st" "$T" <<'PY'
@@ -117,9 +121,9 @@ b = open(src, 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; raw = b[8:8 + n].
 def put(name, text):
     text = text.encode(); text += b' ' * (-len(text) % 8)
     open(f'{out}/{name}.st', 'wb').write(struct.pack('<Q', len(text)) + text + b[8 + n:])
-h = json.loads(raw); h['fc0.bias']['shape'] = [h['fc0.bias']['shape'][0] + 0.5]; put('fraction', json.dumps(h))
-h = json.loads(raw); h['fc0.bias']['data_offsets'] = [str(x) for x in h['fc0.bias']['data_offsets']]; put('stroffsets', json.dumps(h))
-i = raw.index('"fc0.bias"'); j = raw.index('}', i) + 1; put('twice', raw[:j] + ',' + raw[i:j] + raw[j:])
+h = json.loads(raw); h['0.bias']['shape'] = [h['0.bias']['shape'][0] + 0.5]; put('fraction', json.dumps(h))
+h = json.loads(raw); h['0.bias']['data_offsets'] = [str(x) for x in h['0.bias']['data_offsets']]; put('stroffsets', json.dumps(h))
+i = raw.index('"0.bias"'); j = raw.index('}', i) + 1; put('twice', raw[:j] + ',' + raw[i:j] + raw[j:])
 PY
 for f in "fraction:bad shape" "stroffsets:not two whole numbers" "twice:appears twice"; do
   expect_error "eval of a checkpoint with a ${f%%:*} entry" "$B/ntpu" eval -d ref --model "$T/${f%%:*}.st"

@@ -228,6 +228,9 @@ static void checkpoint_holds_device_state(ntpu_optimizer kind)
     ntpu_model *ml;
     cr_assert_eq(ntpu_model_load(dl, path, BATCH, &ml), NTPU_OK, "%s", ntpu_last_error(dl));
     unlink(path);
+    char state[sizeof path + 8];
+    snprintf(state, sizeof state, "%s.state", path); /* the sidecar with the optimizer's state */
+    cr_assert_eq(unlink(state), 0);
     assert_same_model(mh, ml);
     fill_data(x, y, BATCH, IN, CLASSES);
     cr_assert_eq(ntpu_model_train_step(mh, x, y, BATCH, NULL), NTPU_OK);

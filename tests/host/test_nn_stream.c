@@ -131,4 +131,7 @@ Test(nn_stream, checkpoint_moves_between_paths)
     ntpu_close(big);
     close(fd);
     remove(path);
+    char state[sizeof path + 8];
+    snprintf(state, sizeof state, "%s.state", path); /* the sidecar with the optimizer's state */
+    cr_assert_eq(remove(state), 0);
 }

@@ -7,8 +7,11 @@
  *   maxpool<K>, avgpool<K>   K x K window, stride K (PyTorch's floor mode)
  *   flatten                  C x H x W -> C*H*W features, in PyTorch's C-H-W order
  *   fc<N>                    dense layer, N outputs, with bias
- * A flatten is implied before the first fc whose input still has H x W > 1 x 1
- * or C > 1 with spatial shape (it is then not a module and takes no index).
+ * A flatten is implied before the first fc when no flatten or fc came before
+ * it and its input has H x W > 1 x 1 or comes from a conv or pool (it is then
+ * not a module: it has the fc's index and implied = 1). Ranges: C and N
+ * 1..65536, K and S 1..15, P 0..K-1; the input and every item's output at
+ * most 2^24 values a sample.
  * Each written item is one module of the equivalent torch.nn.Sequential, in
  * order: its index there is the item's position in the SPEC, and its tensors
  * are "<index>.weight" and "<index>.bias" (docs/training.md, Checkpoints).
@@ -66,14 +69,17 @@ NTPU_API ntpu_status ntpu_arch_parse(const char *spec, unsigned in_c, unsigned i
  * as parsing it gives a again. NTPU_ERR_INVALID_ARG when it does not fit len. */
 NTPU_API ntpu_status ntpu_arch_format(const ntpu_arch *a, char *buf, size_t len);
 
-/* The arch of an MLP of layer sizes sizes[0..n_sizes-1]: inputs 1 x 1 x sizes[0],
- * items fc<sizes[1]>,relu,...,fc<sizes[n-1]> (what --layers means). */
+/* The arch of an MLP of layer sizes sizes[0..n_sizes-1] (2..NTPU_MAX_LAYERS + 1
+ * sizes, each 1..65536): input a vector of sizes[0] features (sizes[0] x 1 x 1,
+ * so no flatten is implied), items fc<sizes[1]>,relu,...,fc<sizes[n-1]> (what
+ * --layers means). NTPU_ERR_INVALID_ARG for sizes out of range. */
 NTPU_API ntpu_status ntpu_arch_from_sizes(const unsigned *sizes, size_t n_sizes, ntpu_arch *out);
 
 /* 1 when a is an MLP of the dense path: fc items with a relu between every two
- * and none after the last, at most a flatten first; then its layer sizes (the
+ * and none after the last, at most a flatten first, at most NTPU_MAX_LAYERS fc
+ * items and at most 65536 features anywhere; then its layer sizes (the
  * flattened input first) go to sizes (NTPU_MAX_LAYERS + 1 values) and their
- * count to *n_sizes. 0 otherwise. */
+ * count to *n_sizes (either may be NULL). 0 otherwise. */
 NTPU_API int ntpu_arch_is_mlp(const ntpu_arch *a, unsigned *sizes, size_t *n_sizes);
 
 #ifdef __cplusplus

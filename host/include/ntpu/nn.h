@@ -51,7 +51,8 @@ NTPU_API ntpu_status ntpu_model_create(ntpu_device *dev, const unsigned *sizes, 
  * arch (conv, pools, ...) trains on every device with the same numerics
  * (docs/numerics.md, Convolutional layers). Every call that takes samples
  * takes them as in_c x in_h x in_w floats each, in C-H-W order. Errors: as
- * ntpu_model_create. */
+ * ntpu_model_create; NTPU_ERR_INVALID_ARG also for an arch that is not what
+ * ntpu_arch_parse makes of its own SPEC and input shape (one filled in by hand). */
 NTPU_API ntpu_status ntpu_model_create_arch(ntpu_device *dev, const ntpu_arch *arch, size_t max_batch, uint64_t seed,
                                             const ntpu_optim_config *opt, ntpu_model **out);
 
@@ -108,7 +109,9 @@ typedef struct ntpu_model_view {
 
 /* Fills *out with pointers into the model. After changing weights or biases
  * through them, call ntpu_model_sync before the next step. With the device
- * optimizer, call ntpu_model_fetch first: the newest values are on the device. */
+ * optimizer, call ntpu_model_fetch first: the newest values are on the device.
+ * A model that is not an MLP (conv, pools, ...) has no dense layers to show:
+ * n_layers is 0 and only opt and step are set (checkpoints hold its tensors). */
 NTPU_API void ntpu_model_get_view(ntpu_model *m, ntpu_model_view *out);
 
 /* Writes the host's master weights to the device (bf16 copies and biases; with
@@ -136,17 +139,22 @@ NTPU_API ntpu_status ntpu_model_set_device_optimizer(ntpu_model *m, int on);
  * since. Errors: link errors, NTPU_ERR_NO_MEMORY. */
 NTPU_API ntpu_status ntpu_model_fetch(ntpu_model *m);
 
-/* Checkpoints: the weights (fc<l>.weight as [out, in] and fc<l>.bias, PyTorch's
- * layout), optimizer state (PyTorch's names as suffixes: .exp_avg and
- * .exp_avg_sq, or .momentum_buffer), the step, and the
- * optimizer settings, plus the caller's own tensors and metadata (extra, meta:
- * key, value, ..., NULL), written atomically (never a partial file). */
+/* Checkpoints (docs/training.md, Checkpoints): path holds only the model's
+ * tensors as the equivalent torch.nn.Sequential names them ("<i>.weight",
+ * "<i>.bias", i the item's position in the SPEC; fp32 in PyTorch's layouts) with
+ * the SPEC and input shape as metadata ("arch", "input"); the sidecar
+ * path + ".state" holds the optimizer state (PyTorch's names as suffixes:
+ * .exp_avg and .exp_avg_sq, or .momentum_buffer), the step, the optimizer
+ * settings, the CRC-32 of path's tensor data, and the caller's own tensors and
+ * metadata (extra, meta: key, value, ..., NULL). Written atomically: a kill
+ * leaves the old pair or the new, never a part or a mix. */
 struct ntpu_st_tensor;
 NTPU_API ntpu_status ntpu_model_save(ntpu_model *m, const char *path, const struct ntpu_st_tensor *extra,
                                      size_t n_extra, const char *const *meta);
 
-/* Creates a model on dev from a checkpoint written by ntpu_model_save; the
- * sizes, weights, optimizer and its state come from the file. Errors:
+/* Creates a model on dev from a checkpoint written by ntpu_model_save: the arch
+ * and weights from path, the optimizer, its state and the step from its sidecar
+ * (or, for the earlier single-file format "ntpu-mlp-1", from path). Errors:
  * NTPU_ERR_FILE, NTPU_ERR_FORMAT (truncated, missing tensors, wrong shapes: the
  * reason is in ntpu_last_error(dev)), and as ntpu_model_create. Release *out
  * with ntpu_model_free. */
@@ -160,8 +168,17 @@ NTPU_API ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t 
  * (docs/training.md) the model starts at step 0 with zero state and default
  * optimizer settings. Errors: as ntpu_model_load; NTPU_ERR_FORMAT for tensors
  * of another architecture, naming the first that does not match. */
-NTPU_API ntpu_status ntpu_model_load_arch(ntpu_device *dev, const char *path, const ntpu_arch *arch,
-                                          size_t max_batch, ntpu_model **out);
+NTPU_API ntpu_status ntpu_model_load_arch(ntpu_device *dev, const char *path, const ntpu_arch *arch, size_t max_batch,
+                                          ntpu_model **out);
+
+/* Reads the sidecar FILE.state that ntpu_model_save keeps beside the model file `path`: its
+ * optimizer state, step and the caller's metadata (ntpu_safetensors_meta), finishing first a save
+ * that was stopped between putting its two files in place. *out is NULL when path has none (a
+ * PyTorch state_dict; a checkpoint of format ntpu-mlp-1 keeps all of it in FILE). Release it with
+ * ntpu_safetensors_free. Errors (detail in ntpu_last_error(NULL)): as ntpu_safetensors_read;
+ * NTPU_ERR_FORMAT for a sidecar that was saved with other weights than path's. */
+struct ntpu_safetensors;
+NTPU_API ntpu_status ntpu_model_state_read(const char *path, struct ntpu_safetensors **out);
 
 /* ------------------------------------------------------------------ int8 inference */
 

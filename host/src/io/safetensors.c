@@ -36,6 +36,14 @@ static size_t dtype_size(const char *d)
 ntpu_status ntpu_safetensors_write_err(const char *path, const ntpu_st_tensor *t, size_t n, const char *const *meta,
                                        char *err, size_t errlen)
 {
+    ntpu_outfile o;
+    ntpu_status st = ntpu_safetensors_write_open(path, t, n, meta, &o, err, errlen);
+    return st == NTPU_OK ? ntpu_outfile_commit(&o, err, errlen) : st;
+}
+
+ntpu_status ntpu_safetensors_write_open(const char *path, const ntpu_st_tensor *t, size_t n, const char *const *meta,
+                                        ntpu_outfile *o, char *err, size_t errlen)
+{
     if (!path || (n && !t))
         return ntpu_errst(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: no path or tensors");
     cJSON *root = cJSON_CreateObject();
@@ -82,23 +90,22 @@ ntpu_status ntpu_safetensors_write_err(const char *path, const ntpu_st_tensor *t
     uint8_t prefix[8];
     for (int i = 0; i < 8; i++)
         prefix[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
-    ntpu_outfile o;
-    if ((st = ntpu_outfile_open(&o, path, err, errlen)) != NTPU_OK) {
+    if ((st = ntpu_outfile_open(o, path, err, errlen)) != NTPU_OK) {
         free(json);
         return st;
     }
     static const char spaces[8] = "        ";
-    int bad = ntpu_write_all(o.fd, prefix, 8) || ntpu_write_all(o.fd, json, jlen) ||
-              ntpu_write_all(o.fd, spaces, hlen - jlen);
+    int bad = ntpu_write_all(o->fd, prefix, 8) || ntpu_write_all(o->fd, json, jlen) ||
+              ntpu_write_all(o->fd, spaces, hlen - jlen);
     for (size_t i = 0; !bad && i < n; i++)
-        bad = ntpu_write_all(o.fd, t[i].data, t[i].nbytes);
+        bad = ntpu_write_all(o->fd, t[i].data, t[i].nbytes);
     free(json);
     if (bad) {
         st = ntpu_errst(err, errlen, NTPU_ERR_FILE, "%s: cannot write: %s", path, strerror(errno));
-        ntpu_outfile_abort(&o);
+        ntpu_outfile_abort(o);
         return st;
     }
-    return ntpu_outfile_commit(&o, err, errlen);
+    return NTPU_OK;
 }
 
 struct ntpu_safetensors {
@@ -249,6 +256,16 @@ const ntpu_st_tensor *ntpu_safetensors_find(const ntpu_safetensors *st, const ch
         if (strcmp(st->tensors[i].name, name) == 0)
             return &st->tensors[i];
     return NULL;
+}
+
+size_t ntpu_safetensors_count(const ntpu_safetensors *st)
+{
+    return st ? st->count : 0;
+}
+
+const ntpu_st_tensor *ntpu_safetensors_at(const ntpu_safetensors *st, size_t i)
+{
+    return st && i < st->count ? &st->tensors[i] : NULL;
 }
 
 const char *ntpu_safetensors_meta(const ntpu_safetensors *st, const char *key)

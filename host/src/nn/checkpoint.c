@@ -1,25 +1,104 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Checkpoints of a model (ntpu_model_save, ntpu_model_load; see ntpu/nn.h): a
- * safetensors file with the weights in PyTorch's nn.Linear layout, the
- * optimizer's state under PyTorch's names, and the optimizer settings, the
- * layer sizes and the step as metadata. */
+/* Saving a model (ntpu_model_save; see ntpu/nn.h): the model file FILE holds only the tensors of the
+ * equivalent torch.nn.Sequential ("<i>.weight", "<i>.bias", fp32, PyTorch's layouts) with the SPEC
+ * and input shape as metadata, so that PyTorch's strict load_state_dict takes it; the sidecar
+ * FILE.state holds the optimizer's slots under PyTorch's names, the settings, the step, the
+ * caller's tensors and metadata, and the CRC-32 of FILE's tensor data. Both are written to
+ * temporary files first and put in place one after the other (docs/decisions/0030). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
-#include "nn_internal.h"
+#include "checkpoint.h"
 #include "io/io.h"
 
-#define CKPT_FORMAT "ntpu-mlp-1"
-
-static const char *slot_name(ntpu_optimizer kind, unsigned slot)
+const char *ckpt_slot_name(ntpu_optimizer kind, unsigned slot)
 {
     if (kind == NTPU_OPT_MOMENTUM)
         return "momentum_buffer";
     return slot == 0 ? "exp_avg" : "exp_avg_sq"; /* PyTorch's names for Adam's m and v */
 }
 
-/* in x out (ours) <-> out x in (PyTorch's nn.Linear layout) */
+/* The weight (w[0]) and bias (w[1]) of item `item` (it), the fc_seen-th fc before it: names, shapes,
+ * and with m, where m keeps them (a net: param[item]; an MLP: layer fc_seen, weights transposed). */
+static void list_item(const ntpu_layer *it, ntpu_model *m, size_t item, size_t fc_seen, int legacy, ckpt_tensor *w)
+{
+    ckpt_tensor *b = w + 1;
+    const size_t in = (size_t)it->in_c * it->in_h * it->in_w;
+    if (it->kind == NTPU_LAYER_CONV)
+        *w = (ckpt_tensor){
+            .rank = 4, .shape = {it->out, it->in_c, it->k, it->k}, .count = (size_t)it->out * it->in_c * it->k * it->k};
+    else
+        *w = (ckpt_tensor){.rank = 2, .shape = {it->out, in}, .count = (size_t)it->out * in};
+    *b = (ckpt_tensor){.rank = 1, .shape = {it->out}, .count = it->out};
+    if (legacy) {
+        snprintf(w->name, sizeof w->name, "fc%zu.weight", fc_seen);
+        snprintf(b->name, sizeof b->name, "fc%zu.bias", fc_seen);
+    } else {
+        snprintf(w->name, sizeof w->name, "%u.weight", it->index);
+        snprintf(b->name, sizeof b->name, "%u.bias", it->index);
+    }
+    if (!m)
+        return;
+    if (m->net) {
+        const ntpu_net_param *p = &m->param[item];
+        memcpy(w->val, (float *[3]){p->w, p->ws1, p->ws2}, sizeof w->val);
+        memcpy(b->val, (float *[3]){p->b, p->bs1, p->bs2}, sizeof b->val);
+    } else {
+        const size_t l = fc_seen;
+        memcpy(w->val, (float *[3]){m->w[l], m->ws1[l], m->ws2[l]}, sizeof w->val);
+        memcpy(b->val, (float *[3]){m->b[l], m->bs1[l], m->bs2[l]}, sizeof b->val);
+        w->rows = m->sizes[l];
+        w->cols = m->sizes[l + 1];
+    }
+}
+
+size_t ckpt_list(const ntpu_arch *a, ntpu_model *m, int legacy, ckpt_tensor *out)
+{
+    size_t n = 0, fc_seen = 0;
+    for (size_t i = 0; i < a->n && n + 2 <= CKPT_MAX_TENSORS; i++) {
+        const ntpu_layer *it = &a->item[i];
+        if (it->kind != NTPU_LAYER_CONV && it->kind != NTPU_LAYER_FC)
+            continue;
+        list_item(it, m, i, fc_seen, legacy, &out[n]);
+        n += 2;
+        fc_seen += it->kind == NTPU_LAYER_FC;
+    }
+    return n;
+}
+
+uint32_t ckpt_crc(uint32_t start, const ntpu_st_tensor *const *t, size_t n)
+{
+    uLong crc = start;
+    for (size_t i = 0; i < n; i++)
+        for (size_t at = 0; at < t[i]->nbytes;) {
+            size_t chunk = t[i]->nbytes - at < (1u << 30) ? t[i]->nbytes - at : (1u << 30);
+            crc = crc32(crc, (const Bytef *)t[i]->data + at, (uInt)chunk);
+            at += chunk;
+        }
+    return (uint32_t)crc;
+}
+
+char *ckpt_path_with(const char *path, const char *suffix)
+{
+    size_t len = strlen(path) + strlen(suffix) + 1;
+    char *s = malloc(len);
+    if (s)
+        snprintf(s, len, "%s%s", path, suffix);
+    return s;
+}
+
+int ckpt_arch_text(const ntpu_arch *a, char *spec, size_t spec_len, char *input, size_t input_len)
+{
+    if (ntpu_arch_format(a, spec, spec_len) != NTPU_OK)
+        return -1;
+    int n = snprintf(input, input_len, "%ux%ux%u", a->in_c, a->in_h, a->in_w);
+    return n < 0 || (size_t)n >= input_len ? -1 : 0;
+}
+
+/* in x out (ours) -> out x in (PyTorch's nn.Linear layout) */
 static void transpose(const float *src, float *dst, size_t rows, size_t cols)
 {
     for (size_t r = 0; r < rows; r++)
@@ -27,55 +106,78 @@ static void transpose(const float *src, float *dst, size_t rows, size_t cols)
             dst[c * rows + r] = src[r * cols + c];
 }
 
-ntpu_status ntpu_model_save(ntpu_model *m, const char *path, const ntpu_st_tensor *extra, size_t n_extra,
-                            const char *const *meta)
+/* What one save writes: the model file's tensors and metadata, the sidecar's. */
+typedef struct save_plan {
+    ckpt_tensor ct[CKPT_MAX_TENSORS];
+    size_t n;
+    unsigned slots;
+    ntpu_st_tensor model[CKPT_MAX_TENSORS];
+    ntpu_st_tensor *state; /* n * slots slots, then the caller's extra tensors */
+    size_t n_state;
+    char (*state_names)[48];
+    float *buf; /* PyTorch-layout copies of an MLP's weights and their slots */
+    char spec[1024], input[48];
+} save_plan;
+
+static void plan_free(save_plan *p)
 {
-    if (!m || !path || (n_extra && !extra))
-        return m ? ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "save: no path") : NTPU_ERR_INVALID_ARG;
-    enum { PER_LAYER = 6, META_MAX = 64 };
-    ntpu_status fst = ntpu_model_fetch(m); /* the device optimizer's weights and state */
-    if (fst != NTPU_OK)
-        return fst;
-    const unsigned slots = ntpu_optimizer_slots(m->opt.kind);
-    size_t cap = m->layers * PER_LAYER + n_extra, count = 0, floats = 0;
-    for (size_t l = 0; l < m->layers; l++)
-        floats += (size_t)m->sizes[l] * m->sizes[l + 1] * (1 + slots);
-    ntpu_st_tensor *t = calloc(cap, sizeof *t);
-    float *buf = malloc((floats ? floats : 1) * sizeof *buf);
-    char(*names)[64] = calloc(cap, sizeof *names);
-    if (!t || !buf || !names) {
-        free(t);
-        free(buf);
-        free(names);
+    free(p->state);
+    free(p->state_names);
+    free(p->buf);
+}
+
+/* The tensor data of slot s (0: the value) of tensor t, in the file's layout (copied to *at when
+ * the model keeps another). */
+static const float *file_layout(const ckpt_tensor *t, unsigned s, float **at)
+{
+    if (!t->rows)
+        return t->val[s];
+    float *dst = *at;
+    transpose(t->val[s], dst, t->rows, t->cols);
+    *at += t->count;
+    return dst;
+}
+
+static ntpu_status plan_tensors(ntpu_model *m, save_plan *p, const ntpu_st_tensor *extra, size_t n_extra)
+{
+    p->n = ckpt_list(ntpu_model_arch(m), m, 0, p->ct);
+    p->slots = ntpu_optimizer_slots(m->opt.kind);
+    size_t floats = 1;
+    for (size_t i = 0; i < p->n; i++)
+        floats += p->ct[i].rows ? p->ct[i].count * (1 + p->slots) : 0;
+    p->n_state = p->n * p->slots + n_extra;
+    p->state = calloc(p->n_state + 1, sizeof *p->state);
+    p->state_names = calloc(p->n * p->slots + 1, sizeof *p->state_names);
+    p->buf = malloc(floats * sizeof *p->buf);
+    if (!p->state || !p->state_names || !p->buf)
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "save: out of memory");
-    }
-    float *at = buf;
-    for (size_t l = 0; l < m->layers; l++) {
-        const size_t in = m->sizes[l], out = m->sizes[l + 1];
-        const float *wsrc[3] = {m->w[l], m->ws1[l], m->ws2[l]}, *bsrc[3] = {m->b[l], m->bs1[l], m->bs2[l]};
-        for (unsigned s = 0; s <= slots; s++) {
-            transpose(wsrc[s], at, in, out);
-            if (s == 0)
-                snprintf(names[count], 64, "fc%zu.weight", l);
-            else
-                snprintf(names[count], 64, "fc%zu.weight.%s", l, slot_name(m->opt.kind, s - 1));
-            t[count] = (ntpu_st_tensor){names[count], "F32", 2, {out, in}, at, in * out * 4};
-            count++;
-            at += in * out;
-            if (s == 0)
-                snprintf(names[count], 64, "fc%zu.bias", l);
-            else
-                snprintf(names[count], 64, "fc%zu.bias.%s", l, slot_name(m->opt.kind, s - 1));
-            t[count] = (ntpu_st_tensor){names[count], "F32", 1, {out}, bsrc[s], out * 4};
-            count++;
+    float *at = p->buf;
+    size_t k = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const ckpt_tensor *t = &p->ct[i];
+        ntpu_st_tensor base = {t->name, "F32",       t->rank, {t->shape[0], t->shape[1], t->shape[2], t->shape[3]},
+                               NULL,    t->count * 4};
+        p->model[i] = base;
+        p->model[i].data = file_layout(t, 0, &at);
+        for (unsigned s = 1; s <= p->slots; s++, k++) {
+            snprintf(p->state_names[k], sizeof p->state_names[k], "%.31s.%.16s", t->name,
+                     ckpt_slot_name(m->opt.kind, s - 1));
+            p->state[k] = base;
+            p->state[k].name = p->state_names[k];
+            p->state[k].data = file_layout(t, s, &at);
         }
     }
     for (size_t i = 0; i < n_extra; i++)
-        t[count++] = extra[i];
+        p->state[k++] = extra[i];
+    if (ckpt_arch_text(ntpu_model_arch(m), p->spec, sizeof p->spec, p->input, sizeof p->input))
+        return ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "save: the model's SPEC is too long to write");
+    return NTPU_OK;
+}
 
-    char sizes[256] = "", num[16][32];
-    for (size_t l = 0; l <= m->layers; l++)
-        snprintf(sizes + strlen(sizes), sizeof sizes - strlen(sizes), "%s%u", l ? "," : "", m->sizes[l]);
+/* The sidecar's metadata: key, value, ..., NULL into kv (room for max + 1), texts in num. */
+static void state_meta(const ntpu_model *m, const save_plan *p, uint32_t crc, const char *const *meta, const char **kv,
+                       size_t max, char (*num)[32])
+{
     const ntpu_optim_config *o = &m->opt;
     snprintf(num[0], 32, "%.9g", o->lr);
     snprintf(num[1], 32, "%.9g", o->momentum);
@@ -87,167 +189,87 @@ ntpu_status ntpu_model_save(ntpu_model *m, const char *path, const ntpu_st_tenso
     snprintf(num[7], 32, "%.9g", o->gamma);
     snprintf(num[8], 32, "%llu", (unsigned long long)o->total_steps);
     snprintf(num[9], 32, "%llu", (unsigned long long)m->step);
-    const char *kv[META_MAX + 1] = {"format",       CKPT_FORMAT,
-                                    "sizes",        sizes,
-                                    "optimizer",    ntpu_optimizer_name(o->kind),
-                                    "lr",           num[0],
-                                    "momentum",     num[1],
-                                    "beta1",        num[2],
-                                    "beta2",        num[3],
-                                    "eps",          num[4],
-                                    "weight_decay", num[5],
-                                    "schedule",     ntpu_lr_schedule_name(o->schedule),
-                                    "step_size",    num[6],
-                                    "gamma",        num[7],
-                                    "total_steps",  num[8],
-                                    "step",         num[9]};
-    size_t nkv = 28;
-    for (size_t i = 0; meta && meta[i] && meta[i + 1] && nkv + 2 <= META_MAX; i += 2) {
-        kv[nkv++] = meta[i];
-        kv[nkv++] = meta[i + 1];
+    snprintf(num[10], 32, "%08x", (unsigned)crc);
+    const char *fixed[] = {"format",       CKPT_STATE_FORMAT,
+                           "arch",         p->spec,
+                           "input",        p->input,
+                           "model_crc32",  num[10],
+                           "optimizer",    ntpu_optimizer_name(o->kind),
+                           "lr",           num[0],
+                           "momentum",     num[1],
+                           "beta1",        num[2],
+                           "beta2",        num[3],
+                           "eps",          num[4],
+                           "weight_decay", num[5],
+                           "schedule",     ntpu_lr_schedule_name(o->schedule),
+                           "step_size",    num[6],
+                           "gamma",        num[7],
+                           "total_steps",  num[8],
+                           "step",         num[9]};
+    size_t n = sizeof fixed / sizeof fixed[0];
+    memcpy(kv, fixed, sizeof fixed);
+    for (size_t i = 0; meta && meta[i] && meta[i + 1] && n + 2 <= max; i += 2) {
+        kv[n++] = meta[i];
+        kv[n++] = meta[i + 1];
     }
-    kv[nkv] = NULL;
+    kv[n] = NULL;
+}
+
+/* Writes both files to temporary ones, then puts them in place: the sidecar as FILE.state.new, the
+ * model file, the sidecar renamed to FILE.state (a reader finishes a save stopped before that last
+ * step: checkpoint_state.c). A model file written in place (a device, a FIFO: outfile.h) gets no
+ * sidecar. */
+static ntpu_status write_pair(ntpu_model *m, const char *path, const save_plan *p, const char *const *kv)
+{
     char err[NTPU_ERRMSG_LEN];
-    ntpu_status st = ntpu_safetensors_write_err(path, t, count, kv, err, sizeof err);
-    free(t);
-    free(buf);
-    free(names);
+    const char *model_meta[] = {"arch", p->spec, "input", p->input, NULL};
+    ntpu_outfile mo, so;
+    ntpu_status st = ntpu_safetensors_write_open(path, p->model, p->n, model_meta, &mo, err, sizeof err);
+    if (st != NTPU_OK)
+        return ntpu_fail(m->dev, st, "%s", err);
+    if (!mo.tmp)
+        return ntpu_outfile_commit(&mo, err, sizeof err) == NTPU_OK ? NTPU_OK
+                                                                    : ntpu_fail(m->dev, NTPU_ERR_FILE, "%s", err);
+    char *state = ckpt_path_with(path, CKPT_STATE_SUFFIX), *next = ckpt_path_with(path, CKPT_NEXT_SUFFIX);
+    if (!state || !next) {
+        ntpu_outfile_abort(&mo);
+        free(state);
+        free(next);
+        return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "save: out of memory");
+    }
+    if ((st = ntpu_safetensors_write_open(next, p->state, p->n_state, kv, &so, err, sizeof err)) != NTPU_OK)
+        ntpu_outfile_abort(&mo);
+    else if ((st = ntpu_outfile_commit(&so, err, sizeof err)) != NTPU_OK)
+        ntpu_outfile_abort(&mo);
+    else if ((st = ntpu_outfile_commit(&mo, err, sizeof err)) == NTPU_OK && rename(next, state) != 0)
+        st = ntpu_errst(err, sizeof err, NTPU_ERR_FILE, "%s: cannot rename it to %s: %s", next, state, strerror(errno));
+    free(state);
+    free(next);
     return st == NTPU_OK ? st : ntpu_fail(m->dev, st, "%s", err);
 }
 
-/* Digits only: strtoull alone would take "-1" (as 2^64 - 1), spaces and a sign. */
-static int meta_u64(const ntpu_safetensors *f, const char *key, uint64_t *out)
+ntpu_status ntpu_model_save(ntpu_model *m, const char *path, const ntpu_st_tensor *extra, size_t n_extra,
+                            const char *const *meta)
 {
-    const char *v = ntpu_safetensors_meta(f, key);
-    return v && *v ? ntpu_parse_whole(v, 0, UINT64_MAX, out) : -1;
-}
-
-static int meta_float(const ntpu_safetensors *f, const char *key, float *out)
-{
-    const char *v = ntpu_safetensors_meta(f, key);
-    char *end;
-    if (!v || !*v)
-        return -1;
-    *out = strtof(v, &end);
-    return *end ? -1 : 0;
-}
-
-/* Copies tensor `name` (F32, shape rows x cols, or a vector when cols is 0) into
- * dst, transposing a matrix back to in x out. */
-static ntpu_status load_tensor(ntpu_device *dev, const ntpu_safetensors *f, const char *path, const char *name,
-                               size_t rows, size_t cols, float *dst)
-{
-    const ntpu_st_tensor *t = ntpu_safetensors_find(f, name);
-    int ok = t && strcmp(t->dtype, "F32") == 0 &&
-             (cols ? t->rank == 2 && t->shape[0] == rows && t->shape[1] == cols : t->rank == 1 && t->shape[0] == rows);
-    if (!ok)
-        return ntpu_fail(dev, NTPU_ERR_FORMAT, "%s: tensor %s is missing or not F32 of the model's shape", path, name);
-    if (cols) {
-        float *tmp = malloc(rows * cols * 4);
-        if (!tmp)
-            return ntpu_fail(dev, NTPU_ERR_NO_MEMORY, "load: out of memory");
-        memcpy(tmp, t->data, rows * cols * 4);
-        transpose(tmp, dst, rows, cols);
-        free(tmp);
-    } else {
-        memcpy(dst, t->data, rows * 4);
-    }
-    return NTPU_OK;
-}
-
-ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t max_batch, ntpu_model **out)
-{
-    ntpu_status st = ntpu_check_dev(dev);
+    if (!m || !path || (n_extra && !extra))
+        return m ? ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "save: no path") : NTPU_ERR_INVALID_ARG;
+    enum { META_MAX = 64 };
+    ntpu_status st = ntpu_model_fetch(m); /* the device optimizer's weights and state */
     if (st != NTPU_OK)
         return st;
-    if (!path || !out)
-        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "load: no path");
-    char err[NTPU_ERRMSG_LEN];
-    ntpu_safetensors *f;
-    if ((st = ntpu_safetensors_read_err(path, &f, err, sizeof err)) != NTPU_OK)
-        return ntpu_fail(dev, st, "%s", err);
-    const char *format = ntpu_safetensors_meta(f, "format"), *sizes_s = ntpu_safetensors_meta(f, "sizes");
-    unsigned sizes[NTPU_MAX_LAYERS + 2];
-    size_t n_sizes = 0;
-    ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_SGD);
-    uint64_t step = 0;
-    int bad = !format || strcmp(format, CKPT_FORMAT) != 0 || !sizes_s;
-    for (const char *p = sizes_s; !bad && *p && n_sizes < NTPU_MAX_LAYERS + 2;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        uint64_t v = 0;
-        bad = !len || ntpu_parse_whole(p, len, 65536, &v) || v == 0 || (comma && !comma[1]);
-        sizes[n_sizes++] = (unsigned)v;
-        p += len + (comma != NULL);
+    save_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "save: out of memory");
+    if ((st = plan_tensors(m, p, extra, n_extra)) == NTPU_OK) {
+        const ntpu_st_tensor *data[CKPT_MAX_TENSORS];
+        for (size_t i = 0; i < p->n; i++)
+            data[i] = &p->model[i];
+        const char *kv[META_MAX + 1];
+        char num[11][32];
+        state_meta(m, p, ckpt_crc(0, data, p->n), meta, kv, META_MAX, num);
+        st = write_pair(m, path, p, kv);
     }
-    if (bad) {
-        ntpu_safetensors_free(f);
-        return ntpu_fail(dev, NTPU_ERR_FORMAT, "%s: not a nanoTPU checkpoint (metadata missing or malformed)", path);
-    }
-    /* Each setting read and checked on its own, so that a damaged one is named. */
-    const struct {
-        const char *key;
-        float *f;
-        uint64_t *u;
-    } keys[] = {{"lr", &opt.lr, NULL},
-                {"momentum", &opt.momentum, NULL},
-                {"beta1", &opt.beta1, NULL},
-                {"beta2", &opt.beta2, NULL},
-                {"eps", &opt.eps, NULL},
-                {"weight_decay", &opt.weight_decay, NULL},
-                {"gamma", &opt.gamma, NULL},
-                {"step_size", NULL, &opt.step_size},
-                {"total_steps", NULL, &opt.total_steps},
-                {"step", NULL, &step}};
-    const char *what = NULL;
-    if (n_sizes < 2 || n_sizes > NTPU_MAX_LAYERS + 1)
-        what = "sizes";
-    else if (ntpu_optimizer_find(ntpu_safetensors_meta(f, "optimizer"), &opt.kind))
-        what = "optimizer";
-    else if (ntpu_lr_schedule_find(ntpu_safetensors_meta(f, "schedule"), &opt.schedule))
-        what = "schedule";
-    for (size_t i = 0; !what && i < sizeof keys / sizeof keys[0]; i++)
-        if (keys[i].f ? meta_float(f, keys[i].key, keys[i].f) : meta_u64(f, keys[i].key, keys[i].u))
-            what = keys[i].key;
-    if (!what)
-        what = ntpu_optim_bad_setting(&opt);
-    if (what) {
-        ntpu_safetensors_free(f);
-        return ntpu_fail(dev, NTPU_ERR_FORMAT,
-                         "%s: not a valid nanoTPU checkpoint (its '%s' is missing or out of range)", path, what);
-    }
-    ntpu_model *m;
-    if ((st = ntpu_model_alloc(dev, sizes, n_sizes, max_batch, &opt, &m)) != NTPU_OK) {
-        ntpu_safetensors_free(f);
-        return st;
-    }
-    m->step = step;
-    const unsigned slots = ntpu_optimizer_slots(opt.kind);
-    char name[64];
-    for (size_t l = 0; l < m->layers && st == NTPU_OK; l++) {
-        const size_t in = sizes[l], outn = sizes[l + 1];
-        float *wdst[3] = {m->w[l], m->ws1[l], m->ws2[l]}, *bdst[3] = {m->b[l], m->bs1[l], m->bs2[l]};
-        for (unsigned s = 0; s <= slots && st == NTPU_OK; s++) {
-            if (s == 0)
-                snprintf(name, sizeof name, "fc%zu.weight", l);
-            else
-                snprintf(name, sizeof name, "fc%zu.weight.%s", l, slot_name(opt.kind, s - 1));
-            st = load_tensor(dev, f, path, name, outn, in, wdst[s]);
-            if (s == 0)
-                snprintf(name, sizeof name, "fc%zu.bias", l);
-            else
-                snprintf(name, sizeof name, "fc%zu.bias.%s", l, slot_name(opt.kind, s - 1));
-            if (st == NTPU_OK)
-                st = load_tensor(dev, f, path, name, outn, 0, bdst[s]);
-        }
-    }
-    ntpu_safetensors_free(f);
-    if (st == NTPU_OK)
-        st = ntpu_model_sync(m);
-    if (st != NTPU_OK) {
-        ntpu_model_free(m);
-        return st;
-    }
-    *out = m;
-    return NTPU_OK;
+    plan_free(p);
+    free(p);
+    return st;
 }

@@ -26,8 +26,7 @@
 #include "nn_internal.h"
 #include "ntpu/program.h"
 
-/* Uniform in [-1, 1) from a splitmix64 stream: the weights' initial values. */
-static float uniform_pm1(uint64_t *s)
+float ntpu_uniform_pm1(uint64_t *s)
 {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -60,6 +59,7 @@ void ntpu_model_free(ntpu_model *m)
 {
     if (!m)
         return;
+    ntpu_net_free(m);
     ntpu_release_memories(m->dev, m);
     drop_programs(m);
     for (size_t l = 0; l < NTPU_MAX_LAYERS; l++) {
@@ -201,6 +201,22 @@ const char *ntpu_optim_bad_setting(const ntpu_optim_config *o)
     return NULL;
 }
 
+ntpu_status ntpu_model_check_setup(ntpu_device *dev, size_t max_batch, const ntpu_optim_config *opt)
+{
+    if (!opt || max_batch == 0 || max_batch > 65535)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "model: need a batch of 1..65535 and an optimizer");
+    const char *bad = ntpu_optim_bad_setting(opt);
+    if (bad)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "model: the optimizer's %s is out of range", bad);
+    /* Without the vector unit or TRANSPOSE_A the library does that work on the host
+     * (fallback/vector_host.c, fallback/transpose_host.c). */
+    if (!(dev->info.dtypes & NTPU_DTYPE_BF16_BIT) || !(dev->info.features & NTPU_FEATURE_TRANSPOSE_BIT))
+        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED,
+                         "training needs bf16 and transposed weights (protocol 1.1); "
+                         "this device lacks them");
+    return NTPU_OK;
+}
+
 ntpu_status ntpu_model_alloc(ntpu_device *dev, const unsigned *sizes, size_t n_sizes, size_t max_batch,
                              const ntpu_optim_config *opt, ntpu_model **out)
 {
@@ -215,15 +231,8 @@ ntpu_status ntpu_model_alloc(ntpu_device *dev, const unsigned *sizes, size_t n_s
     for (size_t i = 0; i < n_sizes; i++)
         if (sizes[i] == 0 || sizes[i] > 65536)
             return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "model: layer size %u out of range", sizes[i]);
-    const char *bad = ntpu_optim_bad_setting(opt);
-    if (bad)
-        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "model: the optimizer's %s is out of range", bad);
-    /* Without the vector unit or TRANSPOSE_A the library does that work on the host
-     * (fallback/vector_host.c, fallback/transpose_host.c). */
-    if (!(dev->info.dtypes & NTPU_DTYPE_BF16_BIT) || !(dev->info.features & NTPU_FEATURE_TRANSPOSE_BIT))
-        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED,
-                         "training needs bf16 and transposed weights (protocol 1.1); "
-                         "this device lacks them");
+    if ((st = ntpu_model_check_setup(dev, max_batch, opt)) != NTPU_OK)
+        return st;
     ntpu_model *m = calloc(1, sizeof *m);
     if (!m)
         return ntpu_fail(dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
@@ -237,6 +246,7 @@ ntpu_status ntpu_model_alloc(ntpu_device *dev, const unsigned *sizes, size_t n_s
         m->sizes[i] = sizes[i];
         m->tiles[i] = (unsigned)((sizes[i] + m->n - 1) / m->n);
     }
+    ntpu_arch_from_sizes(sizes, n_sizes, &m->arch); /* the sizes were checked above: it cannot fail */
     if (place(m) != NTPU_OK) {
         m->devopt = 0;
         snprintf(m->devopt_why, sizeof m->devopt_why, "the model is streamed");
@@ -479,9 +489,9 @@ ntpu_status ntpu_model_create(ntpu_device *dev, const unsigned *sizes, size_t n_
     for (size_t l = 0; l < m->layers; l++) {
         float bound = 1.0f / sqrtf((float)sizes[l]);
         for (size_t i = 0; i < (size_t)sizes[l] * sizes[l + 1]; i++)
-            m->w[l][i] = bound * uniform_pm1(&s);
+            m->w[l][i] = bound * ntpu_uniform_pm1(&s);
         for (size_t i = 0; i < sizes[l + 1]; i++)
-            m->b[l][i] = bound * uniform_pm1(&s);
+            m->b[l][i] = bound * ntpu_uniform_pm1(&s);
     }
     if ((st = ntpu_model_sync(m)) != NTPU_OK) {
         ntpu_model_free(m);
@@ -489,6 +499,51 @@ ntpu_status ntpu_model_create(ntpu_device *dev, const unsigned *sizes, size_t n_
     }
     *out = m;
     return NTPU_OK;
+}
+
+/* ------------------------------------------------------------------ models of any arch */
+
+/* NTPU_OK when a is what ntpu_arch_parse makes of its own SPEC and input shape (a caller may
+ * have filled it in by hand); spec gets that SPEC. */
+static ntpu_status check_arch(ntpu_device *dev, const ntpu_arch *a, char *spec, size_t len)
+{
+    ntpu_arch again;
+    char why[256];
+    if (ntpu_arch_format(a, spec, len) != NTPU_OK)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "model: the arch has no SPEC (no items, or an unknown kind)");
+    if (ntpu_arch_parse(spec, a->in_c, a->in_h, a->in_w, &again, why, sizeof why) != NTPU_OK)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "model: %s", why);
+    if (again.n != a->n || memcmp(again.item, a->item, a->n * sizeof *a->item) != 0)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG,
+                         "model: the arch's items are not what ntpu_arch_parse makes of '%s' (shapes, implied flatten)",
+                         spec);
+    return NTPU_OK;
+}
+
+ntpu_status ntpu_model_create_arch(ntpu_device *dev, const ntpu_arch *arch, size_t max_batch, uint64_t seed,
+                                   const ntpu_optim_config *opt, ntpu_model **out)
+{
+    ntpu_status st = ntpu_check_dev(dev);
+    if (st != NTPU_OK)
+        return st;
+    if (!arch || !out)
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "model: no arch, or no place for the model");
+    char spec[NTPU_MAX_ITEMS * 24];
+    if ((st = check_arch(dev, arch, spec, sizeof spec)) != NTPU_OK)
+        return st;
+    unsigned sizes[NTPU_MAX_LAYERS + 1];
+    size_t n_sizes;
+    if (!ntpu_arch_is_mlp(arch, sizes, &n_sizes))
+        return ntpu_net_create(dev, arch, max_batch, seed, opt, out);
+    /* The dense path, bit for bit ntpu_model_create; the arch as written (a flatten, the input's shape). */
+    if ((st = ntpu_model_create(dev, sizes, n_sizes, max_batch, seed, opt, out)) == NTPU_OK)
+        (*out)->arch = *arch;
+    return st;
+}
+
+const ntpu_arch *ntpu_model_arch(const ntpu_model *m)
+{
+    return m ? &m->arch : NULL;
 }
 
 ntpu_status ntpu_model_check_resident(const ntpu_model *m)
@@ -578,10 +633,8 @@ static ntpu_status read_logits(ntpu_model *m, size_t batch, size_t bp, float *lo
     return NTPU_OK;
 }
 
-/* Softmax cross-entropy in fp32: mean loss, correct count, and the gradient of
- * the mean loss with respect to the logits (batch x classes). */
-static void softmax_xent(const float *logits, const uint8_t *labels, size_t batch, size_t classes, float *grad,
-                         float *loss, size_t *correct)
+void ntpu_softmax_xent(const float *logits, const uint8_t *labels, size_t batch, size_t classes, float *grad,
+                       float *loss, size_t *correct)
 {
     float total = 0.0f;
     size_t ok = 0;
@@ -626,6 +679,8 @@ static ntpu_status check_batch(ntpu_model *m, const float *x, size_t batch)
 
 ntpu_status ntpu_model_predict(ntpu_model *m, const float *x, size_t batch, float *logits)
 {
+    if (m && m->net)
+        return ntpu_net_predict(m, x, batch, logits);
     ntpu_status st = check_batch(m, x, batch);
     if (st != NTPU_OK)
         return st;
@@ -810,6 +865,8 @@ static ntpu_status write_optim_consts(ntpu_model *m)
 ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch,
                                   ntpu_step_result *res)
 {
+    if (m && m->net)
+        return ntpu_net_train_step(m, x, labels, batch, res);
     ntpu_status st = check_batch(m, x, batch);
     if (st != NTPU_OK)
         return st;
@@ -832,7 +889,7 @@ ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *
     } else if (st == NTPU_OK)
         st = forward_logits(m, x, batch, bp, logits);
     if (st == NTPU_OK)
-        softmax_xent(logits, labels, batch, classes, grad, &r.loss, &r.correct);
+        ntpu_softmax_xent(logits, labels, batch, classes, grad, &r.loss, &r.correct);
     if (st == NTPU_OK && m->streamed) {
         st = ntpu_stream_backward(m, grad, batch, bp);
     } else if (st == NTPU_OK) {
@@ -874,7 +931,7 @@ ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *
 
 ntpu_status ntpu_check_labels(const ntpu_model *m, const uint8_t *labels, size_t count, const char *what)
 {
-    const size_t classes = m->sizes[m->layers];
+    const size_t classes = ntpu_model_classes(m);
     for (size_t i = 0; i < count; i++)
         if (labels[i] >= classes)
             return ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "%s: label %u of sample %zu is not below %zu", what,
@@ -887,7 +944,7 @@ ntpu_status ntpu_model_evaluate(ntpu_model *m, const float *x, const uint8_t *la
 {
     if (!m || !x || !labels || count == 0)
         return m ? ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "evaluate: no samples") : NTPU_ERR_INVALID_ARG;
-    const size_t classes = m->sizes[m->layers], in = m->sizes[0];
+    const size_t classes = ntpu_model_classes(m), in = ntpu_model_inputs(m);
     ntpu_status lst = ntpu_check_labels(m, labels, count, "evaluate");
     if (lst != NTPU_OK)
         return lst;
@@ -903,7 +960,7 @@ ntpu_status ntpu_model_evaluate(ntpu_model *m, const float *x, const uint8_t *la
         if (st == NTPU_OK) {
             float l;
             size_t ok;
-            softmax_xent(logits, labels + at, b, classes, logits + m->max_batch * classes, &l, &ok);
+            ntpu_softmax_xent(logits, labels + at, b, classes, logits + m->max_batch * classes, &l, &ok);
             total_loss += (double)l * (double)b;
             correct += ok;
         }

@@ -84,6 +84,39 @@ ntpu_status ntpu_stream_sync(ntpu_model *m);
 ntpu_status ntpu_stream_forward(ntpu_model *m, const float *x, size_t batch, size_t bp, float *logits);
 ntpu_status ntpu_stream_backward(ntpu_model *m, const float *grad, size_t batch, size_t bp);
 
+/* net.c: a model of any arch that is not an MLP (ntpu_model_create_arch checked arch: what
+ * ntpu_arch_parse makes, and not ntpu_arch_is_mlp). ntpu_net_create: arguments and errors as
+ * ntpu_model_create_arch; ntpu_net_alloc: the same with every parameter and slot zero (for
+ * checkpoint.c). The rest take a model with m->net set; ntpu_model_free calls ntpu_net_free. */
+ntpu_status ntpu_net_create(ntpu_device *dev, const ntpu_arch *arch, size_t max_batch, uint64_t seed,
+                            const ntpu_optim_config *opt, ntpu_model **out);
+ntpu_status ntpu_net_alloc(ntpu_device *dev, const ntpu_arch *arch, size_t max_batch, const ntpu_optim_config *opt,
+                           ntpu_model **out);
+void ntpu_net_free(ntpu_model *m);
+ntpu_status ntpu_net_train_step(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch,
+                                ntpu_step_result *res);
+ntpu_status ntpu_net_predict(ntpu_model *m, const float *x, size_t batch, float *logits);
+
+/* nn.c, shared with net.c: the weights' initial values, uniform in [-1, 1) from a splitmix64
+ * stream; softmax cross-entropy in fp32: mean loss, correct count, and the gradient of the mean
+ * loss with respect to the logits (batch x classes); the checks of a new model's batch size,
+ * optimizer settings and device (bf16 and transposed weights). */
+float ntpu_uniform_pm1(uint64_t *s);
+void ntpu_softmax_xent(const float *logits, const uint8_t *labels, size_t batch, size_t classes, float *grad,
+                       float *loss, size_t *correct);
+ntpu_status ntpu_model_check_setup(ntpu_device *dev, size_t max_batch, const ntpu_optim_config *opt);
+
+/* A model's classes and the floats of one sample, for an MLP or a net. */
+static inline size_t ntpu_model_classes(const ntpu_model *m)
+{
+    return m->net ? m->arch.item[m->arch.n - 1].out : m->sizes[m->layers];
+}
+
+static inline size_t ntpu_model_inputs(const ntpu_model *m)
+{
+    return m->net ? (size_t)m->arch.in_c * m->arch.in_h * m->arch.in_w : m->sizes[0];
+}
+
 /* nn.c, for checkpoint.c: a model with zeroed weights and state for these sizes and settings (as
  * ntpu_model_create before its initialization), its layout planned in the device's memories or streamed. */
 ntpu_status ntpu_model_alloc(ntpu_device *dev, const unsigned *sizes, size_t n_sizes, size_t max_batch,

@@ -133,6 +133,8 @@ ntpu_status ntpu_qmodel_check(ntpu_model *m)
 {
     if (!m)
         return NTPU_ERR_INVALID_ARG;
+    if (m->net)
+        return ntpu_fail(m->dev, NTPU_ERR_UNSUPPORTED, "int8 inference of conv nets is not supported yet");
     if (!(m->dev->info.dtypes & NTPU_DTYPE_INT8_BIT))
         return ntpu_fail(m->dev, NTPU_ERR_UNSUPPORTED, "int8 inference needs int8 matmuls");
     return place(m, NULL);
