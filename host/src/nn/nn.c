@@ -393,7 +393,7 @@ ntpu_status ntpu_model_set_device_optimizer(ntpu_model *m, int on)
     if (st != NTPU_OK)
         return st;
     m->opt.device = on != 0;
-    if (m->streamed)
+    if (m->streamed || m->net)
         return NTPU_OK;             /* devopt stays 0, devopt_why says why */
     if ((st = place(m)) != NTPU_OK) /* it was resident: the plain layout fits */
         return ntpu_fail(m->dev, st, "model: %s", m->why);
