@@ -828,11 +828,11 @@ static void random_command(pair *p)
     default: { /* invalid: each kind of error */
         unsigned kind = rnd_below(10);
         if (kind == 0) { /* the first unknown opcode and beyond */
-            unsigned first = HAS_POOL     ? NTPU_OP_POOL + 1
-                             : HAS_PROGRAM  ? NTPU_OP_RUN + 1
-                             : HAS_OPTIM  ? NTPU_OP_OPTIM + 1
-                             : HAS_VECTOR ? NTPU_OP_SYNC + 1
-                                          : NTPU_OP_COUNTERS + 1;
+            unsigned first = HAS_POOL      ? NTPU_OP_POOL + 1
+                             : HAS_PROGRAM ? NTPU_OP_RUN + 1
+                             : HAS_OPTIM   ? NTPU_OP_OPTIM + 1
+                             : HAS_VECTOR  ? NTPU_OP_SYNC + 1
+                                           : NTPU_OP_COUNTERS + 1;
             c[0] = (uint8_t)(first + rnd_below(0x100 - first));
             send(p, F_BAD_OPCODE, c, 1 + rnd_below(8));
         } else if (kind == 1) {
@@ -1039,8 +1039,8 @@ int main(int argc, char **argv)
     printf("device: version %u.%u N=%u ub=%u wb=%u acc=%u pm=%u os=%u max_payload=%u%s%s%s%s%s%s%s\n",
            id[NTPU_ID_OFF_VERSION_MAJOR], id[NTPU_ID_OFF_VERSION_MINOR], N, UB_ROWS, WB_ROWS, ACC_ROWS, PM_ROWS,
            OS_ROWS, MAX_PAYLOAD, HAS_TRANSPOSE_A ? " +TRANSPOSE_A" : "", HAS_VECTOR ? " +VECTOR" : "",
-           HAS_OPTIM ? " +OPTIM" : "", HAS_PROGRAM ? " +PROGRAM" : "", HAS_ADAM ? " +ADAM" : "", HAS_CONV ? " +CONV" : "",
-           HAS_POOL ? " +POOL" : "");
+           HAS_OPTIM ? " +OPTIM" : "", HAS_PROGRAM ? " +PROGRAM" : "", HAS_ADAM ? " +ADAM" : "",
+           HAS_CONV ? " +CONV" : "", HAS_POOL ? " +POOL" : "");
 
     /* Give the windows defined contents (memory after reset is unspecified). */
     static uint8_t zero[65536];
@@ -1108,7 +1108,10 @@ int main(int argc, char **argv)
         die("MAC counters differ: ref %llu vsim %llu", (unsigned long long)mr, (unsigned long long)mv);
     printf("%u random command streams, %lu replies (%lu errors among them), %llu MACs, %lu Adam rows: "
            "ref and %s bit-identical (%llu cycles)\n",
-           streams, frames, errors, (unsigned long long)mr, adam_rows, p.board ? "board" : p.twin ? "its twin" : "vsim",
+           streams, frames, errors, (unsigned long long)mr, adam_rows,
+           p.board  ? "board"
+           : p.twin ? "its twin"
+                    : "vsim",
            (unsigned long long)pair_cycles(&p));
     if (HAS_ADAM && streams >= 100 && adam_rows == 0)
         die("no OPTIM ADAM row ran");
