@@ -12,8 +12,10 @@ static ntpu_status check_conv_fields(ntpu_device *dev, const ntpu_conv_addr *c)
     const int dw = c->mode == NTPU_CONV_WEIGHT_GRAD;
     const long lo = dw ? -32768 : -128, hi = dw ? 32767 : 127;
     if (c->rows > 65535 || c->in_h - 1 > 254 || c->in_w - 1 > 254 || c->mb - 1 > 254)
-        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "CONV MATMUL: rows %u (at most 65535), in_h %u, in_w %u, mb %u "
-                         "(each 1..255)", (unsigned)c->rows, c->in_h, c->in_w, c->mb);
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG,
+                         "CONV MATMUL: rows %u (at most 65535), in_h %u, in_w %u, mb %u "
+                         "(each 1..255)",
+                         (unsigned)c->rows, c->in_h, c->in_w, c->mb);
     if (c->dy < lo || c->dy > hi || c->dx < lo || c->dx > hi)
         return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "CONV MATMUL: dy %d, dx %d out of %ld..%ld", c->dy, c->dx, lo, hi);
     if (dw) {
@@ -80,8 +82,10 @@ ntpu_status ntpu_matmul_tile_conv(ntpu_device *dev, ntpu_dtype dtype, const ntpu
         return st;
     const int dw = c->mode == NTPU_CONV_WEIGHT_GRAD;
     if (!(dev->info.features & NTPU_FEATURE_CONV_BIT) || (dw && !(dev->info.features & NTPU_FEATURE_TRANSPOSE_A_BIT)))
-        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED, "CONV MATMUL: the device has no convolution addressing%s "
-                         "(protocol 1.5)", dw ? " or no TRANSPOSE_A" : "");
+        return ntpu_fail(dev, NTPU_ERR_UNSUPPORTED,
+                         "CONV MATMUL: the device has no convolution addressing%s "
+                         "(protocol 1.5)",
+                         dw ? " or no TRANSPOSE_A" : "");
     unsigned flags = NTPU_MATMUL_CONV | (dtype == NTPU_DTYPE_BF16 ? NTPU_MATMUL_BF16 : 0) |
                      (accumulate ? NTPU_MATMUL_ACCUMULATE : 0) | (dw ? NTPU_MATMUL_TRANSPOSE_A : 0) |
                      (c->mode == NTPU_CONV_TRANSPOSED ? NTPU_MATMUL_CONV_T : 0);
@@ -104,15 +108,17 @@ ntpu_status ntpu_vec_pool(ntpu_device *dev, unsigned mode, uint32_t src, uint32_
         return st;
     if (mode & ~NTPU_POOL_MODE_MASK || k == 0 || mb == 0 || in_h < k || in_w < k || in_h > 255 || in_w > 255 ||
         mb > 255 || src > 65535 || dst > 65535 || aux > 65535)
-        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "POOL: mode %u (0..3), in_h %u, in_w %u, mb %u, k %u (k 1..in_h "
-                         "and in_w, each up to 255), addresses below 65536", mode, in_h, in_w, mb, k);
+        return ntpu_fail(dev, NTPU_ERR_INVALID_ARG,
+                         "POOL: mode %u (0..3), in_h %u, in_w %u, mb %u, k %u (k 1..in_h "
+                         "and in_w, each up to 255), addresses below 65536",
+                         mode, in_h, in_w, mb, k);
     const int grad = mode >= NTPU_POOL_MODE_MAX_GRAD;
     const int avg = mode == NTPU_POOL_MODE_AVG || mode == NTPU_POOL_MODE_AVG_GRAD;
     const uint32_t map = in_h * in_w * mb, pooled = (in_h / k) * (in_w / k) * mb;
     const unsigned src_mem = grad ? NTPU_MEM_ACC : NTPU_MEM_UB, aux_mem = avg ? NTPU_MEM_ACC : NTPU_MEM_UB;
     const uint32_t src_rows = grad ? pooled : map, dst_rows = grad ? map : pooled, aux_rows = avg ? 1 : pooled;
-    if (overlap(src, src_rows, dst, dst_rows) || (aux_mem == src_mem && (overlap(aux, aux_rows, src, src_rows) ||
-                                                                         overlap(aux, aux_rows, dst, dst_rows))))
+    if (overlap(src, src_rows, dst, dst_rows) ||
+        (aux_mem == src_mem && (overlap(aux, aux_rows, src, src_rows) || overlap(aux, aux_rows, dst, dst_rows))))
         return ntpu_fail(dev, NTPU_ERR_INVALID_ARG, "POOL: src, dst and aux rows in one memory overlap");
     if ((st = ntpu_check_range(dev, src_mem, src, src_rows)) != NTPU_OK ||
         (st = ntpu_check_range(dev, src_mem, dst, dst_rows)) != NTPU_OK ||

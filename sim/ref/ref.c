@@ -138,8 +138,7 @@ static int config_ok(const ntpu_ref_config *c)
     return c->n >= 2 && c->n <= REF_MAX_N && c->ub_rows >= 1 && c->ub_rows <= 65536 && c->wb_rows >= c->n &&
            c->wb_rows <= 65536 && c->acc_rows >= 1 && c->acc_rows <= 65536 && c->os_rows <= 65536 &&
            c->max_payload >= 1 + NTPU_COUNTERS_BYTES && c->max_payload <= 65535 && c->no_vector <= 1 &&
-           c->no_transpose_a <= 1 && c->link_bytes <= 64 && c->pm_rows <= 65536 && c->no_conv <= 1 &&
-           c->no_pool <= 1;
+           c->no_transpose_a <= 1 && c->link_bytes <= 64 && c->pm_rows <= 65536 && c->no_conv <= 1 && c->no_pool <= 1;
 }
 
 /* Cycles the link takes for `bytes` more bytes, carrying the remainder. */

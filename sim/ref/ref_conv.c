@@ -90,8 +90,7 @@ static long source_pixel(const ref_conv *c, unsigned long oy, unsigned long ox)
 
 /* Forward and CONV_T: row m is sample m mod mb of output pixel m div mb; the
  * samples of one pixel are a run of rows on both sides, copied at once. */
-static void gather_rows(const ref_conv *c, const uint16_t *ub, unsigned n, unsigned m0, unsigned count,
-                        uint16_t *out)
+static void gather_rows(const ref_conv *c, const uint16_t *ub, unsigned n, unsigned m0, unsigned count, uint16_t *out)
 {
     unsigned long b = m0 % c->mb, q = m0 / c->mb;
     unsigned long ox = q % c->out_w, oy = q / c->out_w;
@@ -114,8 +113,7 @@ static void gather_rows(const ref_conv *c, const uint16_t *ub, unsigned n, unsig
 
 /* Weight gradient: block j (N rows) is the N x N UB block at tap (ky, kx) and
  * channel tile t, read transposed; blocks run in the order (ky, kx, t), t innermost. */
-static void gather_blocks(const ref_conv *c, const uint16_t *ub, unsigned n, unsigned m0, unsigned count,
-                          uint16_t *out)
+static void gather_blocks(const ref_conv *c, const uint16_t *ub, unsigned n, unsigned m0, unsigned count, uint16_t *out)
 {
     const unsigned long ct = c->rows / ((unsigned long)n * c->k * c->k);
     for (unsigned long j = m0 / n; j < (m0 + count) / n; j++, out += (size_t)n * n) {

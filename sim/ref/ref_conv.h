@@ -11,11 +11,11 @@
 
 /* A MATMUL's CONV geometry, decoded from its payload. */
 typedef struct ref_conv {
-    unsigned flags;                  /* MATMUL flags: CONV, with CONV_T or TRANSPOSE_A */
+    unsigned flags; /* MATMUL flags: CONV, with CONV_T or TRANSPOSE_A */
     unsigned ub_addr, acc_addr, rows;
-    unsigned in_h, in_w, mb;         /* the input map: in_h x in_w pixels of mb rows */
-    unsigned out_w, stride;          /* forward and CONV_T */
-    unsigned tile_stride, k;         /* weight gradient (CONV with TRANSPOSE_A) */
+    unsigned in_h, in_w, mb; /* the input map: in_h x in_w pixels of mb rows */
+    unsigned out_w, stride;  /* forward and CONV_T */
+    unsigned tile_stride, k; /* weight gradient (CONV with TRANSPOSE_A) */
     long dy, dx;
 } ref_conv;
 

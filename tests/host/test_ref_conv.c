@@ -65,9 +65,9 @@ static void mac_row(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsigne
 {
     for (unsigned c = 0; c < n; c++)
         for (unsigned i = 0; i < n; i++)
-            acc[c] = dt == NTPU_DTYPE_BF16
-                         ? ntpu_mac_bf16(acc[c], a[i], w[i * n + c])
-                         : (uint32_t)ntpu_mac_int8((int32_t)acc[c], (int8_t)(a[i] & 0xFF), (int8_t)(w[i * n + c] & 0xFF));
+            acc[c] = dt == NTPU_DTYPE_BF16 ? ntpu_mac_bf16(acc[c], a[i], w[i * n + c])
+                                           : (uint32_t)ntpu_mac_int8((int32_t)acc[c], (int8_t)(a[i] & 0xFF),
+                                                                     (int8_t)(w[i * n + c] & 0xFF));
 }
 
 /* ---------------------------------------------------------------- MATMUL CONV */
@@ -146,8 +146,15 @@ Test(ref_conv, forward_padding_and_stride)
             for (unsigned tap = 0; tap < 9; tap++) {
                 /* 5 x 6 map, 3 samples, K 3, P 1: OH = (5 + 2 - 3) / s + 1 */
                 unsigned oh = 4 / s + 1, ow = 5 / s + 1;
-                ntpu_conv_addr c = {.mode = NTPU_CONV_FORWARD, .ub_addr = 7, .acc_addr = 3, .in_h = 5, .in_w = 6,
-                                    .mb = 3, .out_w = ow, .stride = s, .dy = (int)(tap / 3) - 1,
+                ntpu_conv_addr c = {.mode = NTPU_CONV_FORWARD,
+                                    .ub_addr = 7,
+                                    .acc_addr = 3,
+                                    .in_h = 5,
+                                    .in_w = 6,
+                                    .mb = 3,
+                                    .out_w = ow,
+                                    .stride = s,
+                                    .dy = (int)(tap / 3) - 1,
                                     .dx = (int)(tap % 3) - 1};
                 c.rows = oh * ow * 3 - (tap == 4); /* once, a stream that stops inside a pixel */
                 check_conv(d, (ntpu_dtype)dt, &c, 7 + 5 * 6 * 3, tap & 1);
@@ -161,8 +168,16 @@ Test(ref_conv, transposed_stride_2_odd_sizes)
     for (int dt = 0; dt < 2; dt++)
         for (unsigned tap = 0; tap < 9; tap++) {
             /* dY 3 x 4 (in), dX 7 x 9 (out, odd), K 3, P 1, S 2: dy = P - ky */
-            ntpu_conv_addr c = {.mode = NTPU_CONV_TRANSPOSED, .ub_addr = 0, .acc_addr = 11, .in_h = 3, .in_w = 4,
-                                .mb = 2, .out_w = 9, .stride = 2, .dy = 1 - (int)(tap / 3), .dx = 1 - (int)(tap % 3)};
+            ntpu_conv_addr c = {.mode = NTPU_CONV_TRANSPOSED,
+                                .ub_addr = 0,
+                                .acc_addr = 11,
+                                .in_h = 3,
+                                .in_w = 4,
+                                .mb = 2,
+                                .out_w = 9,
+                                .stride = 2,
+                                .dy = 1 - (int)(tap / 3),
+                                .dx = 1 - (int)(tap % 3)};
             c.rows = 7 * 9 * 2;
             check_conv(d, (ntpu_dtype)dt, &c, 3 * 4 * 2 + 5, tap & 1);
         }
@@ -177,9 +192,16 @@ Test(ref_conv, weight_gradient_slices)
     const int off[][2] = {{-1, -1}, {0, 2}, {3, -1}, {3, 2}, {-2, 4}, {1, 1}};
     for (int dt = 0; dt < 2; dt++)
         for (unsigned i = 0; i < sizeof off / sizeof off[0]; i++) {
-            ntpu_conv_addr c = {.mode = NTPU_CONV_WEIGHT_GRAD, .ub_addr = 1 + (i % 2) * n, .acc_addr = 5,
-                                .in_h = 5, .in_w = 4, .mb = 2 * n, .k = 3, .tile_stride = map + 3,
-                                .dy = off[i][0], .dx = off[i][1]};
+            ntpu_conv_addr c = {.mode = NTPU_CONV_WEIGHT_GRAD,
+                                .ub_addr = 1 + (i % 2) * n,
+                                .acc_addr = 5,
+                                .in_h = 5,
+                                .in_w = 4,
+                                .mb = 2 * n,
+                                .k = 3,
+                                .tile_stride = map + 3,
+                                .dy = off[i][0],
+                                .dx = off[i][1]};
             c.rows = 2 * n * 9; /* CT = 2 channel tiles */
             check_conv(d, (ntpu_dtype)dt, &c, 1 + 2 * (map + 3), (int)(i & 1));
         }
@@ -215,8 +237,16 @@ Test(ref_conv, conv_layer_is_the_stage1_chain)
     cr_assert_eq(ntpu_write_rows(d, NTPU_MEM_WB, 0, k * k * 2 * n, wt), NTPU_OK);
     for (unsigned tap = 0; tap < k * k; tap++)
         for (unsigned t = 0; t < 2; t++) {
-            ntpu_conv_addr c = {.mode = NTPU_CONV_FORWARD, .ub_addr = t * px, .rows = px, .in_h = hw, .in_w = hw,
-                                .mb = mb, .out_w = hw, .stride = 1, .dy = (int)(tap / k) - 1, .dx = (int)(tap % k) - 1};
+            ntpu_conv_addr c = {.mode = NTPU_CONV_FORWARD,
+                                .ub_addr = t * px,
+                                .rows = px,
+                                .in_h = hw,
+                                .in_w = hw,
+                                .mb = mb,
+                                .out_w = hw,
+                                .stride = 1,
+                                .dy = (int)(tap / k) - 1,
+                                .dx = (int)(tap % k) - 1};
             cr_assert_eq(ntpu_load_w(d, (tap * 2 + t) * n, 0), NTPU_OK);
             cr_assert_eq(ntpu_matmul_tile_conv(d, NTPU_DTYPE_BF16, &c, tap + t > 0), NTPU_OK);
         }
@@ -233,7 +263,8 @@ Test(ref_conv, conv_layer_is_the_stage1_chain)
                                 if (iy < 0 || ix < 0 || iy >= (int)hw || ix >= (int)hw)
                                     continue; /* padding: a no-op term */
                                 uint16_t xv = x[((size_t)(ci / n) * px + ((size_t)iy * hw + ix) * mb + b) * n + ci % n];
-                                s = ntpu_mac_bf16(s, xv, ntpu_bf16_from_f32(w[((size_t)co * cin + ci) * k * k + ky * k + kx]));
+                                s = ntpu_mac_bf16(s, xv,
+                                                  ntpu_bf16_from_f32(w[((size_t)co * cin + ci) * k * k + ky * k + kx]));
                             }
                     uint32_t got = z[(((size_t)oy * hw + ox) * mb + b) * n + co];
                     cr_assert_eq(got, s, "b %u (%u, %u) co %u: 0x%08x, chain 0x%08x", b, oy, ox, co, got, s);
@@ -278,7 +309,8 @@ Test(ref_conv, pool_every_mode)
     const unsigned n = dev_n(d);
     for (unsigned k = 1; k <= 3; k++) {
         const unsigned ih = 7, iw = 5, mb = 3, oh = ih / k, ow = iw / k, map = ih * iw * mb, pooled = oh * ow * mb;
-        uint16_t *x = alloc((size_t)map * n * 2), *y = alloc((size_t)pooled * n * 2), *idx = alloc((size_t)pooled * n * 2);
+        uint16_t *x = alloc((size_t)map * n * 2), *y = alloc((size_t)pooled * n * 2),
+                 *idx = alloc((size_t)pooled * n * 2);
         uint32_t *g = alloc((size_t)pooled * n * 4), *dx = alloc((size_t)map * n * 4), r[64];
         for (size_t i = 0; i < (size_t)map * n; i++)
             x[i] = pool_value();
@@ -295,11 +327,12 @@ Test(ref_conv, pool_every_mode)
             /* dst filled with garbage first: every row must be written */
             uint32_t *junk = alloc((size_t)map * n * 4);
             memset(junk, 0xA5, (size_t)map * n * 4);
-            cr_assert_eq(ntpu_write_rows(d, grad ? NTPU_MEM_ACC : NTPU_MEM_UB, grad ? DX : Y, grad ? map : pooled, junk),
-                         NTPU_OK);
+            cr_assert_eq(
+                ntpu_write_rows(d, grad ? NTPU_MEM_ACC : NTPU_MEM_UB, grad ? DX : Y, grad ? map : pooled, junk),
+                NTPU_OK);
             free(junk);
-            cr_assert_eq(ntpu_vec_pool(d, mode, grad ? G : X, grad ? DX : Y, avg ? R : I, ih, iw, mb, k), NTPU_OK,
-                         "%s", ntpu_last_error(d));
+            cr_assert_eq(ntpu_vec_pool(d, mode, grad ? G : X, grad ? DX : Y, avg ? R : I, ih, iw, mb, k), NTPU_OK, "%s",
+                         ntpu_last_error(d));
             if (!grad) {
                 cr_assert_eq(ntpu_read_rows(d, NTPU_MEM_UB, Y, pooled, y), NTPU_OK);
                 if (!avg)
@@ -344,8 +377,8 @@ Test(ref_conv, pool_every_mode)
                                     e = g[pr];
                             }
                             uint32_t got = dx[(((size_t)yy * iw + xx) * mb + b) * n + j];
-                            cr_assert_eq(got, e, "mode %u k %u (%u, %u) b %u lane %u: 0x%08x, spec 0x%08x", mode, k,
-                                         yy, xx, b, j, got, e);
+                            cr_assert_eq(got, e, "mode %u k %u (%u, %u) b %u lane %u: 0x%08x, spec 0x%08x", mode, k, yy,
+                                         xx, b, j, got, e);
                         }
         }
         free(x);
@@ -446,7 +479,7 @@ Test(ref_conv, matmul_len_for_every_flag_combination)
         }
         for (size_t len = 1; len <= sizeof c; len++) {
             uint8_t st = run(r, c, len);
-            uint8_t exp = len != want                ? NTPU_DEV_ERR_LENGTH
+            uint8_t exp = len != want                   ? NTPU_DEV_ERR_LENGTH
                           : (ct && !conv) || (ct && ta) ? NTPU_DEV_ERR_ARG
                                                         : NTPU_DEV_OK;
             cr_assert_eq(st, exp, "flags 0x%02x LEN %zu: %u, expected %u", f, len, st, exp);
@@ -615,18 +648,18 @@ Test(ref_conv, pool_absent)
 
 Test(ref_conv, api_feature_gates_and_arguments)
 {
-    ntpu_conv_addr fwd = {.mode = NTPU_CONV_FORWARD, .rows = 16, .in_h = 2, .in_w = 2, .mb = 4, .out_w = 2,
-                          .stride = 1};
+    ntpu_conv_addr fwd = {
+        .mode = NTPU_CONV_FORWARD, .rows = 16, .in_h = 2, .in_w = 2, .mb = 4, .out_w = 2, .stride = 1};
     ntpu_conv_addr dw = {.mode = NTPU_CONV_WEIGHT_GRAD, .rows = 8, .in_h = 2, .in_w = 2, .mb = 8, .k = 1};
     const char *specs[] = {"ref:noconv=1", "ref:notra=1", "ref:nopool=1", "ref:novec=1"};
     for (unsigned i = 0; i < 4; i++) {
         ntpu_device *d = open_dev(specs[i]);
         ntpu_info in;
         cr_assert_eq(ntpu_get_info(d, &in), NTPU_OK);
-        cr_expect_eq(ntpu_matmul_tile_conv(d, NTPU_DTYPE_BF16, &fwd, 0), i == 0 ? NTPU_ERR_UNSUPPORTED : NTPU_OK,
-                     "%s", specs[i]);
-        cr_expect_eq(ntpu_matmul_tile_conv(d, NTPU_DTYPE_BF16, &dw, 0), i <= 1 ? NTPU_ERR_UNSUPPORTED : NTPU_OK,
-                     "%s", specs[i]);
+        cr_expect_eq(ntpu_matmul_tile_conv(d, NTPU_DTYPE_BF16, &fwd, 0), i == 0 ? NTPU_ERR_UNSUPPORTED : NTPU_OK, "%s",
+                     specs[i]);
+        cr_expect_eq(ntpu_matmul_tile_conv(d, NTPU_DTYPE_BF16, &dw, 0), i <= 1 ? NTPU_ERR_UNSUPPORTED : NTPU_OK, "%s",
+                     specs[i]);
         cr_expect_eq(ntpu_vec_pool(d, NTPU_POOL_MODE_MAX, 0, 100, 200, 4, 4, 2, 2),
                      i >= 2 ? NTPU_ERR_UNSUPPORTED : NTPU_OK, "%s", specs[i]);
         cr_expect_eq(!!(in.features & NTPU_FEATURE_POOL_BIT), i < 2, "%s", specs[i]);
@@ -675,12 +708,26 @@ Test(ref_conv, program_records_conv_and_pool)
         ntpu_program *p = NULL;
         if (k == 1)
             cr_assert_eq(ntpu_program_begin(d[k]), NTPU_OK);
-        ntpu_conv_addr c = {.mode = NTPU_CONV_FORWARD, .rows = 200, .in_h = 6, .in_w = 5, .mb = 8, .out_w = 5,
-                            .stride = 1, .dy = -1, .dx = 1};
-        ntpu_conv_addr t = {.mode = NTPU_CONV_TRANSPOSED, .rows = 200, .in_h = 3, .in_w = 3, .mb = 8, .out_w = 5,
-                            .stride = 2, .dy = 1, .dx = 0};
-        ntpu_conv_addr g = {.mode = NTPU_CONV_WEIGHT_GRAD, .rows = 9 * n, .in_h = 6, .in_w = 5, .mb = 8, .k = 3,
-                            .dy = -1, .dx = 2};
+        ntpu_conv_addr c = {.mode = NTPU_CONV_FORWARD,
+                            .rows = 200,
+                            .in_h = 6,
+                            .in_w = 5,
+                            .mb = 8,
+                            .out_w = 5,
+                            .stride = 1,
+                            .dy = -1,
+                            .dx = 1};
+        ntpu_conv_addr t = {.mode = NTPU_CONV_TRANSPOSED,
+                            .rows = 200,
+                            .in_h = 3,
+                            .in_w = 3,
+                            .mb = 8,
+                            .out_w = 5,
+                            .stride = 2,
+                            .dy = 1,
+                            .dx = 0};
+        ntpu_conv_addr g = {
+            .mode = NTPU_CONV_WEIGHT_GRAD, .rows = 9 * n, .in_h = 6, .in_w = 5, .mb = 8, .k = 3, .dy = -1, .dx = 2};
         cr_assert_eq(ntpu_load_w(d[k], 0, 0), NTPU_OK);
         cr_assert_eq(ntpu_matmul_tile_conv(d[k], NTPU_DTYPE_BF16, &c, 0), NTPU_OK);
         cr_assert_eq(ntpu_matmul_tile_conv(d[k], NTPU_DTYPE_BF16, &t, 1), NTPU_OK);
