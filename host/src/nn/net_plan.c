@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Where a resident net lives in the device's memories (net_resident.h has the layout), and whether it
- * can: the features it needs, the items the commands cover, the fields' wire widths and the room. Each
- * value and item gets its own rows except where one is dead when the other is written: a relu and a
- * flatten share their input's map, a conv's or fc's bf16 gZ takes its own output map, gZ as weight
- * tiles one region for every item. */
+ * can: the features it needs, the items the commands cover, the fields' wire widths and the room. UB
+ * rows are shared by lifetimes (net_plan_ub.c); WB and ACC rows are each value's and item's own, except
+ * that a relu and a flatten share their input's gradient and gZ as weight tiles is one region for every
+ * item. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -35,6 +35,19 @@ static uint32_t take(size_t *at, size_t rows)
     return (uint32_t)(a < UINT32_MAX ? a : UINT32_MAX);
 }
 
+/* Pool item i right after a conv, or after a relu fused into one when i is a maxpool: the conv's map
+ * holds one channel tile (the conv pools each as it goes); a maxpool also takes the relu's backward. */
+static void pool_after_conv(const ntpu_model *m, ntpu_net_res *r, size_t i)
+{
+    if (i >= 1 && m->arch.item[i - 1].kind == NTPU_LAYER_CONV) {
+        r->one_tile[i] = 1;
+        return;
+    }
+    if (i >= 2 && r->fused[i - 1] && m->arch.item[i - 2].kind == NTPU_LAYER_CONV &&
+        m->arch.item[i].kind == NTPU_LAYER_MAXPOOL)
+        r->one_tile[i - 1] = r->pooled_mask[i] = 1;
+}
+
 /* Item i of kind conv or fc: its weights, biases, db and dW. */
 static void place_params(const ntpu_model *m, ntpu_net_res *r, size_t i, size_t v)
 {
@@ -53,25 +66,23 @@ static const char *place_item(const ntpu_model *m, ntpu_net_res *r, size_t i, si
 {
     const ntpu_layer *l = &m->arch.item[i];
     const size_t n = m->n;
-    const int grad = i >= r->first, last = i + 1 == m->arch.n;
+    const int grad = i >= r->first;
     r->ct[v + 1] = r->ct[v], r->h[v + 1] = r->h[v], r->w[v + 1] = r->w[v];
     switch (l->kind) {
     case NTPU_LAYER_RELU:
         if (i == 0 || r->fused[i - 1] || !has_params(m->arch.item[i - 1].kind))
             return "a relu that does not follow a conv or fc (the device applies relu in ACT)";
         r->fused[i] = 1;
-        r->ub[v + 1] = r->ub[v], r->acc_g[v + 1] = r->acc_g[v];
+        r->acc_g[v + 1] = r->acc_g[v];
         return NULL;
     case NTPU_LAYER_FLATTEN:
-        r->ub[v + 1] = r->ub[v], r->acc_g[v + 1] = r->acc_g[v];
+        r->acc_g[v + 1] = r->acc_g[v];
         return NULL;
     case NTPU_LAYER_MAXPOOL:
     case NTPU_LAYER_AVGPOOL:
         r->h[v + 1] = l->out_h, r->w[v + 1] = l->out_w;
-        r->ub[v + 1] = take(&r->ub_rows, map_rows(r, v + 1));
-        if (l->kind == NTPU_LAYER_MAXPOOL)
-            r->ub_arg[i] = take(&r->ub_rows, map_rows(r, v + 1));
-        else
+        pool_after_conv(m, r, i);
+        if (l->kind == NTPU_LAYER_AVGPOOL)
             r->acc_r[i] = take(&r->acc_rows, 1);
         r->acc_g[v + 1] = grad ? take(&r->acc_rows, map_rows(r, v + 1)) : 0;
         return l->k > FIELD_MAX ? "a pool window over 255" : NULL;
@@ -80,8 +91,6 @@ static const char *place_item(const ntpu_model *m, ntpu_net_res *r, size_t i, si
         r->ct[v + 1] = (l->out_c + (unsigned)n - 1) / (unsigned)n;
         r->h[v + 1] = l->kind == NTPU_LAYER_CONV ? l->out_h : 1;
         r->w[v + 1] = l->kind == NTPU_LAYER_CONV ? l->out_w : 1;
-        r->ub[v + 1] = last ? 0 : take(&r->ub_rows, map_rows(r, v + 1));
-        r->ub_gz[i] = last && i > r->first ? take(&r->ub_rows, map_rows(r, v + 1)) : r->ub[v + 1];
         r->acc_g[v + 1] = take(&r->acc_rows, map_rows(r, v + 1));
         r->wb_g = map_rows(r, v + 1) > r->wb_g ? (uint32_t)map_rows(r, v + 1) : r->wb_g;
         place_params(m, r, i, v);
@@ -110,12 +119,12 @@ const char *ntpu_net_res_layout(const ntpu_model *m, ntpu_net_res *r, char *why,
     while (r->first < a->n && !has_params(a->item[r->first].kind))
         r->first++;
     r->ct[0] = (a->in_c + (unsigned)n - 1) / (unsigned)n, r->h[0] = a->in_h, r->w[0] = a->in_w;
-    r->ub[0] = take(&r->ub_rows, map_rows(r, 0));
     for (size_t i = 0; i < a->n; i++) {
         const char *no = place_item(m, r, i, i);
         if (no)
             return no;
     }
+    ntpu_net_res_place_ub(m, r);
     r->wb_g = take(&r->wb_rows, r->wb_g);
     const char *no = check_fields(m, r);
     if (no)

@@ -6,7 +6,8 @@
  * of sample b, tile(v) = h[v]*w[v]*MB rows (an fc's output is a 1 x 1 map). Its gradient has the same
  * layout in ACC at acc_g[v] (fp32), where a conv or fc also sums its pre-activation in the forward pass.
  * A relu right after a conv or fc is that item's ACT (the same UB map); a flatten is nothing (an fc reads
- * its input map's k-tiles in (y, x, t) order). Weights are output-tile-major, as the MLP's:
+ * its input map's k-tiles in (y, x, t) order). Maps share UB rows where their lifetimes allow
+ * (net_plan_ub.c). Weights are output-tile-major, as the MLP's:
  *   conv: WB[wb_w[i] + ((ot*K*K + ky*K + kx)*CTi + t)*N + r][n] = w[ot*N + n][t*N + r][ky][kx]
  *   fc:   WB[wb_w[i] + (ot*KT + pix*CTi + t)*N + r][n] = w[ot*N + n][(t*N + r)*HW + pix], KT = HW*CTi
  * and dW accumulates in ACC at acc_dw[i] in the same layout (fp32), db at acc_db[i] (one row an output
@@ -25,6 +26,13 @@ typedef struct ntpu_net_res {
     /* per item: relu fused into the conv or fc before it; maxpool argmax (UB), avgpool factor row (ACC);
      * conv and fc: weights, bf16 gZ for dX (UB: the item's own output map, dead by then), biases, db, dW */
     int fused[NTPU_MAX_ITEMS];
+    /* a maxpool after a fused relu: the relu's backward is RELU_GRAD of the pooled gradient against the
+     * pooled map (the relu's output at the argmax), before MAX_GRAD; the same bits, and the relu's map
+     * dies with the forward pass */
+    int pooled_mask[NTPU_MAX_ITEMS];
+    /* value v is a conv's output that only a pool reads: one channel tile of rows, the conv pooling each
+     * output tile as soon as ACT has written it */
+    int one_tile[NTPU_MAX_ITEMS + 1];
     uint32_t ub_arg[NTPU_MAX_ITEMS], acc_r[NTPU_MAX_ITEMS], ub_gz[NTPU_MAX_ITEMS];
     uint32_t wb_w[NTPU_MAX_ITEMS], acc_b[NTPU_MAX_ITEMS], acc_db[NTPU_MAX_ITEMS], acc_dw[NTPU_MAX_ITEMS];
     uint32_t wb_g;           /* gZ of the item being differentiated, as weight tiles (WB, one item at a time) */
@@ -39,6 +47,9 @@ typedef struct ntpu_net_res {
  * is set and m->streamed is 0; else m->why says why not (the host path, net.c). NTPU_OK either way
  * unless out of memory. */
 ntpu_status ntpu_net_res_plan(ntpu_model *m);
+
+/* net_plan_ub.c: UB rows for every map, argmax and gZ of the shaped layout r; sets r->ub_rows. */
+void ntpu_net_res_place_ub(const ntpu_model *m, ntpu_net_res *r);
 
 /* The layout of the net's items for the device in m (res zeroed before): NULL when it fits, else why not
  * (static text, or the buffer why of len bytes). Fills res->ub_rows, wb_rows, acc_rows even when they do not fit. */

@@ -34,7 +34,19 @@ static ntpu_status activate(const pass *p, size_t i, unsigned ot)
     if (i + 1 == p->m->arch.n)
         return ntpu_vec_act(p->dev, NTPU_ACT_BIAS | NTPU_OUT_ACC, z, z, tile, r->acc_b[i] + ot);
     const unsigned relu = i + 1 < p->m->arch.n && r->fused[i + 1] ? NTPU_ACT_RELU : 0;
-    return ntpu_vec_act(p->dev, NTPU_ACT_BIAS | relu | NTPU_OUT_UB, z, r->ub[i + 1] + ot * tile, tile, r->acc_b[i] + ot);
+    const uint32_t dst = r->ub[i + 1] + (r->one_tile[i + 1] ? 0 : ot * tile);
+    return ntpu_vec_act(p->dev, NTPU_ACT_BIAS | relu | NTPU_OUT_UB, z, dst, tile, r->acc_b[i] + ot);
+}
+
+/* Pool item i over channel tile t of its input map, which starts at src. */
+static ntpu_status pool_tile(const pass *p, size_t i, unsigned t, uint32_t src)
+{
+    const ntpu_layer *l = &p->m->arch.item[i];
+    const ntpu_net_res *r = p->r;
+    const int max = l->kind == NTPU_LAYER_MAXPOOL;
+    return ntpu_vec_pool(p->dev, max ? NTPU_POOL_MODE_MAX : NTPU_POOL_MODE_AVG, src,
+                         r->ub[i + 1] + t * tile_of(r, i + 1), max ? r->ub_arg[i] + t * tile_of(r, i + 1) : r->acc_r[i],
+                         r->h[i], r->w[i], MB, l->k);
 }
 
 static ntpu_status conv_forward(const pass *p, size_t i)
@@ -63,6 +75,8 @@ static ntpu_status conv_forward(const pass *p, size_t i)
             }
         if (st == NTPU_OK)
             st = activate(p, i, ot);
+        if (st == NTPU_OK && r->one_tile[i + 1]) /* the map holds this tile only: pool it now */
+            st = pool_tile(p, r->fused[i + 1] ? i + 2 : i + 1, ot, r->ub[i + 1]);
     }
     return st;
 }
@@ -87,14 +101,11 @@ static ntpu_status fc_forward(const pass *p, size_t i)
 
 static ntpu_status pool_forward(const pass *p, size_t i)
 {
-    const ntpu_layer *l = &p->m->arch.item[i];
     const ntpu_net_res *r = p->r;
-    const int max = l->kind == NTPU_LAYER_MAXPOOL;
     ntpu_status st = NTPU_OK;
-    for (unsigned t = 0; t < r->ct[i] && st == NTPU_OK; t++)
-        st = ntpu_vec_pool(p->dev, max ? NTPU_POOL_MODE_MAX : NTPU_POOL_MODE_AVG, r->ub[i] + t * tile_of(r, i),
-                           r->ub[i + 1] + t * tile_of(r, i + 1), max ? r->ub_arg[i] + t * tile_of(r, i + 1) : r->acc_r[i],
-                           r->h[i], r->w[i], MB, l->k);
+    const int by_conv = r->one_tile[i] || (i > 0 && r->fused[i - 1] && r->one_tile[i - 1]); /* done already */
+    for (unsigned t = 0; t < r->ct[i] && st == NTPU_OK && !by_conv; t++)
+        st = pool_tile(p, i, t, r->ub[i] + t * tile_of(r, i));
     return st;
 }
 
@@ -226,7 +237,13 @@ static ntpu_status elementwise_backward(const pass *p, size_t i)
     const ntpu_net_res *r = p->r;
     const uint32_t tin = tile_of(r, i), tout = tile_of(r, i + 1);
     ntpu_status st = NTPU_OK;
-    for (unsigned t = 0; t < r->ct[i] && st == NTPU_OK; t++) {
+    const int moved = l->kind == NTPU_LAYER_RELU && i + 1 < p->m->arch.n && r->pooled_mask[i + 1];
+    for (unsigned t = 0; t < r->ct[i] && st == NTPU_OK && !moved; t++) {
+        if (r->pooled_mask[i]) /* the relu before: against the pooled map, before the scatter */
+            st = ntpu_vec_relu_grad(p->dev, NTPU_OUT_ACC, r->acc_g[i + 1] + t * tout, r->acc_g[i + 1] + t * tout,
+                                    tout, r->ub[i + 1] + t * tout);
+        if (st != NTPU_OK)
+            break;
         if (l->kind == NTPU_LAYER_RELU)
             st = ntpu_vec_relu_grad(p->dev, NTPU_OUT_ACC, r->acc_g[i + 1] + t * tout, r->acc_g[i] + t * tin, tin,
                                     r->ub[i + 1] + t * tout);
