@@ -50,8 +50,8 @@ static void same_floats(const float *a, const float *b, size_t n, const char *wh
         return;
     }
     for (size_t j = 0; j < n; j++)
-        cr_assert_eq(memcmp(&a[j], &b[j], 4), 0, "%s of item %zu differs at %zu: %a vs %a", what, item, j,
-                     (double)a[j], (double)b[j]);
+        cr_assert_eq(memcmp(&a[j], &b[j], 4), 0, "%s of item %zu differs at %zu: %a vs %a", what, item, j, (double)a[j],
+                     (double)b[j]);
 }
 
 static void same_params(const ntpu_model *r, const ntpu_model *h)

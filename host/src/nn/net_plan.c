@@ -53,8 +53,8 @@ static void place_params(const ntpu_model *m, ntpu_net_res *r, size_t i, size_t 
 {
     const ntpu_layer *l = &m->arch.item[i];
     const size_t n = m->n, cto = r->ct[v + 1];
-    const size_t block = l->kind == NTPU_LAYER_CONV ? (size_t)l->k * l->k * r->ct[v] * n
-                                                    : (size_t)r->h[v] * r->w[v] * r->ct[v] * n;
+    const size_t block =
+        l->kind == NTPU_LAYER_CONV ? (size_t)l->k * l->k * r->ct[v] * n : (size_t)r->h[v] * r->w[v] * r->ct[v] * n;
     r->wb_w[i] = take(&r->wb_rows, cto * block);
     r->acc_b[i] = take(&r->acc_rows, cto);
     r->acc_db[i] = take(&r->acc_rows, cto);
@@ -75,9 +75,7 @@ static const char *place_item(const ntpu_model *m, ntpu_net_res *r, size_t i, si
         r->fused[i] = 1;
         r->acc_g[v + 1] = r->acc_g[v];
         return NULL;
-    case NTPU_LAYER_FLATTEN:
-        r->acc_g[v + 1] = r->acc_g[v];
-        return NULL;
+    case NTPU_LAYER_FLATTEN: r->acc_g[v + 1] = r->acc_g[v]; return NULL;
     case NTPU_LAYER_MAXPOOL:
     case NTPU_LAYER_AVGPOOL:
         r->h[v + 1] = l->out_h, r->w[v + 1] = l->out_w;
@@ -133,10 +131,12 @@ const char *ntpu_net_res_layout(const ntpu_model *m, ntpu_net_res *r, char *why,
     const struct {
         const char *name;
         size_t need, have;
-    } mem[] = {{"UB", r->ub_rows, info->ub_rows}, {"WB", r->wb_rows, info->wb_rows}, {"ACC", r->acc_rows, info->acc_rows}};
+    } mem[] = {
+        {"UB", r->ub_rows, info->ub_rows}, {"WB", r->wb_rows, info->wb_rows}, {"ACC", r->acc_rows, info->acc_rows}};
     for (size_t k = 0; k < 3; k++)
         if (mem[k].need > mem[k].have) {
-            snprintf(why, len, "needs %zu %s rows for micro-batches of %u (UB %zu, WB %zu, ACC %zu), the device has %zu",
+            snprintf(why, len,
+                     "needs %zu %s rows for micro-batches of %u (UB %zu, WB %zu, ACC %zu), the device has %zu",
                      mem[k].need, mem[k].name, NTPU_NET_MB, r->ub_rows, r->wb_rows, r->acc_rows, mem[k].have);
             return why;
         }

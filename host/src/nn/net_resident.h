@@ -35,11 +35,11 @@ typedef struct ntpu_net_res {
     int one_tile[NTPU_MAX_ITEMS + 1];
     uint32_t ub_arg[NTPU_MAX_ITEMS], acc_r[NTPU_MAX_ITEMS], ub_gz[NTPU_MAX_ITEMS];
     uint32_t wb_w[NTPU_MAX_ITEMS], acc_b[NTPU_MAX_ITEMS], acc_db[NTPU_MAX_ITEMS], acc_dw[NTPU_MAX_ITEMS];
-    uint32_t wb_g;           /* gZ of the item being differentiated, as weight tiles (WB, one item at a time) */
-    size_t first;            /* the first item with parameters: no gradient before it, no dX for it */
+    uint32_t wb_g; /* gZ of the item being differentiated, as weight tiles (WB, one item at a time) */
+    size_t first;  /* the first item with parameters: no gradient before it, no dX for it */
     size_t ub_rows, wb_rows, acc_rows; /* rows the layout takes */
-    int stale;               /* the device's weights and biases are not the host's parameters */
-    ntpu_net_buf rows, host; /* staging for rows to and from the device; logits and their gradient */
+    int stale;                         /* the device's weights and biases are not the host's parameters */
+    ntpu_net_buf rows, host;           /* staging for rows to and from the device; logits and their gradient */
 } ntpu_net_res;
 
 /* Places the net on the device when it has CONV, POOL, VECTOR, TRANSPOSE and TRANSPOSE_A, N divides

@@ -216,9 +216,9 @@ static ntpu_status fc_backward(const pass *p, size_t i, int first)
             for (unsigned b0 = 0; b0 < MB && st == NTPU_OK; b0 += n) {
                 st = ntpu_load_w(p->dev, r->wb_g + ot * MB + b0, 0);
                 if (st == NTPU_OK)
-                    st = ntpu_matmul_tile_transpose_a(p->dev, NTPU_DTYPE_BF16, r->ub[i] + pix * MB + b0,
-                                                      tile_of(r, i), r->acc_dw[i] + (ot * kt_n + pix * cti) * n,
-                                                      cti * n, !first || b0 > 0);
+                    st = ntpu_matmul_tile_transpose_a(p->dev, NTPU_DTYPE_BF16, r->ub[i] + pix * MB + b0, tile_of(r, i),
+                                                      r->acc_dw[i] + (ot * kt_n + pix * cti) * n, cti * n,
+                                                      !first || b0 > 0);
             }
     for (unsigned kt = 0; kt < kt_n && i > r->first && st == NTPU_OK; kt++)
         for (unsigned ot = 0; ot < r->ct[i + 1] && st == NTPU_OK; ot++) {
@@ -240,8 +240,8 @@ static ntpu_status elementwise_backward(const pass *p, size_t i)
     const int moved = l->kind == NTPU_LAYER_RELU && i + 1 < p->m->arch.n && r->pooled_mask[i + 1];
     for (unsigned t = 0; t < r->ct[i] && st == NTPU_OK && !moved; t++) {
         if (r->pooled_mask[i]) /* the relu before: against the pooled map, before the scatter */
-            st = ntpu_vec_relu_grad(p->dev, NTPU_OUT_ACC, r->acc_g[i + 1] + t * tout, r->acc_g[i + 1] + t * tout,
-                                    tout, r->ub[i + 1] + t * tout);
+            st = ntpu_vec_relu_grad(p->dev, NTPU_OUT_ACC, r->acc_g[i + 1] + t * tout, r->acc_g[i + 1] + t * tout, tout,
+                                    r->ub[i + 1] + t * tout);
         if (st != NTPU_OK)
             break;
         if (l->kind == NTPU_LAYER_RELU)
