@@ -3,7 +3,7 @@
  * path (net.c) on the golden model: trained for some steps on `ref` (CONV and POOL) and on
  * `ref:noconv=1` (the host path), every loss, correct count, weight, bias, gradient and optimizer slot is
  * the same bits, for archs with stride, padding, both pools, floor mode, more channels than N, an fc on a
- * flattened map and after an fc, and batches that are not a multiple of 8; also at N = 4; predictions
+ * flattened map and after an fc, and batches that are not a multiple of 8; also at N = 4 and 2; predictions
  * agree; ntpu_matmul between steps does not disturb a resident net; what keeps a net on the host path is
  * named. */
 #include <criterion/criterion.h>
@@ -123,9 +123,10 @@ Test(net_resident, floor_mode_pools_without_relu_and_a_stride_larger_than_the_ke
     compare("ref", "ref:noconv=1", "conv3k2s3,maxpool2,conv5k1,avgpool3,fc4", 2, 19, 17, 9, 3, 1);
 }
 
-Test(net_resident, array_of_4_against_the_host_path_of_8)
+Test(net_resident, arrays_of_4_and_2_against_the_host_path_of_8)
 {
     compare("ref:n=4", "ref:noconv=1", "conv6k3p1,relu,maxpool2,conv5k3,relu,fc7", 2, 9, 9, 11, 3, 1);
+    compare("ref:n=2", "ref:noconv=1", "conv3k3s2,relu,avgpool2,fc5,relu,fc3", 3, 11, 11, 10, 2, 1);
 }
 
 Test(net_resident, a_batch_below_one_micro_batch_and_a_pool_first)
