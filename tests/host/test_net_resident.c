@@ -129,6 +129,12 @@ Test(net_resident, arrays_of_4_and_2_against_the_host_path_of_8)
     compare("ref:n=2", "ref:noconv=1", "conv3k3s2,relu,avgpool2,fc5,relu,fc3", 3, 11, 11, 10, 2, 1);
 }
 
+/* Maps that share UB rows by lifetime: three convs in a row (each gZ over a dead map), then a pooled one. */
+Test(net_resident, convs_in_a_row_sharing_rows)
+{
+    compare("ref", "ref:noconv=1", "conv5k3p1,relu,conv7k3s2p1,relu,conv9k1,relu,maxpool2,fc4", 2, 10, 10, 17, 3, 1);
+}
+
 Test(net_resident, a_batch_below_one_micro_batch_and_a_pool_first)
 {
     compare("ref", "ref:noconv=1", "maxpool2,conv3k3p2,relu,fc2", 1, 8, 8, 3, 3, 1);
