@@ -36,16 +36,16 @@ static uint32_t take(size_t *at, size_t rows)
 }
 
 /* Pool item i right after a conv, or after a relu fused into one when i is a maxpool: the conv's map
- * holds one channel tile (the conv pools each as it goes); a maxpool also takes the relu's backward. */
+ * holds one band of pixel rows (the conv pools each as it goes); a maxpool also takes the relu's backward. */
 static void pool_after_conv(const ntpu_model *m, ntpu_net_res *r, size_t i)
 {
     if (i >= 1 && m->arch.item[i - 1].kind == NTPU_LAYER_CONV) {
-        r->one_tile[i] = 1;
+        r->band[i] = m->arch.item[i].k;
         return;
     }
     if (i >= 2 && r->fused[i - 1] && m->arch.item[i - 2].kind == NTPU_LAYER_CONV &&
         m->arch.item[i].kind == NTPU_LAYER_MAXPOOL)
-        r->one_tile[i - 1] = r->pooled_mask[i] = 1;
+        r->band[i - 1] = m->arch.item[i].k, r->pooled_mask[i] = 1;
 }
 
 /* Item i of kind conv or fc: its weights, biases, db and dW. */
@@ -123,6 +123,13 @@ const char *ntpu_net_res_layout(const ntpu_model *m, ntpu_net_res *r, char *why,
             return no;
     }
     ntpu_net_res_place_ub(m, r);
+    if (r->ub_rows > m->dev->info.ub_rows && r->first == 0) { /* write the input twice, if that fits */
+        ntpu_net_res twice = *r;
+        twice.rewrite_input = 1;
+        ntpu_net_res_place_ub(m, &twice);
+        if (twice.ub_rows <= m->dev->info.ub_rows)
+            *r = twice;
+    }
     r->wb_g = take(&r->wb_rows, r->wb_g);
     const char *no = check_fields(m, r);
     if (no)

@@ -3,7 +3,8 @@
  * item i's forward pass runs at time i and its backward pass at time 2*items - i; a map lives from the
  * item that writes it to the last that reads it: the next items' forward passes, the dW of a conv or fc
  * that takes it, a relu's mask, a maxpool's argmax and (relu then maxpool) its pooled output as the
- * relu's mask. Two maps whose lifetimes meet get disjoint rows; each is placed, in the order of the
+ * relu's mask; with rewrite_input the input map lives for the first item's forward pass and again, written
+ * anew, for its dW. Two maps whose lifetimes meet get disjoint rows; each is placed, in the order of the
  * items, at the lowest row that keeps it so (first fit). */
 #include "net_resident.h"
 
@@ -32,7 +33,7 @@ static void use(ub_plan *p, size_t b, long t)
 
 static size_t rows_of(const ntpu_net_res *r, size_t v)
 {
-    return (r->one_tile[v] ? 1 : r->ct[v]) * (size_t)r->h[v] * r->w[v] * NTPU_NET_MB;
+    return (r->band[v] ? r->band[v] : (size_t)r->ct[v] * r->h[v]) * r->w[v] * NTPU_NET_MB;
 }
 
 /* The maps each item writes (forward) and its own buffers (argmax, gZ for dX). */
@@ -47,12 +48,16 @@ static void writes(const ntpu_model *m, ntpu_net_res *r, ub_plan *p)
             p->of_value[i + 1] = p->of_value[i];
             continue;
         }
+        /* a pool the conv before it runs tile by tile writes while that conv still reads its input */
+        const long at = r->band[i] ? (long)i - 1 : i >= 1 && r->fused[i - 1] && r->band[i - 1] ? (long)i - 2 : (long)i;
         if (i + 1 < m->arch.n)
-            p->of_value[i + 1] = add(p, &r->ub[i + 1], rows_of(r, i + 1), (long)i);
+            p->of_value[i + 1] = add(p, &r->ub[i + 1], rows_of(r, i + 1), at);
         if (kind == NTPU_LAYER_MAXPOOL)
-            use(p, add(p, &r->ub_arg[i], rows_of(r, i + 1), (long)i), back);
+            use(p, add(p, &r->ub_arg[i], rows_of(r, i + 1), at), back);
         if ((kind == NTPU_LAYER_CONV || kind == NTPU_LAYER_FC) && i > r->first)
             add(p, &r->ub_gz[i], (size_t)r->ct[i + 1] * r->h[i + 1] * r->w[i + 1] * NTPU_NET_MB, back);
+        if (i == r->first && r->rewrite_input)
+            add(p, &r->ub_x2, rows_of(r, 0), back);
     }
 }
 
@@ -66,7 +71,7 @@ static void reads(const ntpu_model *m, const ntpu_net_res *r, ub_plan *p)
         const int grad = i >= r->first;
         if (kind != NTPU_LAYER_RELU && kind != NTPU_LAYER_FLATTEN)
             use(p, p->of_value[i], (long)i);
-        if ((kind == NTPU_LAYER_CONV || kind == NTPU_LAYER_FC) && grad)
+        if ((kind == NTPU_LAYER_CONV || kind == NTPU_LAYER_FC) && grad && !(i == r->first && r->rewrite_input))
             use(p, p->of_value[i], back);
         if (kind == NTPU_LAYER_RELU && grad && !(i + 1 < m->arch.n && r->pooled_mask[i + 1]))
             use(p, p->of_value[i + 1], back);

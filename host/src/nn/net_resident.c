@@ -78,9 +78,8 @@ static ntpu_status own_device(ntpu_model *m)
     return st;
 }
 
-/* Samples b0 .. b0+count-1 of x (C-H-W floats each) as the input map, rounded to bf16, padded with zero
- * lanes and samples. */
-static ntpu_status write_input(ntpu_model *m, const float *x, size_t b0, size_t count)
+/* Rounded to bf16, padded with zero lanes and samples. */
+ntpu_status ntpu_net_res_write_input(ntpu_model *m, const float *x, size_t b0, size_t count, uint32_t at)
 {
     const ntpu_net_res *r = m->net->res;
     const size_t n = m->n, hw = (size_t)r->h[0] * r->w[0], C = m->arch.in_c, rows = r->ct[0] * hw * MB;
@@ -92,7 +91,7 @@ static ntpu_status write_input(ntpu_model *m, const float *x, size_t b0, size_t 
         for (size_t c = 0; c < C; c++)
             for (size_t pix = 0; pix < hw; pix++)
                 u[((c / n * hw + pix) * MB + b) * n + c % n] = ntpu_bf16_from_f32(x[((b0 + b) * C + c) * hw + pix]);
-    return ntpu_write_rows(m->dev, NTPU_MEM_UB, r->ub[0], (uint32_t)rows, u);
+    return ntpu_write_rows(m->dev, NTPU_MEM_UB, at, (uint32_t)rows, u);
 }
 
 /* The logits of count samples (ACC rows of the last item) into logits (count x classes). */
@@ -171,13 +170,13 @@ ntpu_status ntpu_net_res_train_step(ntpu_model *m, const float *x, const uint8_t
     ntpu_status st = own_device(m);
     for (size_t b0 = 0; b0 < batch && st == NTPU_OK; b0 += MB) {
         const size_t count = batch - b0 < MB ? batch - b0 : MB;
-        if ((st = write_input(m, x, b0, count)) != NTPU_OK || (st = ntpu_net_res_forward(m)) != NTPU_OK ||
-            (st = read_logits(m, count, logits + b0 * classes)) != NTPU_OK)
+        if ((st = ntpu_net_res_write_input(m, x, b0, count, m->net->res->ub[0])) != NTPU_OK ||
+            (st = ntpu_net_res_forward(m)) != NTPU_OK || (st = read_logits(m, count, logits + b0 * classes)) != NTPU_OK)
             break;
         ntpu_softmax_xent_part(logits + b0 * classes, labels + b0, count, batch, classes, grad + b0 * classes, &total,
                                &r.correct);
         if ((st = write_dlogits(m, count, grad + b0 * classes)) == NTPU_OK)
-            st = ntpu_net_res_backward(m, b0 == 0);
+            st = ntpu_net_res_backward(m, b0 == 0, x, b0, count);
     }
     for (size_t i = 0; i < m->arch.n && st == NTPU_OK; i++)
         if (m->param[i].w)
@@ -204,7 +203,8 @@ ntpu_status ntpu_net_res_predict(ntpu_model *m, const float *x, size_t batch, fl
     ntpu_status st = own_device(m);
     for (size_t b0 = 0; b0 < batch && st == NTPU_OK; b0 += MB) {
         const size_t count = batch - b0 < MB ? batch - b0 : MB;
-        if ((st = write_input(m, x, b0, count)) == NTPU_OK && (st = ntpu_net_res_forward(m)) == NTPU_OK)
+        if ((st = ntpu_net_res_write_input(m, x, b0, count, m->net->res->ub[0])) == NTPU_OK &&
+            (st = ntpu_net_res_forward(m)) == NTPU_OK)
             st = read_logits(m, count, logits + b0 * m->net->classes);
     }
     return st;

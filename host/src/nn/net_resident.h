@@ -30,13 +30,18 @@ typedef struct ntpu_net_res {
      * pooled map (the relu's output at the argmax), before MAX_GRAD; the same bits, and the relu's map
      * dies with the forward pass */
     int pooled_mask[NTPU_MAX_ITEMS];
-    /* value v is a conv's output that only a pool reads: one channel tile of rows, the conv pooling each
-     * output tile as soon as ACT has written it */
-    int one_tile[NTPU_MAX_ITEMS + 1];
+    /* value v is a conv's output that only a pool of band x band windows reads (0: any other map): UB holds
+     * band rows of pixels of one channel tile, the conv writing them (ACT) and pooling them band by band */
+    unsigned band[NTPU_MAX_ITEMS + 1];
     uint32_t ub_arg[NTPU_MAX_ITEMS], acc_r[NTPU_MAX_ITEMS], ub_gz[NTPU_MAX_ITEMS];
     uint32_t wb_w[NTPU_MAX_ITEMS], acc_b[NTPU_MAX_ITEMS], acc_db[NTPU_MAX_ITEMS], acc_dw[NTPU_MAX_ITEMS];
     uint32_t wb_g; /* gZ of the item being differentiated, as weight tiles (WB, one item at a time) */
-    size_t first;  /* the first item with parameters: no gradient before it, no dX for it */
+    /* the input map is written again (at ub_x2) for the first item's dW, its rows free in between: what
+     * the layout does when UB cannot hold the input map all through a micro-batch, at the cost of a
+     * second write of it */
+    int rewrite_input;
+    uint32_t ub_x2;
+    size_t first;                      /* the first item with parameters: no gradient before it, no dX for it */
     size_t ub_rows, wb_rows, acc_rows; /* rows the layout takes */
     int stale;                         /* the device's weights and biases are not the host's parameters */
     ntpu_net_buf rows, host;           /* staging for rows to and from the device; logits and their gradient */
@@ -62,9 +67,13 @@ ntpu_status ntpu_net_res_predict(ntpu_model *m, const float *x, size_t batch, fl
 
 /* Per micro-batch device work (net_resident_pass.c): the forward pass of the map in UB at ub[0] to the
  * logits in ACC at acc_g[items]; the backward pass from the logits' gradient there, its dW and db summed
- * onto the earlier micro-batches' unless first. */
+ * onto the earlier micro-batches' unless first (with rewrite_input it writes samples b0 .. b0+count-1
+ * of x again). */
 ntpu_status ntpu_net_res_forward(ntpu_model *m);
-ntpu_status ntpu_net_res_backward(ntpu_model *m, int first);
+ntpu_status ntpu_net_res_backward(ntpu_model *m, int first, const float *x, size_t b0, size_t count);
+
+/* Samples b0 .. b0+count-1 of x (C-H-W floats each) as the input map at UB row at (net_resident.c). */
+ntpu_status ntpu_net_res_write_input(ntpu_model *m, const float *x, size_t b0, size_t count, uint32_t at);
 
 void ntpu_net_res_free(ntpu_net_res *r);
 

@@ -25,6 +25,12 @@ static uint32_t tile_of(const ntpu_net_res *r, size_t v)
     return r->h[v] * r->w[v] * MB;
 }
 
+/* Where item i's dW reads its input map: the input written again, or the map of the forward pass. */
+static uint32_t dw_input(const ntpu_net_res *r, size_t i)
+{
+    return i == r->first && r->rewrite_input ? r->ub_x2 : r->ub[i];
+}
+
 /* ACT of output tile ot of item i (the pre-activation at acc_g[i + 1]): bias, the fused relu, bf16 to
  * the output map; the last item's logits stay fp32 in place. */
 static ntpu_status activate(const pass *p, size_t i, unsigned ot)
@@ -34,8 +40,31 @@ static ntpu_status activate(const pass *p, size_t i, unsigned ot)
     if (i + 1 == p->m->arch.n)
         return ntpu_vec_act(p->dev, NTPU_ACT_BIAS | NTPU_OUT_ACC, z, z, tile, r->acc_b[i] + ot);
     const unsigned relu = i + 1 < p->m->arch.n && r->fused[i + 1] ? NTPU_ACT_RELU : 0;
-    const uint32_t dst = r->ub[i + 1] + (r->one_tile[i + 1] ? 0 : ot * tile);
-    return ntpu_vec_act(p->dev, NTPU_ACT_BIAS | relu | NTPU_OUT_UB, z, dst, tile, r->acc_b[i] + ot);
+    return ntpu_vec_act(p->dev, NTPU_ACT_BIAS | relu | NTPU_OUT_UB, z, r->ub[i + 1] + ot * tile, tile,
+                        r->acc_b[i] + ot);
+}
+
+/* Output tile ot of conv i, which only a pool reads: ACT (bias, the fused relu) and POOL band by band,
+ * one row of windows at a time, through UB rows for one band; rows past the last whole window stay in ACC. */
+static ntpu_status pool_bands(const pass *p, size_t i, unsigned ot)
+{
+    const ntpu_net_res *r = p->r;
+    const size_t pi = r->fused[i + 1] ? i + 2 : i + 1;
+    const ntpu_layer *l = &p->m->arch.item[pi];
+    const unsigned k = l->k, band = k * r->w[i + 1] * MB, pooled_row = r->w[pi + 1] * MB;
+    const uint32_t z = r->acc_g[i + 1] + ot * tile_of(r, i + 1), out = ot * tile_of(r, pi + 1);
+    const unsigned relu = r->fused[i + 1] ? NTPU_ACT_RELU : 0;
+    const int max = l->kind == NTPU_LAYER_MAXPOOL;
+    ntpu_status st = NTPU_OK;
+    for (unsigned b = 0; b < r->h[pi + 1] && st == NTPU_OK; b++) {
+        st = ntpu_vec_act(p->dev, NTPU_ACT_BIAS | relu | NTPU_OUT_UB, z + b * band, r->ub[i + 1], band,
+                          r->acc_b[i] + ot);
+        if (st == NTPU_OK)
+            st = ntpu_vec_pool(p->dev, max ? NTPU_POOL_MODE_MAX : NTPU_POOL_MODE_AVG, r->ub[i + 1],
+                               r->ub[pi + 1] + out + b * pooled_row,
+                               max ? r->ub_arg[pi] + out + b * pooled_row : r->acc_r[pi], k, r->w[i + 1], MB, k);
+    }
+    return st;
 }
 
 /* Pool item i over channel tile t of its input map, which starts at src. */
@@ -74,9 +103,7 @@ static ntpu_status conv_forward(const pass *p, size_t i)
                     st = ntpu_matmul_tile_conv(p->dev, NTPU_DTYPE_BF16, &c, tap > 0 || t > 0);
             }
         if (st == NTPU_OK)
-            st = activate(p, i, ot);
-        if (st == NTPU_OK && r->one_tile[i + 1]) /* the map holds this tile only: pool it now */
-            st = pool_tile(p, r->fused[i + 1] ? i + 2 : i + 1, ot, r->ub[i + 1]);
+            st = r->band[i + 1] ? pool_bands(p, i, ot) : activate(p, i, ot);
     }
     return st;
 }
@@ -103,7 +130,7 @@ static ntpu_status pool_forward(const pass *p, size_t i)
 {
     const ntpu_net_res *r = p->r;
     ntpu_status st = NTPU_OK;
-    const int by_conv = r->one_tile[i] || (i > 0 && r->fused[i - 1] && r->one_tile[i - 1]); /* done already */
+    const int by_conv = r->band[i] || (i > 0 && r->fused[i - 1] && r->band[i - 1]); /* done already */
     for (unsigned t = 0; t < r->ct[i] && st == NTPU_OK && !by_conv; t++)
         st = pool_tile(p, i, t, r->ub[i] + t * tile_of(r, i));
     return st;
@@ -154,7 +181,7 @@ static ntpu_status conv_dw(const pass *p, size_t i, int first)
         for (unsigned pix = 0; pix < npix && st == NTPU_OK; pix++)
             for (unsigned b0 = 0; b0 < MB && st == NTPU_OK; b0 += n) {
                 const ntpu_conv_addr c = {.mode = NTPU_CONV_WEIGHT_GRAD,
-                                          .ub_addr = r->ub[i] + b0,
+                                          .ub_addr = dw_input(r, i) + b0,
                                           .acc_addr = r->acc_dw[i] + ot * block,
                                           .rows = block,
                                           .in_h = r->h[i],
@@ -216,9 +243,9 @@ static ntpu_status fc_backward(const pass *p, size_t i, int first)
             for (unsigned b0 = 0; b0 < MB && st == NTPU_OK; b0 += n) {
                 st = ntpu_load_w(p->dev, r->wb_g + ot * MB + b0, 0);
                 if (st == NTPU_OK)
-                    st = ntpu_matmul_tile_transpose_a(p->dev, NTPU_DTYPE_BF16, r->ub[i] + pix * MB + b0, tile_of(r, i),
-                                                      r->acc_dw[i] + (ot * kt_n + pix * cti) * n, cti * n,
-                                                      !first || b0 > 0);
+                    st = ntpu_matmul_tile_transpose_a(p->dev, NTPU_DTYPE_BF16, dw_input(r, i) + pix * MB + b0,
+                                                      tile_of(r, i), r->acc_dw[i] + (ot * kt_n + pix * cti) * n,
+                                                      cti * n, !first || b0 > 0);
             }
     for (unsigned kt = 0; kt < kt_n && i > r->first && st == NTPU_OK; kt++)
         for (unsigned ot = 0; ot < r->ct[i + 1] && st == NTPU_OK; ot++) {
@@ -257,12 +284,15 @@ static ntpu_status elementwise_backward(const pass *p, size_t i)
     return st;
 }
 
-ntpu_status ntpu_net_res_backward(ntpu_model *m, int first)
+ntpu_status ntpu_net_res_backward(ntpu_model *m, int first, const float *x, size_t b0, size_t count)
 {
     const pass p = {m, m->net->res, m->dev, m->n};
     ntpu_status st = NTPU_OK;
     for (size_t i = m->arch.n; i-- > p.r->first && st == NTPU_OK;) {
         ntpu_layer_kind kind = m->arch.item[i].kind;
+        if (i == p.r->first && p.r->rewrite_input &&
+            (st = ntpu_net_res_write_input(m, x, b0, count, p.r->ub_x2)) != NTPU_OK)
+            break;
         if (kind == NTPU_LAYER_CONV)
             st = conv_backward(&p, i, first);
         else if (kind == NTPU_LAYER_FC)
