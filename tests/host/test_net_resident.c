@@ -140,6 +140,22 @@ Test(net_resident, a_batch_below_one_micro_batch_and_a_pool_first)
     compare("ref", "ref:noconv=1", "maxpool2,conv3k3p2,relu,fc2", 1, 8, 8, 3, 3, 1);
 }
 
+/* A UB too small to hold the input map all through a micro-batch: it is written again for the first conv's
+ * dW (odd height, a partial micro-batch). */
+Test(net_resident, the_input_written_twice)
+{
+    const char *spec = "conv6k3p1,relu,maxpool2,conv12k3p1,relu,maxpool2,fc7";
+    ntpu_device *d = NULL;
+    cr_assert_eq(ntpu_open("ref:ub=2500", &d), NTPU_OK);
+    const ntpu_arch a = parse(spec, 1, 13, 12);
+    ntpu_model *m = create(d, &a, 13);
+    cr_assert_not_null(m->net->res);
+    cr_assert(m->net->res->rewrite_input);
+    ntpu_model_free(m);
+    ntpu_close(d);
+    compare("ref:ub=2500", "ref:noconv=1", spec, 1, 13, 12, 13, 3, 1);
+}
+
 /* ntpu_matmul uses every memory: the net writes its weights again before its next step. */
 Test(net_resident, a_matmul_between_steps)
 {
