@@ -64,10 +64,12 @@ int main(int argc, char **argv)
             return 1;
         }
         ntpu_get_info(vsim, &info);
-        snprintf(ref_dev, sizeof ref_dev, "ref:n=%u,ub=%u,wb=%u,acc=%u,payload=%u,novec=%u,notra=%u,pm=%u,os=%u",
-                 info.rows, (unsigned)info.ub_rows, (unsigned)info.wb_rows, (unsigned)info.acc_rows, info.max_payload,
+        snprintf(ref_dev, sizeof ref_dev,
+                 "ref:n=%u,ub=%u,wb=%u,acc=%u,payload=%u,novec=%u,notra=%u,pm=%u,os=%u,noconv=%u,nopool=%u", info.rows,
+                 (unsigned)info.ub_rows, (unsigned)info.wb_rows, (unsigned)info.acc_rows, info.max_payload,
                  !(info.features & NTPU_FEATURE_VECTOR_BIT), !(info.features & NTPU_FEATURE_TRANSPOSE_A_BIT),
-                 (unsigned)info.pm_rows, (unsigned)info.os_rows);
+                 (unsigned)info.pm_rows, (unsigned)info.os_rows, !(info.features & NTPU_FEATURE_CONV_BIT),
+                 !(info.features & NTPU_FEATURE_POOL_BIT));
         printf("%s against %s\n", vsim_dev, ref_dev);
     }
     if (ntpu_open(ref_dev, &ref) != NTPU_OK || (!vsim && ntpu_open(vsim_dev, &vsim) != NTPU_OK)) {

@@ -49,7 +49,8 @@ NTPU_API ntpu_status ntpu_model_create(ntpu_device *dev, const unsigned *sizes, 
  * nn.Linear (weights and biases uniform in ±1/sqrt(fan_in)) from `seed`.
  * An MLP (ntpu_arch_is_mlp) is exactly ntpu_model_create of its sizes; any other
  * arch (conv, pools, ...) trains on every device with the same numerics
- * (docs/numerics.md, Convolutional layers). Every call that takes samples
+ * (docs/numerics.md, Convolutional layers): resident on a protocol 1.5 device
+ * with room for it (ntpu_model_check_resident), else on the host path. Every call that takes samples
  * takes them as in_c x in_h x in_w floats each, in C-H-W order. Errors: as
  * ntpu_model_create; NTPU_ERR_INVALID_ARG also for an arch that is not what
  * ntpu_arch_parse makes of its own SPEC and input shape (one filled in by hand). */

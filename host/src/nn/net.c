@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "net_internal.h"
+#include "net_resident.h"
 #include "numerics_internal.h"
 
 static int has_params(const ntpu_layer *l)
@@ -73,6 +74,7 @@ void ntpu_net_free(ntpu_model *m)
     if (net) {
         free(net->act[0]), free(net->logits), free(net->g[0]), free(net->g[1]), free(net->opa.p), free(net->opb.p),
             free(net->prod.p);
+        ntpu_net_res_free(net->res);
         free(net);
     }
     m->net = NULL;
@@ -153,7 +155,7 @@ ntpu_status ntpu_net_alloc(ntpu_device *dev, const ntpu_arch *arch, size_t max_b
     m->net->inputs = (size_t)arch->in_c * arch->in_h * arch->in_w;
     snprintf(m->why, sizeof m->why, "a conv net lives on the host: every product goes through ntpu_matmul_bf16");
     snprintf(m->devopt_why, sizeof m->devopt_why, "conv nets keep the optimizer on the host for now");
-    if ((st = alloc_net(m)) != NTPU_OK) {
+    if ((st = alloc_net(m)) != NTPU_OK || (st = ntpu_net_res_plan(m)) != NTPU_OK) {
         ntpu_model_free(m);
         return st;
     }
@@ -247,7 +249,11 @@ ntpu_status ntpu_net_train_step(ntpu_model *m, const float *x, const uint8_t *la
         return st;
     if (!labels)
         return ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "train: labels is NULL");
-    if ((st = ntpu_check_labels(m, labels, batch, "train")) != NTPU_OK || (st = forward(m, x, batch)) != NTPU_OK)
+    if ((st = ntpu_check_labels(m, labels, batch, "train")) != NTPU_OK)
+        return st;
+    if (m->net->res)
+        return ntpu_net_res_train_step(m, x, labels, batch, res);
+    if ((st = forward(m, x, batch)) != NTPU_OK)
         return st;
     struct ntpu_net *net = m->net;
     ntpu_step_result r = {0};
@@ -274,6 +280,8 @@ ntpu_status ntpu_net_predict(ntpu_model *m, const float *x, size_t batch, float 
         return st;
     if (!logits)
         return ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "predict: logits is NULL");
+    if (m->net->res)
+        return ntpu_net_res_predict(m, x, batch, logits);
     if ((st = forward(m, x, batch)) == NTPU_OK)
         memcpy(logits, m->net->logits, batch * m->net->classes * 4);
     return st;

@@ -30,6 +30,7 @@ struct ntpu_net {
     float *logits, *dlogits;
     uint32_t *g[2];              /* the gradient flowing backward, and the one being made */
     ntpu_net_buf opa, opb, prod; /* a product's bf16 operands (A, or B when it is made) and its fp32 result */
+    struct ntpu_net_res *res;    /* the device-resident layout (net_resident.h), NULL on the host path */
 };
 
 /* Grows b to at least bytes; NULL when out of memory. */

@@ -394,7 +394,7 @@ ntpu_status ntpu_model_set_device_optimizer(ntpu_model *m, int on)
     if (st != NTPU_OK)
         return st;
     m->opt.device = on != 0;
-    if (m->streamed)
+    if (m->streamed || m->net)
         return NTPU_OK;             /* devopt stays 0, devopt_why says why */
     if ((st = place(m)) != NTPU_OK) /* it was resident: the plain layout fits */
         return ntpu_fail(m->dev, st, "model: %s", m->why);
@@ -473,6 +473,8 @@ ntpu_status ntpu_model_sync(ntpu_model *m)
 {
     if (!m)
         return NTPU_ERR_INVALID_ARG;
+    if (m->net)
+        return ntpu_net_sync(m);
     if (m->streamed)
         return ntpu_stream_sync(m);
     ntpu_status st = ntpu_claim_memories(m->dev, m, evict, NULL);
@@ -640,12 +642,10 @@ static ntpu_status read_logits(ntpu_model *m, size_t batch, size_t bp, float *lo
     return NTPU_OK;
 }
 
-void ntpu_softmax_xent(const float *logits, const uint8_t *labels, size_t batch, size_t classes, float *grad,
-                       float *loss, size_t *correct)
+void ntpu_softmax_xent_part(const float *logits, const uint8_t *labels, size_t count, size_t batch, size_t classes,
+                            float *grad, float *total, size_t *correct)
 {
-    float total = 0.0f;
-    size_t ok = 0;
-    for (size_t b = 0; b < batch; b++) {
+    for (size_t b = 0; b < count; b++) {
         const float *z = logits + b * classes;
         size_t arg = 0;
         for (size_t c = 1; c < classes; c++)
@@ -654,13 +654,20 @@ void ntpu_softmax_xent(const float *logits, const uint8_t *labels, size_t batch,
         float mx = z[arg], sum = 0.0f;
         for (size_t c = 0; c < classes; c++)
             sum += expf(z[c] - mx);
-        total += logf(sum) + mx - z[labels[b]];
-        ok += arg == labels[b];
+        *total += logf(sum) + mx - z[labels[b]];
+        *correct += arg == labels[b];
         for (size_t c = 0; c < classes; c++)
             grad[b * classes + c] = (expf(z[c] - mx) / sum - (c == labels[b] ? 1.0f : 0.0f)) / (float)batch;
     }
+}
+
+void ntpu_softmax_xent(const float *logits, const uint8_t *labels, size_t batch, size_t classes, float *grad,
+                       float *loss, size_t *correct)
+{
+    float total = 0.0f;
+    *correct = 0;
+    ntpu_softmax_xent_part(logits, labels, batch, batch, classes, grad, &total, correct);
     *loss = total / (float)batch;
-    *correct = ok;
 }
 
 /* The forward pass of either path, to the logits (batch x classes) on the host. */

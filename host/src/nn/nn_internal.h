@@ -96,6 +96,9 @@ void ntpu_net_free(ntpu_model *m);
 ntpu_status ntpu_net_train_step(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch,
                                 ntpu_step_result *res);
 ntpu_status ntpu_net_predict(ntpu_model *m, const float *x, size_t batch, float *logits);
+/* The host's parameters changed (a loaded checkpoint): a resident net writes them to the device before its next
+ * work (net_resident.c). */
+ntpu_status ntpu_net_sync(ntpu_model *m);
 
 /* quant_net.c: int8 inference of a net (m->net set) for quant.c's ntpu_qmodel_* (docs/training.md,
  * int8 inference). ntpu_qnet_check: whether the device can; ntpu_qnet_create: calibrates on count
@@ -114,6 +117,10 @@ void ntpu_qnet_free(ntpu_qnet *q);
 float ntpu_uniform_pm1(uint64_t *s);
 void ntpu_softmax_xent(const float *logits, const uint8_t *labels, size_t batch, size_t classes, float *grad,
                        float *loss, size_t *correct);
+/* The same for count samples of a larger batch of batch (the gradient's divisor): adds each sample's loss to
+ * *total and its hit to *correct in sample order, so that parts in order give ntpu_softmax_xent's bits. */
+void ntpu_softmax_xent_part(const float *logits, const uint8_t *labels, size_t count, size_t batch, size_t classes,
+                            float *grad, float *total, size_t *correct);
 ntpu_status ntpu_model_check_setup(ntpu_device *dev, size_t max_batch, const ntpu_optim_config *opt);
 
 /* A model's classes and the floats of one sample, for an MLP or a net. */

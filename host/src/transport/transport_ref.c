@@ -63,6 +63,8 @@ static int parse_opts(const char *opts, ref_opts *o, char *err, size_t errlen)
         {"novec", offsetof(ref_opts, cfg.no_vector), 0, 1},      /* 1: as a board built with VEC_EN = 0 */
         {"notra", offsetof(ref_opts, cfg.no_transpose_a), 0, 1}, /* 1: as one with TRANSPOSE_A_EN = 0 */
         {"pm", offsetof(ref_opts, cfg.pm_rows), 0, 65536},       /* 0: no PROGRAM, as PM_ROWS = 0 */
+        {"noconv", offsetof(ref_opts, cfg.no_conv), 0, 1},       /* 1: as a core with CONV_EN = 0 */
+        {"nopool", offsetof(ref_opts, cfg.no_pool), 0, 1},       /* 1: as one with POOL_EN = 0 */
         {"threads", offsetof(ref_opts, threads), 1, 64},         /* for large MATMULs; the same bits */
     };
     const char *p = opts;
@@ -76,10 +78,10 @@ static int parse_opts(const char *opts, ref_opts *o, char *err, size_t errlen)
             while (i < nk && !(strlen(keys[i].key) == (size_t)(eq - p) && !strncmp(keys[i].key, p, eq - p)))
                 i++;
         if (!eq || i == nk) {
-            ntpu_errf(
-                err, errlen,
-                "unknown ref option '%.*s' (expected n=, ub=, wb=, acc=, os=, pm=, payload=, novec=, notra=, threads=)",
-                (int)len, p);
+            ntpu_errf(err, errlen,
+                      "unknown ref option '%.*s' (expected n=, ub=, wb=, acc=, os=, pm=, payload=, novec=, notra=, "
+                      "noconv=, nopool=, threads=)",
+                      (int)len, p);
             return -1;
         }
         uint64_t v = 0;
@@ -125,9 +127,9 @@ ntpu_status ntpu_transport_ref_open(const char *opts, ntpu_transport *out, char 
         ntpu_errf(
             err, errlen,
             "cannot create the golden model with n=%u ub=%u wb=%u acc=%u os=%u pm=%u payload=%u novec=%u notra=%u "
-            "(out of memory)",
+            "noconv=%u nopool=%u (out of memory)",
             cfg.n, cfg.ub_rows, cfg.wb_rows, cfg.acc_rows, cfg.os_rows, cfg.pm_rows, cfg.max_payload, cfg.no_vector,
-            cfg.no_transpose_a);
+            cfg.no_transpose_a, cfg.no_conv, cfg.no_pool);
         return NTPU_ERR_INVALID_ARG;
     }
     out->ops = &ref_ops;

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A net resident on the device (protocol 1.5: CONV, POOL; decision 0031): the layout net_plan.c makes
+ * and net_resident.c runs. A step runs micro-batch by micro-batch (NTPU_NET_MB samples); every value of
+ * the net (act[v], the input of item v) is a feature map in UB as channel tiles, pixel-major, samples
+ * innermost: UB[ub[v] + t*tile(v) + (y*w[v] + x)*MB + b] holds channels t*N .. t*N+N-1 of pixel (y, x)
+ * of sample b, tile(v) = h[v]*w[v]*MB rows (an fc's output is a 1 x 1 map). Its gradient has the same
+ * layout in ACC at acc_g[v] (fp32), where a conv or fc also sums its pre-activation in the forward pass.
+ * A relu right after a conv or fc is that item's ACT (the same UB map); a flatten is nothing (an fc reads
+ * its input map's k-tiles in (y, x, t) order). Maps share UB rows where their lifetimes allow
+ * (net_plan_ub.c). Weights are output-tile-major, as the MLP's:
+ *   conv: WB[wb_w[i] + ((ot*K*K + ky*K + kx)*CTi + t)*N + r][n] = w[ot*N + n][t*N + r][ky][kx]
+ *   fc:   WB[wb_w[i] + (ot*KT + pix*CTi + t)*N + r][n] = w[ot*N + n][(t*N + r)*HW + pix], KT = HW*CTi
+ * and dW accumulates in ACC at acc_dw[i] in the same layout (fp32), db at acc_db[i] (one row an output
+ * tile), across the micro-batches of a step; the fp32 biases at acc_b[i]. */
+#ifndef NTPU_NET_RESIDENT_H
+#define NTPU_NET_RESIDENT_H
+
+#include "net_internal.h"
+
+#define NTPU_NET_MB 8u /* samples of a micro-batch (decision 0031) */
+
+typedef struct ntpu_net_res {
+    /* per value v = 0 .. items: the device map's channel tiles, height and width, UB and ACC bases */
+    unsigned ct[NTPU_MAX_ITEMS + 1], h[NTPU_MAX_ITEMS + 1], w[NTPU_MAX_ITEMS + 1];
+    uint32_t ub[NTPU_MAX_ITEMS + 1], acc_g[NTPU_MAX_ITEMS + 1];
+    /* per item: relu fused into the conv or fc before it; maxpool argmax (UB), avgpool factor row (ACC);
+     * conv and fc: weights, bf16 gZ for dX (UB: the item's own output map, dead by then), biases, db, dW */
+    int fused[NTPU_MAX_ITEMS];
+    /* a maxpool after a fused relu: the relu's backward is RELU_GRAD of the pooled gradient against the
+     * pooled map (the relu's output at the argmax), before MAX_GRAD; the same bits, and the relu's map
+     * dies with the forward pass */
+    int pooled_mask[NTPU_MAX_ITEMS];
+    /* value v is a conv's output that only a pool of band x band windows reads (0: any other map): UB holds
+     * band rows of pixels of one channel tile, the conv writing them (ACT) and pooling them band by band */
+    unsigned band[NTPU_MAX_ITEMS + 1];
+    uint32_t ub_arg[NTPU_MAX_ITEMS], acc_r[NTPU_MAX_ITEMS], ub_gz[NTPU_MAX_ITEMS];
+    uint32_t wb_w[NTPU_MAX_ITEMS], acc_b[NTPU_MAX_ITEMS], acc_db[NTPU_MAX_ITEMS], acc_dw[NTPU_MAX_ITEMS];
+    uint32_t wb_g; /* gZ of the item being differentiated, as weight tiles (WB, one item at a time) */
+    /* the input map is written again (at ub_x2) for the first item's dW, its rows free in between: what
+     * the layout does when UB cannot hold the input map all through a micro-batch, at the cost of a
+     * second write of it */
+    int rewrite_input;
+    uint32_t ub_x2;
+    size_t first;                      /* the first item with parameters: no gradient before it, no dX for it */
+    size_t ub_rows, wb_rows, acc_rows; /* rows the layout takes */
+    int stale;                         /* the device's weights and biases are not the host's parameters */
+    ntpu_net_buf rows, host;           /* staging for rows to and from the device; logits and their gradient */
+} ntpu_net_res;
+
+/* Places the net on the device when it has CONV, POOL, VECTOR, TRANSPOSE and TRANSPOSE_A, N divides
+ * NTPU_NET_MB, every item maps onto those commands and the layout fits its memories: then m->net->res
+ * is set and m->streamed is 0; else m->why says why not (the host path, net.c). NTPU_OK either way
+ * unless out of memory. */
+ntpu_status ntpu_net_res_plan(ntpu_model *m);
+
+/* net_plan_ub.c: UB rows for every map, argmax and gZ of the shaped layout r; sets r->ub_rows. */
+void ntpu_net_res_place_ub(const ntpu_model *m, ntpu_net_res *r);
+
+/* The layout of the net's items for the device in m (res zeroed before): NULL when it fits, else why not
+ * (static text, or the buffer why of len bytes). Fills res->ub_rows, wb_rows, acc_rows even when they do not fit. */
+const char *ntpu_net_res_layout(const ntpu_model *m, ntpu_net_res *res, char *why, size_t len);
+
+/* A training step and a prediction on the resident layout (the arguments checked by net.c). */
+ntpu_status ntpu_net_res_train_step(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch,
+                                    ntpu_step_result *res);
+ntpu_status ntpu_net_res_predict(ntpu_model *m, const float *x, size_t batch, float *logits);
+
+/* Per micro-batch device work (net_resident_pass.c): the forward pass of the map in UB at ub[0] to the
+ * logits in ACC at acc_g[items]; the backward pass from the logits' gradient there, its dW and db summed
+ * onto the earlier micro-batches' unless first (with rewrite_input it writes samples b0 .. b0+count-1
+ * of x again). */
+ntpu_status ntpu_net_res_forward(ntpu_model *m);
+ntpu_status ntpu_net_res_backward(ntpu_model *m, int first, const float *x, size_t b0, size_t count);
+
+/* Samples b0 .. b0+count-1 of x (C-H-W floats each) as the input map at UB row at (net_resident.c). */
+ntpu_status ntpu_net_res_write_input(ntpu_model *m, const float *x, size_t b0, size_t count, uint32_t at);
+
+void ntpu_net_res_free(ntpu_net_res *r);
+
+#endif

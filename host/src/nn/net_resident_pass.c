@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The device commands of one micro-batch of a resident net (layout in net_resident.h), ordered so that
+ * every sum is the chain of docs/numerics.md, Convolutional layers (decision 0031):
+ *   conv forward: per output tile, one CONV MATMUL per tap and input tile in the order (ky, kx, t);
+ *   fc forward:   per output tile, one MATMUL per k-tile in the order (y, x, t) (a flattened map: HWC);
+ *   conv dW:      per output tile, one weight-gradient CONV MATMUL per output pixel and block of N samples,
+ *                 summed onto the earlier micro-batches': the order (b div 8, oy, ox, b mod 8);
+ *   fc dW:        per output tile, one TRANSPOSE_A MATMUL per pixel and block of N samples: b ascending;
+ *   conv dX:      per input tile, CONV_T MATMULs in the order (ky, kx, output tile), weights transposed;
+ *   fc dX:        per k-tile, the output tiles ascending, weights transposed;
+ *   db:           COLSUM over the gradient's rows (pixel-major, samples innermost), onto the earlier ones'. */
+#include "net_resident.h"
+
+#define MB NTPU_NET_MB
+
+typedef struct pass {
+    ntpu_model *m;
+    ntpu_net_res *r;
+    ntpu_device *dev;
+    unsigned n;
+} pass;
+
+static uint32_t tile_of(const ntpu_net_res *r, size_t v)
+{
+    return r->h[v] * r->w[v] * MB;
+}
+
+/* Where item i's dW reads its input map: the input written again, or the map of the forward pass. */
+static uint32_t dw_input(const ntpu_net_res *r, size_t i)
+{
+    return i == r->first && r->rewrite_input ? r->ub_x2 : r->ub[i];
+}
+
+/* ACT of output tile ot of item i (the pre-activation at acc_g[i + 1]): bias, the fused relu, bf16 to
+ * the output map; the last item's logits stay fp32 in place. */
+static ntpu_status activate(const pass *p, size_t i, unsigned ot)
+{
+    const ntpu_net_res *r = p->r;
+    const uint32_t tile = tile_of(r, i + 1), z = r->acc_g[i + 1] + ot * tile;
+    if (i + 1 == p->m->arch.n)
+        return ntpu_vec_act(p->dev, NTPU_ACT_BIAS | NTPU_OUT_ACC, z, z, tile, r->acc_b[i] + ot);
+    const unsigned relu = i + 1 < p->m->arch.n && r->fused[i + 1] ? NTPU_ACT_RELU : 0;
+    return ntpu_vec_act(p->dev, NTPU_ACT_BIAS | relu | NTPU_OUT_UB, z, r->ub[i + 1] + ot * tile, tile,
+                        r->acc_b[i] + ot);
+}
+
+/* Output tile ot of conv i, which only a pool reads: ACT (bias, the fused relu) and POOL band by band,
+ * one row of windows at a time, through UB rows for one band; rows past the last whole window stay in ACC. */
+static ntpu_status pool_bands(const pass *p, size_t i, unsigned ot)
+{
+    const ntpu_net_res *r = p->r;
+    const size_t pi = r->fused[i + 1] ? i + 2 : i + 1;
+    const ntpu_layer *l = &p->m->arch.item[pi];
+    const unsigned k = l->k, band = k * r->w[i + 1] * MB, pooled_row = r->w[pi + 1] * MB;
+    const uint32_t z = r->acc_g[i + 1] + ot * tile_of(r, i + 1), out = ot * tile_of(r, pi + 1);
+    const unsigned relu = r->fused[i + 1] ? NTPU_ACT_RELU : 0;
+    const int max = l->kind == NTPU_LAYER_MAXPOOL;
+    ntpu_status st = NTPU_OK;
+    for (unsigned b = 0; b < r->h[pi + 1] && st == NTPU_OK; b++) {
+        st = ntpu_vec_act(p->dev, NTPU_ACT_BIAS | relu | NTPU_OUT_UB, z + b * band, r->ub[i + 1], band,
+                          r->acc_b[i] + ot);
+        if (st == NTPU_OK)
+            st = ntpu_vec_pool(p->dev, max ? NTPU_POOL_MODE_MAX : NTPU_POOL_MODE_AVG, r->ub[i + 1],
+                               r->ub[pi + 1] + out + b * pooled_row,
+                               max ? r->ub_arg[pi] + out + b * pooled_row : r->acc_r[pi], k, r->w[i + 1], MB, k);
+    }
+    return st;
+}
+
+/* Pool item i over channel tile t of its input map, which starts at src. */
+static ntpu_status pool_tile(const pass *p, size_t i, unsigned t, uint32_t src)
+{
+    const ntpu_layer *l = &p->m->arch.item[i];
+    const ntpu_net_res *r = p->r;
+    const int max = l->kind == NTPU_LAYER_MAXPOOL;
+    return ntpu_vec_pool(p->dev, max ? NTPU_POOL_MODE_MAX : NTPU_POOL_MODE_AVG, src,
+                         r->ub[i + 1] + t * tile_of(r, i + 1), max ? r->ub_arg[i] + t * tile_of(r, i + 1) : r->acc_r[i],
+                         r->h[i], r->w[i], MB, l->k);
+}
+
+static ntpu_status conv_forward(const pass *p, size_t i)
+{
+    const ntpu_layer *l = &p->m->arch.item[i];
+    const ntpu_net_res *r = p->r;
+    const unsigned K = l->k, cti = r->ct[i];
+    ntpu_status st = NTPU_OK;
+    for (unsigned ot = 0; ot < r->ct[i + 1] && st == NTPU_OK; ot++) {
+        for (unsigned tap = 0; tap < K * K && st == NTPU_OK; tap++)
+            for (unsigned t = 0; t < cti && st == NTPU_OK; t++) {
+                const ntpu_conv_addr c = {.mode = NTPU_CONV_FORWARD,
+                                          .ub_addr = r->ub[i] + t * tile_of(r, i),
+                                          .acc_addr = r->acc_g[i + 1] + ot * tile_of(r, i + 1),
+                                          .rows = tile_of(r, i + 1),
+                                          .in_h = r->h[i],
+                                          .in_w = r->w[i],
+                                          .mb = MB,
+                                          .out_w = r->w[i + 1],
+                                          .stride = l->stride,
+                                          .dy = (int)(tap / K) - (int)l->pad,
+                                          .dx = (int)(tap % K) - (int)l->pad};
+                st = ntpu_load_w(p->dev, r->wb_w[i] + ((ot * K * K + tap) * cti + t) * p->n, 0);
+                if (st == NTPU_OK)
+                    st = ntpu_matmul_tile_conv(p->dev, NTPU_DTYPE_BF16, &c, tap > 0 || t > 0);
+            }
+        if (st == NTPU_OK)
+            st = r->band[i + 1] ? pool_bands(p, i, ot) : activate(p, i, ot);
+    }
+    return st;
+}
+
+static ntpu_status fc_forward(const pass *p, size_t i)
+{
+    const ntpu_net_res *r = p->r;
+    const unsigned cti = r->ct[i], kt_n = r->h[i] * r->w[i] * cti;
+    ntpu_status st = NTPU_OK;
+    for (unsigned ot = 0; ot < r->ct[i + 1] && st == NTPU_OK; ot++) {
+        for (unsigned kt = 0; kt < kt_n && st == NTPU_OK; kt++) {
+            st = ntpu_load_w(p->dev, r->wb_w[i] + (ot * kt_n + kt) * p->n, 0);
+            if (st == NTPU_OK)
+                st = ntpu_matmul_tile(p->dev, NTPU_DTYPE_BF16, r->ub[i] + kt % cti * tile_of(r, i) + kt / cti * MB,
+                                      r->acc_g[i + 1] + ot * MB, MB, kt > 0);
+        }
+        if (st == NTPU_OK)
+            st = activate(p, i, ot);
+    }
+    return st;
+}
+
+static ntpu_status pool_forward(const pass *p, size_t i)
+{
+    const ntpu_net_res *r = p->r;
+    ntpu_status st = NTPU_OK;
+    const int by_conv = r->band[i] || (i > 0 && r->fused[i - 1] && r->band[i - 1]); /* done already */
+    for (unsigned t = 0; t < r->ct[i] && st == NTPU_OK && !by_conv; t++)
+        st = pool_tile(p, i, t, r->ub[i] + t * tile_of(r, i));
+    return st;
+}
+
+ntpu_status ntpu_net_res_forward(ntpu_model *m)
+{
+    const pass p = {m, m->net->res, m->dev, m->n};
+    ntpu_status st = NTPU_OK;
+    for (size_t i = 0; i < m->arch.n && st == NTPU_OK; i++) {
+        ntpu_layer_kind kind = m->arch.item[i].kind;
+        if (kind == NTPU_LAYER_CONV)
+            st = conv_forward(&p, i);
+        else if (kind == NTPU_LAYER_FC)
+            st = fc_forward(&p, i);
+        else if (kind == NTPU_LAYER_MAXPOOL || kind == NTPU_LAYER_AVGPOOL)
+            st = pool_forward(&p, i);
+    }
+    return st;
+}
+
+/* db onto the earlier micro-batches' (COLSUM), and the bf16 gZ of item i to WB (dW's weights) and to
+ * UB (dX's input, when there is a dX). */
+static ntpu_status grad_copies(const pass *p, size_t i, int first)
+{
+    const ntpu_net_res *r = p->r;
+    const uint32_t tile = tile_of(r, i + 1);
+    ntpu_status st = NTPU_OK;
+    for (unsigned ot = 0; ot < r->ct[i + 1] && st == NTPU_OK; ot++) {
+        const uint32_t g = r->acc_g[i + 1] + ot * tile;
+        st = ntpu_vec_colsum(p->dev, g, r->acc_db[i] + ot, tile, !first);
+        if (st == NTPU_OK)
+            st = ntpu_vec_act(p->dev, NTPU_OUT_WB, g, r->wb_g + ot * tile, tile, 0);
+        if (st == NTPU_OK && i > r->first)
+            st = ntpu_vec_act(p->dev, NTPU_OUT_UB, g, r->ub_gz[i] + ot * tile, tile, 0);
+    }
+    return st;
+}
+
+static ntpu_status conv_dw(const pass *p, size_t i, int first)
+{
+    const ntpu_layer *l = &p->m->arch.item[i];
+    const ntpu_net_res *r = p->r;
+    const unsigned K = l->k, cti = r->ct[i], n = p->n, block = K * K * cti * n, tile = tile_of(r, i + 1);
+    const unsigned npix = r->h[i + 1] * r->w[i + 1];
+    ntpu_status st = NTPU_OK;
+    for (unsigned ot = 0; ot < r->ct[i + 1] && st == NTPU_OK; ot++)
+        for (unsigned pix = 0; pix < npix && st == NTPU_OK; pix++)
+            for (unsigned b0 = 0; b0 < MB && st == NTPU_OK; b0 += n) {
+                const ntpu_conv_addr c = {.mode = NTPU_CONV_WEIGHT_GRAD,
+                                          .ub_addr = dw_input(r, i) + b0,
+                                          .acc_addr = r->acc_dw[i] + ot * block,
+                                          .rows = block,
+                                          .in_h = r->h[i],
+                                          .in_w = r->w[i],
+                                          .mb = MB,
+                                          .k = K,
+                                          .tile_stride = tile_of(r, i),
+                                          .dy = (int)(pix / r->w[i + 1] * l->stride) - (int)l->pad,
+                                          .dx = (int)(pix % r->w[i + 1] * l->stride) - (int)l->pad};
+                st = ntpu_load_w(p->dev, r->wb_g + ot * tile + pix * MB + b0, 0);
+                if (st == NTPU_OK)
+                    st = ntpu_matmul_tile_conv(p->dev, NTPU_DTYPE_BF16, &c, !first || pix > 0 || b0 > 0);
+            }
+    return st;
+}
+
+static ntpu_status conv_dx(const pass *p, size_t i)
+{
+    const ntpu_layer *l = &p->m->arch.item[i];
+    const ntpu_net_res *r = p->r;
+    const unsigned K = l->k, cti = r->ct[i], cto = r->ct[i + 1];
+    ntpu_status st = NTPU_OK;
+    for (unsigned t = 0; t < cti && st == NTPU_OK; t++)
+        for (unsigned tap = 0; tap < K * K && st == NTPU_OK; tap++)
+            for (unsigned ot = 0; ot < cto && st == NTPU_OK; ot++) {
+                const ntpu_conv_addr c = {.mode = NTPU_CONV_TRANSPOSED,
+                                          .ub_addr = r->ub_gz[i] + ot * tile_of(r, i + 1),
+                                          .acc_addr = r->acc_g[i] + t * tile_of(r, i),
+                                          .rows = tile_of(r, i),
+                                          .in_h = r->h[i + 1],
+                                          .in_w = r->w[i + 1],
+                                          .mb = MB,
+                                          .out_w = r->w[i],
+                                          .stride = l->stride,
+                                          .dy = (int)l->pad - (int)(tap / K),
+                                          .dx = (int)l->pad - (int)(tap % K)};
+                st = ntpu_load_w(p->dev, r->wb_w[i] + ((ot * K * K + tap) * cti + t) * p->n, 1);
+                if (st == NTPU_OK)
+                    st = ntpu_matmul_tile_conv(p->dev, NTPU_DTYPE_BF16, &c, tap > 0 || ot > 0);
+            }
+    return st;
+}
+
+static ntpu_status conv_backward(const pass *p, size_t i, int first)
+{
+    ntpu_status st = grad_copies(p, i, first);
+    if (st == NTPU_OK)
+        st = conv_dw(p, i, first);
+    return st == NTPU_OK && i > p->r->first ? conv_dx(p, i) : st;
+}
+
+static ntpu_status fc_backward(const pass *p, size_t i, int first)
+{
+    const ntpu_net_res *r = p->r;
+    const unsigned n = p->n, cti = r->ct[i], kt_n = r->h[i] * r->w[i] * cti, npix = r->h[i] * r->w[i];
+    ntpu_status st = grad_copies(p, i, first);
+    for (unsigned ot = 0; ot < r->ct[i + 1] && st == NTPU_OK; ot++)
+        for (unsigned pix = 0; pix < npix && st == NTPU_OK; pix++)
+            for (unsigned b0 = 0; b0 < MB && st == NTPU_OK; b0 += n) {
+                st = ntpu_load_w(p->dev, r->wb_g + ot * MB + b0, 0);
+                if (st == NTPU_OK)
+                    st = ntpu_matmul_tile_transpose_a(p->dev, NTPU_DTYPE_BF16, dw_input(r, i) + pix * MB + b0,
+                                                      tile_of(r, i), r->acc_dw[i] + (ot * kt_n + pix * cti) * n,
+                                                      cti * n, !first || b0 > 0);
+            }
+    for (unsigned kt = 0; kt < kt_n && i > r->first && st == NTPU_OK; kt++)
+        for (unsigned ot = 0; ot < r->ct[i + 1] && st == NTPU_OK; ot++) {
+            st = ntpu_load_w(p->dev, r->wb_w[i] + (ot * kt_n + kt) * n, 1);
+            if (st == NTPU_OK)
+                st = ntpu_matmul_tile(p->dev, NTPU_DTYPE_BF16, r->ub_gz[i] + ot * MB,
+                                      r->acc_g[i] + kt % cti * tile_of(r, i) + kt / cti * MB, MB, ot > 0);
+        }
+    return st;
+}
+
+/* relu (fused: the mask is its output map) and the pools' backward, tile by tile. */
+static ntpu_status elementwise_backward(const pass *p, size_t i)
+{
+    const ntpu_layer *l = &p->m->arch.item[i];
+    const ntpu_net_res *r = p->r;
+    const uint32_t tin = tile_of(r, i), tout = tile_of(r, i + 1);
+    ntpu_status st = NTPU_OK;
+    const int moved = l->kind == NTPU_LAYER_RELU && i + 1 < p->m->arch.n && r->pooled_mask[i + 1];
+    for (unsigned t = 0; t < r->ct[i] && st == NTPU_OK && !moved; t++) {
+        if (r->pooled_mask[i]) /* the relu before: against the pooled map, before the scatter */
+            st = ntpu_vec_relu_grad(p->dev, NTPU_OUT_ACC, r->acc_g[i + 1] + t * tout, r->acc_g[i + 1] + t * tout, tout,
+                                    r->ub[i + 1] + t * tout);
+        if (st != NTPU_OK)
+            break;
+        if (l->kind == NTPU_LAYER_RELU)
+            st = ntpu_vec_relu_grad(p->dev, NTPU_OUT_ACC, r->acc_g[i + 1] + t * tout, r->acc_g[i] + t * tin, tin,
+                                    r->ub[i + 1] + t * tout);
+        else if (l->kind == NTPU_LAYER_MAXPOOL)
+            st = ntpu_vec_pool(p->dev, NTPU_POOL_MODE_MAX_GRAD, r->acc_g[i + 1] + t * tout, r->acc_g[i] + t * tin,
+                               r->ub_arg[i] + t * tout, r->h[i], r->w[i], MB, l->k);
+        else if (l->kind == NTPU_LAYER_AVGPOOL)
+            st = ntpu_vec_pool(p->dev, NTPU_POOL_MODE_AVG_GRAD, r->acc_g[i + 1] + t * tout, r->acc_g[i] + t * tin,
+                               r->acc_r[i], r->h[i], r->w[i], MB, l->k);
+    }
+    return st;
+}
+
+ntpu_status ntpu_net_res_backward(ntpu_model *m, int first, const float *x, size_t b0, size_t count)
+{
+    const pass p = {m, m->net->res, m->dev, m->n};
+    ntpu_status st = NTPU_OK;
+    for (size_t i = m->arch.n; i-- > p.r->first && st == NTPU_OK;) {
+        ntpu_layer_kind kind = m->arch.item[i].kind;
+        if (i == p.r->first && p.r->rewrite_input &&
+            (st = ntpu_net_res_write_input(m, x, b0, count, p.r->ub_x2)) != NTPU_OK)
+            break;
+        if (kind == NTPU_LAYER_CONV)
+            st = conv_backward(&p, i, first);
+        else if (kind == NTPU_LAYER_FC)
+            st = fc_backward(&p, i, first);
+        else
+            st = elementwise_backward(&p, i);
+    }
+    return st;
+}

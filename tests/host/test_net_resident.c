@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Nets resident on the device (protocol 1.5, host/src/nn/net_resident*.c, net_plan.c) against the host
+ * path (net.c) on the golden model: trained for some steps on `ref` (CONV and POOL) and on
+ * `ref:noconv=1` (the host path), every loss, correct count, weight, bias, gradient and optimizer slot is
+ * the same bits, for archs with stride, padding, both pools, floor mode, more channels than N, an fc on a
+ * flattened map and after an fc, and batches that are not a multiple of 8; also at N = 4 and 2; predictions
+ * agree; ntpu_matmul between steps does not disturb a resident net; what keeps a net on the host path is
+ * named. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/net_resident.h"
+#include "ntpu/nn.h"
+
+static ntpu_arch parse(const char *spec, unsigned c, unsigned h, unsigned w)
+{
+    ntpu_arch a;
+    char why[160] = "";
+    cr_assert_eq(ntpu_arch_parse(spec, c, h, w, &a, why, sizeof why), NTPU_OK, "%s: %s", spec, why);
+    return a;
+}
+
+/* Inputs in [-1, 1), some exact zeros; labels below classes. */
+static void fill(float *x, size_t n, uint8_t *y, size_t batch, size_t classes, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = i % 7 == 3 ? 0.0f : (float)((double)(seed >> 40) / (double)(1ull << 23) - 1.0);
+    }
+    for (size_t b = 0; b < batch; b++)
+        y[b] = (uint8_t)((b * 7 + seed % 5) % classes);
+}
+
+static ntpu_model *create(ntpu_device *dev, const ntpu_arch *a, size_t batch)
+{
+    ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_ADAM);
+    opt.lr = 0.01f;
+    ntpu_model *m = NULL;
+    cr_assert_eq(ntpu_model_create_arch(dev, a, batch, 7, &opt, &m), NTPU_OK, "%s", ntpu_last_error(dev));
+    return m;
+}
+
+static void same_floats(const float *a, const float *b, size_t n, const char *what, size_t item)
+{
+    if (!a || !b) {
+        cr_assert_eq(a, b, "%s of item %zu", what, item);
+        return;
+    }
+    for (size_t j = 0; j < n; j++)
+        cr_assert_eq(memcmp(&a[j], &b[j], 4), 0, "%s of item %zu differs at %zu: %a vs %a", what, item, j, (double)a[j],
+                     (double)b[j]);
+}
+
+static void same_params(const ntpu_model *r, const ntpu_model *h)
+{
+    for (size_t i = 0; i < r->arch.n; i++) {
+        const ntpu_net_param *p = &r->param[i], *q = &h->param[i];
+        same_floats(p->w, q->w, p->nw, "weights", i);
+        same_floats(p->b, q->b, p->nb, "biases", i);
+        same_floats(p->gw, q->gw, p->nw, "dW", i);
+        same_floats(p->gb, q->gb, p->nb, "db", i);
+        same_floats(p->ws1, q->ws1, p->nw, "Adam m", i);
+        same_floats(p->ws2, q->ws2, p->nw, "Adam v", i);
+        same_floats(p->bs1, q->bs1, p->nb, "Adam m of the bias", i);
+        same_floats(p->bs2, q->bs2, p->nb, "Adam v of the bias", i);
+    }
+}
+
+/* Trains spec on the resident device and on the host path for steps steps of batches of sizes
+ * batch, batch - 1, ... (so the last micro-batch is partly empty) and compares everything. */
+static void compare(const char *resident, const char *host, const char *spec, unsigned c, unsigned hgt, unsigned w,
+                    size_t batch, int steps, int vary)
+{
+    ntpu_device *dr = NULL, *dh = NULL;
+    cr_assert_eq(ntpu_open(resident, &dr), NTPU_OK, "%s: %s", resident, ntpu_last_error(dr));
+    cr_assert_eq(ntpu_open(host, &dh), NTPU_OK, "%s: %s", host, ntpu_last_error(dh));
+    const ntpu_arch a = parse(spec, c, hgt, w);
+    ntpu_model *mr = create(dr, &a, batch), *mh = create(dh, &a, batch);
+    cr_assert_eq(ntpu_model_check_resident(mr), NTPU_OK, "%s on %s: %s", spec, resident, ntpu_last_error(dr));
+    cr_assert_eq(ntpu_model_check_resident(mh), NTPU_ERR_UNSUPPORTED);
+    cr_assert_not_null(strstr(ntpu_last_error(dh), "CONV"), "%s", ntpu_last_error(dh));
+    const size_t in = (size_t)c * hgt * w, classes = a.item[a.n - 1].out;
+    float *x = malloc(batch * in * sizeof *x), *lr = malloc(batch * classes * 8), *lh = lr + batch * classes;
+    uint8_t *y = malloc(batch);
+    cr_assert(x && lr && y);
+    for (int s = 0; s < steps; s++) {
+        const size_t b = batch - (vary ? (size_t)s % 3 : 0);
+        fill(x, b * in, y, b, classes, 100 + (uint64_t)s);
+        ntpu_step_result rr, rh;
+        cr_assert_eq(ntpu_model_train_step(mr, x, y, b, &rr), NTPU_OK, "%s", ntpu_last_error(dr));
+        cr_assert_eq(ntpu_model_train_step(mh, x, y, b, &rh), NTPU_OK, "%s", ntpu_last_error(dh));
+        cr_assert_eq(memcmp(&rr.loss, &rh.loss, 4), 0, "%s step %d: loss %a vs %a", spec, s, (double)rr.loss,
+                     (double)rh.loss);
+        cr_assert_eq(rr.correct, rh.correct);
+        same_params(mr, mh);
+    }
+    fill(x, batch * in, y, batch, classes, 99);
+    cr_assert_eq(ntpu_model_predict(mr, x, batch, lr), NTPU_OK, "%s", ntpu_last_error(dr));
+    cr_assert_eq(ntpu_model_predict(mh, x, batch, lh), NTPU_OK);
+    cr_assert_eq(memcmp(lr, lh, batch * classes * 4), 0, "%s: predictions differ", spec);
+    free(x), free(lr), free(y);
+    ntpu_model_free(mr), ntpu_model_free(mh);
+    ntpu_close(dr), ntpu_close(dh);
+}
+
+TestSuite(net_resident);
+
+Test(net_resident, stride_padding_both_pools_and_a_partial_micro_batch)
+{
+    compare("ref", "ref:noconv=1", "conv4k3p1,relu,maxpool2,conv9k3s2p1,relu,avgpool2,fc5", 1, 12, 12, 13, 3, 1);
+}
+
+Test(net_resident, more_channels_than_n_and_fcs_after_a_flatten)
+{
+    compare("ref", "ref:noconv=1", "conv10k5p2,relu,avgpool2,conv12k2,flatten,fc16,relu,fc3", 3, 10, 10, 20, 3, 1);
+}
+
+Test(net_resident, floor_mode_pools_without_relu_and_a_stride_larger_than_the_kernel)
+{
+    compare("ref", "ref:noconv=1", "conv3k2s3,maxpool2,conv5k1,avgpool3,fc4", 2, 19, 17, 9, 3, 1);
+}
+
+Test(net_resident, arrays_of_4_and_2_against_the_host_path_of_8)
+{
+    compare("ref:n=4", "ref:noconv=1", "conv6k3p1,relu,maxpool2,conv5k3,relu,fc7", 2, 9, 9, 11, 3, 1);
+    compare("ref:n=2", "ref:noconv=1", "conv3k3s2,relu,avgpool2,fc5,relu,fc3", 3, 11, 11, 10, 2, 1);
+}
+
+/* Maps that share UB rows by lifetime: three convs in a row (each gZ over a dead map), then a pooled one. */
+Test(net_resident, convs_in_a_row_sharing_rows)
+{
+    compare("ref", "ref:noconv=1", "conv5k3p1,relu,conv7k3s2p1,relu,conv9k1,relu,maxpool2,fc4", 2, 10, 10, 17, 3, 1);
+}
+
+Test(net_resident, a_batch_below_one_micro_batch_and_a_pool_first)
+{
+    compare("ref", "ref:noconv=1", "maxpool2,conv3k3p2,relu,fc2", 1, 8, 8, 3, 3, 1);
+}
+
+/* A UB too small to hold the input map all through a micro-batch: it is written again for the first conv's
+ * dW (odd height, a partial micro-batch). */
+Test(net_resident, the_input_written_twice)
+{
+    const char *spec = "conv6k3p1,relu,maxpool2,conv12k3p1,relu,maxpool2,fc7";
+    ntpu_device *d = NULL;
+    cr_assert_eq(ntpu_open("ref:ub=2500", &d), NTPU_OK);
+    const ntpu_arch a = parse(spec, 1, 13, 12);
+    ntpu_model *m = create(d, &a, 13);
+    cr_assert_not_null(m->net->res);
+    cr_assert(m->net->res->rewrite_input);
+    ntpu_model_free(m);
+    ntpu_close(d);
+    compare("ref:ub=2500", "ref:noconv=1", spec, 1, 13, 12, 13, 3, 1);
+}
+
+/* ntpu_matmul uses every memory: the net writes its weights again before its next step. */
+Test(net_resident, a_matmul_between_steps)
+{
+    ntpu_device *dr = NULL, *dh = NULL;
+    cr_assert_eq(ntpu_open("ref", &dr), NTPU_OK);
+    cr_assert_eq(ntpu_open("ref:noconv=1", &dh), NTPU_OK);
+    const ntpu_arch a = parse("conv4k3,relu,maxpool2,fc3", 1, 8, 8);
+    ntpu_model *mr = create(dr, &a, 8), *mh = create(dh, &a, 8);
+    float x[8 * 64], A[64 * 64], B[64 * 64], C[64 * 64];
+    uint8_t y[8];
+    fill(A, 64 * 64, y, 8, 3, 5);
+    fill(B, 64 * 64, y, 8, 3, 6);
+    for (int s = 0; s < 2; s++) {
+        fill(x, 8 * 64, y, 8, 3, 9 + (uint64_t)s);
+        ntpu_step_result rr, rh;
+        cr_assert_eq(ntpu_model_train_step(mr, x, y, 8, &rr), NTPU_OK, "%s", ntpu_last_error(dr));
+        cr_assert_eq(ntpu_model_train_step(mh, x, y, 8, &rh), NTPU_OK);
+        cr_assert_eq(memcmp(&rr.loss, &rh.loss, 4), 0);
+        cr_assert_eq(ntpu_matmul(dr, NTPU_DTYPE_BF16, A, B, C, 64, 64, 64), NTPU_OK);
+    }
+    same_params(mr, mh);
+    ntpu_model_free(mr), ntpu_model_free(mh);
+    ntpu_close(dr), ntpu_close(dh);
+}
+
+static void stays_on_host(const char *device, const char *spec, size_t batch, const char *why)
+{
+    ntpu_device *d = NULL;
+    cr_assert_eq(ntpu_open(device, &d), NTPU_OK);
+    const ntpu_arch a = parse(spec, 1, 28, 28);
+    ntpu_model *m = create(d, &a, batch);
+    cr_assert_eq(ntpu_model_check_resident(m), NTPU_ERR_UNSUPPORTED, "%s on %s", spec, device);
+    cr_assert_not_null(strstr(ntpu_last_error(d), why), "%s on %s: %s", spec, device, ntpu_last_error(d));
+    ntpu_model_free(m);
+    ntpu_close(d);
+}
+
+Test(net_resident, what_keeps_a_net_on_the_host_path_is_named)
+{
+    stays_on_host("ref:noconv=1", "conv4k3,relu,fc3", 8, "no convolution addressing");
+    stays_on_host("ref:nopool=1", "conv4k3,relu,fc3", 8, "POOL");
+    stays_on_host("ref:novec=1", "conv4k3,relu,fc3", 8, "POOL");
+    stays_on_host("ref:notra=1", "conv4k3,relu,fc3", 8, "TRANSPOSE_A");
+    stays_on_host("ref:n=16", "conv4k3,relu,fc3", 8, "micro-batch of 8");
+    stays_on_host("ref", "conv4k3,maxpool2,relu,fc3", 8, "a relu that does not follow a conv or fc");
+    stays_on_host("ref:ub=4096", "conv4k3,relu,fc3", 8, "UB rows for micro-batches of 8");
+}
+
+/* The layout of the issue's CNN on device (UB, WB, ACC rows and whether the input map is written twice). */
+static ntpu_net_res cnn_layout(const char *device)
+{
+    ntpu_device *d = NULL;
+    cr_assert_eq(ntpu_open(device, &d), NTPU_OK);
+    const ntpu_arch a = parse("conv16k3p1,relu,maxpool2,conv32k3p1,relu,maxpool2,fc10", 1, 28, 28);
+    ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_ADAM);
+    ntpu_model *m = NULL;
+    cr_assert_eq(ntpu_model_create_arch(d, &a, 64, 1, &opt, &m), NTPU_OK);
+    ntpu_net_res r = {0};
+    char why[160];
+    const char *no = ntpu_net_res_layout(m, &r, why, sizeof why);
+    fprintf(stderr, "the issue's CNN on %s, micro-batches of 8: UB %zu, WB %zu, ACC %zu rows, input written %s (%s)\n",
+            device, r.ub_rows, r.wb_rows, r.acc_rows, r.rewrite_input ? "twice" : "once", no ? no : "fits");
+    cr_assert_null(no, "%s", no);
+    cr_assert_eq(ntpu_model_check_resident(m), NTPU_OK);
+    ntpu_model_free(m);
+    ntpu_close(d);
+    return r;
+}
+
+/* The issue's CNN on MNIST's shape: on the default core (UB 16384 rows) it fits by writing the input map
+ * twice a micro-batch, with UB of 32768 once; two steps of batch 64 bit for bit the host path's on each. */
+Test(net_resident, the_issues_cnn, .timeout = 600)
+{
+    const ntpu_net_res small = cnn_layout("ref"), large = cnn_layout("ref:ub=32768");
+    cr_assert(small.rewrite_input && !large.rewrite_input);
+    cr_assert_lt(small.ub_rows, large.ub_rows);
+    const char *spec = "conv16k3p1,relu,maxpool2,conv32k3p1,relu,maxpool2,fc10";
+    compare("ref", "ref:noconv=1", spec, 1, 28, 28, 64, 2, 0);
+    compare("ref:ub=32768", "ref:noconv=1", spec, 1, 28, 28, 64, 2, 0);
+}
