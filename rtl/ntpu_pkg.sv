@@ -34,7 +34,10 @@ package ntpu_pkg;
     OP_WRITE_MEM = 8'h02, // [op][mem u8][addr u16][rows u16][rows x row bytes] -> status
     OP_READ_MEM = 8'h03,  // [op][mem u8][addr u16][rows u16] -> status, rows x row bytes
     OP_LOAD_W = 8'h04,    // [op][flags u8][wb_addr u16] -> status
-    OP_MATMUL = 8'h05,    // [op][flags u8][ub_addr u16][acc_addr u16][rows u16]([stride u16]) -> status
+    // [op][flags u8][ub_addr u16][acc_addr u16][rows u16]([stride u16] | [in_h u8][in_w u8][out_w u8][mb
+    // u8][stride u8][dy i8][dx i8] | [tile_stride u16][in_h u8][in_w u8][mb u8][k u8][dy i16][dx i16]) ->
+    // status
+    OP_MATMUL = 8'h05,
     OP_FENCE = 8'h06,     // [op] -> status
     OP_STATUS = 8'h07,    // [op] -> status, status block, 16 bytes
     OP_COUNTERS = 8'h08,  // [op][flags u8] -> status, 9 x u64 counters, 72 bytes
@@ -43,7 +46,8 @@ package ntpu_pkg;
     OP_COLSUM = 8'h0B,    // [op][flags u8][src u16][dst u16][rows u16] -> status (1.1)
     OP_SYNC = 8'h0C,      // [op], any SEQ -> status, expected_seq, 1 byte (1.2)
     OP_OPTIM = 8'h0D,     // [op][flags u8][p u16][g u16][rows u16][aux u16]([s u16]) -> status (1.3)
-    OP_RUN = 8'h0E        // [op][flags u8][addr u16][rows u16] -> status, done u16, once the program started (1.4)
+    OP_RUN = 8'h0E,       // [op][flags u8][addr u16][rows u16] -> status, done u16, once the program started (1.4)
+    OP_POOL = 8'h0F       // [op][flags u8][src u16][dst u16][aux u16][in_h u8][in_w u8][mb u8][k u8] -> status (1.5)
   } opcode_e;
 
   // ---------------------------------------------------------------- command lengths
@@ -52,8 +56,13 @@ package ntpu_pkg;
   localparam int LEN_INFO = 1;
   localparam int LEN_MEM_HDR = 6; // WRITE_MEM, READ_MEM; WRITE_MEM adds rows x row bytes
   localparam int LEN_LOAD_W = 4;
-  localparam int LEN_MATMUL = 8;    // without MATMUL_TRANSPOSE_A
+  localparam int LEN_MATMUL = 8;    // without MATMUL_TRANSPOSE_A and MATMUL_CONV
   localparam int LEN_MATMUL_T = 10; // with MATMUL_TRANSPOSE_A: adds stride u16 (1.1)
+  // with MATMUL_CONV: adds in_h u8, in_w u8, out_w u8, mb u8, stride u8, dy i8, dx i8 (1.5)
+  localparam int LEN_MATMUL_CONV = 15;
+  // with MATMUL_CONV and MATMUL_TRANSPOSE_A: adds tile_stride u16, in_h u8, in_w u8, mb u8, k u8, dy i16, dx
+  // i16 (1.5)
+  localparam int LEN_MATMUL_CONV_DW = 18;
   localparam int LEN_FENCE = 1;
   localparam int LEN_STATUS = 1;
   localparam int LEN_COUNTERS = 2;
@@ -64,7 +73,8 @@ package ntpu_pkg;
   localparam int LEN_OPTIM = 10;      // without OPTIM_ADAM
   localparam int LEN_OPTIM_ADAM = 12; // with OPTIM_ADAM: adds s u16 (1.4)
   localparam int LEN_RUN = 6;
-  localparam int CMD_HDR_MAX = 12; // longest fixed part: OPTIM with ADAM (a core without OS: 10)
+  localparam int LEN_POOL = 12;
+  localparam int CMD_HDR_MAX = 18; // longest fixed part: MATMUL with CONV and TRANSPOSE_A
 
   // ---------------------------------------------------------------- memories
   // Memory ids of WRITE_MEM / READ_MEM. On the wire a row is its lanes, lane 0 first, each little-endian.
@@ -83,7 +93,9 @@ package ntpu_pkg;
   localparam logic [7:0] MATMUL_BF16 = 8'h01;        // operands are bf16 (else int8)
   localparam logic [7:0] MATMUL_ACCUMULATE = 8'h02;  // chain starts at ACC (else 0)
   localparam logic [7:0] MATMUL_TRANSPOSE_A = 8'h04; // rows are columns of N x N UB blocks (1.1)
-  localparam logic [7:0] MATMUL_RESERVED = 8'hF8;
+  localparam logic [7:0] MATMUL_CONV = 8'h08;        // rows gathered from a feature map (implicit im2col) (1.5)
+  localparam logic [7:0] MATMUL_CONV_T = 8'h10;      // with CONV: the transposed convolution's gather (1.5)
+  localparam logic [7:0] MATMUL_RESERVED = 8'hE0;
   localparam logic [7:0] COUNTERS_CLEAR = 8'h01; // zero all counters after reading
   localparam logic [7:0] COUNTERS_RESERVED = 8'hFE;
   localparam logic [7:0] ACT_BIAS = 8'h01; // add ACC[aux] (fp32, or int32 wrapping in int8 mode)
@@ -103,8 +115,15 @@ package ntpu_pkg;
   localparam logic [7:0] OPTIM_RESERVED = 8'hF8;
   localparam int ADAM_AUX_ROWS = 9; // OPTIM ADAM's constant rows at aux (NTPU_ADAM_K_*, numerics.h)
   localparam logic [7:0] RUN_RESERVED = 8'hFF;
-  localparam int RUN_REPLY_BYTES = 2; // RUN's reply data once its program started: done, u16
-  localparam int PROG_LEN_BYTES = 2;  // the u16 LEN before each command of a program
+  localparam int RUN_REPLY_BYTES = 2;           // RUN's reply data once its program started: done, u16
+  localparam int PROG_LEN_BYTES = 2;            // the u16 LEN before each command of a program
+  localparam logic [7:0] POOL_MODE_MAX = 8'h00; // max pool of a bf16 UB map, argmax to UB[aux ..]
+  localparam logic [7:0] POOL_MODE_AVG = 8'h01; // average pool of a bf16 UB map, the factor in ACC[aux]
+  // max pool backward: fp32 ACC gradients to the argmax positions
+  localparam logic [7:0] POOL_MODE_MAX_GRAD = 8'h02;
+  localparam logic [7:0] POOL_MODE_AVG_GRAD = 8'h03; // average pool backward: fp32 ACC gradients times ACC[aux]
+  localparam logic [7:0] POOL_MODE_MASK = 8'h03;     // bits 1:0: POOL: which pooling, or which backward
+  localparam logic [7:0] POOL_RESERVED = 8'hFC;
 
   // ---------------------------------------------------------------- device status
   // Device status: the first payload byte of every reply.
@@ -144,7 +163,7 @@ package ntpu_pkg;
   localparam logic [7:0] DTYPE_BF16_BIT = 8'h02;
   localparam logic [7:0] PLATFORM_RTL = 8'h01;
   localparam logic [7:0] VERSION_MAJOR = 8'd1;
-  localparam logic [7:0] VERSION_MINOR = 8'd4;
+  localparam logic [7:0] VERSION_MINOR = 8'd5;
   localparam logic [7:0] FEATURE_TRANSPOSE_BIT = 8'h01;   // LOAD_W flag TRANSPOSE (transposed weight load)
   localparam logic [7:0] FEATURE_TRANSPOSE_A_BIT = 8'h02; // MATMUL flag TRANSPOSE_A (1.1)
   localparam logic [7:0] FEATURE_VECTOR_BIT = 8'h04;      // the vector unit: ACT, RELU_GRAD, COLSUM (1.1)
@@ -152,6 +171,8 @@ package ntpu_pkg;
   localparam logic [7:0] FEATURE_PROGRAM_BIT = 8'h10;     // memory 3, PM, and RUN (1.4)
   // OPTIM flags ADAM and DECOUPLED (Adam, AdamW), memory 4, OS (1.4)
   localparam logic [7:0] FEATURE_ADAM_BIT = 8'h20;
+  localparam logic [7:0] FEATURE_CONV_BIT = 8'h40; // MATMUL flags CONV and CONV_T (convolution addressing) (1.5)
+  localparam logic [7:0] FEATURE_POOL_BIT = 8'h80; // POOL (part of the vector unit: never without VECTOR) (1.5)
 
   // ---------------------------------------------------------------- STATUS block (STATUS)
   // Status block returned by STATUS (STATUS_BYTES after the status byte)

@@ -32,6 +32,10 @@ typedef struct ntpu_ref_config {
     unsigned os_rows;        /* optimizer-state rows (memory OS, OPTIM ADAM, 1.4), 0..65536; 0: none, as
                               * the boards (feature ADAM clear; last, so that an initializer without it
                               * means none). Also 0 with no_vector. 65536 by default */
+    unsigned no_conv;        /* 1: no convolution addressing (1.5), as the RTL's CONV_EN = 0: INFO clears
+                              * feature CONV, MATMUL's flags CONV and CONV_T are reserved (ERR_ARG) */
+    unsigned no_pool;        /* 1: no POOL (1.5), as the RTL's POOL_EN = 0: INFO clears feature POOL, POOL
+                              * is ERR_OPCODE. Also 1 with no_vector (POOL is part of the vector unit) */
 } ntpu_ref_config;
 
 /* The configuration of the default simulated core (same as vsim's): N from

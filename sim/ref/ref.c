@@ -18,10 +18,12 @@
  *     estimate is high;
  *   - LOAD_W costs N cycles (one weight row per clock);
  *   - MATMUL costs rows + 2N cycles (one activation row enters per clock, plus
- *     filling and draining the skewed N x N array), with or without TRANSPOSE_A;
+ *     filling and draining the skewed N x N array), in every addressing mode
+ *     (TRANSPOSE_A, CONV: a zero row outside the map enters like any other);
  *     `array_busy` grows by rows;
  *   - ACT, RELU_GRAD and COLSUM cost rows + REF_VECTOR_LATENCY cycles (one row
- *     per clock through a short pipeline);
+ *     per clock through a short pipeline); POOL the rows of its full-size map
+ *     (read, or written by the backward modes) + REF_VECTOR_LATENCY;
  *   - OPTIM costs 11 cycles per row with momentum, 8 without (reads, the chain
  *     of multiplies and adds, writes, one after another, as the RTL), plus
  *     REF_VECTOR_LATENCY; with ADAM REF_ADAM_ROW_CYCLES per row, plus its aux rows;
@@ -39,6 +41,7 @@
 #include "ntpu/numerics.h"
 #include "ntpu/protocol.h"
 #include "numerics_internal.h"
+#include "ref_conv.h"
 
 #ifndef NTPU_LINK_BYTES
 #define NTPU_LINK_BYTES 32
@@ -63,6 +66,8 @@
 #define REF_ADAM_ROW_CYCLES 33u
 /* Largest N a configuration accepts (config_ok): sizes the per-row scratch. */
 #define REF_MAX_N 64u
+/* Rows a CONV MATMUL gathers at a time before the kernel runs over them. */
+#define REF_GATHER_ROWS 1024u
 
 enum rx_state {
     RX_HUNT,   /* dropping bytes until SOF */
@@ -83,6 +88,7 @@ struct ntpu_ref {
     uint16_t *w_pending; /* N x N */
     int pending;
     uint16_t *a_block; /* N x N: one UB block transposed, for MATMUL TRANSPOSE_A */
+    uint16_t *gather;  /* REF_GATHER_ROWS x N: the rows a CONV MATMUL streams */
     uint8_t *pm;       /* pm_rows x 2N bytes: programs, as they came over the wire */
 
     /* Receiver. frame[] holds SEQ, LEN (2), PAYLOAD, CRC (4): what the CRC
@@ -122,6 +128,8 @@ ntpu_ref_config ntpu_ref_default_config(void)
     c.no_transpose_a = 0;
     c.link_bytes = NTPU_LINK_BYTES;
     c.pm_rows = NTPU_DEFAULT_PM_ROWS;
+    c.no_conv = 0;
+    c.no_pool = 0;
     return c;
 }
 
@@ -130,7 +138,7 @@ static int config_ok(const ntpu_ref_config *c)
     return c->n >= 2 && c->n <= REF_MAX_N && c->ub_rows >= 1 && c->ub_rows <= 65536 && c->wb_rows >= c->n &&
            c->wb_rows <= 65536 && c->acc_rows >= 1 && c->acc_rows <= 65536 && c->os_rows <= 65536 &&
            c->max_payload >= 1 + NTPU_COUNTERS_BYTES && c->max_payload <= 65535 && c->no_vector <= 1 &&
-           c->no_transpose_a <= 1 && c->link_bytes <= 64 && c->pm_rows <= 65536;
+           c->no_transpose_a <= 1 && c->link_bytes <= 64 && c->pm_rows <= 65536 && c->no_conv <= 1 && c->no_pool <= 1;
 }
 
 /* Cycles the link takes for `bytes` more bytes, carrying the remainder. */
@@ -152,6 +160,8 @@ ntpu_ref *ntpu_ref_new(const ntpu_ref_config *cfg)
         return NULL;
     if (c.no_vector) /* OS belongs to the vector unit's OPTIM, as the RTL's OS_ROWS needs VEC_EN */
         c.os_rows = 0;
+    if (c.no_vector) /* POOL belongs to the vector unit too */
+        c.no_pool = 1;
     r->cfg = c;
     size_t n = c.n;
     r->ub = calloc((size_t)c.ub_rows * n, sizeof *r->ub);
@@ -161,6 +171,7 @@ ntpu_ref *ntpu_ref_new(const ntpu_ref_config *cfg)
     r->w_active = calloc(n * n, sizeof *r->w_active);
     r->w_pending = calloc(n * n, sizeof *r->w_pending);
     r->a_block = calloc(n * n, sizeof *r->a_block);
+    r->gather = calloc((size_t)REF_GATHER_ROWS * n, sizeof *r->gather);
     r->pm = calloc((size_t)c.pm_rows * 2 * n + 1, 1); /* + 1: never calloc(0) */
     r->frame = malloc(3 + (size_t)c.max_payload + NTPU_FRAME_TRAILER);
     /* Room for a few largest replies up front: a host that reads as it goes
@@ -168,7 +179,7 @@ ntpu_ref *ntpu_ref_new(const ntpu_ref_config *cfg)
     r->tx_cap = 4 * ((size_t)c.max_payload + NTPU_FRAME_OVERHEAD);
     r->tx = malloc(r->tx_cap);
     if (!r->ub || !r->wb || !r->acc || (c.os_rows && !r->os) || !r->w_active || !r->w_pending || !r->a_block ||
-        !r->pm || !r->frame || !r->tx) {
+        !r->gather || !r->pm || !r->frame || !r->tx) {
         ntpu_ref_free(r);
         return NULL;
     }
@@ -187,6 +198,7 @@ void ntpu_ref_free(ntpu_ref *r)
     free(r->w_active);
     free(r->w_pending);
     free(r->a_block);
+    free(r->gather);
     free(r->pm);
     free(r->frame);
     free(r->tx);
@@ -401,10 +413,12 @@ static void load_w(ntpu_ref *r, unsigned flags, unsigned wb_addr)
 /* Without TRANSPOSE_A row m is UB[ub_addr + m]. With it, rows come in blocks
  * of N: block j is the N x N tile at UB[ub_addr + j*stride] read column by
  * column: the bf16 kernel reads the tiles in place; int8 gathers each into
- * a_block for the row kernel.
+ * a_block for the row kernel. With CONV (conv not NULL) the rows come from a
+ * feature map (ref_conv.c), gathered into r->gather for the same kernels.
  * Rows are independent chains, so the kernels take as many at once as are
  * contiguous in UB. */
-static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_addr, unsigned rows, unsigned stride)
+static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_addr, unsigned rows, unsigned stride,
+                   const ref_conv *conv)
 {
     unsigned n = r->cfg.n;
     if (r->pending) {
@@ -416,7 +430,14 @@ static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_a
     uint32_t *acc = r->acc + (size_t)acc_addr * n;
     if (!(flags & NTPU_MATMUL_ACCUMULATE))
         memset(acc, 0, (size_t)rows * n * sizeof *acc); /* int32 0 and fp32 +0.0 alike */
-    if (!(flags & NTPU_MATMUL_TRANSPOSE_A)) {
+    if (conv) { /* the rows gathered a chunk at a time; whole N-row blocks for the weight gradient */
+        const unsigned chunk = REF_GATHER_ROWS / n * n;
+        for (unsigned m = 0; m < rows; m += chunk) {
+            unsigned count = rows - m < chunk ? rows - m : chunk;
+            ref_conv_gather(conv, r->ub, n, m, count, r->gather);
+            kernel(acc + (size_t)m * n, r->gather, r->w_active, n, count);
+        }
+    } else if (!(flags & NTPU_MATMUL_TRANSPOSE_A)) {
         kernel(acc, r->ub + (size_t)ub_addr * n, r->w_active, n, rows);
     } else if (flags & NTPU_MATMUL_BF16) { /* training's dW: reads the tiles in place */
         ntpu_mac_bf16_rows_t(acc, r->ub + (size_t)ub_addr * n, (size_t)stride * n, r->w_active, n, rows);
@@ -584,7 +605,8 @@ static void info_block(const ntpu_ref *r, uint8_t *p)
     p[NTPU_ID_OFF_FEATURES] =
         (uint8_t)(NTPU_FEATURE_TRANSPOSE_BIT | (r->cfg.no_transpose_a ? 0 : NTPU_FEATURE_TRANSPOSE_A_BIT) |
                   (r->cfg.no_vector ? 0 : NTPU_FEATURE_VECTOR_BIT | NTPU_FEATURE_OPTIM_BIT) |
-                  (r->cfg.pm_rows ? NTPU_FEATURE_PROGRAM_BIT : 0) | (r->cfg.os_rows ? NTPU_FEATURE_ADAM_BIT : 0));
+                  (r->cfg.pm_rows ? NTPU_FEATURE_PROGRAM_BIT : 0) | (r->cfg.os_rows ? NTPU_FEATURE_ADAM_BIT : 0) |
+                  (r->cfg.no_conv ? 0 : NTPU_FEATURE_CONV_BIT) | (r->cfg.no_pool ? 0 : NTPU_FEATURE_POOL_BIT));
     put16(p + NTPU_ID_OFF_MAX_PAYLOAD, r->cfg.max_payload);
     put32(p + NTPU_ID_OFF_UB_ROWS, r->cfg.ub_rows);
     put32(p + NTPU_ID_OFF_WB_ROWS, r->cfg.wb_rows);
@@ -604,6 +626,45 @@ static int vector_cmd_ok(const ntpu_ref *r, size_t len, size_t want)
 }
 
 static int run(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len);
+
+/* MATMUL's checks from the length on (docs/isa.md, "Errors"), then the command. */
+static int matmul_cmd(ntpu_ref *r, const uint8_t *p, size_t len)
+{
+    const unsigned n = r->cfg.n;
+    /* The flags byte says which fixed part applies, so it must exist first. */
+    if (len < 2 || len != ref_matmul_len(p[1]))
+        return NTPU_DEV_ERR_LENGTH;
+    unsigned flags = p[1], ub_addr = get16(p + 2), acc_addr = get16(p + 4), rows = get16(p + 6);
+    const unsigned conv = NTPU_MATMUL_CONV | NTPU_MATMUL_CONV_T;
+    if ((flags & NTPU_MATMUL_RESERVED) || (r->cfg.no_transpose_a && (flags & NTPU_MATMUL_TRANSPOSE_A)) ||
+        (r->cfg.no_conv && (flags & conv)))
+        return NTPU_DEV_ERR_ARG;
+    if (flags & conv) {
+        ref_conv c;
+        /* CONV_T is a variant of the forward gather: not alone, not with the weight-gradient mode */
+        if (!(flags & NTPU_MATMUL_CONV) || ((flags & NTPU_MATMUL_CONV_T) && (flags & NTPU_MATMUL_TRANSPOSE_A)))
+            return NTPU_DEV_ERR_ARG;
+        int st = ref_conv_decode(p, n, &c);
+        if (st != NTPU_DEV_OK)
+            return st;
+        if (ref_conv_ub_end(&c, n) > r->cfg.ub_rows || (unsigned long)acc_addr + rows > r->cfg.acc_rows)
+            return NTPU_DEV_ERR_RANGE;
+        matmul(r, flags, ub_addr, acc_addr, rows, 0, &c);
+        return NTPU_DEV_OK;
+    }
+    unsigned stride = (flags & NTPU_MATMUL_TRANSPOSE_A) ? get16(p + 8) : 0;
+    unsigned long long ub_end = (unsigned long long)ub_addr + rows;
+    if (flags & NTPU_MATMUL_TRANSPOSE_A) {
+        if (rows % n)
+            return NTPU_DEV_ERR_ARG;
+        if (rows > 0) /* the last block ends N rows after its start */
+            ub_end = (unsigned long long)ub_addr + (unsigned long long)(rows / n - 1) * stride + n;
+    }
+    if (ub_end > r->cfg.ub_rows || (unsigned long)acc_addr + rows > r->cfg.acc_rows)
+        return NTPU_DEV_ERR_RANGE;
+    matmul(r, flags, ub_addr, acc_addr, rows, stride, NULL);
+    return NTPU_DEV_OK;
+}
 
 /* Checks a command in the order docs/isa.md ("Errors") fixes and runs it.
  * Returns the status for commands without reply data; commands with data
@@ -668,25 +729,20 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len, int i
         return NTPU_DEV_OK;
     }
 
-    case NTPU_OP_MATMUL: {
-        /* The flags byte says which fixed part applies, so it must exist first. */
-        if (len < 2 || len != ((p[1] & NTPU_MATMUL_TRANSPOSE_A) ? NTPU_LEN_MATMUL_T : NTPU_LEN_MATMUL))
+    case NTPU_OP_MATMUL: return matmul_cmd(r, p, len);
+
+    case NTPU_OP_POOL: {
+        if (r->cfg.no_pool)
+            return NTPU_DEV_ERR_OPCODE;
+        if (len != NTPU_LEN_POOL)
             return NTPU_DEV_ERR_LENGTH;
-        unsigned flags = p[1], ub_addr = get16(p + 2), acc_addr = get16(p + 4), rows = get16(p + 6);
-        unsigned stride = (flags & NTPU_MATMUL_TRANSPOSE_A) ? get16(p + 8) : 0;
-        if (flags & ~(NTPU_MATMUL_BF16 | NTPU_MATMUL_ACCUMULATE | NTPU_MATMUL_TRANSPOSE_A) ||
-            (r->cfg.no_transpose_a && (flags & NTPU_MATMUL_TRANSPOSE_A)))
-            return NTPU_DEV_ERR_ARG;
-        unsigned long long ub_end = (unsigned long long)ub_addr + rows;
-        if (flags & NTPU_MATMUL_TRANSPOSE_A) {
-            if (rows % n)
-                return NTPU_DEV_ERR_ARG;
-            if (rows > 0) /* the last block ends N rows after its start */
-                ub_end = (unsigned long long)ub_addr + (unsigned long long)(rows / n - 1) * stride + n;
-        }
-        if (ub_end > r->cfg.ub_rows || (unsigned long)acc_addr + rows > r->cfg.acc_rows)
+        ref_pool pc;
+        int st = ref_pool_decode(p, &pc);
+        if (st != NTPU_DEV_OK)
+            return st;
+        if (!ref_pool_in_range(&pc, r->cfg.ub_rows, r->cfg.acc_rows))
             return NTPU_DEV_ERR_RANGE;
-        matmul(r, flags, ub_addr, acc_addr, rows, stride);
+        r->cnt[NTPU_CNT_CYCLES] += ref_pool_run(&pc, r->ub, r->acc, n) + REF_VECTOR_LATENCY;
         return NTPU_DEV_OK;
     }
 

@@ -4,8 +4,9 @@
  * reply streams must be bit-identical, frame for frame. The 1.1 commands
  * (MATMUL TRANSPOSE_A, ACT, RELU_GRAD, COLSUM), 1.3's OPTIM, 1.4's programs
  * (WRITE_MEM / READ_MEM of PM, RUN of random commands, broken programs) and 1.4's
- * OS memory and OPTIM ADAM join the streams when the device's feature bits
- * announce them. Every frame is tagged with its command family, and a run of
+ * OS memory and OPTIM ADAM, and 1.5's MATMUL CONV modes and POOL join the streams
+ * when the device's feature bits announce them (NTPU_TEST_TWIN, pair.h: against a
+ * second golden model, which has them all). Every frame is tagged with its command family, and a run of
  * 1000 streams or more fails unless each family had the reply it is meant to
  * get (OK or an error) at least a few times (see `families` below).
  * Usage: diff_random [streams=1000] [seed=1] */
@@ -14,7 +15,7 @@
 enum { UB_WIN = 128, WB_WIN = 64, ACC_WIN = 128, OS_WIN = 64 }; /* rows every stream works in */
 
 static unsigned N, UB_ROWS, WB_ROWS, ACC_ROWS, OS_ROWS, MAX_PAYLOAD;
-static int HAS_TRANSPOSE_A, HAS_VECTOR, HAS_OPTIM, HAS_PROGRAM, HAS_ADAM;
+static int HAS_TRANSPOSE_A, HAS_VECTOR, HAS_OPTIM, HAS_PROGRAM, HAS_ADAM, HAS_CONV, HAS_POOL;
 static unsigned PM_ROWS;
 enum { PM_WIN = 256 };          /* PM rows the programs use */
 static unsigned long adam_rows; /* rows of the valid OPTIM ADAMs sent: the streams reach the Adam datapath */
@@ -110,6 +111,13 @@ enum family {
     F_BAD_RUN_FLAGS,
     F_BAD_RUN_LEN,
     F_BAD_RUN_ADDR,
+    F_CONV,
+    F_CONV_T,
+    F_CONV_DW,
+    F_BAD_CONV,
+    F_BAD_CONV_DW,
+    F_POOL,
+    F_BAD_POOL,
     F_COUNT
 };
 enum { WANT_OK = 1, WANT_ERR = 0, FAMILY_MIN = 5, FAMILY_STREAMS = 1000 }; /* 1000 streams: the rarest ~20 */
@@ -200,6 +208,14 @@ static const struct {
     [F_BAD_RUN_FLAGS] = {"RUN with reserved flags", WANT_ERR, 1, NTPU_FEATURE_PROGRAM_BIT},
     [F_BAD_RUN_LEN] = {"RUN of the wrong length", WANT_ERR, 1, NTPU_FEATURE_PROGRAM_BIT},
     [F_BAD_RUN_ADDR] = {"RUN at address 0xFFFF", WANT_ERR, 1, NTPU_FEATURE_PROGRAM_BIT},
+    [F_CONV] = {"MATMUL CONV", WANT_OK, 1, NTPU_FEATURE_CONV_BIT},
+    [F_CONV_T] = {"MATMUL CONV CONV_T", WANT_OK, 1, NTPU_FEATURE_CONV_BIT},
+    [F_CONV_DW] = {"MATMUL CONV TRANSPOSE_A", WANT_OK, 1, NTPU_FEATURE_CONV_BIT | NTPU_FEATURE_TRANSPOSE_A_BIT},
+    [F_BAD_CONV] = {"MATMUL CONV: a zero field, bad flags or LEN, past UB", WANT_ERR, 1, NTPU_FEATURE_CONV_BIT},
+    [F_BAD_CONV_DW] = {"MATMUL CONV TRANSPOSE_A, rows not whole taps", WANT_ERR, 1,
+                       NTPU_FEATURE_CONV_BIT | NTPU_FEATURE_TRANSPOSE_A_BIT},
+    [F_POOL] = {"POOL", WANT_OK, 1, NTPU_FEATURE_POOL_BIT},
+    [F_BAD_POOL] = {"POOL: bad flags, fields, LEN, overlap or range", WANT_ERR, 1, NTPU_FEATURE_POOL_BIT},
 };
 static unsigned FEATURES;
 static unsigned long fam_count[F_COUNT][2]; /* [family][reply OK] */
@@ -603,11 +619,159 @@ static void random_command_v11(pair *p)
     }
 }
 
+/* A random offset: small, or (1 in 8) far outside any map. */
+static int rnd_offset(int wide)
+{
+    if (rnd_below(8) == 0)
+        return wide ? (int)rnd_below(1000) - 500 : (int)rnd_below(256) - 128;
+    return (int)rnd_below(7) - 3;
+}
+
+/* A MATMUL CONV (1.5), forward or CONV_T: a small map in the UB window, the rows in the ACC window. */
+static void random_conv_rows(pair *p, unsigned flags)
+{
+    uint8_t c[NTPU_LEN_MATMUL_CONV] = {NTPU_OP_MATMUL, (uint8_t)flags};
+    unsigned in_h = 1 + rnd_below(4), in_w = 1 + rnd_below(4), mb = 1 + rnd_below(4), map = in_h * in_w * mb;
+    unsigned rows = rnd_below(8) == 0 ? 0 : rnd_below(ACC_WIN + 1);
+    put16(c + 2, rnd_below(UB_WIN - map + 1));
+    put16(c + 4, rnd_below(ACC_WIN - rows + 1));
+    put16(c + 6, rows);
+    c[8] = (uint8_t)in_h, c[9] = (uint8_t)in_w, c[10] = (uint8_t)(1 + rnd_below(6)), c[11] = (uint8_t)mb;
+    c[12] = (uint8_t)(1 + rnd_below(3)), c[13] = (uint8_t)rnd_offset(0), c[14] = (uint8_t)rnd_offset(0);
+    send(p, flags & NTPU_MATMUL_CONV_T ? F_CONV_T : F_CONV, c, sizeof c);
+}
+
+/* A weight-gradient MATMUL CONV TRANSPOSE_A (1.5): CT channel tiles of k*k blocks. */
+static void random_conv_dw(pair *p, unsigned flags)
+{
+    uint8_t c[NTPU_LEN_MATMUL_CONV_DW] = {NTPU_OP_MATMUL, (uint8_t)flags};
+    unsigned k = 1 + rnd_below(3), in_h = 1 + rnd_below(3), in_w = 1 + rnd_below(3), mb = 1 + rnd_below(N + 4);
+    unsigned map = in_h * in_w * mb, ts = map + rnd_below(4), ct = 1 + rnd_below(4);
+    while (ct > 1 && (ct * k * k * N > ACC_WIN || (ct - 1) * ts + map - mb + N > UB_WIN))
+        ct--;
+    if (k * k * N > ACC_WIN)
+        k = 1;
+    unsigned rows = rnd_below(8) == 0 ? 0 : ct * k * k * N, end = rows ? (ct - 1) * ts + map - mb + N : 0;
+    put16(c + 2, rnd_below(UB_WIN - end + 1));
+    put16(c + 4, rnd_below(ACC_WIN - rows + 1));
+    put16(c + 6, rows);
+    put16(c + 8, ts);
+    c[10] = (uint8_t)in_h, c[11] = (uint8_t)in_w, c[12] = (uint8_t)mb, c[13] = (uint8_t)k;
+    put16(c + 14, (unsigned)rnd_offset(1) & 0xFFFFu);
+    put16(c + 16, (unsigned)rnd_offset(1) & 0xFFFFu);
+    send(p, F_CONV_DW, c, sizeof c);
+}
+
+/* Invalid MATMUL CONVs: each kind of error. */
+static void bad_conv(pair *p)
+{
+    uint8_t c[NTPU_LEN_MATMUL_CONV_DW] = {NTPU_OP_MATMUL, NTPU_MATMUL_CONV};
+    c[8] = c[9] = c[10] = c[11] = c[12] = c[13] = 1;
+    put16(c + 6, N);
+    unsigned e = rnd_below(HAS_TRANSPOSE_A ? 7 : 5);
+    if (e == 0) { /* a zero size field */
+        c[8 + rnd_below(5)] = 0;
+        send(p, F_BAD_CONV, c, NTPU_LEN_MATMUL_CONV);
+    } else if (e == 1) { /* the wrong length for the flags */
+        send(p, F_BAD_CONV, c, rnd_below(2) ? NTPU_LEN_MATMUL : NTPU_LEN_MATMUL_CONV_DW);
+    } else if (e == 2) { /* CONV_T without CONV */
+        c[1] = NTPU_MATMUL_CONV_T;
+        send(p, F_BAD_CONV, c, NTPU_LEN_MATMUL);
+    } else if (e == 3) { /* the whole map past UB (255 x 255 x 255 rows: no 16-bit wrap) */
+        c[8] = c[9] = c[11] = (uint8_t)(rnd_below(2) ? 255 : 1);
+        put16(c + 2, UB_ROWS - (c[8] == 1 ? 0 : 2));
+        send(p, F_BAD_CONV, c, NTPU_LEN_MATMUL_CONV);
+    } else if (e == 4) { /* reserved bits 7:5 */
+        c[1] |= (uint8_t)(0x20u << rnd_below(3));
+        send(p, F_BAD_CONV, c, NTPU_LEN_MATMUL_CONV);
+    } else if (e == 5) { /* rows not a multiple of N*k*k, or CONV_T with TRANSPOSE_A */
+        c[1] |= NTPU_MATMUL_TRANSPOSE_A | (rnd_below(2) ? NTPU_MATMUL_CONV_T : 0);
+        c[13] = 2;
+        put16(c + 6, (c[1] & NTPU_MATMUL_CONV_T) ? 4 * N : N * (1 + rnd_below(3)));
+        send(p, F_BAD_CONV_DW, c, NTPU_LEN_MATMUL_CONV_DW);
+    } else { /* the last block past UB: tile_stride large */
+        c[1] |= NTPU_MATMUL_TRANSPOSE_A;
+        put16(c + 6, 2 * N);
+        put16(c + 8, 0xFFFF);
+        send(p, F_BAD_CONV, c, NTPU_LEN_MATMUL_CONV_DW);
+    }
+}
+
+/* Three ranges of lengths len[] placed in a window of win rows in a random order, apart. */
+static void place3(const unsigned len[3], unsigned win, unsigned at[3])
+{
+    unsigned order[3] = {0, 1, 2}, slack = win - len[0] - len[1] - len[2], pos = 0;
+    for (unsigned i = 2; i > 0; i--) {
+        unsigned j = rnd_below(i + 1), t = order[i];
+        order[i] = order[j], order[j] = t;
+    }
+    for (unsigned i = 0; i < 3; i++) {
+        unsigned gap = rnd_below(slack / 2 + 1);
+        slack -= gap;
+        pos += gap;
+        at[order[i]] = pos;
+        pos += len[order[i]];
+    }
+}
+
+/* A POOL (1.5), valid or (1 in 4) invalid. */
+static void random_pool(pair *p)
+{
+    unsigned mode = rnd_below(4), k = 1 + rnd_below(3), in_h = k + rnd_below(2), in_w = k + rnd_below(2);
+    unsigned mb = 1 + rnd_below(2), map = in_h * in_w * mb, pooled = (in_h / k) * (in_w / k) * mb;
+    const int grad = mode >= NTPU_POOL_MODE_MAX_GRAD, avg = mode & 1;
+    unsigned len[3] = {grad ? pooled : map, grad ? map : pooled, avg ? 1 : pooled}, at[3];
+    place3(len, UB_WIN < ACC_WIN ? UB_WIN : ACC_WIN, at);
+    uint8_t c[NTPU_LEN_POOL + 1] = {NTPU_OP_POOL, (uint8_t)mode};
+    unsigned fam = F_POOL;
+    size_t l = NTPU_LEN_POOL;
+    if (rnd_below(4) == 0) {
+        unsigned e = rnd_below(5);
+        fam = F_BAD_POOL;
+        if (e == 0)
+            c[1] |= (uint8_t)(4u << rnd_below(6));
+        else if (e == 1)
+            k = rnd_below(2) ? 0 : in_h + 1;
+        else if (e == 2)
+            l = rnd_below(2) ? NTPU_LEN_POOL - 1 : NTPU_LEN_POOL + 1;
+        else if (e == 3) /* dst over src's last row */
+            at[1] = at[0] + len[0] - 1;
+        else
+            at[0] = (grad ? ACC_ROWS : UB_ROWS) - len[0] + 1;
+    }
+    put16(c + 2, at[0]);
+    put16(c + 4, at[1]);
+    put16(c + 6, at[2]);
+    c[8] = (uint8_t)in_h, c[9] = (uint8_t)in_w, c[10] = (uint8_t)mb, c[11] = (uint8_t)k;
+    send(p, fam, c, l);
+}
+
+/* One random 1.5 command: a CONV MATMUL or a POOL, as the features allow. */
+static void random_command_v15(pair *p)
+{
+    unsigned kind = HAS_CONV ? rnd_below(HAS_POOL ? 5 : 4) : 4;
+    unsigned dtype = rnd_below(2) ? NTPU_MATMUL_BF16 : 0, acc = rnd_below(2) ? NTPU_MATMUL_ACCUMULATE : 0;
+    if (kind == 0)
+        random_conv_rows(p, NTPU_MATMUL_CONV | dtype | acc);
+    else if (kind == 1)
+        random_conv_rows(p, NTPU_MATMUL_CONV | NTPU_MATMUL_CONV_T | dtype | acc);
+    else if (kind == 2 && HAS_TRANSPOSE_A)
+        random_conv_dw(p, NTPU_MATMUL_CONV | NTPU_MATMUL_TRANSPOSE_A | dtype | acc);
+    else if (kind <= 3)
+        bad_conv(p);
+    else
+        random_pool(p);
+}
+
 /* One random command, usually valid. */
 static void random_command(pair *p)
 {
     uint8_t c[16] = {0};
     unsigned mem = HAS_ADAM && rnd_below(5) == 0 ? NTPU_MEM_OS : rnd_below(3), rows = 1 + rnd_below(3 * N);
+    if ((HAS_CONV || HAS_POOL) && rnd_below(6) == 0) {
+        random_command_v15(p);
+        return;
+    }
     if ((HAS_VECTOR || HAS_TRANSPOSE_A) && rnd_below(3) == 0) {
         random_command_v11(p);
         return;
@@ -664,10 +828,11 @@ static void random_command(pair *p)
     default: { /* invalid: each kind of error */
         unsigned kind = rnd_below(10);
         if (kind == 0) { /* the first unknown opcode and beyond */
-            unsigned first = HAS_PROGRAM  ? NTPU_OP_RUN + 1
-                             : HAS_OPTIM  ? NTPU_OP_OPTIM + 1
-                             : HAS_VECTOR ? NTPU_OP_SYNC + 1
-                                          : NTPU_OP_COUNTERS + 1;
+            unsigned first = HAS_POOL      ? NTPU_OP_POOL + 1
+                             : HAS_PROGRAM ? NTPU_OP_RUN + 1
+                             : HAS_OPTIM   ? NTPU_OP_OPTIM + 1
+                             : HAS_VECTOR  ? NTPU_OP_SYNC + 1
+                                           : NTPU_OP_COUNTERS + 1;
             c[0] = (uint8_t)(first + rnd_below(0x100 - first));
             send(p, F_BAD_OPCODE, c, 1 + rnd_below(8));
         } else if (kind == 1) {
@@ -848,11 +1013,13 @@ int main(int argc, char **argv)
     if (HAS_PROGRAM && PM_ROWS < PM_WIN)
         die("PM has %u rows, the test needs %u", PM_ROWS, (unsigned)PM_WIN);
     HAS_ADAM = (id[NTPU_ID_OFF_FEATURES] & NTPU_FEATURE_ADAM_BIT) != 0;
+    HAS_CONV = (id[NTPU_ID_OFF_FEATURES] & NTPU_FEATURE_CONV_BIT) != 0;
+    HAS_POOL = (id[NTPU_ID_OFF_FEATURES] & NTPU_FEATURE_POOL_BIT) != 0;
     FEATURES = id[NTPU_ID_OFF_FEATURES];
     OS_ROWS = get32(id + NTPU_ID_OFF_OS_ROWS);
     if (HAS_ADAM != (OS_ROWS > 0) || (HAS_ADAM && OS_ROWS < OS_WIN))
         die("feature ADAM %d with %u OS rows", HAS_ADAM, OS_ROWS);
-    if (id[NTPU_ID_OFF_PLATFORM] != 0 || vid[NTPU_ID_OFF_PLATFORM] != 1)
+    if (id[NTPU_ID_OFF_PLATFORM] != 0 || vid[NTPU_ID_OFF_PLATFORM] != (p.twin ? 0 : 1))
         die("platform bytes wrong: ref %u vsim %u", id[NTPU_ID_OFF_PLATFORM], vid[NTPU_ID_OFF_PLATFORM]);
     /* the clock: 0 in simulation, a board's own (the RTL and the board model must agree on it) */
     uint32_t clock_hz = 0;
@@ -869,10 +1036,11 @@ int main(int argc, char **argv)
     UB_ROWS = get32(id + NTPU_ID_OFF_UB_ROWS);
     WB_ROWS = get32(id + NTPU_ID_OFF_WB_ROWS);
     ACC_ROWS = get32(id + NTPU_ID_OFF_ACC_ROWS);
-    printf("device: version %u.%u N=%u ub=%u wb=%u acc=%u pm=%u os=%u max_payload=%u%s%s%s%s%s\n",
+    printf("device: version %u.%u N=%u ub=%u wb=%u acc=%u pm=%u os=%u max_payload=%u%s%s%s%s%s%s%s\n",
            id[NTPU_ID_OFF_VERSION_MAJOR], id[NTPU_ID_OFF_VERSION_MINOR], N, UB_ROWS, WB_ROWS, ACC_ROWS, PM_ROWS,
            OS_ROWS, MAX_PAYLOAD, HAS_TRANSPOSE_A ? " +TRANSPOSE_A" : "", HAS_VECTOR ? " +VECTOR" : "",
-           HAS_OPTIM ? " +OPTIM" : "", HAS_PROGRAM ? " +PROGRAM" : "", HAS_ADAM ? " +ADAM" : "");
+           HAS_OPTIM ? " +OPTIM" : "", HAS_PROGRAM ? " +PROGRAM" : "", HAS_ADAM ? " +ADAM" : "",
+           HAS_CONV ? " +CONV" : "", HAS_POOL ? " +POOL" : "");
 
     /* Give the windows defined contents (memory after reset is unspecified). */
     static uint8_t zero[65536];
@@ -939,9 +1107,12 @@ int main(int argc, char **argv)
     if (mr != mv)
         die("MAC counters differ: ref %llu vsim %llu", (unsigned long long)mr, (unsigned long long)mv);
     printf("%u random command streams, %lu replies (%lu errors among them), %llu MACs, %lu Adam rows: "
-           "ref and vsim bit-identical (%llu %s cycles)\n",
-           streams, frames, errors, (unsigned long long)mr, adam_rows, (unsigned long long)pair_cycles(&p),
-           p.board ? "board" : "vsim");
+           "ref and %s bit-identical (%llu cycles)\n",
+           streams, frames, errors, (unsigned long long)mr, adam_rows,
+           p.board  ? "board"
+           : p.twin ? "its twin"
+                    : "vsim",
+           (unsigned long long)pair_cycles(&p));
     if (HAS_ADAM && streams >= 100 && adam_rows == 0)
         die("no OPTIM ADAM row ran");
     check_families(streams);

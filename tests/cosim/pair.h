@@ -3,7 +3,10 @@
  * harness of the differential tests. Header-only: each test is one program.
  * The RTL side is vsim's core, or with NTPU_TEST_VSIM naming a board
  * (board=...) a whole simulated board behind its UART, the golden model then
- * configured as the board says in its ID block. */
+ * configured as the board says in its ID block. With NTPU_TEST_TWIN set (to an
+ * array size N, or 0 for the default) a second golden model takes the RTL's
+ * place, both of that size: the streams' generators run against a device with
+ * every feature, before an RTL has it. */
 #ifndef NTPU_TESTS_PAIR_H
 #define NTPU_TESTS_PAIR_H
 
@@ -39,6 +42,7 @@ typedef struct pair {
     ntpu_ref *ref;
     ntpu_vsim *vsim;        /* the RTL side: vsim's core, or */
     ntpu_vsim_board *board; /* a whole board (NTPU_TEST_VSIM with board=); the other is NULL */
+    ntpu_ref *twin;         /* or NTPU_TEST_TWIN's second golden model, in the RTL's place */
     size_t window;          /* board: bytes of unanswered frames in flight at most */
     uint64_t tail_limit;    /* board: cycles of PAIR_BOARD_TAIL_BYTES byte times */
     uint8_t seq;
@@ -123,6 +127,8 @@ static void pair_open_board(pair *p, const char *opts)
     cfg.max_payload = get16(id + NTPU_ID_OFF_MAX_PAYLOAD);
     cfg.no_vector = !(features & NTPU_FEATURE_VECTOR_BIT);
     cfg.no_transpose_a = !(features & NTPU_FEATURE_TRANSPOSE_A_BIT);
+    cfg.no_conv = !(features & NTPU_FEATURE_CONV_BIT);
+    cfg.no_pool = !(features & NTPU_FEATURE_POOL_BIT);
     cfg.pm_rows = get32(id + NTPU_ID_OFF_PM_ROWS);
     cfg.os_rows = get32(id + NTPU_ID_OFF_OS_ROWS);
     cfg.link_bytes = 1; /* byte-wide, as a board */
@@ -149,6 +155,17 @@ static void pair_open(pair *p)
         pair_open_board(p, opts);
         return;
     }
+    const char *twin = getenv("NTPU_TEST_TWIN");
+    if (twin && *twin) {
+        ntpu_ref_config cfg = ntpu_ref_default_config();
+        unsigned n = (unsigned)strtoul(twin, NULL, 0);
+        cfg.n = n ? n : cfg.n;
+        p->ref = ntpu_ref_new(&cfg);
+        p->twin = ntpu_ref_new(&cfg);
+        if (!p->ref || !p->twin)
+            die("cannot create two golden models with NTPU_TEST_TWIN=%s (an array size 2..64, or 0)", twin);
+        return;
+    }
     p->ref = ntpu_ref_new(NULL);
     p->vsim = ntpu_vsim_new(opts, err, sizeof err);
     if (!p->ref || !p->vsim)
@@ -158,6 +175,8 @@ static void pair_open(pair *p)
 /* Cycles the RTL side has been clocked: the core's, or the board's clock. */
 static inline uint64_t pair_cycles(const pair *p)
 {
+    if (p->twin)
+        return 0;
     if (!p->board)
         return ntpu_vsim_cycles(p->vsim);
     ntpu_vsim_board_stats st;
@@ -168,6 +187,7 @@ static inline uint64_t pair_cycles(const pair *p)
 static void pair_close(pair *p)
 {
     ntpu_ref_free(p->ref);
+    ntpu_ref_free(p->twin);
     ntpu_vsim_free(p->vsim);
     ntpu_vsim_board_free(p->board);
     free(p->tx);
@@ -281,12 +301,29 @@ static size_t pair_exchange_board(pair *p)
     return n;
 }
 
+/* pair_exchange with a second golden model in the RTL's place. */
+static size_t pair_exchange_twin(pair *p)
+{
+    ntpu_ref_write(p->ref, p->tx, p->tx_len);
+    ntpu_ref_write(p->twin, p->tx, p->tx_len);
+    p->tx_len = 0;
+    size_t n = ntpu_ref_pending(p->ref);
+    pair_rx_room(p, n);
+    if (ntpu_ref_read(p->ref, p->ref_rx, n) != n)
+        die("golden model lost reply bytes");
+    if (ntpu_ref_pending(p->twin) != n || ntpu_ref_read(p->twin, p->vsim_rx, n) != n)
+        die("the twin golden model sent %zu reply bytes, the first %zu", ntpu_ref_pending(p->twin), n);
+    return n;
+}
+
 /* Sends everything queued to both sides and collects both reply streams; the
  * RTL must produce exactly as many bytes as the golden model. Returns that count. */
 static size_t pair_exchange(pair *p)
 {
     if (p->board)
         return pair_exchange_board(p);
+    if (p->twin)
+        return pair_exchange_twin(p);
     ntpu_ref_write(p->ref, p->tx, p->tx_len);
     ntpu_vsim_write(p->vsim, p->tx, p->tx_len);
     p->tx_len = 0;

@@ -284,11 +284,11 @@ Test(ref_model, info_block)
     cr_expect_eq(get32(id + 0), 0x5550544Eu);
     cr_expect_eq(memcmp(id, "NTPU", 4), 0);
     cr_expect_eq(id[4], 1);
-    cr_expect_eq(id[5], 4, "version 1.4");
+    cr_expect_eq(id[5], 5, "version 1.5");
     cr_expect_eq(id[6], N);
     cr_expect_eq(id[7], N);
     cr_expect_eq(id[8], 3);
-    cr_expect_eq(id[9], 0x3F, "features TRANSPOSE, TRANSPOSE_A, VECTOR, OPTIM, PROGRAM, ADAM");
+    cr_expect_eq(id[9], 0xFF, "features TRANSPOSE, TRANSPOSE_A, VECTOR, OPTIM, PROGRAM, ADAM, CONV, POOL");
     cr_expect_eq(get16(id + 10), 4112);
     cr_expect_eq(get32(id + 12), 16384);
     cr_expect_eq(get32(id + 16), 32768);
@@ -302,7 +302,7 @@ Test(ref_model, info_block)
 
 Test(ref_model, config_limits)
 {
-    ntpu_ref_config ok = {4, 16, 8, 32, 73, 0, 0, 0, 0, 0}; /* 73: the COUNTERS reply */
+    ntpu_ref_config ok = {4, 16, 8, 32, 73, 0, 0, 0, 0, 0, 0, 0}; /* 73: the COUNTERS reply */
     ntpu_ref *r = new_model(&ok);
     cr_assert(r);
     cr_assert_eq(op0(r, NTPU_OP_INFO), NTPU_DEV_OK);
@@ -315,18 +315,19 @@ Test(ref_model, config_limits)
     ntpu_ref_free(NULL);
 
     const ntpu_ref_config bad[] = {
-        {1, 16, 8, 32, 73, 0, 0, 0, 0, 0},     {65, 16, 65, 32, 73, 0, 0, 0, 0, 0},
-        {4, 0, 8, 32, 73, 0, 0, 0, 0, 0},      {4, 65537, 8, 32, 73, 0, 0, 0, 0, 0},
-        {4, 16, 3, 32, 73, 0, 0, 0, 0, 0},     {4, 16, 65537, 32, 73, 0, 0, 0, 0, 0},
-        {4, 16, 8, 0, 73, 0, 0, 0, 0, 0},      {4, 16, 8, 65537, 73, 0, 0, 0, 0, 0},
-        {4, 16, 8, 32, 72, 0, 0, 0, 0, 0},     {4, 16, 8, 32, 65536, 0, 0, 0, 0, 0},
-        {4, 16, 8, 32, 73, 2, 0, 0, 0, 0},     {4, 16, 8, 32, 73, 0, 2, 0, 0, 0},
-        {4, 16, 8, 32, 73, 0, 0, 65, 0, 0},    {4, 16, 8, 32, 73, 0, 0, 0, 65537, 0},
-        {4, 16, 8, 32, 73, 0, 0, 0, 0, 65537},
+        {1, 16, 8, 32, 73, 0, 0, 0, 0, 0, 0, 0},     {65, 16, 65, 32, 73, 0, 0, 0, 0, 0, 0, 0},
+        {4, 0, 8, 32, 73, 0, 0, 0, 0, 0, 0, 0},      {4, 65537, 8, 32, 73, 0, 0, 0, 0, 0, 0, 0},
+        {4, 16, 3, 32, 73, 0, 0, 0, 0, 0, 0, 0},     {4, 16, 65537, 32, 73, 0, 0, 0, 0, 0, 0, 0},
+        {4, 16, 8, 0, 73, 0, 0, 0, 0, 0, 0, 0},      {4, 16, 8, 65537, 73, 0, 0, 0, 0, 0, 0, 0},
+        {4, 16, 8, 32, 72, 0, 0, 0, 0, 0, 0, 0},     {4, 16, 8, 32, 65536, 0, 0, 0, 0, 0, 0, 0},
+        {4, 16, 8, 32, 73, 2, 0, 0, 0, 0, 0, 0},     {4, 16, 8, 32, 73, 0, 2, 0, 0, 0, 0, 0},
+        {4, 16, 8, 32, 73, 0, 0, 65, 0, 0, 0, 0},    {4, 16, 8, 32, 73, 0, 0, 0, 65537, 0, 0, 0},
+        {4, 16, 8, 32, 73, 0, 0, 0, 0, 65537, 0, 0}, {4, 16, 8, 32, 73, 0, 0, 0, 0, 0, 2, 0},
+        {4, 16, 8, 32, 73, 0, 0, 0, 0, 0, 0, 2},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_expect_null(ntpu_ref_new(&bad[i]), "config %zu rejected", i);
-    ntpu_ref_config big = {64, 65536, 65536, 65536, 65535, 0, 0, 0, 65536, 65536};
+    ntpu_ref_config big = {64, 65536, 65536, 65536, 65535, 0, 0, 0, 65536, 65536, 0, 0};
     r = new_model(&big);
     cr_assert(r, "largest config accepted");
     uint8_t c[6] = {NTPU_OP_READ_MEM, NTPU_MEM_UB};
@@ -687,7 +688,7 @@ Test(ref_model, error_length_in_header_is_immediate)
 
     /* LEN = max_payload passes the header check: the opcode check answers */
     static uint8_t big[4112];
-    big[0] = 0x0F;
+    big[0] = 0x10;
     cr_assert_eq(run_len(big, sizeof big), NTPU_DEV_ERR_OPCODE);
 }
 
@@ -696,7 +697,7 @@ Test(ref_model, every_error_status)
     uint8_t c[6 + 4 * 64 + 8] = {0};
 
     /* ERR_OPCODE, whatever the length */
-    for (unsigned op = 0x0F; op <= 0xFF; op++) {
+    for (unsigned op = 0x10; op <= 0xFF; op++) {
         c[0] = (uint8_t)op;
         cr_assert_eq(run_len(c, 1 + op % 7), NTPU_DEV_ERR_OPCODE, "op 0x%02x", op);
     }
@@ -751,7 +752,7 @@ Test(ref_model, every_error_status)
         cr_assert_eq(run_len(c, 4), NTPU_DEV_ERR_ARG);
         c[0] = NTPU_OP_COUNTERS;
         cr_assert_eq(run_len(c, 2), NTPU_DEV_ERR_ARG);
-        if (bit >= 3) { /* bit 2 is TRANSPOSE_A; and with it, LEN 10 */
+        if (bit >= 5) { /* bits 2, 3, 4 are TRANSPOSE_A, CONV, CONV_T (1.5); with TRANSPOSE_A, LEN 10 */
             c[0] = NTPU_OP_MATMUL;
             cr_assert_eq(run_len(c, 8), NTPU_DEV_ERR_ARG);
             c[1] |= NTPU_MATMUL_TRANSPOSE_A;
@@ -806,7 +807,7 @@ Test(ref_model, error_check_order)
     cr_assert_eq(rep.status, NTPU_DEV_ERR_CRC);
     cr_assert_eq(rep.seq, 9);
     /* opcode before length */
-    c[0] = 0x0F;
+    c[0] = 0x10;
     cr_assert_eq(run_len(c, 40), NTPU_DEV_ERR_OPCODE);
     /* fixed-part length before memory id */
     c[0] = NTPU_OP_READ_MEM;
@@ -820,14 +821,14 @@ Test(ref_model, error_check_order)
     cr_assert_eq(run_len(c, 7), NTPU_DEV_ERR_MEM);
     /* fixed-part length before flags */
     c[0] = NTPU_OP_MATMUL;
-    c[1] = 0xFF;
+    c[1] = 0xF7; /* CONV clear */
     cr_assert_eq(run_len(c, 9), NTPU_DEV_ERR_LENGTH);
     cr_assert_eq(run_len(c, 8), NTPU_DEV_ERR_LENGTH, "TRANSPOSE_A set: LEN must be 10");
     /* flags before range */
     put16(c + 2, 0xFFFF);
     put16(c + 6, 0xFFFF);
     cr_assert_eq(run_len(c, 10), NTPU_DEV_ERR_ARG);
-    c[1] = 0xFB;
+    c[1] = 0xF3;
     cr_assert_eq(run_len(c, 8), NTPU_DEV_ERR_ARG);
     c[0] = NTPU_OP_LOAD_W;
     cr_assert_eq(run_len(c, 4), NTPU_DEV_ERR_ARG);
@@ -1127,7 +1128,7 @@ Test(ref_model, fuzz_random_frames_one_reply_each)
         size_t len = 1 + (rnd() % 4 ? rnd() % 12 : rnd() % 4112);
         for (size_t i = 0; i < len; i++)
             c[i] = (uint8_t)rnd();
-        c[0] = (uint8_t)(rnd() % 16); /* every opcode and 0x0F, the first unknown one */
+        c[0] = (uint8_t)(rnd() % 17); /* every opcode and 0x10, the first unknown one */
         if (rnd() & 1) {              /* small fields, so some pass the checks */
             c[1] = (uint8_t)(rnd() % 4);
             if (len > 5) {
@@ -1153,11 +1154,11 @@ Test(ref_model, fuzz_random_frames_one_reply_each)
  * length (the opcode check comes before the length check), the rest unchanged. */
 Test(ref_model, no_vector_unit)
 {
-    ntpu_ref_config c = {4, 16, 8, 32, 73, 1, 0, 0, 0, 0};
+    ntpu_ref_config c = {4, 16, 8, 32, 73, 1, 0, 0, 0, 0, 0, 0};
     ntpu_ref *r = ntpu_ref_new(&c);
     cr_assert(r);
     cr_assert_eq(op0(r, NTPU_OP_INFO), NTPU_DEV_OK);
-    cr_expect_eq(rep.data[9], NTPU_FEATURE_TRANSPOSE_BIT | NTPU_FEATURE_TRANSPOSE_A_BIT);
+    cr_expect_eq(rep.data[9], NTPU_FEATURE_TRANSPOSE_BIT | NTPU_FEATURE_TRANSPOSE_A_BIT | NTPU_FEATURE_CONV_BIT);
     uint8_t v[12] = {0};
     for (uint8_t op = NTPU_OP_ACT; op <= NTPU_OP_COLSUM; op++)
         for (size_t len = 1; len <= sizeof v; len++) {
@@ -1175,11 +1176,12 @@ Test(ref_model, no_vector_unit)
  * checked for its length (10) first, then refused as a reserved flag; plain MATMUL unchanged. */
 Test(ref_model, no_transpose_a)
 {
-    ntpu_ref_config c = {4, 16, 8, 32, 73, 0, 1, 0, 0, 0};
+    ntpu_ref_config c = {4, 16, 8, 32, 73, 0, 1, 0, 0, 0, 0, 0};
     ntpu_ref *r = ntpu_ref_new(&c);
     cr_assert(r);
     cr_assert_eq(op0(r, NTPU_OP_INFO), NTPU_DEV_OK);
-    cr_expect_eq(rep.data[9], NTPU_FEATURE_TRANSPOSE_BIT | NTPU_FEATURE_VECTOR_BIT | NTPU_FEATURE_OPTIM_BIT);
+    cr_expect_eq(rep.data[9], NTPU_FEATURE_TRANSPOSE_BIT | NTPU_FEATURE_VECTOR_BIT | NTPU_FEATURE_OPTIM_BIT |
+                                  NTPU_FEATURE_CONV_BIT | NTPU_FEATURE_POOL_BIT);
     uint8_t mt[10] = {NTPU_OP_MATMUL, NTPU_MATMUL_BF16 | NTPU_MATMUL_TRANSPOSE_A};
     put16(mt + 6, 4);
     put16(mt + 8, 4);
@@ -1194,7 +1196,7 @@ Test(ref_model, no_transpose_a)
 Test(ref_model, fuzz_random_bytes_never_crash)
 {
     static uint8_t junk[1 << 16], out[1 << 16];
-    ntpu_ref_config small = {2, 4, 2, 3, 73, 0, 0, 0, 0, 0};
+    ntpu_ref_config small = {2, 4, 2, 3, 73, 0, 0, 0, 0, 0, 0, 0};
     ntpu_ref *r = ntpu_ref_new(&small);
     cr_assert(r);
     for (int k = 0; k < 200; k++) {
@@ -1218,7 +1220,7 @@ Test(ref_model, small_and_large_arrays)
     const unsigned sizes[] = {2, 4, 16, 64};
     for (size_t s = 0; s < 4; s++) {
         unsigned n = sizes[s];
-        ntpu_ref_config cfg = {n, 64, 2 * n, 64, 65535, 0, 0, 0, 0, 0};
+        ntpu_ref_config cfg = {n, 64, 2 * n, 64, 65535, 0, 0, 0, 0, 0, 0, 0};
         ntpu_ref *r = new_model(&cfg);
         cr_assert(r);
         enum { M = 5 };

@@ -116,15 +116,15 @@ Test(ref_adam, id_block_1_4)
     uint8_t op = NTPU_OP_INFO;
     cr_assert_eq(run(r, &op, 1), NTPU_DEV_OK);
     cr_assert_eq(rep_len, 1 + 40, "40-byte ID block");
-    cr_expect_eq(rep_data[NTPU_ID_OFF_VERSION_MINOR], 4, "version 1.4");
-    cr_expect_eq(rep_data[NTPU_ID_OFF_FEATURES], 0x2F, "TRANSPOSE, TRANSPOSE_A, VECTOR, OPTIM, ADAM");
+    cr_expect_eq(rep_data[NTPU_ID_OFF_VERSION_MINOR], 5, "version 1.5");
+    cr_expect_eq(rep_data[NTPU_ID_OFF_FEATURES], 0xEF, "TRANSPOSE, TRANSPOSE_A, VECTOR, OPTIM, ADAM, CONV, POOL");
     cr_expect_eq(get32(rep_data + NTPU_ID_OFF_PM_ROWS), 0, "no program memory here");
     cr_expect_eq(get32(rep_data + NTPU_ID_OFF_OS_ROWS), 65536);
     ntpu_ref_free(r);
 
     r = model(8, 32768, 0);
     cr_assert_eq(run(r, &op, 1), NTPU_DEV_OK);
-    cr_expect_eq(rep_data[NTPU_ID_OFF_FEATURES], 0x0F, "no OS: no ADAM");
+    cr_expect_eq(rep_data[NTPU_ID_OFF_FEATURES], 0xCF, "no OS: no ADAM");
     cr_expect_eq(get32(rep_data + NTPU_ID_OFF_OS_ROWS), 0);
     ntpu_ref_free(r);
 

@@ -264,6 +264,60 @@ NTPU_API ntpu_status ntpu_vec_optim(ntpu_device *dev, unsigned flags, uint32_t p
 NTPU_API ntpu_status ntpu_vec_optim_adam(ntpu_device *dev, int decoupled, uint32_t p, uint32_t g, uint32_t rows,
                                          uint32_t aux, uint32_t s);
 
+/* MATMUL's convolution addressing (protocol 1.5, feature NTPU_FEATURE_CONV_BIT;
+ * docs/isa.md, "Version 1.5"). A feature map lives in UB as channel tiles:
+ * pixel-major, the mb samples of a micro-batch innermost, N channels a row. */
+typedef enum ntpu_conv_mode {
+    NTPU_CONV_FORWARD = 0,     /* CONV: row m = sample m % mb of output pixel (oy, ox) = m / mb (out_w wide)
+                                * reads input pixel (oy*stride + dy, ox*stride + dx), a zero row outside */
+    NTPU_CONV_TRANSPOSED = 1,  /* CONV with CONV_T: reads input pixel ((oy + dy)/stride, (ox + dx)/stride)
+                                * where both divide exactly, else a zero row (the backward's dX) */
+    NTPU_CONV_WEIGHT_GRAD = 2, /* CONV with TRANSPOSE_A: rows/N blocks in the order (ky, kx, t), t innermost
+                                * over CT = rows/(N*k*k) channel tiles: block (ky, kx, t) is the N x N UB block
+                                * at ub_addr + t*tile_stride + ((dy+ky)*in_w + dx+kx)*mb, read transposed
+                                * (zero outside); also needs NTPU_FEATURE_TRANSPOSE_A_BIT */
+} ntpu_conv_mode;
+
+/* One CONV MATMUL's geometry; the fields a mode does not name are ignored. */
+typedef struct ntpu_conv_addr {
+    ntpu_conv_mode mode;
+    uint32_t ub_addr;     /* the input map (tile 0 for NTPU_CONV_WEIGHT_GRAD) */
+    uint32_t acc_addr;    /* the result: rows ACC rows from here */
+    uint32_t rows;        /* rows of the stream, 0..65535 */
+    unsigned in_h, in_w;  /* the input map's size in pixels, 1..255 */
+    unsigned mb;          /* samples per pixel (rows of a pixel), 1..255 */
+    unsigned out_w;       /* forward / transposed: output map width, 1..255 */
+    unsigned stride;      /* forward / transposed: 1..255 */
+    unsigned k;           /* weight gradient: kernel size, 1..255 */
+    uint32_t tile_stride; /* weight gradient: UB rows from one channel tile to the next, 0..65535 */
+    int dy, dx;           /* offsets: -128..127 (forward, transposed), -32768..32767 (weight gradient) */
+} ntpu_conv_addr;
+
+/* MATMUL with the addressing *c (see ntpu_conv_addr): rows of activations
+ * gathered from a feature map in UB, times the active weights, into (or with
+ * accumulate non-zero, added to) ACC rows c->acc_addr .. + c->rows - 1. Queued.
+ * Errors: NTPU_ERR_INVALID_ARG (bad dtype or mode, a field out of its range, a
+ * zero size, weight-gradient rows not a multiple of N*k*k, a range past UB's or
+ * ACC's end as the device computes it), NTPU_ERR_UNSUPPORTED (the device has no
+ * CONV, or no TRANSPOSE_A for the weight gradient, or not the dtype; nothing
+ * was sent), link errors. */
+NTPU_API ntpu_status ntpu_matmul_tile_conv(ntpu_device *dev, ntpu_dtype dtype, const ntpu_conv_addr *c, int accumulate);
+
+/* POOL (protocol 1.5, feature NTPU_FEATURE_POOL_BIT): pooling with k x k
+ * windows, stride k, of one channel tile of a micro-batch: the map has
+ * in_h*in_w*mb rows (pixel-major, samples innermost), the pooled map
+ * (in_h/k)*(in_w/k)*mb (rows and columns past the last whole window are not
+ * read). mode NTPU_POOL_MODE_MAX: UB map src -> UB dst, argmax (wy*k + wx) to UB
+ * aux; NTPU_POOL_MODE_AVG: the bf16 mean, ACC[aux] holding fp32(1/k^2) per lane;
+ * NTPU_POOL_MODE_MAX_GRAD / NTPU_POOL_MODE_AVG_GRAD: fp32 ACC pooled gradients
+ * src -> ACC map dst (+0 where no window reads), aux as the forward's. Ranges in
+ * one memory must not overlap. Queued. Errors: NTPU_ERR_INVALID_ARG (mode, k 0
+ * or over in_h or in_w, mb 0, a field over 255, overlap, a range past a memory's
+ * end), NTPU_ERR_UNSUPPORTED (the device has no POOL; nothing was sent), link
+ * errors. */
+NTPU_API ntpu_status ntpu_vec_pool(ntpu_device *dev, unsigned mode, uint32_t src, uint32_t dst, uint32_t aux,
+                                   unsigned in_h, unsigned in_w, unsigned mb, unsigned k);
+
 /* Waits until every earlier command has finished on the device and every reply
  * has been checked. Errors: NTPU_ERR_DEVICE (a queued command was rejected),
  * NTPU_ERR_IO, NTPU_ERR_TIMEOUT. */

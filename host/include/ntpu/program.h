@@ -29,8 +29,8 @@ typedef struct ntpu_program ntpu_program; /* opaque; belongs to the device it wa
 
 /* Starts recording on dev: until ntpu_program_end, every queued call
  * (ntpu_write_rows to UB, WB or ACC, ntpu_load_w, ntpu_matmul_tile,
- * ntpu_matmul_tile_transpose_a, ntpu_vec_*) appends its commands to the program
- * and sends nothing. A call that needs data back or waits (ntpu_read_rows, ntpu_fence,
+ * ntpu_matmul_tile_transpose_a, ntpu_matmul_tile_conv, ntpu_vec_*) appends its
+ * commands to the program and sends nothing. A call that needs data back or waits (ntpu_read_rows, ntpu_fence,
  * ntpu_read_status, ...; the vector calls on a device without the vector unit)
  * fails with NTPU_ERR_INVALID_ARG and a clear message, as does a write to PM.
  * A call that fails leaves in the program what it recorded before failing.

@@ -31,7 +31,10 @@ enum ntpu_opcode {
     NTPU_OP_WRITE_MEM = 0x02, /* [op][mem u8][addr u16][rows u16][rows x row bytes] -> status */
     NTPU_OP_READ_MEM = 0x03,  /* [op][mem u8][addr u16][rows u16] -> status, rows x row bytes */
     NTPU_OP_LOAD_W = 0x04,    /* [op][flags u8][wb_addr u16] -> status */
-    NTPU_OP_MATMUL = 0x05,    /* [op][flags u8][ub_addr u16][acc_addr u16][rows u16]([stride u16]) -> status */
+    /* [op][flags u8][ub_addr u16][acc_addr u16][rows u16]([stride u16] | [in_h u8][in_w u8][out_w u8][mb
+     * u8][stride u8][dy i8][dx i8] | [tile_stride u16][in_h u8][in_w u8][mb u8][k u8][dy i16][dx i16]) ->
+     * status */
+    NTPU_OP_MATMUL = 0x05,
     NTPU_OP_FENCE = 0x06,     /* [op] -> status */
     NTPU_OP_STATUS = 0x07,    /* [op] -> status, status block, 16 bytes */
     NTPU_OP_COUNTERS = 0x08,  /* [op][flags u8] -> status, 9 x u64 counters, 72 bytes */
@@ -42,6 +45,8 @@ enum ntpu_opcode {
     NTPU_OP_OPTIM = 0x0D,     /* [op][flags u8][p u16][g u16][rows u16][aux u16]([s u16]) -> status (1.3) */
     /* [op][flags u8][addr u16][rows u16] -> status, done u16, once the program started (1.4) */
     NTPU_OP_RUN = 0x0E,
+    /* [op][flags u8][src u16][dst u16][aux u16][in_h u8][in_w u8][mb u8][k u8] -> status (1.5) */
+    NTPU_OP_POOL = 0x0F,
 };
 
 /* Command lengths: the whole fixed payload, opcode included. WRITE_MEM adds its row data. */
@@ -49,8 +54,13 @@ enum ntpu_opcode {
 #define NTPU_LEN_INFO 1u
 #define NTPU_LEN_MEM_HDR 6u /* WRITE_MEM, READ_MEM; WRITE_MEM adds rows x row bytes */
 #define NTPU_LEN_LOAD_W 4u
-#define NTPU_LEN_MATMUL 8u    /* without NTPU_MATMUL_TRANSPOSE_A */
+#define NTPU_LEN_MATMUL 8u    /* without NTPU_MATMUL_TRANSPOSE_A and NTPU_MATMUL_CONV */
 #define NTPU_LEN_MATMUL_T 10u /* with NTPU_MATMUL_TRANSPOSE_A: adds stride u16 (1.1) */
+/* with NTPU_MATMUL_CONV: adds in_h u8, in_w u8, out_w u8, mb u8, stride u8, dy i8, dx i8 (1.5) */
+#define NTPU_LEN_MATMUL_CONV 15u
+/* with NTPU_MATMUL_CONV and NTPU_MATMUL_TRANSPOSE_A: adds tile_stride u16, in_h u8, in_w u8, mb u8, k u8, dy
+ * i16, dx i16 (1.5) */
+#define NTPU_LEN_MATMUL_CONV_DW 18u
 #define NTPU_LEN_FENCE 1u
 #define NTPU_LEN_STATUS 1u
 #define NTPU_LEN_COUNTERS 2u
@@ -61,7 +71,8 @@ enum ntpu_opcode {
 #define NTPU_LEN_OPTIM 10u      /* without NTPU_OPTIM_ADAM */
 #define NTPU_LEN_OPTIM_ADAM 12u /* with NTPU_OPTIM_ADAM: adds s u16 (1.4) */
 #define NTPU_LEN_RUN 6u
-#define NTPU_CMD_HDR_MAX 12u /* longest fixed part: OPTIM with ADAM (a core without OS: 10) */
+#define NTPU_LEN_POOL 12u
+#define NTPU_CMD_HDR_MAX 18u /* longest fixed part: MATMUL with CONV and TRANSPOSE_A */
 
 /* Memory ids of WRITE_MEM / READ_MEM. On the wire a row is its lanes, lane 0 first, each little-endian. */
 enum ntpu_mem {
@@ -78,7 +89,9 @@ enum ntpu_mem {
 #define NTPU_MATMUL_BF16 0x01u        /* operands are bf16 (else int8) */
 #define NTPU_MATMUL_ACCUMULATE 0x02u  /* chain starts at ACC (else 0) */
 #define NTPU_MATMUL_TRANSPOSE_A 0x04u /* rows are columns of N x N UB blocks (1.1) */
-#define NTPU_MATMUL_RESERVED 0xF8u
+#define NTPU_MATMUL_CONV 0x08u        /* rows gathered from a feature map (implicit im2col) (1.5) */
+#define NTPU_MATMUL_CONV_T 0x10u      /* with CONV: the transposed convolution's gather (1.5) */
+#define NTPU_MATMUL_RESERVED 0xE0u
 #define NTPU_COUNTERS_CLEAR 0x01u /* zero all counters after reading */
 #define NTPU_COUNTERS_RESERVED 0xFEu
 #define NTPU_ACT_BIAS 0x01u /* add ACC[aux] (fp32, or int32 wrapping in int8 mode) */
@@ -98,8 +111,14 @@ enum ntpu_mem {
 #define NTPU_OPTIM_RESERVED 0xF8u
 #define NTPU_ADAM_AUX_ROWS 9u /* OPTIM ADAM's constant rows at aux (NTPU_ADAM_K_*, numerics.h) */
 #define NTPU_RUN_RESERVED 0xFFu
-#define NTPU_RUN_REPLY_BYTES 2u /* RUN's reply data once its program started: done, u16 */
-#define NTPU_PROG_LEN_BYTES 2u  /* the u16 LEN before each command of a program */
+#define NTPU_RUN_REPLY_BYTES 2u       /* RUN's reply data once its program started: done, u16 */
+#define NTPU_PROG_LEN_BYTES 2u        /* the u16 LEN before each command of a program */
+#define NTPU_POOL_MODE_MAX 0x00u      /* max pool of a bf16 UB map, argmax to UB[aux ..] */
+#define NTPU_POOL_MODE_AVG 0x01u      /* average pool of a bf16 UB map, the factor in ACC[aux] */
+#define NTPU_POOL_MODE_MAX_GRAD 0x02u /* max pool backward: fp32 ACC gradients to the argmax positions */
+#define NTPU_POOL_MODE_AVG_GRAD 0x03u /* average pool backward: fp32 ACC gradients times ACC[aux] */
+#define NTPU_POOL_MODE_MASK 0x03u     /* bits 1:0: POOL: which pooling, or which backward */
+#define NTPU_POOL_RESERVED 0xFCu
 
 /* Device status: the first payload byte of every reply. */
 enum ntpu_dev_status {
@@ -137,13 +156,15 @@ enum ntpu_dev_status {
 #define NTPU_DTYPE_BF16_BIT 0x02u
 #define NTPU_PLATFORM_RTL 0x01u
 #define NTPU_VERSION_MAJOR 1u
-#define NTPU_VERSION_MINOR 4u
+#define NTPU_VERSION_MINOR 5u
 #define NTPU_FEATURE_TRANSPOSE_BIT 0x01u   /* LOAD_W flag TRANSPOSE (transposed weight load) */
 #define NTPU_FEATURE_TRANSPOSE_A_BIT 0x02u /* MATMUL flag TRANSPOSE_A (1.1) */
 #define NTPU_FEATURE_VECTOR_BIT 0x04u      /* the vector unit: ACT, RELU_GRAD, COLSUM (1.1) */
 #define NTPU_FEATURE_OPTIM_BIT 0x08u       /* OPTIM: SGD and momentum (1.3) */
 #define NTPU_FEATURE_PROGRAM_BIT 0x10u     /* memory 3, PM, and RUN (1.4) */
 #define NTPU_FEATURE_ADAM_BIT 0x20u        /* OPTIM flags ADAM and DECOUPLED (Adam, AdamW), memory 4, OS (1.4) */
+#define NTPU_FEATURE_CONV_BIT 0x40u        /* MATMUL flags CONV and CONV_T (convolution addressing) (1.5) */
+#define NTPU_FEATURE_POOL_BIT 0x80u        /* POOL (part of the vector unit: never without VECTOR) (1.5) */
 
 /* Status block returned by STATUS (NTPU_STATUS_BYTES after the status byte) */
 #define NTPU_STATUS_BYTES 16u

@@ -57,6 +57,8 @@ static int parse_opts(const char *opts, ntpu_ref_config *cfg, char *err, size_t 
         {"novec", offsetof(ntpu_ref_config, no_vector), 0, 1},      /* 1: as a board built with VEC_EN = 0 */
         {"notra", offsetof(ntpu_ref_config, no_transpose_a), 0, 1}, /* 1: as one with TRANSPOSE_A_EN = 0 */
         {"pm", offsetof(ntpu_ref_config, pm_rows), 0, 65536},       /* 0: no PROGRAM, as PM_ROWS = 0 */
+        {"noconv", offsetof(ntpu_ref_config, no_conv), 0, 1},       /* 1: as a core with CONV_EN = 0 */
+        {"nopool", offsetof(ntpu_ref_config, no_pool), 0, 1},       /* 1: as one with POOL_EN = 0 */
     };
     const char *p = opts;
     unsigned given = 0; /* a bit per key: one given twice is a mistake, not "the last wins" */
@@ -70,7 +72,8 @@ static int parse_opts(const char *opts, ntpu_ref_config *cfg, char *err, size_t 
                 i++;
         if (!eq || i == nk) {
             ntpu_errf(err, errlen,
-                      "unknown ref option '%.*s' (expected n=, ub=, wb=, acc=, os=, pm=, payload=, novec=, notra=)",
+                      "unknown ref option '%.*s' (expected n=, ub=, wb=, acc=, os=, pm=, payload=, novec=, notra=, "
+                      "noconv=, nopool=)",
                       (int)len, p);
             return -1;
         }
@@ -111,9 +114,9 @@ ntpu_status ntpu_transport_ref_open(const char *opts, ntpu_transport *out, char 
         ntpu_errf(
             err, errlen,
             "cannot create the golden model with n=%u ub=%u wb=%u acc=%u os=%u pm=%u payload=%u novec=%u notra=%u "
-            "(out of memory)",
+            "noconv=%u nopool=%u (out of memory)",
             cfg.n, cfg.ub_rows, cfg.wb_rows, cfg.acc_rows, cfg.os_rows, cfg.pm_rows, cfg.max_payload, cfg.no_vector,
-            cfg.no_transpose_a);
+            cfg.no_transpose_a, cfg.no_conv, cfg.no_pool);
         return NTPU_ERR_INVALID_ARG;
     }
     out->ops = &ref_ops;
