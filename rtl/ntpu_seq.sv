@@ -70,8 +70,8 @@ module ntpu_seq #(
   input  logic [7:0]        s_cmd_cstride,  // without TRANSPOSE_A: the conv's stride
   input  logic [7:0]        s_cmd_k,        // with TRANSPOSE_A: the kernel size
   input  logic [15:0]       s_cmd_ct,       // with TRANSPOSE_A: channel tiles, rows / (N*k*k)
-  input  logic [7:0]        s_cmd_dy,       // two's complement
-  input  logic [7:0]        s_cmd_dx,
+  input  logic [15:0]       s_cmd_dy,       // two's complement; without TRANSPOSE_A an i8, sign-extended
+  input  logic [15:0]       s_cmd_dx,
   output logic              idle,
   // memories (read data one cycle after the read)
   output logic              ub_re,
@@ -113,8 +113,8 @@ module ntpu_seq #(
   import ntpu_pkg::MATMUL_BF16;
   import ntpu_pkg::MATMUL_ACCUMULATE;
   import ntpu_pkg::MATMUL_TRANSPOSE_A;
-  localparam logic [7:0] F_CONV = 8'h08;    // MATMUL flag CONV (1.5)
-  localparam logic [7:0] F_CONV_T = 8'h10;  // MATMUL flag CONV_T (1.5)
+  import ntpu_pkg::MATMUL_CONV;
+  import ntpu_pkg::MATMUL_CONV_T;
 
   if (N < 2 || N > 32) begin : g_bad_n
     initial $fatal(1, "ntpu_seq: N must be 2..32");
@@ -456,31 +456,31 @@ module ntpu_seq #(
     // the same walk with a phase of period 1 and a step of stride.
     logic              su_t;                 // CONV_T
     logic [7:0]        su_step, su_per;      // coordinate step, phase period - 1
-    logic signed [8:0] su_y0, su_x0;         // the first coordinates
+    logic signed [16:0] su_y0, su_x0;        // the first coordinates (weight gradient: i16 offsets)
     logic [7:0]        su_py0, su_px0;       // ... and phases
     logic [UB_AW-1:0]  su_p0, su_dpx, su_dpy;  // first pixel's row; row steps per x, per y step
-    logic signed [31:0] su_pix;
+    logic signed [39:0] su_pix;
 
     logic signed [8:0] dv_fq [2];
     logic [7:0] dv_fr [2];
-    ntpu_floor_div8 u_div_y (.d(s_cmd_dy), .s(s_cmd_cstride), .q(dv_fq[0]), .r(dv_fr[0]));
-    ntpu_floor_div8 u_div_x (.d(s_cmd_dx), .s(s_cmd_cstride), .q(dv_fq[1]), .r(dv_fr[1]));
+    ntpu_floor_div8 u_div_y (.d(s_cmd_dy[7:0]), .s(s_cmd_cstride), .q(dv_fq[0]), .r(dv_fr[0]));
+    ntpu_floor_div8 u_div_x (.d(s_cmd_dx[7:0]), .s(s_cmd_cstride), .q(dv_fq[1]), .r(dv_fr[1]));
 
-    assign su_t = (s_cmd_flags & F_CONV_T) != 8'd0;
+    assign su_t = (s_cmd_flags & MATMUL_CONV_T) != 8'd0;
     assign su_step = (su_t || cmd_ta) ? 8'd1 : s_cmd_cstride;
     assign su_per = su_t ? s_cmd_cstride - 8'd1 : 8'd0;
-    assign su_y0 = su_t ? dv_fq[0] : 9'($signed(s_cmd_dy));
-    assign su_x0 = su_t ? dv_fq[1] : 9'($signed(s_cmd_dx));
+    assign su_y0 = su_t ? 17'(dv_fq[0]) : 17'($signed(s_cmd_dy));
+    assign su_x0 = su_t ? 17'(dv_fq[1]) : 17'($signed(s_cmd_dx));
     assign su_py0 = su_t ? dv_fr[0] : 8'd0;
     assign su_px0 = su_t ? dv_fr[1] : 8'd0;
-    assign su_pix = (32'(su_y0) * $signed({24'd0, s_cmd_in_w}) + 32'(su_x0)) * $signed({24'd0, s_cmd_mb});
-    assign su_p0 = UB_AW'(32'(s_cmd_addr) + su_pix);
+    assign su_pix = (40'(su_y0) * $signed({32'd0, s_cmd_in_w}) + 40'(su_x0)) * $signed({32'd0, s_cmd_mb});
+    assign su_p0 = UB_AW'(40'(s_cmd_addr) + su_pix);
     assign su_dpx = UB_AW'(16'(su_step) * 16'(s_cmd_mb));
     assign su_dpy = UB_AW'(24'(su_step) * 24'(s_cmd_in_w) * 24'(s_cmd_mb));
 
     logic [7:0]       in_h_q, in_w_q, mb_m1_q, ow_m1_q, step_q, per_q, x0_ph_q;
     logic [UB_AW-1:0] dpx_q, dpy_q;
-    logic signed [8:0] x0_q;
+    logic signed [16:0] x0_q;
     always_ff @(posedge clk) begin
       if (seg_push && cmd_conv) begin
         in_h_q <= s_cmd_in_h;
@@ -550,7 +550,7 @@ module ntpu_seq #(
     // is the block's pixel, pix its tile-0 row, prow pix at kx = 0.
     logic [15:0]       t_q, ct_m1_q;
     logic [7:0]        kx_q, k_m1_q;
-    logic signed [10:0] fx_q, fy_q, fx0_q;
+    logic signed [17:0] fx_q, fy_q, fx0_q;  // dy + ky with an i16 dy
     logic [UB_AW-1:0]  pix_q, fprow_q;
     always_ff @(posedge clk) begin
       if (seg_push && cmd_conv && cmd_ta) begin
@@ -558,9 +558,9 @@ module ntpu_seq #(
         ct_m1_q <= s_cmd_ct - 16'd1;
         kx_q <= 8'd0;
         k_m1_q <= s_cmd_k - 8'd1;
-        fx_q <= 11'(su_x0);
-        fx0_q <= 11'(su_x0);
-        fy_q <= 11'(su_y0);
+        fx_q <= 18'(su_x0);
+        fx0_q <= 18'(su_x0);
+        fy_q <= 18'(su_y0);
         pix_q <= su_p0;
         fprow_q <= su_p0;
       end else if (fd_blk_end && fd_cv_q) begin
@@ -570,12 +570,12 @@ module ntpu_seq #(
           t_q <= 16'd0;
           if (kx_q != k_m1_q) begin
             kx_q <= kx_q + 8'd1;
-            fx_q <= fx_q + 11'sd1;
+            fx_q <= fx_q + 18'sd1;
             pix_q <= pix_q + dpx_q;
           end else begin
             kx_q <= 8'd0;
             fx_q <= fx0_q;
-            fy_q <= fy_q + 11'sd1;
+            fy_q <= fy_q + 18'sd1;
             fprow_q <= fprow_q + dpy_q;
             pix_q <= fprow_q + dpy_q;
           end
@@ -589,9 +589,9 @@ module ntpu_seq #(
       else fd_next = fprow_q + dpy_q;
     end
     assign fd_start = cmd_conv ? su_p0 : UB_AW'(s_cmd_addr);
-    assign fd_out = fd_cv_q && !(fx_q >= 0 && fx_q < $signed(11'(in_w_q)) && fy_q >= 0 &&
-                                 fy_q < $signed(11'(in_h_q)));
-    assign cmd_conv = (s_cmd_flags & F_CONV) != 8'd0;
+    assign fd_out = fd_cv_q && !(fx_q >= 0 && fx_q < $signed(18'(in_w_q)) && fy_q >= 0 &&
+                                 fy_q < $signed(18'(in_h_q)));
+    assign cmd_conv = (s_cmd_flags & MATMUL_CONV) != 8'd0;
   end else begin : g_no_conv
     assign cmd_conv = 1'b0;
     assign cv_addr = '0;

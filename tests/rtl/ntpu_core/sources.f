@@ -24,5 +24,6 @@ rtl/ntpu_fp32_div.sv
 rtl/ntpu_fp32_sqrt.sv
 rtl/ntpu_vadam.sv
 rtl/ntpu_vseq.sv
+rtl/ntpu_vpool.sv
 rtl/ntpu_core.sv
 tests/rtl/ntpu_core/tb.sv

@@ -20,5 +20,6 @@ rtl/ntpu_vec.sv
 rtl/ntpu_fp32_mul.sv
 rtl/ntpu_vopt.sv
 rtl/ntpu_vseq.sv
+rtl/ntpu_vpool.sv
 rtl/ntpu_core.sv
 tests/rtl/ntpu_core_pm/tb.sv

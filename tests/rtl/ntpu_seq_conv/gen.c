@@ -6,7 +6,7 @@
  * offsets. CHECK markers make the bench wait for idle and compare the whole ACC with this model
  * (MACs from sim/ref/numerics.c). Output in DIR: ub.hex, wb.hex, acc.hex, cmds.hex (per command:
  * kind 0 LOAD_W / 1 MATMUL / 2 CHECK, flags, addr, acc_addr, rows, stride, in_h, in_w, out_w, mb,
- * conv stride, k, ct, dy, dx (8-bit two's complement), gap cycles before it), want.hex, counts.hex.
+ * conv stride, k, ct, dy, dx (16-bit two's complement), gap cycles before it), want.hex, counts.hex.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -128,7 +128,7 @@ static void matmul(const struct cmd *c, unsigned gap)
         }
     }
     fprintf(fc, "1 %x %x %x %x %x %x %x %x %x %x %x %x %x %x %x\n", c->flags, c->ua, c->aa, c->rows, c->stride,
-            c->in_h, c->in_w, c->out_w, c->mb, c->cs, c->k, c->ct, (unsigned)c->dy & 0xFF, (unsigned)c->dx & 0xFF,
+            c->in_h, c->in_w, c->out_w, c->mb, c->cs, c->k, c->ct, (unsigned)c->dy & 0xFFFF, (unsigned)c->dx & 0xFFFF,
             gap);
     ncmds++;
 }
@@ -192,6 +192,10 @@ static void rnd_conv_ta(unsigned flags)
     c.mb = 1 + rnd_below(6);
     c.dy = (int)rnd_below(5) - 2;
     c.dx = (int)rnd_below(5) - 2;
+    if (rnd_below(8) == 0) /* i16 offsets far outside, or just at the map's edge */
+        c.dy = rnd_below(2) ? -32768 + (int)rnd_below(4) : (int)rnd_below(2) ? 32767 : 300;
+    if (rnd_below(8) == 0)
+        c.dx = rnd_below(2) ? -(int)c.k + 1 - (int)rnd_below(2) : (int)c.in_w - 1 + (int)rnd_below(2);
     unsigned span = (c.in_h * c.in_w - 1) * c.mb + N;
     c.stride = c.ct > 1 ? span + rnd_below(8) : rnd_below(40);
     if ((c.ct - 1) * c.stride + span > UB_ROWS)
