@@ -441,7 +441,9 @@ module ntpu_cmd
         // Past LEN the fixed part reads as zero, so a MATMUL of LEN 1 asks for 8 bytes and fails.
         if (len != mm_len) err = DEV_ERR_LENGTH;
         else if ((f1 & MATMUL_RESERVED) != 8'd0 || (tr_flag && !tr_a) ||
-                 (CONV_EN == 0 && (f1 & (MATMUL_CONV | MATMUL_CONV_T)) != 8'd0) || (cvt_flag && !cv_flag)) err = DEV_ERR_ARG;
+                 (CONV_EN == 0 && (f1 & (MATMUL_CONV | MATMUL_CONV_T)) != 8'd0) || (cvt_flag && !cv_flag)) begin
+          err = DEV_ERR_ARG;
+        end
         else if (cv_flag ? cv_arg_bad : (tr_a && !rows_whole)) err = DEV_ERR_ARG;
         else if (cv_flag ? cv_range_bad
                          : ((tr_a ? ub_end_t > 34'(UB_ROWS) : 17'(a16) + 17'(c16) > 17'(UB_ROWS)) ||

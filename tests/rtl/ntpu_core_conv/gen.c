@@ -108,13 +108,13 @@ static unsigned bad_cmd(uint8_t *c)
     switch (rnd_below(9)) {
     case 0: c[ta ? 10 + rnd_below(4) : 8 + rnd_below(5)] = 0; break; /* a field 0 */
     case 1: c[1] |= (uint8_t)(0x20 << rnd_below(3)); break;          /* reserved bits */
-    case 2: c[1] = (uint8_t)((c[1] & ~F_CONV) | F_CONV_T); break;     /* CONV_T without CONV */
-    case 3: c[1] |= F_CONV_T | F_TA, len = 18; break;                  /* CONV_T with TRANSPOSE_A */
-    case 4: len += rnd_below(2) ? 1 : -1u; break;                      /* LEN */
-    case 5: put16(c + 6, (c[6] | c[7] << 8) + 1); break;               /* rows (TA: not whole) */
-    case 6: put16(c + 4, ACC - (c[6] | c[7] << 8) + 1); break;         /* ACC range */
-    case 7: put16(c + 2, UB - 1 - rnd_below(4)); break;                /* UB range */
-    default: c[ta ? 10 : 8] = 255, c[ta ? 11 : 9] = 255; break;        /* a map far past UB */
+    case 2: c[1] = (uint8_t)((c[1] & ~F_CONV) | F_CONV_T); break;    /* CONV_T without CONV */
+    case 3: c[1] |= F_CONV_T | F_TA, len = 18; break;                /* CONV_T with TRANSPOSE_A */
+    case 4: len += rnd_below(2) ? 1 : -1u; break;                    /* LEN */
+    case 5: put16(c + 6, (c[6] | c[7] << 8) + 1); break;             /* rows (TA: not whole) */
+    case 6: put16(c + 4, ACC - (c[6] | c[7] << 8) + 1); break;       /* ACC range */
+    case 7: put16(c + 2, UB - 1 - rnd_below(4)); break;              /* UB range */
+    default: c[ta ? 10 : 8] = 255, c[ta ? 11 : 9] = 255; break;      /* a map far past UB */
     }
     return len;
 }
@@ -148,10 +148,10 @@ static unsigned pool_cmd(uint8_t *c)
     case 0: c[1] |= (uint8_t)(4 << rnd_below(6)); break; /* reserved */
     case 1: c[11] = rnd_below(2) ? 0 : (uint8_t)(in_h + 1); break;
     case 2: c[10] = 0; break;
-    case 3: put16(c + 4, at[0] + rnd_below(ls)); break;  /* dst over src */
-    case 4: put16(c + 6, at[1] + rnd_below(ld)); break;  /* aux over dst */
-    case 5: put16(c + 2, ms - ls + 1); break;            /* range */
-    case 6: return 11 + 2 * rnd_below(2);                /* LEN */
+    case 3: put16(c + 4, at[0] + rnd_below(ls)); break; /* dst over src */
+    case 4: put16(c + 6, at[1] + rnd_below(ld)); break; /* aux over dst */
+    case 5: put16(c + 2, ms - ls + 1); break;           /* range */
+    case 6: return 11 + 2 * rnd_below(2);               /* LEN */
     default: break;
     }
     return 12;

@@ -127,9 +127,8 @@ static void matmul(const struct cmd *c, unsigned gap)
             acc[c->aa + m][n] = a;
         }
     }
-    fprintf(fc, "1 %x %x %x %x %x %x %x %x %x %x %x %x %x %x %x\n", c->flags, c->ua, c->aa, c->rows, c->stride,
-            c->in_h, c->in_w, c->out_w, c->mb, c->cs, c->k, c->ct, (unsigned)c->dy & 0xFFFF, (unsigned)c->dx & 0xFFFF,
-            gap);
+    fprintf(fc, "1 %x %x %x %x %x %x %x %x %x %x %x %x %x %x %x\n", c->flags, c->ua, c->aa, c->rows, c->stride, c->in_h,
+            c->in_w, c->out_w, c->mb, c->cs, c->k, c->ct, (unsigned)c->dy & 0xFFFF, (unsigned)c->dx & 0xFFFF, gap);
     ncmds++;
 }
 

@@ -50,8 +50,8 @@ static int greater(uint16_t v, uint16_t b)
     return kv > kb;
 }
 
-static void pool(unsigned mode, unsigned src, unsigned dst, unsigned aux, unsigned in_h, unsigned in_w,
-                 unsigned mb, unsigned k)
+static void pool(unsigned mode, unsigned src, unsigned dst, unsigned aux, unsigned in_h, unsigned in_w, unsigned mb,
+                 unsigned k)
 {
     unsigned oh = in_h / k, ow = in_w / k;
     static uint16_t nub[ROWS][N];
