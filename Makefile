@@ -66,7 +66,7 @@ VSIM_ONLY := sim/vsim/ntpu_vsim_delay.sv sim/vsim/ntpu_vsim_gate.sv sim/vsim/ntp
 VSIM_SRCS := rtl/ntpu_pkg.sv sim/vsim/ntpu_vsim_pkg.sv \
              $(filter-out rtl/ntpu_pkg.sv rtl/ntpu_uart_% rtl/ntpu_fifo.sv rtl/ntpu_pll.sv \
                           $(patsubst sim/vsim/%,rtl/%,$(VSIM_TWINS)),$(RTL_SRCS)) $(VSIM_TWINS) $(VSIM_ONLY)
-VPARAMS := -GN=$(N) -GLINK_BYTES=$(LINK_BYTES) -GPM_ROWS=$(PM_ROWS) -GMEM_OVERLAP=1 -GOS_ROWS=$(OS_ROWS)
+VPARAMS := -GN=$(N) -GLINK_BYTES=$(LINK_BYTES) -GPM_ROWS=$(PM_ROWS) -GMEM_OVERLAP=1 -GOS_ROWS=$(OS_ROWS) -GCONV_EN=1 -GPOOL_EN=1
 VFLAGS := --cc --top-module ntpu_vsim_core --prefix Vntpu_core $(VPARAMS) -O3 --x-assign fast --x-initial fast \
           --noassert -Wno-fatal -Mdir $(VOBJ)
 VOBJ_TRACE := $(BUILD)/vobj-trace

@@ -35,7 +35,7 @@ $(TEST_BUILD)/rtl/%/tb.vvp: tests/rtl/%/sources.f $(RTL_SRCS) $(wildcard tests/r
 # taken in one block and the sequencer's hazard loop (decision 0022). Checked vector for vector like
 # the logic the boards get; the whole core is held to rtl/ by the lockstep check below.
 VERILATOR_BENCHES := ntpu_fp32_add ntpu_array ntpu_array_pipe ntpu_array_shared ntpu_link_rx_wide ntpu_transpose \
-                     ntpu_link_tx_wide ntpu_seq
+                     ntpu_link_tx_wide ntpu_seq ntpu_seq_conv
 $(TEST_BUILD)/rtl-verilator/%/Vtb: tests/rtl/%/sources.f $(RTL_SRCS) $(VSIM_SRCS) $(wildcard tests/rtl/*/*)
 	@rm -rf $(dir $@) && mkdir -p $(dir $@)
 	@while read -r f; do \

@@ -57,6 +57,8 @@ module ntpu_cmd
   parameter int MEM_OVERLAP = 0,              // 1: WRITE_MEM / READ_MEM may run beside the sequencer
   parameter int PM_ROWS = 0,                  // program memory rows of 2N bytes; 0: no PM, no RUN
   parameter int OS_ROWS = 0,                  // optimizer-state rows (memory OS, OPTIM ADAM); 0: none
+  parameter int CONV_EN = 0,                  // 1: MATMUL flags CONV, CONV_T (1.5); 0: reserved (ERR_ARG)
+  parameter int POOL_EN = 0,                  // 1: POOL (1.5, with VEC_EN); 0: an unknown opcode
   parameter int OFF_W = $clog2(MAX_PAYLOAD)   // payload offset bits; leave at the default
 ) (
   input  logic                       clk,
@@ -88,7 +90,10 @@ module ntpu_cmd
   output logic [15:0]                m_seq_addr,
   output logic [15:0]                m_seq_acc_addr,
   output logic [15:0]                m_seq_rows,
-  output logic [15:0]                m_seq_stride,  // MATMUL with TRANSPOSE_A
+  output logic [15:0]                m_seq_stride,  // MATMUL with TRANSPOSE_A (CONV: tile_stride)
+  // MATMUL CONV (1.5): {ct u16, in_h, in_w, out_w, mb, stride, k, dy i16, dx i16}, the fields the form
+  // lacks 0 (without TRANSPOSE_A dy and dx are i8s, sign-extended)
+  output logic [95:0]                m_seq_conv,
   input  logic                       seq_idle,
   output logic [1:0]                 q_mem,         // overlap query (ntpu_seq)
   output logic                       q_write,
@@ -98,13 +103,13 @@ module ntpu_cmd
   // vector sequencer
   output logic                       m_vec_valid,
   input  logic                       m_vec_ready,
-  output logic [7:0]                 m_vec_op,      // OP_ACT, OP_RELU_GRAD, OP_COLSUM
+  output logic [7:0]                 m_vec_op,      // OP_ACT, OP_RELU_GRAD, OP_COLSUM, OP_OPTIM, POOL
   output logic [7:0]                 m_vec_flags,
   output logic [15:0]                m_vec_src,
   output logic [15:0]                m_vec_dst,
-  output logic [15:0]                m_vec_rows,
-  output logic [15:0]                m_vec_aux,     // ACT: aux; RELU_GRAD: mask
-  output logic [15:0]                m_vec_s,       // OPTIM ADAM: s (OS rows of m and v)
+  output logic [15:0]                m_vec_rows,    // POOL: {in_w, in_h}
+  output logic [15:0]                m_vec_aux,     // ACT: aux; RELU_GRAD: mask; POOL: aux
+  output logic [15:0]                m_vec_s,       // OPTIM ADAM: s (OS rows of m and v); POOL: {k, mb}
   input  logic                       vec_idle,
   // memories
   output logic [2:0]                 mem_sel,    // ntpu_pkg::MEM_*
@@ -144,7 +149,10 @@ module ntpu_cmd
     initial $fatal(1, "ntpu_cmd: OS_ROWS must be 0..65536, and 0 without the vector unit");
   end
   // The fixed part read into hdr_q: OPTIM ADAM's s field exists only on a core with OS.
-  localparam int HDR_MAX = (OS_ROWS > 0) ? CMD_HDR_MAX : 10;
+  // MATMUL CONV with TRANSPOSE_A's 18 bytes exist only on a core with CONV, POOL's 12 with POOL.
+  localparam int HDR_MAX = (CONV_EN != 0) ? CMD_HDR_MAX : (OS_ROWS > 0 || POOL_EN != 0) ? 12 : 10;
+  localparam int HI_W = (HDR_MAX > 16) ? 5 : 4;  // a byte index into hdr_q
+  localparam bit POOL_ON = (POOL_EN != 0) && (VEC_EN != 0);
 
   if (LINK_BYTES < 1 || LINK_BYTES > 64) begin : g_bad_width
     initial $fatal(1, "ntpu_cmd: LINK_BYTES must be 1..64");
@@ -316,6 +324,92 @@ module ntpu_cmd
   assign ub_end_t = (c16 == 16'd0) ? 34'(a16)
                                    : 34'(a16) + (34'(blocks) - 34'd1) * 34'(d16) + 34'(N);
 
+  // MATMUL CONV (1.5). The flags pick the length even without CONV_EN (then ERR_ARG, as
+  // TRANSPOSE_A); cv_* are what the checks need, constant 0 / OK without CONV_EN.
+  logic cv_flag, cvt_flag;
+  logic [15:0] mm_len;
+  logic cv_arg_bad;    // flag combination or field values CONV forbids
+  logic cv_range_bad;  // UB or ACC range
+  logic [7:0] cv_b [18];  // the payload's bytes (0 past HDR_MAX)
+  for (genvar k = 0; k < 18; k++) begin : g_cv_b
+    assign cv_b[k] = (k < HDR_MAX) ? hdr_q[8*(k % HDR_MAX) +: 8] : 8'd0;
+  end
+  assign cv_flag = (f1 & MATMUL_CONV) != 8'd0;
+  assign cvt_flag = (f1 & MATMUL_CONV_T) != 8'd0;
+  assign mm_len = cv_flag ? (tr_flag ? 16'(LEN_MATMUL_CONV_DW) : 16'(LEN_MATMUL_CONV))
+                          : (tr_flag ? 16'(LEN_MATMUL_T) : 16'(LEN_MATMUL));
+  if (CONV_EN != 0) begin : g_conv
+    logic [7:0] in_h, in_w, out_w, mb, cs, k;
+    logic [15:0] dy, dx;
+    logic [15:0] ct;
+    logic [21:0] nkk;           // N*k*k
+    logic [24:0] map_rows;      // in_h*in_w*mb
+    logic [33:0] ub_end_c;      // the TRANSPOSE_A blocks' end
+    assign in_h = tr_flag ? cv_b[10] : cv_b[8];
+    assign in_w = tr_flag ? cv_b[11] : cv_b[9];
+    assign out_w = tr_flag ? 8'd0 : cv_b[10];
+    assign mb = tr_flag ? cv_b[12] : cv_b[11];
+    assign cs = tr_flag ? 8'd0 : cv_b[12];
+    assign k = tr_flag ? cv_b[13] : 8'd0;
+    assign dy = tr_flag ? {cv_b[15], cv_b[14]} : {{8{cv_b[13][7]}}, cv_b[13]};
+    assign dx = tr_flag ? {cv_b[17], cv_b[16]} : {{8{cv_b[14][7]}}, cv_b[14]};
+    assign nkk = 22'(N) * 22'(k) * 22'(k);
+    // rows / (N*k*k) and its remainder: a divider, in the CONV build only.
+    assign ct = (nkk == 22'd0) ? 16'd0 : 16'(22'(c16) / nkk);
+    assign map_rows = 25'(in_h) * 25'(in_w) * 25'(mb);
+    assign ub_end_c = 34'(a16) + (34'(ct) - 34'd1) * 34'(d16) + 34'(map_rows) - 34'(mb) + 34'(N);
+    assign cv_arg_bad = cv_flag && (
+        (cvt_flag && tr_flag) || in_h == 8'd0 || in_w == 8'd0 || mb == 8'd0 ||
+        (!tr_flag && (out_w == 8'd0 || cs == 8'd0)) ||
+        (tr_flag && (k == 8'd0 || 22'(c16) != 22'(ct) * nkk)));
+    assign cv_range_bad = cv_flag && (
+        (tr_flag ? (c16 != 16'd0 && ub_end_c > 34'(UB_ROWS)) : 26'(a16) + 26'(map_rows) > 26'(UB_ROWS)) ||
+        17'(b16) + 17'(c16) > 17'(ACC_ROWS));
+    assign m_seq_conv = {ct, in_h, in_w, out_w, mb, cs, k, dy, dx};
+  end else begin : g_no_conv
+    assign cv_arg_bad = 1'b0;
+    assign cv_range_bad = 1'b0;
+    assign m_seq_conv = '0;
+  end
+
+  // POOL (1.5): fields, ranges and overlaps; constant OK without POOL_ON.
+  logic pl_arg_bad, pl_range_bad, pl_overlap;
+  if (POOL_ON) begin : g_pool
+    logic [7:0] in_h, in_w, mb, k;
+    logic [1:0] mode;
+    logic [24:0] map_rows, pooled;
+    logic [7:0] oh, ow;
+    logic [25:0] src_lo, src_hi, dst_lo, dst_hi, aux_lo, aux_hi;
+    assign in_h = cv_b[8];
+    assign in_w = cv_b[9];
+    assign mb = cv_b[10];
+    assign k = cv_b[11];
+    assign mode = f1[1:0];
+    assign map_rows = 25'(in_h) * 25'(in_w) * 25'(mb);
+    // OH, OW: 8-bit dividers, in the POOL build only.
+    assign oh = (k == 8'd0) ? 8'd0 : in_h / k;
+    assign ow = (k == 8'd0) ? 8'd0 : in_w / k;
+    assign pooled = 25'(oh) * 25'(ow) * 25'(mb);
+    assign src_lo = 26'(a16);
+    assign src_hi = 26'(a16) + (mode[1] ? 26'(pooled) : 26'(map_rows));
+    assign dst_lo = 26'(b16);
+    assign dst_hi = 26'(b16) + (mode[1] ? 26'(map_rows) : 26'(pooled));
+    assign aux_lo = 26'(c16);
+    assign aux_hi = 26'(c16) + (mode[0] ? 26'd1 : 26'(pooled));
+    assign pl_arg_bad = (f1 & POOL_RESERVED) != 8'd0 || k == 8'd0 || in_h < k || in_w < k || mb == 8'd0;
+    // src and dst: UB (forward) or ACC (grads); aux: UB for MAX and MAX_GRAD, ACC for the AVGs.
+    assign pl_range_bad = src_hi > 26'(mode[1] ? ACC_ROWS : UB_ROWS) || dst_hi > 26'(mode[1] ? ACC_ROWS : UB_ROWS) ||
+                          aux_hi > 26'(mode[0] ? ACC_ROWS : UB_ROWS);
+    // Pairs in the same memory must not overlap: src-dst always; aux with them where it shares it.
+    assign pl_overlap = (src_lo < dst_hi && dst_lo < src_hi) ||
+                        ((mode == 2'd0 || mode == 2'd3) &&
+                         ((src_lo < aux_hi && aux_lo < src_hi) || (dst_lo < aux_hi && aux_lo < dst_hi)));
+  end else begin : g_no_pool
+    assign pl_arg_bad = 1'b0;
+    assign pl_range_bad = 1'b0;
+    assign pl_overlap = 1'b0;
+  end
+
   assign out_f = f1[3:2];
   assign out_rows = (out_f == OUT_WB[3:2]) ? 17'(WB_ROWS)
                   : (out_f == OUT_ACC[3:2]) ? 17'(ACC_ROWS) : 17'(UB_ROWS);  // OUT_UB, OUT_INT8
@@ -352,11 +446,15 @@ module ntpu_cmd
       end
       OP_MATMUL: begin
         // Past LEN the fixed part reads as zero, so a MATMUL of LEN 1 asks for 8 bytes and fails.
-        if (len != (tr_flag ? 16'(LEN_MATMUL_T) : 16'(LEN_MATMUL))) err = DEV_ERR_LENGTH;
-        else if ((f1 & MATMUL_RESERVED) != 8'd0 || (tr_flag && !tr_a)) err = DEV_ERR_ARG;
-        else if (tr_a && !rows_whole) err = DEV_ERR_ARG;
-        else if ((tr_a ? ub_end_t > 34'(UB_ROWS) : 17'(a16) + 17'(c16) > 17'(UB_ROWS)) ||
-                 17'(b16) + 17'(c16) > 17'(ACC_ROWS)) err = DEV_ERR_RANGE;
+        if (len != mm_len) err = DEV_ERR_LENGTH;
+        else if ((f1 & MATMUL_RESERVED) != 8'd0 || (tr_flag && !tr_a) ||
+                 (CONV_EN == 0 && (f1 & (MATMUL_CONV | MATMUL_CONV_T)) != 8'd0) || (cvt_flag && !cv_flag)) begin
+          err = DEV_ERR_ARG;
+        end
+        else if (cv_flag ? cv_arg_bad : (tr_a && !rows_whole)) err = DEV_ERR_ARG;
+        else if (cv_flag ? cv_range_bad
+                         : ((tr_a ? ub_end_t > 34'(UB_ROWS) : 17'(a16) + 17'(c16) > 17'(UB_ROWS)) ||
+                            17'(b16) + 17'(c16) > 17'(ACC_ROWS))) err = DEV_ERR_RANGE;
       end
       OP_ACT: begin
         if (VEC_EN == 0) err = DEV_ERR_OPCODE;
@@ -399,6 +497,12 @@ module ntpu_cmd
           err = DEV_ERR_RANGE;
         end
       end
+      OP_POOL: begin
+        if (!POOL_ON) err = DEV_ERR_OPCODE;
+        else if (len != 16'(LEN_POOL)) err = DEV_ERR_LENGTH;
+        else if (pl_arg_bad || pl_overlap) err = DEV_ERR_ARG;
+        else if (pl_range_bad) err = DEV_ERR_RANGE;
+      end
       OP_COUNTERS: begin
         if (len != 16'(LEN_COUNTERS)) err = DEV_ERR_LENGTH;
         else if ((f1 & COUNTERS_RESERVED) != 8'd0) err = DEV_ERR_ARG;
@@ -435,7 +539,9 @@ module ntpu_cmd
                      ((TRANSPOSE_A_EN != 0) ? FEATURE_TRANSPOSE_A_BIT : 8'd0) |
                      ((VEC_EN != 0) ? (FEATURE_VECTOR_BIT | FEATURE_OPTIM_BIT) : 8'd0) |
                      (PM_EN ? FEATURE_PROGRAM_BIT : 8'd0) |
-                     ((OS_ROWS > 0) ? FEATURE_ADAM_BIT : 8'd0),
+                     ((OS_ROWS > 0) ? FEATURE_ADAM_BIT : 8'd0) |
+                     ((CONV_EN != 0) ? FEATURE_CONV_BIT : 8'd0) |
+                     (POOL_ON ? FEATURE_POOL_BIT : 8'd0),
                      DTYPE_INT8_BIT | DTYPE_BF16_BIT,
                      8'(N), 8'(N), VERSION_MINOR, VERSION_MAJOR, ID_MAGIC};
   // commands_q and the error fields cannot change before this STATUS frame is released.
@@ -581,7 +687,7 @@ module ntpu_cmd
             end
             OP_LOAD_W, OP_MATMUL: state_d = S_DISPATCH;
             OP_RUN: if (PM_EN) state_d = S_PLEN;
-            OP_ACT, OP_RELU_GRAD, OP_COLSUM, OP_OPTIM: begin
+            OP_ACT, OP_RELU_GRAD, OP_COLSUM, OP_OPTIM, OP_POOL: begin
               after_drain_d = S_VDISPATCH;
               state_d = S_DRAIN;
             end
@@ -697,7 +803,7 @@ module ntpu_cmd
       for (int i = 0; i < W; i++) begin
         // Byte 0 is always inside the fixed part (fetched below fb_end).
         if (KW'(i) < fb_k && (i == 0 || fb_idx_q + 16'(i) < 16'(HDR_MAX))) begin
-          hdr_q[8*(fb_idx_q[3:0] + 4'(i)) +: 8] <= src_data[8*i +: 8];
+          hdr_q[8*(HI_W'(fb_idx_q) + HI_W'(i)) +: 8] <= src_data[8*i +: 8];
         end
       end
     end
@@ -786,7 +892,8 @@ module ntpu_cmd
                      : (op == OP_STATUS && !run_rep) ? (8*W)'(status_block[8*st_idx +: 8]) : (8*W)'(sh_q);
 
   assign m_seq_matmul = (op == OP_MATMUL);
-  assign m_seq_flags = (TRANSPOSE_A_EN != 0) ? f1 : (f1 & ~MATMUL_TRANSPOSE_A);
+  assign m_seq_flags = f1 & ~((TRANSPOSE_A_EN != 0) ? 8'd0 : MATMUL_TRANSPOSE_A)
+                          & ~((CONV_EN != 0) ? 8'd0 : (MATMUL_CONV | MATMUL_CONV_T));
   assign m_seq_addr = a16;
   assign m_seq_acc_addr = b16;
   assign m_seq_rows = c16;
@@ -796,9 +903,9 @@ module ntpu_cmd
   assign m_vec_flags = f1;
   assign m_vec_src = a16;
   assign m_vec_dst = b16;
-  assign m_vec_rows = c16;
-  assign m_vec_aux = d16;
-  assign m_vec_s = e16;
+  assign m_vec_rows = (POOL_ON && op == OP_POOL) ? d16 : c16;
+  assign m_vec_aux = (POOL_ON && op == OP_POOL) ? c16 : d16;
+  assign m_vec_s = (POOL_ON && op == OP_POOL) ? {cv_b[11], cv_b[10]} : e16;
 
   assign mem_sel = mem;
   assign mem_addr = addr_q;

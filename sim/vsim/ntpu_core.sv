@@ -33,8 +33,10 @@ module ntpu_core
   parameter int PM_ROWS = 0,         // program memory rows (protocol 1.4 RUN, ntpu_cmd); 0: none
   parameter int MEM_OVERLAP = 0,     // 1: WRITE_MEM / READ_MEM beside LOAD_W / MATMUL (ntpu_cmd; a
                                      // mirror of ACC for READ_MEM: twice the ACC memory)
-  parameter int OS_ROWS = 0          // optimizer-state rows (N x 32 bit; OPTIM ADAM, with VEC_EN);
+  parameter int OS_ROWS = 0,         // optimizer-state rows (N x 32 bit; OPTIM ADAM, with VEC_EN);
                                      // 0: no OS and no Adam logic (the boards)
+  parameter int CONV_EN = 0,         // 1: MATMUL CONV / CONV_T addressing (1.5, ntpu_seq); 0: the boards
+  parameter int POOL_EN = 0          // 1: POOL (1.5, ntpu_vpool, with VEC_EN); 0: the boards
 ) (
   input  logic                    clk,
   input  logic                    clk_vec, clk_ctl, clk_load,           // vsim: gated clocks ...
@@ -135,6 +137,7 @@ module ntpu_core
   logic seq_valid, seq_ready, seq_matmul, seq_idle;
   logic [7:0] seq_flags;
   logic [15:0] seq_addr, seq_acc_addr, seq_rows, seq_stride;
+  logic [95:0] seq_conv;  // MATMUL CONV fields (ntpu_cmd m_seq_conv)
   logic vec_valid, vec_ready, vec_idle;
   logic [7:0] vec_op, vec_flags;
   logic [15:0] vec_src, vec_dst, vec_rows, vec_aux, vec_s;
@@ -165,7 +168,9 @@ module ntpu_core
     .LINK_BYTES (LINK_BYTES),
     .MEM_OVERLAP(MEM_OVERLAP),
     .PM_ROWS    (PM_ROWS),
-    .OS_ROWS    (OS_ROWS)
+    .OS_ROWS    (OS_ROWS),
+    .CONV_EN    (CONV_EN),
+    .POOL_EN    (POOL_EN)
   ) u_cmd (
     .clk           (clk_ctl),
     .rst           (rst),   .gate_wait(cmd_wait),
@@ -194,6 +199,7 @@ module ntpu_core
     .m_seq_acc_addr(seq_acc_addr),
     .m_seq_rows    (seq_rows),
     .m_seq_stride  (seq_stride),
+    .m_seq_conv    (seq_conv),
     .seq_idle      (seq_idle),
     .q_mem         (q_mem),
     .q_write       (q_write),
@@ -243,7 +249,8 @@ module ntpu_core
     .ACC_ROWS(ACC_ROWS),
     .SEG_DEPTH(SEG_DEPTH),
     .BF16_GAP(BF16_GAP),
-    .MEM_OVERLAP(MEM_OVERLAP)
+    .MEM_OVERLAP(MEM_OVERLAP),
+    .CONV_EN (CONV_EN)
   ) u_seq (
     .clk           (clk),   .clk_load(clk_load), .load_busy(load_busy),
     .rst           (rst),
@@ -255,6 +262,15 @@ module ntpu_core
     .s_cmd_acc_addr(seq_acc_addr),
     .s_cmd_rows    (seq_rows),
     .s_cmd_stride  (seq_stride),
+    .s_cmd_ct      (seq_conv[95:80]),
+    .s_cmd_in_h    (seq_conv[79:72]),
+    .s_cmd_in_w    (seq_conv[71:64]),
+    .s_cmd_out_w   (seq_conv[63:56]),
+    .s_cmd_mb      (seq_conv[55:48]),
+    .s_cmd_cstride (seq_conv[47:40]),
+    .s_cmd_k       (seq_conv[39:32]),
+    .s_cmd_dy      (seq_conv[31:16]),
+    .s_cmd_dx      (seq_conv[15:0]),
     .idle          (seq_idle),
     .ub_re         (sq_ub_re),
     .ub_raddr      (sq_ub_raddr),
@@ -322,6 +338,18 @@ module ntpu_core
   logic [N*32-1:0] vs_os_wdata;
 
   if (VEC_EN != 0) begin : g_vec
+    // POOL (1.5) goes to ntpu_vpool, every other vector command to ntpu_vseq; one runs at a time
+    // (the command processor starts a vector command only while the unit is idle), so their memory
+    // ports merge by who is busy.
+    logic q_valid, q_ready, q_idle, is_pool;
+    logic q_acc_re, q_ub_re, q_we;
+    logic [ACC_AW-1:0] q_acc_raddr;
+    logic [UB_AW-1:0] q_ub_raddr;
+    logic [1:0] q_wr_mem;
+    logic [15:0] q_wr_addr;
+    logic [N*32-1:0] q_wr_data;
+    assign is_pool = (POOL_EN != 0) && vec_op == OP_POOL;
+    assign q_valid = vec_valid && !is_pool;
     ntpu_vseq #(
       .N       (N),
       .UB_ROWS (UB_ROWS),
@@ -330,8 +358,8 @@ module ntpu_core
     ) u_vseq (
       .clk         (clk_vec),
       .rst         (rst),
-      .s_cmd_valid (vec_valid),
-      .s_cmd_ready (vec_ready),
+      .s_cmd_valid (q_valid),
+      .s_cmd_ready (q_ready),
       .s_cmd_op    (vec_op),
       .s_cmd_flags (vec_flags),
       .s_cmd_src   (vec_src),
@@ -339,17 +367,17 @@ module ntpu_core
       .s_cmd_rows  (vec_rows),
       .s_cmd_aux   (vec_aux),
       .s_cmd_s     (vec_s),
-      .idle        (vec_idle),
-      .acc_re      (vs_acc_re),
-      .acc_raddr   (vs_acc_raddr),
+      .idle        (q_idle),
+      .acc_re      (q_acc_re),
+      .acc_raddr   (q_acc_raddr),
       .acc_rdata   (acc_rdata),
-      .ub_re       (vs_ub_re),
-      .ub_raddr    (vs_ub_raddr),
+      .ub_re       (q_ub_re),
+      .ub_raddr    (q_ub_raddr),
       .ub_rdata    (ub_rdata),
-      .wr_we       (vs_we),
-      .wr_mem      (vs_wr_mem),
-      .wr_addr     (vs_wr_addr),
-      .wr_data     (vs_wr_data),
+      .wr_we       (q_we),
+      .wr_mem      (q_wr_mem),
+      .wr_addr     (q_wr_addr),
+      .wr_data     (q_wr_data),
       .os_re       (vs_os_re),
       .os_raddr    (vs_os_raddr),
       .os_rdata    (os_rdata),
@@ -358,6 +386,62 @@ module ntpu_core
       .os_wdata    (vs_os_wdata),
       .stall_hazard(vs_stall_hazard)
     );
+    if (POOL_EN != 0) begin : g_pool
+      logic p_busy, p_acc_re, p_ub_re, p_we, p_acc;
+      logic [ACC_AW-1:0] p_acc_raddr;
+      logic [UB_AW-1:0] p_ub_raddr;
+      logic [15:0] p_wr_addr;
+      logic [N*32-1:0] p_wr_data;
+      ntpu_vpool #(
+        .N    (N),
+        .UB_AW(UB_AW),
+        .ACC_AW(ACC_AW)
+      ) u_vpool (
+        .clk      (clk_vec),
+        .rst      (rst),
+        .start    (vec_valid && is_pool && !p_busy),
+        .mode     (vec_flags[1:0]),
+        .src      (vec_src),
+        .dst      (vec_dst),
+        .aux      (vec_aux),
+        .in_h     (vec_rows[7:0]),
+        .in_w     (vec_rows[15:8]),
+        .mb       (vec_s[7:0]),
+        .k        (vec_s[15:8]),
+        .busy     (p_busy),
+        .acc_re   (p_acc_re),
+        .acc_raddr(p_acc_raddr),
+        .acc_rdata(acc_rdata),
+        .ub_re    (p_ub_re),
+        .ub_raddr (p_ub_raddr),
+        .ub_rdata (ub_rdata),
+        .wr_we    (p_we),
+        .wr_acc   (p_acc),
+        .wr_addr  (p_wr_addr),
+        .wr_data  (p_wr_data)
+      );
+      assign vec_ready = is_pool ? !p_busy : q_ready;
+      assign vec_idle = q_idle && !p_busy;
+      assign vs_acc_re = q_acc_re || p_acc_re;
+      assign vs_acc_raddr = p_busy ? p_acc_raddr : q_acc_raddr;
+      assign vs_ub_re = q_ub_re || p_ub_re;
+      assign vs_ub_raddr = p_busy ? p_ub_raddr : q_ub_raddr;
+      assign vs_we = q_we || p_we;
+      assign vs_wr_mem = p_busy ? (p_acc ? 2'(MEM_ACC) : 2'(MEM_UB)) : q_wr_mem;
+      assign vs_wr_addr = p_busy ? p_wr_addr : q_wr_addr;
+      assign vs_wr_data = p_busy ? p_wr_data : q_wr_data;
+    end else begin : g_no_pool
+      assign vec_ready = q_ready;
+      assign vec_idle = q_idle;
+      assign vs_acc_re = q_acc_re;
+      assign vs_acc_raddr = q_acc_raddr;
+      assign vs_ub_re = q_ub_re;
+      assign vs_ub_raddr = q_ub_raddr;
+      assign vs_we = q_we;
+      assign vs_wr_mem = q_wr_mem;
+      assign vs_wr_addr = q_wr_addr;
+      assign vs_wr_data = q_wr_data;
+    end
   end else begin : g_no_vec
     // The command processor answers vector opcodes with ERR_OPCODE and never starts this unit.
     logic unused_vec;

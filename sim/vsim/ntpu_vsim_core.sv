@@ -13,7 +13,9 @@ module ntpu_vsim_core #(
   parameter int LINK_BYTES = 1,   // link bytes per cycle each way
   parameter int PM_ROWS = 0,      // program memory rows
   parameter int MEM_OVERLAP = 0,  // WRITE_MEM / READ_MEM beside LOAD_W / MATMUL
-  parameter int OS_ROWS = 0       // optimizer-state rows
+  parameter int OS_ROWS = 0,      // optimizer-state rows
+  parameter int CONV_EN = 0,      // MATMUL CONV addressing (1.5)
+  parameter int POOL_EN = 0       // POOL (1.5)
 ) (
   input  logic                    clk,
   // The gated clocks of the core's units and their enables (rtl/ntpu_core.sv; the harness drives
@@ -36,7 +38,9 @@ module ntpu_vsim_core #(
     .LINK_BYTES (LINK_BYTES),
     .PM_ROWS    (PM_ROWS),
     .MEM_OVERLAP(MEM_OVERLAP),
-    .OS_ROWS    (OS_ROWS)
+    .OS_ROWS    (OS_ROWS),
+    .CONV_EN    (CONV_EN),
+    .POOL_EN    (POOL_EN)
   ) u_core (
     .clk       (clk),
     .clk_vec   (clk_vec),

@@ -438,8 +438,10 @@ static int exec(uint8_t seq, const uint8_t *p, unsigned len)
     case NTPU_OP_MATMUL: {
         /* The fixed part's length depends on the flags; with LEN 1 there are none (zero). */
         unsigned fl = len >= 2 ? p[1] : 0;
-        int tr = (fl & NTPU_MATMUL_TRANSPOSE_A) != 0;
-        if (len != (tr ? NTPU_LEN_MATMUL_T : NTPU_LEN_MATMUL))
+        int tr = (fl & NTPU_MATMUL_TRANSPOSE_A) != 0, cv = (fl & NTPU_MATMUL_CONV) != 0; /* 1.5: CONV's forms */
+        if (len != (cv   ? (tr ? NTPU_LEN_MATMUL_CONV_DW : NTPU_LEN_MATMUL_CONV)
+                    : tr ? NTPU_LEN_MATMUL_T
+                         : NTPU_LEN_MATMUL))
             return NTPU_DEV_ERR_LENGTH;
         unsigned ua = get16(p + 2), aa = get16(p + 4), rows = get16(p + 6);
         unsigned stride = tr ? get16(p + 8) : 0;

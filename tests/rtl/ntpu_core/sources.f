@@ -7,6 +7,7 @@ rtl/ntpu_perf.sv
 rtl/ntpu_prog_fetch.sv
 rtl/ntpu_cmd.sv
 rtl/ntpu_transpose.sv
+rtl/ntpu_floor_div8.sv
 rtl/ntpu_seq.sv
 rtl/ntpu_bf16_mul.sv
 rtl/ntpu_fp32_add.sv
@@ -23,5 +24,6 @@ rtl/ntpu_fp32_div.sv
 rtl/ntpu_fp32_sqrt.sv
 rtl/ntpu_vadam.sv
 rtl/ntpu_vseq.sv
+rtl/ntpu_vpool.sv
 rtl/ntpu_core.sv
 tests/rtl/ntpu_core/tb.sv

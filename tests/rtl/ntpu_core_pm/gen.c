@@ -123,7 +123,7 @@ int main(int argc, char **argv)
     const char *dir = argc > 1 ? argv[1] : ".";
     ntpu_ref_config cfg = ntpu_ref_default_config();
     cfg.n = N, cfg.ub_rows = UB, cfg.wb_rows = WB, cfg.acc_rows = ACC, cfg.max_payload = MAXP;
-    cfg.pm_rows = PM, cfg.link_bytes = 1;
+    cfg.pm_rows = PM, cfg.link_bytes = 1, cfg.no_conv = 1, cfg.no_pool = 1; /* the core's CONV_EN = POOL_EN = 0 */
     ref = ntpu_ref_new(&cfg);
     if (!ref)
         return 1;

@@ -1,6 +1,7 @@
 rtl/ntpu_pkg.sv
 rtl/ntpu_ram.sv
 rtl/ntpu_transpose.sv
+rtl/ntpu_floor_div8.sv
 rtl/ntpu_seq.sv
 rtl/ntpu_bf16_mul.sv
 rtl/ntpu_fp32_add.sv

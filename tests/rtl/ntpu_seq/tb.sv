@@ -49,6 +49,8 @@ module tb;
     .s_cmd_valid(cmd_valid), .s_cmd_ready(cmd_ready), .s_cmd_matmul(cmd_matmul),
     .s_cmd_flags(cmd_flags), .s_cmd_addr(cmd_addr), .s_cmd_acc_addr(cmd_acc_addr),
     .s_cmd_rows(cmd_rows), .s_cmd_stride(cmd_stride), .idle(idle),
+    .s_cmd_in_h(8'd0), .s_cmd_in_w(8'd0), .s_cmd_out_w(8'd0), .s_cmd_mb(8'd0), .s_cmd_cstride(8'd0),
+    .s_cmd_k(8'd0), .s_cmd_ct(16'd0), .s_cmd_dy(16'd0), .s_cmd_dx(16'd0),
     .ub_re(ub_re), .ub_raddr(ub_raddr), .ub_rdata(ub_rdata),
     .wb_re(wb_re), .wb_raddr(wb_raddr), .wb_rdata(wb_rdata),
     .acc_re(acc_re), .acc_raddr(acc_raddr), .acc_rdata(acc_rdata),

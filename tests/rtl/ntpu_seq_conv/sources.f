@@ -1,0 +1,12 @@
+rtl/ntpu_pkg.sv
+rtl/ntpu_ram.sv
+rtl/ntpu_transpose.sv
+rtl/ntpu_floor_div8.sv
+rtl/ntpu_seq.sv
+rtl/ntpu_bf16_mul.sv
+rtl/ntpu_fp32_add.sv
+rtl/ntpu_fp32_add_pipe.sv
+rtl/ntpu_pe.sv
+rtl/ntpu_bf16_shared.sv
+rtl/ntpu_array.sv
+tests/rtl/ntpu_seq_conv/tb.sv
