@@ -20,6 +20,7 @@
 
 #include "ntpu/numerics.h"
 #include "numerics_internal.h"
+#include "ref_chain.h"
 
 #define MAX_N 64u
 
@@ -211,6 +212,196 @@ void ntpu_mac_bf16_rows_t(uint32_t *acc, const uint16_t *a, size_t t_stride, con
     }
 #endif
     ntpu_mac_bf16_rows_t_generic(acc, a, t_stride, w, n, rows);
+}
+
+/* ---------------------------------------------------------------- chains
+ *
+ * A chain of tiles (ref_chain.h) runs block by block: a block's accumulators
+ * are loaded once, stay in registers through every tile, and are stored
+ * once. The grid argument above holds across tiles (each sum of the chain is
+ * a sum of terms on the 2^-126 grid), so a block takes the fast path when its
+ * accumulators and every tile's A values pass the checks; else each tile on
+ * its own, as the one-tile kernel would (fast or scalar): the same bits. */
+
+void ntpu_chain_tile_prepare(ntpu_chain_tile *t, float *wf, unsigned n)
+{
+    unsigned w_exp = 255; /* the least nonzero exponent field: zeros never limit */
+    uint64_t wild = 0;
+    for (unsigned i = 0; i < n; i++)
+        for (unsigned j = 0; j < n; j++) {
+            uint32_t bits = (uint32_t)t->w[i * n + j] << 16, e = (bits >> 23) & 0xFFu;
+            if (e == 0)
+                bits &= 0x80000000u; /* a subnormal reads as zero of its sign */
+            else if (e < w_exp)
+                w_exp = e;
+            if (e == 255)
+                wild |= 1ull << i;
+            wf[i * n + j] = ntpu_f32_from_bits(bits);
+        }
+    t->wf = wf;
+    t->w_wild = wild;
+    /* A product is on the 2^-126 grid when Ea + Ew >= 142. */
+    t->a_thr = w_exp < 141 ? 141u - w_exp : 0u;
+}
+
+/* Which k (bits 0 .. n-1) have A zero (+-0 once flushed) in every row of a
+ * block of af (block x n, row-major). */
+static inline __attribute__((always_inline)) uint64_t zero_ks(const float *af, unsigned block, unsigned n)
+{
+    const u32x8 bit = {1, 2, 4, 8, 16, 32, 64, 128};
+    uint64_t nonzero = 0;
+    for (unsigned g = 0; g < n; g += 8) {
+        u32x8 o = {0};
+        for (unsigned r = 0; r < block; r++) {
+            u32x8 v;
+            memcpy(&v, af + (size_t)r * n + g, sizeof v);
+            o |= v;
+        }
+        u32x8 b = (u32x8)((o & 0x7FFFFFFFu) != 0u) & bit;
+        b |= __builtin_shufflevector(b, b, 4, 5, 6, 7, 0, 1, 2, 3);
+        b |= __builtin_shufflevector(b, b, 2, 3, 0, 1, 6, 7, 4, 5);
+        b |= __builtin_shufflevector(b, b, 1, 0, 3, 2, 5, 4, 7, 6);
+        nonzero |= (uint64_t)b[0] << g;
+    }
+    return ~nonzero;
+}
+
+/* One block of `block` rows (row m of the stream at acc) through `count`
+ * tiles with the accumulators in registers. Returns 0, having written
+ * nothing, when the block fails a check (the checks are the same for every
+ * group of 8 columns q, so a failure comes at q = 0, before any store).
+ *
+ * Zero k skipped: when every A value of k = i in the block is +-0 (after the
+ * flush), the step adds a product p = (+-0) x w to each accumulator c. If w
+ * is finite, p is +-0, and c + p = c bit for bit unless c is -0 (-0 + +0 =
+ * +0): for c nonzero (or NaN) IEEE returns c, and +0 + (+-0) = +0 in round to
+ * nearest. So the step changes nothing when the weight row has no inf or NaN
+ * (w_wild) and no accumulator is -0. No accumulator of the block becomes -0
+ * on the fast path if none was at the load: a sum is -0 only when both terms
+ * are -0 or it underflows to zero, and on the 2^-126 grid a nonzero exact sum
+ * rounds to a normal number. Checked once per block, at the load. */
+static inline __attribute__((always_inline)) int chain_block(uint32_t *acc, const ntpu_chain_tile *tiles,
+                                                             unsigned count, size_t m, unsigned n, unsigned block)
+{
+    u32x8 bad = {0}, negz = {0};
+    for (unsigned k = 0; k < block * n; k += 8) {
+        u32x8 c;
+        memcpy(&c, acc + k, sizeof c);
+        bad |= (u32x8)((c & 0x7FFFFFFFu) != 0u) & (u32x8)(((c >> 23) & 0xFFu) < 24u);
+        negz |= (u32x8)(c == 0x80000000u);
+    }
+    int may_skip = 1;
+    for (unsigned l = 0; l < 8; l++) {
+        if (bad[l])
+            return 0;
+        if (negz[l])
+            may_skip = 0;
+    }
+    float af[MAX_N * MAX_N];
+    for (unsigned q = 0; q < n; q += 8) {
+        f32x8 c[8];
+#pragma GCC unroll 8
+        for (unsigned r = 0; r < block; r++)
+            memcpy(&c[r], acc + (size_t)r * n + q, sizeof c[r]);
+        for (unsigned e = 0; e < count; e++) {
+            const ntpu_chain_tile *t = tiles + e;
+            const size_t rel = m - t->row0;
+            const float *ab = af;
+            size_t rs = n, is = 1;
+            uint64_t skip = 0;
+            if (!t->transposed) {
+                if (!convert_a(af, t->a + rel * n, (size_t)block * n, t->a_thr))
+                    return 0;
+                if (may_skip)
+                    skip = zero_ks(af, block, n) & ~t->w_wild;
+            } else { /* the tile's columns are the rows: converted whole */
+                if (!convert_a(af, t->a + rel / n * t->t_stride, (size_t)n * n, t->a_thr))
+                    return 0;
+                ab = af + rel % n;
+                rs = 1;
+                is = n;
+            }
+            for (unsigned i = 0; i < n; i++) {
+                if ((skip >> i) & 1u)
+                    continue;
+                f32x8 wv;
+                memcpy(&wv, t->wf + (size_t)i * n + q, sizeof wv);
+#pragma GCC unroll 8
+                for (unsigned r = 0; r < block; r++)
+                    c[r] += ab[r * rs + i * is] * wv;
+            }
+        }
+#pragma GCC unroll 8
+        for (unsigned r = 0; r < block; r++) {
+            u32x8 bits = (u32x8)c[r];
+            u32x8 nan = (u32x8)(c[r] != c[r]);
+            bits = (bits & ~nan) | (NTPU_F32_CANONICAL_NAN & nan);
+            memcpy(acc + (size_t)r * n + q, &bits, sizeof bits);
+        }
+    }
+    return 1;
+}
+
+static inline __attribute__((always_inline)) int chain_block_n(uint32_t *acc, const ntpu_chain_tile *tiles,
+                                                               unsigned count, size_t m, unsigned n, unsigned block)
+{
+    return n == 8    ? chain_block(acc, tiles, count, m, 8, block)
+           : n == 16 ? chain_block(acc, tiles, count, m, 16, block)
+                     : chain_block(acc, tiles, count, m, n, block);
+}
+
+/* Rows m .. m + count - 1 (of the chain, acc being its row 0) through one
+ * tile by the scalar MACs. */
+static void chain_scalar(uint32_t *acc, const ntpu_chain_tile *t, size_t m, size_t count, unsigned n)
+{
+    for (size_t r = m; r < m + count; r++) {
+        size_t rel = r - t->row0;
+        if (t->transposed)
+            scalar_row_t(acc + r * n, t->a, t->t_stride, t->w, n, rel);
+        else
+            ntpu_mac_bf16_row(acc + r * n, t->a + rel * n, t->w, n);
+    }
+}
+
+static inline __attribute__((always_inline)) void chain_impl(uint32_t *acc, const ntpu_chain_tile *tiles,
+                                                             unsigned count, unsigned n, size_t m0, size_t m1,
+                                                             unsigned block)
+{
+    size_t m = m0;
+    if (n % 8 == 0)
+        for (; m + block <= m1; m += block)
+            if (!chain_block_n(acc + m * n, tiles, count, m, n, block))
+                for (unsigned e = 0; e < count; e++) /* each tile as the one-tile kernel runs it */
+                    if (!chain_block_n(acc + m * n, tiles + e, 1, m, n, block))
+                        chain_scalar(acc, tiles + e, m, block, n);
+    for (; m < m1; m++)
+        for (unsigned e = 0; e < count; e++)
+            chain_scalar(acc, tiles + e, m, 1, n);
+}
+
+#ifdef HAVE_AVX2_VARIANT
+__attribute__((target("avx2"))) static void chain_avx2(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count,
+                                                       unsigned n, size_t m0, size_t m1)
+{
+    chain_impl(acc, tiles, count, n, m0, m1, 8);
+}
+#endif
+
+void ntpu_mac_bf16_chain_generic(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count, unsigned n, size_t m0,
+                                 size_t m1)
+{
+    chain_impl(acc, tiles, count, n, m0, m1, 4);
+}
+
+void ntpu_mac_bf16_chain(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count, unsigned n, size_t m0, size_t m1)
+{
+#ifdef HAVE_AVX2_VARIANT
+    if (__builtin_cpu_supports("avx2")) {
+        chain_avx2(acc, tiles, count, n, m0, m1);
+        return;
+    }
+#endif
+    ntpu_mac_bf16_chain_generic(acc, tiles, count, n, m0, m1);
 }
 
 /* int32 additions wrap, so any order gives the same bits: eight lanes of

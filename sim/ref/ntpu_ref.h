@@ -54,6 +54,11 @@ void ntpu_ref_free(ntpu_ref *ref); /* NULL is a no-op */
  * Rows are independent chains, so the results are the same bits whatever it
  * is. 0, or -1 when out of range or the threads cannot start (then one). */
 int ntpu_ref_set_threads(ntpu_ref *ref, unsigned threads);
+/* Chain fusion (on by default): consecutive bf16 MATMULs accumulating into
+ * one ACC range run as one pass, each element's sum in the same order, so
+ * the same bits as one MATMUL at a time (what on = 0 gives: a reference for
+ * tests). 0, or -1 when ref is NULL. */
+int ntpu_ref_set_fusion(ntpu_ref *ref, int on);
 
 /* Feeds n bytes of the host -> device stream. The model executes every complete
  * frame at once and queues its reply bytes. */

@@ -40,6 +40,7 @@
 #include "ntpu/protocol.h"
 #include "ntpu_crc32.h"
 #include "numerics_internal.h"
+#include "ref_chain.h"
 #include "ref_conv.h"
 #include "ref_threads.h"
 
@@ -91,6 +92,8 @@ struct ntpu_ref {
     uint16_t *gather;    /* REF_GATHER_ROWS x N: the rows a CONV MATMUL streams */
     uint8_t *pm;         /* pm_rows x 2N bytes: programs, as they came over the wire */
     ntpu_ref_pool *pool; /* ntpu_ref_set_threads: workers for large MATMULs, or NULL */
+    ref_chain *chain;    /* bf16 MATMULs queued as one chain (ref_chain.h) */
+    int no_fusion;       /* ntpu_ref_set_fusion(0): every MATMUL runs at once */
 
     /* Receiver. frame[] holds SEQ, LEN (2), PAYLOAD, CRC (4): what the CRC
      * covers starts at frame[0]. */
@@ -174,13 +177,14 @@ ntpu_ref *ntpu_ref_new(const ntpu_ref_config *cfg)
     r->a_block = calloc(n * n, sizeof *r->a_block);
     r->gather = calloc((size_t)REF_GATHER_ROWS * n, sizeof *r->gather);
     r->pm = calloc((size_t)c.pm_rows * 2 * n + 1, 1); /* + 1: never calloc(0) */
+    r->chain = ref_chain_new(c.n);
     r->frame = malloc(3 + (size_t)c.max_payload + NTPU_FRAME_TRAILER);
     /* Room for a few largest replies up front: a host that reads as it goes
      * never makes the queue grow. */
     r->tx_cap = 4 * ((size_t)c.max_payload + NTPU_FRAME_OVERHEAD);
     r->tx = malloc(r->tx_cap);
     if (!r->ub || !r->wb || !r->acc || (c.os_rows && !r->os) || !r->w_active || !r->w_pending || !r->a_block ||
-        !r->gather || !r->pm || !r->frame || !r->tx) {
+        !r->gather || !r->pm || !r->chain || !r->frame || !r->tx) {
         ntpu_ref_free(r);
         return NULL;
     }
@@ -197,6 +201,21 @@ int ntpu_ref_set_threads(ntpu_ref *r, unsigned threads)
     return threads > 1 && !r->pool ? -1 : 0;
 }
 
+/* Runs the queued MATMUL chain: before anything that may observe or change what it reads or writes. */
+static void flush_chain(ntpu_ref *r)
+{
+    ref_chain_flush(r->chain, r->acc, r->ub, r->pool);
+}
+
+int ntpu_ref_set_fusion(ntpu_ref *r, int on)
+{
+    if (!r)
+        return -1;
+    flush_chain(r);
+    r->no_fusion = !on;
+    return 0;
+}
+
 void ntpu_ref_free(ntpu_ref *r)
 {
     if (!r)
@@ -210,6 +229,7 @@ void ntpu_ref_free(ntpu_ref *r)
     free(r->a_block);
     free(r->gather);
     free(r->pm);
+    ref_chain_free(r->chain);
     free(r->frame);
     free(r->tx);
     ntpu_ref_pool_free(r->pool);
@@ -421,24 +441,18 @@ static void load_w(ntpu_ref *r, unsigned flags, unsigned wb_addr)
     r->cnt[NTPU_CNT_CYCLES] += n;
 }
 
-/* Without TRANSPOSE_A row m is UB[ub_addr + m]. With it, rows come in blocks
+/* One MATMUL at once (ACC rows already cleared when it does not accumulate).
+ * Without TRANSPOSE_A row m is UB[ub_addr + m]. With it, rows come in blocks
  * of N: block j is the N x N tile at UB[ub_addr + j*stride] read column by
  * column: the bf16 kernel reads the tiles in place; int8 gathers each into
  * a_block for the row kernel. With CONV (conv not NULL) the rows come from a
  * feature map (ref_conv.c), gathered into r->gather for the same kernels.
  * Rows are independent chains, so the kernels take as many at once as are
  * contiguous in UB (or gathered), and split a large MATMUL among threads (ntpu_ref_set_threads). */
-static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_addr, unsigned rows, unsigned stride,
-                   const ref_conv *conv)
+static void matmul_now(ntpu_ref *r, unsigned flags, unsigned ub_addr, uint32_t *acc, unsigned rows, unsigned stride,
+                       const ref_conv *conv)
 {
     unsigned n = r->cfg.n;
-    if (r->pending) {
-        memcpy(r->w_active, r->w_pending, (size_t)n * n * sizeof *r->w_active);
-        r->pending = 0;
-    }
-    uint32_t *acc = r->acc + (size_t)acc_addr * n;
-    if (!(flags & NTPU_MATMUL_ACCUMULATE))
-        memset(acc, 0, (size_t)rows * n * sizeof *acc); /* int32 0 and fp32 +0.0 alike */
     ntpu_ref_rows job = {.acc = acc,
                          .a = r->ub + (size_t)ub_addr * n,
                          .w = r->w_active,
@@ -467,6 +481,34 @@ static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_a
                     r->a_block[(size_t)c * n + i] = blk[(size_t)i * n + c];
             ntpu_mac_int8_rows(acc + (size_t)m * n, r->a_block, r->w_active, n, n);
         }
+    }
+}
+
+/* MATMUL: a bf16 one joins the queued chain when it accumulates onto the
+ * chain's ACC range, else the chain runs first and it starts a new one
+ * (ref_chain.h); int8 ones (and all with ntpu_ref_set_fusion(0)) run at once.
+ * The counters count each command here, whenever its arithmetic runs.
+ * ub_end: one past the last UB row it may read. */
+static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_addr, unsigned rows, unsigned stride,
+                   const ref_conv *conv, unsigned long ub_end)
+{
+    unsigned n = r->cfg.n;
+    if (r->pending) {
+        memcpy(r->w_active, r->w_pending, (size_t)n * n * sizeof *r->w_active);
+        r->pending = 0;
+    }
+    const int queue = !r->no_fusion && (flags & NTPU_MATMUL_BF16);
+    if (!queue || !ref_chain_extends(r->chain, flags, acc_addr, rows))
+        flush_chain(r);
+    uint32_t *acc = r->acc + (size_t)acc_addr * n;
+    if (!(flags & NTPU_MATMUL_ACCUMULATE))
+        memset(acc, 0, (size_t)rows * n * sizeof *acc); /* int32 0 and fp32 +0.0 alike */
+    if (queue) {
+        if (ref_chain_add(r->chain, flags, acc_addr, rows, r->w_active, r->ub, ub_addr, stride, conv,
+                          conv ? conv->ub_addr : ub_addr, ub_end))
+            flush_chain(r);
+    } else {
+        matmul_now(r, flags, ub_addr, acc, rows, stride, conv);
     }
     r->cnt[NTPU_CNT_MACS] += (uint64_t)rows * n * n;
     r->cnt[NTPU_CNT_ARRAY_BUSY] += rows;
@@ -667,7 +709,7 @@ static int matmul_cmd(ntpu_ref *r, const uint8_t *p, size_t len)
             return st;
         if (ref_conv_ub_end(&c, n) > r->cfg.ub_rows || (unsigned long)acc_addr + rows > r->cfg.acc_rows)
             return NTPU_DEV_ERR_RANGE;
-        matmul(r, flags, ub_addr, acc_addr, rows, 0, &c);
+        matmul(r, flags, ub_addr, acc_addr, rows, 0, &c, (unsigned long)ref_conv_ub_end(&c, n));
         return NTPU_DEV_OK;
     }
     unsigned stride = (flags & NTPU_MATMUL_TRANSPOSE_A) ? get16(p + 8) : 0;
@@ -680,7 +722,7 @@ static int matmul_cmd(ntpu_ref *r, const uint8_t *p, size_t len)
     }
     if (ub_end > r->cfg.ub_rows || (unsigned long)acc_addr + rows > r->cfg.acc_rows)
         return NTPU_DEV_ERR_RANGE;
-    matmul(r, flags, ub_addr, acc_addr, rows, stride, NULL);
+    matmul(r, flags, ub_addr, acc_addr, rows, stride, NULL, (unsigned long)ub_end);
     return NTPU_DEV_OK;
 }
 
@@ -695,6 +737,9 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len, int i
     if (inner && (p[0] == NTPU_OP_INFO || p[0] == NTPU_OP_READ_MEM || p[0] == NTPU_OP_STATUS ||
                   p[0] == NTPU_OP_COUNTERS || p[0] == NTPU_OP_SYNC || p[0] == NTPU_OP_RUN))
         return NTPU_DEV_ERR_OPCODE;
+    /* Every other command may read or write what a queued chain does; WRITE_MEM checks below. */
+    if (p[0] != NTPU_OP_LOAD_W && p[0] != NTPU_OP_MATMUL && p[0] != NTPU_OP_WRITE_MEM)
+        flush_chain(r);
     switch (p[0]) {
     case NTPU_OP_NOP:
     case NTPU_OP_FENCE: return len == 1 ? NTPU_DEV_OK : NTPU_DEV_ERR_LENGTH;
@@ -724,6 +769,9 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len, int i
         if ((unsigned long)addr + rows > mem_rows(r, mem))
             return NTPU_DEV_ERR_RANGE;
         if (write) {
+            if ((mem == NTPU_MEM_UB || mem == NTPU_MEM_ACC) &&
+                ref_chain_touches(r->chain, mem == NTPU_MEM_UB, addr, rows))
+                flush_chain(r);
             write_rows(r, mem, addr, rows, p + NTPU_LEN_MEM_HDR);
             return NTPU_DEV_OK;
         }
@@ -924,6 +972,7 @@ static int run(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len)
         done++;
         at += NTPU_PROG_LEN_BYTES + clen;
     }
+    flush_chain(r); /* a program's chains end with it */
     uint8_t *d = reply_begin(r, seq, (uint8_t)st, NTPU_RUN_REPLY_BYTES);
     if (d) {
         put16(d, done);
@@ -963,6 +1012,8 @@ static void frame_done(ntpu_ref *r)
     }
     r->expected_seq++;
     int st = execute(r, seq, p, len, 0);
+    if (st > 0) /* an error changes no memory, but a queued chain need not outlive it */
+        flush_chain(r);
     if (st >= 0)
         reply_status(r, seq, (uint8_t)st);
 }

@@ -18,15 +18,17 @@ struct ntpu_ref_pool {
     pthread_cond_t go, done;
     pthread_t *workers;
     unsigned threads, started;
-    const ntpu_ref_rows *job; /* the current one */
-    size_t part_rows;         /* rows per part */
+    ntpu_ref_part_fn *fn; /* the current job: fn(ctx, m0, m1) over rows */
+    void *ctx;
+    size_t rows, part_rows; /* rows per part */
     unsigned parts, next, pending;
     uint64_t generation; /* of job: a worker runs each one once */
     int stop;
 };
 
-static void run_part(const ntpu_ref_rows *j, size_t m0, size_t m1)
+static void run_part(void *ctx, size_t m0, size_t m1)
 {
+    const ntpu_ref_rows *j = ctx;
     if (m0 >= m1)
         return;
     size_t n = j->n, cnt = m1 - m0;
@@ -43,9 +45,11 @@ static void take_parts(ntpu_ref_pool *p)
 {
     while (p->next < p->parts) {
         size_t m0 = p->next++ * p->part_rows, m1 = m0 + p->part_rows;
-        const ntpu_ref_rows *j = p->job;
+        ntpu_ref_part_fn *fn = p->fn;
+        void *ctx = p->ctx;
+        size_t rows = p->rows;
         pthread_mutex_unlock(&p->mu);
-        run_part(j, m0, m1 < j->rows ? m1 : j->rows);
+        fn(ctx, m0, m1 < rows ? m1 : rows);
         pthread_mutex_lock(&p->mu);
         if (--p->pending == 0)
             pthread_cond_signal(&p->done);
@@ -105,19 +109,20 @@ void ntpu_ref_pool_free(ntpu_ref_pool *p)
     free(p);
 }
 
-void ntpu_ref_rows_run(ntpu_ref_pool *p, const ntpu_ref_rows *job)
+void ntpu_ref_pool_for(ntpu_ref_pool *p, size_t rows, size_t unit, uint64_t macs, ntpu_ref_part_fn *fn, void *ctx)
 {
-    size_t unit = 8 * (size_t)job->n; /* whole blocks of rows and whole tiles */
-    if (!p || (uint64_t)job->rows * job->n * job->n < REF_SPLIT_MACS || job->rows < 2 * unit) {
-        run_part(job, 0, job->rows);
+    if (!p || macs < REF_SPLIT_MACS || rows < 2 * unit) {
+        fn(ctx, 0, rows);
         return;
     }
-    size_t per = (job->rows + p->threads - 1) / p->threads;
+    size_t per = (rows + p->threads - 1) / p->threads;
     per = (per + unit - 1) / unit * unit;
     pthread_mutex_lock(&p->mu);
-    p->job = job;
+    p->fn = fn;
+    p->ctx = ctx;
+    p->rows = rows;
     p->part_rows = per;
-    p->parts = (unsigned)((job->rows + per - 1) / per);
+    p->parts = (unsigned)((rows + per - 1) / per);
     p->next = 0;
     p->pending = p->parts;
     p->generation++;
@@ -126,4 +131,10 @@ void ntpu_ref_rows_run(ntpu_ref_pool *p, const ntpu_ref_rows *job)
     while (p->pending > 0)
         pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
+}
+
+void ntpu_ref_rows_run(ntpu_ref_pool *p, const ntpu_ref_rows *job)
+{
+    /* whole blocks of rows and whole tiles */
+    ntpu_ref_pool_for(p, job->rows, 8 * (size_t)job->n, (uint64_t)job->rows * job->n * job->n, run_part, (void *)job);
 }

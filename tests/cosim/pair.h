@@ -6,7 +6,8 @@
  * configured as the board says in its ID block. With NTPU_TEST_TWIN set (to an
  * array size N, or 0 for the default) a second golden model takes the RTL's
  * place, both of that size: the streams' generators run against a device with
- * every feature, before an RTL has it. */
+ * every feature, before an RTL has it; the twin runs every MATMUL at once
+ * (ntpu_ref_set_fusion(0)), so fused chains meet the unfused bits. */
 #ifndef NTPU_TESTS_PAIR_H
 #define NTPU_TESTS_PAIR_H
 
@@ -162,6 +163,7 @@ static void pair_open(pair *p)
         cfg.n = n ? n : cfg.n;
         p->ref = ntpu_ref_new(&cfg);
         p->twin = ntpu_ref_new(&cfg);
+        ntpu_ref_set_fusion(p->twin, 0);
         if (!p->ref || !p->twin)
             die("cannot create two golden models with NTPU_TEST_TWIN=%s (an array size 2..64, or 0)", twin);
         return;

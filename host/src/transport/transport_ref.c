@@ -43,6 +43,7 @@ static const ntpu_transport_ops ref_ops = {
 typedef struct ref_opts {
     ntpu_ref_config cfg;
     unsigned threads;
+    unsigned fuse; /* MATMUL chains fused (ntpu_ref_set_fusion): 1, or 0 as a reference for tests */
 } ref_opts;
 
 /* Parses "key=value,key=value" into o. */
@@ -66,6 +67,7 @@ static int parse_opts(const char *opts, ref_opts *o, char *err, size_t errlen)
         {"noconv", offsetof(ref_opts, cfg.no_conv), 0, 1},       /* 1: as a core with CONV_EN = 0 */
         {"nopool", offsetof(ref_opts, cfg.no_pool), 0, 1},       /* 1: as one with POOL_EN = 0 */
         {"threads", offsetof(ref_opts, threads), 1, 64},         /* for large MATMULs; the same bits */
+        {"fuse", offsetof(ref_opts, fuse), 0, 1},                /* 0: MATMULs one at a time; the same bits */
     };
     const char *p = opts;
     unsigned given = 0; /* a bit per key: one given twice is a mistake, not "the last wins" */
@@ -80,7 +82,7 @@ static int parse_opts(const char *opts, ref_opts *o, char *err, size_t errlen)
         if (!eq || i == nk) {
             ntpu_errf(err, errlen,
                       "unknown ref option '%.*s' (expected n=, ub=, wb=, acc=, os=, pm=, payload=, novec=, notra=, "
-                      "noconv=, nopool=, threads=)",
+                      "noconv=, nopool=, threads=, fuse=)",
                       (int)len, p);
             return -1;
         }
@@ -113,7 +115,7 @@ static int parse_opts(const char *opts, ref_opts *o, char *err, size_t errlen)
 
 ntpu_status ntpu_transport_ref_open(const char *opts, ntpu_transport *out, char *err, size_t errlen)
 {
-    ref_opts o = {ntpu_ref_default_config(), 1};
+    ref_opts o = {ntpu_ref_default_config(), 1, 1};
     if (parse_opts(opts, &o, err, errlen))
         return NTPU_ERR_INVALID_ARG;
     const ntpu_ref_config cfg = o.cfg;
@@ -123,6 +125,8 @@ ntpu_status ntpu_transport_ref_open(const char *opts, ntpu_transport *out, char 
         ntpu_errf(err, errlen, "cannot start %u threads for the golden model", o.threads);
         return NTPU_ERR_INVALID_ARG;
     }
+    if (ref)
+        ntpu_ref_set_fusion(ref, (int)o.fuse);
     if (!ref) {
         ntpu_errf(
             err, errlen,

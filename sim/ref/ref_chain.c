@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The queue of a MATMUL chain (ref_chain.h). ref.c decides when a MATMUL
+ * extends the chain and flushes the queue before anything could observe or
+ * change what it reads or writes; here the tiles are kept (weights copied, as
+ * LOAD_W may replace them) and run. CONV tiles gather their rows a chunk at a
+ * time, all tiles of the chunk together, so the kernel still passes each
+ * block of rows through every tile at once. */
+#include "ref_chain.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ntpu/protocol.h"
+
+/* Lanes of gathered CONV rows per flush chunk: small enough to stay in L2. */
+#define REF_CHAIN_GATHER_LANES (1u << 17)
+
+struct ref_chain {
+    unsigned n, count, acc_addr, rows;
+    unsigned long ub_lo, ub_hi; /* UB rows the queued tiles read */
+    uint16_t *w;                /* REF_CHAIN_MAX x n x n: the tiles' weights */
+    float *wf;                  /* the same, flushed to fp32 */
+    uint16_t *gather;           /* gather_lanes: CONV rows of a chunk */
+    size_t gather_lanes;
+    ntpu_chain_tile tiles[REF_CHAIN_MAX];
+    ref_conv conv[REF_CHAIN_MAX];
+    unsigned char is_conv[REF_CHAIN_MAX];
+};
+
+ref_chain *ref_chain_new(unsigned n)
+{
+    ref_chain *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->n = n;
+    size_t tile = (size_t)n * n, unit = 8 * (size_t)n;
+    /* at least one block of 8 rows (and of n) for every tile */
+    c->gather_lanes = REF_CHAIN_MAX * unit * n > REF_CHAIN_GATHER_LANES ? REF_CHAIN_MAX * unit * n
+                                                                        : REF_CHAIN_GATHER_LANES;
+    c->w = malloc(REF_CHAIN_MAX * tile * sizeof *c->w);
+    c->wf = malloc(REF_CHAIN_MAX * tile * sizeof *c->wf);
+    c->gather = malloc(c->gather_lanes * sizeof *c->gather);
+    if (!c->w || !c->wf || !c->gather) {
+        ref_chain_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void ref_chain_free(ref_chain *c)
+{
+    if (!c)
+        return;
+    free(c->w);
+    free(c->wf);
+    free(c->gather);
+    free(c);
+}
+
+int ref_chain_extends(const ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows)
+{
+    return c->count > 0 && c->count < REF_CHAIN_MAX && (flags & NTPU_MATMUL_ACCUMULATE) && c->acc_addr == acc_addr &&
+           c->rows == rows;
+}
+
+int ref_chain_add(ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows, const uint16_t *w,
+                  const uint16_t *ub, unsigned ub_addr, unsigned stride, const ref_conv *conv, unsigned long ub_lo,
+                  unsigned long ub_hi)
+{
+    const unsigned k = c->count++, n = c->n;
+    const size_t tile = (size_t)n * n;
+    if (k == 0) {
+        c->acc_addr = acc_addr;
+        c->rows = rows;
+        c->ub_lo = ub_lo;
+        c->ub_hi = ub_hi;
+    } else {
+        c->ub_lo = ub_lo < c->ub_lo ? ub_lo : c->ub_lo;
+        c->ub_hi = ub_hi > c->ub_hi ? ub_hi : c->ub_hi;
+    }
+    ntpu_chain_tile *t = &c->tiles[k];
+    memset(t, 0, sizeof *t);
+    memcpy(c->w + k * tile, w, tile * sizeof *w);
+    t->w = c->w + k * tile;
+    ntpu_chain_tile_prepare(t, c->wf + k * tile, n);
+    c->is_conv[k] = conv != NULL;
+    if (conv) { /* rows gathered at the flush (a weight gradient's come out transposed already) */
+        c->conv[k] = *conv;
+    } else {
+        t->a = ub + (size_t)ub_addr * n;
+        t->t_stride = (size_t)stride * n;
+        t->transposed = (flags & NTPU_MATMUL_TRANSPOSE_A) != 0;
+    }
+    return c->count == REF_CHAIN_MAX;
+}
+
+int ref_chain_touches(const ref_chain *c, int ub, unsigned addr, unsigned rows)
+{
+    if (c->count == 0 || rows == 0)
+        return 0;
+    unsigned long lo = addr, hi = (unsigned long)addr + rows;
+    if (ub)
+        return lo < c->ub_hi && c->ub_lo < hi;
+    return lo < (unsigned long)c->acc_addr + c->rows && c->acc_addr < hi;
+}
+
+/* A part of the rows of one flush, for the pool. */
+typedef struct chain_job {
+    uint32_t *acc; /* the chain's row 0 */
+    const ntpu_chain_tile *tiles;
+    unsigned count, n;
+    size_t base; /* the rows of the part are base + m0 .. base + m1 - 1 */
+} chain_job;
+
+static void chain_part(void *ctx, size_t m0, size_t m1)
+{
+    const chain_job *j = ctx;
+    ntpu_mac_bf16_chain(j->acc, j->tiles, j->count, j->n, j->base + m0, j->base + m1);
+}
+
+/* Rows base .. base + rows - 1 through every tile, split among threads. */
+static void run_rows(ref_chain *c, uint32_t *acc, size_t base, size_t rows, ntpu_ref_pool *pool)
+{
+    const size_t n = c->n;
+    chain_job job = {.acc = acc, .tiles = c->tiles, .count = c->count, .n = c->n, .base = base};
+    ntpu_ref_pool_for(pool, rows, 8 * n, (uint64_t)rows * n * n * c->count, chain_part, &job);
+}
+
+void ref_chain_flush(ref_chain *c, uint32_t *acc, const uint16_t *ub, ntpu_ref_pool *pool)
+{
+    if (c->count == 0)
+        return;
+    const size_t n = c->n, unit = 8 * n;
+    uint32_t *chain_acc = acc + (size_t)c->acc_addr * n;
+    unsigned convs = 0;
+    for (unsigned k = 0; k < c->count; k++)
+        convs += c->is_conv[k];
+    if (convs == 0) {
+        run_rows(c, chain_acc, 0, c->rows, pool);
+        c->count = 0;
+        return;
+    }
+    /* A chunk of rows, a multiple of 8 and of n, gathered for every CONV tile. */
+    size_t chunk = c->gather_lanes / (convs * n) / unit * unit;
+    for (size_t m = 0; m < c->rows; m += chunk) {
+        size_t cnt = c->rows - m < chunk ? c->rows - m : chunk;
+        uint16_t *slot = c->gather;
+        for (unsigned k = 0; k < c->count; k++) {
+            if (!c->is_conv[k])
+                continue;
+            ref_conv_gather(&c->conv[k], ub, c->n, (unsigned)m, (unsigned)cnt, slot);
+            c->tiles[k].a = slot;
+            c->tiles[k].row0 = m;
+            slot += chunk * n;
+        }
+        run_rows(c, chain_acc, m, cnt, pool);
+    }
+    c->count = 0;
+}

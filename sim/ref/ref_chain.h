@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* MATMUL chains in the golden model: consecutive bf16 MATMULs into one ACC
+ * range, each accumulating onto the last, are queued and then run as one
+ * pass that keeps each block of rows' accumulators in registers across all
+ * their weight tiles (ref_chain.c; the kernel is in matmul_kernel.c). Each
+ * output element still sees k ascending, tile after tile, so the bits are
+ * those of one MATMUL at a time. Internal to the model. */
+#ifndef NTPU_REF_CHAIN_H
+#define NTPU_REF_CHAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ref_conv.h"
+#include "ref_threads.h"
+
+/* Tiles a chain queues before it runs: bounds the memory (weights, gathers). */
+#define REF_CHAIN_MAX 64u
+
+/* One weight tile of a chain and where its activation rows come from. */
+typedef struct ntpu_chain_tile {
+    /* Row m of the stream: a + (m - row0) * n; with `transposed`, column
+     * (m - row0) % n of the n x n tile at a + ((m - row0) / n) * t_stride. */
+    const uint16_t *a;
+    size_t row0, t_stride;
+    int transposed;
+    const uint16_t *w; /* n x n bf16, row i = array row i */
+    const float *wf;   /* the same, flushed to fp32 (ntpu_chain_tile_prepare) */
+    uint32_t a_thr;    /* a nonzero A exponent field <= a_thr leaves the 2^-126 grid */
+    uint64_t w_wild;   /* bit i (i < 64): weight row i holds an inf or a NaN */
+} ntpu_chain_tile;
+
+/* Fills wf (n x n floats, the caller's), a_thr and w_wild from w. */
+void ntpu_chain_tile_prepare(ntpu_chain_tile *t, float *wf, unsigned n);
+
+/* Rows m0 .. m1 - 1 of acc (row m at acc + m * n) through every tile in
+ * order, bit-exact with one ntpu_mac_bf16_rows (or _t) per tile. m0 is a
+ * multiple of 8 and of n. The AVX2 variant when the CPU has it. */
+void ntpu_mac_bf16_chain(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count, unsigned n, size_t m0,
+                         size_t m1);
+void ntpu_mac_bf16_chain_generic(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count, unsigned n, size_t m0,
+                                 size_t m1);
+
+/* The queue of one model. */
+typedef struct ref_chain ref_chain;
+
+ref_chain *ref_chain_new(unsigned n);
+void ref_chain_free(ref_chain *c);
+
+/* Whether a bf16 MATMUL with these fields extends the queued chain: one is
+ * queued, same ACC range, ACCUMULATE set, and there is room. */
+int ref_chain_extends(const ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows);
+
+/* Queues a bf16 MATMUL (its ACC rows already cleared when it starts the
+ * chain without ACCUMULATE). w: the active n x n tile (copied). UB rows
+ * ub_lo .. ub_hi - 1 are what it may read. conv: its CONV geometry or NULL;
+ * else rows from ub_addr, or with TRANSPOSE_A tiles `stride` rows apart.
+ * Returns 1 when the queue is full (flush it). */
+int ref_chain_add(ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows, const uint16_t *w,
+                  const uint16_t *ub, unsigned ub_addr, unsigned stride, const ref_conv *conv, unsigned long ub_lo,
+                  unsigned long ub_hi);
+
+/* Whether the queue holds something a write of UB rows [addr, addr + rows)
+ * (ub) or ACC rows (!ub) would change: then flush first. */
+int ref_chain_touches(const ref_chain *c, int ub, unsigned addr, unsigned rows);
+
+/* Runs the queued chain into acc (the model's ACC) and empties the queue. */
+void ref_chain_flush(ref_chain *c, uint32_t *acc, const uint16_t *ub, ntpu_ref_pool *pool);
+
+#endif
