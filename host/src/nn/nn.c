@@ -765,8 +765,16 @@ static ntpu_status backward(ntpu_model *m, size_t bp)
             st = ntpu_vec_act(dev, NTPU_OUT_WB, (uint32_t)(m->acc_mw[l] + nt * blk),
                               (uint32_t)(m->wb_w[l] + nt * ti * n), (uint32_t)(ti * n), 0);
     }
-    /* Gradients back to the host (the device optimizer has used them already). */
-    for (size_t l = 0; l < m->layers && st == NTPU_OK && !m->devopt; l++) {
+    return st;
+}
+
+/* The host optimizer's inputs: every layer's dW and db, read back from ACC into gw and gb. */
+static ntpu_status read_gradients(ntpu_model *m)
+{
+    ntpu_device *dev = m->dev;
+    const size_t n = m->n;
+    ntpu_status st = NTPU_OK;
+    for (size_t l = 0; l < m->layers && st == NTPU_OK; l++) {
         const size_t in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
         uint32_t *rows = grow_scratch(m, (to * ti * n + to) * n * 4);
         if (!rows)
@@ -811,7 +819,7 @@ static ntpu_status prepare_programs(ntpu_model *m, size_t bp, int *use)
 {
     ntpu_device *dev = m->dev;
     *use = 0;
-    if (!m->devopt || m->streamed || !(dev->info.features & NTPU_FEATURE_PROGRAM_BIT) || dev->info.pm_rows == 0)
+    if (m->streamed || !(dev->info.features & NTPU_FEATURE_PROGRAM_BIT) || dev->info.pm_rows == 0)
         return NTPU_OK;
     ntpu_status st;
     if (m->prog_bp != bp) {
@@ -921,6 +929,8 @@ ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *
             st = write_optim_consts(m);
         if (st == NTPU_OK)
             st = prog ? ntpu_program_run(m->dev, m->prog_bwd) : backward(m, bp);
+        if (st == NTPU_OK && !m->devopt)
+            st = read_gradients(m); /* the device optimizer has used them already */
     }
     free(logits);
     if (st != NTPU_OK)
