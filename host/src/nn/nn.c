@@ -675,8 +675,12 @@ static ntpu_status forward_logits(ntpu_model *m, const float *x, size_t batch, s
 {
     if (m->streamed)
         return ntpu_stream_forward(m, x, batch, bp, logits);
-    ntpu_status st;
-    if ((st = upload_input(m, x, batch, bp)) == NTPU_OK && (st = forward(m, bp)) == NTPU_OK)
+    /* the forward program, when the training steps have recorded and uploaded it for this bp */
+    const int prog = m->prog_fits && m->prog_bp == bp && m->prog_pm_writes == m->dev->pm_writes;
+    ntpu_status st = upload_input(m, x, batch, bp);
+    if (st == NTPU_OK)
+        st = prog ? ntpu_program_run(m->dev, m->prog_fwd) : forward(m, bp);
+    if (st == NTPU_OK)
         st = read_logits(m, batch, bp, logits);
     return st;
 }
@@ -706,7 +710,8 @@ ntpu_status ntpu_model_predict(ntpu_model *m, const float *x, size_t batch, floa
 }
 
 /* Backward pass: dZ of the last layer is in ACC at z[L-1]; leaves dW and db of
- * every layer in ACC and reads them into gw / gb. */
+ * every layer in ACC (read_gradients takes them to the host), or with the device
+ * optimizer updates the weights. */
 static ntpu_status backward(ntpu_model *m, size_t bp)
 {
     ntpu_device *dev = m->dev;
@@ -905,10 +910,7 @@ ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *
     ntpu_step_result r = {0};
     int prog = 0;
     st = prepare_programs(m, bp, &prog);
-    if (st == NTPU_OK && prog) { /* forward_logits, its device work in one RUN */
-        if ((st = upload_input(m, x, batch, bp)) == NTPU_OK && (st = ntpu_program_run(m->dev, m->prog_fwd)) == NTPU_OK)
-            st = read_logits(m, batch, bp, logits);
-    } else if (st == NTPU_OK)
+    if (st == NTPU_OK)
         st = forward_logits(m, x, batch, bp, logits);
     if (st == NTPU_OK)
         ntpu_softmax_xent(logits, labels, batch, classes, grad, &r.loss, &r.correct);
