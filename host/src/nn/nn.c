@@ -675,8 +675,12 @@ static ntpu_status forward_logits(ntpu_model *m, const float *x, size_t batch, s
 {
     if (m->streamed)
         return ntpu_stream_forward(m, x, batch, bp, logits);
-    ntpu_status st;
-    if ((st = upload_input(m, x, batch, bp)) == NTPU_OK && (st = forward(m, bp)) == NTPU_OK)
+    /* the forward program, when the training steps have recorded and uploaded it for this bp */
+    const int prog = m->prog_fits && m->prog_bp == bp && m->prog_pm_writes == m->dev->pm_writes;
+    ntpu_status st = upload_input(m, x, batch, bp);
+    if (st == NTPU_OK)
+        st = prog ? ntpu_program_run(m->dev, m->prog_fwd) : forward(m, bp);
+    if (st == NTPU_OK)
         st = read_logits(m, batch, bp, logits);
     return st;
 }
@@ -706,7 +710,8 @@ ntpu_status ntpu_model_predict(ntpu_model *m, const float *x, size_t batch, floa
 }
 
 /* Backward pass: dZ of the last layer is in ACC at z[L-1]; leaves dW and db of
- * every layer in ACC and reads them into gw / gb. */
+ * every layer in ACC (read_gradients takes them to the host), or with the device
+ * optimizer updates the weights. */
 static ntpu_status backward(ntpu_model *m, size_t bp)
 {
     ntpu_device *dev = m->dev;
@@ -765,8 +770,16 @@ static ntpu_status backward(ntpu_model *m, size_t bp)
             st = ntpu_vec_act(dev, NTPU_OUT_WB, (uint32_t)(m->acc_mw[l] + nt * blk),
                               (uint32_t)(m->wb_w[l] + nt * ti * n), (uint32_t)(ti * n), 0);
     }
-    /* Gradients back to the host (the device optimizer has used them already). */
-    for (size_t l = 0; l < m->layers && st == NTPU_OK && !m->devopt; l++) {
+    return st;
+}
+
+/* The host optimizer's inputs: every layer's dW and db, read back from ACC into gw and gb. */
+static ntpu_status read_gradients(ntpu_model *m)
+{
+    ntpu_device *dev = m->dev;
+    const size_t n = m->n;
+    ntpu_status st = NTPU_OK;
+    for (size_t l = 0; l < m->layers && st == NTPU_OK; l++) {
         const size_t in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
         uint32_t *rows = grow_scratch(m, (to * ti * n + to) * n * 4);
         if (!rows)
@@ -811,7 +824,7 @@ static ntpu_status prepare_programs(ntpu_model *m, size_t bp, int *use)
 {
     ntpu_device *dev = m->dev;
     *use = 0;
-    if (!m->devopt || m->streamed || !(dev->info.features & NTPU_FEATURE_PROGRAM_BIT) || dev->info.pm_rows == 0)
+    if (m->streamed || !(dev->info.features & NTPU_FEATURE_PROGRAM_BIT) || dev->info.pm_rows == 0)
         return NTPU_OK;
     ntpu_status st;
     if (m->prog_bp != bp) {
@@ -897,10 +910,7 @@ ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *
     ntpu_step_result r = {0};
     int prog = 0;
     st = prepare_programs(m, bp, &prog);
-    if (st == NTPU_OK && prog) { /* forward_logits, its device work in one RUN */
-        if ((st = upload_input(m, x, batch, bp)) == NTPU_OK && (st = ntpu_program_run(m->dev, m->prog_fwd)) == NTPU_OK)
-            st = read_logits(m, batch, bp, logits);
-    } else if (st == NTPU_OK)
+    if (st == NTPU_OK)
         st = forward_logits(m, x, batch, bp, logits);
     if (st == NTPU_OK)
         ntpu_softmax_xent(logits, labels, batch, classes, grad, &r.loss, &r.correct);
@@ -921,6 +931,8 @@ ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *
             st = write_optim_consts(m);
         if (st == NTPU_OK)
             st = prog ? ntpu_program_run(m->dev, m->prog_bwd) : backward(m, bp);
+        if (st == NTPU_OK && !m->devopt)
+            st = read_gradients(m); /* the device optimizer has used them already */
     }
     free(logits);
     if (st != NTPU_OK)

@@ -53,9 +53,9 @@ struct ntpu_model {
     char devopt_why[160];
     uint32_t acc_mw[NTPU_MAX_LAYERS], acc_k, k_bits[NTPU_ADAM_CONSTS];
     uint32_t os_w[NTPU_MAX_LAYERS], os_b[NTPU_MAX_LAYERS];
-    /* Programs (protocol 1.4, decision 0015): with the device optimizer, the step's device
+    /* Programs (protocol 1.4, decision 0015): with either optimizer, the step's device
      * work for batches padded to prog_bp rows, recorded once: prog_fwd (batch in UB ->
-     * logits in ACC) at PM row 0, prog_bwd (dlogits in ACC -> updated weights) after it;
+     * logits in ACC) at PM row 0, prog_bwd (dlogits in ACC -> dW, or updated weights) after it;
      * prog_fits 0: they do not fit PM (the step sends its commands instead). In PM while
      * dev->pm_writes is still prog_pm_writes. */
     struct ntpu_program *prog_fwd, *prog_bwd;
