@@ -223,11 +223,56 @@ void ntpu_mac_bf16_rows_t(uint32_t *acc, const uint16_t *a, size_t t_stride, con
  * accumulators and every tile's A values pass the checks; else each tile on
  * its own, as the one-tile kernel would (fast or scalar): the same bits. */
 
+/* The least nonzero exponent field of w (n x n, n a multiple of 8), 255 when
+ * none is, with w flushed into wf; *any_wild: some lane is an inf or a NaN. */
+static inline __attribute__((always_inline)) unsigned prepare_lanes(const uint16_t *w, float *wf, unsigned n,
+                                                                     int *any_wild)
+{
+    u32x8 wmin = (u32x8){0} + 255u, dummy = {0}, wild = {0};
+    for (unsigned k = 0; k < n * n; k += 8) {
+        u32x8 bits;
+        LOAD_BF16(bits, dummy, w + k, (u32x8){0});
+        memcpy(wf + k, &bits, sizeof bits);
+        u32x8 e = (((bits >> 23) & 0xFFu) - 1u) & 0xFFu; /* 0 -> 255: zeros never limit */
+        u32x8 lt = (u32x8)(e < wmin);
+        wmin = (e & lt) | (wmin & ~lt);
+        wild |= (u32x8)(e == 254u);
+    }
+    unsigned w_exp = 255;
+    *any_wild = 0;
+    for (unsigned l = 0; l < 8; l++) {
+        if (wmin[l] + 1u < w_exp)
+            w_exp = wmin[l] + 1u;
+        *any_wild |= wild[l] != 0;
+    }
+    return w_exp;
+}
+
+#ifdef HAVE_AVX2_VARIANT
+/* AVX2 has the unsigned compares of 32-bit lanes; SSE2 makes them scalar. */
+__attribute__((target("avx2"))) static unsigned prepare_avx2(const uint16_t *w, float *wf, unsigned n, int *any_wild)
+{
+    return prepare_lanes(w, wf, n, any_wild);
+}
+#endif
+
+static unsigned prepare_any(const uint16_t *w, float *wf, unsigned n, int *any_wild)
+{
+#ifdef HAVE_AVX2_VARIANT
+    if (__builtin_cpu_supports("avx2"))
+        return prepare_avx2(w, wf, n, any_wild);
+#endif
+    return prepare_lanes(w, wf, n, any_wild);
+}
+
 void ntpu_chain_tile_prepare(ntpu_chain_tile *t, float *wf, unsigned n)
 {
     unsigned w_exp = 255; /* the least nonzero exponent field: zeros never limit */
     uint64_t wild = 0;
-    for (unsigned i = 0; i < n; i++)
+    int any_wild = 1;
+    if (n % 8 == 0)
+        w_exp = prepare_any(t->w, wf, n, &any_wild);
+    for (unsigned i = 0; i < n && any_wild; i++) /* every lane, where vectors do not fit or a row may be wild */
         for (unsigned j = 0; j < n; j++) {
             uint32_t bits = (uint32_t)t->w[i * n + j] << 16, e = (bits >> 23) & 0xFFu;
             if (e == 0)
@@ -266,10 +311,15 @@ static inline __attribute__((always_inline)) uint64_t zero_ks(const float *af, u
     return ~nonzero;
 }
 
+/* Floats of converted A one block of a chain may hold: every tile's, on the stack. */
+#define CHAIN_AF_FLOATS 16384u
+
 /* One block of `block` rows (row m of the stream at acc) through `count`
- * tiles with the accumulators in registers. Returns 0, having written
- * nothing, when the block fails a check (the checks are the same for every
- * group of 8 columns q, so a failure comes at q = 0, before any store).
+ * tiles with the accumulators in registers: first every tile's A converted
+ * and checked, then the products, so that the conversion's constants do not
+ * crowd the accumulators out of the registers. Returns 0, having written
+ * nothing, when the block fails a check (or its A would not fit in af: then
+ * the caller runs the tiles one at a time).
  *
  * Zero k skipped: when every A value of k = i in the block is +-0 (after the
  * flush), the step adds a product p = (+-0) x w to each accumulator c. If w
@@ -297,38 +347,56 @@ static inline __attribute__((always_inline)) int chain_block(uint32_t *acc, cons
         if (negz[l])
             may_skip = 0;
     }
-    float af[MAX_N * MAX_N];
+    float af[CHAIN_AF_FLOATS];
+    uint64_t skip[REF_CHAIN_MAX];
+    size_t at = 0;
+    for (unsigned e = 0; e < count; e++) {
+        const ntpu_chain_tile *t = tiles + e;
+        const size_t rel = m - t->row0, size = t->transposed ? (size_t)n * n : (size_t)block * n;
+        if (at + size > CHAIN_AF_FLOATS)
+            return 0;
+        if (!t->transposed) {
+            if (!convert_a(af + at, t->a + rel * n, size, t->a_thr))
+                return 0;
+            skip[e] = may_skip ? zero_ks(af + at, block, n) & ~t->w_wild : 0;
+        } else { /* the tile's columns are the rows: converted whole */
+            if (!convert_a(af + at, t->a + rel / n * t->t_stride, size, t->a_thr))
+                return 0;
+            skip[e] = 0;
+        }
+        at += size;
+    }
     for (unsigned q = 0; q < n; q += 8) {
         f32x8 c[8];
 #pragma GCC unroll 8
         for (unsigned r = 0; r < block; r++)
             memcpy(&c[r], acc + (size_t)r * n + q, sizeof c[r]);
+        const float *ab = af;
         for (unsigned e = 0; e < count; e++) {
             const ntpu_chain_tile *t = tiles + e;
-            const size_t rel = m - t->row0;
-            const float *ab = af;
-            size_t rs = n, is = 1;
-            uint64_t skip = 0;
             if (!t->transposed) {
-                if (!convert_a(af, t->a + rel * n, (size_t)block * n, t->a_thr))
-                    return 0;
-                if (may_skip)
-                    skip = zero_ks(af, block, n) & ~t->w_wild;
-            } else { /* the tile's columns are the rows: converted whole */
-                if (!convert_a(af, t->a + rel / n * t->t_stride, (size_t)n * n, t->a_thr))
-                    return 0;
-                ab = af + rel % n;
-                rs = 1;
-                is = n;
-            }
-            for (unsigned i = 0; i < n; i++) {
-                if ((skip >> i) & 1u)
-                    continue;
-                f32x8 wv;
-                memcpy(&wv, t->wf + (size_t)i * n + q, sizeof wv);
 #pragma GCC unroll 8
-                for (unsigned r = 0; r < block; r++)
-                    c[r] += ab[r * rs + i * is] * wv;
+                for (unsigned i = 0; i < n; i++) {
+                    if ((skip[e] >> i) & 1u)
+                        continue;
+                    f32x8 wv;
+                    memcpy(&wv, t->wf + (size_t)i * n + q, sizeof wv);
+#pragma GCC unroll 8
+                    for (unsigned r = 0; r < block; r++)
+                        c[r] += ab[r * n + i] * wv;
+                }
+                ab += (size_t)block * n;
+            } else {
+                const float *col = ab + (m - t->row0) % n;
+#pragma GCC unroll 8
+                for (unsigned i = 0; i < n; i++) {
+                    f32x8 wv;
+                    memcpy(&wv, t->wf + (size_t)i * n + q, sizeof wv);
+#pragma GCC unroll 8
+                    for (unsigned r = 0; r < block; r++)
+                        c[r] += col[r + i * n] * wv;
+                }
+                ab += (size_t)n * n;
             }
         }
 #pragma GCC unroll 8
