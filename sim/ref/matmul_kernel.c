@@ -311,6 +311,15 @@ static inline __attribute__((always_inline)) uint64_t zero_ks(const float *af, u
     return ~nonzero;
 }
 
+/* Where row m of tile t has its A: the row itself, or with `transposed` the n x n tile holding it. */
+static inline const uint16_t *tile_src(const ntpu_chain_tile *t, size_t m, unsigned n)
+{
+    size_t rel = m - t->row0;
+    if (t->locate)
+        return t->locate(t, rel, n);
+    return t->transposed ? t->a + rel / n * t->t_stride : t->a + rel * n;
+}
+
 /* Floats of converted A one block of a chain may hold: every tile's, on the stack. */
 #define CHAIN_AF_FLOATS 16384u
 
@@ -352,18 +361,13 @@ static inline __attribute__((always_inline)) int chain_block(uint32_t *acc, cons
     size_t at = 0;
     for (unsigned e = 0; e < count; e++) {
         const ntpu_chain_tile *t = tiles + e;
-        const size_t rel = m - t->row0, size = t->transposed ? (size_t)n * n : (size_t)block * n;
+        const size_t size = t->transposed ? (size_t)n * n : (size_t)block * n;
         if (at + size > CHAIN_AF_FLOATS)
             return 0;
-        if (!t->transposed) {
-            if (!convert_a(af + at, t->a + rel * n, size, t->a_thr))
-                return 0;
-            skip[e] = may_skip ? zero_ks(af + at, block, n) & ~t->w_wild : 0;
-        } else { /* the tile's columns are the rows: converted whole */
-            if (!convert_a(af + at, t->a + rel / n * t->t_stride, size, t->a_thr))
-                return 0;
-            skip[e] = 0;
-        }
+        /* a transposed tile's columns are the rows: converted whole */
+        if (!convert_a(af + at, tile_src(t, m, n), size, t->a_thr))
+            return 0;
+        skip[e] = may_skip && !t->transposed ? zero_ks(af + at, block, n) & ~t->w_wild : 0;
         at += size;
     }
     for (unsigned q = 0; q < n; q += 8) {
@@ -423,11 +427,16 @@ static inline __attribute__((always_inline)) int chain_block_n(uint32_t *acc, co
 static void chain_scalar(uint32_t *acc, const ntpu_chain_tile *t, size_t m, size_t count, unsigned n)
 {
     for (size_t r = m; r < m + count; r++) {
-        size_t rel = r - t->row0;
-        if (t->transposed)
-            scalar_row_t(acc + r * n, t->a, t->t_stride, t->w, n, rel);
-        else
-            ntpu_mac_bf16_row(acc + r * n, t->a + rel * n, t->w, n);
+        const uint16_t *src = tile_src(t, r, n);
+        if (t->transposed) {
+            uint16_t row[MAX_N];
+            for (unsigned i = 0; i < n; i++)
+                row[i] = src[(size_t)i * n + (r - t->row0) % n];
+            src = row;
+            ntpu_mac_bf16_row(acc + r * n, src, t->w, n);
+        } else {
+            ntpu_mac_bf16_row(acc + r * n, src, t->w, n);
+        }
     }
 }
 

@@ -12,6 +12,9 @@
 
 #include "ntpu/protocol.h"
 
+/* What a block of A outside the map reads: zeros, n x n lanes for any n. */
+static const uint16_t zero_tile[64 * 64];
+
 /* Lanes of gathered CONV rows per flush chunk: small enough to stay in L2. */
 #define REF_CHAIN_GATHER_LANES (1u << 17)
 
@@ -63,6 +66,21 @@ int ref_chain_extends(const ref_chain *c, unsigned flags, unsigned acc_addr, uns
            c->rows == rows;
 }
 
+/* Block j = rel / n of a weight-gradient MATMUL (docs/isa.md, "Version 1.5"):
+ * the n x n UB block at tap (ky, kx) and channel tile t, blocks in the order
+ * (ky, kx, t) with t innermost; zeros outside the map. The kernel reads it
+ * transposed, as the ISA does, so it needs no copy. */
+static const uint16_t *weight_grad_block(const ntpu_chain_tile *tile, size_t rel, unsigned n)
+{
+    const ref_conv *c = tile->ctx;
+    const unsigned long ct = c->rows / ((unsigned long)n * c->k * c->k), j = rel / n;
+    const unsigned long t = j % ct, kx = (j / ct) % c->k, ky = j / (ct * c->k);
+    const long y = c->dy + (long)ky, x = c->dx + (long)kx;
+    if (y < 0 || x < 0 || y >= (long)c->in_h || x >= (long)c->in_w)
+        return zero_tile;
+    return tile->a + ((size_t)c->ub_addr + t * c->tile_stride + ((size_t)y * c->in_w + (size_t)x) * c->mb) * n;
+}
+
 int ref_chain_add(ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows, const uint16_t *w,
                   const uint16_t *ub, unsigned ub_addr, unsigned stride, const ref_conv *conv, unsigned long ub_lo,
                   unsigned long ub_hi)
@@ -84,9 +102,16 @@ int ref_chain_add(ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows
     t->w = c->w + k * tile;
     ntpu_chain_tile_prepare(t, c->wf + k * tile, n);
     c->is_conv[k] = conv != NULL;
-    if (conv) { /* rows gathered at the flush (a weight gradient's come out transposed already) */
+    if (conv) {
         c->conv[k] = *conv;
-    } else {
+    }
+    if (conv && (flags & NTPU_MATMUL_TRANSPOSE_A)) { /* the weight gradient's blocks, read in place */
+        c->is_conv[k] = 0;
+        t->a = ub;
+        t->transposed = 1;
+        t->locate = weight_grad_block;
+        t->ctx = &c->conv[k];
+    } else if (!conv) { /* CONV's other modes gather their rows at the flush */
         t->a = ub + (size_t)ub_addr * n;
         t->t_stride = (size_t)stride * n;
         t->transposed = (flags & NTPU_MATMUL_TRANSPOSE_A) != 0;

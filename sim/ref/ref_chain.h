@@ -24,6 +24,10 @@ typedef struct ntpu_chain_tile {
     const uint16_t *a;
     size_t row0, t_stride;
     int transposed;
+    /* When set, row m's A (or the tile holding it) is at locate(t, m - row0, n)
+     * instead: a CONV tile read in place. */
+    const uint16_t *(*locate)(const struct ntpu_chain_tile *t, size_t rel, unsigned n);
+    const void *ctx; /* for locate */
     const uint16_t *w; /* n x n bf16, row i = array row i */
     const float *wf;   /* the same, flushed to fp32 (ntpu_chain_tile_prepare) */
     uint32_t a_thr;    /* a nonzero A exponent field <= a_thr leaves the 2^-126 grid */
