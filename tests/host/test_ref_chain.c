@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* MATMUL chains fused in the golden model (sim/ref/ref_chain.c): the same
+ * command streams through "ref" (chains fused) and "ref:fuse=0" (every MATMUL
+ * at once) must leave the same bits in ACC and UB, read the same data back and
+ * count the same: random chains (ACCUMULATE on or off at the start,
+ * TRANSPOSE_A, every CONV mode, int8), operands that force the exact scalar path
+ * (NaN, inf, subnormal, off-grid tiny values, -0 accumulators), zero lanes
+ * next to inf weights, chains longer than the queue, threads, N of 6, 8 and 16,
+ * and every flush condition (a WRITE_MEM into a queued source or into the ACC
+ * range, READ_MEM mid-chain, a vector op reading the range, a MATMUL into an
+ * overlapping range, the end of a program). One plain chain is also checked
+ * against the scalar MAC of numerics.c. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ntpu/ntpu.h"
+#include "ntpu/numerics.h"
+#include "ntpu/program.h"
+#include "ntpu/protocol.h"
+
+enum { UB_ROWS = 4096, ACC_ROWS = 1024, WB_ROWS = 512 }; /* the window every test works in */
+
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+static uint32_t rnd(void)
+{
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng >> 33);
+}
+
+/* How wild the operands are: 0 ordinary values (some zero), 1 every special. */
+static int wild;
+
+/* A bf16: mostly moderate; with `wild` also NaN, inf, subnormal, tiny and huge ones and -0. */
+static uint16_t rnd_bf16(void)
+{
+    uint32_t r = rnd(), s = (r >> 31) << 15, m = r & 0x7Fu;
+    unsigned pick = r >> 7 & 63u;
+    if (pick < 8)
+        return 0;
+    if (wild && pick < 10)
+        return (uint16_t)(s | 0x7F80u | (pick == 8 ? 0x40u : 0)); /* NaN or inf */
+    if (wild && pick < 12)
+        return (uint16_t)(s | m); /* subnormal (or a zero) */
+    if (wild && pick < 14)
+        return (uint16_t)(s | (1u + r % 20u) << 7 | m); /* tiny: products leave the 2^-126 grid */
+    if (wild && pick < 15)
+        return (uint16_t)(s | (240u + r % 14u) << 7 | m); /* huge: sums overflow */
+    if (wild && pick < 16)
+        return 0x8000u;
+    return (uint16_t)(s | (118u + r % 16u) << 7 | m);
+}
+
+/* Two devices fed the same calls. */
+typedef struct pair {
+    ntpu_device *d[2]; /* fused, unfused */
+    unsigned n;
+} pair;
+
+static pair open_pair(const char *fused, const char *unfused)
+{
+    pair p;
+    ntpu_info in[2];
+    for (int i = 0; i < 2; i++) {
+        p.d[i] = NULL;
+        const char *spec = i ? unfused : fused;
+        cr_assert_eq(ntpu_open(spec, &p.d[i]), NTPU_OK, "open %s: %s", spec, ntpu_last_error(p.d[i]));
+        cr_assert_eq(ntpu_get_info(p.d[i], &in[i]), NTPU_OK);
+    }
+    cr_assert_eq(in[0].rows, in[1].rows, "%s and %s: one array size", fused, unfused);
+    p.n = in[0].rows;
+    return p;
+}
+
+static void close_pair(pair *p)
+{
+    ntpu_close(p->d[0]);
+    ntpu_close(p->d[1]);
+}
+
+#define BOTH(p, call)                                                                                                  \
+    do {                                                                                                               \
+        for (int i_ = 0; i_ < 2; i_++) {                                                                               \
+            ntpu_device *dev = (p)->d[i_];                                                                             \
+            cr_assert_eq(call, NTPU_OK, "%s: %s", #call, ntpu_last_error(dev));                                        \
+        }                                                                                                              \
+    } while (0)
+
+/* Random UB, WB and ACC (fp32 bits of bf16 values, -0 among them, or int32). */
+static void fill(pair *p, ntpu_dtype dt)
+{
+    const size_t n = p->n;
+    uint16_t *ub = malloc(UB_ROWS * n * 2), *wb = malloc(WB_ROWS * n * 2);
+    uint32_t *acc = malloc(ACC_ROWS * n * 4);
+    cr_assert(ub && wb && acc);
+    for (size_t i = 0; i < UB_ROWS * n; i++)
+        ub[i] = dt == NTPU_DTYPE_BF16 ? rnd_bf16() : (uint16_t)rnd();
+    for (size_t i = 0; i < WB_ROWS * n; i++)
+        wb[i] = dt == NTPU_DTYPE_BF16 ? rnd_bf16() : (uint16_t)rnd();
+    for (size_t i = 0; i < ACC_ROWS * n; i++)
+        acc[i] = dt == NTPU_DTYPE_BF16 ? (uint32_t)rnd_bf16() << 16 : rnd();
+    BOTH(p, ntpu_write_rows(dev, NTPU_MEM_UB, 0, UB_ROWS, ub));
+    BOTH(p, ntpu_write_rows(dev, NTPU_MEM_WB, 0, WB_ROWS, wb));
+    BOTH(p, ntpu_write_rows(dev, NTPU_MEM_ACC, 0, ACC_ROWS, acc));
+    free(ub), free(wb), free(acc);
+}
+
+/* ACC and UB of both devices, and their counters, must be equal. */
+static void same_state(pair *p, const char *what)
+{
+    const size_t n = p->n;
+    uint32_t *a[2];
+    uint16_t *u[2];
+    ntpu_counters c[2];
+    for (int i = 0; i < 2; i++) {
+        a[i] = malloc(ACC_ROWS * n * 4);
+        u[i] = malloc(UB_ROWS * n * 2);
+        cr_assert(a[i] && u[i]);
+        cr_assert_eq(ntpu_read_rows(p->d[i], NTPU_MEM_ACC, 0, ACC_ROWS, a[i]), NTPU_OK);
+        cr_assert_eq(ntpu_read_rows(p->d[i], NTPU_MEM_UB, 0, UB_ROWS, u[i]), NTPU_OK);
+        cr_assert_eq(ntpu_read_counters(p->d[i], &c[i], 0), NTPU_OK);
+    }
+    for (size_t k = 0; k < ACC_ROWS * n; k++)
+        cr_assert_eq(a[0][k], a[1][k], "%s: ACC row %zu lane %zu: fused %08x, unfused %08x", what, k / n, k % n,
+                     a[0][k], a[1][k]);
+    cr_assert(memcmp(u[0], u[1], UB_ROWS * n * 2) == 0, "%s: UB differs", what);
+    cr_assert_eq(c[0].macs, c[1].macs, "%s: macs", what);
+    cr_assert_eq(c[0].cycles, c[1].cycles, "%s: cycles", what);
+    cr_assert_eq(c[0].array_busy, c[1].array_busy, "%s: array_busy", what);
+    for (int i = 0; i < 2; i++)
+        free(a[i]), free(u[i]);
+}
+
+/* One chain of `len` LOAD_W + MATMUL pairs into ACC rows acc .. acc + rows - 1,
+ * each from its own UB source; TRANSPOSE_A ones when `t` (rows a multiple of N). */
+static void chain(pair *p, ntpu_dtype dt, unsigned acc, unsigned rows, unsigned len, int first_acc, int t)
+{
+    const unsigned n = p->n;
+    for (unsigned k = 0; k < len; k++) {
+        unsigned wb = rnd() % (WB_ROWS / n) * n, tr = rnd() % 2;
+        BOTH(p, ntpu_load_w(dev, wb, (int)tr));
+        int accumulate = k > 0 || first_acc;
+        if (t) {
+            unsigned stride = n + rnd() % 3 * n, ub = rnd() % 64;
+            cr_assert_leq(ub + (rows / n - 1) * stride + n, UB_ROWS);
+            BOTH(p, ntpu_matmul_tile_transpose_a(dev, dt, ub, stride, acc, rows, accumulate));
+        } else {
+            unsigned ub = rnd() % (UB_ROWS - rows);
+            BOTH(p, ntpu_matmul_tile(dev, dt, ub, acc, rows, accumulate));
+        }
+    }
+}
+
+static void random_chains(const char *fused, const char *unfused, int wildness, ntpu_dtype dt)
+{
+    pair p = open_pair(fused, unfused);
+    wild = wildness;
+    fill(&p, dt);
+    for (int round = 0; round < 40; round++) {
+        unsigned rows = 1 + rnd() % 200, t = dt == NTPU_DTYPE_BF16 && rnd() % 3 == 0;
+        if (t)
+            rows = (rows + p.n - 1) / p.n * p.n;
+        unsigned acc = rnd() % (ACC_ROWS - rows);
+        chain(&p, dt, acc, rows, 1 + rnd() % 12, (int)(rnd() % 2), (int)t);
+    }
+    same_state(&p, fused);
+    close_pair(&p);
+}
+
+Test(ref_chain, random_bf16_chains)
+{
+    random_chains("ref", "ref:fuse=0", 0, NTPU_DTYPE_BF16);
+}
+
+Test(ref_chain, special_operands_take_the_scalar_path)
+{
+    random_chains("ref", "ref:fuse=0", 1, NTPU_DTYPE_BF16);
+}
+
+Test(ref_chain, int8_chains)
+{
+    random_chains("ref", "ref:fuse=0", 0, NTPU_DTYPE_INT8);
+}
+
+Test(ref_chain, other_array_sizes)
+{
+    random_chains("ref:n=16", "ref:n=16,fuse=0", 1, NTPU_DTYPE_BF16);
+    random_chains("ref:n=16", "ref:n=16,fuse=0", 0, NTPU_DTYPE_BF16);
+    random_chains("ref:n=6", "ref:n=6,fuse=0", 1, NTPU_DTYPE_BF16); /* no 8-lane kernel: the scalar MACs */
+}
+
+/* Long chains past the queue's length, on threads, over rows enough to split. */
+Test(ref_chain, long_chains_on_threads)
+{
+    pair p = open_pair("ref:threads=3", "ref:fuse=0");
+    wild = 0;
+    fill(&p, NTPU_DTYPE_BF16);
+    chain(&p, NTPU_DTYPE_BF16, 0, ACC_ROWS, 150, 0, 0);
+    chain(&p, NTPU_DTYPE_BF16, 0, ACC_ROWS, 70, 1, 1);
+    same_state(&p, "long chains");
+    close_pair(&p);
+}
+
+/* Zero A lanes (what the skip of zero k serves) against inf and NaN weights in
+ * the same rows, and accumulators at -0: every case where a zero product is
+ * not a no-op. */
+Test(ref_chain, zero_lanes_next_to_inf_weights_and_negative_zero)
+{
+    pair p = open_pair("ref", "ref:fuse=0");
+    const unsigned n = p.n;
+    uint16_t *ub = calloc(UB_ROWS * n, 2), w[3 * 64 * 64];
+    uint32_t *acc = malloc(ACC_ROWS * n * 4);
+    cr_assert(ub && acc);
+    for (size_t r = 0; r < UB_ROWS; r++) /* lane 0 only, as a one-channel map; some rows -0 */
+        ub[r * n] = r % 5 == 0 ? 0x8000u : (uint16_t)(0x3F80u + r % 100);
+    for (unsigned i = 0; i < 3 * n * n; i++)
+        w[i] = (uint16_t)(0x3E00u + rnd() % 0x200u);
+    w[n * n + 3 * n + 1] = 0x7F80u;     /* tile 1: an inf in row 3, where A is zero */
+    w[2 * n * n + 5 * n + 2] = 0xFFC1u; /* tile 2: a NaN in row 5 */
+    for (size_t i = 0; i < ACC_ROWS * n; i++)
+        acc[i] = i % 3 ? 0x80000000u : 0u; /* -0 and +0 */
+    BOTH(&p, ntpu_write_rows(dev, NTPU_MEM_UB, 0, UB_ROWS, ub));
+    BOTH(&p, ntpu_write_rows(dev, NTPU_MEM_WB, 0, 3 * n, w));
+    BOTH(&p, ntpu_write_rows(dev, NTPU_MEM_ACC, 0, ACC_ROWS, acc));
+    for (unsigned start = 0; start < 2; start++) /* onto -0 accumulators, then from +0 */
+        for (unsigned k = 0; k < 6; k++) {
+            BOTH(&p, ntpu_load_w(dev, (k % 3) * n, 0));
+            BOTH(&p, ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, 64 * k, start * 512, 512, k > 0 || !start));
+        }
+    same_state(&p, "zero lanes");
+    close_pair(&p);
+    free(ub), free(acc);
+}
+
+/* Every CONV mode, chained over taps, as the resident conv nets stream them. */
+Test(ref_chain, conv_chains)
+{
+    pair p = open_pair("ref", "ref:fuse=0");
+    const unsigned n = p.n;
+    wild = 0;
+    fill(&p, NTPU_DTYPE_BF16);
+    for (int mode = 0; mode < 3; mode++)
+        for (int ky = 0; ky < 3; ky++)
+            for (int kx = 0; kx < 3; kx++) {
+                ntpu_conv_addr c = {.mode = (ntpu_conv_mode)mode, .ub_addr = 16, .in_h = 6, .in_w = 5, .mb = 16,
+                                    .out_w = 5, .stride = mode == 1 ? 2 : 1, .dy = ky - 1, .dx = kx - 1};
+                if (mode == 2) { /* dW of 3x3 taps, two channel tiles */
+                    c.k = 3;
+                    c.tile_stride = 6 * 5 * 16;
+                    c.rows = n * 9 * 2;
+                    c.acc_addr = 700;
+                } else {
+                    c.rows = 5 * 6 * 16;
+                    c.acc_addr = mode ? 300 : 0;
+                }
+                BOTH(&p, ntpu_load_w(dev, (unsigned)(ky * 3 + kx) * n, 0));
+                BOTH(&p, ntpu_matmul_tile_conv(dev, NTPU_DTYPE_BF16, &c, ky + kx > 0));
+            }
+    same_state(&p, "conv chains");
+    close_pair(&p);
+}
+
+/* A chain of 4 tiles into ACC 0..63 from UB 0.., 64.., 128.., 192..; `between`
+ * runs after the second. */
+static void interrupted(void (*between)(pair *p, int i), const char *what)
+{
+    pair p = open_pair("ref", "ref:fuse=0");
+    wild = 0;
+    fill(&p, NTPU_DTYPE_BF16);
+    for (unsigned k = 0; k < 4; k++) {
+        BOTH(&p, ntpu_load_w(dev, k * p.n, 0));
+        BOTH(&p, ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, 64 * k, 0, 64, k > 0));
+        if (k == 1)
+            for (int i = 0; i < 2; i++)
+                between(&p, i);
+    }
+    same_state(&p, what);
+    close_pair(&p);
+}
+
+/* Known values into rows of UB (bf16) or ACC (fp32) of device i. */
+static void write_rows_at(pair *p, int i, enum ntpu_mem mem, unsigned addr, unsigned rows)
+{
+    uint32_t wide[64 * 64];
+    uint16_t half[64 * 64];
+    for (unsigned k = 0; k < rows * p->n; k++) {
+        wide[k] = 0x3F800000u + k * 0x1000u;
+        half[k] = (uint16_t)(0x3F80u + k % 128u);
+    }
+    cr_assert_eq(ntpu_write_rows(p->d[i], mem, addr, rows, mem == NTPU_MEM_ACC ? (void *)wide : (void *)half), NTPU_OK);
+}
+
+static void write_queued_source(pair *p, int i)
+{
+    write_rows_at(p, i, NTPU_MEM_UB, 40, 30); /* rows the first tile read */
+}
+
+static void write_acc_range(pair *p, int i)
+{
+    write_rows_at(p, i, NTPU_MEM_ACC, 10, 5);
+}
+
+static void write_elsewhere(pair *p, int i)
+{
+    write_rows_at(p, i, NTPU_MEM_UB, 1000, 40); /* what ntpu_matmul_bf16 interleaves: no flush needed */
+    write_rows_at(p, i, NTPU_MEM_ACC, 500, 4);
+}
+
+static void read_acc_range(pair *p, int i)
+{
+    static uint32_t seen[2][64 * 64];
+    cr_assert_eq(ntpu_read_rows(p->d[i], NTPU_MEM_ACC, 0, 64, seen[i]), NTPU_OK);
+    if (i == 1)
+        cr_assert(memcmp(seen[0], seen[1], 64 * p->n * 4) == 0, "READ_MEM mid-chain differs");
+}
+
+static void act_reads_range(pair *p, int i)
+{
+    cr_assert_eq(ntpu_vec_act(p->d[i], NTPU_ACT_RELU | NTPU_OUT_UB, 0, 2000, 64, 0), NTPU_OK);
+}
+
+static void overlapping_matmul(pair *p, int i)
+{
+    cr_assert_eq(ntpu_matmul_tile(p->d[i], NTPU_DTYPE_BF16, 300, 32, 64, 1), NTPU_OK);
+}
+
+Test(ref_chain, flush_on_write_into_a_queued_source)
+{
+    interrupted(write_queued_source, "WRITE_MEM into a source");
+}
+
+Test(ref_chain, flush_on_write_into_the_acc_range)
+{
+    interrupted(write_acc_range, "WRITE_MEM into ACC");
+}
+
+Test(ref_chain, writes_elsewhere_leave_the_chain)
+{
+    interrupted(write_elsewhere, "WRITE_MEM elsewhere");
+}
+
+Test(ref_chain, flush_on_read_of_the_acc_range)
+{
+    interrupted(read_acc_range, "READ_MEM");
+}
+
+Test(ref_chain, flush_on_a_vector_op)
+{
+    interrupted(act_reads_range, "ACT");
+}
+
+Test(ref_chain, flush_on_an_overlapping_matmul)
+{
+    interrupted(overlapping_matmul, "overlapping MATMUL");
+}
+
+/* A program that ends in the middle of what would be a chain: the chain
+ * continues outside it, after a WRITE_MEM into the program's source. */
+Test(ref_chain, flush_at_the_end_of_a_program)
+{
+    pair p = open_pair("ref", "ref:fuse=0");
+    wild = 0;
+    fill(&p, NTPU_DTYPE_BF16);
+    ntpu_program *prog[2];
+    for (int i = 0; i < 2; i++) {
+        ntpu_device *dev = p.d[i];
+        cr_assert_eq(ntpu_program_begin(dev), NTPU_OK);
+        for (unsigned k = 0; k < 3; k++) {
+            cr_assert_eq(ntpu_load_w(dev, k * p.n, 0), NTPU_OK);
+            cr_assert_eq(ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, 64 * k, 0, 64, k > 0), NTPU_OK);
+        }
+        cr_assert_eq(ntpu_program_end(dev, &prog[i]), NTPU_OK);
+        cr_assert_eq(ntpu_program_upload(dev, prog[i], 0), NTPU_OK);
+        cr_assert_eq(ntpu_program_run(dev, prog[i]), NTPU_OK);
+        write_queued_source(&p, i);
+        cr_assert_eq(ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, 40, 0, 64, 1), NTPU_OK);
+    }
+    same_state(&p, "program");
+    ntpu_program_free(prog[0]);
+    ntpu_program_free(prog[1]);
+    close_pair(&p);
+}
+
+/* One plain chain against the scalar MAC: k ascending, tile after tile. */
+Test(ref_chain, plain_chain_matches_the_scalar_mac)
+{
+    ntpu_device *dev = NULL;
+    cr_assert_eq(ntpu_open("ref", &dev), NTPU_OK);
+    const unsigned n = 8, rows = 100, len = 20;
+    uint16_t ub[len * rows * 8], w[len * 64];
+    uint32_t want[rows * 8], got[rows * 8];
+    wild = 1;
+    for (size_t i = 0; i < sizeof ub / 2; i++)
+        ub[i] = rnd_bf16();
+    for (size_t i = 0; i < sizeof w / 2; i++)
+        w[i] = rnd_bf16();
+    cr_assert_eq(ntpu_write_rows(dev, NTPU_MEM_UB, 0, len * rows, ub), NTPU_OK);
+    cr_assert_eq(ntpu_write_rows(dev, NTPU_MEM_WB, 0, len * n, w), NTPU_OK);
+    memset(want, 0, sizeof want);
+    for (unsigned k = 0; k < len; k++) {
+        cr_assert_eq(ntpu_load_w(dev, k * n, 0), NTPU_OK);
+        cr_assert_eq(ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, k * rows, 0, rows, k > 0), NTPU_OK);
+        for (unsigned r = 0; r < rows; r++)
+            for (unsigned c = 0; c < n; c++)
+                for (unsigned i = 0; i < n; i++)
+                    want[r * n + c] = ntpu_mac_bf16(want[r * n + c], ub[(k * rows + r) * n + i], w[k * 64 + i * n + c]);
+    }
+    cr_assert_eq(ntpu_read_rows(dev, NTPU_MEM_ACC, 0, rows, got), NTPU_OK);
+    for (unsigned k = 0; k < rows * n; k++)
+        cr_assert_eq(got[k], want[k], "row %u lane %u: %08x, scalar %08x", k / n, k % n, got[k], want[k]);
+    ntpu_close(dev);
+}
