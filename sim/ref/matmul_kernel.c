@@ -426,17 +426,15 @@ static inline __attribute__((always_inline)) int chain_block_n(uint32_t *acc, co
  * tile by the scalar MACs. */
 static void chain_scalar(uint32_t *acc, const ntpu_chain_tile *t, size_t m, size_t count, unsigned n)
 {
+    uint16_t row[MAX_N];
     for (size_t r = m; r < m + count; r++) {
         const uint16_t *src = tile_src(t, r, n);
-        if (t->transposed) {
-            uint16_t row[MAX_N];
+        if (t->transposed) { /* the row is a column of the tile */
             for (unsigned i = 0; i < n; i++)
                 row[i] = src[(size_t)i * n + (r - t->row0) % n];
             src = row;
-            ntpu_mac_bf16_row(acc + r * n, src, t->w, n);
-        } else {
-            ntpu_mac_bf16_row(acc + r * n, src, t->w, n);
         }
+        ntpu_mac_bf16_row(acc + r * n, src, t->w, n);
     }
 }
 
