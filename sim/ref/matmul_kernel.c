@@ -226,7 +226,7 @@ void ntpu_mac_bf16_rows_t(uint32_t *acc, const uint16_t *a, size_t t_stride, con
 /* The least nonzero exponent field of w (n x n, n a multiple of 8), 255 when
  * none is, with w flushed into wf; *any_wild: some lane is an inf or a NaN. */
 static inline __attribute__((always_inline)) unsigned prepare_lanes(const uint16_t *w, float *wf, unsigned n,
-                                                                     int *any_wild)
+                                                                    int *any_wild)
 {
     u32x8 wmin = (u32x8){0} + 255u, dummy = {0}, wild = {0};
     for (unsigned k = 0; k < n * n; k += 8) {

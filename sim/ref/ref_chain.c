@@ -38,8 +38,8 @@ ref_chain *ref_chain_new(unsigned n)
     c->n = n;
     size_t tile = (size_t)n * n, unit = 8 * (size_t)n;
     /* at least one block of 8 rows (and of n) for every tile */
-    c->gather_lanes = REF_CHAIN_MAX * unit * n > REF_CHAIN_GATHER_LANES ? REF_CHAIN_MAX * unit * n
-                                                                        : REF_CHAIN_GATHER_LANES;
+    c->gather_lanes =
+        REF_CHAIN_MAX * unit * n > REF_CHAIN_GATHER_LANES ? REF_CHAIN_MAX * unit * n : REF_CHAIN_GATHER_LANES;
     c->w = malloc(REF_CHAIN_MAX * tile * sizeof *c->w);
     c->wf = malloc(REF_CHAIN_MAX * tile * sizeof *c->wf);
     c->gather = malloc(c->gather_lanes * sizeof *c->gather);
@@ -81,9 +81,8 @@ static const uint16_t *weight_grad_block(const ntpu_chain_tile *tile, size_t rel
     return tile->a + ((size_t)c->ub_addr + t * c->tile_stride + ((size_t)y * c->in_w + (size_t)x) * c->mb) * n;
 }
 
-int ref_chain_add(ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows, const uint16_t *w,
-                  const uint16_t *ub, unsigned ub_addr, unsigned stride, const ref_conv *conv, unsigned long ub_lo,
-                  unsigned long ub_hi)
+int ref_chain_add(ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows, const uint16_t *w, const uint16_t *ub,
+                  unsigned ub_addr, unsigned stride, const ref_conv *conv, unsigned long ub_lo, unsigned long ub_hi)
 {
     const unsigned k = c->count++, n = c->n;
     const size_t tile = (size_t)n * n;

@@ -27,7 +27,7 @@ typedef struct ntpu_chain_tile {
     /* When set, row m's A (or the tile holding it) is at locate(t, m - row0, n)
      * instead: a CONV tile read in place. */
     const uint16_t *(*locate)(const struct ntpu_chain_tile *t, size_t rel, unsigned n);
-    const void *ctx; /* for locate */
+    const void *ctx;   /* for locate */
     const uint16_t *w; /* n x n bf16, row i = array row i */
     const float *wf;   /* the same, flushed to fp32 (ntpu_chain_tile_prepare) */
     uint32_t a_thr;    /* a nonzero A exponent field <= a_thr leaves the 2^-126 grid */
@@ -40,8 +40,7 @@ void ntpu_chain_tile_prepare(ntpu_chain_tile *t, float *wf, unsigned n);
 /* Rows m0 .. m1 - 1 of acc (row m at acc + m * n) through every tile in
  * order, bit-exact with one ntpu_mac_bf16_rows (or _t) per tile. m0 is a
  * multiple of 8 and of n. The AVX2 variant when the CPU has it. */
-void ntpu_mac_bf16_chain(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count, unsigned n, size_t m0,
-                         size_t m1);
+void ntpu_mac_bf16_chain(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count, unsigned n, size_t m0, size_t m1);
 void ntpu_mac_bf16_chain_generic(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count, unsigned n, size_t m0,
                                  size_t m1);
 
@@ -60,9 +59,8 @@ int ref_chain_extends(const ref_chain *c, unsigned flags, unsigned acc_addr, uns
  * ub_lo .. ub_hi - 1 are what it may read. conv: its CONV geometry or NULL;
  * else rows from ub_addr, or with TRANSPOSE_A tiles `stride` rows apart.
  * Returns 1 when the queue is full (flush it). */
-int ref_chain_add(ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows, const uint16_t *w,
-                  const uint16_t *ub, unsigned ub_addr, unsigned stride, const ref_conv *conv, unsigned long ub_lo,
-                  unsigned long ub_hi);
+int ref_chain_add(ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows, const uint16_t *w, const uint16_t *ub,
+                  unsigned ub_addr, unsigned stride, const ref_conv *conv, unsigned long ub_lo, unsigned long ub_hi);
 
 /* Whether the queue holds something a write of UB rows [addr, addr + rows)
  * (ub) or ACC rows (!ub) would change: then flush first. */

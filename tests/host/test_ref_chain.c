@@ -78,12 +78,12 @@ static void close_pair(pair *p)
     ntpu_close(p->d[1]);
 }
 
-#define BOTH(p, call)                                                                                                  \
-    do {                                                                                                               \
-        for (int i_ = 0; i_ < 2; i_++) {                                                                               \
-            ntpu_device *dev = (p)->d[i_];                                                                             \
-            cr_assert_eq(call, NTPU_OK, "%s: %s", #call, ntpu_last_error(dev));                                        \
-        }                                                                                                              \
+#define BOTH(p, call)                                                           \
+    do {                                                                        \
+        for (int i_ = 0; i_ < 2; i_++) {                                        \
+            ntpu_device *dev = (p)->d[i_];                                      \
+            cr_assert_eq(call, NTPU_OK, "%s: %s", #call, ntpu_last_error(dev)); \
+        }                                                                       \
     } while (0)
 
 /* Random UB, WB and ACC (fp32 bits of bf16 values, -0 among them, or int32). */
@@ -243,8 +243,15 @@ Test(ref_chain, conv_chains)
     for (int mode = 0; mode < 3; mode++)
         for (int ky = 0; ky < 3; ky++)
             for (int kx = 0; kx < 3; kx++) {
-                ntpu_conv_addr c = {.mode = (ntpu_conv_mode)mode, .ub_addr = 16, .in_h = 6, .in_w = 5, .mb = 16,
-                                    .out_w = 5, .stride = mode == 1 ? 2 : 1, .dy = ky - 1, .dx = kx - 1};
+                ntpu_conv_addr c = {.mode = (ntpu_conv_mode)mode,
+                                    .ub_addr = 16,
+                                    .in_h = 6,
+                                    .in_w = 5,
+                                    .mb = 16,
+                                    .out_w = 5,
+                                    .stride = mode == 1 ? 2 : 1,
+                                    .dy = ky - 1,
+                                    .dx = kx - 1};
                 if (mode == 2) { /* dW of 3x3 taps, two channel tiles */
                     c.k = 3;
                     c.tile_stride = 6 * 5 * 16;
