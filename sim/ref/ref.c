@@ -5,7 +5,9 @@
  * body + CRC); every complete frame is checked and executed at once, and its
  * reply frame is appended to the transmit queue. Nothing here runs
  * concurrently, so commands trivially "take effect in the order they arrive"
- * and the device is never busy.
+ * and the device is never busy. One exception, invisible from outside: a run
+ * of bf16 MATMULs accumulating into one ACC range is queued and computed as
+ * one chain (ref_chain.h) before any command that could see the difference.
  *
  * Performance counters: `macs` is exact (it is architectural); the rest are an
  * ESTIMATE of what the RTL would measure, from a deliberately simple model in
