@@ -311,6 +311,22 @@ static inline __attribute__((always_inline)) uint64_t zero_ks(const float *af, u
     return ~nonzero;
 }
 
+/* The same for a transposed 8 x 8 tile whose 8 columns are the block's rows:
+ * k = i is tile row i. */
+static inline __attribute__((always_inline)) uint64_t zero_ks_t8(const float *af)
+{
+    u32x8 b = {0};
+    for (unsigned i = 0; i < 8; i++) {
+        u32x8 v;
+        memcpy(&v, af + (size_t)i * 8, sizeof v);
+        b |= (u32x8)((v & 0x7FFFFFFFu) != 0u) & (1u << i);
+    }
+    b |= __builtin_shufflevector(b, b, 4, 5, 6, 7, 0, 1, 2, 3);
+    b |= __builtin_shufflevector(b, b, 2, 3, 0, 1, 6, 7, 4, 5);
+    b |= __builtin_shufflevector(b, b, 1, 0, 3, 2, 5, 4, 7, 6);
+    return ~(uint64_t)b[0];
+}
+
 /* Where row m of tile t has its A: the row itself, or with `transposed` the n x n tile holding it. */
 static inline const uint16_t *tile_src(const ntpu_chain_tile *t, size_t m, unsigned n)
 {
@@ -367,7 +383,11 @@ static inline __attribute__((always_inline)) int chain_block(uint32_t *acc, cons
         /* a transposed tile's columns are the rows: converted whole */
         if (!convert_a(af + at, tile_src(t, m, n), size, t->a_thr))
             return 0;
-        skip[e] = may_skip && !t->transposed ? zero_ks(af + at, block, n) & ~t->w_wild : 0;
+        skip[e] = 0;
+        if (may_skip && !t->transposed)
+            skip[e] = zero_ks(af + at, block, n) & ~t->w_wild;
+        else if (may_skip && n == 8 && block == 8) /* a transposed tile, its columns the whole block */
+            skip[e] = zero_ks_t8(af + at) & ~t->w_wild;
         at += size;
     }
     for (unsigned q = 0; q < n; q += 8) {
@@ -394,6 +414,8 @@ static inline __attribute__((always_inline)) int chain_block(uint32_t *acc, cons
                 const float *col = ab + (m - t->row0) % n;
 #pragma GCC unroll 8
                 for (unsigned i = 0; i < n; i++) {
+                    if ((skip[e] >> i) & 1u)
+                        continue;
                     f32x8 wv;
                     memcpy(&wv, t->wf + (size_t)i * n + q, sizeof wv);
 #pragma GCC unroll 8

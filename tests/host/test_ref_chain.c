@@ -209,8 +209,8 @@ Test(ref_chain, zero_lanes_next_to_inf_weights_and_negative_zero)
     pair p = open_pair("ref", "ref:fuse=0");
     const unsigned n = p.n;
     uint16_t *ub = calloc(UB_ROWS * n, 2), w[3 * 64 * 64];
-    uint32_t *acc = malloc(ACC_ROWS * n * 4);
-    cr_assert(ub && acc);
+    uint32_t *acc0 = malloc(ACC_ROWS * n * 4);
+    cr_assert(ub && acc0);
     for (size_t r = 0; r < UB_ROWS; r++) /* lane 0 only, as a one-channel map; some rows -0, some blocks all zero */
         ub[r * n] = r % 5 == 0 || (r / 8) % 4 == 3 ? 0x8000u : (uint16_t)(0x3F80u + r % 100);
     for (unsigned i = 0; i < 3 * n * n; i++)
@@ -218,19 +218,29 @@ Test(ref_chain, zero_lanes_next_to_inf_weights_and_negative_zero)
     w[n * n + 3 * n + 1] = 0x7F80u;     /* tile 1: an inf in row 3, where A is zero */
     w[2 * n * n + 5 * n + 2] = 0xFFC1u; /* tile 2: a NaN in row 5 */
     for (size_t i = 0; i < ACC_ROWS * n; i++)
-        acc[i] = i % 3 ? 0x80000000u : 0u; /* -0 and +0 */
+        acc0[i] = i % 3 ? 0x80000000u : 0u; /* -0 and +0 */
     BOTH(&p, ntpu_write_rows(dev, NTPU_MEM_UB, 0, UB_ROWS, ub));
     BOTH(&p, ntpu_write_rows(dev, NTPU_MEM_WB, 0, 3 * n, w));
-    BOTH(&p, ntpu_write_rows(dev, NTPU_MEM_ACC, 0, ACC_ROWS, acc));
-    /* onto -0 accumulators, from +0, and onto -0 with finite weights only (tile 0): -0 + +0 = +0 */
-    for (unsigned pass = 0; pass < 3; pass++)
+    BOTH(&p, ntpu_write_rows(dev, NTPU_MEM_ACC, 0, ACC_ROWS, acc0));
+    /* onto -0 accumulators, from +0, and onto -0 with finite weights only (tile 0): -0 + +0 = +0; plain
+     * rows, then TRANSPOSE_A tiles (whose zero rows of UB are zero k) */
+    for (unsigned pass = 0; pass < 6; pass++)
         for (unsigned k = 0; k < 6; k++) {
-            BOTH(&p, ntpu_load_w(dev, pass == 2 ? 0 : (k % 3) * n, 0));
-            BOTH(&p, ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, 64 * k, pass * 256, 256, k > 0 || pass != 1));
+            unsigned acc = pass % 3 * 256, accumulate = k > 0 || pass % 3 != 1;
+            if (pass == 3 && k == 0) /* -0 and +0 again */
+                BOTH(&p, ntpu_write_rows(dev, NTPU_MEM_ACC, 0, ACC_ROWS, acc0));
+            BOTH(&p, ntpu_load_w(dev, pass % 3 == 2 ? 0 : (k % 3) * n, 0));
+            if (pass < 3)
+                BOTH(&p, ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, 64 * k, acc, 256, (int)accumulate));
+            else if (pass == 5) /* every tile an all-zero UB block ((r / 8) % 4 == 3): nothing but -0 + +0 */
+                BOTH(&p,
+                     ntpu_matmul_tile_transpose_a(dev, NTPU_DTYPE_BF16, 64 * k + 24, 32, acc, 256, (int)accumulate));
+            else
+                BOTH(&p, ntpu_matmul_tile_transpose_a(dev, NTPU_DTYPE_BF16, 8 * k, n, acc, 256, (int)accumulate));
         }
     same_state(&p, "zero lanes");
     close_pair(&p);
-    free(ub), free(acc);
+    free(ub), free(acc0);
 }
 
 /* Every CONV mode, chained over taps, as the resident conv nets stream them. */
