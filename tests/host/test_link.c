@@ -139,8 +139,10 @@ static void wire_close(void *ctx)
     (void)ctx; /* the test owns the wire */
 }
 
-static const ntpu_transport_ops wire_ops = {"wire", wire_send, wire_recv, wire_close, 1, 0, 0, 0};
-static const ntpu_transport_ops lossy_wire_ops = {"lossy wire", wire_send, wire_recv, wire_close, 1, 0, 0, 1};
+static const ntpu_transport_ops wire_ops = {
+    .name = "wire", .send = wire_send, .recv = wire_recv, .close = wire_close, .starts_in_sync = 1};
+static const ntpu_transport_ops lossy_wire_ops = {
+    .name = "lossy wire", .send = wire_send, .recv = wire_recv, .close = wire_close, .starts_in_sync = 1, .lossy = 1};
 
 static wire *W;
 static ntpu_link L;
@@ -640,7 +642,12 @@ static void meter_install(ntpu_device *dev, meter *m, ntpu_transport_ops *ops, s
     memset(m, 0, sizeof *m);
     m->inner = dev->link.tp;
     m->limit = limit;
-    *ops = (ntpu_transport_ops){"meter", meter_send, meter_recv, meter_close, 1, limit, 0, 0};
+    *ops = (ntpu_transport_ops){.name = "meter",
+                                .send = meter_send,
+                                .recv = meter_recv,
+                                .close = meter_close,
+                                .starts_in_sync = 1,
+                                .max_unanswered_tx_bytes = limit};
     dev->link.tp = (ntpu_transport){ops, m};
 }
 
@@ -716,7 +723,13 @@ Test(flow, the_meter_catches_an_unlimited_link)
 
 Test(flow, the_transport_caps_max_payload)
 {
-    static const ntpu_transport_ops capped = {"capped", wire_send, wire_recv, wire_close, 1, 2048, 516, 0};
+    static const ntpu_transport_ops capped = {.name = "capped",
+                                              .send = wire_send,
+                                              .recv = wire_recv,
+                                              .close = wire_close,
+                                              .starts_in_sync = 1,
+                                              .max_unanswered_tx_bytes = 2048,
+                                              .max_payload_cap = 516};
     wire *w = calloc(1, sizeof *w);
     w->ref = ntpu_ref_new(NULL);
     ntpu_link l;
