@@ -40,7 +40,12 @@ size_t ntpu_frame_encode(uint8_t *out, uint8_t sof, uint8_t seq, const uint8_t *
     ntpu_wr16(out + 2, (uint32_t)payload_len);
     if (payload && payload != out + NTPU_FRAME_HEADER)
         memmove(out + NTPU_FRAME_HEADER, payload, payload_len);
-    ntpu_wr32(out + NTPU_FRAME_HEADER + payload_len, ntpu_frame_crc(out, payload_len));
+    /* The CRC of SEQ, LEN and the first payload byte from registers, not from
+     * the bytes just stored (ntpu_crc32_word). */
+    const uint8_t *p = out + NTPU_FRAME_HEADER;
+    uint32_t head = seq | (uint32_t)payload_len << 8 | (payload_len ? (uint32_t)p[0] << 24 : 0);
+    uint32_t crc = payload_len ? ntpu_crc32(ntpu_crc32_word(0, head), p + 1, payload_len - 1) : ntpu_frame_crc(out, 0);
+    ntpu_wr32(out + NTPU_FRAME_HEADER + payload_len, crc);
     return payload_len + NTPU_FRAME_OVERHEAD;
 }
 

@@ -102,6 +102,7 @@ struct ntpu_ref {
     /* Transmit queue: bytes [tx_head, tx_tail) of tx[] are unread. */
     uint8_t *tx;
     size_t tx_head, tx_tail, tx_cap;
+    uint32_t reply_head; /* the reply being built: SEQ, LEN and STATUS, as its CRC reads them */
 
     /* The SEQ of the next frame to run (docs/protocol.md, "Sequence numbers"). */
     uint8_t expected_seq;
@@ -299,14 +300,16 @@ static uint8_t *reply_begin(ntpu_ref *r, uint8_t seq, uint8_t st, size_t data_le
     f[1] = seq;
     put16(f + 2, (unsigned)len);
     f[4] = st;
+    r->reply_head = seq | (uint32_t)len << 8 | (uint32_t)st << 24;
     return f + 5;
 }
 
 static void reply_end(ntpu_ref *r)
 {
     uint8_t *f = r->tx + r->tx_tail;
-    size_t len = get16(f + 2);
-    put32(f + 4 + len, ntpu_crc32(0, f + 1, 3 + len));
+    size_t len = (r->reply_head >> 8) & 0xFFFFu;
+    /* The header's CRC from the value reply_begin kept, not from the bytes it just stored. */
+    put32(f + 4 + len, ntpu_crc32(ntpu_crc32_word(0, r->reply_head), f + 5, len - 1));
     size_t total = len + NTPU_FRAME_OVERHEAD;
     r->tx_tail += total;
     r->cnt[NTPU_CNT_TX_BYTES] += total;
