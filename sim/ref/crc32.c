@@ -67,21 +67,37 @@ static uint32_t load32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* The state c advanced over the last k (1..7) bytes in one step: byte i of
- * c ^ those bytes, followed by k-1-i more, is table[k-1-i] of it, and what is
- * left of c moves down k bytes. The lookups do not wait for each other, as a
- * byte at a time they would: most frames end in such a tail, and most are a
- * few bytes long. */
-static inline uint32_t tail_step(uint32_t c, const uint8_t *p, size_t k)
+/* The table lookups of k (1..7) bytes of v in one step: byte i, followed by
+ * k-1-i more bytes, is table[k-1-i] of it. They do not wait for each other,
+ * as a byte at a time they would. */
+static inline __attribute__((always_inline)) uint32_t bytes_step(uint64_t v, unsigned k)
 {
-    uint64_t v = 0;
-    for (size_t i = 0; i < k; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    v ^= c;
-    uint32_t out = k < 4 ? c >> (8 * k) : 0;
-    for (size_t i = 0; i < k; i++)
+    uint32_t out = 0;
+    for (unsigned i = 0; i < k; i++)
         out ^= table[k - 1 - i][(v >> (8 * i)) & 0xFFu];
     return out;
+}
+
+/* The state c advanced over the last k (1..7) bytes at p in one step; what
+ * is left of c moves down k bytes. Most frames end in such a tail, and most
+ * are a few bytes long. */
+static inline uint32_t tail_step(uint32_t c, const uint8_t *p, size_t k)
+{
+    uint64_t v;
+    if (k >= 4) /* two loads that overlap, none past the end */
+        v = load32(p) | ((uint64_t)load32(p + k - 4) >> (8 * (8 - k))) << 32;
+    else
+        v = p[0] | (k > 1 ? (uint64_t)p[1] << 8 : 0) | (k > 2 ? (uint64_t)p[2] << 16 : 0);
+    v ^= c;
+    switch (k) { /* a constant k each: the lookups unrolled */
+    case 1: return (c >> 8) ^ bytes_step(v, 1);
+    case 2: return (c >> 16) ^ bytes_step(v, 2);
+    case 3: return (c >> 24) ^ bytes_step(v, 3);
+    case 4: return bytes_step(v, 4);
+    case 5: return bytes_step(v, 5);
+    case 6: return bytes_step(v, 6);
+    default: return bytes_step(v, 7);
+    }
 }
 
 /* The CRC state c (already inverted) advanced over n bytes. */

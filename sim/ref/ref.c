@@ -148,6 +148,10 @@ static uint64_t link_cycles(const ntpu_ref *r, unsigned *part, size_t bytes)
 {
     unsigned w = r->cfg.link_bytes > 1 ? r->cfg.link_bytes : 1;
     uint64_t total = *part + (uint64_t)bytes;
+    if (total < w) { /* most frames and replies are a few bytes: no division for them */
+        *part = (unsigned)total;
+        return 0;
+    }
     *part = (unsigned)(total % w);
     return total / w;
 }
