@@ -102,6 +102,7 @@ struct ntpu_ref {
     /* Transmit queue: bytes [tx_head, tx_tail) of tx[] are unread. */
     uint8_t *tx;
     size_t tx_head, tx_tail, tx_cap;
+    uint32_t reply_head; /* the reply being built: SEQ, LEN and STATUS, as its CRC reads them */
 
     /* The SEQ of the next frame to run (docs/protocol.md, "Sequence numbers"). */
     uint8_t expected_seq;
@@ -147,6 +148,10 @@ static uint64_t link_cycles(const ntpu_ref *r, unsigned *part, size_t bytes)
 {
     unsigned w = r->cfg.link_bytes > 1 ? r->cfg.link_bytes : 1;
     uint64_t total = *part + (uint64_t)bytes;
+    if (total < w) { /* most frames and replies are a few bytes: no division for them */
+        *part = (unsigned)total;
+        return 0;
+    }
     *part = (unsigned)(total % w);
     return total / w;
 }
@@ -251,14 +256,18 @@ static void put64(uint8_t *p, uint64_t v)
 /* ---------------------------------------------------------------- replies */
 
 /* Makes room for `extra` more bytes at tx_tail. Returns 0, or -1 when memory
- * runs out (the reply is then lost; the host sees a timeout and resyncs). */
+ * runs out (the reply is then lost; the host sees a timeout and resyncs).
+ * The unread bytes move to the front only when fewer of them remain than
+ * were read: a host that lets many replies queue and reads them one at a
+ * time would otherwise have them all moved for every reply. */
 static int tx_reserve(ntpu_ref *r, size_t extra)
 {
     if (r->tx_tail + extra <= r->tx_cap)
         return 0;
-    if (r->tx_head > 0) {
-        memmove(r->tx, r->tx + r->tx_head, r->tx_tail - r->tx_head);
-        r->tx_tail -= r->tx_head;
+    size_t unread = r->tx_tail - r->tx_head;
+    if (r->tx_head > 0 && unread <= r->tx_head) {
+        memmove(r->tx, r->tx + r->tx_head, unread);
+        r->tx_tail = unread;
         r->tx_head = 0;
         if (r->tx_tail + extra <= r->tx_cap)
             return 0;
@@ -295,14 +304,16 @@ static uint8_t *reply_begin(ntpu_ref *r, uint8_t seq, uint8_t st, size_t data_le
     f[1] = seq;
     put16(f + 2, (unsigned)len);
     f[4] = st;
+    r->reply_head = seq | (uint32_t)len << 8 | (uint32_t)st << 24;
     return f + 5;
 }
 
 static void reply_end(ntpu_ref *r)
 {
     uint8_t *f = r->tx + r->tx_tail;
-    size_t len = get16(f + 2);
-    put32(f + 4 + len, ntpu_crc32(0, f + 1, 3 + len));
+    size_t len = (r->reply_head >> 8) & 0xFFFFu;
+    /* The header's CRC from the value reply_begin kept, not from the bytes it just stored. */
+    put32(f + 4 + len, ntpu_crc32(ntpu_crc32_word(0, r->reply_head), f + 5, len - 1));
     size_t total = len + NTPU_FRAME_OVERHEAD;
     r->tx_tail += total;
     r->cnt[NTPU_CNT_TX_BYTES] += total;
@@ -932,10 +943,10 @@ static int run(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len)
     return -1;
 }
 
-/* A whole frame is in r->frame: SEQ, LEN, PAYLOAD, CRC. */
-static void frame_done(ntpu_ref *r)
+/* A whole frame at f: SEQ, LEN, PAYLOAD, CRC (r->frame, or in place in the
+ * host's buffer). */
+static void frame_done(ntpu_ref *r, const uint8_t *f)
 {
-    const uint8_t *f = r->frame;
     uint8_t seq = f[0];
     size_t len = get16(f + 1);
     if (ntpu_crc32(0, f, 3 + len) != get32(f + 3 + len)) {
@@ -969,63 +980,112 @@ static void frame_done(ntpu_ref *r)
 
 /* ---------------------------------------------------------------- stream */
 
+/* Counted before executing, so a COUNTERS frame sees its own bytes. */
+static void count_rx(ntpu_ref *r, size_t bytes)
+{
+    r->cnt[NTPU_CNT_RX_BYTES] += bytes;
+    uint64_t rx_cycles = link_cycles(r, &r->rx_part, bytes);
+    r->cnt[NTPU_CNT_STALL_LINK] += rx_cycles;
+    r->cnt[NTPU_CNT_CYCLES] += rx_cycles;
+}
+
+/* The length of the frame at buf when the receiver is between frames, buf
+ * holds all of it and its LEN is one the receiver accepts: it then runs
+ * where it lies, with no copy into r->frame. 0: the byte-wise receiver
+ * takes it (split frames, garbage, a bad LEN), with the same outcome. */
+static size_t whole_frame(const ntpu_ref *r, const uint8_t *buf, size_t n)
+{
+    if (r->rx_state != RX_HUNT || n < NTPU_FRAME_OVERHEAD || buf[0] != NTPU_SOF_CMD)
+        return 0;
+    size_t len = get16(buf + 2);
+    if (len == 0 || len > r->cfg.max_payload || n - NTPU_FRAME_OVERHEAD < len)
+        return 0;
+    return len + NTPU_FRAME_OVERHEAD;
+}
+
+/* One step of the byte-wise receiver over buf[0..n): returns the bytes it
+ * used. Whatever it drops while hunting stops short of the next SOF, so a
+ * whole frame behind garbage still runs in place. */
+static size_t receive_step(ntpu_ref *r, const uint8_t *buf, size_t n)
+{
+    size_t used;
+    int header_in = 0, frame_in = 0;
+    switch (r->rx_state) {
+    case RX_HUNT: {
+        const uint8_t *sof = memchr(buf, NTPU_SOF_CMD, n);
+        used = sof ? (size_t)(sof - buf) : n;
+        r->dropped += (uint32_t)used;
+        if (used == 0) { /* SOF first */
+            used = 1;
+            r->frame_have = 0;
+            r->rx_state = RX_HEADER;
+        }
+        break;
+    }
+    case RX_HEADER:
+        r->frame[r->frame_have++] = buf[0];
+        used = 1;
+        header_in = r->frame_have == 3;
+        break;
+    default: /* RX_BODY */
+        used = r->frame_need - r->frame_have;
+        if (used > n)
+            used = n;
+        memcpy(r->frame + r->frame_have, buf, used);
+        r->frame_have += used;
+        frame_in = r->frame_have == r->frame_need;
+        break;
+    }
+    count_rx(r, used);
+    if (header_in) {
+        size_t len = get16(r->frame + 1);
+        if (len == 0 || len > r->cfg.max_payload) {
+            /* Answered now, and hunting resumes with the byte after LEN:
+             * a garbage header must not swallow the frames behind it. */
+            reply_status(r, r->frame[0], NTPU_DEV_ERR_LENGTH);
+            r->rx_state = RX_HUNT;
+        } else {
+            r->frame_need = 3 + len + NTPU_FRAME_TRAILER;
+            r->rx_state = RX_BODY;
+        }
+    } else if (frame_in) {
+        frame_done(r, r->frame);
+        r->rx_state = RX_HUNT;
+    }
+    return used;
+}
+
 void ntpu_ref_write(ntpu_ref *r, const uint8_t *buf, size_t n)
 {
     if (!r || !buf)
         return;
     while (n > 0) {
-        size_t used;
-        int header_in = 0, frame_in = 0;
-        switch (r->rx_state) {
-        case RX_HUNT: {
-            const uint8_t *sof = memchr(buf, NTPU_SOF_CMD, n);
-            used = sof ? (size_t)(sof - buf) : n;
-            r->dropped += (uint32_t)used;
-            if (sof) {
-                used++;
-                r->frame_have = 0;
-                r->rx_state = RX_HEADER;
-            }
-            break;
+        size_t used = whole_frame(r, buf, n);
+        if (used) {
+            count_rx(r, used);
+            frame_done(r, buf + 1);
+        } else {
+            used = receive_step(r, buf, n);
         }
-        case RX_HEADER:
-            r->frame[r->frame_have++] = buf[0];
-            used = 1;
-            header_in = r->frame_have == 3;
-            break;
-        default: /* RX_BODY */
-            used = r->frame_need - r->frame_have;
-            if (used > n)
-                used = n;
-            memcpy(r->frame + r->frame_have, buf, used);
-            r->frame_have += used;
-            frame_in = r->frame_have == r->frame_need;
-            break;
-        }
-        /* Counted before executing, so a COUNTERS frame sees its own bytes. */
-        r->cnt[NTPU_CNT_RX_BYTES] += used;
-        uint64_t rx_cycles = link_cycles(r, &r->rx_part, used);
-        r->cnt[NTPU_CNT_STALL_LINK] += rx_cycles;
-        r->cnt[NTPU_CNT_CYCLES] += rx_cycles;
         buf += used;
         n -= used;
-
-        if (header_in) {
-            size_t len = get16(r->frame + 1);
-            if (len == 0 || len > r->cfg.max_payload) {
-                /* Answered now, and hunting resumes with the byte after LEN:
-                 * a garbage header must not swallow the frames behind it. */
-                reply_status(r, r->frame[0], NTPU_DEV_ERR_LENGTH);
-                r->rx_state = RX_HUNT;
-            } else {
-                r->frame_need = 3 + len + NTPU_FRAME_TRAILER;
-                r->rx_state = RX_BODY;
-            }
-        } else if (frame_in) {
-            frame_done(r);
-            r->rx_state = RX_HUNT;
-        }
     }
+}
+
+const uint8_t *ntpu_ref_peek(const ntpu_ref *r, size_t *n)
+{
+    *n = r ? r->tx_tail - r->tx_head : 0;
+    return *n ? r->tx + r->tx_head : NULL;
+}
+
+void ntpu_ref_consume(ntpu_ref *r, size_t n)
+{
+    if (!r)
+        return;
+    size_t k = r->tx_tail - r->tx_head;
+    r->tx_head += n < k ? n : k;
+    if (r->tx_head == r->tx_tail)
+        r->tx_head = r->tx_tail = 0;
 }
 
 size_t ntpu_ref_read(ntpu_ref *r, uint8_t *buf, size_t cap)
@@ -1036,9 +1096,7 @@ size_t ntpu_ref_read(ntpu_ref *r, uint8_t *buf, size_t cap)
     if (k > cap)
         k = cap;
     memcpy(buf, r->tx + r->tx_head, k);
-    r->tx_head += k;
-    if (r->tx_head == r->tx_tail)
-        r->tx_head = r->tx_tail = 0;
+    ntpu_ref_consume(r, k);
     return k;
 }
 
