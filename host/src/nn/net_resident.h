@@ -11,7 +11,11 @@
  *   conv: WB[wb_w[i] + ((ot*K*K + ky*K + kx)*CTi + t)*N + r][n] = w[ot*N + n][t*N + r][ky][kx]
  *   fc:   WB[wb_w[i] + (ot*KT + pix*CTi + t)*N + r][n] = w[ot*N + n][(t*N + r)*HW + pix], KT = HW*CTi
  * and dW accumulates in ACC at acc_dw[i] in the same layout (fp32), db at acc_db[i] (one row an output
- * tile), across the micro-batches of a step; the fp32 biases at acc_b[i]. */
+ * tile), across the micro-batches of a step; the fp32 biases at acc_b[i].
+ * With the device optimizer (net_devopt.c) item i's fp32 master weights are in ACC at acc_mw[i] in dW's
+ * layout, output tile ot's rows at acc_mw[i] + ot*(1+mom)*R (R = the tile's dW rows), then (momentum) its
+ * momentum rows; the bias momentum at acc_b[i] + CTo; Adam's moments in OS at os_w[i] + ot*2*R (R rows of
+ * m, then of v) and os_b[i] (CTo rows of m, then of v); the optimizer's constants at m->acc_k. */
 #ifndef NTPU_NET_RESIDENT_H
 #define NTPU_NET_RESIDENT_H
 
@@ -35,6 +39,10 @@ typedef struct ntpu_net_res {
     unsigned band[NTPU_MAX_ITEMS + 1];
     uint32_t ub_arg[NTPU_MAX_ITEMS], acc_r[NTPU_MAX_ITEMS], ub_gz[NTPU_MAX_ITEMS];
     uint32_t wb_w[NTPU_MAX_ITEMS], acc_b[NTPU_MAX_ITEMS], acc_db[NTPU_MAX_ITEMS], acc_dw[NTPU_MAX_ITEMS];
+    uint32_t acc_mw[NTPU_MAX_ITEMS], os_w[NTPU_MAX_ITEMS], os_b[NTPU_MAX_ITEMS];
+    int devopt;    /* the optimizer runs on the device (m->devopt): the layout has its state */
+    uint32_t acc_k; /* its constants (m->acc_k) */
+    size_t os_rows;
     uint32_t wb_g; /* gZ of the item being differentiated, as weight tiles (WB, one item at a time) */
     /* the input map is written again (at ub_x2) for the first item's dW, its rows free in between: what
      * the layout does when UB cannot hold the input map all through a micro-batch, at the cost of a
@@ -76,5 +84,12 @@ ntpu_status ntpu_net_res_backward(ntpu_model *m, int first, const float *x, size
 ntpu_status ntpu_net_res_write_input(ntpu_model *m, const float *x, size_t b0, size_t count, uint32_t at);
 
 void ntpu_net_res_free(ntpu_net_res *r);
+
+/* net_devopt.c, the device optimizer of a resident net (r->devopt): its master weights and state from the
+ * host's parameters to the device; the step's update of every parameter after the last micro-batch's
+ * backward pass (OPTIM, then ACT the bf16 weights to WB), which counts the step; ntpu_net_devopt_fetch
+ * (nn_internal.h) reads them back. */
+ntpu_status ntpu_net_devopt_upload(ntpu_model *m);
+ntpu_status ntpu_net_devopt_step(ntpu_model *m);
 
 #endif
