@@ -20,6 +20,7 @@
 #define NTPU_NET_RESIDENT_H
 
 #include "net_internal.h"
+#include "net_profile.h"
 
 #define NTPU_NET_MB 8u /* samples of a micro-batch (decision 0031) */
 
@@ -90,6 +91,8 @@ void ntpu_net_res_free(ntpu_net_res *r);
  * backward pass (OPTIM, then ACT the bf16 weights to WB), which counts the step; ntpu_net_devopt_fetch
  * (nn_internal.h) reads them back. */
 ntpu_status ntpu_net_devopt_upload(ntpu_model *m);
+/* net_profile.c: with a profile set, the counters since the last mark (read and cleared) onto *bucket. */
+ntpu_status ntpu_net_profile_mark(ntpu_model *m, ntpu_counters *bucket);
 ntpu_status ntpu_net_devopt_step(ntpu_model *m);
 
 #endif

@@ -139,7 +139,8 @@ static ntpu_status pool_forward(const pass *p, size_t i)
 ntpu_status ntpu_net_res_forward(ntpu_model *m)
 {
     const pass p = {m, m->net->res, m->dev, m->n};
-    ntpu_status st = NTPU_OK;
+    ntpu_net_profile *prof = m->net->profile;
+    ntpu_status st = prof ? ntpu_net_profile_mark(m, &prof->host) : NTPU_OK;
     for (size_t i = 0; i < m->arch.n && st == NTPU_OK; i++) {
         ntpu_layer_kind kind = m->arch.item[i].kind;
         if (kind == NTPU_LAYER_CONV)
@@ -148,6 +149,8 @@ ntpu_status ntpu_net_res_forward(ntpu_model *m)
             st = fc_forward(&p, i);
         else if (kind == NTPU_LAYER_MAXPOOL || kind == NTPU_LAYER_AVGPOOL)
             st = pool_forward(&p, i);
+        if (st == NTPU_OK && prof)
+            st = ntpu_net_profile_mark(m, &prof->fwd[i]);
     }
     return st;
 }
@@ -287,7 +290,8 @@ static ntpu_status elementwise_backward(const pass *p, size_t i)
 ntpu_status ntpu_net_res_backward(ntpu_model *m, int first, const float *x, size_t b0, size_t count)
 {
     const pass p = {m, m->net->res, m->dev, m->n};
-    ntpu_status st = NTPU_OK;
+    ntpu_net_profile *prof = m->net->profile;
+    ntpu_status st = prof ? ntpu_net_profile_mark(m, &prof->host) : NTPU_OK;
     for (size_t i = m->arch.n; i-- > p.r->first && st == NTPU_OK;) {
         ntpu_layer_kind kind = m->arch.item[i].kind;
         if (i == p.r->first && p.r->rewrite_input &&
@@ -299,6 +303,8 @@ ntpu_status ntpu_net_res_backward(ntpu_model *m, int first, const float *x, size
             st = fc_backward(&p, i, first);
         else
             st = elementwise_backward(&p, i);
+        if (st == NTPU_OK && prof)
+            st = ntpu_net_profile_mark(m, &prof->bwd[i]);
     }
     return st;
 }
