@@ -14,14 +14,14 @@ typedef struct cnn_row {
     char device[128];
     unsigned n;
     int devopt;
-    ntpu_counters c;              /* the measured step */
-    double util, secs;            /* its utilization and wall seconds */
-    uint64_t tx, rx, frames;      /* link bytes and frames (sent + received) of the measured step */
-    float loss;                   /* of the measured step */
-    uint64_t digest;              /* the loss and every parameter after the measured step */
-    ntpu_net_profile prof;        /* the step before it, with the counters read between items */
-    ntpu_arch arch;               /* for the items' names */
-    char skip[160];               /* why the step did not run (""); e.g. no resident layout or device optimizer */
+    ntpu_counters c;         /* the measured step */
+    double util, secs;       /* its utilization and wall seconds */
+    uint64_t tx, rx, frames; /* link bytes and frames (sent + received) of the measured step */
+    float loss;              /* of the measured step */
+    uint64_t digest;         /* the loss and every parameter after the measured step */
+    ntpu_net_profile prof;   /* the step before it, with the counters read between items */
+    ntpu_arch arch;          /* for the items' names */
+    char skip[160];          /* why the step did not run (""); e.g. no resident layout or device optimizer */
 } cnn_row;
 
 /* The row's step on dev (named device), host optimizer or device optimizer: 0, or 1 after printing why. */

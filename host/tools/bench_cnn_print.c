@@ -51,9 +51,10 @@ static void json_row(const cnn_row *r)
         return;
     }
     const uint64_t bytes = r->tx + r->rx;
-    printf(",\"cycles\":%" PRIu64 ",\"macs\":%" PRIu64 ",\"array_busy\":%" PRIu64 ",\"utilization\":%.6f,\"seconds\":%.6f,"
-           "\"link_tx_bytes\":%" PRIu64 ",\"link_rx_bytes\":%" PRIu64 ",\"link_bytes\":%" PRIu64 ",\"link_frames\":%" PRIu64
-           ",\"payload_ratio\":%.4f,\"budget_ratio\":%.4f,\"loss\":%.9g,\"items\":[",
+    printf(",\"cycles\":%" PRIu64 ",\"macs\":%" PRIu64 ",\"array_busy\":%" PRIu64
+           ",\"utilization\":%.6f,\"seconds\":%.6f,"
+           "\"link_tx_bytes\":%" PRIu64 ",\"link_rx_bytes\":%" PRIu64 ",\"link_bytes\":%" PRIu64
+           ",\"link_frames\":%" PRIu64 ",\"payload_ratio\":%.4f,\"budget_ratio\":%.4f,\"loss\":%.9g,\"items\":[",
            r->c.cycles, r->c.macs, r->c.array_busy, r->util, r->secs, r->tx, r->rx, bytes, r->frames,
            (double)bytes / cnn_payload_bytes(), (double)bytes / (1.1 * cnn_payload_bytes()), (double)r->loss);
     for (size_t i = 0; i < r->arch.n; i++) {
@@ -93,8 +94,8 @@ static void print_items(const cnn_row *r, int w)
         if (!f->cycles && !g->cycles)
             continue;
         printf("%-*s %-6s %3zu %-12s %14s %6.1f%% %14s %6.1f%%\n", w, r->device, r->devopt ? "device" : "host", i,
-               item_name(&r->arch.item[i], name, sizeof name), grouped(f->cycles, b[0], sizeof b[0]), 100.0 * util(r, f),
-               grouped(g->cycles, b[1], sizeof b[1]), 100.0 * util(r, g));
+               item_name(&r->arch.item[i], name, sizeof name), grouped(f->cycles, b[0], sizeof b[0]),
+               100.0 * util(r, f), grouped(g->cycles, b[1], sizeof b[1]), 100.0 * util(r, g));
     }
     printf("%-*s %-6s %3s %-12s %14s %7s %14s\n", w, r->device, r->devopt ? "device" : "host", "-", "optimizer", "", "",
            grouped(r->prof.opt.cycles, b[0], sizeof b[0]));

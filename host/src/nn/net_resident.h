@@ -41,7 +41,7 @@ typedef struct ntpu_net_res {
     uint32_t ub_arg[NTPU_MAX_ITEMS], acc_r[NTPU_MAX_ITEMS], ub_gz[NTPU_MAX_ITEMS];
     uint32_t wb_w[NTPU_MAX_ITEMS], acc_b[NTPU_MAX_ITEMS], acc_db[NTPU_MAX_ITEMS], acc_dw[NTPU_MAX_ITEMS];
     uint32_t acc_mw[NTPU_MAX_ITEMS], os_w[NTPU_MAX_ITEMS], os_b[NTPU_MAX_ITEMS];
-    int devopt;    /* the optimizer runs on the device (m->devopt): the layout has its state */
+    int devopt;     /* the optimizer runs on the device (m->devopt): the layout has its state */
     uint32_t acc_k; /* its constants (m->acc_k) */
     size_t os_rows;
     uint32_t wb_g; /* gZ of the item being differentiated, as weight tiles (WB, one item at a time) */
