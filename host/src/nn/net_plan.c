@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "net_resident.h"
+#include "ntpu/program.h"
 
 #define FIELD_MAX 255u  /* in_h, in_w, out_w, stride, k: u8 fields of CONV and POOL */
 #define ROWS_MAX 65535u /* rows of one command */
@@ -250,6 +251,9 @@ void ntpu_net_res_free(ntpu_net_res *r)
 {
     if (!r)
         return;
+    ntpu_program_free(r->prog_fwd);
+    ntpu_program_free(r->prog_bwd);
+    ntpu_program_free(r->prog_first);
     free(r->rows.p);
     free(r->host.p);
     free(r);

@@ -177,16 +177,21 @@ ntpu_status ntpu_net_res_train_step(ntpu_model *m, const float *x, const uint8_t
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "train: out of memory");
     float *grad = logits + m->max_batch * classes;
     ntpu_step_result r = {0};
+    int prog = 0;
     ntpu_status st = own_device(m);
+    if (st == NTPU_OK)
+        st = ntpu_net_prog_prepare(m, &prog);
     for (size_t b0 = 0; b0 < batch && st == NTPU_OK; b0 += MB) {
         const size_t count = batch - b0 < MB ? batch - b0 : MB;
         if ((st = ntpu_net_res_write_input(m, x, b0, count, m->net->res->ub[0])) != NTPU_OK ||
-            (st = ntpu_net_res_forward(m)) != NTPU_OK || (st = read_logits(m, count, logits + b0 * classes)) != NTPU_OK)
+            (st = prog ? ntpu_net_prog_forward(m) : ntpu_net_res_forward(m)) != NTPU_OK ||
+            (st = read_logits(m, count, logits + b0 * classes)) != NTPU_OK)
             break;
         ntpu_softmax_xent_part(logits + b0 * classes, labels + b0, count, batch, classes, grad + b0 * classes, &total,
                                &r.correct);
         if ((st = write_dlogits(m, count, grad + b0 * classes)) == NTPU_OK)
-            st = ntpu_net_res_backward(m, b0 == 0, x, b0, count);
+            st = prog && b0 > 0 ? ntpu_net_prog_backward(m, x, b0, count)
+                                : ntpu_net_res_backward(m, b0 == 0, x, b0, count);
     }
     if (st == NTPU_OK && m->net->res->devopt) {
         if ((st = ntpu_net_devopt_step(m)) == NTPU_OK && res) {
@@ -217,11 +222,14 @@ ntpu_status ntpu_net_res_train_step(ntpu_model *m, const float *x, const uint8_t
 
 ntpu_status ntpu_net_res_predict(ntpu_model *m, const float *x, size_t batch, float *logits)
 {
+    int prog = 0;
     ntpu_status st = own_device(m);
+    if (st == NTPU_OK)
+        st = ntpu_net_prog_prepare(m, &prog);
     for (size_t b0 = 0; b0 < batch && st == NTPU_OK; b0 += MB) {
         const size_t count = batch - b0 < MB ? batch - b0 : MB;
         if ((st = ntpu_net_res_write_input(m, x, b0, count, m->net->res->ub[0])) == NTPU_OK &&
-            (st = ntpu_net_res_forward(m)) == NTPU_OK)
+            (st = prog ? ntpu_net_prog_forward(m) : ntpu_net_res_forward(m)) == NTPU_OK)
             st = read_logits(m, count, logits + b0 * m->net->classes);
     }
     return st;

@@ -53,6 +53,11 @@ typedef struct ntpu_net_res {
     size_t first;                      /* the first item with parameters: no gradient before it, no dX for it */
     size_t ub_rows, wb_rows, acc_rows; /* rows the layout takes */
     int stale;                         /* the device's weights and biases are not the host's parameters */
+    /* stored programs (net_program.c): the forward pass, the backward pass of items first+1 .. (all items
+     * without rewrite_input) and of item first; prog 0 not recorded yet, 1 in use, -1 not used */
+    struct ntpu_program *prog_fwd, *prog_bwd, *prog_first;
+    int prog;
+    uint64_t prog_pm_writes; /* dev->pm_writes when they were uploaded */
     ntpu_net_buf rows, host;           /* staging for rows to and from the device; logits and their gradient */
 } ntpu_net_res;
 
@@ -80,6 +85,16 @@ ntpu_status ntpu_net_res_predict(ntpu_model *m, const float *x, size_t batch, fl
  * of x again). */
 ntpu_status ntpu_net_res_forward(ntpu_model *m);
 ntpu_status ntpu_net_res_backward(ntpu_model *m, int first, const float *x, size_t b0, size_t count);
+/* The backward pass of items hi-1 down to lo only (no input written): what a stored program holds. */
+ntpu_status ntpu_net_res_backward_items(ntpu_model *m, int first, size_t lo, size_t hi);
+
+/* net_program.c: on a device with PROGRAM and room in PM, the forward pass and the backward pass of every
+ * micro-batch but a step's first (which starts the sums of dW and db) as stored programs, recorded once
+ * for the layout and uploaded to PM from row 0 whenever something else wrote PM. *use: whether this call's
+ * passes run them (never while a profile reads the counters between items). */
+ntpu_status ntpu_net_prog_prepare(ntpu_model *m, int *use);
+ntpu_status ntpu_net_prog_forward(ntpu_model *m);
+ntpu_status ntpu_net_prog_backward(ntpu_model *m, const float *x, size_t b0, size_t count);
 
 /* Samples b0 .. b0+count-1 of x (C-H-W floats each) as the input map at UB row at (net_resident.c). */
 ntpu_status ntpu_net_res_write_input(ntpu_model *m, const float *x, size_t b0, size_t count, uint32_t at);
