@@ -66,7 +66,8 @@ static void same_floats(const float *a, const float *b, size_t n, const char *wh
                      (double)b[j]);
 }
 
-/* The parameters and optimizer slots of d (fetched from its device first) and h. */
+/* The parameters and optimizer slots of d (fetched from its device first) and h (fetched by the caller,
+ * if it has the device optimizer too). */
 static void same_state(ntpu_model *d, const ntpu_model *h)
 {
     cr_assert_eq(ntpu_model_fetch(d), NTPU_OK, "%s", ntpu_last_error(d->dev));
@@ -282,6 +283,53 @@ Test(net_devopt, sharing_a_device_and_int8)
     for (int k = 0; k < 2; k++)
         ntpu_model_free(d[k]), ntpu_model_free(h[k]);
     ntpu_close(ds), ntpu_close(dh);
+}
+
+/* Frames a step of d takes on its link. */
+static uint64_t step_frames(ntpu_model *d, const run *r, int s, float *x, uint8_t *y, size_t classes)
+{
+    ntpu_link_stats a, b;
+    ntpu_get_link_stats(d->dev, &a);
+    const size_t in = (size_t)r->c * r->h * r->w;
+    fill(x, r->batch * in, y, r->batch, classes, 200 + (uint64_t)s);
+    cr_assert_eq(ntpu_model_train_step(d, x, y, r->batch, NULL), NTPU_OK, "%s", ntpu_last_error(d->dev));
+    cr_assert_eq(ntpu_fence(d->dev), NTPU_OK);
+    ntpu_get_link_stats(d->dev, &b);
+    return b.tx_frames - a.tx_frames;
+}
+
+/* The micro-batch passes as stored programs (PM) give the bits of the same commands sent one by one (no
+ * PM), in a fraction of the frames: batches of 3 micro-batches (the first sends its backward pass), with the
+ * input written once and (the issue's CNN on the default UB) twice. */
+Test(net_devopt, stored_programs, .timeout = 300)
+{
+    const run runs[2] = {{"ref", "conv8k3p1,relu,maxpool2,conv8k3p1,relu,avgpool2,fc4", 1, 8, 8, 24, 3},
+                         {"ref", "conv16k3p1,relu,maxpool2,conv32k3p1,relu,maxpool2,fc10", 1, 28, 28, 24, 2}};
+    for (int k = 0; k < 2; k++) {
+        const run *r = &runs[k];
+        ntpu_device *dp = NULL, *dn = NULL;
+        cr_assert_eq(ntpu_open("ref", &dp), NTPU_OK);
+        cr_assert_eq(ntpu_open("ref:pm=0", &dn), NTPU_OK);
+        const ntpu_arch a = parse(r->spec, r->c, r->h, r->w);
+        const size_t in = (size_t)r->c * r->h * r->w, classes = a.item[a.n - 1].out;
+        ntpu_model *p = create(dp, &a, r->batch, NTPU_OPT_ADAM, 1), *n = create(dn, &a, r->batch, NTPU_OPT_ADAM, 1);
+        cr_assert_eq(p->net->res->rewrite_input, k, "%s: the input written %s", r->spec, k ? "twice" : "once");
+        float *x = malloc(r->batch * in * sizeof *x);
+        uint8_t y[24];
+        uint64_t fp = 0, fn = 0;
+        for (int s = 0; s < r->steps; s++) {
+            fp = step_frames(p, r, s, x, y, classes);
+            fn = step_frames(n, r, s, x, y, classes);
+        }
+        cr_assert_eq(p->net->res->prog, 1, "%s: the programs are not in use", r->spec);
+        cr_assert_lt(fp * 2, fn, "%s: %llu frames a step with programs, %llu without", r->spec, (unsigned long long)fp,
+                     (unsigned long long)fn);
+        cr_assert_eq(ntpu_model_fetch(n), NTPU_OK);
+        same_state(p, n);
+        free(x);
+        ntpu_model_free(p), ntpu_model_free(n);
+        ntpu_close(dp), ntpu_close(dn);
+    }
 }
 
 static void host_optimizer(const char *device, const char *spec, ntpu_optimizer kind, const char *why)

@@ -58,7 +58,7 @@ typedef struct ntpu_net_res {
     struct ntpu_program *prog_fwd, *prog_bwd, *prog_first;
     int prog;
     uint64_t prog_pm_writes; /* dev->pm_writes when they were uploaded */
-    ntpu_net_buf rows, host;           /* staging for rows to and from the device; logits and their gradient */
+    ntpu_net_buf rows, host; /* staging for rows to and from the device; logits and their gradient */
 } ntpu_net_res;
 
 /* Places the net on the device when it has CONV, POOL, VECTOR, TRANSPOSE and TRANSPOSE_A, N divides
