@@ -175,9 +175,10 @@ def main():
     out = []
     out.append("# Benchmarks\n")
     out.append("What `make bench` measured; it rewrites this file. Command: `make bench`, which runs\n"
-               "`build/ntpu bench --json` (see `ntpu bench --help`) for (a) to (c), `tools/bench_epochs.py` for (d)\n"
-               "and (e), and formats them with `tools/bench_report.py`. `build/ntpu bench` alone prints (a) to (c)\n"
-               "as plain tables. `BENCH_CNN_EPOCHS=N make bench` sets the CNN's epochs (5; 0 leaves (e) out).\n")
+               "`build/ntpu bench --json` (see `ntpu bench --help`) for (a) to (c) and the CNN's training step,\n"
+               "`tools/bench_epochs.py` for (d) and (e), and formats them with `tools/bench_report.py`. `build/ntpu\n"
+               "bench` alone prints (a) to (c) and the CNN's step as plain tables. `BENCH_CNN_EPOCHS=N make bench`\n"
+               "sets the CNN's epochs (5; 0 leaves (e) out).\n")
     out.append(f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     out.append(f"- machine: {cpu_model()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}")
     out.append(f"- load average when the report was written: {load[0]:.2f} (other jobs share the cores, "

@@ -786,9 +786,12 @@ int cmd_bench(common *cm, int argc, char **argv)
         printf("{\"train_step_cnn\":");
         cnn_print_json(cnn.rows, cnn.count, cnn.agree);
         printf("}\n");
-    } else if (o.cnn_only)
-        cnn_print_table(cnn.rows, cnn.count, cnn.agree, 10);
-    else if (cm->json)
+    } else if (o.cnn_only) {
+        int w = 10; /* the device column: as wide as the longest name */
+        for (int i = 0; i < b.ncnn; i++)
+            w = (int)strlen(b.cnn[i].device) > w ? (int)strlen(b.cnn[i].device) : w;
+        cnn_print_table(cnn.rows, cnn.count, cnn.agree, w);
+    } else if (cm->json)
         print_json(b.mm, b.nmm, b.st, b.sp, b.nst, step_agree, b.so, b.prog, so_agree, &cnn, o.epoch ? &ep : NULL);
     else
         print_tables(b.mm, b.nmm, b.st, b.sp, b.nst, step_agree, b.so, b.prog, so_agree, &cnn, o.epoch ? &ep : NULL);
