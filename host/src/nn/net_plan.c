@@ -254,6 +254,8 @@ void ntpu_net_res_free(ntpu_net_res *r)
     ntpu_program_free(r->prog_fwd);
     ntpu_program_free(r->prog_bwd);
     ntpu_program_free(r->prog_first);
+    ntpu_program_free(r->prog_bwd0);
+    ntpu_program_free(r->prog_first0);
     free(r->rows.p);
     free(r->host.p);
     free(r);

@@ -8,9 +8,10 @@
 #include "net_resident.h"
 #include "ntpu/program.h"
 
-/* Records part 0 (forward), 1 (backward of the items after first, or of all) or 2 (backward of item first)
- * into *out: NULL when a pass cannot be recorded. */
-static ntpu_status record(ntpu_model *m, int part, ntpu_program **out)
+/* Records part 0 (forward), 1 (backward of the items after first, or of all) or 2 (backward of item first),
+ * the backward parts for a step's first micro-batch when first, into *out: NULL when a pass cannot be
+ * recorded. */
+static ntpu_status record(ntpu_model *m, int part, int first, ntpu_program **out)
 {
     const ntpu_net_res *r = m->net->res;
     *out = NULL;
@@ -19,8 +20,8 @@ static ntpu_status record(ntpu_model *m, int part, ntpu_program **out)
         return st;
     const size_t lo = r->rewrite_input ? r->first + 1 : r->first;
     ntpu_status pass = part == 0   ? ntpu_net_res_forward(m)
-                       : part == 1 ? ntpu_net_res_backward_items(m, 0, lo, m->arch.n)
-                                   : ntpu_net_res_backward_items(m, 0, r->first, r->first + 1);
+                       : part == 1 ? ntpu_net_res_backward_items(m, first, lo, m->arch.n)
+                                   : ntpu_net_res_backward_items(m, first, r->first, r->first + 1);
     st = ntpu_program_end(m->dev, out);
     if (st == NTPU_OK && pass != NTPU_OK) {
         ntpu_program_free(*out);
@@ -29,15 +30,38 @@ static ntpu_status record(ntpu_model *m, int part, ntpu_program **out)
     return st;
 }
 
+/* The first micro-batch's variants of backward parts 2 and 1, each kept when it fits the PM rows after
+ * the used ones (the issue's CNN: part 2, its first conv's dW, fits beside the others; part 1 does not). */
+static ntpu_status record_first(ntpu_model *m, uint64_t used)
+{
+    ntpu_net_res *r = m->net->res;
+    ntpu_program **slot[2] = {&r->prog_first0, &r->prog_bwd0};
+    for (int k = 0; k < 2; k++) {
+        if (k == 0 && !r->rewrite_input)
+            continue;
+        ntpu_status st = record(m, 2 - k, 1, slot[k]);
+        if (st != NTPU_OK)
+            return st;
+        const uint64_t rows = ntpu_program_rows(*slot[k]);
+        if (*slot[k] && used + rows <= m->dev->info.pm_rows && rows <= 65535)
+            used += rows;
+        else {
+            ntpu_program_free(*slot[k]);
+            *slot[k] = NULL;
+        }
+    }
+    return NTPU_OK;
+}
+
 /* Records the programs and decides whether they fit PM (r->prog). */
 static ntpu_status record_all(ntpu_model *m)
 {
     ntpu_net_res *r = m->net->res;
-    ntpu_status st = record(m, 0, &r->prog_fwd);
+    ntpu_status st = record(m, 0, 0, &r->prog_fwd);
     if (st == NTPU_OK)
-        st = record(m, 1, &r->prog_bwd);
+        st = record(m, 1, 0, &r->prog_bwd);
     if (st == NTPU_OK && r->rewrite_input)
-        st = record(m, 2, &r->prog_first);
+        st = record(m, 2, 0, &r->prog_first);
     if (st != NTPU_OK)
         return st;
     const uint64_t f = ntpu_program_rows(r->prog_fwd), b = ntpu_program_rows(r->prog_bwd),
@@ -45,7 +69,7 @@ static ntpu_status record_all(ntpu_model *m)
     const int whole = r->prog_fwd && r->prog_bwd && (r->prog_first || !r->rewrite_input);
     r->prog = whole && f + b + g <= m->dev->info.pm_rows && f <= 65535 && b <= 65535 && g <= 65535 ? 1 : -1;
     r->prog_pm_writes = m->dev->pm_writes - 1; /* not uploaded yet */
-    return NTPU_OK;
+    return r->prog > 0 ? record_first(m, f + b + g) : NTPU_OK;
 }
 
 ntpu_status ntpu_net_prog_prepare(ntpu_model *m, int *use)
@@ -59,11 +83,13 @@ ntpu_status ntpu_net_prog_prepare(ntpu_model *m, int *use)
     if (st != NTPU_OK || r->prog < 0)
         return st;
     if (r->prog_pm_writes != dev->pm_writes) {
-        const uint32_t f = ntpu_program_rows(r->prog_fwd), b = ntpu_program_rows(r->prog_bwd);
-        if ((st = ntpu_program_upload(dev, r->prog_fwd, 0)) != NTPU_OK ||
-            (st = ntpu_program_upload(dev, r->prog_bwd, f)) != NTPU_OK ||
-            (r->prog_first && (st = ntpu_program_upload(dev, r->prog_first, f + b)) != NTPU_OK))
-            return st;
+        ntpu_program *const all[5] = {r->prog_fwd, r->prog_bwd, r->prog_first, r->prog_first0, r->prog_bwd0};
+        uint32_t at = 0;
+        for (int k = 0; k < 5; k++) {
+            if (all[k] && (st = ntpu_program_upload(dev, all[k], at)) != NTPU_OK)
+                return st;
+            at += ntpu_program_rows(all[k]);
+        }
         r->prog_pm_writes = dev->pm_writes;
     }
     *use = 1;
@@ -75,13 +101,26 @@ ntpu_status ntpu_net_prog_forward(ntpu_model *m)
     return ntpu_program_run(m->dev, m->net->res->prog_fwd);
 }
 
+/* Backward part 1 or 2 of the micro-batch at b0: its program, or its commands when the first micro-batch's
+ * variant did not fit PM. */
+static ntpu_status run_part(ntpu_model *m, int part, size_t b0)
+{
+    const ntpu_net_res *r = m->net->res;
+    const ntpu_program *p = part == 1 ? (b0 ? r->prog_bwd : r->prog_bwd0) : (b0 ? r->prog_first : r->prog_first0);
+    if (p)
+        return ntpu_program_run(m->dev, p);
+    const size_t lo = r->rewrite_input ? r->first + 1 : r->first;
+    return part == 1 ? ntpu_net_res_backward_items(m, b0 == 0, lo, m->arch.n)
+                     : ntpu_net_res_backward_items(m, b0 == 0, r->first, r->first + 1);
+}
+
 ntpu_status ntpu_net_prog_backward(ntpu_model *m, const float *x, size_t b0, size_t count)
 {
     const ntpu_net_res *r = m->net->res;
-    ntpu_status st = ntpu_program_run(m->dev, r->prog_bwd);
+    ntpu_status st = run_part(m, 1, b0);
     if (st != NTPU_OK || !r->rewrite_input)
         return st;
     if ((st = ntpu_net_res_write_input(m, x, b0, count, r->ub_x2)) != NTPU_OK)
         return st;
-    return ntpu_program_run(m->dev, r->prog_first);
+    return run_part(m, 2, b0);
 }

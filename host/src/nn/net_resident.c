@@ -190,8 +190,7 @@ ntpu_status ntpu_net_res_train_step(ntpu_model *m, const float *x, const uint8_t
         ntpu_softmax_xent_part(logits + b0 * classes, labels + b0, count, batch, classes, grad + b0 * classes, &total,
                                &r.correct);
         if ((st = write_dlogits(m, count, grad + b0 * classes)) == NTPU_OK)
-            st = prog && b0 > 0 ? ntpu_net_prog_backward(m, x, b0, count)
-                                : ntpu_net_res_backward(m, b0 == 0, x, b0, count);
+            st = prog ? ntpu_net_prog_backward(m, x, b0, count) : ntpu_net_res_backward(m, b0 == 0, x, b0, count);
     }
     if (st == NTPU_OK && m->net->res->devopt) {
         if ((st = ntpu_net_devopt_step(m)) == NTPU_OK && res) {

@@ -56,6 +56,7 @@ typedef struct ntpu_net_res {
     /* stored programs (net_program.c): the forward pass, the backward pass of items first+1 .. (all items
      * without rewrite_input) and of item first; prog 0 not recorded yet, 1 in use, -1 not used */
     struct ntpu_program *prog_fwd, *prog_bwd, *prog_first;
+    struct ntpu_program *prog_bwd0, *prog_first0; /* the backward parts for a step's first micro-batch, or NULL */
     int prog;
     uint64_t prog_pm_writes; /* dev->pm_writes when they were uploaded */
     ntpu_net_buf rows, host; /* staging for rows to and from the device; logits and their gradient */
@@ -89,9 +90,10 @@ ntpu_status ntpu_net_res_backward(ntpu_model *m, int first, const float *x, size
 ntpu_status ntpu_net_res_backward_items(ntpu_model *m, int first, size_t lo, size_t hi);
 
 /* net_program.c: on a device with PROGRAM and room in PM, the forward pass and the backward pass of every
- * micro-batch but a step's first (which starts the sums of dW and db) as stored programs, recorded once
- * for the layout and uploaded to PM from row 0 whenever something else wrote PM. *use: whether this call's
- * passes run them (never while a profile reads the counters between items). */
+ * micro-batch but a step's first (which starts the sums of dW and db; its own programs where PM has room)
+ * as stored programs, recorded once for the layout and uploaded to PM from row 0 whenever something else
+ * wrote PM. *use: whether this call's passes run them (never while a profile reads the counters between
+ * items); ntpu_net_prog_backward runs the backward pass of any micro-batch. */
 ntpu_status ntpu_net_prog_prepare(ntpu_model *m, int *use);
 ntpu_status ntpu_net_prog_forward(ntpu_model *m);
 ntpu_status ntpu_net_prog_backward(ntpu_model *m, const float *x, size_t b0, size_t count);
