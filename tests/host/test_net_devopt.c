@@ -207,7 +207,8 @@ static void same_files(ntpu_model *d, ntpu_model *h, const char *tag)
 }
 
 /* Checkpoints of the device and host optimizers are the same bytes; a net loaded from the device's and put
- * back on it (ntpu_model_set_device_optimizer, as --resume does) goes on bit for bit as the host's run. */
+ * back on it (ntpu_model_set_device_optimizer, as --resume does) goes on bit for bit as the host's run, and
+ * so it does when its optimizer moves to the host again. */
 Test(net_devopt, checkpoints_and_resume)
 {
     run r = pools;
@@ -233,6 +234,10 @@ Test(net_devopt, checkpoints_and_resume)
         step_both(&r, back, h, s, x, y, classes);
     same_state(back, h);
     same_files(back, h, "b");
+    cr_assert_eq(ntpu_model_set_device_optimizer(back, 0), NTPU_OK, "%s", ntpu_last_error(dd));
+    cr_assert_eq(ntpu_model_check_device_optimizer(back), NTPU_ERR_UNSUPPORTED); /* back on the host */
+    step_both(&r, back, h, 6, x, y, classes);
+    same_state(back, h);
     (void)in;
     char p[160];
     for (int k = 0; k < 2; k++)
