@@ -14,14 +14,17 @@
 static ntpu_status record(ntpu_model *m, int part, int first, ntpu_program **out)
 {
     const ntpu_net_res *r = m->net->res;
+    ntpu_net_profile *prof = m->net->profile; /* a program holds no counter reads */
     *out = NULL;
     ntpu_status st = ntpu_program_begin(m->dev);
     if (st != NTPU_OK)
         return st;
+    m->net->profile = NULL;
     const size_t lo = r->rewrite_input ? r->first + 1 : r->first;
     ntpu_status pass = part == 0   ? ntpu_net_res_forward(m)
                        : part == 1 ? ntpu_net_res_backward_items(m, first, lo, m->arch.n)
                                    : ntpu_net_res_backward_items(m, first, r->first, r->first + 1);
+    m->net->profile = prof;
     st = ntpu_program_end(m->dev, out);
     if (st == NTPU_OK && pass != NTPU_OK) {
         ntpu_program_free(*out);
@@ -77,7 +80,7 @@ ntpu_status ntpu_net_prog_prepare(ntpu_model *m, int *use)
     ntpu_net_res *r = m->net->res;
     ntpu_device *dev = m->dev;
     *use = 0;
-    if (m->net->profile || !(dev->info.features & NTPU_FEATURE_PROGRAM_BIT) || dev->info.pm_rows == 0)
+    if (!(dev->info.features & NTPU_FEATURE_PROGRAM_BIT) || dev->info.pm_rows == 0)
         return NTPU_OK;
     ntpu_status st = r->prog == 0 ? record_all(m) : NTPU_OK;
     if (st != NTPU_OK || r->prog < 0)
@@ -92,7 +95,7 @@ ntpu_status ntpu_net_prog_prepare(ntpu_model *m, int *use)
         }
         r->prog_pm_writes = dev->pm_writes;
     }
-    *use = 1;
+    *use = !m->net->profile; /* the counters between items need the commands one by one */
     return NTPU_OK;
 }
 
