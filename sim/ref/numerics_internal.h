@@ -56,6 +56,22 @@ void ntpu_bf16_from_f32_row(uint16_t *dst, const void *src, size_t n);
 /* n lanes of the vector unit's fp32 add: acc[j] = ntpu_f32_add(acc[j], x[j]). */
 void ntpu_f32_add_row(uint32_t *acc, const uint32_t *x, unsigned n);
 
+/* How ntpu_adam_f32_row computes. */
+typedef enum ntpu_adam_arith {
+    NTPU_ADAM_DEVICE, /* the vector unit's, ntpu_adam_f32: subnormals flushed, NaN canonical */
+    NTPU_ADAM_IEEE,   /* the same steps in plain IEEE fp32: the host optimizer's reference */
+} ntpu_adam_arith;
+
+/* Adam on `count` elements, ascending, element i with the constants
+ * k[c * period + i % period] (c = NTPU_ADAM_K_*, period <= 64 for the fast
+ * path), eight at a time where the CPU has AVX (adam_row.c), every block of
+ * eight reading its inputs before writing. p, g, m, v: count fp32 values each,
+ * as float or as bit patterns (read through memcpy and unaligned loads). The
+ * golden model's OPTIM ADAM (period N, DEVICE) and the host's Adam (period 1,
+ * IEEE) both run it. */
+void ntpu_adam_f32_row(void *p, const void *g, void *m, void *v, size_t count, const uint32_t *k, unsigned period,
+                       int decoupled, ntpu_adam_arith arith);
+
 /* RELU_GRAD's mask test: bf16 m > 0 with subnormals read as zero (sign clear,
  * exponent not 0, not NaN). */
 int ntpu_bf16_positive(uint16_t m);

@@ -582,31 +582,25 @@ static void optim(ntpu_ref *r, unsigned flags, unsigned prow, unsigned grow, uns
     r->cnt[NTPU_CNT_CYCLES] += (uint64_t)rows * (mom ? 11u : 8u) + REF_VECTOR_LATENCY;
 }
 
-/* OPTIM ADAM (docs/isa.md, "Version 1.4"): as optim(), with m and v in OS. */
+/* OPTIM ADAM (docs/isa.md, "Version 1.4"): as optim(), with m and v in OS.
+ * The row function goes through the elements in order, each block of eight
+ * reading before it writes: the ISA's row by row result, unless a block could
+ * read a g that a row before it in the same block writes as p (g's rows just
+ * below p's, less than eight lanes apart), which is then run a row at a time. */
 static void optim_adam(ntpu_ref *r, unsigned flags, unsigned prow, unsigned grow, unsigned rows, unsigned aux,
                        unsigned srow)
 {
     const unsigned n = r->cfg.n;
     const int decoupled = (flags & NTPU_OPTIM_DECOUPLED) != 0;
-    uint32_t k[REF_MAX_N][NTPU_ADAM_CONSTS];
-    for (unsigned i = 0; i < NTPU_ADAM_CONSTS; i++)
-        for (unsigned j = 0; j < n; j++)
-            k[j][i] = r->acc[((size_t)aux + i) * n + j];
-    for (unsigned row = 0; row < rows; row++) {
-        uint32_t *p = r->acc + (size_t)(prow + row) * n;
-        const uint32_t *g = r->acc + (size_t)(grow + row) * n;
-        uint32_t *m = r->os + (size_t)(srow + row) * n;
-        uint32_t *v = r->os + ((size_t)srow + rows + row) * n;
-        uint32_t pv[REF_MAX_N], gv[REF_MAX_N], mv[REF_MAX_N], vv[REF_MAX_N];
-        memcpy(pv, p, n * sizeof *pv);
-        memcpy(gv, g, n * sizeof *gv);
-        memcpy(mv, m, n * sizeof *mv);
-        memcpy(vv, v, n * sizeof *vv);
-        for (unsigned j = 0; j < n; j++)
-            ntpu_adam_f32(&pv[j], gv[j], &mv[j], &vv[j], k[j], decoupled);
-        memcpy(m, mv, n * sizeof *mv);
-        memcpy(v, vv, n * sizeof *vv);
-        memcpy(p, pv, n * sizeof *pv);
+    uint32_t k[NTPU_ADAM_CONSTS * REF_MAX_N]; /* read once, before row 0 */
+    memcpy(k, r->acc + (size_t)aux * n, sizeof(uint32_t) * NTPU_ADAM_CONSTS * n);
+    uint32_t *p = r->acc + (size_t)prow * n, *m = r->os + (size_t)srow * n, *v = r->os + ((size_t)srow + rows) * n;
+    const uint32_t *g = r->acc + (size_t)grow * n;
+    const unsigned step = grow < prow && (prow - grow) * n < 8 ? 1 : rows;
+    for (unsigned row = 0; row < rows; row += step) {
+        const size_t at = (size_t)row * n;
+        ntpu_adam_f32_row(p + at, g + at, m + at, v + at, (size_t)(rows - row < step ? rows - row : step) * n, k, n,
+                          decoupled, NTPU_ADAM_DEVICE);
     }
     r->cnt[NTPU_CNT_CYCLES] += (uint64_t)rows * REF_ADAM_ROW_CYCLES + NTPU_ADAM_AUX_ROWS + REF_VECTOR_LATENCY;
 }
