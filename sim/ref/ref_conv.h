@@ -48,8 +48,11 @@ int ref_pool_decode(const uint8_t *p, ref_pool *c);
 /* Whether every range POOL touches lies inside its memory (exactly, no wrap). */
 int ref_pool_in_range(const ref_pool *c, unsigned ub_rows, unsigned acc_rows);
 
-/* Runs POOL on the memories (n lanes a row). Returns the rows of the map, for
- * the cycle estimate. */
+/* Runs POOL on the memories (n lanes a row, n <= 64), eight lanes at a time
+ * (ref_pool.c). Returns the rows of the map, for the cycle estimate. */
 unsigned long ref_pool_run(const ref_pool *c, uint16_t *ub, uint32_t *acc, unsigned n);
+
+/* The same one lane at a time: the definition, for tests. */
+unsigned long ref_pool_run_scalar(const ref_pool *c, uint16_t *ub, uint32_t *acc, unsigned n);
 
 #endif
