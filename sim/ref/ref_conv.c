@@ -7,6 +7,9 @@
 #include "ref_conv.h"
 
 #include <string.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "ntpu/numerics.h"
 #include "ntpu/protocol.h"
@@ -89,19 +92,30 @@ static long source_pixel(const ref_conv *c, unsigned long oy, unsigned long ox)
 }
 
 /* Forward and CONV_T: row m is sample m mod mb of output pixel m div mb; the
- * samples of one pixel are a run of rows on both sides, copied at once. */
+ * samples of one pixel are a run of rows on both sides. Runs that continue one
+ * another (neighbouring source pixels, or zero rows after zero rows) are
+ * copied or cleared at once. */
 static void gather_rows(const ref_conv *c, const uint16_t *ub, unsigned n, unsigned m0, unsigned count, uint16_t *out)
 {
     unsigned long b = m0 % c->mb, q = m0 / c->mb;
     unsigned long ox = q % c->out_w, oy = q / c->out_w;
+    const uint16_t *from = NULL; /* the pending run: `lanes` lanes from `from`, or zeros when NULL */
+    size_t lanes = 0;
     while (count > 0) {
-        unsigned run = (unsigned)(c->mb - b < count ? c->mb - b : count);
-        long pix = source_pixel(c, oy, ox);
-        if (pix < 0)
-            memset(out, 0, (size_t)run * n * sizeof *out);
-        else
-            memcpy(out, ub + ((size_t)c->ub_addr + (size_t)pix * c->mb + b) * n, (size_t)run * n * sizeof *out);
-        out += (size_t)run * n;
+        const unsigned run = (unsigned)(c->mb - b < count ? c->mb - b : count);
+        const long pix = source_pixel(c, oy, ox);
+        const uint16_t *src = pix < 0 ? NULL : ub + ((size_t)c->ub_addr + (size_t)pix * c->mb + b) * n;
+        if (lanes && (src ? from + lanes != src : from != NULL)) { /* this run does not continue the pending one */
+            if (from)
+                memcpy(out, from, lanes * sizeof *out);
+            else
+                memset(out, 0, lanes * sizeof *out);
+            out += lanes;
+            lanes = 0;
+        }
+        if (!lanes)
+            from = src;
+        lanes += (size_t)run * n;
         count -= run;
         b = 0;
         if (++ox == c->out_w) {
@@ -109,6 +123,47 @@ static void gather_rows(const ref_conv *c, const uint16_t *ub, unsigned n, unsig
             oy++;
         }
     }
+    if (from)
+        memcpy(out, from, lanes * sizeof *out);
+    else
+        memset(out, 0, lanes * sizeof *out);
+}
+
+/* out (n x n) = the n x n block at blk, transposed: out[r][i] = blk[i][r]. */
+static void transpose_block(uint16_t *out, const uint16_t *blk, unsigned n)
+{
+    unsigned from = 0;
+#if defined(__x86_64__)
+    if (n % 8 == 0) { /* 8 x 8 tiles: three rounds of interleaves (SSE2, which every x86-64 has) */
+        for (unsigned ti = 0; ti < n; ti += 8)
+            for (unsigned tr = 0; tr < n; tr += 8) {
+                const uint16_t *src = blk + (size_t)ti * n + tr;
+                __m128i a[8], b[8];
+                for (unsigned i = 0; i < 8; i++)
+                    a[i] = _mm_loadu_si128((const __m128i *)(src + (size_t)i * n));
+                for (unsigned i = 0; i < 8; i += 2) { /* pairs of rows, 16-bit lanes interleaved */
+                    b[i / 2] = _mm_unpacklo_epi16(a[i], a[i + 1]);
+                    b[4 + i / 2] = _mm_unpackhi_epi16(a[i], a[i + 1]);
+                }
+                for (unsigned h = 0; h < 8; h += 4) { /* then 32-bit pairs of pairs */
+                    a[h] = _mm_unpacklo_epi32(b[h], b[h + 1]);
+                    a[h + 1] = _mm_unpackhi_epi32(b[h], b[h + 1]);
+                    a[h + 2] = _mm_unpacklo_epi32(b[h + 2], b[h + 3]);
+                    a[h + 3] = _mm_unpackhi_epi32(b[h + 2], b[h + 3]);
+                }
+                uint16_t *dst = out + (size_t)tr * n + ti;
+                for (unsigned q = 0; q < 4; q++) { /* and 64-bit halves: column 2q, 2q + 1 */
+                    const unsigned lo = (q / 2) * 4 + q % 2;
+                    _mm_storeu_si128((__m128i *)(dst + (size_t)(2 * q) * n), _mm_unpacklo_epi64(a[lo], a[lo + 2]));
+                    _mm_storeu_si128((__m128i *)(dst + (size_t)(2 * q + 1) * n), _mm_unpackhi_epi64(a[lo], a[lo + 2]));
+                }
+            }
+        from = n;
+    }
+#endif
+    for (unsigned r = from; r < n; r++)
+        for (unsigned i = 0; i < n; i++)
+            out[(size_t)r * n + i] = blk[(size_t)i * n + r];
 }
 
 /* Weight gradient: block j (N rows) is the N x N UB block at tap (ky, kx) and
@@ -116,18 +171,21 @@ static void gather_rows(const ref_conv *c, const uint16_t *ub, unsigned n, unsig
 static void gather_blocks(const ref_conv *c, const uint16_t *ub, unsigned n, unsigned m0, unsigned count, uint16_t *out)
 {
     const unsigned long ct = c->rows / ((unsigned long)n * c->k * c->k);
-    for (unsigned long j = m0 / n; j < (m0 + count) / n; j++, out += (size_t)n * n) {
-        unsigned long t = j % ct, kx = (j / ct) % c->k, ky = j / (ct * c->k);
+    unsigned long j = m0 / n, t = j % ct, kx = (j / ct) % c->k, ky = j / (ct * c->k);
+    for (const unsigned long end = (m0 + count) / n; j < end; j++, out += (size_t)n * n) {
         long y = c->dy + (long)ky, x = c->dx + (long)kx;
-        if (y < 0 || x < 0 || y >= (long)c->in_h || x >= (long)c->in_w) {
+        if (y < 0 || x < 0 || y >= (long)c->in_h || x >= (long)c->in_w)
             memset(out, 0, (size_t)n * n * sizeof *out);
-            continue;
+        else
+            transpose_block(
+                out, ub + ((size_t)c->ub_addr + t * c->tile_stride + ((size_t)y * c->in_w + (size_t)x) * c->mb) * n, n);
+        if (++t == ct) { /* the next block's (ky, kx, t) */
+            t = 0;
+            if (++kx == c->k) {
+                kx = 0;
+                ky++;
+            }
         }
-        const uint16_t *blk =
-            ub + ((size_t)c->ub_addr + t * c->tile_stride + ((size_t)y * c->in_w + (size_t)x) * c->mb) * n;
-        for (unsigned r = 0; r < n; r++)
-            for (unsigned i = 0; i < n; i++)
-                out[(size_t)r * n + i] = blk[(size_t)i * n + r];
     }
 }
 

@@ -89,7 +89,7 @@ int ref_pool_in_range(const ref_pool *c, unsigned ub_rows, unsigned acc_rows)
  * forward source starts at `map + (y * in_w + x) * pix`, pooled pixel (py, px)
  * at `pooled + (py * ow + px) * pix`. */
 typedef struct pool_geom {
-    size_t pix, row;     /* lanes of a pixel, of a map row of pixels (in_w * pix) */
+    size_t pix, row;      /* lanes of a pixel, of a map row of pixels (in_w * pix) */
     unsigned long oh, ow; /* pooled pixels down and across */
     unsigned n, k;
     uint32_t scale[REF_POOL_SCALE_LANES]; /* AVG's factor, lane L at L mod lanes; lanes = lcm(n, 8) */
@@ -183,8 +183,8 @@ typedef uint16_t u16x8 __attribute__((vector_size(16)));
 /* Lane-by-lane steps as macros, and the helpers below take vectors by
  * pointer: a 32-byte vector passed by value draws GCC's ABI note even inlined.
  * A cast between two vector types of one size keeps the bits. */
-#define FLUSH(x) ((x) & ((u32x8)(((x) & 0x7F800000u) != 0u) | 0x80000000u)) /* subnormal -> zero of its sign */
-#define IS_NAN(x) ((u32x8)((i32x8)((x) & 0x7FFFFFFFu) > 0x7F800000))         /* compared signed: below 2^31 */
+#define FLUSH(x) ((x) & ((u32x8)(((x)&0x7F800000u) != 0u) | 0x80000000u)) /* subnormal -> zero of its sign */
+#define IS_NAN(x) ((u32x8)((i32x8)((x)&0x7FFFFFFFu) > 0x7F800000))        /* compared signed: below 2^31 */
 #define SELECT(m, a, b) (((a) & (m)) | ((b) & ~(m)))
 
 INLINE void load_bf16(u32x8 *x, const uint16_t *p)

@@ -80,8 +80,8 @@ static void check(unsigned mode, unsigned n, unsigned ih, unsigned iw, unsigned 
                            mb, k, i / n, i % n, ub[i], ub2[i]);
     for (size_t i = 0; i < (size_t)ACC * n; i++)
         if (acc[i] != acc2[i])
-            cr_assert_fail("mode %u n %u %ux%u mb %u k %u: ACC row %zu lane %zu 0x%08X, scalar 0x%08X", mode, n, ih,
-                           iw, mb, k, i / n, i % n, acc[i], acc2[i]);
+            cr_assert_fail("mode %u n %u %ux%u mb %u k %u: ACC row %zu lane %zu 0x%08X, scalar 0x%08X", mode, n, ih, iw,
+                           mb, k, i / n, i % n, acc[i], acc2[i]);
 }
 
 Test(ref_pool_vec, every_mode_matches_the_scalar_definition)
