@@ -138,13 +138,16 @@ static void transpose_block(uint16_t *out, const uint16_t *blk, unsigned n)
         for (unsigned ti = 0; ti < n; ti += 8)
             for (unsigned tr = 0; tr < n; tr += 8) {
                 const uint16_t *src = blk + (size_t)ti * n + tr;
-                __m128i a[8], b[8];
+                __m128i a[8], b[8]; /* unrolled, so that they stay in registers */
+#pragma GCC unroll 8
                 for (unsigned i = 0; i < 8; i++)
                     a[i] = _mm_loadu_si128((const __m128i *)(src + (size_t)i * n));
+#pragma GCC unroll 4
                 for (unsigned i = 0; i < 8; i += 2) { /* pairs of rows, 16-bit lanes interleaved */
                     b[i / 2] = _mm_unpacklo_epi16(a[i], a[i + 1]);
                     b[4 + i / 2] = _mm_unpackhi_epi16(a[i], a[i + 1]);
                 }
+#pragma GCC unroll 2
                 for (unsigned h = 0; h < 8; h += 4) { /* then 32-bit pairs of pairs */
                     a[h] = _mm_unpacklo_epi32(b[h], b[h + 1]);
                     a[h + 1] = _mm_unpackhi_epi32(b[h], b[h + 1]);
@@ -152,6 +155,7 @@ static void transpose_block(uint16_t *out, const uint16_t *blk, unsigned n)
                     a[h + 3] = _mm_unpackhi_epi32(b[h + 2], b[h + 3]);
                 }
                 uint16_t *dst = out + (size_t)tr * n + ti;
+#pragma GCC unroll 4
                 for (unsigned q = 0; q < 4; q++) { /* and 64-bit halves: column 2q, 2q + 1 */
                     const unsigned lo = (q / 2) * 4 + q % 2;
                     _mm_storeu_si128((__m128i *)(dst + (size_t)(2 * q) * n), _mm_unpacklo_epi64(a[lo], a[lo + 2]));

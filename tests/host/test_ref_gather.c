@@ -34,7 +34,9 @@ static void want_row(const ref_conv *c, unsigned n, unsigned long m, uint16_t *r
         if (y < 0 || x < 0 || y >= (long)c->in_h || x >= (long)c->in_w)
             return;
         for (unsigned i = 0; i < n; i++)
-            row[i] = ub[(c->ub_addr + t * c->tile_stride + ((unsigned long)y * c->in_w + (unsigned long)x) * c->mb + i) * n + r];
+            row[i] =
+                ub[(c->ub_addr + t * c->tile_stride + ((unsigned long)y * c->in_w + (unsigned long)x) * c->mb + i) * n +
+                   r];
         return;
     }
     unsigned long b = m % c->mb, q = m / c->mb, ox = q % c->out_w, oy = q / c->out_w;
