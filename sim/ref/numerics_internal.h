@@ -72,6 +72,19 @@ typedef enum ntpu_adam_arith {
 void ntpu_adam_f32_row(void *p, const void *g, void *m, void *v, size_t count, const uint32_t *k, unsigned period,
                        int decoupled, ntpu_adam_arith arith);
 
+/* The vector unit over `count` lanes of consecutive rows (vector_rows.c),
+ * eight at a time in ascending order, each block of eight read before it is
+ * written; the output goes to dst32 as fp32 bits when it is not NULL, else to
+ * dst16 rounded to bf16 (ntpu_bf16_from_f32_bits).
+ * ACT's fp32 part: x = src[i], fadd'ed to bias[i % n] with a bias (n <= 64
+ * lanes, else NULL), through ntpu_relu_f32 with relu. */
+void ntpu_act_f32_lanes(const uint32_t *src, size_t count, unsigned n, const uint32_t *bias, int relu, uint32_t *dst32,
+                        uint16_t *dst16);
+/* RELU_GRAD: x = ntpu_bf16_positive(mask[i]) ? src[i] : +0. */
+void ntpu_relu_grad_lanes(const uint32_t *src, const uint16_t *mask, size_t count, uint32_t *dst32, uint16_t *dst16);
+/* COLSUM: s[j] = ntpu_f32_add(s[j], x[r * n + j]) for the rows r ascending. */
+void ntpu_colsum_f32_rows(uint32_t *s, const uint32_t *x, size_t rows, unsigned n);
+
 /* RELU_GRAD's mask test: bf16 m > 0 with subnormals read as zero (sign clear,
  * exponent not 0, not NaN). */
 int ntpu_bf16_positive(uint16_t m);

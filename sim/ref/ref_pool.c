@@ -12,13 +12,12 @@
 
 #include "ntpu/numerics.h"
 #include "ntpu/protocol.h"
+#include "lanes8.h"
 #include "numerics_internal.h"
 #include "ref_conv.h"
 
 /* AVG's factor row laid out over lcm(n, 8) lanes, for n up to 64. */
 #define REF_POOL_SCALE_LANES 512u
-
-#define INLINE static inline __attribute__((always_inline))
 
 static unsigned get16(const uint8_t *p)
 {
@@ -174,65 +173,10 @@ static void unpool_lane(const ref_pool *c, const pool_geom *g, uint32_t *win, si
 
 /* ---------------------------------------------------------------- eight lanes */
 
-#ifdef __GNUC__
-typedef uint32_t u32x8 __attribute__((vector_size(32)));
-typedef int32_t i32x8 __attribute__((vector_size(32)));
-typedef float f32x8 __attribute__((vector_size(32)));
-typedef uint16_t u16x8 __attribute__((vector_size(16)));
-
-/* Lane-by-lane steps as macros, and the helpers below take vectors by
- * pointer: a 32-byte vector passed by value draws GCC's ABI note even inlined.
- * A cast between two vector types of one size keeps the bits. */
-#define FLUSH(x) ((x) & ((u32x8)(((x)&0x7F800000u) != 0u) | 0x80000000u)) /* subnormal -> zero of its sign */
-#define IS_NAN(x) ((u32x8)((i32x8)((x)&0x7FFFFFFFu) > 0x7F800000))        /* compared signed: below 2^31 */
-#define SELECT(m, a, b) (((a) & (m)) | ((b) & ~(m)))
-
-INLINE void load_bf16(u32x8 *x, const uint16_t *p)
-{
-    u16x8 h;
-    memcpy(&h, p, sizeof h);
-    *x = __builtin_convertvector(h, u32x8) << 16;
-}
-
-INLINE void store_u16(uint16_t *p, const u32x8 *x)
-{
-    u16x8 h = __builtin_convertvector(*x, u16x8);
-    memcpy(p, &h, sizeof h);
-}
-
-/* ntpu_f32_add on eight lanes: its steps exactly (flush, IEEE add, flush, canonical NaN). */
-INLINE void fadd8(u32x8 *s, const u32x8 *b)
-{
-    u32x8 a = FLUSH(*s), c = FLUSH(*b);
-    u32x8 r = (u32x8)((f32x8)a + (f32x8)c);
-    r = FLUSH(r);
-    *s = SELECT(IS_NAN(r), (u32x8){0} + NTPU_F32_CANONICAL_NAN, r);
-}
-
-/* ntpu_f32_mul on eight lanes: IEEE's product of the flushed operands is the
- * device's unless it is NaN or at most 2^-126 without being 0 (where IEEE keeps
- * subnormals or rounds up to 2^-126 from below); those lanes take the scalar. */
-INLINE void fmul8(u32x8 *p, const u32x8 *a, const u32x8 *b)
-{
-    u32x8 fa = FLUSH(*a), fb = FLUSH(*b);
-    u32x8 r = (u32x8)((f32x8)fa * (f32x8)fb);
-    u32x8 odd = (u32x8)(((r & 0x7FFFFFFFu) - 1u) < 0x00800000u) | IS_NAN(r);
-    for (unsigned l = 0; l < 8; l++)
-        if (odd[l])
-            r[l] = ntpu_f32_mul((*a)[l], (*b)[l]);
-    *p = r;
-}
-
-/* ntpu_bf16_from_f32_bits on eight lanes: its steps, the branches as masks. */
-INLINE void bf16_round8(u32x8 *h, const u32x8 *x)
-{
-    u32x8 quiet = (*x >> 16) | 0x0040u, f = FLUSH(*x);
-    u32x8 r = (f + 0x7FFFu + ((f >> 16) & 1u)) >> 16;
-    *h = SELECT(IS_NAN(*x), quiet, r);
-}
-
+#ifdef NTPU_LANES8
 /* pool_lane on lanes L .. L+7. */
-INLINE void pool8(const ref_pool *c, const pool_geom *g, const uint16_t *win, size_t L, uint16_t *dst, uint16_t *arg)
+LANES8_INLINE void pool8(const ref_pool *c, const pool_geom *g, const uint16_t *win, size_t L, uint16_t *dst,
+                         uint16_t *arg)
 {
     u32x8 best = {0}, best_val = {0}, idx = {0}, s = {0};
     for (unsigned wy = 0; wy < g->k; wy++)
@@ -264,8 +208,8 @@ INLINE void pool8(const ref_pool *c, const pool_geom *g, const uint16_t *win, si
 }
 
 /* unpool_lane on lanes L .. L+7. */
-INLINE void unpool8(const ref_pool *c, const pool_geom *g, uint32_t *win, size_t L, const uint32_t *grad,
-                    const uint16_t *arg)
+LANES8_INLINE void unpool8(const ref_pool *c, const pool_geom *g, uint32_t *win, size_t L, const uint32_t *grad,
+                           const uint16_t *arg)
 {
     u32x8 gv, out = {0}, at = {0};
     memcpy(&gv, grad + L, sizeof gv);
@@ -291,7 +235,7 @@ INLINE void unpool8(const ref_pool *c, const pool_geom *g, uint32_t *win, size_t
 /* ---------------------------------------------------------------- the command */
 
 /* The forward modes on every pooled pixel; `vec`: eight lanes at a time. */
-INLINE void pool_all(const ref_pool *c, const pool_geom *g, uint16_t *ub, unsigned n, int vec)
+LANES8_INLINE void pool_all(const ref_pool *c, const pool_geom *g, uint16_t *ub, unsigned n, int vec)
 {
     for (unsigned long py = 0; py < g->oh; py++)
         for (unsigned long px = 0; px < g->ow; px++) {
@@ -300,7 +244,7 @@ INLINE void pool_all(const ref_pool *c, const pool_geom *g, uint16_t *ub, unsign
             uint16_t *dst = ub + (size_t)c->dst * n + out;
             uint16_t *arg = c->mode == NTPU_POOL_MODE_MAX ? ub + (size_t)c->aux * n + out : NULL;
             size_t L = 0;
-#ifdef __GNUC__
+#ifdef NTPU_LANES8
             for (; vec && L + 8 <= g->pix; L += 8)
                 pool8(c, g, win, L, dst, arg);
 #endif
@@ -310,7 +254,8 @@ INLINE void pool_all(const ref_pool *c, const pool_geom *g, uint16_t *ub, unsign
 }
 
 /* The backward modes: every map pixel a window covers, then +0 in those none does. */
-INLINE void unpool_all(const ref_pool *c, const pool_geom *g, const uint16_t *ub, uint32_t *acc, unsigned n, int vec)
+LANES8_INLINE void unpool_all(const ref_pool *c, const pool_geom *g, const uint16_t *ub, uint32_t *acc, unsigned n,
+                              int vec)
 {
     uint32_t *map = acc + (size_t)c->dst * n;
     for (unsigned long py = 0; py < g->oh; py++)
@@ -320,7 +265,7 @@ INLINE void unpool_all(const ref_pool *c, const pool_geom *g, const uint16_t *ub
             const uint32_t *grad = acc + (size_t)c->src * n + in;
             const uint16_t *arg = c->mode == NTPU_POOL_MODE_MAX_GRAD ? ub + (size_t)c->aux * n + in : NULL;
             size_t L = 0;
-#ifdef __GNUC__
+#ifdef NTPU_LANES8
             for (; vec && L + 8 <= g->pix; L += 8)
                 unpool8(c, g, win, L, grad, arg);
 #endif
@@ -334,7 +279,7 @@ INLINE void unpool_all(const ref_pool *c, const pool_geom *g, const uint16_t *ub
     }
 }
 
-INLINE void run_modes(const ref_pool *c, const pool_geom *g, uint16_t *ub, uint32_t *acc, unsigned n, int vec)
+LANES8_INLINE void run_modes(const ref_pool *c, const pool_geom *g, uint16_t *ub, uint32_t *acc, unsigned n, int vec)
 {
     /* The ranges in one memory do not overlap (checked), so the order of the
      * writes cannot matter: the ISA's "every source row read first" holds. */
