@@ -81,8 +81,7 @@ LANES8_INLINE void relu8(u32x8 *x)
 /* ntpu_bf16_positive on eight bf16 lanes (in the low half of each), as a mask. */
 LANES8_INLINE void bf16_positive8(u32x8 *mask, const u32x8 *m)
 {
-    *mask = (u32x8)((*m & 0x8000u) == 0u) & (u32x8)((*m & 0x7F80u) != 0u) &
-            (u32x8)((i32x8)(*m & 0x7FFFu) <= 0x7F80);
+    *mask = (u32x8)((*m & 0x8000u) == 0u) & (u32x8)((*m & 0x7F80u) != 0u) & (u32x8)((i32x8)(*m & 0x7FFFu) <= 0x7F80);
 }
 
 #endif

@@ -84,6 +84,10 @@ void ntpu_act_f32_lanes(const uint32_t *src, size_t count, unsigned n, const uin
 void ntpu_relu_grad_lanes(const uint32_t *src, const uint16_t *mask, size_t count, uint32_t *dst32, uint16_t *dst16);
 /* COLSUM: s[j] = ntpu_f32_add(s[j], x[r * n + j]) for the rows r ascending. */
 void ntpu_colsum_f32_rows(uint32_t *s, const uint32_t *x, size_t rows, unsigned n);
+/* OPTIM (SGD, or momentum with s not NULL): ntpu_optim_f32 on each lane, in
+ * place, with lr[i % n], wd[i % n], mu[i % n] (n <= 64). */
+void ntpu_optim_f32_lanes(uint32_t *p, const uint32_t *g, uint32_t *s, size_t count, unsigned n, const uint32_t *lr,
+                          const uint32_t *wd, const uint32_t *mu);
 
 /* RELU_GRAD's mask test: bf16 m > 0 with subnormals read as zero (sign clear,
  * exponent not 0, not NaN). */

@@ -568,8 +568,9 @@ static void colsum(ntpu_ref *r, unsigned flags, unsigned src, unsigned dst, unsi
     r->cnt[NTPU_CNT_CYCLES] += rows + REF_VECTOR_LATENCY;
 }
 
-/* OPTIM (docs/isa.md, "Version 1.3"): rows one at a time, each reading all its
- * operands before writing, so any overlap of the ranges gives the ISA's result. */
+/* OPTIM (docs/isa.md, "Version 1.3"): rows one at a time in the ISA, each
+ * reading all its operands before writing; as one stream of lanes unless g's
+ * rows sit just below p's or s's (lanes_ok), so any overlap gives its result. */
 static void optim(ntpu_ref *r, unsigned flags, unsigned prow, unsigned grow, unsigned rows, unsigned aux)
 {
     const unsigned n = r->cfg.n, mom = flags & NTPU_OPTIM_MOMENTUM;
@@ -578,20 +579,13 @@ static void optim(ntpu_ref *r, unsigned flags, unsigned prow, unsigned grow, uns
     memcpy(wd, r->acc + ((size_t)aux + 1) * n, n * sizeof *wd);
     if (mom)
         memcpy(mu, r->acc + ((size_t)aux + 2) * n, n * sizeof *mu);
-    for (unsigned row = 0; row < rows; row++) {
-        uint32_t *p = r->acc + (size_t)(prow + row) * n;
-        uint32_t *s = r->acc + ((size_t)prow + rows + row) * n;
-        const uint32_t *g = r->acc + (size_t)(grow + row) * n;
-        uint32_t pv[REF_MAX_N], gv[REF_MAX_N], sv[REF_MAX_N];
-        memcpy(pv, p, n * sizeof *pv);
-        memcpy(gv, g, n * sizeof *gv);
-        if (mom)
-            memcpy(sv, s, n * sizeof *sv);
-        for (unsigned j = 0; j < n; j++)
-            ntpu_optim_f32(&pv[j], gv[j], mom ? &sv[j] : NULL, lr[j], wd[j], mu[j]);
-        if (mom)
-            memcpy(s, sv, n * sizeof *sv);
-        memcpy(p, pv, n * sizeof *pv);
+    uint32_t *p = r->acc + (size_t)prow * n, *s = mom ? r->acc + ((size_t)prow + rows) * n : NULL;
+    const uint32_t *g = r->acc + (size_t)grow * n;
+    const int ok = lanes_ok(grow, prow, rows, n) && (!mom || lanes_ok(grow, prow + rows, rows, n));
+    const unsigned step = ok ? rows : 1;
+    for (unsigned row = 0; row < rows; row += step) {
+        const size_t at = (size_t)row * n, count = (size_t)(rows - row < step ? rows - row : step) * n;
+        ntpu_optim_f32_lanes(p + at, g + at, s ? s + at : NULL, count, n, lr, wd, mu);
     }
     r->cnt[NTPU_CNT_CYCLES] += (uint64_t)rows * (mom ? 11u : 8u) + REF_VECTOR_LATENCY;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The golden model's ACT, RELU_GRAD and COLSUM over many rows at once: the
+/* The golden model's ACT, RELU_GRAD, COLSUM and OPTIM over many rows at once: the
  * lanes of consecutive rows are contiguous, so one call runs a whole command
  * eight lanes at a time (lanes8.h; AVX2 where the CPU has it), the lanes left
  * over by the scalar functions of numerics.c, which define the results. */
@@ -103,6 +103,37 @@ LANES8_INLINE void colsum8(uint32_t *s, const uint32_t *x, size_t rows, unsigned
     }
 }
 
+/* OPTIM's chain on eight lanes (ntpu_optim_f32's steps); k holds lr, wd, mu
+ * laid out by lane_row_fill. */
+LANES8_INLINE size_t optim8(uint32_t *p, const uint32_t *g, uint32_t *s, size_t count, const lane_row k[3])
+{
+    size_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+        const unsigned at = (unsigned)(i % k[0].lanes);
+        u32x8 pv, t, lr, wd, mu, prod;
+        memcpy(&pv, p + i, sizeof pv);
+        memcpy(&t, g + i, sizeof t);
+        memcpy(&lr, k[0].v + at, sizeof lr);
+        memcpy(&wd, k[1].v + at, sizeof wd);
+        fmul8(&prod, &wd, &pv);
+        fadd8(&t, &prod);
+        if (s) {
+            u32x8 sv;
+            memcpy(&sv, s + i, sizeof sv);
+            memcpy(&mu, k[2].v + at, sizeof mu);
+            fmul8(&sv, &mu, &sv);
+            fadd8(&sv, &t);
+            memcpy(s + i, &sv, sizeof sv);
+            t = sv;
+        }
+        fmul8(&prod, &lr, &t);
+        prod ^= 0x80000000u;
+        fadd8(&pv, &prod);
+        memcpy(p + i, &pv, sizeof pv);
+    }
+    return i;
+}
+
 #if defined(__x86_64__)
 #define VEC_TARGET __attribute__((target("avx2")))
 #define VEC_AVAILABLE() __builtin_cpu_supports("avx2")
@@ -129,8 +160,7 @@ VEC_TARGET static size_t relu_grad8_vec(const uint32_t *src, const uint16_t *mas
     return relu_grad8(src, mask, count, dst32, dst16);
 }
 
-static size_t relu_grad8_base(const uint32_t *src, const uint16_t *mask, size_t count, uint32_t *dst32,
-                              uint16_t *dst16)
+static size_t relu_grad8_base(const uint32_t *src, const uint16_t *mask, size_t count, uint32_t *dst32, uint16_t *dst16)
 {
     return relu_grad8(src, mask, count, dst32, dst16);
 }
@@ -144,10 +174,20 @@ static void colsum8_base(uint32_t *s, const uint32_t *x, size_t rows, unsigned n
 {
     colsum8(s, x, rows, n);
 }
+
+VEC_TARGET static size_t optim8_vec(uint32_t *p, const uint32_t *g, uint32_t *s, size_t count, const lane_row k[3])
+{
+    return optim8(p, g, s, count, k);
+}
+
+static size_t optim8_base(uint32_t *p, const uint32_t *g, uint32_t *s, size_t count, const lane_row k[3])
+{
+    return optim8(p, g, s, count, k);
+}
 #endif
 
-void ntpu_act_f32_lanes(const uint32_t *src, size_t count, unsigned n, const uint32_t *bias, int relu,
-                        uint32_t *dst32, uint16_t *dst16)
+void ntpu_act_f32_lanes(const uint32_t *src, size_t count, unsigned n, const uint32_t *bias, int relu, uint32_t *dst32,
+                        uint16_t *dst16)
 {
     size_t i = 0;
 #ifdef NTPU_LANES8
@@ -192,4 +232,21 @@ void ntpu_colsum_f32_rows(uint32_t *s, const uint32_t *x, size_t rows, unsigned 
     for (size_t r = 0; r < rows; r++)
         for (unsigned j = 0; j < n; j++)
             s[j] = ntpu_f32_add(s[j], x[r * n + j]);
+}
+
+void ntpu_optim_f32_lanes(uint32_t *p, const uint32_t *g, uint32_t *s, size_t count, unsigned n, const uint32_t *lr,
+                          const uint32_t *wd, const uint32_t *mu)
+{
+    size_t i = 0;
+#ifdef NTPU_LANES8
+    if (count >= 8) {
+        lane_row k[3];
+        lane_row_fill(&k[0], lr, n);
+        lane_row_fill(&k[1], wd, n);
+        lane_row_fill(&k[2], mu, n);
+        i = VEC_AVAILABLE() ? optim8_vec(p, g, s, count, k) : optim8_base(p, g, s, count, k);
+    }
+#endif
+    for (; i < count; i++)
+        ntpu_optim_f32(&p[i], g[i], s ? &s[i] : NULL, lr[i % n], wd[i % n], mu[i % n]);
 }

@@ -82,8 +82,7 @@ Test(vector_rows, act_lanes_are_the_scalar_steps)
             for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
                 const size_t count = counts[ci];
                 fill();
-                ntpu_act_f32_lanes(src, count, n, with_bias ? bias : NULL, relu, wide ? d32 : NULL,
-                                   wide ? NULL : d16);
+                ntpu_act_f32_lanes(src, count, n, with_bias ? bias : NULL, relu, wide ? d32 : NULL, wide ? NULL : d16);
                 for (size_t i = 0; i < count; i++) {
                     uint32_t x = src[i];
                     if (with_bias)
@@ -136,6 +135,36 @@ Test(vector_rows, colsum_rows_are_the_scalar_chains)
             for (unsigned j = 0; j < n; j++)
                 cr_assert_eq(s[j], want[j], "n %u rows %zu column %u: 0x%08X, want 0x%08X", n, rows, j, s[j], want[j]);
         }
+}
+
+Test(vector_rows, optim_lanes_are_the_element_function)
+{
+    const unsigned ns[] = {2, 3, 8, 16, 24};
+    static uint32_t p[LEN], g[LEN], st[LEN], wp[LEN], ws[LEN];
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+        for (int mom = 0; mom < 2; mom++)
+            for (size_t count = 0; count <= LEN; count += count < 20 ? 1 : 97) {
+                const unsigned n = ns[ni];
+                uint32_t lr[64], wd[64], mu[64];
+                for (unsigned j = 0; j < n; j++) { /* ordinary constants mostly, hostile ones too */
+                    lr[j] = rnd() % 4 ? ntpu_f32_bits(0.01f * (float)(j + 1)) : rnd_f32();
+                    wd[j] = rnd() % 4 ? ntpu_f32_bits(1e-4f * (float)j) : rnd_f32();
+                    mu[j] = rnd() % 4 ? ntpu_f32_bits(0.9f) : rnd_f32();
+                }
+                for (size_t i = 0; i < LEN; i++) {
+                    p[i] = wp[i] = rnd_f32();
+                    g[i] = rnd_f32();
+                    st[i] = ws[i] = rnd_f32();
+                }
+                ntpu_optim_f32_lanes(p, g, mom ? st : NULL, count, n, lr, wd, mu);
+                for (size_t i = 0; i < count; i++)
+                    ntpu_optim_f32(&wp[i], g[i], mom ? &ws[i] : NULL, lr[i % n], wd[i % n], mu[i % n]);
+                for (size_t i = 0; i < LEN; i++) {
+                    cr_assert_eq(p[i], wp[i], "n %u mom %d count %zu: p lane %zu 0x%08X, want 0x%08X", n, mom, count, i,
+                                 p[i], wp[i]);
+                    cr_assert_eq(st[i], ws[i], "n %u mom %d count %zu: s lane %zu", n, mom, count, i);
+                }
+            }
 }
 
 /* ---------------------------------------------------------------- through the model */
@@ -225,6 +254,57 @@ static void overlap_case(unsigned n, int relu_grad, unsigned out, unsigned ahead
                      out, ahead, i / n, i % n);
     }
     ntpu_ref_free(r);
+}
+
+/* OPTIM (momentum when mom) with g's rows `below` rows under p's (or s's when
+ * below_s), n lanes, against the rows run one at a time here. */
+static void optim_case(unsigned n, int mom, unsigned below, int below_s)
+{
+    ntpu_ref_config cfg = ntpu_ref_default_config();
+    cfg.n = n;
+    cfg.ub_rows = cfg.acc_rows = ROWS;
+    seq_next = 0;
+    ntpu_ref *r = ntpu_ref_new(&cfg);
+    cr_assert(r);
+    static uint32_t acc[ROWS * 8], got[ROWS * 8];
+    for (unsigned i = 0; i < ROWS * n; i++)
+        acc[i] = rnd_f32();
+    const unsigned prow = 10, rows = 12, aux = 55;
+    const unsigned grow = (below_s ? prow + rows : prow) - below;
+    for (unsigned j = 0; j < n; j++) {
+        acc[aux * n + j] = ntpu_f32_bits(0.01f);
+        acc[(aux + 1) * n + j] = ntpu_f32_bits(0.001f);
+        acc[(aux + 2) * n + j] = ntpu_f32_bits(0.9f);
+    }
+    mem(r, NTPU_OP_WRITE_MEM, NTPU_MEM_ACC, ROWS, acc, ROWS * n * 4);
+    uint8_t c[10] = {NTPU_OP_OPTIM, (uint8_t)(mom ? NTPU_OPTIM_MOMENTUM : 0)};
+    put16(c + 2, prow);
+    put16(c + 4, grow);
+    put16(c + 6, rows);
+    put16(c + 8, aux);
+    cr_assert_eq(run(r, c, sizeof c, NULL), NTPU_DEV_OK);
+    for (unsigned row = 0; row < rows; row++) /* a row reads p, g, s, then writes */
+        for (unsigned j = 0; j < n; j++) {
+            uint32_t gv = acc[(grow + row) * n + j];
+            ntpu_optim_f32(&acc[(prow + row) * n + j], gv, mom ? &acc[(prow + rows + row) * n + j] : NULL,
+                           acc[aux * n + j], acc[(aux + 1) * n + j], acc[(aux + 2) * n + j]);
+        }
+    mem(r, NTPU_OP_READ_MEM, NTPU_MEM_ACC, ROWS, got, 0);
+    for (unsigned i = 0; i < ROWS * n; i++)
+        cr_assert_eq(got[i], acc[i], "OPTIM n %u mom %d g %u below %s: ACC row %u lane %u", n, mom, below,
+                     below_s ? "s" : "p", i / n, i % n);
+    ntpu_ref_free(r);
+}
+
+Test(vector_rows, optim_with_g_just_below_p_or_s)
+{
+    const unsigned ns[] = {2, 3, 4, 8};
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+        for (unsigned below = 0; below <= 5; below++) {
+            optim_case(ns[ni], 0, below, 0);
+            optim_case(ns[ni], 1, below, 0);
+            optim_case(ns[ni], 1, below, 1);
+        }
 }
 
 Test(vector_rows, destinations_just_ahead_still_run_row_by_row)
