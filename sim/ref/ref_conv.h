@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Protocol 1.5 in the golden model: where MATMUL's CONV modes take their rows
- * from, and POOL (docs/isa.md, "Version 1.5"). ref.c decodes the frame and runs
+ * from (ref_conv.c), and POOL (ref_pool.c) (docs/isa.md, "Version 1.5"). ref.c decodes the frame and runs
  * the checks in the ISA's order with these; the arithmetic stays the MATMUL
  * kernels' and the vector unit's. Internal to the model. */
 #ifndef NTPU_REF_CONV_H
