@@ -154,19 +154,20 @@ __attribute__((target("avx"), always_inline)) static inline void adam8(const ada
 #undef K
 }
 
-/* The lanes of one block that failed the test, again by the element function
- * from the inputs in[] (p, g, m, v); out[] (p, m, v) holds the vector results. */
-static void redo_lanes(int mask, float in[4][8], float out[3][8], const uint32_t *k, unsigned period, size_t i,
-                       int decoupled)
+/* The lanes of one block (elements i .. i+7) that failed the test, again by
+ * the element function from the inputs, still in memory (the block has not
+ * written yet); out[] (p, m, v) holds the vector results. */
+static void redo_lanes(int mask, const float *p, const float *g, const float *m, const float *v, float out[3][8],
+                       const uint32_t *k, unsigned period, size_t i, int decoupled)
 {
     for (unsigned l = 0; l < 8; l++) {
         if (!(mask >> l & 1))
             continue;
         uint32_t pv, gv, mv, vv, e[NTPU_ADAM_CONSTS];
-        memcpy(&pv, &in[0][l], 4);
-        memcpy(&gv, &in[1][l], 4);
-        memcpy(&mv, &in[2][l], 4);
-        memcpy(&vv, &in[3][l], 4);
+        memcpy(&pv, p + i + l, 4);
+        memcpy(&gv, g + i + l, 4);
+        memcpy(&mv, m + i + l, 4);
+        memcpy(&vv, v + i + l, 4);
         lane_consts(e, k, period, i + l);
         ntpu_adam_f32(&pv, gv, &mv, &vv, e, decoupled);
         memcpy(&out[0][l], &pv, 4);
@@ -177,15 +178,16 @@ static void redo_lanes(int mask, float in[4][8], float out[3][8], const uint32_t
 
 /* Elements 0 .. count/8*8 - 1, eight at a time; returns how many it did. Each
  * block reads all its inputs before it writes. `check`: the device's
- * arithmetic, lanes off the grid redone by the element function. */
+ * arithmetic, lanes off the grid redone by the element function. `one`: the
+ * table is one block of eight lanes (period 1, 2, 4, 8), its loads loop-invariant. */
 __attribute__((target("avx"), always_inline)) static inline size_t adam_avx(float *p, const float *g, float *m,
                                                                             float *v, size_t count, const adam_table *t,
                                                                             const uint32_t *k, unsigned period,
-                                                                            int decoupled, int check)
+                                                                            int decoupled, int check, int one)
 {
     size_t i = 0;
     for (; i + 8 <= count; i += 8) {
-        const unsigned at = (unsigned)(i % t->lanes);
+        const unsigned at = one ? 0u : (unsigned)(i % t->lanes);
         adam8_io io = {_mm256_loadu_ps(p + i), _mm256_loadu_ps(g + i), _mm256_loadu_ps(m + i), _mm256_loadu_ps(v + i),
                        _mm256_setzero_ps()};
         if (check) {
@@ -193,13 +195,8 @@ __attribute__((target("avx"), always_inline)) static inline size_t adam_avx(floa
                 _mm256_or_ps(_mm256_loadu_ps((const float *)&t->bad[at]), _mm256_or_ps(off_grid(io.p), off_grid(io.g)));
             io.bad = _mm256_or_ps(io.bad, _mm256_or_ps(off_grid(io.m), off_grid(io.v)));
         }
-        float in[4][8];
-        _mm256_storeu_ps(in[0], io.p);
-        _mm256_storeu_ps(in[1], io.g);
-        _mm256_storeu_ps(in[2], io.m);
-        _mm256_storeu_ps(in[3], io.v);
         adam8(t, at, decoupled, check, &io);
-        const int mask = _mm256_movemask_ps(io.bad);
+        const int mask = check ? _mm256_movemask_ps(io.bad) : 0;
         if (!mask) {
             _mm256_storeu_ps(p + i, io.p);
             _mm256_storeu_ps(m + i, io.m);
@@ -210,7 +207,7 @@ __attribute__((target("avx"), always_inline)) static inline size_t adam_avx(floa
         _mm256_storeu_ps(out[0], io.p);
         _mm256_storeu_ps(out[1], io.m);
         _mm256_storeu_ps(out[2], io.v);
-        redo_lanes(mask, in, out, k, period, i, decoupled);
+        redo_lanes(mask, p, g, m, v, out, k, period, i, decoupled);
         memcpy(p + i, out[0], sizeof out[0]);
         memcpy(m + i, out[1], sizeof out[1]);
         memcpy(v + i, out[2], sizeof out[2]);
@@ -218,18 +215,22 @@ __attribute__((target("avx"), always_inline)) static inline size_t adam_avx(floa
     return i;
 }
 
-/* The two arithmetics, each compiled with its own branches folded away. */
+/* The arithmetics, each compiled with its own branches folded away. */
 __attribute__((target("avx"))) static size_t adam_avx_device(float *p, const float *g, float *m, float *v, size_t count,
                                                              const adam_table *t, const uint32_t *k, unsigned period,
                                                              int decoupled)
 {
-    return adam_avx(p, g, m, v, count, t, k, period, decoupled, 1);
+    if (t->lanes == 8)
+        return adam_avx(p, g, m, v, count, t, k, period, decoupled, 1, 1);
+    return adam_avx(p, g, m, v, count, t, k, period, decoupled, 1, 0);
 }
 
 __attribute__((target("avx"))) static size_t adam_avx_ieee(float *p, const float *g, float *m, float *v, size_t count,
                                                            const adam_table *t, int decoupled)
 {
-    return adam_avx(p, g, m, v, count, t, NULL, 1, decoupled, 0);
+    if (t->lanes == 8)
+        return adam_avx(p, g, m, v, count, t, NULL, 1, decoupled, 0, 1);
+    return adam_avx(p, g, m, v, count, t, NULL, 1, decoupled, 0, 0);
 }
 #endif
 
