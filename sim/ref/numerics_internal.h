@@ -49,11 +49,12 @@ void ntpu_mac_int8_rows_generic(uint32_t *acc, const uint16_t *a, const uint16_t
 void ntpu_mac_bf16_rows_t_generic(uint32_t *acc, const uint16_t *a, size_t t_stride, const uint16_t *w, unsigned n,
                                   size_t rows);
 
-/* dst[i] = ntpu_bf16_from_f32_bits(bits of fp32 i of src) for n values, four
- * at a time: the host's conversions of whole rows. */
+/* dst[i] = ntpu_bf16_from_f32_bits(bits of fp32 i of src) for n values, eight
+ * at a time where the CPU has AVX2, else four: the host's conversions of whole rows. */
 void ntpu_bf16_from_f32_row(uint16_t *dst, const void *src, size_t n);
 
-/* n lanes of the vector unit's fp32 add: acc[j] = ntpu_f32_add(acc[j], x[j]). */
+/* n lanes of the vector unit's fp32 add: acc[j] = ntpu_f32_add(acc[j], x[j]),
+ * eight at a time where the CPU has AVX2. */
 void ntpu_f32_add_row(uint32_t *acc, const uint32_t *x, unsigned n);
 
 /* How ntpu_adam_f32_row computes. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The golden model's vector unit over many rows at once (vector_rows.c):
- * ntpu_act_f32_lanes, ntpu_relu_grad_lanes and ntpu_colsum_f32_rows against
+ * ntpu_act_f32_lanes, ntpu_relu_grad_lanes, ntpu_colsum_f32_rows,
+ * ntpu_optim_f32_lanes and ntpu_f32_add_row against
  * the scalar functions that define them, on hostile values (NaNs, infinities,
  * subnormals and zeros of both signs, bf16 rounding ties), for row widths that
  * do and do not fill blocks of eight; and ACT / RELU_GRAD through the model
@@ -96,6 +97,21 @@ Test(vector_rows, act_lanes_are_the_scalar_steps)
                 }
                 compare(with_bias ? (relu ? "ACT bias relu" : "ACT bias") : relu ? "ACT relu" : "ACT", n, count);
             }
+        }
+}
+
+Test(vector_rows, add_row_is_the_scalar_add)
+{
+    for (unsigned n = 0; n <= 40; n++)
+        for (unsigned off = 0; off < 3; off++) {
+            fill();
+            memcpy(w32, src + 100, sizeof w32[0] * 64);
+            memcpy(d32, w32, sizeof w32[0] * 64);
+            ntpu_f32_add_row(d32 + off, src + off, n);
+            for (unsigned j = 0; j < n; j++)
+                w32[off + j] = ntpu_f32_add(w32[off + j], src[off + j]);
+            for (unsigned j = 0; j < 64; j++)
+                cr_assert_eq(d32[j], w32[j], "n %u offset %u lane %u: 0x%08X, want 0x%08X", n, off, j, d32[j], w32[j]);
         }
 }
 
