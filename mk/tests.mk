@@ -85,3 +85,13 @@ test: deps protocol-check all $(TEST_PARTS) ## run every test (installs what is 
 	@BUILD=$(BUILD) CC="$(CC)" CPPFLAGS="$(CPPFLAGS)" RTL_BENCHES="$(RTL_BENCHES)" \
 	  VERILATOR_BENCHES="$(VERILATOR_BENCHES)" \
 	  bash tests/run.sh
+
+# link_speed: frames and rows per CPU second between the library and a device (tools/link_speed.c,
+# docs/perf/0032-ref-speed.md). A measurement, not a test: make test does not run it.
+.PHONY: link-speed
+link-speed: $(BUILD)/tools/link_speed ## frames/s and MB/s of rows over the link (DEV=ref by default)
+	$(BUILD)/tools/link_speed $(if $(DEV),$(DEV),ref)
+
+$(BUILD)/tools/link_speed: tools/link_speed.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIB_A) -lstdc++ $(LDLIBS) -o $@

@@ -130,6 +130,38 @@ def cpu_sections(ep):
     return out
 
 
+def cnn_sections(c):
+    """`ntpu bench` (e): the CNN's step, resident, host and device optimizer, and its items."""
+    out = [f"### The CNN's training step (`ntpu bench` (e)): {c['arch']}, batch {c['batch']}, {c['optimizer']}\n",
+           "Resident on the device (protocol 1.5); the optimizer on the host (dW read, weights written each step)\n"
+           "or on the device (OPTIM ADAM). The second step is measured. Payload: bf16 batch + one label byte a\n"
+           f"sample + 8 bytes of loss and metrics = {grouped(c['payload_bytes'])} B.\n"]
+    agree = {True: "all equal", False: "DIFFER", None: "-"}[c["agree"]]
+    rows, items = [], []
+    for r in c["runs"]:
+        where = "device" if r["device_optimizer"] else "host"
+        if "skipped" in r:
+            rows.append([r["device"], where, "not run: " + r["skipped"]] + [""] * 8)
+            continue
+        rows.append([r["device"], where, grouped(r["cycles"]), grouped(r["macs"]), f'{100 * r["utilization"]:.1f} %',
+                     f'{r["seconds"]:.3f}', grouped(r["link_tx_bytes"]), grouped(r["link_rx_bytes"]),
+                     grouped(r["link_frames"]), f'{r["link_bytes"] / c["payload_bytes"]:.1f} ×', agree])
+        for it in r["items"]:
+            f, g = it["forward"], it["backward"]
+            if f["macs"] or g["macs"] or g["cycles"] > 1000:
+                items.append([r["device"], where, it["item"], it["name"], grouped(f["cycles"]),
+                              f'{100 * f["utilization"]:.1f} %', grouped(g["cycles"]), f'{100 * g["utilization"]:.1f} %'])
+        items.append([r["device"], where, "", "optimizer", "", "", grouped(r["optimizer"]["cycles"]), ""])
+    out.append(table(["device", "optimizer", "cycles", "MACs", "util", "wall s", "link tx B", "link rx B", "frames",
+                      "bytes / payload", "check"], rows) + "\n")
+    out.append("Per item, from the step before the measured one: the device's counters read and cleared between one\n"
+               "item's commands and the next's (a pool that its conv runs band by band and a fused relu count with\n"
+               "the conv; relu and flatten items, which run nothing of their own, are left out).\n")
+    out.append(table(["device", "optimizer", "#", "item", "forward cycles", "util", "backward cycles", "util"], items)
+               + "\n")
+    return out
+
+
 def main():
     if len(sys.argv) not in (2, 3):
         sys.exit(__doc__.strip())
@@ -143,9 +175,10 @@ def main():
     out = []
     out.append("# Benchmarks\n")
     out.append("What `make bench` measured; it rewrites this file. Command: `make bench`, which runs\n"
-               "`build/ntpu bench --json` (see `ntpu bench --help`) for (a) to (c), `tools/bench_epochs.py` for (d)\n"
-               "and (e), and formats them with `tools/bench_report.py`. `build/ntpu bench` alone prints (a) to (c)\n"
-               "as plain tables. `BENCH_CNN_EPOCHS=N make bench` sets the CNN's epochs (5; 0 leaves (e) out).\n")
+               "`build/ntpu bench --json` (see `ntpu bench --help`) for (a) to (c) and the CNN's training step,\n"
+               "`tools/bench_epochs.py` for (d) and (e), and formats them with `tools/bench_report.py`. `build/ntpu\n"
+               "bench` alone prints (a) to (c) and the CNN's step as plain tables. `BENCH_CNN_EPOCHS=N make bench`\n"
+               "sets the CNN's epochs (5; 0 leaves (e) out).\n")
     out.append(f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     out.append(f"- machine: {cpu_model()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}")
     out.append(f"- load average when the report was written: {load[0]:.2f} (other jobs share the cores, "
@@ -196,6 +229,10 @@ def main():
                              f'{r["link_bytes"] / d["budget_bytes"]:.3f} ×', agree])
         out.append(table(["device", "optimizer", "programs", "cycles", "util", "wall s", "link tx B", "link rx B",
                           "link bytes/step", "/ budget", "check"], rows) + "\n")
+
+    cnn = b.get("train_step_cnn")
+    if cnn:
+        out += cnn_sections(cnn)
 
     out.append("## (c) Simulator speed\n")
     out.append("MACs of simulated work per wall-clock second (host work included): 16N × 16N × 16N matmuls of\n"

@@ -64,6 +64,19 @@ typedef struct ntpu_transport_ops {
      * replaced by reading again (docs/protocol.md, "Retransmission"). 0 for the
      * in-process models, which keep their full pipelining. */
     int lossy;
+    /* Non-zero when every frame handed to send has run, and its reply is
+     * queued, by the time send returns (the in-process golden model): a
+     * recovery then never has to send again a frame that did not run, so the
+     * link keeps a copy of the payloads of reads only (docs/protocol.md,
+     * "Retransmission"). */
+    int runs_on_send;
+    /* Optional, for transports whose received bytes sit in memory (the
+     * in-process golden model): the bytes received and not yet taken, where
+     * they lie, without waiting (*n of them, NULL when none), valid until the
+     * next call on ctx; and consume, which takes the first n of them as recv
+     * would. The link checks a whole reply in place and copies its data once. */
+    const uint8_t *(*peek)(void *ctx, size_t *n);
+    void (*consume)(void *ctx, size_t n);
 } ntpu_transport_ops;
 
 typedef struct ntpu_transport {
@@ -169,9 +182,11 @@ typedef struct ntpu_pending {
     void *dst;         /* where the data goes (NULL: none expected) */
     uint64_t ticket;
     /* A copy of the payload, to send again after a recovery. The buffer
-     * belongs to the ring slot and is reused. */
+     * belongs to the ring slot and is reused. kept 0: no copy was needed
+     * (runs_on_send and no reply data), payload holds an older frame's. */
     uint8_t *payload;
     size_t len, cap;
+    int kept;
     /* READ_MEM: the rows it reads, [rd_lo, rd_hi) of memory rd_mem (the
      * hazard rule of lossy links); rd_hi == rd_lo for any other command. */
     uint8_t rd_mem;

@@ -40,7 +40,12 @@ size_t ntpu_frame_encode(uint8_t *out, uint8_t sof, uint8_t seq, const uint8_t *
     ntpu_wr16(out + 2, (uint32_t)payload_len);
     if (payload && payload != out + NTPU_FRAME_HEADER)
         memmove(out + NTPU_FRAME_HEADER, payload, payload_len);
-    ntpu_wr32(out + NTPU_FRAME_HEADER + payload_len, ntpu_frame_crc(out, payload_len));
+    /* The CRC of SEQ, LEN and the first payload byte from registers, not from
+     * the bytes just stored (ntpu_crc32_word). */
+    const uint8_t *p = out + NTPU_FRAME_HEADER;
+    uint32_t head = seq | (uint32_t)payload_len << 8 | (payload_len ? (uint32_t)p[0] << 24 : 0);
+    uint32_t crc = payload_len ? ntpu_crc32(ntpu_crc32_word(0, head), p + 1, payload_len - 1) : ntpu_frame_crc(out, 0);
+    ntpu_wr32(out + NTPU_FRAME_HEADER + payload_len, crc);
     return payload_len + NTPU_FRAME_OVERHEAD;
 }
 
@@ -290,6 +295,14 @@ static ntpu_status requeue(ntpu_link *l, uint8_t e)
         /* A read runs again harmlessly; a RUN that ran must not (its reply, and
          * any error in it, is lost, as for every other command that ran). */
         keep[i] = !(i < ran && (p->data_len == 0 || p->op == NTPU_OP_RUN || (i == 0 && l->len_err_pending)));
+        if (keep[i] && !p->kept) {
+            /* Only if a transport that runs every frame as it is sent did not. */
+            ntpu_errf(l->err, NTPU_ERRMSG_LEN,
+                      "the device expects SEQ %u, yet %s (SEQ %u) was sent to it and did not run: " GAVE_UP, e,
+                      ntpu_op_name(p->op), p->seq);
+            link_break(l);
+            return NTPU_ERR_IO;
+        }
         if (keep[i])
             ring[kept++] = *p;
     }
@@ -367,15 +380,9 @@ ntpu_status ntpu_link_flush(ntpu_link *l)
     return st == NTPU_OK ? NTPU_OK : recover(l);
 }
 
-/* Reads and checks the reply to the oldest unanswered frame. NTPU_OK: it was
- * good and is consumed; otherwise a link fault, reason in l->err. */
-static ntpu_status take_reply(ntpu_link *l)
+/* The header of reply f (SOF, SEQ, LEN) against p, the oldest unanswered frame. */
+static ntpu_status reply_header_ok(ntpu_link *l, const ntpu_pending *p, const uint8_t *f)
 {
-    const ntpu_pending *p = &l->pend[l->pend_head];
-    uint8_t *f = l->rx;
-    ntpu_status st = raw_recv(l, f, NTPU_FRAME_HEADER);
-    if (st != NTPU_OK)
-        return st;
     size_t len = ntpu_rd16(f + 2);
     if (f[0] != NTPU_SOF_REPLY) {
         ntpu_errf(l->err, NTPU_ERRMSG_LEN, "reply starts with 0x%02X, not 0x%02X", f[0], NTPU_SOF_REPLY);
@@ -390,8 +397,27 @@ static ntpu_status take_reply(ntpu_link *l)
         ntpu_errf(l->err, NTPU_ERRMSG_LEN, "reply LEN %zu outside 1..%u", len, l->max_payload);
         return NTPU_ERR_IO;
     }
-    if ((st = raw_recv(l, f + NTPU_FRAME_HEADER, len + NTPU_FRAME_TRAILER)) != NTPU_OK)
-        return st;
+    return NTPU_OK;
+}
+
+/* A device error in reply f (payload of len bytes) to p: kept for the next check point. */
+static void note_dev_error(ntpu_link *l, const ntpu_pending *p, const uint8_t *f, size_t len)
+{
+    if (l->dev_error)
+        return;
+    l->dev_error = 1;
+    l->dev_error_status = f[NTPU_FRAME_HEADER];
+    l->dev_error_op = p->op;
+    l->dev_error_seq = p->seq;
+    /* A program that started says how far it got. */
+    l->dev_error_done =
+        p->op == NTPU_OP_RUN && len == 1 + NTPU_RUN_REPLY_BYTES ? ntpu_rd16(f + NTPU_FRAME_HEADER + 1) : UINT16_MAX;
+}
+
+/* The whole reply f (its header checked, len payload bytes) to p: CRC, status,
+ * data to p->dst. NTPU_OK: good, and the frame is answered. */
+static ntpu_status reply_body(ntpu_link *l, const ntpu_pending *p, const uint8_t *f, size_t len)
+{
     if (ntpu_frame_check(f, len + NTPU_FRAME_OVERHEAD, NTPU_SOF_REPLY, l->max_payload, l->err, NTPU_ERRMSG_LEN))
         return NTPU_ERR_IO;
     uint8_t status = f[NTPU_FRAME_HEADER];
@@ -425,17 +451,7 @@ static ntpu_status take_reply(ntpu_link *l)
                   p->seq);
         l->len_err_pending = 1;
         return NTPU_ERR_IO;
-    default:
-        if (!l->dev_error) {
-            l->dev_error = 1;
-            l->dev_error_status = status;
-            l->dev_error_op = p->op;
-            l->dev_error_seq = p->seq;
-            /* A program that started says how far it got. */
-            l->dev_error_done = p->op == NTPU_OP_RUN && len == 1 + NTPU_RUN_REPLY_BYTES
-                                    ? ntpu_rd16(f + NTPU_FRAME_HEADER + 1)
-                                    : UINT16_MAX;
-        }
+    default: note_dev_error(l, p, f, len);
     }
     slot_forget(l, p);
     l->pend_head = (l->pend_head + 1) % NTPU_LINK_WINDOW;
@@ -444,6 +460,40 @@ static ntpu_status take_reply(ntpu_link *l)
     l->stats.rx_frames++;
     l->no_progress = 0;
     return NTPU_OK;
+}
+
+/* take_reply on a reply the transport holds whole at f: checked where it lies,
+ * then as many bytes taken as reading it would have taken (the header alone
+ * when the header is bad). */
+static ntpu_status take_reply_in_place(ntpu_link *l, const ntpu_pending *p, const uint8_t *f)
+{
+    size_t len = ntpu_rd16(f + 2);
+    ntpu_status st = reply_header_ok(l, p, f);
+    size_t took = st == NTPU_OK ? len + NTPU_FRAME_OVERHEAD : NTPU_FRAME_HEADER;
+    if (st == NTPU_OK)
+        st = reply_body(l, p, f, len);
+    l->tp.ops->consume(l->tp.ctx, took);
+    l->stats.rx_bytes += took;
+    return st;
+}
+
+/* Reads and checks the reply to the oldest unanswered frame. NTPU_OK: it was
+ * good and is consumed; otherwise a link fault, reason in l->err. */
+static ntpu_status take_reply(ntpu_link *l)
+{
+    const ntpu_pending *p = &l->pend[l->pend_head];
+    size_t have = 0;
+    const uint8_t *view = l->tp.ops->peek ? l->tp.ops->peek(l->tp.ctx, &have) : NULL;
+    if (view && have >= NTPU_FRAME_OVERHEAD && have - NTPU_FRAME_OVERHEAD >= ntpu_rd16(view + 2))
+        return take_reply_in_place(l, p, view);
+    uint8_t *f = l->rx;
+    ntpu_status st = raw_recv(l, f, NTPU_FRAME_HEADER);
+    if (st != NTPU_OK || (st = reply_header_ok(l, p, f)) != NTPU_OK)
+        return st;
+    size_t len = ntpu_rd16(f + 2);
+    if ((st = raw_recv(l, f + NTPU_FRAME_HEADER, len + NTPU_FRAME_TRAILER)) != NTPU_OK)
+        return st;
+    return reply_body(l, p, f, len);
 }
 
 /* Reads the reply to the oldest unanswered frame, or recovers from a fault
@@ -661,7 +711,10 @@ ntpu_status ntpu_link_commit(ntpu_link *l, void *dst, uint64_t *ticket)
     if (l->tp.ops->lossy && l->pend_reads > 0 && (st = wait_read_hazard(l)) != NTPU_OK)
         return st;
     ntpu_pending *p = &l->pend[(l->pend_head + l->pend_count) % NTPU_LINK_WINDOW];
-    if (p->cap < l->open_len) {
+    /* The copy a recovery sends again: on a transport that runs each frame as
+     * it is sent, only a read (its reply data lost with a fault) can go again. */
+    int keep = !l->tp.ops->runs_on_send || l->open_reply > 0;
+    if (keep && p->cap < l->open_len) {
         uint8_t *b = realloc(p->payload, l->open_len);
         if (!b) {
             l->open_frame = SIZE_MAX;
@@ -672,22 +725,25 @@ ntpu_status ntpu_link_commit(ntpu_link *l, void *dst, uint64_t *ticket)
         p->cap = l->open_len;
     }
     uint8_t *f = l->tx + l->open_frame;
-    memcpy(p->payload, f + NTPU_FRAME_HEADER, l->open_len);
+    const uint8_t *payload = f + NTPU_FRAME_HEADER;
+    if (keep)
+        memcpy(p->payload, payload, l->open_len);
+    p->kept = keep;
     p->len = l->open_len;
     uint8_t seq = l->next_seq++;
-    size_t flen = ntpu_frame_encode(f, NTPU_SOF_CMD, seq, f + NTPU_FRAME_HEADER, l->open_len);
+    size_t flen = ntpu_frame_encode(f, NTPU_SOF_CMD, seq, payload, l->open_len);
     l->tx_len += flen;
     p->tx_bytes = (uint32_t)flen;
     l->pend_tx_bytes += flen;
     p->seq = seq;
-    p->op = p->payload[0];
+    p->op = payload[0];
     p->data_len = l->open_reply;
     p->dst = dst;
     p->rd_lo = p->rd_hi = 0;
     if (p->op == NTPU_OP_READ_MEM && p->len == NTPU_LEN_MEM_HDR) {
-        p->rd_mem = p->payload[1];
-        p->rd_lo = ntpu_rd16(p->payload + 2);
-        p->rd_hi = p->rd_lo + ntpu_rd16(p->payload + 4);
+        p->rd_mem = payload[1];
+        p->rd_lo = ntpu_rd16(payload + 2);
+        p->rd_hi = p->rd_lo + ntpu_rd16(payload + 4);
         l->pend_reads += p->rd_hi > p->rd_lo;
     }
     p->ticket = ++l->sent_total;

@@ -8,7 +8,10 @@
  *   (c) simulator speed in MACs per wall-clock second, from (a) and (b);
  *   (d) with --epoch: one Fashion-MNIST epoch of `ntpu train -d ref` beside
  *       the same model in PyTorch on one CPU thread (tools/bench_torch.py),
- *       both run here, back to back, as a ratio of wall times.
+ *       both run here, back to back, as a ratio of wall times;
+ *   (e) one training step of the issue's CNN resident on the device, the
+ *       optimizer on the host and on the device, with a table of its items
+ *       (bench_cnn.c); every device and both optimizers agree bit for bit.
  * Utilization counts every device cycle from the first command to the last
  * result read (the counters are cleared just before and read just after). */
 #define _DEFAULT_SOURCE
@@ -19,12 +22,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_cnn.h"
 #include "cli.h"
 #include "ntpu/nn.h"
 #include "ntpu/numerics.h"
 
 static const char bench_help[] =
-    "usage: ntpu bench [-d DEV] [--json] [--size S] [--epoch] [--data DIR] [--torch-script FILE]\n"
+    "usage: ntpu bench [-d DEV] [--json] [--size S] [--epoch] [--cnn] [--data DIR] [--torch-script FILE]\n"
     "\n"
     "The benchmark, on ref, vsim and vsim:rtl (or only on DEV):\n"
     "  (a) matmuls M = K = N from the array size N to 16N (or only S), int8 and bf16, random\n"
@@ -38,10 +42,21 @@ static const char bench_help[] =
     "  (c) simulator speed of each device, from (a) and (b);\n"
     "  (d) with --epoch: one full epoch of `ntpu train -d ref` on Fashion-MNIST beside the same\n"
     "      model in PyTorch on one CPU thread (/usr/bin/python3, python3-torch), as a ratio of\n"
-    "      wall times (training and test evaluation). Takes a minute or more.\n"
+    "      wall times (training and test evaluation). Takes a minute or more;\n"
+    "  (e) one training step of the CNN " CNN_SPEC " (1 x 28 x 28),\n"
+    "      batch 64, Adam, random data, resident on the device (protocol 1.5), with the optimizer on\n"
+    "      the host and on the device (OPTIM ADAM): device cycles, MACs, utilization, link bytes and\n"
+    "      frames of the step, and its bytes / payload (the bf16 batch, the labels, 8 bytes of loss and\n"
+    "      metrics); every device and both optimizers must agree bit for bit. Then a table of the items\n"
+    "      (forward and backward of each conv, pool and fc: cycles and utilization), measured in the\n"
+    "      step before the measured one by reading and clearing the device's counters (COUNTERS)\n"
+    "      between one item's commands and the next's, each sent on its own rather than as the stored\n"
+    "      programs the measured step runs (a pool that its conv runs band by band and a relu fused\n"
+    "      into a conv count with the conv).\n"
     "\n"
     "  --size S             one S x S x S matmul instead of the sweep\n"
     "  --epoch              add (d)\n"
+    "  --cnn                only (e)\n"
     "  --data DIR           dataset for (d) (default /usr/share/datasets/fashion-mnist)\n"
     "  --torch-script FILE  the PyTorch reference (default tools/bench_torch.py, here or beside\n"
     "                       the ntpu binary's ../tools)\n"
@@ -444,8 +459,15 @@ static double rate(uint64_t macs, double secs)
     return secs > 0 ? (double)macs / secs : 0.0;
 }
 
+/* The CNN rows of (e) to print beside the rest. */
+typedef struct cnn_part {
+    const cnn_row *rows;
+    int count, agree;
+} cnn_part;
+
 static void print_json(const mm_row *mm, int nmm, const step_row *st, const speed_row *sp, int nst, int step_agree,
-                       step_row so[][MAX_DEVICES], const int *prog, const int *so_agree, const epoch_res *ep)
+                       step_row so[][MAX_DEVICES], const int *prog, const int *so_agree, const cnn_part *cnn,
+                       const epoch_res *ep)
 {
     printf("{\"runs\":[");
     for (int i = 0; i < nmm; i++) {
@@ -509,7 +531,9 @@ static void print_json(const mm_row *mm, int nmm, const step_row *st, const spee
         printf(",\"int8_mac_per_s\":%.6g,\"bf16_mac_per_s\":%.6g,\"train_step_mac_per_s\":%.6g}", sp[i].mac_per_s[0],
                sp[i].mac_per_s[1], rate(st[i].m.c.macs, st[i].m.secs));
     }
-    printf("],\"epoch\":");
+    printf("],\"train_step_cnn\":");
+    cnn_print_json(cnn->rows, cnn->count, cnn->agree);
+    printf(",\"epoch\":");
     if (!ep) {
         printf("null}\n");
         return;
@@ -525,7 +549,8 @@ static void print_json(const mm_row *mm, int nmm, const step_row *st, const spee
 }
 
 static void print_tables(const mm_row *mm, int nmm, const step_row *st, const speed_row *sp, int nst, int step_agree,
-                         step_row so[][MAX_DEVICES], const int *prog, const int *so_agree, const epoch_res *ep)
+                         step_row so[][MAX_DEVICES], const int *prog, const int *so_agree, const cnn_part *cnn,
+                         const epoch_res *ep)
 {
     char b[6][32];
     int w = 10; /* the device column: as wide as the longest name (vsim:board=icebreaker,...) */
@@ -602,6 +627,7 @@ static void print_tables(const mm_row *mm, int nmm, const step_row *st, const sp
                ep->torch_test_acc);
         printf("\nref / PyTorch wall time: %.2f x\n", ep->ref_secs / ep->torch_secs);
     }
+    cnn_print_table(cnn->rows, cnn->count, cnn->agree, w);
     printf("\nutil = MACs / (N^2 x cycles), every cycle from the first command to the last result read; cycles on\n"
            "ref are the golden model's estimate, on vsim and vsim:rtl measured on the RTL. MAC/s is wall-clock\n"
            "simulator speed.\n");
@@ -613,6 +639,7 @@ static void print_tables(const mm_row *mm, int nmm, const step_row *st, const sp
 typedef struct bench_opts {
     const char *size_arg, *data, *script; /* as given; NULL when not */
     int epoch;                            /* --epoch: add (d) */
+    int cnn_only;                         /* --cnn: only (e) */
     uint64_t s_one;                       /* --size, or 0 for the sweep */
     char script_path[4200];               /* the PyTorch reference, with --epoch */
 } bench_opts;
@@ -623,6 +650,7 @@ static int bench_args(common *cm, int argc, char **argv, bench_opts *o)
     memset(o, 0, sizeof *o);
     const option opts[] = {{"--size", 0, &o->size_arg, NULL},
                            {"--epoch", 0, NULL, &o->epoch},
+                           {"--cnn", 0, NULL, &o->cnn_only},
                            {"--data", 0, &o->data, NULL},
                            {"--torch-script", 0, &o->script, NULL}};
     char *pos[1];
@@ -648,17 +676,33 @@ typedef struct bench_res {
     step_row st[MAX_DEVICES], so[DEVOPT_KINDS][MAX_DEVICES];
     int prog[MAX_DEVICES];
     speed_row sp[MAX_DEVICES];
-    int nmm, nst;
+    cnn_row cnn[MAX_DEVICES * 2]; /* (e): per device, the host optimizer's step, then the device optimizer's */
+    int nmm, nst, ncnn;
 } bench_res;
 
-/* (a), (b) and (c) on one device, appended to *b: 0, or 1 after printing the error. */
-static int bench_device(const char *device, uint64_t s_one, bench_res *b)
+/* (e) on dev: 0, or 1 after printing the error. */
+static int bench_cnn_rows(ntpu_device *dev, const char *device, bench_res *b)
+{
+    for (int devopt = 0; devopt < 2; devopt++)
+        if (bench_cnn(dev, device, devopt, &b->cnn[b->ncnn++]))
+            return 1;
+    return 0;
+}
+
+/* (a), (b), (c) and (e) on one device (only (e) with cnn_only), appended to *b: 0, or 1 after printing the
+ * error. */
+static int bench_device(const char *device, uint64_t s_one, int cnn_only, bench_res *b)
 {
     ntpu_device *dev = open_device(device);
     if (!dev)
         return 1;
     ntpu_info info;
     ntpu_get_info(dev, &info);
+    if (cnn_only) {
+        int rc = bench_cnn_rows(dev, info.device, b);
+        ntpu_close(dev);
+        return rc;
+    }
     for (int t = 0; t < 2; t++)
         for (int k = 0; k < (s_one ? 1 : SWEEP_STEPS); k++) {
             mm_row *r = &b->mm[b->nmm];
@@ -690,6 +734,8 @@ static int bench_device(const char *device, uint64_t s_one, bench_res *b)
             goto fail;
     }
     b->nst++;
+    if (bench_cnn_rows(dev, info.device, b))
+        goto fail;
     ntpu_close(dev);
     return 0;
 fail:
@@ -710,7 +756,7 @@ int cmd_bench(common *cm, int argc, char **argv)
     bench_res b;
     memset(&b, 0, sizeof b);
     for (int d = 0; d < ndev; d++)
-        if (bench_device(devices[d], o.s_one, &b))
+        if (bench_device(devices[d], o.s_one, o.cnn_only, &b))
             return 1;
     /* Every device computes the same bits: a step that differs is a bug. */
     int step_agree = b.nst < 2 ? -1 : 1;
@@ -736,10 +782,20 @@ int cmd_bench(common *cm, int argc, char **argv)
         if (bench_epoch(o.data, o.script_path, &ep))
             return 1;
     }
-    if (cm->json)
-        print_json(b.mm, b.nmm, b.st, b.sp, b.nst, step_agree, b.so, b.prog, so_agree, o.epoch ? &ep : NULL);
+    const cnn_part cnn = {b.cnn, b.ncnn, cnn_agree(b.cnn, b.ncnn)};
+    if (o.cnn_only && cm->json) {
+        printf("{\"train_step_cnn\":");
+        cnn_print_json(cnn.rows, cnn.count, cnn.agree);
+        printf("}\n");
+    } else if (o.cnn_only) {
+        int w = 10; /* the device column: as wide as the longest name */
+        for (int i = 0; i < b.ncnn; i++)
+            w = (int)strlen(b.cnn[i].device) > w ? (int)strlen(b.cnn[i].device) : w;
+        cnn_print_table(cnn.rows, cnn.count, cnn.agree, w);
+    } else if (cm->json)
+        print_json(b.mm, b.nmm, b.st, b.sp, b.nst, step_agree, b.so, b.prog, so_agree, &cnn, o.epoch ? &ep : NULL);
     else
-        print_tables(b.mm, b.nmm, b.st, b.sp, b.nst, step_agree, b.so, b.prog, so_agree, o.epoch ? &ep : NULL);
+        print_tables(b.mm, b.nmm, b.st, b.sp, b.nst, step_agree, b.so, b.prog, so_agree, &cnn, o.epoch ? &ep : NULL);
     int all_ok = 1;
     for (int i = 0; i < b.nst; i++)
         all_ok &= b.sp[i].correct;
@@ -752,5 +808,7 @@ int cmd_bench(common *cm, int argc, char **argv)
         devopt_differs |= so_agree[k] == 0;
     if (step_agree == 0 || devopt_differs)
         return fail("bench: the training step differs between the devices");
+    if (cnn.agree == 0)
+        return fail("bench: the CNN's training step differs between the devices or the optimizers");
     return 0;
 }

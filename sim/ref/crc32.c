@@ -12,10 +12,12 @@
  * polynomial of fewer than 96 bits that is XORed into the chunk there. The
  * last 16-byte remainder and the tail then go through the tables as if they
  * were message bytes (they are congruent to the message). Everything else,
- * and CPUs without the instruction, use tables eight bytes at a time. */
+ * and CPUs without the instruction, use tables eight bytes at a time, and the
+ * last 1..7 bytes in one more step. */
 #include "ntpu_crc32.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #define CRC32_REFLECTED 0xEDB88320u /* P without x^32, bits reversed */
 #define CRC32_NORMAL 0x04C11DB7u    /* P without x^32 */
@@ -23,6 +25,9 @@
 /* table[k][b]: the CRC state after byte b followed by k zero bytes. */
 static uint32_t table[8][256];
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+/* Set once the tables are made: most frames are a few bytes, and a plain
+ * load is all the check then costs. */
+static atomic_int tables_made;
 
 static void make_tables(void)
 {
@@ -35,11 +40,64 @@ static void make_tables(void)
     for (int k = 1; k < 8; k++)
         for (uint32_t b = 0; b < 256; b++)
             table[k][b] = (table[k - 1][b] >> 8) ^ table[0][table[k - 1][b] & 0xFFu];
+    atomic_store_explicit(&tables_made, 1, memory_order_release);
+}
+
+static inline void need_tables(void)
+{
+    if (!atomic_load_explicit(&tables_made, memory_order_acquire))
+        pthread_once(&table_once, make_tables);
+}
+
+/* The state c advanced over the four bytes of w, least significant first. */
+static inline uint32_t word_step(uint32_t c, uint32_t w)
+{
+    c ^= w;
+    return table[3][c & 0xFFu] ^ table[2][(c >> 8) & 0xFFu] ^ table[1][(c >> 16) & 0xFFu] ^ table[0][c >> 24];
+}
+
+uint32_t ntpu_crc32_word(uint32_t crc, uint32_t w)
+{
+    need_tables();
+    return ~word_step(~crc, w);
 }
 
 static uint32_t load32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* The table lookups of k (1..7) bytes of v in one step: byte i, followed by
+ * k-1-i more bytes, is table[k-1-i] of it. They do not wait for each other,
+ * as a byte at a time they would. */
+static inline __attribute__((always_inline)) uint32_t bytes_step(uint64_t v, unsigned k)
+{
+    uint32_t out = 0;
+    for (unsigned i = 0; i < k; i++)
+        out ^= table[k - 1 - i][(v >> (8 * i)) & 0xFFu];
+    return out;
+}
+
+/* The state c advanced over the last k (1..7) bytes at p in one step; what
+ * is left of c moves down k bytes. Most frames end in such a tail, and most
+ * are a few bytes long. */
+static inline uint32_t tail_step(uint32_t c, const uint8_t *p, size_t k)
+{
+    uint64_t v;
+    if (k >= 4) /* two loads that overlap, none past the end */
+        v = load32(p) | ((uint64_t)load32(p + k - 4) >> (8 * (8 - k))) << 32;
+    else
+        v = p[0] | (k > 1 ? (uint64_t)p[1] << 8 : 0) | (k > 2 ? (uint64_t)p[2] << 16 : 0);
+    v ^= c;
+    switch (k) { /* a constant k each: the lookups unrolled */
+    case 1: return (c >> 8) ^ bytes_step(v, 1);
+    case 2: return (c >> 16) ^ bytes_step(v, 2);
+    case 3: return (c >> 24) ^ bytes_step(v, 3);
+    case 4: return bytes_step(v, 4);
+    case 5: return bytes_step(v, 5);
+    case 6: return bytes_step(v, 6);
+    default: return bytes_step(v, 7);
+    }
 }
 
 /* The CRC state c (already inverted) advanced over n bytes. */
@@ -50,20 +108,12 @@ static uint32_t by_tables(uint32_t c, const uint8_t *p, size_t n)
         c = table[7][lo & 0xFFu] ^ table[6][(lo >> 8) & 0xFFu] ^ table[5][(lo >> 16) & 0xFFu] ^ table[4][lo >> 24] ^
             table[3][hi & 0xFFu] ^ table[2][(hi >> 8) & 0xFFu] ^ table[1][(hi >> 16) & 0xFFu] ^ table[0][hi >> 24];
     }
-    if (n >= 4) { /* a status reply's SEQ, LEN and STATUS in one step */
-        c ^= load32(p);
-        c = table[3][c & 0xFFu] ^ table[2][(c >> 8) & 0xFFu] ^ table[1][(c >> 16) & 0xFFu] ^ table[0][c >> 24];
-        p += 4;
-        n -= 4;
-    }
-    for (; n > 0; n--)
-        c = (c >> 8) ^ table[0][(c ^ *p++) & 0xFFu];
-    return c;
+    return n ? tail_step(c, p, n) : c;
 }
 
 uint32_t ntpu_crc32_tables(uint32_t crc, const void *p, size_t len)
 {
-    pthread_once(&table_once, make_tables);
+    need_tables();
     return ~by_tables(~crc, p, len);
 }
 
@@ -136,7 +186,7 @@ __attribute__((target("pclmul,sse4.1"))) static uint32_t by_clmul(uint32_t c, co
 
 uint32_t ntpu_crc32(uint32_t crc, const void *p, size_t len)
 {
-    pthread_once(&table_once, make_tables);
+    need_tables();
     if (len >= 128) {
         pthread_once(&clmul_once, make_clmul);
         if (have_clmul)

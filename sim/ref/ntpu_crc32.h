@@ -12,6 +12,12 @@
  * previous result. Uses carry-less multiplication where the CPU has it. */
 uint32_t ntpu_crc32(uint32_t crc, const void *p, size_t len);
 
+/* crc32 continued over the four bytes of w, least significant first: for a
+ * frame header just assembled in registers. Reading it back from the bytes
+ * just stored would wait for them (a wide load cannot take its bytes from
+ * several narrow stores still in flight). */
+uint32_t ntpu_crc32_word(uint32_t crc, uint32_t w);
+
 /* The same with tables only, whatever the CPU: for the tests. */
 uint32_t ntpu_crc32_tables(uint32_t crc, const void *p, size_t len);
 

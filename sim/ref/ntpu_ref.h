@@ -61,11 +61,21 @@ int ntpu_ref_set_threads(ntpu_ref *ref, unsigned threads);
 int ntpu_ref_set_fusion(ntpu_ref *ref, int on);
 
 /* Feeds n bytes of the host -> device stream. The model executes every complete
- * frame at once and queues its reply bytes. */
+ * frame at once and queues its reply bytes. A frame that buf holds whole runs
+ * where it lies (buf is only read); one split across calls is collected. */
 void ntpu_ref_write(ntpu_ref *ref, const uint8_t *buf, size_t n);
 
 /* Moves up to cap queued reply bytes into buf; returns how many. */
 size_t ntpu_ref_read(ntpu_ref *ref, uint8_t *buf, size_t cap);
+
+/* The queued reply bytes where they lie, for a reader that checks them in
+ * place: sets *n to how many (NULL when none). Valid until the next call
+ * that writes to or consumes from the model. */
+const uint8_t *ntpu_ref_peek(const ntpu_ref *ref, size_t *n);
+
+/* Drops the first n queued reply bytes (at most all of them), as reading
+ * them would. */
+void ntpu_ref_consume(ntpu_ref *ref, size_t n);
 
 /* Reply bytes queued and not yet read. */
 size_t ntpu_ref_pending(const ntpu_ref *ref);

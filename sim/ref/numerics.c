@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "lanes8.h"
 #include "numerics_internal.h"
 
 static int is_nan_bits(uint32_t u)
@@ -46,10 +47,30 @@ typedef int32_t i32x4 __attribute__((vector_size(16)));
 typedef uint16_t u16x4 __attribute__((vector_size(8)));
 #endif
 
+#if defined(NTPU_LANES8) && defined(__x86_64__)
+/* Eight lanes at a time where the CPU has AVX2 (lanes8.h's rounding, the same
+ * steps); returns how many values it did. */
+__attribute__((target("avx2"))) static size_t bf16_row_avx2(uint16_t *dst, const uint8_t *s, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        u32x8 f, h;
+        memcpy(&f, s + 4 * i, sizeof f);
+        bf16_round8(&h, &f);
+        store_u16(dst + i, &h);
+    }
+    return i;
+}
+#endif
+
 void ntpu_bf16_from_f32_row(uint16_t *dst, const void *src, size_t n)
 {
     const uint8_t *s = src;
     size_t i = 0;
+#if defined(NTPU_LANES8) && defined(__x86_64__)
+    if (n >= 8 && __builtin_cpu_supports("avx2"))
+        i = bf16_row_avx2(dst, s, n);
+#endif
 #ifdef __GNUC__
     /* ntpu_bf16_from_f32_bits on four lanes: the same steps, branches as
      * masks; compares on signed lanes (what SSE2 has; the values compared are
@@ -220,9 +241,30 @@ void ntpu_mac_int8_row(uint32_t *acc, const uint16_t *a, const uint16_t *w, unsi
     }
 }
 
+#if defined(NTPU_LANES8) && defined(__x86_64__)
+/* ntpu_f32_add_row eight lanes at a time where the CPU has AVX2; returns how many it did. */
+__attribute__((target("avx2"))) static unsigned add_row_avx2(uint32_t *acc, const uint32_t *x, unsigned n)
+{
+    unsigned j = 0;
+    for (; j + 8 <= n; j += 8) {
+        u32x8 a, b;
+        memcpy(&a, acc + j, sizeof a);
+        memcpy(&b, x + j, sizeof b);
+        fadd8(&a, &b);
+        memcpy(acc + j, &a, sizeof a);
+    }
+    return j;
+}
+#endif
+
 void ntpu_f32_add_row(uint32_t *acc, const uint32_t *x, unsigned n)
 {
-    for (unsigned j = 0; j < n; j++)
+    unsigned j = 0;
+#if defined(NTPU_LANES8) && defined(__x86_64__)
+    if (n >= 8 && __builtin_cpu_supports("avx2"))
+        j = add_row_avx2(acc, x, n);
+#endif
+    for (; j < n; j++)
         acc[j] = add_f32(acc[j], x[j]);
 }
 

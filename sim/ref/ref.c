@@ -107,6 +107,7 @@ struct ntpu_ref {
     /* Transmit queue: bytes [tx_head, tx_tail) of tx[] are unread. */
     uint8_t *tx;
     size_t tx_head, tx_tail, tx_cap;
+    uint32_t reply_head; /* the reply being built: SEQ, LEN and STATUS, as its CRC reads them */
 
     /* The SEQ of the next frame to run (docs/protocol.md, "Sequence numbers"). */
     uint8_t expected_seq;
@@ -152,6 +153,10 @@ static uint64_t link_cycles(const ntpu_ref *r, unsigned *part, size_t bytes)
 {
     unsigned w = r->cfg.link_bytes > 1 ? r->cfg.link_bytes : 1;
     uint64_t total = *part + (uint64_t)bytes;
+    if (total < w) { /* most frames and replies are a few bytes: no division for them */
+        *part = (unsigned)total;
+        return 0;
+    }
     *part = (unsigned)(total % w);
     return total / w;
 }
@@ -273,14 +278,18 @@ static void put64(uint8_t *p, uint64_t v)
 /* ---------------------------------------------------------------- replies */
 
 /* Makes room for `extra` more bytes at tx_tail. Returns 0, or -1 when memory
- * runs out (the reply is then lost; the host sees a timeout and resyncs). */
+ * runs out (the reply is then lost; the host sees a timeout and resyncs).
+ * The unread bytes move to the front only when fewer of them remain than
+ * were read: a host that lets many replies queue and reads them one at a
+ * time would otherwise have them all moved for every reply. */
 static int tx_reserve(ntpu_ref *r, size_t extra)
 {
     if (r->tx_tail + extra <= r->tx_cap)
         return 0;
-    if (r->tx_head > 0) {
-        memmove(r->tx, r->tx + r->tx_head, r->tx_tail - r->tx_head);
-        r->tx_tail -= r->tx_head;
+    size_t unread = r->tx_tail - r->tx_head;
+    if (r->tx_head > 0 && unread <= r->tx_head) {
+        memmove(r->tx, r->tx + r->tx_head, unread);
+        r->tx_tail = unread;
         r->tx_head = 0;
         if (r->tx_tail + extra <= r->tx_cap)
             return 0;
@@ -317,14 +326,16 @@ static uint8_t *reply_begin(ntpu_ref *r, uint8_t seq, uint8_t st, size_t data_le
     f[1] = seq;
     put16(f + 2, (unsigned)len);
     f[4] = st;
+    r->reply_head = seq | (uint32_t)len << 8 | (uint32_t)st << 24;
     return f + 5;
 }
 
 static void reply_end(ntpu_ref *r)
 {
     uint8_t *f = r->tx + r->tx_tail;
-    size_t len = get16(f + 2);
-    put32(f + 4 + len, ntpu_crc32(0, f + 1, 3 + len));
+    size_t len = (r->reply_head >> 8) & 0xFFFFu;
+    /* The header's CRC from the value reply_begin kept, not from the bytes it just stored. */
+    put32(f + 4 + len, ntpu_crc32(ntpu_crc32_word(0, r->reply_head), f + 5, len - 1));
     size_t total = len + NTPU_FRAME_OVERHEAD;
     r->tx_tail += total;
     r->cnt[NTPU_CNT_TX_BYTES] += total;
@@ -519,67 +530,82 @@ static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_a
 
 /* ---------------------------------------------------------------- vector unit */
 
-/* Writes one fp32 result row x[0..n) per OUT (OUT_INT8 is handled by act()). */
-static void write_out_row(ntpu_ref *r, unsigned out, unsigned row, const uint32_t *x)
+/* Whether a vector command may run its rows as one stream of lanes, eight at
+ * a time (ntpu_act_f32_lanes and kin): yes unless a range it writes starts
+ * fewer than eight lanes above one it reads in the same memory, where a block
+ * of eight would read a lane an earlier row of the same block should have
+ * written first (the ISA runs rows one at a time, each read before written). */
+static int lanes_ok(unsigned read, unsigned write, unsigned rows, unsigned n)
 {
-    unsigned n = r->cfg.n;
-    if (out == NTPU_OUT_ACC) {
-        memcpy(r->acc + (size_t)row * n, x, n * sizeof *x);
-        return;
+    return !(read < write && write - read < rows && (write - read) * n < 8);
+}
+
+/* Where OUT puts `rows` fp32 result rows from row `dst`: ACC as they are, UB or WB as bf16. */
+static void out_ptrs(ntpu_ref *r, unsigned out, unsigned dst, uint32_t **d32, uint16_t **d16)
+{
+    const size_t at = (size_t)dst * r->cfg.n;
+    *d32 = out == NTPU_OUT_ACC ? r->acc + at : NULL;
+    *d16 = out == NTPU_OUT_ACC ? NULL : (out == NTPU_OUT_UB ? r->ub : r->wb) + at;
+}
+
+/* ACT to int8 (OUT_INT8): bias, ReLU and requantization in int32, row by row. */
+static void act_int8(ntpu_ref *r, unsigned flags, unsigned src, unsigned dst, unsigned rows, unsigned aux)
+{
+    const unsigned n = r->cfg.n;
+    /* The aux rows are read once, before row 0 (docs/isa.md): copies, so that
+     * this command's own writes to them cannot reach later rows. */
+    uint32_t bias[REF_MAX_N] = {0}, mult[REF_MAX_N], shift[REF_MAX_N];
+    if (flags & NTPU_ACT_BIAS)
+        memcpy(bias, r->acc + (size_t)aux * n, n * sizeof *bias);
+    memcpy(mult, r->acc + ((size_t)aux + 1) * n, n * sizeof *mult);
+    memcpy(shift, r->acc + ((size_t)aux + 2) * n, n * sizeof *shift);
+    for (unsigned row = 0; row < rows; row++) {
+        const uint32_t *x = r->acc + (size_t)(src + row) * n;
+        uint16_t *d = r->ub + (size_t)(dst + row) * n;
+        for (unsigned j = 0; j < n; j++) {
+            uint32_t v = x[j] + bias[j]; /* unsigned: the int32 add wraps */
+            if ((flags & NTPU_ACT_RELU) && (v & 0x80000000u))
+                v = 0;
+            /* ntpu_requantize clamps the shift to 0..31 itself. */
+            d[j] = (uint16_t)(int16_t)ntpu_requantize((int32_t)v, (int32_t)mult[j], (int32_t)shift[j], 0);
+        }
     }
-    uint16_t *d = (out == NTPU_OUT_UB ? r->ub : r->wb) + (size_t)row * n;
-    for (unsigned j = 0; j < n; j++)
-        d[j] = ntpu_bf16_from_f32_bits(x[j]);
 }
 
 static void act(ntpu_ref *r, unsigned flags, unsigned src, unsigned dst, unsigned rows, unsigned aux)
 {
     const unsigned n = r->cfg.n, out = flags & NTPU_OUT_MASK;
-    /* The aux rows are read once, before row 0 (docs/isa.md): copies, so that
-     * this command's own writes to them cannot reach later rows. */
-    uint32_t bias[REF_MAX_N], mult[REF_MAX_N], shift[REF_MAX_N], x[REF_MAX_N];
+    r->cnt[NTPU_CNT_CYCLES] += rows + REF_VECTOR_LATENCY;
+    if (out == NTPU_OUT_INT8) {
+        act_int8(r, flags, src, dst, rows, aux);
+        return;
+    }
+    uint32_t bias[REF_MAX_N], *d32; /* the bias row read once, before row 0, as for int8 */
+    uint16_t *d16;
     if (flags & NTPU_ACT_BIAS)
         memcpy(bias, r->acc + (size_t)aux * n, n * sizeof *bias);
-    if (out == NTPU_OUT_INT8) {
-        memcpy(mult, r->acc + ((size_t)aux + 1) * n, n * sizeof *mult);
-        memcpy(shift, r->acc + ((size_t)aux + 2) * n, n * sizeof *shift);
+    out_ptrs(r, out, dst, &d32, &d16);
+    const unsigned step = out != NTPU_OUT_ACC || lanes_ok(src, dst, rows, n) ? rows : 1;
+    for (unsigned row = 0; row < rows; row += step) {
+        const size_t at = (size_t)row * n, count = (size_t)(rows - row < step ? rows - row : step) * n;
+        ntpu_act_f32_lanes(r->acc + (size_t)src * n + at, count, n, (flags & NTPU_ACT_BIAS) ? bias : NULL,
+                           (flags & NTPU_ACT_RELU) != 0, d32 ? d32 + at : NULL, d16 ? d16 + at : NULL);
     }
-    for (unsigned row = 0; row < rows; row++) {
-        memcpy(x, r->acc + (size_t)(src + row) * n, n * sizeof *x);
-        if (out == NTPU_OUT_INT8) {
-            uint16_t *d = r->ub + (size_t)(dst + row) * n;
-            for (unsigned j = 0; j < n; j++) {
-                uint32_t v = x[j];
-                if (flags & NTPU_ACT_BIAS)
-                    v += bias[j]; /* unsigned: the int32 add wraps */
-                if ((flags & NTPU_ACT_RELU) && (v & 0x80000000u))
-                    v = 0;
-                /* ntpu_requantize clamps the shift to 0..31 itself. */
-                int8_t y = ntpu_requantize((int32_t)v, (int32_t)mult[j], (int32_t)shift[j], 0);
-                d[j] = (uint16_t)(int16_t)y;
-            }
-            continue;
-        }
-        if (flags & NTPU_ACT_BIAS)
-            ntpu_f32_add_row(x, bias, n);
-        if (flags & NTPU_ACT_RELU)
-            for (unsigned j = 0; j < n; j++)
-                x[j] = ntpu_relu_f32(x[j]);
-        write_out_row(r, out, dst + row, x);
-    }
-    r->cnt[NTPU_CNT_CYCLES] += rows + REF_VECTOR_LATENCY;
 }
 
 static void relu_grad(ntpu_ref *r, unsigned flags, unsigned src, unsigned dst, unsigned rows, unsigned mask)
 {
-    const unsigned n = r->cfg.n;
-    uint32_t x[REF_MAX_N];
-    for (unsigned row = 0; row < rows; row++) {
-        const uint16_t *m = r->ub + (size_t)(mask + row) * n;
-        const uint32_t *s = r->acc + (size_t)(src + row) * n;
-        for (unsigned j = 0; j < n; j++)
-            x[j] = ntpu_bf16_positive(m[j]) ? s[j] : 0u;
-        write_out_row(r, flags & NTPU_OUT_MASK, dst + row, x);
+    const unsigned n = r->cfg.n, out = flags & NTPU_OUT_MASK;
+    uint32_t *d32;
+    uint16_t *d16;
+    out_ptrs(r, out, dst, &d32, &d16);
+    const int ok =
+        out == NTPU_OUT_ACC ? lanes_ok(src, dst, rows, n) : out != NTPU_OUT_UB || lanes_ok(mask, dst, rows, n);
+    const unsigned step = ok ? rows : 1;
+    for (unsigned row = 0; row < rows; row += step) {
+        const size_t at = (size_t)row * n, count = (size_t)(rows - row < step ? rows - row : step) * n;
+        ntpu_relu_grad_lanes(r->acc + (size_t)src * n + at, r->ub + (size_t)mask * n + at, count, d32 ? d32 + at : NULL,
+                             d16 ? d16 + at : NULL);
     }
     r->cnt[NTPU_CNT_CYCLES] += rows + REF_VECTOR_LATENCY;
 }
@@ -592,14 +618,14 @@ static void colsum(ntpu_ref *r, unsigned flags, unsigned src, unsigned dst, unsi
         memcpy(s, r->acc + (size_t)dst * n, n * sizeof *s);
     else
         memset(s, 0, n * sizeof *s);
-    for (unsigned row = 0; row < rows; row++)
-        ntpu_f32_add_row(s, r->acc + (size_t)(src + row) * n, n);
+    ntpu_colsum_f32_rows(s, r->acc + (size_t)src * n, rows, n);
     memcpy(r->acc + (size_t)dst * n, s, n * sizeof *s);
     r->cnt[NTPU_CNT_CYCLES] += rows + REF_VECTOR_LATENCY;
 }
 
-/* OPTIM (docs/isa.md, "Version 1.3"): rows one at a time, each reading all its
- * operands before writing, so any overlap of the ranges gives the ISA's result. */
+/* OPTIM (docs/isa.md, "Version 1.3"): rows one at a time in the ISA, each
+ * reading all its operands before writing; as one stream of lanes unless g's
+ * rows sit just below p's or s's (lanes_ok), so any overlap gives its result. */
 static void optim(ntpu_ref *r, unsigned flags, unsigned prow, unsigned grow, unsigned rows, unsigned aux)
 {
     const unsigned n = r->cfg.n, mom = flags & NTPU_OPTIM_MOMENTUM;
@@ -608,49 +634,36 @@ static void optim(ntpu_ref *r, unsigned flags, unsigned prow, unsigned grow, uns
     memcpy(wd, r->acc + ((size_t)aux + 1) * n, n * sizeof *wd);
     if (mom)
         memcpy(mu, r->acc + ((size_t)aux + 2) * n, n * sizeof *mu);
-    for (unsigned row = 0; row < rows; row++) {
-        uint32_t *p = r->acc + (size_t)(prow + row) * n;
-        uint32_t *s = r->acc + ((size_t)prow + rows + row) * n;
-        const uint32_t *g = r->acc + (size_t)(grow + row) * n;
-        uint32_t pv[REF_MAX_N], gv[REF_MAX_N], sv[REF_MAX_N];
-        memcpy(pv, p, n * sizeof *pv);
-        memcpy(gv, g, n * sizeof *gv);
-        if (mom)
-            memcpy(sv, s, n * sizeof *sv);
-        for (unsigned j = 0; j < n; j++)
-            ntpu_optim_f32(&pv[j], gv[j], mom ? &sv[j] : NULL, lr[j], wd[j], mu[j]);
-        if (mom)
-            memcpy(s, sv, n * sizeof *sv);
-        memcpy(p, pv, n * sizeof *pv);
+    uint32_t *p = r->acc + (size_t)prow * n, *s = mom ? r->acc + ((size_t)prow + rows) * n : NULL;
+    const uint32_t *g = r->acc + (size_t)grow * n;
+    const int ok = lanes_ok(grow, prow, rows, n) && (!mom || lanes_ok(grow, prow + rows, rows, n));
+    const unsigned step = ok ? rows : 1;
+    for (unsigned row = 0; row < rows; row += step) {
+        const size_t at = (size_t)row * n, count = (size_t)(rows - row < step ? rows - row : step) * n;
+        ntpu_optim_f32_lanes(p + at, g + at, s ? s + at : NULL, count, n, lr, wd, mu);
     }
     r->cnt[NTPU_CNT_CYCLES] += (uint64_t)rows * (mom ? 11u : 8u) + REF_VECTOR_LATENCY;
 }
 
-/* OPTIM ADAM (docs/isa.md, "Version 1.4"): as optim(), with m and v in OS. */
+/* OPTIM ADAM (docs/isa.md, "Version 1.4"): as optim(), with m and v in OS.
+ * The row function goes through the elements in order, each block of eight
+ * reading before it writes: the ISA's row by row result, unless a block could
+ * read a g that a row before it in the same block writes as p (g's rows just
+ * below p's, less than eight lanes apart), which is then run a row at a time. */
 static void optim_adam(ntpu_ref *r, unsigned flags, unsigned prow, unsigned grow, unsigned rows, unsigned aux,
                        unsigned srow)
 {
     const unsigned n = r->cfg.n;
     const int decoupled = (flags & NTPU_OPTIM_DECOUPLED) != 0;
-    uint32_t k[REF_MAX_N][NTPU_ADAM_CONSTS];
-    for (unsigned i = 0; i < NTPU_ADAM_CONSTS; i++)
-        for (unsigned j = 0; j < n; j++)
-            k[j][i] = r->acc[((size_t)aux + i) * n + j];
-    for (unsigned row = 0; row < rows; row++) {
-        uint32_t *p = r->acc + (size_t)(prow + row) * n;
-        const uint32_t *g = r->acc + (size_t)(grow + row) * n;
-        uint32_t *m = r->os + (size_t)(srow + row) * n;
-        uint32_t *v = r->os + ((size_t)srow + rows + row) * n;
-        uint32_t pv[REF_MAX_N], gv[REF_MAX_N], mv[REF_MAX_N], vv[REF_MAX_N];
-        memcpy(pv, p, n * sizeof *pv);
-        memcpy(gv, g, n * sizeof *gv);
-        memcpy(mv, m, n * sizeof *mv);
-        memcpy(vv, v, n * sizeof *vv);
-        for (unsigned j = 0; j < n; j++)
-            ntpu_adam_f32(&pv[j], gv[j], &mv[j], &vv[j], k[j], decoupled);
-        memcpy(m, mv, n * sizeof *mv);
-        memcpy(v, vv, n * sizeof *vv);
-        memcpy(p, pv, n * sizeof *pv);
+    uint32_t k[NTPU_ADAM_CONSTS * REF_MAX_N]; /* read once, before row 0 */
+    memcpy(k, r->acc + (size_t)aux * n, sizeof(uint32_t) * NTPU_ADAM_CONSTS * n);
+    uint32_t *p = r->acc + (size_t)prow * n, *m = r->os + (size_t)srow * n, *v = r->os + ((size_t)srow + rows) * n;
+    const uint32_t *g = r->acc + (size_t)grow * n;
+    const unsigned step = grow < prow && (prow - grow) * n < 8 ? 1 : rows;
+    for (unsigned row = 0; row < rows; row += step) {
+        const size_t at = (size_t)row * n;
+        ntpu_adam_f32_row(p + at, g + at, m + at, v + at, (size_t)(rows - row < step ? rows - row : step) * n, k, n,
+                          decoupled, NTPU_ADAM_DEVICE);
     }
     r->cnt[NTPU_CNT_CYCLES] += (uint64_t)rows * REF_ADAM_ROW_CYCLES + NTPU_ADAM_AUX_ROWS + REF_VECTOR_LATENCY;
 }
@@ -983,10 +996,10 @@ static int run(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len)
     return -1;
 }
 
-/* A whole frame is in r->frame: SEQ, LEN, PAYLOAD, CRC. */
-static void frame_done(ntpu_ref *r)
+/* A whole frame at f: SEQ, LEN, PAYLOAD, CRC (r->frame, or in place in the
+ * host's buffer). */
+static void frame_done(ntpu_ref *r, const uint8_t *f)
 {
-    const uint8_t *f = r->frame;
     uint8_t seq = f[0];
     size_t len = get16(f + 1);
     if (ntpu_crc32(0, f, 3 + len) != get32(f + 3 + len)) {
@@ -1022,63 +1035,112 @@ static void frame_done(ntpu_ref *r)
 
 /* ---------------------------------------------------------------- stream */
 
+/* Counted before executing, so a COUNTERS frame sees its own bytes. */
+static void count_rx(ntpu_ref *r, size_t bytes)
+{
+    r->cnt[NTPU_CNT_RX_BYTES] += bytes;
+    uint64_t rx_cycles = link_cycles(r, &r->rx_part, bytes);
+    r->cnt[NTPU_CNT_STALL_LINK] += rx_cycles;
+    r->cnt[NTPU_CNT_CYCLES] += rx_cycles;
+}
+
+/* The length of the frame at buf when the receiver is between frames, buf
+ * holds all of it and its LEN is one the receiver accepts: it then runs
+ * where it lies, with no copy into r->frame. 0: the byte-wise receiver
+ * takes it (split frames, garbage, a bad LEN), with the same outcome. */
+static size_t whole_frame(const ntpu_ref *r, const uint8_t *buf, size_t n)
+{
+    if (r->rx_state != RX_HUNT || n < NTPU_FRAME_OVERHEAD || buf[0] != NTPU_SOF_CMD)
+        return 0;
+    size_t len = get16(buf + 2);
+    if (len == 0 || len > r->cfg.max_payload || n - NTPU_FRAME_OVERHEAD < len)
+        return 0;
+    return len + NTPU_FRAME_OVERHEAD;
+}
+
+/* One step of the byte-wise receiver over buf[0..n): returns the bytes it
+ * used. Whatever it drops while hunting stops short of the next SOF, so a
+ * whole frame behind garbage still runs in place. */
+static size_t receive_step(ntpu_ref *r, const uint8_t *buf, size_t n)
+{
+    size_t used;
+    int header_in = 0, frame_in = 0;
+    switch (r->rx_state) {
+    case RX_HUNT: {
+        const uint8_t *sof = memchr(buf, NTPU_SOF_CMD, n);
+        used = sof ? (size_t)(sof - buf) : n;
+        r->dropped += (uint32_t)used;
+        if (used == 0) { /* SOF first */
+            used = 1;
+            r->frame_have = 0;
+            r->rx_state = RX_HEADER;
+        }
+        break;
+    }
+    case RX_HEADER:
+        r->frame[r->frame_have++] = buf[0];
+        used = 1;
+        header_in = r->frame_have == 3;
+        break;
+    default: /* RX_BODY */
+        used = r->frame_need - r->frame_have;
+        if (used > n)
+            used = n;
+        memcpy(r->frame + r->frame_have, buf, used);
+        r->frame_have += used;
+        frame_in = r->frame_have == r->frame_need;
+        break;
+    }
+    count_rx(r, used);
+    if (header_in) {
+        size_t len = get16(r->frame + 1);
+        if (len == 0 || len > r->cfg.max_payload) {
+            /* Answered now, and hunting resumes with the byte after LEN:
+             * a garbage header must not swallow the frames behind it. */
+            reply_status(r, r->frame[0], NTPU_DEV_ERR_LENGTH);
+            r->rx_state = RX_HUNT;
+        } else {
+            r->frame_need = 3 + len + NTPU_FRAME_TRAILER;
+            r->rx_state = RX_BODY;
+        }
+    } else if (frame_in) {
+        frame_done(r, r->frame);
+        r->rx_state = RX_HUNT;
+    }
+    return used;
+}
+
 void ntpu_ref_write(ntpu_ref *r, const uint8_t *buf, size_t n)
 {
     if (!r || !buf)
         return;
     while (n > 0) {
-        size_t used;
-        int header_in = 0, frame_in = 0;
-        switch (r->rx_state) {
-        case RX_HUNT: {
-            const uint8_t *sof = memchr(buf, NTPU_SOF_CMD, n);
-            used = sof ? (size_t)(sof - buf) : n;
-            r->dropped += (uint32_t)used;
-            if (sof) {
-                used++;
-                r->frame_have = 0;
-                r->rx_state = RX_HEADER;
-            }
-            break;
+        size_t used = whole_frame(r, buf, n);
+        if (used) {
+            count_rx(r, used);
+            frame_done(r, buf + 1);
+        } else {
+            used = receive_step(r, buf, n);
         }
-        case RX_HEADER:
-            r->frame[r->frame_have++] = buf[0];
-            used = 1;
-            header_in = r->frame_have == 3;
-            break;
-        default: /* RX_BODY */
-            used = r->frame_need - r->frame_have;
-            if (used > n)
-                used = n;
-            memcpy(r->frame + r->frame_have, buf, used);
-            r->frame_have += used;
-            frame_in = r->frame_have == r->frame_need;
-            break;
-        }
-        /* Counted before executing, so a COUNTERS frame sees its own bytes. */
-        r->cnt[NTPU_CNT_RX_BYTES] += used;
-        uint64_t rx_cycles = link_cycles(r, &r->rx_part, used);
-        r->cnt[NTPU_CNT_STALL_LINK] += rx_cycles;
-        r->cnt[NTPU_CNT_CYCLES] += rx_cycles;
         buf += used;
         n -= used;
-
-        if (header_in) {
-            size_t len = get16(r->frame + 1);
-            if (len == 0 || len > r->cfg.max_payload) {
-                /* Answered now, and hunting resumes with the byte after LEN:
-                 * a garbage header must not swallow the frames behind it. */
-                reply_status(r, r->frame[0], NTPU_DEV_ERR_LENGTH);
-                r->rx_state = RX_HUNT;
-            } else {
-                r->frame_need = 3 + len + NTPU_FRAME_TRAILER;
-                r->rx_state = RX_BODY;
-            }
-        } else if (frame_in) {
-            frame_done(r);
-            r->rx_state = RX_HUNT;
-        }
     }
+}
+
+const uint8_t *ntpu_ref_peek(const ntpu_ref *r, size_t *n)
+{
+    *n = r ? r->tx_tail - r->tx_head : 0;
+    return *n ? r->tx + r->tx_head : NULL;
+}
+
+void ntpu_ref_consume(ntpu_ref *r, size_t n)
+{
+    if (!r)
+        return;
+    size_t k = r->tx_tail - r->tx_head;
+    r->tx_head += n < k ? n : k;
+    if (r->tx_head == r->tx_tail)
+        r->tx_head = r->tx_tail = 0;
 }
 
 size_t ntpu_ref_read(ntpu_ref *r, uint8_t *buf, size_t cap)
@@ -1089,9 +1151,7 @@ size_t ntpu_ref_read(ntpu_ref *r, uint8_t *buf, size_t cap)
     if (k > cap)
         k = cap;
     memcpy(buf, r->tx + r->tx_head, k);
-    r->tx_head += k;
-    if (r->tx_head == r->tx_tail)
-        r->tx_head = r->tx_tail = 0;
+    ntpu_ref_consume(r, k);
     return k;
 }
 

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Protocol 1.5 in the golden model: MATMUL's CONV addressing and POOL
- * (docs/isa.md, "Version 1.5"). The CONV modes only choose where each row of
+/* Protocol 1.5 in the golden model: MATMUL's CONV addressing (docs/isa.md,
+ * "Version 1.5"; POOL is ref_pool.c). The CONV modes only choose where each row of
  * the activation stream comes from: ref_conv_gather copies those rows (zero
  * rows outside the map) into a buffer that the ordinary MATMUL kernels
  * (matmul_kernel.c) then run over, so the arithmetic stays theirs and as fast. */
 #include "ref_conv.h"
 
 #include <string.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "ntpu/numerics.h"
 #include "ntpu/protocol.h"
@@ -89,19 +92,30 @@ static long source_pixel(const ref_conv *c, unsigned long oy, unsigned long ox)
 }
 
 /* Forward and CONV_T: row m is sample m mod mb of output pixel m div mb; the
- * samples of one pixel are a run of rows on both sides, copied at once. */
+ * samples of one pixel are a run of rows on both sides. Runs that continue one
+ * another (neighbouring source pixels, or zero rows after zero rows) are
+ * copied or cleared at once. */
 static void gather_rows(const ref_conv *c, const uint16_t *ub, unsigned n, unsigned m0, unsigned count, uint16_t *out)
 {
     unsigned long b = m0 % c->mb, q = m0 / c->mb;
     unsigned long ox = q % c->out_w, oy = q / c->out_w;
+    const uint16_t *from = NULL; /* the pending run: `lanes` lanes from `from`, or zeros when NULL */
+    size_t lanes = 0;
     while (count > 0) {
-        unsigned run = (unsigned)(c->mb - b < count ? c->mb - b : count);
-        long pix = source_pixel(c, oy, ox);
-        if (pix < 0)
-            memset(out, 0, (size_t)run * n * sizeof *out);
-        else
-            memcpy(out, ub + ((size_t)c->ub_addr + (size_t)pix * c->mb + b) * n, (size_t)run * n * sizeof *out);
-        out += (size_t)run * n;
+        const unsigned run = (unsigned)(c->mb - b < count ? c->mb - b : count);
+        const long pix = source_pixel(c, oy, ox);
+        const uint16_t *src = pix < 0 ? NULL : ub + ((size_t)c->ub_addr + (size_t)pix * c->mb + b) * n;
+        if (lanes && (src ? from + lanes != src : from != NULL)) { /* this run does not continue the pending one */
+            if (from)
+                memcpy(out, from, lanes * sizeof *out);
+            else
+                memset(out, 0, lanes * sizeof *out);
+            out += lanes;
+            lanes = 0;
+        }
+        if (!lanes)
+            from = src;
+        lanes += (size_t)run * n;
         count -= run;
         b = 0;
         if (++ox == c->out_w) {
@@ -109,6 +123,51 @@ static void gather_rows(const ref_conv *c, const uint16_t *ub, unsigned n, unsig
             oy++;
         }
     }
+    if (from)
+        memcpy(out, from, lanes * sizeof *out);
+    else
+        memset(out, 0, lanes * sizeof *out);
+}
+
+/* out (n x n) = the n x n block at blk, transposed: out[r][i] = blk[i][r]. */
+static void transpose_block(uint16_t *out, const uint16_t *blk, unsigned n)
+{
+    unsigned from = 0;
+#if defined(__x86_64__)
+    if (n % 8 == 0) { /* 8 x 8 tiles: three rounds of interleaves (SSE2, which every x86-64 has) */
+        for (unsigned ti = 0; ti < n; ti += 8)
+            for (unsigned tr = 0; tr < n; tr += 8) {
+                const uint16_t *src = blk + (size_t)ti * n + tr;
+                __m128i a[8], b[8]; /* unrolled, so that they stay in registers */
+#pragma GCC unroll 8
+                for (unsigned i = 0; i < 8; i++)
+                    a[i] = _mm_loadu_si128((const __m128i *)(src + (size_t)i * n));
+#pragma GCC unroll 4
+                for (unsigned i = 0; i < 8; i += 2) { /* pairs of rows, 16-bit lanes interleaved */
+                    b[i / 2] = _mm_unpacklo_epi16(a[i], a[i + 1]);
+                    b[4 + i / 2] = _mm_unpackhi_epi16(a[i], a[i + 1]);
+                }
+#pragma GCC unroll 2
+                for (unsigned h = 0; h < 8; h += 4) { /* then 32-bit pairs of pairs */
+                    a[h] = _mm_unpacklo_epi32(b[h], b[h + 1]);
+                    a[h + 1] = _mm_unpackhi_epi32(b[h], b[h + 1]);
+                    a[h + 2] = _mm_unpacklo_epi32(b[h + 2], b[h + 3]);
+                    a[h + 3] = _mm_unpackhi_epi32(b[h + 2], b[h + 3]);
+                }
+                uint16_t *dst = out + (size_t)tr * n + ti;
+#pragma GCC unroll 4
+                for (unsigned q = 0; q < 4; q++) { /* and 64-bit halves: column 2q, 2q + 1 */
+                    const unsigned lo = (q / 2) * 4 + q % 2;
+                    _mm_storeu_si128((__m128i *)(dst + (size_t)(2 * q) * n), _mm_unpacklo_epi64(a[lo], a[lo + 2]));
+                    _mm_storeu_si128((__m128i *)(dst + (size_t)(2 * q + 1) * n), _mm_unpackhi_epi64(a[lo], a[lo + 2]));
+                }
+            }
+        from = n;
+    }
+#endif
+    for (unsigned r = from; r < n; r++)
+        for (unsigned i = 0; i < n; i++)
+            out[(size_t)r * n + i] = blk[(size_t)i * n + r];
 }
 
 /* Weight gradient: block j (N rows) is the N x N UB block at tap (ky, kx) and
@@ -116,18 +175,21 @@ static void gather_rows(const ref_conv *c, const uint16_t *ub, unsigned n, unsig
 static void gather_blocks(const ref_conv *c, const uint16_t *ub, unsigned n, unsigned m0, unsigned count, uint16_t *out)
 {
     const unsigned long ct = c->rows / ((unsigned long)n * c->k * c->k);
-    for (unsigned long j = m0 / n; j < (m0 + count) / n; j++, out += (size_t)n * n) {
-        unsigned long t = j % ct, kx = (j / ct) % c->k, ky = j / (ct * c->k);
+    unsigned long j = m0 / n, t = j % ct, kx = (j / ct) % c->k, ky = j / (ct * c->k);
+    for (const unsigned long end = (m0 + count) / n; j < end; j++, out += (size_t)n * n) {
         long y = c->dy + (long)ky, x = c->dx + (long)kx;
-        if (y < 0 || x < 0 || y >= (long)c->in_h || x >= (long)c->in_w) {
+        if (y < 0 || x < 0 || y >= (long)c->in_h || x >= (long)c->in_w)
             memset(out, 0, (size_t)n * n * sizeof *out);
-            continue;
+        else
+            transpose_block(
+                out, ub + ((size_t)c->ub_addr + t * c->tile_stride + ((size_t)y * c->in_w + (size_t)x) * c->mb) * n, n);
+        if (++t == ct) { /* the next block's (ky, kx, t) */
+            t = 0;
+            if (++kx == c->k) {
+                kx = 0;
+                ky++;
+            }
         }
-        const uint16_t *blk =
-            ub + ((size_t)c->ub_addr + t * c->tile_stride + ((size_t)y * c->in_w + (size_t)x) * c->mb) * n;
-        for (unsigned r = 0; r < n; r++)
-            for (unsigned i = 0; i < n; i++)
-                out[(size_t)r * n + i] = blk[(size_t)i * n + r];
     }
 }
 
@@ -137,141 +199,4 @@ void ref_conv_gather(const ref_conv *c, const uint16_t *ub, unsigned n, unsigned
         gather_blocks(c, ub, n, m0, count, out);
     else
         gather_rows(c, ub, n, m0, count, out);
-}
-
-/* ---------------------------------------------------------------- POOL */
-
-/* A range of rows POOL touches: in UB (wide 0) or ACC (1). */
-typedef struct pool_range {
-    int wide;
-    unsigned long start, count;
-} pool_range;
-
-static unsigned long map_rows(const ref_pool *c)
-{
-    return (unsigned long)c->in_h * c->in_w * c->mb;
-}
-
-static unsigned long pooled_rows(const ref_pool *c)
-{
-    return (unsigned long)(c->in_h / c->k) * (c->in_w / c->k) * c->mb;
-}
-
-/* src, dst, aux of the mode (docs/isa.md's table). */
-static void pool_ranges(const ref_pool *c, pool_range rg[3])
-{
-    const int grad = c->mode >= NTPU_POOL_MODE_MAX_GRAD;
-    const int avg = c->mode == NTPU_POOL_MODE_AVG || c->mode == NTPU_POOL_MODE_AVG_GRAD;
-    rg[0] = (pool_range){grad, c->src, grad ? pooled_rows(c) : map_rows(c)};
-    rg[1] = (pool_range){grad, c->dst, grad ? map_rows(c) : pooled_rows(c)};
-    rg[2] = (pool_range){avg, c->aux, avg ? 1 : pooled_rows(c)};
-}
-
-int ref_pool_decode(const uint8_t *p, ref_pool *c)
-{
-    c->mode = p[1] & NTPU_POOL_MODE_MASK;
-    c->src = get16(p + 2);
-    c->dst = get16(p + 4);
-    c->aux = get16(p + 6);
-    c->in_h = p[8];
-    c->in_w = p[9];
-    c->mb = p[10];
-    c->k = p[11];
-    if ((p[1] & NTPU_POOL_RESERVED) || !c->k || !c->mb || c->in_h < c->k || c->in_w < c->k)
-        return NTPU_DEV_ERR_ARG;
-    pool_range rg[3];
-    pool_ranges(c, rg);
-    for (int i = 0; i < 3; i++)
-        for (int j = i + 1; j < 3; j++)
-            if (rg[i].wide == rg[j].wide && rg[i].start < rg[j].start + rg[j].count &&
-                rg[j].start < rg[i].start + rg[i].count)
-                return NTPU_DEV_ERR_ARG;
-    return NTPU_DEV_OK;
-}
-
-int ref_pool_in_range(const ref_pool *c, unsigned ub_rows, unsigned acc_rows)
-{
-    pool_range rg[3];
-    pool_ranges(c, rg);
-    for (int i = 0; i < 3; i++)
-        if (rg[i].start + rg[i].count > (rg[i].wide ? acc_rows : ub_rows))
-            return 0;
-    return 1;
-}
-
-/* A bf16 operand's value for MAX's comparison: a subnormal reads as zero. */
-static float bf16_operand(uint16_t h)
-{
-    return (h & 0x7F80u) ? ntpu_bf16_to_f32(h) : 0.0f;
-}
-
-static int bf16_is_nan(uint16_t h)
-{
-    return (h & 0x7FFFu) > 0x7F80u;
-}
-
-/* MAX and AVG: one pooled row r (window at pooled pixel (py, px), sample b). */
-static void pool_row(const ref_pool *c, uint16_t *ub, const uint32_t *acc, unsigned n, unsigned long py,
-                     unsigned long px, unsigned long b, unsigned long r)
-{
-    for (unsigned lane = 0; lane < n; lane++) {
-        uint16_t best = 0, idx = 0;
-        uint32_t s = 0;
-        for (unsigned wy = 0; wy < c->k; wy++)
-            for (unsigned wx = 0; wx < c->k; wx++) {
-                unsigned long q = ((py * c->k + wy) * c->in_w + px * c->k + wx) * c->mb + b;
-                uint16_t v = ub[(c->src + q) * n + lane];
-                if (c->mode == NTPU_POOL_MODE_AVG) {
-                    s = ntpu_f32_add(s, (uint32_t)v << 16);
-                } else if ((wy == 0 && wx == 0) || bf16_is_nan(v) || bf16_operand(v) > bf16_operand(best)) {
-                    best = v;
-                    idx = (uint16_t)(wy * c->k + wx);
-                }
-            }
-        if (c->mode == NTPU_POOL_MODE_AVG) {
-            ub[(c->dst + r) * n + lane] = ntpu_bf16_from_f32_bits(ntpu_f32_mul(s, acc[(size_t)c->aux * n + lane]));
-        } else {
-            ub[(c->dst + r) * n + lane] = best;
-            ub[(c->aux + r) * n + lane] = idx;
-        }
-    }
-}
-
-/* MAX_GRAD and AVG_GRAD: one map row q = (y * in_w + x) * mb + b. */
-static void unpool_row(const ref_pool *c, const uint16_t *ub, uint32_t *acc, unsigned n, unsigned long y,
-                       unsigned long x, unsigned long b, unsigned long q)
-{
-    const unsigned long oh = c->in_h / c->k, ow = c->in_w / c->k;
-    uint32_t *d = acc + (c->dst + q) * n;
-    if (y >= oh * c->k || x >= ow * c->k) { /* past the last whole window: no window reads it */
-        memset(d, 0, n * sizeof *d);
-        return;
-    }
-    unsigned long r = ((y / c->k) * ow + x / c->k) * c->mb + b;
-    const uint32_t *g = acc + (c->src + r) * n;
-    for (unsigned lane = 0; lane < n; lane++) {
-        if (c->mode == NTPU_POOL_MODE_AVG_GRAD)
-            d[lane] = ntpu_f32_mul(g[lane], acc[(size_t)c->aux * n + lane]);
-        else
-            d[lane] = ub[(c->aux + r) * n + lane] == (y % c->k) * c->k + x % c->k ? g[lane] : 0u;
-    }
-}
-
-unsigned long ref_pool_run(const ref_pool *c, uint16_t *ub, uint32_t *acc, unsigned n)
-{
-    const unsigned long oh = c->in_h / c->k, ow = c->in_w / c->k;
-    /* The ranges in one memory do not overlap (checked), so the order of the
-     * writes cannot matter: the ISA's "every source row read first" holds. */
-    if (c->mode < NTPU_POOL_MODE_MAX_GRAD) {
-        for (unsigned long py = 0; py < oh; py++)
-            for (unsigned long px = 0; px < ow; px++)
-                for (unsigned long b = 0; b < c->mb; b++)
-                    pool_row(c, ub, acc, n, py, px, b, (py * ow + px) * c->mb + b);
-    } else {
-        for (unsigned long y = 0; y < c->in_h; y++)
-            for (unsigned long x = 0; x < c->in_w; x++)
-                for (unsigned long b = 0; b < c->mb; b++)
-                    unpool_row(c, ub, acc, n, y, x, b, (y * c->in_w + x) * c->mb + b);
-    }
-    return map_rows(c);
 }

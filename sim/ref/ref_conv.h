@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Protocol 1.5 in the golden model: where MATMUL's CONV modes take their rows
- * from, and POOL (docs/isa.md, "Version 1.5"). ref.c decodes the frame and runs
+ * from (ref_conv.c), and POOL (ref_pool.c) (docs/isa.md, "Version 1.5"). ref.c decodes the frame and runs
  * the checks in the ISA's order with these; the arithmetic stays the MATMUL
  * kernels' and the vector unit's. Internal to the model. */
 #ifndef NTPU_REF_CONV_H
@@ -48,8 +48,11 @@ int ref_pool_decode(const uint8_t *p, ref_pool *c);
 /* Whether every range POOL touches lies inside its memory (exactly, no wrap). */
 int ref_pool_in_range(const ref_pool *c, unsigned ub_rows, unsigned acc_rows);
 
-/* Runs POOL on the memories (n lanes a row). Returns the rows of the map, for
- * the cycle estimate. */
+/* Runs POOL on the memories (n lanes a row, n <= 64), eight lanes at a time
+ * (ref_pool.c). Returns the rows of the map, for the cycle estimate. */
 unsigned long ref_pool_run(const ref_pool *c, uint16_t *ub, uint32_t *acc, unsigned n);
+
+/* The same one lane at a time: the definition, for tests. */
+unsigned long ref_pool_run_scalar(const ref_pool *c, uint16_t *ub, uint32_t *acc, unsigned n);
 
 #endif

@@ -40,6 +40,18 @@ for d in dev:
     (r,) = d["runs"]
     assert r["programs"] is True and r["macs"] == want and r["loss"] > 0, r
     assert r["link_bytes"] == r["link_tx_bytes"] + r["link_rx_bytes"] <= d["budget_bytes"], r
+# (e) the CNN's step, resident, host and device optimizer: the same bits, the items' counters sum to the step's
+c = o["train_step_cnn"]
+assert c["batch"] == 64 and c["agree"] is True and abs(c["payload_bytes"] - (64 * 784 * 2 + 64 + 8)) < 0.1, c
+assert [r["device_optimizer"] for r in c["runs"]] == [False, True], c
+for r in c["runs"]:
+    assert r["device"] == "ref" and r["loss"] > 0 and 0 < r["utilization"] <= 1 and r["link_frames"] > 0, r
+    items = r["items"]
+    assert [i["name"] for i in items] == ["conv16k3p1", "relu", "maxpool2", "conv32k3p1", "relu", "maxpool2", "flatten", "fc10"]
+    assert sum(i["forward"]["macs"] + i["backward"]["macs"] for i in items) == r["macs"], r
+    assert (r["optimizer"]["cycles"] > 0) == r["device_optimizer"], r
+host, device = c["runs"]
+assert device["link_bytes"] < host["link_bytes"], (device["link_bytes"], host["link_bytes"])
 (sp,) = o["sim_speed"]
 assert sp["device"] == "ref" and min(sp["int8_mac_per_s"], sp["bf16_mac_per_s"], sp["train_step_mac_per_s"]) > 0
 assert o["epoch"] is None
@@ -52,7 +64,8 @@ fi
 
 "$B/ntpu" bench -d ref --size 40 > "$T/out" 2> "$T/err"
 rc=$?
-if [ "$rc" = 0 ] && [ "$(grep -c '^ref .* 40 .* ok$' "$T/out")" = 2 ] && grep -q '^(b) training step' "$T/out"; then
+if [ "$rc" = 0 ] && [ "$(grep -c '^ref .* 40 .* ok$' "$T/out")" = 2 ] && grep -q '^(b) training step' "$T/out" \
+  && [ "$(grep -c '^ref .* 8x8 .* all equal$' "$T/out")" = 2 ] && grep -q '^(e) training step: CNN' "$T/out"; then
   echo "ok   bench -d ref --size 40: table"
 else
   echo "FAIL bench -d ref --size 40: exit $rc"; sed 's/^/     /' "$T/out" "$T/err"; failures=$((failures + 1))

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* ntpu_bf16_from_f32_row, the host's conversion of whole rows (four lanes at a
- * time), against ntpu_bf16_from_f32_bits one value at a time: every rounding
+/* ntpu_bf16_from_f32_row, the host's conversion of whole rows (eight or four
+ * lanes at a time), against ntpu_bf16_from_f32_bits one value at a time: every rounding
  * case, subnormals of both signs, infinities and NaNs with any payload, at
  * every length and offset around the blocks of lanes. */
 #include <criterion/criterion.h>

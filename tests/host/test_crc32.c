@@ -48,3 +48,13 @@ Test(crc32, large_and_chained)
         c = ntpu_crc32(c, data + at, at + step <= sizeof data ? step : sizeof data - at);
     cr_assert_eq(c, want);
 }
+
+Test(crc32, a_word_from_registers_as_its_bytes)
+{
+    for (size_t at = 0; at + 4 <= 4000; at += 4) {
+        uint32_t seed = (uint32_t)(at * 0x9E3779B9u);
+        uint32_t w = (uint32_t)data[at] | (uint32_t)data[at + 1] << 8 | (uint32_t)data[at + 2] << 16 |
+                     (uint32_t)data[at + 3] << 24;
+        cr_assert_eq(ntpu_crc32_word(seed, w), (uint32_t)crc32(seed, data + at, 4), "at %zu", at);
+    }
+}

@@ -83,6 +83,7 @@ typedef struct wire {
     /* a device other than the golden model: these reply bytes instead of its own */
     uint8_t canned[64];
     size_t ncanned, canned_at;
+    size_t peek_cap; /* with peek_wire_ops: at most this many reply bytes are seen in place */
 } wire;
 
 static ntpu_status wire_send(void *ctx, const uint8_t *buf, size_t n, char *err, size_t errlen)
@@ -139,8 +140,36 @@ static void wire_close(void *ctx)
     (void)ctx; /* the test owns the wire */
 }
 
-static const ntpu_transport_ops wire_ops = {"wire", wire_send, wire_recv, wire_close, 1, 0, 0, 0};
-static const ntpu_transport_ops lossy_wire_ops = {"lossy wire", wire_send, wire_recv, wire_close, 1, 0, 0, 1};
+/* The reply bytes in place, as the ref transport shows them, but at most peek_cap: a reply
+ * longer than that is not whole in view and must be read through recv. */
+static const uint8_t *wire_peek(void *ctx, size_t *n)
+{
+    wire *w = ctx;
+    const uint8_t *p = ntpu_ref_peek(w->ref, n);
+    if (*n > w->peek_cap)
+        *n = w->peek_cap;
+    return p;
+}
+
+static void wire_consume(void *ctx, size_t n)
+{
+    wire *w = ctx;
+    ntpu_ref_consume(w->ref, n);
+}
+
+static const ntpu_transport_ops wire_ops = {
+    .name = "wire", .send = wire_send, .recv = wire_recv, .close = wire_close, .starts_in_sync = 1};
+static const ntpu_transport_ops lossy_wire_ops = {
+    .name = "lossy wire", .send = wire_send, .recv = wire_recv, .close = wire_close, .starts_in_sync = 1, .lossy = 1};
+
+static const ntpu_transport_ops peek_wire_ops = {.name = "peek wire",
+                                                 .send = wire_send,
+                                                 .recv = wire_recv,
+                                                 .close = wire_close,
+                                                 .starts_in_sync = 1,
+                                                 .runs_on_send = 1,
+                                                 .peek = wire_peek,
+                                                 .consume = wire_consume};
 
 static wire *W;
 static ntpu_link L;
@@ -557,6 +586,88 @@ Test(link, rejects_oversized_commands)
     cr_assert_eq(W->tx_count, 0);
 }
 
+/* The link over the ref transport itself: replies checked where the model
+ * queued them, and no copy kept of a frame that ran unless it reads. */
+static void use_ref_transport(void)
+{
+    ntpu_link_free(&L);
+    ntpu_transport tp;
+    cr_assert_eq(ntpu_transport_ref_open(NULL, &tp, errbuf, sizeof errbuf), NTPU_OK, "%s", errbuf);
+    cr_assert_eq(ntpu_link_init(&L, tp, 4112, errbuf), NTPU_OK);
+}
+
+Test(link, over_ref_replies_are_read_in_place)
+{
+    use_ref_transport();
+    enum { ROWS = 200 }; /* 3,200 bytes: one frame each way */
+    uint8_t cmd[6 + ROWS * 16] = {NTPU_OP_WRITE_MEM, NTPU_MEM_UB, 0, 1, ROWS, 0};
+    for (size_t i = 6; i < sizeof cmd; i++)
+        cmd[i] = (uint8_t)(i * 7);
+    cr_assert_eq(ntpu_link_command(&L, cmd, sizeof cmd, 0, NULL, NULL), NTPU_OK);
+    static uint8_t back[ROWS * 16];
+    uint8_t rd[6] = {NTPU_OP_READ_MEM, NTPU_MEM_UB, 0, 1, ROWS, 0};
+    uint64_t t;
+    cr_assert_eq(ntpu_link_command(&L, rd, sizeof rd, sizeof back, back, &t), NTPU_OK);
+    cr_assert_eq(ntpu_link_wait(&L, t), NTPU_OK, "%s", errbuf);
+    cr_assert_arr_eq(back, cmd + 6, sizeof back);
+    cr_assert_eq(L.stats.rx_frames, 2);
+    cr_assert_eq(L.stats.rx_bytes, 2 * NTPU_FRAME_OVERHEAD + 1 + 1 + sizeof back);
+    size_t left;
+    ntpu_ref_peek(L.tp.ctx, &left);
+    cr_assert_eq(left, 0, "every reply byte taken");
+}
+
+Test(link, over_ref_only_reads_keep_a_copy_and_recovery_still_works)
+{
+    use_ref_transport();
+    /* A NOP of LEN 2 between a write and a read: the device answers it
+     * ERR_LENGTH, the link recovers by SYNC, and the read behind it, which ran
+     * but whose reply was dropped with the fault, goes again from its copy. */
+    uint8_t rd[6] = {NTPU_OP_READ_MEM, NTPU_MEM_UB, 4, 0, 1, 0}, data[16] = {0}, bad[2] = {NTPU_OP_NOP, 0};
+    cr_assert_eq(write_ub(4, 44), NTPU_OK);
+    cr_assert_eq(ntpu_link_command(&L, bad, 2, 0, NULL, NULL), NTPU_OK);
+    cr_assert_eq(ntpu_link_command(&L, rd, sizeof rd, sizeof data, data, NULL), NTPU_OK);
+    cr_assert_eq(write_ub(5, 55), NTPU_OK);
+    cr_assert_eq(L.pend_count, 4);
+    cr_assert_eq(L.pend[0].kept, 0, "a write that runs as it is sent needs no copy");
+    cr_assert_eq(L.pend[1].kept, 0);
+    cr_assert_eq(L.pend[2].kept, 1, "a read may have to go again");
+    cr_assert_eq(L.pend[3].kept, 0);
+    cr_assert_eq(ntpu_link_sync(&L), NTPU_ERR_DEVICE);
+    cr_assert_not_null(strstr(errbuf, "ERR_LENGTH"), "%s", errbuf);
+    cr_assert_eq(L.stats.recoveries, 1);
+    cr_assert_eq(L.stats.retransmits, 1, "the read only");
+    cr_assert_eq(ntpu_rd16(data), 44);
+    ntpu_status st;
+    cr_assert_eq(read_ub(5, &st), 55, "the write after the read ran");
+    cr_assert_eq(st, NTPU_OK, "%s", errbuf);
+}
+
+Test(link, a_reply_not_whole_in_view_is_read_through_recv)
+{
+    ntpu_link_free(&L);
+    ntpu_transport tp = {&peek_wire_ops, W};
+    cr_assert_eq(ntpu_link_init(&L, tp, 4112, errbuf), NTPU_OK);
+    /* 9 bytes: a status reply is whole in view, a one-row READ_MEM reply (25) is not */
+    W->peek_cap = NTPU_FRAME_OVERHEAD + 1;
+    for (uint16_t i = 0; i < 20; i++)
+        cr_assert_eq(write_ub(i, (uint16_t)(100 + i)), NTPU_OK);
+    cr_assert_eq(ntpu_link_sync(&L), NTPU_OK, "%s", errbuf);
+    cr_assert_eq(W->recv_calls, 0, "status replies checked in place");
+    ntpu_status st;
+    for (uint16_t i = 0; i < 20; i++) {
+        cr_assert_eq(read_ub(i, &st), 100 + i);
+        cr_assert_eq(st, NTPU_OK, "%s", errbuf);
+    }
+    cr_assert_eq(W->recv_calls, 2 * 20, "header and the rest, through recv");
+    /* nothing in view at all: the same through recv alone */
+    W->peek_cap = 0;
+    cr_assert_eq(write_ub(3, 333), NTPU_OK);
+    cr_assert_eq(read_ub(3, &st), 333);
+    cr_assert_eq(st, NTPU_OK, "%s", errbuf);
+    cr_assert_eq(L.stats.rx_frames, 20 + 20 + 2);
+}
+
 Test(link, names)
 {
     cr_assert_str_eq(ntpu_op_name(NTPU_OP_MATMUL), "MATMUL");
@@ -640,7 +751,12 @@ static void meter_install(ntpu_device *dev, meter *m, ntpu_transport_ops *ops, s
     memset(m, 0, sizeof *m);
     m->inner = dev->link.tp;
     m->limit = limit;
-    *ops = (ntpu_transport_ops){"meter", meter_send, meter_recv, meter_close, 1, limit, 0, 0};
+    *ops = (ntpu_transport_ops){.name = "meter",
+                                .send = meter_send,
+                                .recv = meter_recv,
+                                .close = meter_close,
+                                .starts_in_sync = 1,
+                                .max_unanswered_tx_bytes = limit};
     dev->link.tp = (ntpu_transport){ops, m};
 }
 
@@ -716,7 +832,13 @@ Test(flow, the_meter_catches_an_unlimited_link)
 
 Test(flow, the_transport_caps_max_payload)
 {
-    static const ntpu_transport_ops capped = {"capped", wire_send, wire_recv, wire_close, 1, 2048, 516, 0};
+    static const ntpu_transport_ops capped = {.name = "capped",
+                                              .send = wire_send,
+                                              .recv = wire_recv,
+                                              .close = wire_close,
+                                              .starts_in_sync = 1,
+                                              .max_unanswered_tx_bytes = 2048,
+                                              .max_payload_cap = 516};
     wire *w = calloc(1, sizeof *w);
     w->ref = ntpu_ref_new(NULL);
     ntpu_link l;

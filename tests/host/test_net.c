@@ -296,7 +296,7 @@ Test(net, what_a_net_does_not_do_yet)
     cr_assert_eq(ntpu_model_check_device_optimizer(m), NTPU_ERR_UNSUPPORTED);
     cr_assert_eq(ntpu_model_set_device_optimizer(m, 1), NTPU_OK);
     cr_assert_eq(ntpu_model_check_device_optimizer(m), NTPU_ERR_UNSUPPORTED);
-    cr_assert_str_eq(ntpu_last_error(dev), "conv nets keep the optimizer on the host for now");
+    cr_assert_str_eq(ntpu_last_error(dev), "a conv net on the host path keeps the optimizer on the host");
     cr_assert_eq(ntpu_qmodel_check(m), NTPU_OK); /* int8 inference: tests/host/test_quant_net.c */
     float x[5 * 25] = {0}, logits[3];
     uint8_t y[5] = {0, 1, 2, 3, 0};

@@ -2298,3 +2298,68 @@ Test(ref_model, without_pm_run_is_unknown)
     cr_expect_eq(read_mem(r, NTPU_MEM_PM, 0, 0), NTPU_DEV_ERR_MEM);
     ntpu_ref_free(r);
 }
+
+/* A stream of frames split into two writes at every byte gives the replies of
+ * the stream written whole: frames that one write holds whole run where they
+ * lie, the split one is collected first, with the same outcome (counters too). */
+Test(ref_model, a_frame_split_at_any_byte_runs_as_a_whole_one)
+{
+    static uint8_t stream[4096], whole[4096], split[4096];
+    size_t n = 0;
+    uint8_t w[6 + 16] = {NTPU_OP_WRITE_MEM, NTPU_MEM_UB, 3, 0, 1, 0};
+    for (size_t i = 6; i < sizeof w; i++)
+        w[i] = (uint8_t)(i * 13);
+    const uint8_t r[6] = {NTPU_OP_READ_MEM, NTPU_MEM_UB, 3, 0, 1, 0}, l[4] = {NTPU_OP_LOAD_W, 0, 0, 0};
+    const uint8_t c[2] = {NTPU_OP_COUNTERS, 0}, bad[2] = {NTPU_OP_NOP, 0};
+    n += make_frame(stream + n, 0, w, sizeof w);
+    stream[n++] = 0x11; /* a byte of garbage between frames */
+    n += make_frame(stream + n, 1, r, sizeof r);
+    n += make_frame(stream + n, 2, l, sizeof l);
+    n += make_frame(stream + n, 3, bad, sizeof bad);
+    n += make_frame(stream + n, 4, c, sizeof c);
+    ntpu_ref *ref = ntpu_ref_new(NULL);
+    ntpu_ref_write(ref, stream, n);
+    size_t nwhole = ntpu_ref_read(ref, whole, sizeof whole);
+    ntpu_ref_free(ref);
+    cr_assert_gt(nwhole, 5 * NTPU_FRAME_OVERHEAD + 16 + NTPU_COUNTERS_BYTES);
+    for (size_t at = 0; at <= n; at++) {
+        ref = ntpu_ref_new(NULL);
+        ntpu_ref_write(ref, stream, at);
+        ntpu_ref_write(ref, stream + at, n - at);
+        size_t nsplit = ntpu_ref_read(ref, split, sizeof split);
+        ntpu_ref_free(ref);
+        cr_assert_eq(nsplit, nwhole, "split at %zu", at);
+        cr_assert_arr_eq(split, whole, nwhole, "split at %zu", at);
+    }
+}
+
+/* peek shows the queued reply bytes as read would return them; consume takes
+ * them in any pieces, and what is left reads on from there. */
+Test(ref_model, replies_seen_in_place_and_taken_in_parts)
+{
+    const uint8_t r[6] = {NTPU_OP_READ_MEM, NTPU_MEM_UB, 0, 0, 2, 0};
+    size_t n = 1;
+    cr_assert_null(ntpu_ref_peek(dev, &n));
+    cr_assert_eq(n, 0);
+    send(dev, r, sizeof r);
+    send(dev, r, sizeof r);
+    uint8_t st = NTPU_OP_STATUS;
+    send(dev, &st, 1);
+    const uint8_t *view = ntpu_ref_peek(dev, &n);
+    cr_assert_not_null(view);
+    cr_assert_eq(n, ntpu_ref_pending(dev));
+    static uint8_t copy[4096], rest[4096];
+    memcpy(copy, view, n);
+    ntpu_ref_consume(dev, 5);
+    size_t left;
+    view = ntpu_ref_peek(dev, &left);
+    cr_assert_eq(left, n - 5);
+    cr_assert_arr_eq(view, copy + 5, left);
+    cr_assert_eq(ntpu_ref_read(dev, rest, 7), 7);
+    cr_assert_arr_eq(rest, copy + 5, 7);
+    ntpu_ref_consume(dev, 3);
+    cr_assert_eq(ntpu_ref_read(dev, rest, sizeof rest), n - 15);
+    cr_assert_arr_eq(rest, copy + 15, n - 15);
+    ntpu_ref_consume(dev, 100); /* more than is queued: takes what there is */
+    cr_assert_eq(ntpu_ref_pending(dev), 0);
+}

@@ -231,7 +231,11 @@ Test(ref_adam, adam_and_adamw_rows_against_the_element)
         check_adam(4, dec, 20, 20, 16, 70, 30); /* p and g the same rows */
         check_adam(4, dec, 10, 14, 16, 70, 64); /* overlapping: row r's p is row r - 4's g */
         check_adam(4, dec, 10, 6, 16, 20, 60);  /* the constants inside p: read once, before row 0 */
-        check_adam(3, dec, 0, 0, 0, 119, 96);   /* rows = 0 does nothing */
+        check_adam(2, dec, 10, 9, 16, 70, 60);  /* row r's g is row r - 1's p, fewer than 8 lanes back */
+        check_adam(4, dec, 10, 9, 16, 70, 60);
+        check_adam(8, dec, 10, 9, 16, 70, 60);
+        check_adam(3, dec, 10, 8, 20, 70, 50);
+        check_adam(3, dec, 0, 0, 0, 119, 96); /* rows = 0 does nothing */
     }
 }
 

@@ -154,7 +154,7 @@ ntpu_status ntpu_net_alloc(ntpu_device *dev, const ntpu_arch *arch, size_t max_b
     m->net->classes = arch->item[arch->n - 1].out;
     m->net->inputs = (size_t)arch->in_c * arch->in_h * arch->in_w;
     snprintf(m->why, sizeof m->why, "a conv net lives on the host: every product goes through ntpu_matmul_bf16");
-    snprintf(m->devopt_why, sizeof m->devopt_why, "conv nets keep the optimizer on the host for now");
+    snprintf(m->devopt_why, sizeof m->devopt_why, "a conv net on the host path keeps the optimizer on the host");
     if ((st = alloc_net(m)) != NTPU_OK || (st = ntpu_net_res_plan(m)) != NTPU_OK) {
         ntpu_model_free(m);
         return st;

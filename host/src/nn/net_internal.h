@@ -28,9 +28,10 @@ struct ntpu_net {
      * operand (conv [(ky,kx,ci)][co], fc [(y,x,c)][o]), wt dX's (conv [(ky,kx,co)][ci], fc [o][(y,x,c)]) */
     uint16_t *wm[NTPU_MAX_ITEMS], *wt[NTPU_MAX_ITEMS];
     float *logits, *dlogits;
-    uint32_t *g[2];              /* the gradient flowing backward, and the one being made */
-    ntpu_net_buf opa, opb, prod; /* a product's bf16 operands (A, or B when it is made) and its fp32 result */
-    struct ntpu_net_res *res;    /* the device-resident layout (net_resident.h), NULL on the host path */
+    uint32_t *g[2];                   /* the gradient flowing backward, and the one being made */
+    ntpu_net_buf opa, opb, prod;      /* a product's bf16 operands (A, or B when it is made) and its fp32 result */
+    struct ntpu_net_res *res;         /* the device-resident layout (net_resident.h), NULL on the host path */
+    struct ntpu_net_profile *profile; /* ntpu bench's counters between items (net_profile.h), or NULL */
 };
 
 /* Grows b to at least bytes; NULL when out of memory. */

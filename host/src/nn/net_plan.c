@@ -6,8 +6,10 @@
  * item. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "net_resident.h"
+#include "ntpu/program.h"
 
 #define FIELD_MAX 255u  /* in_h, in_w, out_w, stride, k: u8 fields of CONV and POOL */
 #define ROWS_MAX 65535u /* rows of one command */
@@ -55,10 +57,18 @@ static void place_params(const ntpu_model *m, ntpu_net_res *r, size_t i, size_t 
     const size_t n = m->n, cto = r->ct[v + 1];
     const size_t block =
         l->kind == NTPU_LAYER_CONV ? (size_t)l->k * l->k * r->ct[v] * n : (size_t)r->h[v] * r->w[v] * r->ct[v] * n;
+    const size_t mom = r->devopt && m->opt.kind == NTPU_OPT_MOMENTUM;
     r->wb_w[i] = take(&r->wb_rows, cto * block);
-    r->acc_b[i] = take(&r->acc_rows, cto);
+    r->acc_b[i] = take(&r->acc_rows, cto * (1 + mom));
     r->acc_db[i] = take(&r->acc_rows, cto);
     r->acc_dw[i] = take(&r->acc_rows, cto * block);
+    if (!r->devopt)
+        return;
+    r->acc_mw[i] = take(&r->acc_rows, cto * (1 + mom) * block);
+    if (m->opt.kind == NTPU_OPT_ADAM || m->opt.kind == NTPU_OPT_ADAMW) {
+        r->os_w[i] = take(&r->os_rows, 2 * cto * block);
+        r->os_b[i] = take(&r->os_rows, 2 * cto);
+    }
 }
 
 /* The shape of value v + 1 (item i's output on the device) and its rows; NULL, or why not. */
@@ -96,6 +106,8 @@ static const char *place_item(const ntpu_model *m, ntpu_net_res *r, size_t i, si
             return "a conv whose stride or weight-gradient rows (N*K*K*channel tiles) exceed a command's fields";
         if (l->kind == NTPU_LAYER_FC && (size_t)r->ct[v] * n > ROWS_MAX)
             return "an fc whose input has more than 65535 channels a pixel";
+        if (r->devopt && (size_t)r->h[v] * r->w[v] * r->ct[v] * n > ROWS_MAX)
+            return "an fc with more than 65535 weight rows an output tile, more than one OPTIM covers";
         return NULL;
     }
     return "an unknown item";
@@ -131,6 +143,9 @@ const char *ntpu_net_res_layout(const ntpu_model *m, ntpu_net_res *r, char *why,
             *r = twice;
     }
     r->wb_g = take(&r->wb_rows, r->wb_g);
+    if (r->devopt)
+        r->acc_k =
+            take(&r->acc_rows, m->opt.kind == NTPU_OPT_ADAM || m->opt.kind == NTPU_OPT_ADAMW ? NTPU_ADAM_AUX_ROWS : 3);
     const char *no = check_fields(m, r);
     if (no)
         return no;
@@ -138,9 +153,11 @@ const char *ntpu_net_res_layout(const ntpu_model *m, ntpu_net_res *r, char *why,
     const struct {
         const char *name;
         size_t need, have;
-    } mem[] = {
-        {"UB", r->ub_rows, info->ub_rows}, {"WB", r->wb_rows, info->wb_rows}, {"ACC", r->acc_rows, info->acc_rows}};
-    for (size_t k = 0; k < 3; k++)
+    } mem[] = {{"UB", r->ub_rows, info->ub_rows},
+               {"WB", r->wb_rows, info->wb_rows},
+               {"ACC", r->acc_rows, info->acc_rows},
+               {"OS", r->os_rows, info->os_rows}};
+    for (size_t k = 0; k < 4; k++)
         if (mem[k].need > mem[k].have) {
             snprintf(why, len,
                      "needs %zu %s rows for micro-batches of %u (UB %zu, WB %zu, ACC %zu), the device has %zu",
@@ -165,6 +182,38 @@ static const char *missing_feature(const ntpu_device *dev)
     return NULL;
 }
 
+/* NULL when the device can run m's optimizer (which m->opt.device asks for), else why not. */
+static const char *devopt_missing(const ntpu_model *m)
+{
+    const unsigned f = m->dev->info.features;
+    if (!m->opt.device)
+        return "the optimizer was not asked to run on the device (ntpu_optim_config.device is 0)";
+    if (!(f & NTPU_FEATURE_OPTIM_BIT))
+        return "the device has no OPTIM (protocol 1.3, vector unit)";
+    if ((m->opt.kind == NTPU_OPT_ADAM || m->opt.kind == NTPU_OPT_ADAMW) && !(f & NTPU_FEATURE_ADAM_BIT))
+        return "Adam and AdamW need the device's ADAM (protocol 1.4: divide, square root, OS memory)";
+    return NULL;
+}
+
+/* The layout, with the device optimizer's state when m asks for it and it fits; m->devopt and
+ * m->devopt_why say which. */
+static const char *layout_with_optimizer(ntpu_model *m, ntpu_net_res *r, char *why, size_t len)
+{
+    const char *no = devopt_missing(m);
+    if (no)
+        snprintf(m->devopt_why, sizeof m->devopt_why, "%s", no);
+    r->devopt = !no;
+    no = ntpu_net_res_layout(m, r, why, len);
+    if (no && r->devopt) {
+        snprintf(m->devopt_why, sizeof m->devopt_why, "with its optimizer state the net %.120s", no);
+        memset(r, 0, sizeof *r);
+        no = ntpu_net_res_layout(m, r, why, len);
+    }
+    m->devopt = !no && r->devopt;
+    m->acc_k = r->acc_k;
+    return no;
+}
+
 ntpu_status ntpu_net_res_plan(ntpu_model *m)
 {
     char why[160];
@@ -172,10 +221,12 @@ ntpu_status ntpu_net_res_plan(ntpu_model *m)
     ntpu_net_res *r = calloc(1, sizeof *r);
     if (!r)
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
+    m->devopt = 0;
     if (!no)
-        no = ntpu_net_res_layout(m, r, why, sizeof why);
+        no = layout_with_optimizer(m, r, why, sizeof why);
     if (no) {
         snprintf(m->why, sizeof m->why, "a conv net on the host path: %s", no);
+        snprintf(m->devopt_why, sizeof m->devopt_why, "a conv net on the host path keeps the optimizer on the host");
         free(r);
         return NTPU_OK;
     }
@@ -185,10 +236,26 @@ ntpu_status ntpu_net_res_plan(ntpu_model *m)
     return NTPU_OK;
 }
 
+ntpu_status ntpu_net_replan(ntpu_model *m)
+{
+    if (!m->net->res)
+        return NTPU_OK; /* the host path: devopt stays 0, devopt_why says why */
+    ntpu_release_memories(m->dev, m);
+    ntpu_net_res_free(m->net->res);
+    m->net->res = NULL;
+    m->streamed = 1;
+    return ntpu_net_res_plan(m);
+}
+
 void ntpu_net_res_free(ntpu_net_res *r)
 {
     if (!r)
         return;
+    ntpu_program_free(r->prog_fwd);
+    ntpu_program_free(r->prog_bwd);
+    ntpu_program_free(r->prog_first);
+    ntpu_program_free(r->prog_bwd0);
+    ntpu_program_free(r->prog_first0);
     free(r->rows.p);
     free(r->host.p);
     free(r);

@@ -2,7 +2,8 @@
 /* A training step and a prediction of a net resident on the device (net_resident.h): the host writes each
  * micro-batch's input map and reads its logits back, computes the loss and its gradient, and after the
  * last micro-batch reads dW and db and runs the optimizer on its fp32 master weights (m->param, PyTorch
- * layouts), whose bf16 copy it writes to WB before the device's next work. The results are the host
+ * layouts), whose bf16 copy it writes to WB before the device's next work; or, with the device optimizer
+ * (net_devopt.c), the device updates its own fp32 master weights. The results are the host
  * path's (net.c) bit for bit: the same chains, with zero terms for padded lanes and samples. */
 #include <stdlib.h>
 #include <string.h>
@@ -49,12 +50,19 @@ static ntpu_status upload_params(ntpu_model *m, size_t i)
     return ntpu_write_rows(m->dev, NTPU_MEM_ACC, r->acc_b[i], (uint32_t)cto, bias);
 }
 
-/* The parameters and the avgpools' factors to the device, when it does not hold them already. */
+/* Another user takes the memories: the device optimizer's weights and state to the host first. */
+static ntpu_status evict(void *m)
+{
+    return ntpu_model_fetch(m);
+}
+
+/* The parameters (with the device optimizer their fp32 state too) and the avgpools' factors to the device,
+ * when it does not hold them already. */
 static ntpu_status own_device(ntpu_model *m)
 {
     ntpu_net_res *r = m->net->res;
     int changed;
-    ntpu_status st = ntpu_claim_memories(m->dev, m, NULL, &changed);
+    ntpu_status st = ntpu_claim_memories(m->dev, m, evict, &changed);
     if (st != NTPU_OK || (!changed && !r->stale))
         return st;
     for (size_t i = 0; i < m->arch.n && st == NTPU_OK; i++) {
@@ -72,6 +80,8 @@ static ntpu_status own_device(ntpu_model *m)
             st = ntpu_write_rows(m->dev, NTPU_MEM_ACC, r->acc_r[i], 1, f);
         }
     }
+    if (st == NTPU_OK && r->devopt)
+        st = ntpu_net_devopt_upload(m);
     if (st != NTPU_OK)
         ntpu_release_memories(m->dev, m); /* half written: the next call writes it all again */
     r->stale = st != NTPU_OK;
@@ -167,16 +177,27 @@ ntpu_status ntpu_net_res_train_step(ntpu_model *m, const float *x, const uint8_t
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "train: out of memory");
     float *grad = logits + m->max_batch * classes;
     ntpu_step_result r = {0};
+    int prog = 0;
     ntpu_status st = own_device(m);
+    if (st == NTPU_OK)
+        st = ntpu_net_prog_prepare(m, &prog);
     for (size_t b0 = 0; b0 < batch && st == NTPU_OK; b0 += MB) {
         const size_t count = batch - b0 < MB ? batch - b0 : MB;
         if ((st = ntpu_net_res_write_input(m, x, b0, count, m->net->res->ub[0])) != NTPU_OK ||
-            (st = ntpu_net_res_forward(m)) != NTPU_OK || (st = read_logits(m, count, logits + b0 * classes)) != NTPU_OK)
+            (st = prog ? ntpu_net_prog_forward(m) : ntpu_net_res_forward(m)) != NTPU_OK ||
+            (st = read_logits(m, count, logits + b0 * classes)) != NTPU_OK)
             break;
         ntpu_softmax_xent_part(logits + b0 * classes, labels + b0, count, batch, classes, grad + b0 * classes, &total,
                                &r.correct);
         if ((st = write_dlogits(m, count, grad + b0 * classes)) == NTPU_OK)
-            st = ntpu_net_res_backward(m, b0 == 0, x, b0, count);
+            st = prog ? ntpu_net_prog_backward(m, x, b0, count) : ntpu_net_res_backward(m, b0 == 0, x, b0, count);
+    }
+    if (st == NTPU_OK && m->net->res->devopt) {
+        if ((st = ntpu_net_devopt_step(m)) == NTPU_OK && res) {
+            r.loss = total / (float)batch;
+            *res = r;
+        }
+        return st;
     }
     for (size_t i = 0; i < m->arch.n && st == NTPU_OK; i++)
         if (m->param[i].w)
@@ -200,11 +221,14 @@ ntpu_status ntpu_net_res_train_step(ntpu_model *m, const float *x, const uint8_t
 
 ntpu_status ntpu_net_res_predict(ntpu_model *m, const float *x, size_t batch, float *logits)
 {
+    int prog = 0;
     ntpu_status st = own_device(m);
+    if (st == NTPU_OK)
+        st = ntpu_net_prog_prepare(m, &prog);
     for (size_t b0 = 0; b0 < batch && st == NTPU_OK; b0 += MB) {
         const size_t count = batch - b0 < MB ? batch - b0 : MB;
         if ((st = ntpu_net_res_write_input(m, x, b0, count, m->net->res->ub[0])) == NTPU_OK &&
-            (st = ntpu_net_res_forward(m)) == NTPU_OK)
+            (st = prog ? ntpu_net_prog_forward(m) : ntpu_net_res_forward(m)) == NTPU_OK)
             st = read_logits(m, count, logits + b0 * m->net->classes);
     }
     return st;
@@ -214,5 +238,6 @@ ntpu_status ntpu_net_sync(ntpu_model *m)
 {
     if (m->net->res)
         m->net->res->stale = 1;
+    m->dev_ahead = 0; /* the host's parameters are the model's now */
     return NTPU_OK;
 }

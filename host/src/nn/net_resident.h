@@ -11,11 +11,16 @@
  *   conv: WB[wb_w[i] + ((ot*K*K + ky*K + kx)*CTi + t)*N + r][n] = w[ot*N + n][t*N + r][ky][kx]
  *   fc:   WB[wb_w[i] + (ot*KT + pix*CTi + t)*N + r][n] = w[ot*N + n][(t*N + r)*HW + pix], KT = HW*CTi
  * and dW accumulates in ACC at acc_dw[i] in the same layout (fp32), db at acc_db[i] (one row an output
- * tile), across the micro-batches of a step; the fp32 biases at acc_b[i]. */
+ * tile), across the micro-batches of a step; the fp32 biases at acc_b[i].
+ * With the device optimizer (net_devopt.c) item i's fp32 master weights are in ACC at acc_mw[i] in dW's
+ * layout, output tile ot's rows at acc_mw[i] + ot*(1+mom)*R (R = the tile's dW rows), then (momentum) its
+ * momentum rows; the bias momentum at acc_b[i] + CTo; Adam's moments in OS at os_w[i] + ot*2*R (R rows of
+ * m, then of v) and os_b[i] (CTo rows of m, then of v); the optimizer's constants at m->acc_k. */
 #ifndef NTPU_NET_RESIDENT_H
 #define NTPU_NET_RESIDENT_H
 
 #include "net_internal.h"
+#include "net_profile.h"
 
 #define NTPU_NET_MB 8u /* samples of a micro-batch (decision 0031) */
 
@@ -35,6 +40,10 @@ typedef struct ntpu_net_res {
     unsigned band[NTPU_MAX_ITEMS + 1];
     uint32_t ub_arg[NTPU_MAX_ITEMS], acc_r[NTPU_MAX_ITEMS], ub_gz[NTPU_MAX_ITEMS];
     uint32_t wb_w[NTPU_MAX_ITEMS], acc_b[NTPU_MAX_ITEMS], acc_db[NTPU_MAX_ITEMS], acc_dw[NTPU_MAX_ITEMS];
+    uint32_t acc_mw[NTPU_MAX_ITEMS], os_w[NTPU_MAX_ITEMS], os_b[NTPU_MAX_ITEMS];
+    int devopt;     /* the optimizer runs on the device (m->devopt): the layout has its state */
+    uint32_t acc_k; /* its constants (m->acc_k) */
+    size_t os_rows;
     uint32_t wb_g; /* gZ of the item being differentiated, as weight tiles (WB, one item at a time) */
     /* the input map is written again (at ub_x2) for the first item's dW, its rows free in between: what
      * the layout does when UB cannot hold the input map all through a micro-batch, at the cost of a
@@ -44,7 +53,13 @@ typedef struct ntpu_net_res {
     size_t first;                      /* the first item with parameters: no gradient before it, no dX for it */
     size_t ub_rows, wb_rows, acc_rows; /* rows the layout takes */
     int stale;                         /* the device's weights and biases are not the host's parameters */
-    ntpu_net_buf rows, host;           /* staging for rows to and from the device; logits and their gradient */
+    /* stored programs (net_program.c): the forward pass, the backward pass of items first+1 .. (all items
+     * without rewrite_input) and of item first; prog 0 not recorded yet, 1 in use, -1 not used */
+    struct ntpu_program *prog_fwd, *prog_bwd, *prog_first;
+    struct ntpu_program *prog_bwd0, *prog_first0; /* the backward parts for a step's first micro-batch, or NULL */
+    int prog;
+    uint64_t prog_pm_writes; /* dev->pm_writes when they were uploaded */
+    ntpu_net_buf rows, host; /* staging for rows to and from the device; logits and their gradient */
 } ntpu_net_res;
 
 /* Places the net on the device when it has CONV, POOL, VECTOR, TRANSPOSE and TRANSPOSE_A, N divides
@@ -71,10 +86,30 @@ ntpu_status ntpu_net_res_predict(ntpu_model *m, const float *x, size_t batch, fl
  * of x again). */
 ntpu_status ntpu_net_res_forward(ntpu_model *m);
 ntpu_status ntpu_net_res_backward(ntpu_model *m, int first, const float *x, size_t b0, size_t count);
+/* The backward pass of items hi-1 down to lo only (no input written): what a stored program holds. */
+ntpu_status ntpu_net_res_backward_items(ntpu_model *m, int first, size_t lo, size_t hi);
+
+/* net_program.c: on a device with PROGRAM and room in PM, the forward pass and the backward pass of every
+ * micro-batch but a step's first (which starts the sums of dW and db; its own programs where PM has room)
+ * as stored programs, recorded once for the layout and uploaded to PM from row 0 whenever something else
+ * wrote PM. *use: whether this call's passes run them (never while a profile reads the counters between
+ * items); ntpu_net_prog_backward runs the backward pass of any micro-batch. */
+ntpu_status ntpu_net_prog_prepare(ntpu_model *m, int *use);
+ntpu_status ntpu_net_prog_forward(ntpu_model *m);
+ntpu_status ntpu_net_prog_backward(ntpu_model *m, const float *x, size_t b0, size_t count);
 
 /* Samples b0 .. b0+count-1 of x (C-H-W floats each) as the input map at UB row at (net_resident.c). */
 ntpu_status ntpu_net_res_write_input(ntpu_model *m, const float *x, size_t b0, size_t count, uint32_t at);
 
 void ntpu_net_res_free(ntpu_net_res *r);
+
+/* net_devopt.c, the device optimizer of a resident net (r->devopt): its master weights and state from the
+ * host's parameters to the device; the step's update of every parameter after the last micro-batch's
+ * backward pass (OPTIM, then ACT the bf16 weights to WB), which counts the step; ntpu_net_devopt_fetch
+ * (nn_internal.h) reads them back. */
+ntpu_status ntpu_net_devopt_upload(ntpu_model *m);
+/* net_profile.c: with a profile set, the counters since the last mark (read and cleared) onto *bucket. */
+ntpu_status ntpu_net_profile_mark(ntpu_model *m, ntpu_counters *bucket);
+ntpu_status ntpu_net_devopt_step(ntpu_model *m);
 
 #endif

@@ -139,7 +139,8 @@ static ntpu_status pool_forward(const pass *p, size_t i)
 ntpu_status ntpu_net_res_forward(ntpu_model *m)
 {
     const pass p = {m, m->net->res, m->dev, m->n};
-    ntpu_status st = NTPU_OK;
+    ntpu_net_profile *prof = m->net->profile;
+    ntpu_status st = prof ? ntpu_net_profile_mark(m, &prof->host) : NTPU_OK;
     for (size_t i = 0; i < m->arch.n && st == NTPU_OK; i++) {
         ntpu_layer_kind kind = m->arch.item[i].kind;
         if (kind == NTPU_LAYER_CONV)
@@ -148,6 +149,8 @@ ntpu_status ntpu_net_res_forward(ntpu_model *m)
             st = fc_forward(&p, i);
         else if (kind == NTPU_LAYER_MAXPOOL || kind == NTPU_LAYER_AVGPOOL)
             st = pool_forward(&p, i);
+        if (st == NTPU_OK && prof)
+            st = ntpu_net_profile_mark(m, &prof->fwd[i]);
     }
     return st;
 }
@@ -286,19 +289,30 @@ static ntpu_status elementwise_backward(const pass *p, size_t i)
 
 ntpu_status ntpu_net_res_backward(ntpu_model *m, int first, const float *x, size_t b0, size_t count)
 {
+    const ntpu_net_res *r = m->net->res;
+    if (!r->rewrite_input)
+        return ntpu_net_res_backward_items(m, first, r->first, m->arch.n);
+    ntpu_status st = ntpu_net_res_backward_items(m, first, r->first + 1, m->arch.n);
+    if (st == NTPU_OK)
+        st = ntpu_net_res_write_input(m, x, b0, count, r->ub_x2);
+    return st == NTPU_OK ? ntpu_net_res_backward_items(m, first, r->first, r->first + 1) : st;
+}
+
+ntpu_status ntpu_net_res_backward_items(ntpu_model *m, int first, size_t lo, size_t hi)
+{
     const pass p = {m, m->net->res, m->dev, m->n};
-    ntpu_status st = NTPU_OK;
-    for (size_t i = m->arch.n; i-- > p.r->first && st == NTPU_OK;) {
+    ntpu_net_profile *prof = m->net->profile;
+    ntpu_status st = prof ? ntpu_net_profile_mark(m, &prof->host) : NTPU_OK;
+    for (size_t i = hi; i-- > lo && st == NTPU_OK;) {
         ntpu_layer_kind kind = m->arch.item[i].kind;
-        if (i == p.r->first && p.r->rewrite_input &&
-            (st = ntpu_net_res_write_input(m, x, b0, count, p.r->ub_x2)) != NTPU_OK)
-            break;
         if (kind == NTPU_LAYER_CONV)
             st = conv_backward(&p, i, first);
         else if (kind == NTPU_LAYER_FC)
             st = fc_backward(&p, i, first);
         else
             st = elementwise_backward(&p, i);
+        if (st == NTPU_OK && prof)
+            st = ntpu_net_profile_mark(m, &prof->bwd[i]);
     }
     return st;
 }

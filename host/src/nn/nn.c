@@ -357,6 +357,8 @@ ntpu_status ntpu_model_fetch(ntpu_model *m)
         return NTPU_ERR_INVALID_ARG;
     if (!m->devopt || !m->dev_ahead)
         return NTPU_OK;
+    if (m->net)
+        return ntpu_net_devopt_fetch(m);
     const size_t n = m->n, mom = m->opt.kind == NTPU_OPT_MOMENTUM;
     for (size_t l = 0; l < m->layers; l++) {
         const size_t in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
@@ -394,7 +396,9 @@ ntpu_status ntpu_model_set_device_optimizer(ntpu_model *m, int on)
     if (st != NTPU_OK)
         return st;
     m->opt.device = on != 0;
-    if (m->streamed || m->net)
+    if (m->net)
+        return ntpu_net_replan(m);
+    if (m->streamed)
         return NTPU_OK;             /* devopt stays 0, devopt_why says why */
     if ((st = place(m)) != NTPU_OK) /* it was resident: the plain layout fits */
         return ntpu_fail(m->dev, st, "model: %s", m->why);
@@ -853,7 +857,7 @@ static ntpu_status prepare_programs(ntpu_model *m, size_t bp, int *use)
  * to the ACC rows OPTIM reads; for Adam the nine NTPU_ADAM_K_* constants,
  * computed in fp32 exactly as ntpu_optim_update computes them; only when they
  * change. */
-static ntpu_status write_optim_consts(ntpu_model *m)
+ntpu_status ntpu_model_write_optim_consts(ntpu_model *m)
 {
     const float lr = ntpu_optim_lr(&m->opt, m->step), wd = m->opt.weight_decay;
     const float b1 = m->opt.beta1, b2 = m->opt.beta2;
@@ -928,7 +932,7 @@ ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *
             st = ntpu_write_rows(m->dev, NTPU_MEM_ACC, m->acc_z[L - 1], (uint32_t)(to * bp), rows);
         }
         if (st == NTPU_OK && m->devopt)
-            st = write_optim_consts(m);
+            st = ntpu_model_write_optim_consts(m);
         if (st == NTPU_OK)
             st = prog ? ntpu_program_run(m->dev, m->prog_bwd) : backward(m, bp);
         if (st == NTPU_OK && !m->devopt)

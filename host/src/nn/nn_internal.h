@@ -84,6 +84,10 @@ ntpu_status ntpu_stream_sync(ntpu_model *m);
 ntpu_status ntpu_stream_forward(ntpu_model *m, const float *x, size_t batch, size_t bp, float *logits);
 ntpu_status ntpu_stream_backward(ntpu_model *m, const float *grad, size_t batch, size_t bp);
 
+/* nn.c, shared with net_devopt.c: the device optimizer's constants for this step (m->step's lr, and
+ * Adam's), in every lane of the ACC rows at m->acc_k, written only when they changed (m->k_valid). */
+ntpu_status ntpu_model_write_optim_consts(ntpu_model *m);
+
 /* net.c: a model of any arch that is not an MLP (ntpu_model_create_arch checked arch: what
  * ntpu_arch_parse makes, and not ntpu_arch_is_mlp). ntpu_net_create: arguments and errors as
  * ntpu_model_create_arch; ntpu_net_alloc: the same with every parameter and slot zero (for
@@ -99,6 +103,11 @@ ntpu_status ntpu_net_predict(ntpu_model *m, const float *x, size_t batch, float 
 /* The host's parameters changed (a loaded checkpoint): a resident net writes them to the device before its next
  * work (net_resident.c). */
 ntpu_status ntpu_net_sync(ntpu_model *m);
+/* The device optimizer asked for or not (m->opt.device changed): a resident net lays itself out again,
+ * with or without the optimizer's state (net_plan.c), and writes everything anew before its next work;
+ * ntpu_net_devopt_fetch: the device optimizer's weights and state into m->param (ntpu_model_fetch). */
+ntpu_status ntpu_net_replan(ntpu_model *m);
+ntpu_status ntpu_net_devopt_fetch(ntpu_model *m);
 
 /* quant_net.c: int8 inference of a net (m->net set) for quant.c's ntpu_qmodel_* (docs/training.md,
  * int8 inference). ntpu_qnet_check: whether the device can; ntpu_qnet_create: calibrates on count

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "nn_internal.h"
+#include "numerics_internal.h"
 
 ntpu_optim_config ntpu_optim_defaults(ntpu_optimizer kind)
 {
@@ -97,67 +98,24 @@ unsigned ntpu_optimizer_slots(ntpu_optimizer kind)
     return kind == NTPU_OPT_SGD ? 0 : kind == NTPU_OPT_MOMENTUM ? 1 : 2;
 }
 
-/* Adam's constants for one step: what the per-element update reads. */
-typedef struct adam_k {
-    float lr, wd, decay, b1, omb1, b2, omb2, c1, c2, eps; /* decay = 1 - lr*wd (AdamW), omb = 1 - beta */
-    int decoupled;
-} adam_k;
-
-/* Adam / AdamW on elements from .. n-1, one at a time. */
-static void adam_scalar(const adam_k *k, float *p, const float *g, float *s1, float *s2, size_t from, size_t n)
+/* Adam / AdamW on n elements: the golden model's OPTIM ADAM row function in
+ * plain IEEE fp32, which for values in the normal range gives the device's
+ * bits (its constants are these, docs/training.md). */
+static void adam(const ntpu_optim_config *cfg, uint64_t t, float *p, const float *g, float *s1, float *s2, size_t n)
 {
-    for (size_t i = from; i < n; i++) {
-        float gi = k->decoupled ? g[i] : g[i] + k->wd * p[i];
-        if (k->decoupled)
-            p[i] *= k->decay;
-        s1[i] = k->b1 * s1[i] + k->omb1 * gi;
-        s2[i] = k->b2 * s2[i] + k->omb2 * gi * gi;
-        p[i] -= k->lr * (s1[i] / k->c1) / (sqrtf(s2[i] / k->c2) + k->eps);
-    }
-}
-
-#if defined(__GNUC__) && defined(__x86_64__)
-#include <immintrin.h>
-
-/* The same eight elements at a time: every lane does adam_scalar's IEEE fp32
- * operations in its order (no FMA: neither this target nor -std=c11's
- * -ffp-contract=off fuses them), so the bits are the same. Returns how many
- * elements it did. */
-__attribute__((target("avx"))) static size_t adam_avx(const adam_k *k, float *p, const float *g, float *s1, float *s2,
-                                                      size_t n)
-{
-    const __m256 lr = _mm256_set1_ps(k->lr), wd = _mm256_set1_ps(k->wd), decay = _mm256_set1_ps(k->decay);
-    const __m256 b1 = _mm256_set1_ps(k->b1), omb1 = _mm256_set1_ps(k->omb1), b2 = _mm256_set1_ps(k->b2);
-    const __m256 omb2 = _mm256_set1_ps(k->omb2), c1 = _mm256_set1_ps(k->c1), c2 = _mm256_set1_ps(k->c2);
-    const __m256 eps = _mm256_set1_ps(k->eps);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 pv = _mm256_loadu_ps(p + i), gi = _mm256_loadu_ps(g + i);
-        if (k->decoupled)
-            pv = _mm256_mul_ps(pv, decay);
-        else
-            gi = _mm256_add_ps(gi, _mm256_mul_ps(wd, pv));
-        __m256 m = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(s1 + i)), _mm256_mul_ps(omb1, gi));
-        __m256 v =
-            _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(s2 + i)), _mm256_mul_ps(_mm256_mul_ps(omb2, gi), gi));
-        __m256 den = _mm256_add_ps(_mm256_sqrt_ps(_mm256_div_ps(v, c2)), eps);
-        pv = _mm256_sub_ps(pv, _mm256_div_ps(_mm256_mul_ps(lr, _mm256_div_ps(m, c1)), den));
-        _mm256_storeu_ps(s1 + i, m);
-        _mm256_storeu_ps(s2 + i, v);
-        _mm256_storeu_ps(p + i, pv);
-    }
-    return i;
-}
-#endif
-
-static void adam(const adam_k *k, float *p, const float *g, float *s1, float *s2, size_t n)
-{
-    size_t done = 0;
-#if defined(__GNUC__) && defined(__x86_64__)
-    if (__builtin_cpu_supports("avx"))
-        done = adam_avx(k, p, g, s1, s2, n);
-#endif
-    adam_scalar(k, p, g, s1, s2, done, n);
+    const float lr = ntpu_optim_lr(cfg, t), wd = cfg->weight_decay, b1 = cfg->beta1, b2 = cfg->beta2;
+    const int decoupled = cfg->kind == NTPU_OPT_ADAMW;
+    uint32_t k[NTPU_ADAM_CONSTS];
+    k[NTPU_ADAM_K_LR] = ntpu_f32_bits(lr);
+    k[NTPU_ADAM_K_WD] = ntpu_f32_bits(decoupled ? 1.0f - lr * wd : wd);
+    k[NTPU_ADAM_K_B1] = ntpu_f32_bits(b1);
+    k[NTPU_ADAM_K_1MB1] = ntpu_f32_bits(1.0f - b1);
+    k[NTPU_ADAM_K_B2] = ntpu_f32_bits(b2);
+    k[NTPU_ADAM_K_1MB2] = ntpu_f32_bits(1.0f - b2);
+    k[NTPU_ADAM_K_C1] = ntpu_f32_bits(1.0f - powf(b1, (float)(t + 1)));
+    k[NTPU_ADAM_K_C2] = ntpu_f32_bits(1.0f - powf(b2, (float)(t + 1)));
+    k[NTPU_ADAM_K_EPS] = ntpu_f32_bits(cfg->eps);
+    ntpu_adam_f32_row(p, g, s1, s2, n, k, 1, decoupled, NTPU_ADAM_IEEE);
 }
 
 void ntpu_optim_update(const ntpu_optim_config *cfg, uint64_t t, float *p, const float *g, float *s1, float *s2,
@@ -176,21 +134,6 @@ void ntpu_optim_update(const ntpu_optim_config *cfg, uint64_t t, float *p, const
         }
         break;
     case NTPU_OPT_ADAM:
-    case NTPU_OPT_ADAMW: {
-        const float b1 = cfg->beta1, b2 = cfg->beta2;
-        const adam_k k = {.lr = lr,
-                          .wd = wd,
-                          .decay = 1.0f - lr * wd,
-                          .b1 = b1,
-                          .omb1 = 1.0f - b1,
-                          .b2 = b2,
-                          .omb2 = 1.0f - b2,
-                          .c1 = 1.0f - powf(b1, (float)(t + 1)),
-                          .c2 = 1.0f - powf(b2, (float)(t + 1)),
-                          .eps = cfg->eps,
-                          .decoupled = cfg->kind == NTPU_OPT_ADAMW};
-        adam(&k, p, g, s1, s2, n);
-        break;
-    }
+    case NTPU_OPT_ADAMW: adam(cfg, t, p, g, s1, s2, n); break;
     }
 }

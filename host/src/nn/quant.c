@@ -169,12 +169,12 @@ ntpu_status ntpu_qmodel_create(ntpu_model *m, const float *calib, size_t count, 
     ntpu_status cst = ntpu_qmodel_check(m);
     if (cst != NTPU_OK)
         return cst;
-    if (m->net)
-        return create_net(m, calib, count, out);
-    /* the device optimizer's weights, which the host's pass below reads */
+    /* the device optimizer's weights, which the host's pass below (a net's too) reads */
     ntpu_status fst = ntpu_model_fetch(m);
     if (fst != NTPU_OK)
         return fst;
+    if (m->net)
+        return create_net(m, calib, count, out);
     const size_t n = m->n, L = m->layers;
     ntpu_qmodel *q = calloc(1, sizeof *q);
     if (!q)

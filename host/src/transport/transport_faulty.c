@@ -101,6 +101,10 @@ ntpu_status ntpu_transport_faulty_wrap(ntpu_transport inner, double rate, uint64
     f->ops.recv = faulty_recv;
     f->ops.close = faulty_close;
     f->ops.lossy = 1;
+    /* Bytes go through the faults: none is seen in place, and a frame sent may not run. */
+    f->ops.runs_on_send = 0;
+    f->ops.peek = NULL;
+    f->ops.consume = NULL;
     f->inner = inner;
     f->rate = rate;
     f->rng = seed;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The "ref" transport: the golden model (sim/ref) in-process. It executes each
  * frame the moment its last byte arrives, so a reply that is not queued when
- * asked for will never come: recv gives up at once instead of waiting. */
+ * asked for will never come: recv gives up at once instead of waiting. The
+ * link reads replies where the model queued them (peek, consume). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,16 @@ static ntpu_status ref_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeout_
     return *got == n ? NTPU_OK : NTPU_ERR_TIMEOUT;
 }
 
+static const uint8_t *ref_peek(void *ctx, size_t *n)
+{
+    return ntpu_ref_peek(ctx, n);
+}
+
+static void ref_consume(void *ctx, size_t n)
+{
+    ntpu_ref_consume(ctx, n);
+}
+
 static void ref_close(void *ctx)
 {
     ntpu_ref_free(ctx);
@@ -37,6 +48,9 @@ static const ntpu_transport_ops ref_ops = {
     .recv = ref_recv,
     .close = ref_close,
     .starts_in_sync = 1,
+    .runs_on_send = 1,
+    .peek = ref_peek,
+    .consume = ref_consume,
 };
 
 /* The model's configuration and the threads its MATMULs may use. */
