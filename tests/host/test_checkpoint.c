@@ -15,6 +15,7 @@
 #define NN_SEED 0x5EED0030u
 #include "nn/nn_internal.h"
 #include "nn_compare.h"
+#include "net_fixture.h"
 #include "ntpu/safetensors.h"
 
 static ntpu_device *dev;
@@ -45,18 +46,10 @@ static const char *in_dir(const char *name)
     return p;
 }
 
-static ntpu_arch parse(const char *spec, unsigned c, unsigned h, unsigned w)
-{
-    ntpu_arch a;
-    char why[160] = "";
-    cr_assert_eq(ntpu_arch_parse(spec, c, h, w, &a, why, sizeof why), NTPU_OK, "%s: %s", spec, why);
-    return a;
-}
-
 /* A model of spec (inputs c x h x w) after `steps` Adam steps on seeded data. */
 static ntpu_model *trained(const char *spec, unsigned c, unsigned h, unsigned w, uint64_t seed, int steps)
 {
-    ntpu_arch a = parse(spec, c, h, w);
+    ntpu_arch a = net_arch(spec, c, h, w);
     ntpu_optim_config o = ntpu_optim_defaults(NTPU_OPT_ADAM);
     ntpu_model *m;
     cr_assert_eq(ntpu_model_create_arch(dev, &a, 8, seed, &o, &m), NTPU_OK, "%s", ntpu_last_error(dev));
@@ -212,8 +205,9 @@ Test(checkpoint, torch_files_and_other_archs)
 {
     const char *spec = "conv4k3p1,relu,maxpool2,conv6k3s2,relu,flatten,fc5";
     ntpu_model *m = trained(spec, 2, 8, 8, 4, 1);
-    ntpu_arch a = parse(spec, 2, 8, 8), wider = parse("conv4k3p1,relu,maxpool2,conv7k3s2,relu,flatten,fc5", 2, 8, 8);
-    ntpu_arch one_channel = parse(spec, 1, 8, 8);
+    ntpu_arch a = net_arch(spec, 2, 8, 8),
+              wider = net_arch("conv4k3p1,relu,maxpool2,conv7k3s2,relu,flatten,fc5", 2, 8, 8);
+    ntpu_arch one_channel = net_arch(spec, 1, 8, 8);
     const char *torch = in_dir("torch.st");
     write_torch_file(torch, m, NULL, NULL, 0);
     expect_refused(torch, NULL, "names no architecture");

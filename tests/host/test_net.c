@@ -12,6 +12,7 @@
 
 #include "net_ref.h"
 #include "nn/net_internal.h"
+#include "net_fixture.h"
 #include "ntpu/nn.h"
 
 static ntpu_device *dev;
@@ -29,14 +30,6 @@ static void close_ref(void)
 
 TestSuite(net, .init = open_ref, .fini = close_ref);
 
-static ntpu_arch parse(const char *spec, unsigned c, unsigned h, unsigned w)
-{
-    ntpu_arch a;
-    char why[160] = "";
-    cr_assert_eq(ntpu_arch_parse(spec, c, h, w, &a, why, sizeof why), NTPU_OK, "%s: %s", spec, why);
-    return a;
-}
-
 static ntpu_model *create(const ntpu_arch *a, size_t batch, ntpu_optimizer kind, float lr)
 {
     ntpu_optim_config opt = ntpu_optim_defaults(kind);
@@ -45,15 +38,6 @@ static ntpu_model *create(const ntpu_arch *a, size_t batch, ntpu_optimizer kind,
     cr_assert_eq(ntpu_model_create_arch(dev, a, batch, 11, &opt, &m), NTPU_OK, "%s", ntpu_last_error(dev));
     cr_assert_not_null(m->net);
     return m;
-}
-
-/* Inputs in [-1, 1), some exact zeros. */
-static void fill(float *x, size_t n, uint64_t seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        x[i] = i % 7 == 3 ? 0.0f : (float)((double)(seed >> 40) / (double)(1ull << 23) - 1.0);
-    }
 }
 
 static uint32_t bits(float f)
@@ -93,12 +77,12 @@ static void ref_dlogits(const float *z, const uint8_t *y, size_t batch, size_t c
 /* One step with lr 0: logits (by predict) and every gradient equal the scalar model's. */
 static void check_against_scalar(const char *spec, unsigned c, unsigned h, unsigned w, size_t batch)
 {
-    ntpu_arch a = parse(spec, c, h, w);
+    ntpu_arch a = net_arch(spec, c, h, w);
     ntpu_model *m = create(&a, batch, NTPU_OPT_SGD, 0.0f);
     const size_t in = (size_t)c * h * w, classes = a.item[a.n - 1].out;
     float *x = malloc(batch * in * 4), *logits = malloc(batch * classes * 4);
     uint8_t y[64];
-    fill(x, batch * in, 5);
+    net_inputs(x, batch * in, 5);
     for (size_t b = 0; b < batch; b++)
         y[b] = (uint8_t)(b * 3 % classes);
     nr_net r;
@@ -155,7 +139,7 @@ Test(net, floor_mode_pools_and_a_relu_after_the_flatten)
  * 1+4+12+20, 2+6+15+24, 4+10+21+32, 5+12+24+36 plus 0.5; an fc picks two of them. */
 Test(net, hand_computed_conv)
 {
-    ntpu_arch a = parse("conv1k2,fc2", 1, 3, 3);
+    ntpu_arch a = net_arch("conv1k2,fc2", 1, 3, 3);
     ntpu_model *m = create(&a, 1, NTPU_OPT_SGD, 0.0f);
     const float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w[4] = {1, 2, 3, 4}, fc[8] = {1, 0, 0, 0, 0, 0, 0, 1};
     memcpy(m->param[0].w, w, sizeof w);
@@ -181,7 +165,7 @@ static uint16_t bf(float f)
  * against a later 5), -0 and +0 (the first), a later greater value. Gradients go to the winners only. */
 Test(net, maxpool_ties_nans_and_its_gradient)
 {
-    ntpu_arch a = parse("conv1k1,maxpool2,fc2", 1, 2, 8);
+    ntpu_arch a = net_arch("conv1k1,maxpool2,fc2", 1, 2, 8);
     ntpu_model *m = create(&a, 1, NTPU_OPT_SGD, 0.0f);
     const uint16_t map[16] = {bf(3), bf(3), bf(-1), bf(2), 0x8000, 0,      bf(1), bf(1),
                               bf(3), bf(3), 0x7FC0, bf(5), 0,      0x8000, bf(1), bf(4)};
@@ -208,7 +192,7 @@ Test(net, maxpool_ties_nans_and_its_gradient)
  * g / 4 on the window's four positions, +0 on the five no window reads. */
 Test(net, avgpool_floor_mode_and_its_gradient)
 {
-    ntpu_arch a = parse("conv1k1,avgpool2,fc2", 1, 3, 3);
+    ntpu_arch a = net_arch("conv1k1,avgpool2,fc2", 1, 3, 3);
     ntpu_model *m = create(&a, 1, NTPU_OPT_SGD, 0.0f);
     const uint16_t map[9] = {bf(1), bf(2), bf(100), bf(4), bf(5), bf(100), bf(100), bf(100), bf(100)};
     memcpy(m->net->act[1], map, sizeof map);
@@ -230,13 +214,13 @@ Test(net, avgpool_floor_mode_and_its_gradient)
 Test(net, conv_dx_at_stride_2_with_padding)
 {
     enum { B = 10 };
-    ntpu_arch a = parse("conv3k3s2p1,fc2", 2, 6, 8);
+    ntpu_arch a = net_arch("conv3k3s2p1,fc2", 2, 6, 8);
     ntpu_model *m = create(&a, B, NTPU_OPT_SGD, 0.0f);
     const ntpu_layer *l = &a.item[0];
     const size_t in = 2 * 6 * 8, out = nr_out(l);
     float x[B * 2 * 6 * 8], logits[B * 2], g[B * 3 * 3 * 4], dx[B * 2 * 6 * 8];
-    fill(x, B * in, 3);
-    fill(g, B * out, 4);
+    net_inputs(x, B * in, 3);
+    net_inputs(g, B * out, 4);
     cr_assert_eq(ntpu_model_predict(m, x, B, logits), NTPU_OK);
     uint32_t gu[B * 3 * 3 * 4], dxu[B * 2 * 6 * 8];
     to_bits(g, gu, B * out);
@@ -261,13 +245,13 @@ Test(net, conv_dx_at_stride_2_with_padding)
 Test(net, training_lowers_the_loss)
 {
     enum { B = 12, STEPS = 40 };
-    ntpu_arch a = parse("conv4k3p1,relu,maxpool2,conv4k3s2p1,relu,fc3", 1, 6, 6);
+    ntpu_arch a = net_arch("conv4k3p1,relu,maxpool2,conv4k3s2p1,relu,fc3", 1, 6, 6);
     ntpu_model *m = create(&a, B, NTPU_OPT_ADAM, 0.01f);
     float x[B * 36];
     uint8_t y[B];
     float first = 0, last = 0;
     for (int s = 0; s < STEPS; s++) {
-        fill(x, B * 36, (uint64_t)s + 100);
+        net_inputs(x, B * 36, (uint64_t)s + 100);
         for (int b = 0; b < B; b++) {
             y[b] = (uint8_t)((b + s) % 3);
             for (int p = 0; p < 36; p++)
@@ -287,7 +271,7 @@ Test(net, training_lowers_the_loss)
 
 Test(net, what_a_net_does_not_do_yet)
 {
-    ntpu_arch a = parse("conv2k3,relu,fc3", 1, 5, 5);
+    ntpu_arch a = net_arch("conv2k3,relu,fc3", 1, 5, 5);
     ntpu_model *m = create(&a, 4, NTPU_OPT_SGD, 0.1f);
     ntpu_model_view v;
     ntpu_model_get_view(m, &v);
@@ -310,7 +294,7 @@ Test(net, what_a_net_does_not_do_yet)
 
 Test(net, an_arch_whose_shapes_do_not_chain_is_refused)
 {
-    ntpu_arch a = parse("conv2k3,relu,fc3", 1, 5, 5);
+    ntpu_arch a = net_arch("conv2k3,relu,fc3", 1, 5, 5);
     a.item[1].in_h = 4;
     ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_SGD);
     ntpu_model *m = NULL;
@@ -323,7 +307,7 @@ Test(net, an_arch_whose_shapes_do_not_chain_is_refused)
  * the second step's weights where the first put them, with momentum's buffer still moving. */
 Test(net, lr_schedules_apply)
 {
-    ntpu_arch a = parse("conv2k3,relu,fc3", 1, 5, 5);
+    ntpu_arch a = net_arch("conv2k3,relu,fc3", 1, 5, 5);
     ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_MOMENTUM);
     opt.lr = 0.1f;
     opt.schedule = NTPU_LR_STEP;
@@ -333,7 +317,7 @@ Test(net, lr_schedules_apply)
     cr_assert_eq(ntpu_model_create_arch(dev, &a, 4, 3, &opt, &m), NTPU_OK, "%s", ntpu_last_error(dev));
     float x[4 * 25], w0[18], w1[18], s1[18];
     uint8_t y[4] = {0, 1, 2, 1};
-    fill(x, 4 * 25, 9);
+    net_inputs(x, 4 * 25, 9);
     memcpy(w0, m->param[0].w, sizeof w0);
     cr_assert_eq(ntpu_model_train_step(m, x, y, 4, NULL), NTPU_OK);
     memcpy(w1, m->param[0].w, sizeof w1);

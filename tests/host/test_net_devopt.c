@@ -14,26 +14,8 @@
 #include <unistd.h>
 
 #include "nn/net_resident.h"
+#include "net_fixture.h"
 #include "ntpu/nn.h"
-
-static ntpu_arch parse(const char *spec, unsigned c, unsigned h, unsigned w)
-{
-    ntpu_arch a;
-    char why[160] = "";
-    cr_assert_eq(ntpu_arch_parse(spec, c, h, w, &a, why, sizeof why), NTPU_OK, "%s: %s", spec, why);
-    return a;
-}
-
-/* Inputs in [-1, 1), some exact zeros; labels below classes. */
-static void fill(float *x, size_t n, uint8_t *y, size_t batch, size_t classes, uint64_t seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        x[i] = i % 7 == 3 ? 0.0f : (float)((double)(seed >> 40) / (double)(1ull << 23) - 1.0);
-    }
-    for (size_t b = 0; b < batch; b++)
-        y[b] = (uint8_t)((b * 7 + seed % 5) % classes);
-}
 
 static ntpu_optim_config settings(ntpu_optimizer kind, int device)
 {
@@ -94,7 +76,7 @@ typedef struct run {
 static void step_both(const run *r, ntpu_model *d, ntpu_model *h, int s, float *x, uint8_t *y, size_t classes)
 {
     const size_t b = r->batch - (size_t)s % 3, in = (size_t)r->c * r->h * r->w;
-    fill(x, b * in, y, b, classes, 100 + (uint64_t)s);
+    net_batch(x, b * in, y, b, classes, 100 + (uint64_t)s);
     ntpu_step_result rd, rh;
     cr_assert_eq(ntpu_model_train_step(d, x, y, b, &rd), NTPU_OK, "%s", ntpu_last_error(d->dev));
     cr_assert_eq(ntpu_model_train_step(h, x, y, b, &rh), NTPU_OK, "%s", ntpu_last_error(h->dev));
@@ -110,7 +92,7 @@ static void compare(const run *r, ntpu_optimizer kind)
     ntpu_device *dd = NULL, *dh = NULL;
     cr_assert_eq(ntpu_open(r->device, &dd), NTPU_OK, "%s", ntpu_last_error(dd));
     cr_assert_eq(ntpu_open(r->device, &dh), NTPU_OK);
-    const ntpu_arch a = parse(r->spec, r->c, r->h, r->w);
+    const ntpu_arch a = net_arch(r->spec, r->c, r->h, r->w);
     ntpu_model *d = create(dd, &a, r->batch, kind, 1), *h = create(dh, &a, r->batch, kind, 0);
     const size_t in = (size_t)r->c * r->h * r->w, classes = a.item[a.n - 1].out;
     float *x = malloc(r->batch * in * sizeof *x), *ld = malloc(r->batch * classes * 8), *lh = ld + r->batch * classes;
@@ -121,7 +103,7 @@ static void compare(const run *r, ntpu_optimizer kind)
         if (s % 2 == 1 || s + 1 == r->steps)
             same_state(d, h);
     }
-    fill(x, r->batch * in, y, r->batch, classes, 99);
+    net_batch(x, r->batch * in, y, r->batch, classes, 99);
     cr_assert_eq(ntpu_model_predict(d, x, r->batch, ld), NTPU_OK, "%s", ntpu_last_error(dd));
     cr_assert_eq(ntpu_model_predict(h, x, r->batch, lh), NTPU_OK);
     cr_assert_eq(memcmp(ld, lh, r->batch * classes * 4), 0, "%s: predictions differ", r->spec);
@@ -215,7 +197,7 @@ Test(net_devopt, checkpoints_and_resume)
     ntpu_device *dd = NULL, *dh = NULL;
     cr_assert_eq(ntpu_open("ref", &dd), NTPU_OK);
     cr_assert_eq(ntpu_open("ref", &dh), NTPU_OK);
-    const ntpu_arch a = parse(r.spec, r.c, r.h, r.w);
+    const ntpu_arch a = net_arch(r.spec, r.c, r.h, r.w);
     ntpu_model *d = create(dd, &a, r.batch, NTPU_OPT_ADAM, 1), *h = create(dh, &a, r.batch, NTPU_OPT_ADAM, 0);
     const size_t in = (size_t)r.c * r.h * r.w, classes = a.item[a.n - 1].out;
     float x[13 * 144];
@@ -256,7 +238,7 @@ Test(net_devopt, checkpoints_and_resume)
 Test(net_devopt, sharing_a_device_and_int8)
 {
     run r = pools;
-    const ntpu_arch a = parse(r.spec, r.c, r.h, r.w);
+    const ntpu_arch a = net_arch(r.spec, r.c, r.h, r.w);
     const size_t classes = a.item[a.n - 1].out;
     ntpu_device *ds = NULL, *dh = NULL;
     cr_assert_eq(ntpu_open("ref", &ds), NTPU_OK);
@@ -273,7 +255,7 @@ Test(net_devopt, sharing_a_device_and_int8)
     for (int k = 0; k < 2; k++)
         same_state(d[k], h[k]);
     ntpu_qmodel *qd = NULL, *qh = NULL;
-    fill(x, 8 * 144, y, 8, classes, 5);
+    net_batch(x, 8 * 144, y, 8, classes, 5);
     cr_assert_eq(ntpu_model_train_step(d[0], x, y, 8, NULL), NTPU_OK);
     cr_assert_eq(ntpu_model_train_step(h[0], x, y, 8, NULL), NTPU_OK);
     cr_assert_eq(ntpu_qmodel_create(d[0], x, 8, &qd), NTPU_OK, "%s", ntpu_last_error(ds));
@@ -296,7 +278,7 @@ static uint64_t step_frames(ntpu_model *d, const run *r, int s, float *x, uint8_
     ntpu_link_stats a, b;
     ntpu_get_link_stats(d->dev, &a);
     const size_t in = (size_t)r->c * r->h * r->w;
-    fill(x, r->batch * in, y, r->batch, classes, 200 + (uint64_t)s);
+    net_batch(x, r->batch * in, y, r->batch, classes, 200 + (uint64_t)s);
     cr_assert_eq(ntpu_model_train_step(d, x, y, r->batch, NULL), NTPU_OK, "%s", ntpu_last_error(d->dev));
     cr_assert_eq(ntpu_fence(d->dev), NTPU_OK);
     ntpu_get_link_stats(d->dev, &b);
@@ -315,7 +297,7 @@ Test(net_devopt, stored_programs, .timeout = 300)
         ntpu_device *dp = NULL, *dn = NULL;
         cr_assert_eq(ntpu_open("ref", &dp), NTPU_OK);
         cr_assert_eq(ntpu_open("ref:pm=0", &dn), NTPU_OK);
-        const ntpu_arch a = parse(r->spec, r->c, r->h, r->w);
+        const ntpu_arch a = net_arch(r->spec, r->c, r->h, r->w);
         const size_t in = (size_t)r->c * r->h * r->w, classes = a.item[a.n - 1].out;
         ntpu_model *p = create(dp, &a, r->batch, NTPU_OPT_ADAM, 1), *n = create(dn, &a, r->batch, NTPU_OPT_ADAM, 1);
         cr_assert_eq(p->net->res->rewrite_input, k, "%s: the input written %s", r->spec, k ? "twice" : "once");
@@ -341,7 +323,7 @@ static void host_optimizer(const char *device, const char *spec, ntpu_optimizer 
 {
     ntpu_device *dev = NULL;
     cr_assert_eq(ntpu_open(device, &dev), NTPU_OK, "%s", device);
-    const ntpu_arch a = parse(spec, 1, 12, 12);
+    const ntpu_arch a = net_arch(spec, 1, 12, 12);
     const ntpu_optim_config opt = settings(kind, 1);
     ntpu_model *m = NULL;
     cr_assert_eq(ntpu_model_create_arch(dev, &a, 8, 7, &opt, &m), NTPU_OK, "%s", ntpu_last_error(dev));
@@ -349,7 +331,7 @@ static void host_optimizer(const char *device, const char *spec, ntpu_optimizer 
     cr_assert_not_null(strstr(ntpu_last_error(dev), why), "%s on %s: %s", spec, device, ntpu_last_error(dev));
     float x[8 * 144];
     uint8_t y[8];
-    fill(x, 8 * 144, y, 8, 3, 1);
+    net_batch(x, 8 * 144, y, 8, 3, 1);
     cr_assert_eq(ntpu_model_train_step(m, x, y, 8, NULL), NTPU_OK, "%s", ntpu_last_error(dev));
     ntpu_model_free(m);
     ntpu_close(dev);

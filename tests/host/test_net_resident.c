@@ -13,26 +13,8 @@
 #include <string.h>
 
 #include "nn/net_resident.h"
+#include "net_fixture.h"
 #include "ntpu/nn.h"
-
-static ntpu_arch parse(const char *spec, unsigned c, unsigned h, unsigned w)
-{
-    ntpu_arch a;
-    char why[160] = "";
-    cr_assert_eq(ntpu_arch_parse(spec, c, h, w, &a, why, sizeof why), NTPU_OK, "%s: %s", spec, why);
-    return a;
-}
-
-/* Inputs in [-1, 1), some exact zeros; labels below classes. */
-static void fill(float *x, size_t n, uint8_t *y, size_t batch, size_t classes, uint64_t seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        x[i] = i % 7 == 3 ? 0.0f : (float)((double)(seed >> 40) / (double)(1ull << 23) - 1.0);
-    }
-    for (size_t b = 0; b < batch; b++)
-        y[b] = (uint8_t)((b * 7 + seed % 5) % classes);
-}
 
 static ntpu_model *create(ntpu_device *dev, const ntpu_arch *a, size_t batch)
 {
@@ -77,7 +59,7 @@ static void compare(const char *resident, const char *host, const char *spec, un
     ntpu_device *dr = NULL, *dh = NULL;
     cr_assert_eq(ntpu_open(resident, &dr), NTPU_OK, "%s: %s", resident, ntpu_last_error(dr));
     cr_assert_eq(ntpu_open(host, &dh), NTPU_OK, "%s: %s", host, ntpu_last_error(dh));
-    const ntpu_arch a = parse(spec, c, hgt, w);
+    const ntpu_arch a = net_arch(spec, c, hgt, w);
     ntpu_model *mr = create(dr, &a, batch), *mh = create(dh, &a, batch);
     cr_assert_eq(ntpu_model_check_resident(mr), NTPU_OK, "%s on %s: %s", spec, resident, ntpu_last_error(dr));
     cr_assert_eq(ntpu_model_check_resident(mh), NTPU_ERR_UNSUPPORTED);
@@ -88,7 +70,7 @@ static void compare(const char *resident, const char *host, const char *spec, un
     cr_assert(x && lr && y);
     for (int s = 0; s < steps; s++) {
         const size_t b = batch - (vary ? (size_t)s % 3 : 0);
-        fill(x, b * in, y, b, classes, 100 + (uint64_t)s);
+        net_batch(x, b * in, y, b, classes, 100 + (uint64_t)s);
         ntpu_step_result rr, rh;
         cr_assert_eq(ntpu_model_train_step(mr, x, y, b, &rr), NTPU_OK, "%s", ntpu_last_error(dr));
         cr_assert_eq(ntpu_model_train_step(mh, x, y, b, &rh), NTPU_OK, "%s", ntpu_last_error(dh));
@@ -97,7 +79,7 @@ static void compare(const char *resident, const char *host, const char *spec, un
         cr_assert_eq(rr.correct, rh.correct);
         same_params(mr, mh);
     }
-    fill(x, batch * in, y, batch, classes, 99);
+    net_batch(x, batch * in, y, batch, classes, 99);
     cr_assert_eq(ntpu_model_predict(mr, x, batch, lr), NTPU_OK, "%s", ntpu_last_error(dr));
     cr_assert_eq(ntpu_model_predict(mh, x, batch, lh), NTPU_OK);
     cr_assert_eq(memcmp(lr, lh, batch * classes * 4), 0, "%s: predictions differ", spec);
@@ -147,7 +129,7 @@ Test(net_resident, the_input_written_twice)
     const char *spec = "conv6k3p1,relu,maxpool2,conv12k3p1,relu,maxpool2,fc7";
     ntpu_device *d = NULL;
     cr_assert_eq(ntpu_open("ref:ub=2500", &d), NTPU_OK);
-    const ntpu_arch a = parse(spec, 1, 13, 12);
+    const ntpu_arch a = net_arch(spec, 1, 13, 12);
     ntpu_model *m = create(d, &a, 13);
     cr_assert_not_null(m->net->res);
     cr_assert(m->net->res->rewrite_input);
@@ -162,14 +144,14 @@ Test(net_resident, a_matmul_between_steps)
     ntpu_device *dr = NULL, *dh = NULL;
     cr_assert_eq(ntpu_open("ref", &dr), NTPU_OK);
     cr_assert_eq(ntpu_open("ref:noconv=1", &dh), NTPU_OK);
-    const ntpu_arch a = parse("conv4k3,relu,maxpool2,fc3", 1, 8, 8);
+    const ntpu_arch a = net_arch("conv4k3,relu,maxpool2,fc3", 1, 8, 8);
     ntpu_model *mr = create(dr, &a, 8), *mh = create(dh, &a, 8);
     float x[8 * 64], A[64 * 64], B[64 * 64], C[64 * 64];
     uint8_t y[8];
-    fill(A, 64 * 64, y, 8, 3, 5);
-    fill(B, 64 * 64, y, 8, 3, 6);
+    net_batch(A, 64 * 64, y, 8, 3, 5);
+    net_batch(B, 64 * 64, y, 8, 3, 6);
     for (int s = 0; s < 2; s++) {
-        fill(x, 8 * 64, y, 8, 3, 9 + (uint64_t)s);
+        net_batch(x, 8 * 64, y, 8, 3, 9 + (uint64_t)s);
         ntpu_step_result rr, rh;
         cr_assert_eq(ntpu_model_train_step(mr, x, y, 8, &rr), NTPU_OK, "%s", ntpu_last_error(dr));
         cr_assert_eq(ntpu_model_train_step(mh, x, y, 8, &rh), NTPU_OK);
@@ -185,7 +167,7 @@ static void stays_on_host(const char *device, const char *spec, size_t batch, co
 {
     ntpu_device *d = NULL;
     cr_assert_eq(ntpu_open(device, &d), NTPU_OK);
-    const ntpu_arch a = parse(spec, 1, 28, 28);
+    const ntpu_arch a = net_arch(spec, 1, 28, 28);
     ntpu_model *m = create(d, &a, batch);
     cr_assert_eq(ntpu_model_check_resident(m), NTPU_ERR_UNSUPPORTED, "%s on %s", spec, device);
     cr_assert_not_null(strstr(ntpu_last_error(d), why), "%s on %s: %s", spec, device, ntpu_last_error(d));
@@ -209,7 +191,7 @@ static ntpu_net_res cnn_layout(const char *device)
 {
     ntpu_device *d = NULL;
     cr_assert_eq(ntpu_open(device, &d), NTPU_OK);
-    const ntpu_arch a = parse("conv16k3p1,relu,maxpool2,conv32k3p1,relu,maxpool2,fc10", 1, 28, 28);
+    const ntpu_arch a = net_arch("conv16k3p1,relu,maxpool2,conv32k3p1,relu,maxpool2,fc10", 1, 28, 28);
     ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_ADAM);
     ntpu_model *m = NULL;
     cr_assert_eq(ntpu_model_create_arch(d, &a, 64, 1, &opt, &m), NTPU_OK);

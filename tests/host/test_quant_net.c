@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "nn/nn_internal.h"
+#include "net_fixture.h"
 #include "ntpu/data.h"
 #include "ntpu/nn.h"
 
@@ -28,14 +29,6 @@ static void close_ref(void)
 
 TestSuite(quant_net, .init = open_ref, .fini = close_ref);
 
-static ntpu_arch parse(const char *spec, unsigned c, unsigned h, unsigned w)
-{
-    ntpu_arch a;
-    char why[160] = "";
-    cr_assert_eq(ntpu_arch_parse(spec, c, h, w, &a, why, sizeof why), NTPU_OK, "%s: %s", spec, why);
-    return a;
-}
-
 static ntpu_model *create(const ntpu_arch *a, size_t batch, float lr, uint64_t seed)
 {
     ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_ADAM);
@@ -43,15 +36,6 @@ static ntpu_model *create(const ntpu_arch *a, size_t batch, float lr, uint64_t s
     ntpu_model *m = NULL;
     cr_assert_eq(ntpu_model_create_arch(dev, a, batch, seed, &opt, &m), NTPU_OK, "%s", ntpu_last_error(dev));
     return m;
-}
-
-/* Inputs in [-1, 1), some exact zeros. */
-static void fill(float *x, size_t n, uint64_t seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        x[i] = i % 7 == 3 ? 0.0f : (float)((double)(seed >> 40) / (double)(1ull << 23) - 1.0);
-    }
 }
 
 /* ------------------------------------------------------------------ the scalar model */
@@ -181,13 +165,13 @@ static void scalar_int8(const scalar_net *s, const float *calib, size_t count, c
 static void check_exact(const char *spec, unsigned c, unsigned h, unsigned w, size_t pool, size_t fc)
 {
     enum { CALIB = 9, B = 7 };
-    ntpu_arch a = parse(spec, c, h, w);
+    ntpu_arch a = net_arch(spec, c, h, w);
     ntpu_model *m = create(&a, B, 0.01f, 5);
     const size_t in = (size_t)c * h * w, classes = a.item[fc].out;
     float *calib = malloc(CALIB * in * 4), *x = malloc(B * in * 4), *got = malloc(B * classes * 4),
           *want = malloc(B * classes * 4);
-    fill(calib, CALIB * in, 3);
-    fill(x, B * in, 4);
+    net_inputs(calib, CALIB * in, 3);
+    net_inputs(x, B * in, 4);
     ntpu_qmodel *q = NULL;
     cr_assert_eq(ntpu_qmodel_create(m, calib, CALIB, &q), NTPU_OK, "%s", ntpu_last_error(dev));
     cr_assert_eq(ntpu_qmodel_predict(q, x, B, got), NTPU_OK, "%s", ntpu_last_error(dev));
@@ -226,7 +210,7 @@ Test(quant_net, a_trained_cnn_keeps_its_accuracy_in_int8, .timeout = 600)
     const char *dir = "/usr/share/datasets/fashion-mnist";
     cr_assert_eq(ntpu_dataset_load(dir, "train", BATCH * STEPS, &train), NTPU_OK, "%s", ntpu_last_error(NULL));
     cr_assert_eq(ntpu_dataset_load(dir, "test", TEST, &test), NTPU_OK, "%s", ntpu_last_error(NULL));
-    ntpu_arch a = parse("conv8k3s2p1,relu,maxpool2,fc10", 1, 28, 28);
+    ntpu_arch a = net_arch("conv8k3s2p1,relu,maxpool2,fc10", 1, 28, 28);
     ntpu_model *m = create(&a, BATCH, 0.003f, 1);
     for (size_t s = 0; s < STEPS; s++)
         cr_assert_eq(ntpu_model_train_step(m, train.images + s * BATCH * 784, train.labels + s * BATCH, BATCH, NULL),
@@ -249,7 +233,7 @@ Test(quant_net, a_trained_cnn_keeps_its_accuracy_in_int8, .timeout = 600)
 
 Test(quant_net, bad_calls_answer_clearly)
 {
-    ntpu_arch a = parse("conv2k3,relu,fc3", 1, 5, 5);
+    ntpu_arch a = net_arch("conv2k3,relu,fc3", 1, 5, 5);
     ntpu_model *m = create(&a, 4, 0.01f, 2);
     float x[5 * 25] = {0}, logits[5 * 3];
     uint8_t y[4] = {0, 1, 2, 3};
