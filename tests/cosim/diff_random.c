@@ -646,6 +646,8 @@ static void random_conv_dw(pair *p, unsigned flags)
 {
     uint8_t c[NTPU_LEN_MATMUL_CONV_DW] = {NTPU_OP_MATMUL, (uint8_t)flags};
     unsigned k = 1 + rnd_below(3), in_h = 1 + rnd_below(3), in_w = 1 + rnd_below(3), mb = 1 + rnd_below(N + 4);
+    while (in_h * in_w * mb - mb + N > UB_WIN) /* a large N: one tile's blocks must fit the window */
+        in_h > 1 ? in_h-- : in_w--;
     unsigned map = in_h * in_w * mb, ts = map + rnd_below(4), ct = 1 + rnd_below(4);
     while (ct > 1 && (ct * k * k * N > ACC_WIN || (ct - 1) * ts + map - mb + N > UB_WIN))
         ct--;
