@@ -31,8 +31,10 @@ criterion_clean() { # exit status, log
 echo "== Criterion unit tests"
 mkdir -p "$B/tests"
 log="$B/tests/criterion.log"
+t0=$SECONDS
 "$B/tests/host_tests" --jobs 2 > "$log" 2>&1; rc=$?
 grep -E '^\[(FAIL|----)\]|Synthesis' "$log" || true
+echo "     ($((SECONDS - t0)) s)"
 read -r n_ok n_fail n_crash <<< "$(criterion_summary "$log")"
 if [ -n "${n_ok:-}" ]; then
   # Each failing or crashing test counts; a non-zero exit the summary does not account for (a sanitizer
@@ -95,9 +97,10 @@ while read -r t args; do
   envs=()  # a line may start with VAR=value words: the run's environment
   while [[ "$t" == *=* ]]; do envs+=("$t"); read -r t args <<< "$args"; done
   name="${envs[*]:+${envs[*]} }$t${args:+ $args}"; log="$B/tests/cosim/${name// /_}.log"
+  t0=$SECONDS
   timeout 1800 env ${envs[@]+"${envs[@]}"} "$B/tests/cosim/$t" $args < /dev/null > "$log" 2>&1; rc=$?
   tail -3 "$log" | sed 's/^/     /'
-  if [ "$rc" = 0 ]; then echo "ok   $name"; else echo "FAIL $name (exit $rc)"; fi
+  if [ "$rc" = 0 ]; then echo "ok   $name ($((SECONDS - t0)) s)"; else echo "FAIL $name (exit $rc)"; fi
   record "$name" "$rc"
 done < <(expand_boards tests/cosim/runs.txt)
 
@@ -120,10 +123,11 @@ fi
 while read -r t args; do
   case "$t" in ''|'#'*) continue ;; esac
   name="lockstep $t${args:+ $args}"; log="$B/tests/lockstep/${t}${args:+_${args// /_}}.log"
+  t0=$SECONDS
   timeout 1800 "$B/tests/lockstep/cosim/$t" $args < /dev/null > "$log" 2>&1; rc=$?
   grep -E '^lockstep:' "$log" | tail -2 | sed 's/^/     /'
   if lockstep_ok "$rc" "$log" && lockstep_fast "$log"; then
-    echo "ok   $name"; record "$name" 0
+    echo "ok   $name ($((SECONDS - t0)) s)"; record "$name" 0
   else
     tail -3 "$log" | sed 's/^/     /'; echo "FAIL $name (exit $rc)"; record "$name" 1
   fi
@@ -133,12 +137,13 @@ echo "== Command-line tests"
 for t in tests/cli/*.sh; do
   [ -e "$t" ] || continue
   name=$(basename "$t" .sh); log="$B/tests/cli-$name.log"
+  t0=$SECONDS
   BUILD="$B" timeout 1200 bash "$t" > "$log" 2>&1; rc=$?
   tail -3 "$log" | sed 's/^/     /'
   if [ "$rc" = 77 ]; then
     echo "skip $name"; skipped=$((skipped + 1)); skips+=("$name"); continue
   fi
-  if [ "$rc" = 0 ]; then echo "ok   $name"; else echo "FAIL $name (exit $rc)"; fi
+  if [ "$rc" = 0 ]; then echo "ok   $name ($((SECONDS - t0)) s)"; else echo "FAIL $name (exit $rc)"; fi
   record "$name" "$rc"
 done
 
