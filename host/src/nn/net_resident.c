@@ -208,7 +208,7 @@ ntpu_status ntpu_net_res_train_step(ntpu_model *m, const float *x, const uint8_t
         ntpu_softmax_xent_part(logits + b0 * classes, labels + b0, count, batch, classes, grad + b0 * classes, &total,
                                &r.correct);
         if ((st = write_dlogits(m, count, grad + b0 * classes)) == NTPU_OK)
-            st = run ? ntpu_net_prog_backward(m, x, b0, count) : ntpu_net_res_backward(m, run < 0, x, b0, count);
+            st = run > 0 ? ntpu_net_prog_backward(m, x, b0, count) : ntpu_net_res_backward(m, run < 0, x, b0, count);
     }
     if (st == NTPU_OK && m->net->res->devopt) {
         if ((st = ntpu_net_devopt_step(m, prog)) == NTPU_OK && res) {
