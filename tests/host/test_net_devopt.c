@@ -285,9 +285,11 @@ static uint64_t step_frames(ntpu_model *d, const run *r, int s, float *x, uint8_
     return b.tx_frames - a.tx_frames;
 }
 
-/* The micro-batch passes as stored programs (PM) give the bits of the same commands sent one by one (no
- * PM), in a fraction of the frames: batches of 3 micro-batches (the first sends its backward pass), with the
- * input written once and (the issue's CNN on the default UB) twice. */
+/* The zeroing of dW and db, the micro-batch passes and the optimizer's update as stored programs (PM) give
+ * the bits of the same commands sent one by one (no PM), in a fraction of the frames: batches of 3
+ * micro-batches, with the input spread once and (the issue's CNN on the default UB) twice. A step sends
+ * 8 frames a micro-batch (its dense input in 4 (the CNN) or 1, RUN, the logits read, their gradient, RUN)
+ * and 3 more (RUN zero, the optimizer's constants, RUN update). */
 Test(net_devopt, stored_programs, .timeout = 300)
 {
     const run runs[2] = {{"ref", "conv8k3p1,relu,maxpool2,conv8k3p1,relu,avgpool2,fc4", 1, 8, 8, 24, 3},
@@ -309,6 +311,10 @@ Test(net_devopt, stored_programs, .timeout = 300)
             fn = step_frames(n, r, s, x, y, classes);
         }
         cr_assert_eq(p->net->res->prog, 1, "%s: the programs are not in use", r->spec);
+        cr_assert(p->net->res->dense, "%s: no dense input", r->spec);
+        const uint64_t most = 3 * (k ? 8 : 5) + 3 + 1; /* and step_frames' FENCE */
+        cr_assert_leq(fp, most, "%s: %llu frames a step, more than %llu", r->spec, (unsigned long long)fp,
+                      (unsigned long long)most);
         cr_assert_lt(fp * 2, fn, "%s: %llu frames a step with programs, %llu without", r->spec, (unsigned long long)fp,
                      (unsigned long long)fn);
         cr_assert_eq(ntpu_model_fetch(n), NTPU_OK);
