@@ -299,8 +299,8 @@ Test(net_resident, inputs_that_do_not_spread_go_padded, .timeout = 300)
 {
     const char *spec = "conv5k3p1,relu,maxpool2,conv6k3,relu,fc4";
     compare_edited("ref", "ref:noconv=1", spec, 1, 10, 9, 21, 3, 1, special_inputs);
-    compare_edited("ref:ub=2500", "ref:noconv=1", "conv6k3p1,relu,maxpool2,conv12k3p1,relu,maxpool2,fc7", 1, 13, 12,
-                   21, 3, 1, special_inputs);
+    compare_edited("ref:ub=2500", "ref:noconv=1", "conv6k3p1,relu,maxpool2,conv12k3p1,relu,maxpool2,fc7", 1, 13, 12, 21,
+                   3, 1, special_inputs);
     compare_edited("ref:n=4", "ref:noconv=1", spec, 1, 10, 9, 21, 3, 1, special_inputs);
 }
 

@@ -171,7 +171,8 @@ static ntpu_status input_and_forward(ntpu_model *m, const float *x, size_t b0, s
 {
     const ntpu_net_res *r = m->net->res;
     const int spread = ntpu_net_spread_ok(m, x, b0, count);
-    ntpu_status st = spread ? ntpu_net_write_dense(m, x, b0, count) : ntpu_net_res_write_input(m, x, b0, count, r->ub[0]);
+    ntpu_status st =
+        spread ? ntpu_net_write_dense(m, x, b0, count) : ntpu_net_res_write_input(m, x, b0, count, r->ub[0]);
     *run = prog && spread == r->dense ? 1 : spread ? -1 : 0;
     if (st != NTPU_OK)
         return st;
