@@ -289,7 +289,7 @@ static uint64_t step_frames(ntpu_model *d, const run *r, int s, float *x, uint8_
  * the bits of the same commands sent one by one (no PM), in a fraction of the frames: batches of 3
  * micro-batches, with the input spread once and (the issue's CNN on the default UB) twice. A step sends
  * 8 frames a micro-batch (its dense input in 4 (the CNN) or 1, RUN, the logits read, their gradient, RUN)
- * and 3 more (RUN zero, the optimizer's constants, RUN update). */
+ * and 3 more at most (RUN zero, on a step that follows no update; the optimizer's constants, RUN update). */
 Test(net_devopt, stored_programs, .timeout = 300)
 {
     const run runs[2] = {{"ref", "conv8k3p1,relu,maxpool2,conv8k3p1,relu,avgpool2,fc4", 1, 8, 8, 24, 3},

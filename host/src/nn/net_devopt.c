@@ -149,7 +149,7 @@ ntpu_status ntpu_net_devopt_update(ntpu_model *m)
     for (size_t i = 0; i < m->arch.n && st == NTPU_OK; i++)
         if (m->param[i].w)
             st = step_item(m, i);
-    return st;
+    return st == NTPU_OK ? ntpu_net_zero_grads(m) : st; /* the next step's sums start here */
 }
 
 ntpu_status ntpu_net_devopt_step(ntpu_model *m, int prog)

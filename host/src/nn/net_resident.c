@@ -65,6 +65,7 @@ static ntpu_status own_device(ntpu_model *m)
     ntpu_status st = ntpu_claim_memories(m->dev, m, evict, &changed);
     if (st != NTPU_OK || (!changed && !r->stale))
         return st;
+    r->grads_zero = 0; /* another user's data may be in those rows */
     for (size_t i = 0; i < m->arch.n && st == NTPU_OK; i++) {
         const ntpu_layer *l = &m->arch.item[i];
         if (l->kind == NTPU_LAYER_CONV || l->kind == NTPU_LAYER_FC)
@@ -198,8 +199,9 @@ ntpu_status ntpu_net_res_train_step(ntpu_model *m, const float *x, const uint8_t
     ntpu_status st = own_device(m);
     if (st == NTPU_OK)
         st = ntpu_net_prog_prepare(m, &prog);
-    if (st == NTPU_OK)
+    if (st == NTPU_OK && !m->net->res->grads_zero)
         st = prog ? ntpu_net_prog_zero(m) : ntpu_net_zero_grads(m);
+    m->net->res->grads_zero = 0;
     for (size_t b0 = 0; b0 < batch && st == NTPU_OK; b0 += MB) {
         const size_t count = batch - b0 < MB ? batch - b0 : MB;
         int run;
@@ -212,7 +214,8 @@ ntpu_status ntpu_net_res_train_step(ntpu_model *m, const float *x, const uint8_t
             st = run > 0 ? ntpu_net_prog_backward(m, x, b0, count) : ntpu_net_res_backward(m, run < 0, x, b0, count);
     }
     if (st == NTPU_OK && m->net->res->devopt) {
-        if ((st = ntpu_net_devopt_step(m, prog)) == NTPU_OK && res) {
+        m->net->res->grads_zero = (st = ntpu_net_devopt_step(m, prog)) == NTPU_OK;
+        if (st == NTPU_OK && res) {
             r.loss = total / (float)batch;
             *res = r;
         }

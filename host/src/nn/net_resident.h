@@ -56,7 +56,8 @@ typedef struct ntpu_net_res {
     uint32_t ub_pad, wb_e0;
     int dense;
     uint32_t ub_dense;
-    size_t first;                      /* the first item with parameters: no gradient before it, no dX for it */
+    int grads_zero; /* dW and db are +0 on the device: the device optimizer's update ends by zeroing them */
+    size_t first;   /* the first item with parameters: no gradient before it, no dX for it */
     size_t ub_rows, wb_rows, acc_rows; /* rows the layout takes */
     int stale;                         /* the device's weights and biases are not the host's parameters */
     /* stored programs (net_program.c): dW and db to +0 (a step's start), the forward pass, the backward
@@ -130,8 +131,9 @@ void ntpu_net_res_free(ntpu_net_res *r);
 ntpu_status ntpu_net_devopt_upload(ntpu_model *m);
 /* net_profile.c: with a profile set, the counters since the last mark (read and cleared) onto *bucket. */
 ntpu_status ntpu_net_profile_mark(ntpu_model *m, ntpu_counters *bucket);
-/* The step's update: its constants written when they changed, then the commands (ntpu_net_devopt_update),
- * or their stored program when prog. */
+/* The step's update: its constants written when they changed, then the commands (ntpu_net_devopt_update:
+ * OPTIM and ACT per output tile, then every dW and db to +0 for the next step), or their stored program
+ * when prog. */
 ntpu_status ntpu_net_devopt_step(ntpu_model *m, int prog);
 ntpu_status ntpu_net_devopt_update(ntpu_model *m);
 
