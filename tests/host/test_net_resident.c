@@ -249,8 +249,9 @@ Test(net_resident, the_issues_cnn, .timeout = 600)
 }
 
 /* A first conv with one input channel takes its input densely and spreads it on the device, at N = 8, 4
- * and 2, with the input map written once and twice; a first item that is no conv, or a conv on three
- * channels, takes the padded map as before. Bit for bit the host path's either way. */
+ * and 2, with the input map written once and twice; a first item that is no conv, a conv on three
+ * channels, or a UB without room for the dense rows, takes the padded map as before. Bit for bit the host
+ * path's either way. */
 Test(net_resident, a_dense_input_spread_on_the_device, .timeout = 300)
 {
     const char *spec = "conv5k3p1,relu,maxpool2,conv6k3,relu,fc4";
@@ -264,6 +265,12 @@ Test(net_resident, a_dense_input_spread_on_the_device, .timeout = 300)
     cr_assert(dense_layout("ref:n=2", spec, 1, 10, 9, NULL));
     cr_assert_not(dense_layout("ref", "maxpool2,conv3k3p2,relu,fc2", 1, 8, 8, NULL));
     cr_assert_not(dense_layout("ref", spec, 3, 10, 9, NULL));
+    /* 144 rows of dense input: a UB with room for the padded layout (1,928 rows) but not for those takes
+     * the padded input, and stays bit for bit the host path's */
+    const char *pools = "conv4k3p1,relu,maxpool2,conv9k3s2p1,relu,avgpool2,fc5";
+    cr_assert(dense_layout("ref:ub=2072", pools, 1, 12, 12, NULL));
+    cr_assert_not(dense_layout("ref:ub=2071", pools, 1, 12, 12, NULL));
+    compare("ref:ub=2071", "ref:noconv=1", pools, 1, 12, 12, 13, 2, 1);
     compare("ref", "ref:noconv=1", spec, 1, 10, 9, 21, 3, 1);
     compare("ref:n=4", "ref:noconv=1", spec, 1, 10, 9, 13, 2, 1);
     compare("ref:n=2", "ref:noconv=1", spec, 1, 10, 9, 11, 2, 1);
