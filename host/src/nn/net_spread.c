@@ -6,9 +6,10 @@
  *    stride 1 over the dense rows, whose stream row m has a[0] = dense value m and a[1 .. N-1] = later
  *    values or the pad, so lane 0 is +0 + d*1 (+ a[i]*0 ...) = d and every other lane +0; ACT rounds it
  *    to UB (the identity on a bf16 value). So the input crosses the link once, unpadded;
- *  - zeroes dW and db at a step's start: MATMUL TRANSPOSE_A with stride 0 over the pad, every product
- *    +0 * finite = +0 summed from +0; every micro-batch's backward pass then adds onto them, which is bit
- *    for bit the chain that starts at +0 (docs/numerics.md), so it is one program for all.
+ *  - zeroes dW and db before a step (at its start, or at the end of the device optimizer's update before
+ *    it): MATMUL TRANSPOSE_A with stride 0 over the pad, every product +0 * finite = +0 summed from +0;
+ *    every micro-batch's backward pass then adds onto them, which is bit for bit the chain that starts at
+ *    +0 (docs/numerics.md), so it is one program for all.
  * A product a[i]*0 is +0 or -0 only when a[i] is finite, and the sum from +0 gives +0 where the map would
  * hold -0 for an input -0 or negative subnormal (the conv reads that as -0, which an accumulator that an
  * underflow flushed to -0 would keep): a micro-batch with any NaN, Inf, -0 or negative subnormal (after
