@@ -128,8 +128,10 @@ void cnn_print_table(const cnn_row *rows, int count, int agree, int w)
                          : "DIFFER");
     }
     printf("\n    per item, from the step before (the counters read and cleared between the items' commands; a\n"
-           "    pool that its conv runs band by band and a fused relu count with the conv; host I/O: the input\n"
-           "    written, the logits read and their gradient written, the host optimizer's reads and writes)\n\n");
+           "    pool that its conv runs band by band, a fused relu and the spread of a dense input count with\n"
+           "    the conv; host I/O: the input written, the logits read and their gradient written, the host\n"
+           "    optimizer's reads and writes, dW and db zeroed at a step's start; the device optimizer's\n"
+           "    update zeroes them for the next step)\n\n");
     printf("%-*s %-6s %3s %-12s %14s %7s %14s %7s\n", w, "device", "optim", "#", "item", "fwd cycles", "util",
            "bwd cycles", "util");
     for (int i = 0; i < count; i++)

@@ -70,6 +70,7 @@ typedef struct run {
     unsigned c, h, w;
     size_t batch;
     int steps;
+    void (*edit)(float *x, size_t n, int s); /* changes step s's inputs (n floats), or NULL */
 } run;
 
 /* One step of both models on batch s of the run (batch, batch - 1, batch - 2, ...): the same loss and hits. */
@@ -77,6 +78,8 @@ static void step_both(const run *r, ntpu_model *d, ntpu_model *h, int s, float *
 {
     const size_t b = r->batch - (size_t)s % 3, in = (size_t)r->c * r->h * r->w;
     net_batch(x, b * in, y, b, classes, 100 + (uint64_t)s);
+    if (r->edit)
+        r->edit(x, b * in, s);
     ntpu_step_result rd, rh;
     cr_assert_eq(ntpu_model_train_step(d, x, y, b, &rd), NTPU_OK, "%s", ntpu_last_error(d->dev));
     cr_assert_eq(ntpu_model_train_step(h, x, y, b, &rh), NTPU_OK, "%s", ntpu_last_error(h->dev));
@@ -112,8 +115,8 @@ static void compare(const run *r, ntpu_optimizer kind)
     ntpu_close(dd), ntpu_close(dh);
 }
 
-static const run pools = {"ref", "conv4k3p1,relu,maxpool2,conv9k3s2p1,relu,avgpool2,fc5", 1, 12, 12, 13, 4};
-static const run flat = {"ref", "conv10k5p2,relu,avgpool2,conv12k2,flatten,fc16,relu,fc3", 3, 10, 10, 20, 4};
+static const run pools = {"ref", "conv4k3p1,relu,maxpool2,conv9k3s2p1,relu,avgpool2,fc5", 1, 12, 12, 13, 4, NULL};
+static const run flat = {"ref", "conv10k5p2,relu,avgpool2,conv12k2,flatten,fc16,relu,fc3", 3, 10, 10, 20, 4, NULL};
 
 TestSuite(net_devopt);
 
@@ -285,13 +288,15 @@ static uint64_t step_frames(ntpu_model *d, const run *r, int s, float *x, uint8_
     return b.tx_frames - a.tx_frames;
 }
 
-/* The micro-batch passes as stored programs (PM) give the bits of the same commands sent one by one (no
- * PM), in a fraction of the frames: batches of 3 micro-batches (the first sends its backward pass), with the
- * input written once and (the issue's CNN on the default UB) twice. */
+/* The zeroing of dW and db, the micro-batch passes and the optimizer's update as stored programs (PM) give
+ * the bits of the same commands sent one by one (no PM), in a fraction of the frames: batches of 3
+ * micro-batches, with the input spread once and (the issue's CNN on the default UB) twice. A step sends
+ * 8 frames a micro-batch (its dense input in 4 (the CNN) or 1, RUN, the logits read, their gradient, RUN)
+ * and 3 more at most (RUN zero, on a step that follows no update; the optimizer's constants, RUN update). */
 Test(net_devopt, stored_programs, .timeout = 300)
 {
-    const run runs[2] = {{"ref", "conv8k3p1,relu,maxpool2,conv8k3p1,relu,avgpool2,fc4", 1, 8, 8, 24, 3},
-                         {"ref", "conv16k3p1,relu,maxpool2,conv32k3p1,relu,maxpool2,fc10", 1, 28, 28, 24, 2}};
+    const run runs[2] = {{"ref", "conv8k3p1,relu,maxpool2,conv8k3p1,relu,avgpool2,fc4", 1, 8, 8, 24, 3, NULL},
+                         {"ref", "conv16k3p1,relu,maxpool2,conv32k3p1,relu,maxpool2,fc10", 1, 28, 28, 24, 2, NULL}};
     for (int k = 0; k < 2; k++) {
         const run *r = &runs[k];
         ntpu_device *dp = NULL, *dn = NULL;
@@ -309,6 +314,10 @@ Test(net_devopt, stored_programs, .timeout = 300)
             fn = step_frames(n, r, s, x, y, classes);
         }
         cr_assert_eq(p->net->res->prog, 1, "%s: the programs are not in use", r->spec);
+        cr_assert(p->net->res->dense, "%s: no dense input", r->spec);
+        const uint64_t most = 3 * (k ? 8 : 5) + 3 + 1; /* and step_frames' FENCE */
+        cr_assert_leq(fp, most, "%s: %llu frames a step, more than %llu", r->spec, (unsigned long long)fp,
+                      (unsigned long long)most);
         cr_assert_lt(fp * 2, fn, "%s: %llu frames a step with programs, %llu without", r->spec, (unsigned long long)fp,
                      (unsigned long long)fn);
         cr_assert_eq(ntpu_model_fetch(n), NTPU_OK);
@@ -317,6 +326,28 @@ Test(net_devopt, stored_programs, .timeout = 300)
         ntpu_model_free(p), ntpu_model_free(n);
         ntpu_close(dp), ntpu_close(dn);
     }
+}
+
+/* Step 1: a -0 in the last micro-batch (it crosses padded, its passes as single commands, after
+ * micro-batches that run the programs); step 3: an Inf in the first. */
+static void special_inputs(float *x, size_t n, int s)
+{
+    if (s == 1)
+        x[n - 3] = -0.0f;
+    if (s == 3)
+        x[5] = 1.0f / 0.0f;
+}
+
+/* Micro-batches whose input does not spread among ones that do: the device optimizer's update program,
+ * which also zeroes dW and db for the next step, gives the host optimizer's bits. */
+Test(net_devopt, inputs_that_go_padded_among_programs)
+{
+    run r = pools;
+    r.edit = special_inputs;
+    compare(&r, NTPU_OPT_ADAM);
+    const run twice = {"ref:ub=2500", "conv6k3p1,relu,maxpool2,conv12k3p1,relu,maxpool2,fc7", 1, 13, 12, 13, 4,
+                       special_inputs}; /* the input map made twice (test_net_resident.c) */
+    compare(&twice, NTPU_OPT_ADAM);
 }
 
 static void host_optimizer(const char *device, const char *spec, ntpu_optimizer kind, const char *why)

@@ -51,10 +51,13 @@ static void same_params(const ntpu_model *r, const ntpu_model *h)
     }
 }
 
+/* Changes step s's inputs (n floats) before both models train on them, or NULL. */
+typedef void (*edit_fn)(float *x, size_t n, int s);
+
 /* Trains spec on the resident device and on the host path for steps steps of batches of sizes
  * batch, batch - 1, ... (so the last micro-batch is partly empty) and compares everything. */
-static void compare(const char *resident, const char *host, const char *spec, unsigned c, unsigned hgt, unsigned w,
-                    size_t batch, int steps, int vary)
+static void compare_edited(const char *resident, const char *host, const char *spec, unsigned c, unsigned hgt,
+                           unsigned w, size_t batch, int steps, int vary, edit_fn edit)
 {
     ntpu_device *dr = NULL, *dh = NULL;
     cr_assert_eq(ntpu_open(resident, &dr), NTPU_OK, "%s: %s", resident, ntpu_last_error(dr));
@@ -71,6 +74,8 @@ static void compare(const char *resident, const char *host, const char *spec, un
     for (int s = 0; s < steps; s++) {
         const size_t b = batch - (vary ? (size_t)s % 3 : 0);
         net_batch(x, b * in, y, b, classes, 100 + (uint64_t)s);
+        if (edit)
+            edit(x, b * in, s);
         ntpu_step_result rr, rh;
         cr_assert_eq(ntpu_model_train_step(mr, x, y, b, &rr), NTPU_OK, "%s", ntpu_last_error(dr));
         cr_assert_eq(ntpu_model_train_step(mh, x, y, b, &rh), NTPU_OK, "%s", ntpu_last_error(dh));
@@ -86,6 +91,30 @@ static void compare(const char *resident, const char *host, const char *spec, un
     free(x), free(lr), free(y);
     ntpu_model_free(mr), ntpu_model_free(mh);
     ntpu_close(dr), ntpu_close(dh);
+}
+
+static void compare(const char *resident, const char *host, const char *spec, unsigned c, unsigned hgt, unsigned w,
+                    size_t batch, int steps, int vary)
+{
+    compare_edited(resident, host, spec, c, hgt, w, batch, steps, vary, NULL);
+}
+
+/* Whether spec on device c x h x w is resident with a dense input (net_spread.c), and writes its input twice. */
+static int dense_layout(const char *device, const char *spec, unsigned c, unsigned hgt, unsigned w, int *twice)
+{
+    ntpu_device *d = NULL;
+    cr_assert_eq(ntpu_open(device, &d), NTPU_OK);
+    const ntpu_arch a = net_arch(spec, c, hgt, w);
+    ntpu_optim_config opt = ntpu_optim_defaults(NTPU_OPT_ADAM);
+    ntpu_model *m = NULL;
+    cr_assert_eq(ntpu_model_create_arch(d, &a, 8, 1, &opt, &m), NTPU_OK);
+    cr_assert_not_null(m->net->res, "%s on %s is not resident", spec, device);
+    const int dense = m->net->res->dense;
+    if (twice)
+        *twice = m->net->res->rewrite_input;
+    ntpu_model_free(m);
+    ntpu_close(d);
+    return dense;
 }
 
 TestSuite(net_resident);
@@ -122,8 +151,8 @@ Test(net_resident, a_batch_below_one_micro_batch_and_a_pool_first)
     compare("ref", "ref:noconv=1", "maxpool2,conv3k3p2,relu,fc2", 1, 8, 8, 3, 3, 1);
 }
 
-/* A UB too small to hold the input map all through a micro-batch: it is written again for the first conv's
- * dW (odd height, a partial micro-batch). */
+/* A UB too small to hold the input map all through a micro-batch: it is spread again (or written again, for
+ * a micro-batch that does not spread) for the first conv's dW (odd height, a partial micro-batch). */
 Test(net_resident, the_input_written_twice)
 {
     const char *spec = "conv6k3p1,relu,maxpool2,conv12k3p1,relu,maxpool2,fc7";
@@ -217,4 +246,97 @@ Test(net_resident, the_issues_cnn, .timeout = 600)
     const char *spec = "conv16k3p1,relu,maxpool2,conv32k3p1,relu,maxpool2,fc10";
     compare("ref", "ref:noconv=1", spec, 1, 28, 28, 64, 2, 0);
     compare("ref:ub=32768", "ref:noconv=1", spec, 1, 28, 28, 64, 2, 0);
+}
+
+/* A first conv with one input channel takes its input densely and spreads it on the device, at N = 8, 4
+ * and 2, with the input map written once and twice; a first item that is no conv, a conv on three
+ * channels, or a UB without room for the dense rows, takes the padded map as before. Bit for bit the host
+ * path's either way. */
+Test(net_resident, a_dense_input_spread_on_the_device, .timeout = 300)
+{
+    const char *spec = "conv5k3p1,relu,maxpool2,conv6k3,relu,fc4";
+    int twice = 1;
+    cr_assert(dense_layout("ref", spec, 1, 10, 9, &twice));
+    cr_assert_not(twice);
+    const char *small = "conv6k3p1,relu,maxpool2,conv12k3p1,relu,maxpool2,fc7"; /* as the_input_written_twice */
+    cr_assert(dense_layout("ref:ub=2500", small, 1, 13, 12, &twice));
+    cr_assert(twice);
+    cr_assert(dense_layout("ref:n=4", spec, 1, 10, 9, NULL));
+    cr_assert(dense_layout("ref:n=2", spec, 1, 10, 9, NULL));
+    cr_assert_not(dense_layout("ref", "maxpool2,conv3k3p2,relu,fc2", 1, 8, 8, NULL));
+    cr_assert_not(dense_layout("ref", spec, 3, 10, 9, NULL));
+    /* 144 rows of dense input: a UB with room for the padded layout (1,928 rows) but not for those takes
+     * the padded input, and stays bit for bit the host path's */
+    const char *pools = "conv4k3p1,relu,maxpool2,conv9k3s2p1,relu,avgpool2,fc5";
+    cr_assert(dense_layout("ref:ub=2072", pools, 1, 12, 12, NULL));
+    cr_assert_not(dense_layout("ref:ub=2071", pools, 1, 12, 12, NULL));
+    compare("ref:ub=2071", "ref:noconv=1", pools, 1, 12, 12, 13, 2, 1);
+    compare("ref", "ref:noconv=1", spec, 1, 10, 9, 21, 3, 1);
+    compare("ref:n=4", "ref:noconv=1", spec, 1, 10, 9, 13, 2, 1);
+    compare("ref:n=2", "ref:noconv=1", spec, 1, 10, 9, 11, 2, 1);
+    compare("ref:pm=0", "ref:noconv=1", spec, 1, 10, 9, 11, 2, 1);
+}
+
+static float from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Step 0: positive subnormals everywhere (they spread: the conv reads them as +0), then -0 in the second
+ * micro-batch and a negative subnormal in the third (those go padded); step 1: +Inf in the first
+ * micro-batch and -Inf in the second; step 2: a NaN. */
+static void special_inputs(float *x, size_t n, int s)
+{
+    const size_t per_mb = n / 21 * 8; /* batches of 21 - s % 3 samples */
+    for (size_t k = 0; s == 0 && k < n; k += 5)
+        x[k] = from_bits(0x00200000u + (uint32_t)k);
+    if (s == 0) {
+        x[per_mb + 3] = -0.0f;
+        x[2 * per_mb + 7] = from_bits(0x80300000u);
+    } else if (s == 1) {
+        x[11] = from_bits(0x7F800000u);
+        x[per_mb + 1] = from_bits(0xFF800000u);
+    } else
+        x[n - 2] = from_bits(0x7FC00001u);
+}
+
+Test(net_resident, inputs_that_do_not_spread_go_padded, .timeout = 300)
+{
+    const char *spec = "conv5k3p1,relu,maxpool2,conv6k3,relu,fc4";
+    compare_edited("ref", "ref:noconv=1", spec, 1, 10, 9, 21, 3, 1, special_inputs);
+    compare_edited("ref:ub=2500", "ref:noconv=1", "conv6k3p1,relu,maxpool2,conv12k3p1,relu,maxpool2,fc7", 1, 13, 12, 21,
+                   3, 1, special_inputs);
+    compare_edited("ref:n=4", "ref:noconv=1", spec, 1, 10, 9, 21, 3, 1, special_inputs);
+}
+
+/* Which micro-batches spread: every value rounded to bf16 finite, and not -0 nor a negative subnormal. */
+Test(net_resident, which_inputs_spread)
+{
+    ntpu_device *d = NULL;
+    cr_assert_eq(ntpu_open("ref", &d), NTPU_OK);
+    const ntpu_arch a = net_arch("conv2k3,relu,fc2", 1, 4, 4);
+    ntpu_model *m = create(d, &a, 16);
+    float x[16 * 16];
+    uint8_t y[16];
+    net_batch(x, 16 * 16, y, 16, 2, 3);
+    cr_assert(ntpu_net_spread_ok(m, x, 0, 16));
+    const uint32_t bad[] = {0x80000000u, 0x80000001u, 0x807FFFFFu, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFFFFFFFu};
+    const uint32_t good[] = {0x00000001u, 0x007FFFFFu, 0x00000000u, 0x80800000u, 0x7F7F0000u};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        const float keep = x[8 * 16 + 5];
+        x[8 * 16 + 5] = from_bits(bad[k]);
+        cr_assert(ntpu_net_spread_ok(m, x, 0, 8), "%08x in another micro-batch", bad[k]);
+        cr_assert_not(ntpu_net_spread_ok(m, x, 8, 8), "%08x", bad[k]);
+        x[8 * 16 + 5] = keep;
+    }
+    for (size_t k = 0; k < sizeof good / sizeof good[0]; k++) {
+        x[3] = from_bits(good[k]);
+        cr_assert(ntpu_net_spread_ok(m, x, 0, 8), "%08x", good[k]);
+    }
+    x[3] = 3.4e38f; /* rounds to +Inf in bf16 */
+    cr_assert_not(ntpu_net_spread_ok(m, x, 0, 8));
+    ntpu_model_free(m);
+    ntpu_close(d);
 }

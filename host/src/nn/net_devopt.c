@@ -143,15 +143,23 @@ static ntpu_status step_item(ntpu_model *m, size_t i)
                 : ntpu_vec_optim(m->dev, flags, r->acc_b[i], r->acc_db[i], cto, m->acc_k);
 }
 
-ntpu_status ntpu_net_devopt_step(ntpu_model *m)
+ntpu_status ntpu_net_devopt_update(ntpu_model *m)
+{
+    ntpu_status st = NTPU_OK;
+    for (size_t i = 0; i < m->arch.n && st == NTPU_OK; i++)
+        if (m->param[i].w)
+            st = step_item(m, i);
+    return st == NTPU_OK ? ntpu_net_zero_grads(m) : st; /* the next step's sums start here */
+}
+
+ntpu_status ntpu_net_devopt_step(ntpu_model *m, int prog)
 {
     ntpu_net_profile *prof = m->net->profile;
     ntpu_status st = prof ? ntpu_net_profile_mark(m, &prof->host) : NTPU_OK;
     if (st == NTPU_OK)
         st = ntpu_model_write_optim_consts(m);
-    for (size_t i = 0; i < m->arch.n && st == NTPU_OK; i++)
-        if (m->param[i].w)
-            st = step_item(m, i);
+    if (st == NTPU_OK)
+        st = prog ? ntpu_net_prog_update(m) : ntpu_net_devopt_update(m);
     if (st == NTPU_OK && prof)
         st = ntpu_net_profile_mark(m, &prof->opt);
     if (st == NTPU_OK) {

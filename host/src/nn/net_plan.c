@@ -122,6 +122,20 @@ static const char *check_fields(const ntpu_model *m, const ntpu_net_res *r)
     return NULL;
 }
 
+/* UB rows for the maps; when they do not fit, with the input written twice if that fits. */
+static void place_ub(const ntpu_model *m, ntpu_net_res *r)
+{
+    r->rewrite_input = 0;
+    ntpu_net_res_place_ub(m, r);
+    if (r->ub_rows > m->dev->info.ub_rows && r->first == 0) {
+        ntpu_net_res twice = *r;
+        twice.rewrite_input = 1;
+        ntpu_net_res_place_ub(m, &twice);
+        if (twice.ub_rows <= m->dev->info.ub_rows)
+            *r = twice;
+    }
+}
+
 const char *ntpu_net_res_layout(const ntpu_model *m, ntpu_net_res *r, char *why, size_t len)
 {
     const ntpu_arch *a = &m->arch;
@@ -134,15 +148,14 @@ const char *ntpu_net_res_layout(const ntpu_model *m, ntpu_net_res *r, char *why,
         if (no)
             return no;
     }
-    ntpu_net_res_place_ub(m, r);
-    if (r->ub_rows > m->dev->info.ub_rows && r->first == 0) { /* write the input twice, if that fits */
-        ntpu_net_res twice = *r;
-        twice.rewrite_input = 1;
-        ntpu_net_res_place_ub(m, &twice);
-        if (twice.ub_rows <= m->dev->info.ub_rows)
-            *r = twice;
+    r->dense = a->item[0].kind == NTPU_LAYER_CONV && a->in_c == 1;
+    place_ub(m, r);
+    if (r->dense && r->ub_rows > m->dev->info.ub_rows) { /* the dense input's rows may be the ones too many */
+        r->dense = 0;
+        place_ub(m, r);
     }
     r->wb_g = take(&r->wb_rows, r->wb_g);
+    r->wb_e0 = take(&r->wb_rows, n);
     if (r->devopt)
         r->acc_k =
             take(&r->acc_rows, m->opt.kind == NTPU_OPT_ADAM || m->opt.kind == NTPU_OPT_ADAMW ? NTPU_ADAM_AUX_ROWS : 3);
@@ -254,8 +267,8 @@ void ntpu_net_res_free(ntpu_net_res *r)
     ntpu_program_free(r->prog_fwd);
     ntpu_program_free(r->prog_bwd);
     ntpu_program_free(r->prog_first);
-    ntpu_program_free(r->prog_bwd0);
-    ntpu_program_free(r->prog_first0);
+    ntpu_program_free(r->prog_zero);
+    ntpu_program_free(r->prog_opt);
     free(r->rows.p);
     free(r->host.p);
     free(r);

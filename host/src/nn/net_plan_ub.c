@@ -4,7 +4,8 @@
  * item that writes it to the last that reads it: the next items' forward passes, the dW of a conv or fc
  * that takes it, a relu's mask, a maxpool's argmax and (relu then maxpool) its pooled output as the
  * relu's mask; with rewrite_input the input map lives for the first item's forward pass and again, written
- * anew, for its dW. Two maps whose lifetimes meet get disjoint rows; each is placed, in the order of the
+ * anew, for its dW. The device's N rows of +0 (net_spread.c) live always, a dense input (written before
+ * the forward pass) until the last spread that reads it. Two maps whose lifetimes meet get disjoint rows; each is placed, in the order of the
  * items, at the lowest row that keeps it so (first fit). */
 #include "net_resident.h"
 
@@ -15,7 +16,7 @@ typedef struct ubuf {
 } ubuf;
 
 typedef struct ub_plan {
-    ubuf buf[3 * NTPU_MAX_ITEMS + 2];
+    ubuf buf[3 * NTPU_MAX_ITEMS + 4];
     size_t n;
     size_t of_value[NTPU_MAX_ITEMS + 1]; /* the buffer that holds value v's map */
 } ub_plan;
@@ -40,6 +41,9 @@ static size_t rows_of(const ntpu_net_res *r, size_t v)
 static void writes(const ntpu_model *m, ntpu_net_res *r, ub_plan *p)
 {
     const long items = (long)m->arch.n;
+    use(p, add(p, &r->ub_pad, m->n, -1), 2 * items + 1);
+    if (r->dense) /* read by the spreads: of the forward pass, and of the first item's dW */
+        use(p, add(p, &r->ub_dense, rows_of(r, 0) / m->n, -1), r->rewrite_input ? 2 * items - (long)r->first : 0);
     p->of_value[0] = add(p, &r->ub[0], rows_of(r, 0), -1);
     for (size_t i = 0; i < m->arch.n; i++) {
         const ntpu_layer_kind kind = m->arch.item[i].kind;
@@ -105,7 +109,7 @@ static size_t first_fit(const ub_plan *p, size_t k, const int *placed)
 void ntpu_net_res_place_ub(const ntpu_model *m, ntpu_net_res *r)
 {
     ub_plan p = {.n = 0};
-    int placed[3 * NTPU_MAX_ITEMS + 2] = {0};
+    int placed[3 * NTPU_MAX_ITEMS + 4] = {0};
     writes(m, r, &p);
     reads(m, r, &p);
     r->ub_rows = 0;

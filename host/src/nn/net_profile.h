@@ -7,8 +7,9 @@
 #include "ntpu/nn.h"
 
 /* Counter deltas summed over a step's micro-batches: fwd[i] and bwd[i] cover item i's commands (a pool
- * that a conv runs band by band, and a relu fused into its conv or fc, count with that conv or fc); opt the
- * device optimizer's; host the rest (the input written, the logits read and their gradient written). */
+ * that a conv runs band by band, a relu fused into its conv or fc, and the spread of a dense input count
+ * with that conv or fc); opt the device optimizer's (its update ends by zeroing dW and db); host the rest
+ * (the input written, the logits read and their gradient written, dW and db zeroed at a step's start). */
 typedef struct ntpu_net_profile {
     ntpu_counters fwd[NTPU_MAX_ITEMS], bwd[NTPU_MAX_ITEMS], opt, host;
 } ntpu_net_profile;

@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Stored programs (protocol 1.4 RUN, decision 0015) of a resident net's micro-batch passes (net_resident.h):
- * every micro-batch's forward pass is the same commands, and so is the backward pass of every micro-batch
- * after a step's first (the first starts the sums of dW and db instead of adding to them), so each is
- * recorded once and run by one RUN frame. When the input map is written a second time (rewrite_input) the
- * backward pass is two programs, the host's write between them. A RUN does what its commands would have
- * done, in order: the bits do not change. */
+/* Stored programs (protocol 1.4 RUN, decision 0015) of a resident net (net_resident.h): a step starts by
+ * setting dW and db to +0, every micro-batch's forward pass is the same commands and so is its backward
+ * pass (it adds onto dW and db: decision 0035), and so is the device optimizer's update that ends the step
+ * (its constants, written when they change, are data), so each is recorded once and run by one RUN frame. With a
+ * dense input the passes spread it themselves; a micro-batch that crosses padded (net_spread.c says which)
+ * runs as single commands. Without a dense input and with the input map written a second time
+ * (rewrite_input) the backward pass is two programs, the host's write between them. A RUN does what its
+ * commands would have done, in order: the bits do not change. */
 #include "net_resident.h"
 #include "ntpu/program.h"
 
-/* Records part 0 (forward), 1 (backward of the items after first, or of all) or 2 (backward of item first),
- * the backward parts for a step's first micro-batch when first, into *out: NULL when a pass cannot be
- * recorded. */
-static ntpu_status record(ntpu_model *m, int part, int first, ntpu_program **out)
+enum part { ZERO, FORWARD, BACKWARD, FIRST_ITEM, UPDATE, PARTS };
+
+/* Records a part into *out: NULL when it cannot be recorded. */
+static ntpu_status record(ntpu_model *m, enum part part, ntpu_program **out)
 {
     const ntpu_net_res *r = m->net->res;
     ntpu_net_profile *prof = m->net->profile; /* a program holds no counter reads */
@@ -20,10 +22,12 @@ static ntpu_status record(ntpu_model *m, int part, int first, ntpu_program **out
     if (st != NTPU_OK)
         return st;
     m->net->profile = NULL;
-    const size_t lo = r->rewrite_input ? r->first + 1 : r->first;
-    ntpu_status pass = part == 0   ? ntpu_net_res_forward(m)
-                       : part == 1 ? ntpu_net_res_backward_items(m, first, lo, m->arch.n)
-                                   : ntpu_net_res_backward_items(m, first, r->first, r->first + 1);
+    const size_t lo = r->rewrite_input && !r->dense ? r->first + 1 : r->first;
+    ntpu_status pass = part == ZERO       ? ntpu_net_zero_grads(m)
+                       : part == FORWARD  ? ntpu_net_res_forward(m, r->dense)
+                       : part == BACKWARD ? ntpu_net_res_backward_items(m, r->dense, lo, m->arch.n)
+                       : part == UPDATE   ? ntpu_net_devopt_update(m)
+                                          : ntpu_net_res_backward_items(m, 0, r->first, r->first + 1);
     m->net->profile = prof;
     st = ntpu_program_end(m->dev, out);
     if (st == NTPU_OK && pass != NTPU_OK) {
@@ -33,46 +37,32 @@ static ntpu_status record(ntpu_model *m, int part, int first, ntpu_program **out
     return st;
 }
 
-/* The first micro-batch's variants of backward parts 2 and 1, each kept when it fits the PM rows after
- * the used ones (the issue's CNN: part 2, its first conv's dW, fits beside the others; part 1 does not). */
-static ntpu_status record_first(ntpu_model *m, uint64_t used)
-{
-    ntpu_net_res *r = m->net->res;
-    ntpu_program **slot[2] = {&r->prog_first0, &r->prog_bwd0};
-    for (int k = 0; k < 2; k++) {
-        if (k == 0 && !r->rewrite_input)
-            continue;
-        ntpu_status st = record(m, 2 - k, 1, slot[k]);
-        if (st != NTPU_OK)
-            return st;
-        const uint64_t rows = ntpu_program_rows(*slot[k]);
-        if (*slot[k] && used + rows <= m->dev->info.pm_rows && rows <= 65535)
-            used += rows;
-        else {
-            ntpu_program_free(*slot[k]);
-            *slot[k] = NULL;
-        }
-    }
-    return NTPU_OK;
-}
-
 /* Records the programs and decides whether they fit PM (r->prog). */
 static ntpu_status record_all(ntpu_model *m)
 {
     ntpu_net_res *r = m->net->res;
-    ntpu_status st = record(m, 0, 0, &r->prog_fwd);
+    const int two = r->rewrite_input && !r->dense;
+    ntpu_status st = record(m, ZERO, &r->prog_zero);
     if (st == NTPU_OK)
-        st = record(m, 1, 0, &r->prog_bwd);
-    if (st == NTPU_OK && r->rewrite_input)
-        st = record(m, 2, 0, &r->prog_first);
+        st = record(m, FORWARD, &r->prog_fwd);
+    if (st == NTPU_OK)
+        st = record(m, BACKWARD, &r->prog_bwd);
+    if (st == NTPU_OK && two)
+        st = record(m, FIRST_ITEM, &r->prog_first);
+    if (st == NTPU_OK && r->devopt)
+        st = record(m, UPDATE, &r->prog_opt);
     if (st != NTPU_OK)
         return st;
-    const uint64_t f = ntpu_program_rows(r->prog_fwd), b = ntpu_program_rows(r->prog_bwd),
-                   g = ntpu_program_rows(r->prog_first);
-    const int whole = r->prog_fwd && r->prog_bwd && (r->prog_first || !r->rewrite_input);
-    r->prog = whole && f + b + g <= m->dev->info.pm_rows && f <= 65535 && b <= 65535 && g <= 65535 ? 1 : -1;
+    ntpu_program *const all[PARTS] = {r->prog_zero, r->prog_fwd, r->prog_bwd, r->prog_first, r->prog_opt};
+    uint64_t rows = 0;
+    int whole = r->prog_zero && r->prog_fwd && r->prog_bwd && (r->prog_first || !two) && (r->prog_opt || !r->devopt);
+    for (int k = 0; k < PARTS; k++) {
+        rows += ntpu_program_rows(all[k]);
+        whole = whole && ntpu_program_rows(all[k]) <= 65535;
+    }
+    r->prog = whole && rows <= m->dev->info.pm_rows ? 1 : -1;
     r->prog_pm_writes = m->dev->pm_writes - 1; /* not uploaded yet */
-    return r->prog > 0 ? record_first(m, f + b + g) : NTPU_OK;
+    return NTPU_OK;
 }
 
 ntpu_status ntpu_net_prog_prepare(ntpu_model *m, int *use)
@@ -86,9 +76,9 @@ ntpu_status ntpu_net_prog_prepare(ntpu_model *m, int *use)
     if (st != NTPU_OK || r->prog < 0)
         return st;
     if (r->prog_pm_writes != dev->pm_writes) {
-        ntpu_program *const all[5] = {r->prog_fwd, r->prog_bwd, r->prog_first, r->prog_first0, r->prog_bwd0};
+        ntpu_program *const all[PARTS] = {r->prog_zero, r->prog_fwd, r->prog_bwd, r->prog_first, r->prog_opt};
         uint32_t at = 0;
-        for (int k = 0; k < 5; k++) {
+        for (int k = 0; k < PARTS; k++) {
             if (all[k] && (st = ntpu_program_upload(dev, all[k], at)) != NTPU_OK)
                 return st;
             at += ntpu_program_rows(all[k]);
@@ -99,31 +89,28 @@ ntpu_status ntpu_net_prog_prepare(ntpu_model *m, int *use)
     return NTPU_OK;
 }
 
+ntpu_status ntpu_net_prog_zero(ntpu_model *m)
+{
+    return ntpu_program_run(m->dev, m->net->res->prog_zero);
+}
+
+ntpu_status ntpu_net_prog_update(ntpu_model *m)
+{
+    return ntpu_program_run(m->dev, m->net->res->prog_opt);
+}
+
 ntpu_status ntpu_net_prog_forward(ntpu_model *m)
 {
     return ntpu_program_run(m->dev, m->net->res->prog_fwd);
 }
 
-/* Backward part 1 or 2 of the micro-batch at b0: its program, or its commands when the first micro-batch's
- * variant did not fit PM. */
-static ntpu_status run_part(ntpu_model *m, int part, size_t b0)
-{
-    const ntpu_net_res *r = m->net->res;
-    const ntpu_program *p = part == 1 ? (b0 ? r->prog_bwd : r->prog_bwd0) : (b0 ? r->prog_first : r->prog_first0);
-    if (p)
-        return ntpu_program_run(m->dev, p);
-    const size_t lo = r->rewrite_input ? r->first + 1 : r->first;
-    return part == 1 ? ntpu_net_res_backward_items(m, b0 == 0, lo, m->arch.n)
-                     : ntpu_net_res_backward_items(m, b0 == 0, r->first, r->first + 1);
-}
-
 ntpu_status ntpu_net_prog_backward(ntpu_model *m, const float *x, size_t b0, size_t count)
 {
     const ntpu_net_res *r = m->net->res;
-    ntpu_status st = run_part(m, 1, b0);
-    if (st != NTPU_OK || !r->rewrite_input)
+    ntpu_status st = ntpu_program_run(m->dev, r->prog_bwd);
+    if (st != NTPU_OK || !r->rewrite_input || r->dense)
         return st;
     if ((st = ntpu_net_res_write_input(m, x, b0, count, r->ub_x2)) != NTPU_OK)
         return st;
-    return run_part(m, 2, b0);
+    return ntpu_program_run(m->dev, r->prog_first);
 }

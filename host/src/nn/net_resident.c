@@ -65,6 +65,7 @@ static ntpu_status own_device(ntpu_model *m)
     ntpu_status st = ntpu_claim_memories(m->dev, m, evict, &changed);
     if (st != NTPU_OK || (!changed && !r->stale))
         return st;
+    r->grads_zero = 0; /* another user's data may be in those rows */
     for (size_t i = 0; i < m->arch.n && st == NTPU_OK; i++) {
         const ntpu_layer *l = &m->arch.item[i];
         if (l->kind == NTPU_LAYER_CONV || l->kind == NTPU_LAYER_FC)
@@ -80,6 +81,8 @@ static ntpu_status own_device(ntpu_model *m)
             st = ntpu_write_rows(m->dev, NTPU_MEM_ACC, r->acc_r[i], 1, f);
         }
     }
+    if (st == NTPU_OK)
+        st = ntpu_net_spread_constants(m);
     if (st == NTPU_OK && r->devopt)
         st = ntpu_net_devopt_upload(m);
     if (st != NTPU_OK)
@@ -162,6 +165,21 @@ static ntpu_status read_grads(ntpu_model *m, size_t i)
     return NTPU_OK;
 }
 
+/* Samples b0 .. b0+count-1 of x to the device, dense when they spread (net_spread.c), and the forward pass:
+ * *run 1 when it ran as the stored program (prog: the programs are in use), which the backward pass then
+ * uses too; else -1 with the input spread, 0 written padded. */
+static ntpu_status input_and_forward(ntpu_model *m, const float *x, size_t b0, size_t count, int prog, int *run)
+{
+    const ntpu_net_res *r = m->net->res;
+    const int spread = ntpu_net_spread_ok(m, x, b0, count);
+    ntpu_status st =
+        spread ? ntpu_net_write_dense(m, x, b0, count) : ntpu_net_res_write_input(m, x, b0, count, r->ub[0]);
+    *run = prog && spread == r->dense ? 1 : spread ? -1 : 0;
+    if (st != NTPU_OK)
+        return st;
+    return *run > 0 ? ntpu_net_prog_forward(m) : ntpu_net_res_forward(m, spread);
+}
+
 /* The logits and their gradient for max_batch samples. */
 static float *host_logits(ntpu_model *m)
 {
@@ -181,19 +199,23 @@ ntpu_status ntpu_net_res_train_step(ntpu_model *m, const float *x, const uint8_t
     ntpu_status st = own_device(m);
     if (st == NTPU_OK)
         st = ntpu_net_prog_prepare(m, &prog);
+    if (st == NTPU_OK && !m->net->res->grads_zero)
+        st = prog ? ntpu_net_prog_zero(m) : ntpu_net_zero_grads(m);
+    m->net->res->grads_zero = 0;
     for (size_t b0 = 0; b0 < batch && st == NTPU_OK; b0 += MB) {
         const size_t count = batch - b0 < MB ? batch - b0 : MB;
-        if ((st = ntpu_net_res_write_input(m, x, b0, count, m->net->res->ub[0])) != NTPU_OK ||
-            (st = prog ? ntpu_net_prog_forward(m) : ntpu_net_res_forward(m)) != NTPU_OK ||
+        int run;
+        if ((st = input_and_forward(m, x, b0, count, prog, &run)) != NTPU_OK ||
             (st = read_logits(m, count, logits + b0 * classes)) != NTPU_OK)
             break;
         ntpu_softmax_xent_part(logits + b0 * classes, labels + b0, count, batch, classes, grad + b0 * classes, &total,
                                &r.correct);
         if ((st = write_dlogits(m, count, grad + b0 * classes)) == NTPU_OK)
-            st = prog ? ntpu_net_prog_backward(m, x, b0, count) : ntpu_net_res_backward(m, b0 == 0, x, b0, count);
+            st = run > 0 ? ntpu_net_prog_backward(m, x, b0, count) : ntpu_net_res_backward(m, run < 0, x, b0, count);
     }
     if (st == NTPU_OK && m->net->res->devopt) {
-        if ((st = ntpu_net_devopt_step(m)) == NTPU_OK && res) {
+        m->net->res->grads_zero = (st = ntpu_net_devopt_step(m, prog)) == NTPU_OK;
+        if (st == NTPU_OK && res) {
             r.loss = total / (float)batch;
             *res = r;
         }
@@ -227,8 +249,8 @@ ntpu_status ntpu_net_res_predict(ntpu_model *m, const float *x, size_t batch, fl
         st = ntpu_net_prog_prepare(m, &prog);
     for (size_t b0 = 0; b0 < batch && st == NTPU_OK; b0 += MB) {
         const size_t count = batch - b0 < MB ? batch - b0 : MB;
-        if ((st = ntpu_net_res_write_input(m, x, b0, count, m->net->res->ub[0])) == NTPU_OK &&
-            (st = prog ? ntpu_net_prog_forward(m) : ntpu_net_res_forward(m)) == NTPU_OK)
+        int run;
+        if ((st = input_and_forward(m, x, b0, count, prog, &run)) == NTPU_OK)
             st = read_logits(m, count, logits + b0 * m->net->classes);
     }
     return st;

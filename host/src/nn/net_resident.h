@@ -50,13 +50,21 @@ typedef struct ntpu_net_res {
      * second write of it */
     int rewrite_input;
     uint32_t ub_x2;
-    size_t first;                      /* the first item with parameters: no gradient before it, no dX for it */
+    /* the device's constants (net_spread.c): N rows of +0 in UB at ub_pad, the tile E0 in WB at wb_e0;
+     * dense: the first item is a conv with one input channel, whose input the host may write densely at
+     * ub_dense (H*W*MB/N rows), for the device to spread into the map (at ub[0], and at ub_x2) */
+    uint32_t ub_pad, wb_e0;
+    int dense;
+    uint32_t ub_dense;
+    int grads_zero; /* dW and db are +0 on the device: the device optimizer's update ends by zeroing them */
+    size_t first;   /* the first item with parameters: no gradient before it, no dX for it */
     size_t ub_rows, wb_rows, acc_rows; /* rows the layout takes */
     int stale;                         /* the device's weights and biases are not the host's parameters */
-    /* stored programs (net_program.c): the forward pass, the backward pass of items first+1 .. (all items
-     * without rewrite_input) and of item first; prog 0 not recorded yet, 1 in use, -1 not used */
-    struct ntpu_program *prog_fwd, *prog_bwd, *prog_first;
-    struct ntpu_program *prog_bwd0, *prog_first0; /* the backward parts for a step's first micro-batch, or NULL */
+    /* stored programs (net_program.c): dW and db to +0 (a step's start), the forward pass, the backward
+     * pass of items first+1 .. (all items unless the host writes the input again) and of item first (or NULL);
+     * the passes spread a dense input when r->dense; prog 0 not recorded yet, 1 in use, -1 not used */
+    struct ntpu_program *prog_zero, *prog_fwd, *prog_bwd, *prog_first;
+    struct ntpu_program *prog_opt; /* the device optimizer's update after a step's last micro-batch, or NULL */
     int prog;
     uint64_t prog_pm_writes; /* dev->pm_writes when they were uploaded */
     ntpu_net_buf rows, host; /* staging for rows to and from the device; logits and their gradient */
@@ -81,22 +89,35 @@ ntpu_status ntpu_net_res_train_step(ntpu_model *m, const float *x, const uint8_t
 ntpu_status ntpu_net_res_predict(ntpu_model *m, const float *x, size_t batch, float *logits);
 
 /* Per micro-batch device work (net_resident_pass.c): the forward pass of the map in UB at ub[0] to the
- * logits in ACC at acc_g[items]; the backward pass from the logits' gradient there, its dW and db summed
- * onto the earlier micro-batches' unless first (with rewrite_input it writes samples b0 .. b0+count-1
- * of x again). */
-ntpu_status ntpu_net_res_forward(ntpu_model *m);
-ntpu_status ntpu_net_res_backward(ntpu_model *m, int first, const float *x, size_t b0, size_t count);
+ * logits in ACC at acc_g[items] (first spreading the dense input into that map when spread); the backward
+ * pass from the logits' gradient there, its dW and db summed onto what they hold (+0 at a step's start:
+ * ntpu_net_zero_grads); with rewrite_input the map again at ub_x2 for the first item's dW: spread again, or
+ * samples b0 .. b0+count-1 of x written padded. */
+ntpu_status ntpu_net_res_forward(ntpu_model *m, int spread);
+ntpu_status ntpu_net_res_backward(ntpu_model *m, int spread, const float *x, size_t b0, size_t count);
 /* The backward pass of items hi-1 down to lo only (no input written): what a stored program holds. */
-ntpu_status ntpu_net_res_backward_items(ntpu_model *m, int first, size_t lo, size_t hi);
+ntpu_status ntpu_net_res_backward_items(ntpu_model *m, int spread, size_t lo, size_t hi);
 
-/* net_program.c: on a device with PROGRAM and room in PM, the forward pass and the backward pass of every
- * micro-batch but a step's first (which starts the sums of dW and db; its own programs where PM has room)
- * as stored programs, recorded once for the layout and uploaded to PM from row 0 whenever something else
- * wrote PM. *use: whether this call's passes run them (never while a profile reads the counters between
- * items); ntpu_net_prog_backward runs the backward pass of any micro-batch. */
+/* net_program.c: on a device with PROGRAM and room in PM, the zeroing of dW and db, and the forward and
+ * backward pass of a micro-batch whose input the device spreads (of every micro-batch when the layout has
+ * no dense input) as stored programs, recorded once for the layout and uploaded to PM from row 0 whenever
+ * something else wrote PM. *use: whether this call's passes run them (never while a profile reads the
+ * counters between items). */
 ntpu_status ntpu_net_prog_prepare(ntpu_model *m, int *use);
+ntpu_status ntpu_net_prog_zero(ntpu_model *m);
+ntpu_status ntpu_net_prog_update(ntpu_model *m); /* the device optimizer's update (r->devopt) */
 ntpu_status ntpu_net_prog_forward(ntpu_model *m);
 ntpu_status ntpu_net_prog_backward(ntpu_model *m, const float *x, size_t b0, size_t count);
+
+/* net_spread.c: the pad and E0 to the device (with the parameters); whether samples b0 .. b0+count-1 of x
+ * may cross densely (r->dense, and every value spreads to the padded write's bits); their dense rows to
+ * ub_dense; the commands that spread them into the map at UB row dst (through the ACC rows of the first
+ * item's output), and that set every dW and db to +0. */
+ntpu_status ntpu_net_spread_constants(ntpu_model *m);
+int ntpu_net_spread_ok(const ntpu_model *m, const float *x, size_t b0, size_t count);
+ntpu_status ntpu_net_write_dense(ntpu_model *m, const float *x, size_t b0, size_t count);
+ntpu_status ntpu_net_spread(ntpu_model *m, uint32_t dst);
+ntpu_status ntpu_net_zero_grads(ntpu_model *m);
 
 /* Samples b0 .. b0+count-1 of x (C-H-W floats each) as the input map at UB row at (net_resident.c). */
 ntpu_status ntpu_net_res_write_input(ntpu_model *m, const float *x, size_t b0, size_t count, uint32_t at);
@@ -110,6 +131,10 @@ void ntpu_net_res_free(ntpu_net_res *r);
 ntpu_status ntpu_net_devopt_upload(ntpu_model *m);
 /* net_profile.c: with a profile set, the counters since the last mark (read and cleared) onto *bucket. */
 ntpu_status ntpu_net_profile_mark(ntpu_model *m, ntpu_counters *bucket);
-ntpu_status ntpu_net_devopt_step(ntpu_model *m);
+/* The step's update: its constants written when they changed, then the commands (ntpu_net_devopt_update:
+ * OPTIM and ACT per output tile, then every dW and db to +0 for the next step), or their stored program
+ * when prog. */
+ntpu_status ntpu_net_devopt_step(ntpu_model *m, int prog);
+ntpu_status ntpu_net_devopt_update(ntpu_model *m);
 
 #endif

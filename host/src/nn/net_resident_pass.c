@@ -18,6 +18,7 @@ typedef struct pass {
     ntpu_net_res *r;
     ntpu_device *dev;
     unsigned n;
+    int spread; /* the device spreads the dense input (net_spread.c) */
 } pass;
 
 static uint32_t tile_of(const ntpu_net_res *r, size_t v)
@@ -136,11 +137,13 @@ static ntpu_status pool_forward(const pass *p, size_t i)
     return st;
 }
 
-ntpu_status ntpu_net_res_forward(ntpu_model *m)
+ntpu_status ntpu_net_res_forward(ntpu_model *m, int spread)
 {
-    const pass p = {m, m->net->res, m->dev, m->n};
+    const pass p = {m, m->net->res, m->dev, m->n, spread};
     ntpu_net_profile *prof = m->net->profile;
     ntpu_status st = prof ? ntpu_net_profile_mark(m, &prof->host) : NTPU_OK;
+    if (st == NTPU_OK && spread)
+        st = ntpu_net_spread(m, p.r->ub[0]);
     for (size_t i = 0; i < m->arch.n && st == NTPU_OK; i++) {
         ntpu_layer_kind kind = m->arch.item[i].kind;
         if (kind == NTPU_LAYER_CONV)
@@ -157,14 +160,14 @@ ntpu_status ntpu_net_res_forward(ntpu_model *m)
 
 /* db onto the earlier micro-batches' (COLSUM), and the bf16 gZ of item i to WB (dW's weights) and to
  * UB (dX's input, when there is a dX). */
-static ntpu_status grad_copies(const pass *p, size_t i, int first)
+static ntpu_status grad_copies(const pass *p, size_t i)
 {
     const ntpu_net_res *r = p->r;
     const uint32_t tile = tile_of(r, i + 1);
     ntpu_status st = NTPU_OK;
     for (unsigned ot = 0; ot < r->ct[i + 1] && st == NTPU_OK; ot++) {
         const uint32_t g = r->acc_g[i + 1] + ot * tile;
-        st = ntpu_vec_colsum(p->dev, g, r->acc_db[i] + ot, tile, !first);
+        st = ntpu_vec_colsum(p->dev, g, r->acc_db[i] + ot, tile, 1);
         if (st == NTPU_OK)
             st = ntpu_vec_act(p->dev, NTPU_OUT_WB, g, r->wb_g + ot * tile, tile, 0);
         if (st == NTPU_OK && i > r->first)
@@ -173,7 +176,7 @@ static ntpu_status grad_copies(const pass *p, size_t i, int first)
     return st;
 }
 
-static ntpu_status conv_dw(const pass *p, size_t i, int first)
+static ntpu_status conv_dw(const pass *p, size_t i)
 {
     const ntpu_layer *l = &p->m->arch.item[i];
     const ntpu_net_res *r = p->r;
@@ -196,7 +199,7 @@ static ntpu_status conv_dw(const pass *p, size_t i, int first)
                                           .dx = (int)(pix % r->w[i + 1] * l->stride) - (int)l->pad};
                 st = ntpu_load_w(p->dev, r->wb_g + ot * tile + pix * MB + b0, 0);
                 if (st == NTPU_OK)
-                    st = ntpu_matmul_tile_conv(p->dev, NTPU_DTYPE_BF16, &c, !first || pix > 0 || b0 > 0);
+                    st = ntpu_matmul_tile_conv(p->dev, NTPU_DTYPE_BF16, &c, 1);
             }
     return st;
 }
@@ -228,19 +231,23 @@ static ntpu_status conv_dx(const pass *p, size_t i)
     return st;
 }
 
-static ntpu_status conv_backward(const pass *p, size_t i, int first)
+/* With rewrite_input the first item's input map is spread again once its gradient's ACC rows, which the
+ * spread passes through, are copied (a host write of it comes before the item's backward pass). */
+static ntpu_status conv_backward(const pass *p, size_t i)
 {
-    ntpu_status st = grad_copies(p, i, first);
+    ntpu_status st = grad_copies(p, i);
+    if (st == NTPU_OK && p->spread && i == p->r->first && p->r->rewrite_input)
+        st = ntpu_net_spread(p->m, p->r->ub_x2);
     if (st == NTPU_OK)
-        st = conv_dw(p, i, first);
+        st = conv_dw(p, i);
     return st == NTPU_OK && i > p->r->first ? conv_dx(p, i) : st;
 }
 
-static ntpu_status fc_backward(const pass *p, size_t i, int first)
+static ntpu_status fc_backward(const pass *p, size_t i)
 {
     const ntpu_net_res *r = p->r;
     const unsigned n = p->n, cti = r->ct[i], kt_n = r->h[i] * r->w[i] * cti, npix = r->h[i] * r->w[i];
-    ntpu_status st = grad_copies(p, i, first);
+    ntpu_status st = grad_copies(p, i);
     for (unsigned ot = 0; ot < r->ct[i + 1] && st == NTPU_OK; ot++)
         for (unsigned pix = 0; pix < npix && st == NTPU_OK; pix++)
             for (unsigned b0 = 0; b0 < MB && st == NTPU_OK; b0 += n) {
@@ -248,7 +255,7 @@ static ntpu_status fc_backward(const pass *p, size_t i, int first)
                 if (st == NTPU_OK)
                     st = ntpu_matmul_tile_transpose_a(p->dev, NTPU_DTYPE_BF16, dw_input(r, i) + pix * MB + b0,
                                                       tile_of(r, i), r->acc_dw[i] + (ot * kt_n + pix * cti) * n,
-                                                      cti * n, !first || b0 > 0);
+                                                      cti * n, 1);
             }
     for (unsigned kt = 0; kt < kt_n && i > r->first && st == NTPU_OK; kt++)
         for (unsigned ot = 0; ot < r->ct[i + 1] && st == NTPU_OK; ot++) {
@@ -287,28 +294,28 @@ static ntpu_status elementwise_backward(const pass *p, size_t i)
     return st;
 }
 
-ntpu_status ntpu_net_res_backward(ntpu_model *m, int first, const float *x, size_t b0, size_t count)
+ntpu_status ntpu_net_res_backward(ntpu_model *m, int spread, const float *x, size_t b0, size_t count)
 {
     const ntpu_net_res *r = m->net->res;
-    if (!r->rewrite_input)
-        return ntpu_net_res_backward_items(m, first, r->first, m->arch.n);
-    ntpu_status st = ntpu_net_res_backward_items(m, first, r->first + 1, m->arch.n);
+    if (!r->rewrite_input || spread)
+        return ntpu_net_res_backward_items(m, spread, r->first, m->arch.n);
+    ntpu_status st = ntpu_net_res_backward_items(m, 0, r->first + 1, m->arch.n);
     if (st == NTPU_OK)
         st = ntpu_net_res_write_input(m, x, b0, count, r->ub_x2);
-    return st == NTPU_OK ? ntpu_net_res_backward_items(m, first, r->first, r->first + 1) : st;
+    return st == NTPU_OK ? ntpu_net_res_backward_items(m, 0, r->first, r->first + 1) : st;
 }
 
-ntpu_status ntpu_net_res_backward_items(ntpu_model *m, int first, size_t lo, size_t hi)
+ntpu_status ntpu_net_res_backward_items(ntpu_model *m, int spread, size_t lo, size_t hi)
 {
-    const pass p = {m, m->net->res, m->dev, m->n};
+    const pass p = {m, m->net->res, m->dev, m->n, spread};
     ntpu_net_profile *prof = m->net->profile;
     ntpu_status st = prof ? ntpu_net_profile_mark(m, &prof->host) : NTPU_OK;
     for (size_t i = hi; i-- > lo && st == NTPU_OK;) {
         ntpu_layer_kind kind = m->arch.item[i].kind;
         if (kind == NTPU_LAYER_CONV)
-            st = conv_backward(&p, i, first);
+            st = conv_backward(&p, i);
         else if (kind == NTPU_LAYER_FC)
-            st = fc_backward(&p, i, first);
+            st = fc_backward(&p, i);
         else
             st = elementwise_backward(&p, i);
         if (st == NTPU_OK && prof)
