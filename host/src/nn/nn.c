@@ -418,26 +418,33 @@ ntpu_status ntpu_model_check_device_optimizer(const ntpu_model *m)
     return ntpu_fail(m->dev, NTPU_ERR_UNSUPPORTED, "%s", m->devopt_why);
 }
 
+/* Layer l's weights, rounded to bf16, as its WB tiles: row k of output tile
+ * nt at rows[(nt * T(l) * N + k) * N]. A row's whole tiles in one call. */
+static void weights_to_tiles(const ntpu_model *m, size_t l, uint16_t *rows)
+{
+    const size_t n = m->n, in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
+    for (size_t k = 0; k < ti * n; k++) {
+        const size_t whole = k < in ? out / n : 0;
+        ntpu_bf16_from_f32_groups(rows + k * n, ti * n * n, &m->w[l][k * out], whole, n);
+        for (size_t nt = whole; nt < to; nt++) {
+            uint16_t *dst = rows + (nt * ti * n + k) * n;
+            for (size_t j = 0, o = nt * n; j < n; j++, o++)
+                dst[j] = k < in && o < out ? ntpu_bf16_from_f32(m->w[l][k * out + o]) : 0;
+        }
+    }
+}
+
 /* Writes the host's weights (and, with the device optimizer, its fp32 state) to the device. */
 static ntpu_status upload(ntpu_model *m)
 {
     ntpu_device *dev = m->dev;
     const size_t n = m->n;
     for (size_t l = 0; l < m->layers; l++) {
-        const size_t in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
+        const size_t out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
         uint16_t *rows = grow_scratch(m, ti * to * n * n * 2 + to * n * 4);
         if (!rows)
             return ntpu_fail(dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
-        for (size_t k = 0; k < ti * n; k++)
-            for (size_t nt = 0; nt < to; nt++) {
-                uint16_t *dst = rows + ((nt * ti + k / n) * n + k % n) * n;
-                if (k < in && (nt + 1) * n <= out) { /* a whole row of lanes */
-                    ntpu_bf16_from_f32_row(dst, &m->w[l][k * out + nt * n], n);
-                    continue;
-                }
-                for (size_t j = 0, o = nt * n; j < n; j++, o++)
-                    dst[j] = k < in && o < out ? ntpu_bf16_from_f32(m->w[l][k * out + o]) : 0;
-            }
+        weights_to_tiles(m, l, rows);
         ntpu_status st = ntpu_write_rows(dev, NTPU_MEM_WB, m->wb_w[l], (uint32_t)(ti * to * n), rows);
         if (st != NTPU_OK)
             return st;
@@ -590,16 +597,15 @@ static ntpu_status upload_input(ntpu_model *m, const float *x, size_t batch, siz
     uint16_t *rows = grow_scratch(m, ti * bp * n * 2);
     if (!rows)
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
-    for (size_t t = 0; t < ti; t++)
-        for (size_t b = 0; b < bp; b++) {
+    for (size_t b = 0; b < bp; b++) { /* sample b's whole k-tiles in one call */
+        const size_t whole = b < batch ? in / n : 0;
+        ntpu_bf16_from_f32_groups(rows + b * n, bp * n, &x[b * in], whole, n);
+        for (size_t t = whole; t < ti; t++) {
             uint16_t *dst = rows + (t * bp + b) * n;
-            if (b < batch && (t + 1) * n <= in) { /* a whole row of lanes */
-                ntpu_bf16_from_f32_row(dst, &x[b * in + t * n], n);
-                continue;
-            }
             for (size_t j = 0, k = t * n; j < n; j++, k++)
                 dst[j] = b < batch && k < in ? ntpu_bf16_from_f32(x[b * in + k]) : 0;
         }
+    }
     return ntpu_write_rows(m->dev, NTPU_MEM_UB, m->ub_x[0], (uint32_t)(ti * bp), rows);
 }
 
@@ -777,6 +783,18 @@ static ntpu_status backward(ntpu_model *m, size_t bp)
     return st;
 }
 
+/* dst[0 .. count) from runs of `lanes` values, run g at src + g * src_stride
+ * (the last run may be short); a constant-size copy for N = 8 (inlined). */
+static void gather_lanes(float *dst, const uint32_t *src, size_t src_stride, size_t count, size_t lanes)
+{
+    size_t g = 0, at = 0;
+    if (lanes == 8)
+        for (; at + 8 <= count; g++, at += 8)
+            memcpy(dst + at, src + g * src_stride, 32);
+    for (; at < count; g++, at += lanes)
+        memcpy(dst + at, src + g * src_stride, (count - at < lanes ? count - at : lanes) * 4);
+}
+
 /* The host optimizer's inputs: every layer's dW and db, read back from ACC into gw and gb. */
 static ntpu_status read_gradients(ntpu_model *m)
 {
@@ -793,12 +811,9 @@ static ntpu_status read_gradients(ntpu_model *m)
             st = ntpu_read_rows(dev, NTPU_MEM_ACC, m->acc_db[l], (uint32_t)to, rows + to * ti * n * n);
         if (st != NTPU_OK)
             break;
-        /* Output tile nt's ACC rows hold dW[k][nt*N ..]: one copy per run of lanes. */
-        for (size_t nt = 0; nt < to; nt++) {
-            size_t lanes = out - nt * n < n ? out - nt * n : n;
-            for (size_t k = 0; k < in; k++)
-                memcpy(&m->gw[l][k * out + nt * n], &rows[(nt * ti * n + k) * n], lanes * 4);
-        }
+        /* Output tile nt's ACC rows hold dW[k][nt*N ..]: gw's row k gathered in order. */
+        for (size_t k = 0; k < in; k++)
+            gather_lanes(&m->gw[l][k * out], rows + k * n, ti * n * n, out, n);
         memcpy(m->gb[l], rows + to * ti * n * n, out * 4);
     }
     return st;
