@@ -795,16 +795,21 @@ static ntpu_status backward(ntpu_model *m, size_t bp)
     return st;
 }
 
-/* dst[0 .. count) from runs of `lanes` values, run g at src + g * src_stride
- * (the last run may be short); a constant-size copy for N = 8 (inlined). */
-static void gather_lanes(float *dst, const uint32_t *src, size_t src_stride, size_t count, size_t lanes)
+/* rows rows of count values each (dst row r at dst + r * count) from output
+ * tiles of `lanes` lanes: tile g's rows are consecutive at src + g * src_stride
+ * (the last tile may be short). Tile by tile, so the reads run in order; a
+ * constant-size copy for N = 8 (inlined). */
+static void gather_rows(float *dst, size_t rows, size_t count, const uint32_t *src, size_t src_stride, size_t lanes)
 {
-    size_t g = 0, at = 0;
-    if (lanes == 8)
-        for (; at + 8 <= count; g++, at += 8)
-            memcpy(dst + at, src + g * src_stride, 32);
-    for (; at < count; g++, at += lanes)
-        memcpy(dst + at, src + g * src_stride, (count - at < lanes ? count - at : lanes) * 4);
+    for (size_t at = 0; at < count; at += lanes, src += src_stride) {
+        const size_t w = count - at < lanes ? count - at : lanes;
+        if (w == 8)
+            for (size_t r = 0; r < rows; r++)
+                memcpy(dst + r * count + at, src + r * 8, 32);
+        else
+            for (size_t r = 0; r < rows; r++)
+                memcpy(dst + r * count + at, src + r * lanes, w * 4);
+    }
 }
 
 /* The words read_gradients keeps for layer l: its dW rows, then its db rows. */
@@ -855,9 +860,8 @@ static void update_weight_rows(ntpu_model *m, size_t l, size_t k0, size_t k1, co
 {
     const size_t n = m->n, in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l];
     const size_t real = k1 < in ? k1 : in; /* rows past `in` pad the last k-tile */
-    for (size_t k = k0; k < real; k++)
-        gather_lanes(&m->gw[l][k * out], dw + k * n, ti * n * n, out, n);
     if (k0 < real) {
+        gather_rows(&m->gw[l][k0 * out], real - k0, out, dw + k0 * n, ti * n * n, n);
         const size_t at = k0 * out;
         ntpu_optim_step_apply(os, &m->w[l][at], &m->gw[l][at], slot_row(m->ws1[l], at), slot_row(m->ws2[l], at),
                               (real - k0) * out);
