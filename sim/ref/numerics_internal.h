@@ -52,10 +52,11 @@ void ntpu_mac_bf16_rows_t_generic(uint32_t *acc, const uint16_t *a, size_t t_str
 /* dst[i] = ntpu_bf16_from_f32_bits(bits of fp32 i of src) for n values, eight
  * at a time where the CPU has AVX2, else four: the host's conversions of whole rows. */
 void ntpu_bf16_from_f32_row(uint16_t *dst, const void *src, size_t n);
-/* The same on `groups` runs of `lanes` consecutive fp32 values of src, run g
- * going to dst + g * dst_stride: a row of a matrix into the lanes of its
- * output tiles, one call for the row. */
-void ntpu_bf16_from_f32_groups(uint16_t *dst, size_t dst_stride, const void *src, size_t groups, size_t lanes);
+/* The same on `groups` runs of `lanes` fp32 values, run g at src + g *
+ * src_stride going to dst + g * dst_stride (strides in values): a matrix's
+ * rows into the lanes of its tiles, or a tile's lanes from the matrix's rows. */
+void ntpu_bf16_from_f32_groups(uint16_t *dst, size_t dst_stride, const void *src, size_t src_stride, size_t groups,
+                               size_t lanes);
 
 /* n lanes of the vector unit's fp32 add: acc[j] = ntpu_f32_add(acc[j], x[j]),
  * eight at a time where the CPU has AVX2. */

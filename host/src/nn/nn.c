@@ -418,18 +418,31 @@ ntpu_status ntpu_model_check_device_optimizer(const ntpu_model *m)
     return ntpu_fail(m->dev, NTPU_ERR_UNSUPPORTED, "%s", m->devopt_why);
 }
 
-/* Row k of layer l's weights, rounded to bf16, into its WB tiles: row k of
- * output tile nt at tiles[(nt * T(l) * N + k) * N]; the whole tiles in one call. */
-static void weight_row_to_tiles(const ntpu_model *m, size_t l, size_t k, uint16_t *tiles)
+/* Rows k0 .. k1-1 of layer l's weights, rounded to bf16, into its WB tiles:
+ * row k of output tile nt at tiles[(nt * T(l) * N + k) * N]. A whole tile's
+ * rows in one call, so the writes run in order. */
+static void weight_rows_to_tiles(const ntpu_model *m, size_t l, size_t k0, size_t k1, uint16_t *tiles)
 {
     const size_t n = m->n, in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
-    const size_t whole = k < in ? out / n : 0;
-    ntpu_bf16_from_f32_groups(tiles + k * n, ti * n * n, &m->w[l][k * out], whole, n);
-    for (size_t nt = whole; nt < to; nt++) {
-        uint16_t *dst = tiles + (nt * ti * n + k) * n;
-        for (size_t j = 0, o = nt * n; j < n; j++, o++)
-            dst[j] = k < in && o < out ? ntpu_bf16_from_f32(m->w[l][k * out + o]) : 0;
-    }
+    const size_t whole = out / n, real = k1 < in ? k1 : in;
+    for (size_t nt = 0; nt < whole && k0 < real; nt++)
+        ntpu_bf16_from_f32_groups(tiles + (nt * ti * n + k0) * n, n, &m->w[l][k0 * out + nt * n], out, real - k0, n);
+    for (size_t k = k0; k < k1; k++)
+        for (size_t nt = k < in ? whole : 0; nt < to; nt++) {
+            uint16_t *dst = tiles + (nt * ti * n + k) * n;
+            for (size_t j = 0, o = nt * n; j < n; j++, o++)
+                dst[j] = k < in && o < out ? ntpu_bf16_from_f32(m->w[l][k * out + o]) : 0;
+        }
+}
+
+/* Weights per block of rows that nn.c takes through the cache at once. */
+#define ROW_BLOCK 4096u
+
+/* Rows of layer l in a block of about ROW_BLOCK weights: five arrays of them stay in L2. */
+static size_t block_rows(const ntpu_model *m, size_t l)
+{
+    const size_t out = m->sizes[l + 1];
+    return out < ROW_BLOCK ? ROW_BLOCK / out : 1;
 }
 
 /* The bytes of layer l's bf16 tiles and fp32 bias rows (write_layer's buffer). */
@@ -462,8 +475,9 @@ static ntpu_status upload(ntpu_model *m)
         uint16_t *tiles = grow_scratch(m, layer_bytes(m, l));
         if (!tiles)
             return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
-        for (size_t k = 0; k < m->tiles[l] * m->n; k++)
-            weight_row_to_tiles(m, l, k, tiles);
+        const size_t rows = m->tiles[l] * m->n, step = block_rows(m, l);
+        for (size_t k = 0; k < rows; k += step)
+            weight_rows_to_tiles(m, l, k, k + step < rows ? k + step : rows, tiles);
         ntpu_status st = write_layer(m, l, tiles);
         if (st == NTPU_OK && m->devopt)
             st = sync_master(m, l);
@@ -611,7 +625,7 @@ static ntpu_status upload_input(ntpu_model *m, const float *x, size_t batch, siz
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
     for (size_t b = 0; b < bp; b++) { /* sample b's whole k-tiles in one call */
         const size_t whole = b < batch ? in / n : 0;
-        ntpu_bf16_from_f32_groups(rows + b * n, bp * n, &x[b * in], whole, n);
+        ntpu_bf16_from_f32_groups(rows + b * n, bp * n, &x[b * in], n, whole, n);
         for (size_t t = whole; t < ti; t++) {
             uint16_t *dst = rows + (t * bp + b) * n;
             for (size_t j = 0, k = t * n; j < n; j++, k++)
@@ -844,9 +858,6 @@ static ntpu_status read_gradients(ntpu_model *m, uint32_t **grads)
     return st;
 }
 
-/* Weights per update_weight_rows call. */
-#define UPDATE_BLOCK 4096u
-
 static float *slot_row(float *slot, size_t at)
 {
     return slot ? slot + at : NULL; /* SGD has no slots */
@@ -866,8 +877,7 @@ static void update_weight_rows(ntpu_model *m, size_t l, size_t k0, size_t k1, co
         ntpu_optim_step_apply(os, &m->w[l][at], &m->gw[l][at], slot_row(m->ws1[l], at), slot_row(m->ws2[l], at),
                               (real - k0) * out);
     }
-    for (size_t k = k0; k < k1; k++)
-        weight_row_to_tiles(m, l, k, tiles);
+    weight_rows_to_tiles(m, l, k0, k1, tiles);
 }
 
 /* The host optimizer's step on the gradients read_gradients left at grads,
@@ -886,8 +896,7 @@ static ntpu_status update_and_upload(ntpu_model *m, const uint32_t *grads)
     ntpu_status st = ntpu_claim_memories(m->dev, m, evict, NULL);
     for (size_t l = 0; l < m->layers; grads += grad_words(m, l), l++) {
         const size_t out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
-        /* blocks of about 4096 weights: five arrays of them stay in L2 */
-        const size_t step = out < UPDATE_BLOCK ? UPDATE_BLOCK / out : 1;
+        const size_t step = block_rows(m, l);
         for (size_t k = 0; k < ti * n; k += step)
             update_weight_rows(m, l, k, k + step < ti * n ? k + step : ti * n, grads, &os, tiles);
         memcpy(m->gb[l], grads + to * ti * n * n, out * 4); /* db rows: the lanes in order */
