@@ -70,7 +70,7 @@ typedef enum ntpu_adam_arith {
 
 /* Adam on `count` elements, ascending, element i with the constants
  * k[c * period + i % period] (c = NTPU_ADAM_K_*, period <= 64 for the fast
- * path), eight at a time where the CPU has AVX (adam_row.c), every block of
+ * path), eight at a time where the CPU has AVX2 (adam_row.c), every block of
  * eight reading its inputs before writing. p, g, m, v: count fp32 values each,
  * as float or as bit patterns (read through memcpy and unaligned loads). The
  * golden model's OPTIM ADAM (period N, DEVICE) and the host's Adam (period 1,
