@@ -202,8 +202,8 @@ ADAM_TARGET __attribute__((always_inline)) static inline size_t adam_avx(float *
     size_t i = 0;
     for (; i + 8 <= count; i += 8) {
         const unsigned at = one ? 0u : (unsigned)(i % t->lanes);
-        adam8_io io = {_mm256_loadu_ps(p + i), _mm256_loadu_ps(g + i), _mm256_loadu_ps(m + i), _mm256_loadu_ps(v + i),
-                       _mm256_set1_epi32(-1), _mm256_setzero_si256()};
+        adam8_io io = {_mm256_loadu_ps(p + i), _mm256_loadu_ps(g + i), _mm256_loadu_ps(m + i),
+                       _mm256_loadu_ps(v + i), _mm256_set1_epi32(-1),  _mm256_setzero_si256()};
         if (check) {
             see(&io, io.p);
             see(&io, io.g);
@@ -236,16 +236,15 @@ ADAM_TARGET __attribute__((always_inline)) static inline size_t adam_avx(float *
 
 /* The arithmetics, each compiled with its own branches folded away. */
 ADAM_TARGET static size_t adam_avx_device(float *p, const float *g, float *m, float *v, size_t count,
-                                                             const adam_table *t, const uint32_t *k, unsigned period,
-                                                             int decoupled)
+                                          const adam_table *t, const uint32_t *k, unsigned period, int decoupled)
 {
     if (t->lanes == 8)
         return adam_avx(p, g, m, v, count, t, k, period, decoupled, 1, 1);
     return adam_avx(p, g, m, v, count, t, k, period, decoupled, 1, 0);
 }
 
-ADAM_TARGET static size_t adam_avx_ieee(float *p, const float *g, float *m, float *v, size_t count,
-                                                           const adam_table *t, int decoupled)
+ADAM_TARGET static size_t adam_avx_ieee(float *p, const float *g, float *m, float *v, size_t count, const adam_table *t,
+                                        int decoupled)
 {
     if (t->lanes == 8)
         return adam_avx(p, g, m, v, count, t, NULL, 1, decoupled, 0, 1);

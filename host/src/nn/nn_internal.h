@@ -89,9 +89,9 @@ ntpu_status ntpu_stream_backward(ntpu_model *m, const float *grad, size_t batch,
  * ntpu_optim_step_init then ntpu_optim_step_apply. */
 typedef struct ntpu_optim_step {
     const ntpu_optim_config *cfg;
-    float lr;                         /* this step's, from the schedule */
-    int decoupled;                    /* AdamW */
-    uint32_t k[NTPU_ADAM_CONSTS];     /* Adam's constants, as ntpu_adam_f32_row takes them */
+    float lr;                     /* this step's, from the schedule */
+    int decoupled;                /* AdamW */
+    uint32_t k[NTPU_ADAM_CONSTS]; /* Adam's constants, as ntpu_adam_f32_row takes them */
 } ntpu_optim_step;
 void ntpu_optim_step_init(ntpu_optim_step *s, const ntpu_optim_config *cfg, uint64_t t);
 void ntpu_optim_step_apply(const ntpu_optim_step *s, float *p, const float *g, float *s1, float *s2, size_t n);
