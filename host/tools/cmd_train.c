@@ -758,6 +758,23 @@ static int save_checkpoint(const train_opts *o, train_run *r, uint64_t epoch, ui
 /* The steps of epoch e from batch *b on, until the epoch ends or a signal stops the run (*b is then
  * the batch it stopped before), checkpointing inside the epoch as --save-every and a signal ask.
  * t0: when the epoch started; done_at_start: the samples it had done already (a resumed run). */
+/* Asks for the images of batch b (shuffled: scattered over the whole set) to
+ * come towards the cache while step b - 1 runs, so copying them does not wait
+ * for memory. */
+static void prefetch_batch(const train_opts *o, const train_run *r, uint64_t b)
+{
+    const size_t in = r->train.features, at = (size_t)b * o->batch;
+#ifdef __GNUC__
+    for (size_t i = 0; i < (size_t)o->batch && at + i < r->train.count; i++) {
+        const char *img = (const char *)(r->train.images + r->order[at + i] * in);
+        for (size_t off = 0; off < in * sizeof *r->train.images; off += 64)
+            __builtin_prefetch(img + off);
+    }
+#else
+    (void)in, (void)at;
+#endif
+}
+
 static int train_steps(const train_opts *o, train_run *r, uint64_t e, uint64_t *b, double t0, size_t done_at_start)
 {
     const size_t in = r->train.features;
@@ -769,6 +786,7 @@ static int train_steps(const train_opts *o, train_run *r, uint64_t e, uint64_t *
             memcpy(r->xb + i * in, r->train.images + r->order[at + i] * in, in * sizeof *r->xb);
             r->yb[i] = r->train.labels[r->order[at + i]];
         }
+        prefetch_batch(o, r, *b + 1);
         ntpu_step_result res;
         if (ntpu_model_train_step(r->model, r->xb, r->yb, nb, &res) != NTPU_OK) {
             if (r->tty)

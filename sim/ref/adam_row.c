@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Adam over many elements at once, eight lanes at a time where the CPU has
- * AVX: the golden model's OPTIM ADAM (bit-exact with ntpu_adam_f32) and the
+ * AVX2: the golden model's OPTIM ADAM (bit-exact with ntpu_adam_f32) and the
  * host optimizer (plain IEEE fp32 in the same order) both run it.
  *
  * The vector unit's mul, div, sqrt and add differ from IEEE fp32 only where a
@@ -114,28 +114,42 @@ static void table_fill(adam_table *t, const uint32_t *k, unsigned period)
     }
 }
 
-/* Every lane that is not zero or a finite normal above 2^-126, as a mask. */
-__attribute__((target("avx"))) static inline __m256 off_grid(__m256 x)
+#define ADAM_TARGET __attribute__((target("avx2")))
+
+/* One block's operands and results, eight lanes each, and what the grid test
+ * has seen of them: with a2 a value's bits shifted left once (its magnitude
+ * doubled, the sign gone), lo is the least a2 - 2 and hi the greatest a2. A
+ * value is off the grid (not zero, not a finite normal above 2^-126) iff a2 - 2
+ * is at most 0x00FFFFFE (magnitude bits 1 .. 0x00800000; a zero's wraps to the
+ * top) or a2 is at least 0xFF000000 (Inf, NaN): two running bounds per lane
+ * instead of a mask per value. */
+typedef struct adam8_io {
+    __m256 p, g, m, v;
+    __m256i lo, hi;
+} adam8_io;
+
+ADAM_TARGET static inline void see(adam8_io *io, __m256 x)
 {
-    const __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
-    const __m256 big = _mm256_cmp_ps(a, _mm256_set1_ps(0x1.fffffep127f), _CMP_NLE_UQ); /* Inf, NaN */
-    const __m256 small = _mm256_and_ps(_mm256_cmp_ps(a, _mm256_set1_ps(0x1p-126f), _CMP_LE_OQ),
-                                       _mm256_cmp_ps(a, _mm256_setzero_ps(), _CMP_NEQ_OQ));
-    return _mm256_or_ps(big, small);
+    const __m256i a2 = _mm256_slli_epi32(_mm256_castps_si256(x), 1);
+    io->lo = _mm256_min_epu32(io->lo, _mm256_sub_epi32(a2, _mm256_set1_epi32(2)));
+    io->hi = _mm256_max_epu32(io->hi, a2);
 }
 
-/* One block's operands and results, eight lanes each. */
-typedef struct adam8_io {
-    __m256 p, g, m, v, bad;
-} adam8_io;
+/* The lanes where see() met a value off the grid, as a mask. */
+ADAM_TARGET static inline __m256i off_grid_lanes(const adam8_io *io)
+{
+    const __m256i small = _mm256_cmpeq_epi32(_mm256_min_epu32(io->lo, _mm256_set1_epi32(0x00FFFFFE)), io->lo);
+    const __m256i big = _mm256_cmpeq_epi32(_mm256_max_epu32(io->hi, _mm256_set1_epi32((int)0xFF000000u)), io->hi);
+    return _mm256_or_si256(small, big);
+}
 
 /* ntpu_adam_f32's steps on eight lanes in IEEE fp32 (its order, no fused
  * operation), with `check` every result tested into io->bad. */
-__attribute__((target("avx"), always_inline)) static inline void adam8(const adam_table *t, unsigned at, int decoupled,
-                                                                       int check, adam8_io *io)
+ADAM_TARGET __attribute__((always_inline)) static inline void adam8(const adam_table *t, unsigned at, int decoupled,
+                                                                    int check, adam8_io *io)
 {
 #define K(c) _mm256_loadu_ps(&t->k[c][at])
-#define CHECK(e) (x = (e), io->bad = check ? _mm256_or_ps(io->bad, off_grid(x)) : io->bad, x)
+#define CHECK(e) (x = (e), check ? see(io, x) : (void)0, x)
     __m256 x, gi = io->g, p = io->p;
     if (decoupled)
         p = CHECK(_mm256_mul_ps(p, K(NTPU_ADAM_K_WD)));
@@ -180,23 +194,28 @@ static void redo_lanes(int mask, const float *p, const float *g, const float *m,
  * block reads all its inputs before it writes. `check`: the device's
  * arithmetic, lanes off the grid redone by the element function. `one`: the
  * table is one block of eight lanes (period 1, 2, 4, 8), its loads loop-invariant. */
-__attribute__((target("avx"), always_inline)) static inline size_t adam_avx(float *p, const float *g, float *m,
-                                                                            float *v, size_t count, const adam_table *t,
-                                                                            const uint32_t *k, unsigned period,
-                                                                            int decoupled, int check, int one)
+ADAM_TARGET __attribute__((always_inline)) static inline size_t adam_avx(float *p, const float *g, float *m, float *v,
+                                                                         size_t count, const adam_table *t,
+                                                                         const uint32_t *k, unsigned period,
+                                                                         int decoupled, int check, int one)
 {
     size_t i = 0;
     for (; i + 8 <= count; i += 8) {
         const unsigned at = one ? 0u : (unsigned)(i % t->lanes);
-        adam8_io io = {_mm256_loadu_ps(p + i), _mm256_loadu_ps(g + i), _mm256_loadu_ps(m + i), _mm256_loadu_ps(v + i),
-                       _mm256_setzero_ps()};
+        adam8_io io = {_mm256_loadu_ps(p + i), _mm256_loadu_ps(g + i), _mm256_loadu_ps(m + i),
+                       _mm256_loadu_ps(v + i), _mm256_set1_epi32(-1),  _mm256_setzero_si256()};
         if (check) {
-            io.bad =
-                _mm256_or_ps(_mm256_loadu_ps((const float *)&t->bad[at]), _mm256_or_ps(off_grid(io.p), off_grid(io.g)));
-            io.bad = _mm256_or_ps(io.bad, _mm256_or_ps(off_grid(io.m), off_grid(io.v)));
+            see(&io, io.p);
+            see(&io, io.g);
+            see(&io, io.m);
+            see(&io, io.v);
         }
         adam8(t, at, decoupled, check, &io);
-        const int mask = check ? _mm256_movemask_ps(io.bad) : 0;
+        int mask = 0;
+        if (check) {
+            const __m256i bad = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)&t->bad[at]), off_grid_lanes(&io));
+            mask = _mm256_movemask_ps(_mm256_castsi256_ps(bad));
+        }
         if (!mask) {
             _mm256_storeu_ps(p + i, io.p);
             _mm256_storeu_ps(m + i, io.m);
@@ -216,17 +235,16 @@ __attribute__((target("avx"), always_inline)) static inline size_t adam_avx(floa
 }
 
 /* The arithmetics, each compiled with its own branches folded away. */
-__attribute__((target("avx"))) static size_t adam_avx_device(float *p, const float *g, float *m, float *v, size_t count,
-                                                             const adam_table *t, const uint32_t *k, unsigned period,
-                                                             int decoupled)
+ADAM_TARGET static size_t adam_avx_device(float *p, const float *g, float *m, float *v, size_t count,
+                                          const adam_table *t, const uint32_t *k, unsigned period, int decoupled)
 {
     if (t->lanes == 8)
         return adam_avx(p, g, m, v, count, t, k, period, decoupled, 1, 1);
     return adam_avx(p, g, m, v, count, t, k, period, decoupled, 1, 0);
 }
 
-__attribute__((target("avx"))) static size_t adam_avx_ieee(float *p, const float *g, float *m, float *v, size_t count,
-                                                           const adam_table *t, int decoupled)
+ADAM_TARGET static size_t adam_avx_ieee(float *p, const float *g, float *m, float *v, size_t count, const adam_table *t,
+                                        int decoupled)
 {
     if (t->lanes == 8)
         return adam_avx(p, g, m, v, count, t, NULL, 1, decoupled, 0, 1);
@@ -239,7 +257,7 @@ void ntpu_adam_f32_row(void *p, const void *g, void *m, void *v, size_t count, c
 {
     size_t done = 0;
 #if defined(__GNUC__) && defined(__x86_64__)
-    if (count >= 8 && period <= ADAM_MAX_N && __builtin_cpu_supports("avx")) {
+    if (count >= 8 && period <= ADAM_MAX_N && __builtin_cpu_supports("avx2")) {
         adam_table t;
         table_fill(&t, k, period);
         done = arith == NTPU_ADAM_DEVICE ? adam_avx_device(p, g, m, v, count, &t, k, period, decoupled)

@@ -61,7 +61,35 @@ __attribute__((target("avx2"))) static size_t bf16_row_avx2(uint16_t *dst, const
     }
     return i;
 }
+
+/* ntpu_bf16_from_f32_groups when lanes is a multiple of eight: one call for
+ * many groups, so the constants are set up once, not once per group. */
+__attribute__((target("avx2"))) static void bf16_groups_avx2(uint16_t *dst, size_t dst_stride, const uint8_t *s,
+                                                             size_t src_stride, size_t groups, size_t lanes)
+{
+    for (size_t g = 0; g < groups; g++, dst += dst_stride, s += 4 * src_stride)
+        for (size_t i = 0; i < lanes; i += 8) {
+            u32x8 f, h;
+            memcpy(&f, s + 4 * i, sizeof f);
+            bf16_round8(&h, &f);
+            store_u16(dst + i, &h);
+        }
+}
 #endif
+
+void ntpu_bf16_from_f32_groups(uint16_t *dst, size_t dst_stride, const void *src, size_t src_stride, size_t groups,
+                               size_t lanes)
+{
+#if defined(NTPU_LANES8) && defined(__x86_64__)
+    if (lanes % 8 == 0 && __builtin_cpu_supports("avx2")) {
+        bf16_groups_avx2(dst, dst_stride, src, src_stride, groups, lanes);
+        return;
+    }
+#endif
+    const uint8_t *s = src;
+    for (size_t g = 0; g < groups; g++)
+        ntpu_bf16_from_f32_row(dst + g * dst_stride, s + 4 * g * src_stride, lanes);
+}
 
 void ntpu_bf16_from_f32_row(uint16_t *dst, const void *src, size_t n)
 {

@@ -52,6 +52,11 @@ void ntpu_mac_bf16_rows_t_generic(uint32_t *acc, const uint16_t *a, size_t t_str
 /* dst[i] = ntpu_bf16_from_f32_bits(bits of fp32 i of src) for n values, eight
  * at a time where the CPU has AVX2, else four: the host's conversions of whole rows. */
 void ntpu_bf16_from_f32_row(uint16_t *dst, const void *src, size_t n);
+/* The same on `groups` runs of `lanes` fp32 values, run g at src + g *
+ * src_stride going to dst + g * dst_stride (strides in values): a matrix's
+ * rows into the lanes of its tiles, or a tile's lanes from the matrix's rows. */
+void ntpu_bf16_from_f32_groups(uint16_t *dst, size_t dst_stride, const void *src, size_t src_stride, size_t groups,
+                               size_t lanes);
 
 /* n lanes of the vector unit's fp32 add: acc[j] = ntpu_f32_add(acc[j], x[j]),
  * eight at a time where the CPU has AVX2. */
@@ -65,7 +70,7 @@ typedef enum ntpu_adam_arith {
 
 /* Adam on `count` elements, ascending, element i with the constants
  * k[c * period + i % period] (c = NTPU_ADAM_K_*, period <= 64 for the fast
- * path), eight at a time where the CPU has AVX (adam_row.c), every block of
+ * path), eight at a time where the CPU has AVX2 (adam_row.c), every block of
  * eight reading its inputs before writing. p, g, m, v: count fp32 values each,
  * as float or as bit patterns (read through memcpy and unaligned loads). The
  * golden model's OPTIM ADAM (period N, DEVICE) and the host's Adam (period 1,

@@ -42,3 +42,29 @@ Test(bf16_row, matches_the_scalar_conversion)
     for (size_t i = 0; i < LEN; i++)
         cr_assert_eq(got[i], ntpu_bf16_from_f32_bits(src[i]), "lane %zu: 0x%08X", i, (unsigned)src[i]);
 }
+
+/* ntpu_bf16_from_f32_groups (a matrix's rows into the lanes of its tiles)
+ * against the scalar conversion: every group taken from and put at its stride,
+ * lanes of 8 and 16 (the AVX2 path) and 3 and 4 (the row path), nothing else
+ * written. */
+Test(bf16_row, groups_land_at_their_stride)
+{
+    enum { GROUPS = 9, STRIDE = 40 };
+    static uint32_t src[GROUPS * 20];
+    for (size_t i = 0; i < GROUPS * 20; i++)
+        src[i] = i % 2 ? special[i % (sizeof special / sizeof special[0])] : (uint32_t)(i * 0x9E3779B9u);
+    const size_t lanes_list[] = {3, 4, 8, 16};
+    for (size_t li = 0; li < 4; li++) {
+        const size_t lanes = lanes_list[li];
+        uint16_t got[GROUPS * STRIDE];
+        for (size_t i = 0; i < GROUPS * STRIDE; i++)
+            got[i] = 0xABCDu;
+        const size_t src_stride = lanes + li; /* packed, then gaps between the runs */
+        ntpu_bf16_from_f32_groups(got, STRIDE, src, src_stride, GROUPS, lanes);
+        for (size_t g = 0; g < GROUPS; g++)
+            for (size_t j = 0; j < STRIDE; j++) {
+                uint16_t want = j < lanes ? ntpu_bf16_from_f32_bits(src[g * src_stride + j]) : 0xABCDu;
+                cr_assert_eq(got[g * STRIDE + j], want, "lanes %zu group %zu lane %zu", lanes, g, j);
+            }
+    }
+}

@@ -418,37 +418,70 @@ ntpu_status ntpu_model_check_device_optimizer(const ntpu_model *m)
     return ntpu_fail(m->dev, NTPU_ERR_UNSUPPORTED, "%s", m->devopt_why);
 }
 
+/* Rows k0 .. k1-1 of layer l's weights, rounded to bf16, into its WB tiles:
+ * row k of output tile nt at tiles[(nt * T(l) * N + k) * N]. A whole tile's
+ * rows in one call, so the writes run in order. */
+static void weight_rows_to_tiles(const ntpu_model *m, size_t l, size_t k0, size_t k1, uint16_t *tiles)
+{
+    const size_t n = m->n, in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
+    const size_t whole = out / n, real = k1 < in ? k1 : in;
+    for (size_t nt = 0; nt < whole && k0 < real; nt++)
+        ntpu_bf16_from_f32_groups(tiles + (nt * ti * n + k0) * n, n, &m->w[l][k0 * out + nt * n], out, real - k0, n);
+    for (size_t k = k0; k < k1; k++)
+        for (size_t nt = k < in ? whole : 0; nt < to; nt++) {
+            uint16_t *dst = tiles + (nt * ti * n + k) * n;
+            for (size_t j = 0, o = nt * n; j < n; j++, o++)
+                dst[j] = k < in && o < out ? ntpu_bf16_from_f32(m->w[l][k * out + o]) : 0;
+        }
+}
+
+/* Weights per block of rows that nn.c takes through the cache at once. */
+#define ROW_BLOCK 4096u
+
+/* Rows of layer l in a block of about ROW_BLOCK weights: five arrays of them stay in L2. */
+static size_t block_rows(const ntpu_model *m, size_t l)
+{
+    const size_t out = m->sizes[l + 1];
+    return out < ROW_BLOCK ? ROW_BLOCK / out : 1;
+}
+
+/* The bytes of layer l's bf16 tiles and fp32 bias rows (write_layer's buffer). */
+static size_t layer_bytes(const ntpu_model *m, size_t l)
+{
+    const size_t n = m->n, ti = m->tiles[l], to = m->tiles[l + 1];
+    return ti * to * n * n * 2 + to * n * 4;
+}
+
+/* Writes layer l's weight tiles (tiles, filled by weight_row_to_tiles) and its
+ * biases (converted into the rows after the tiles) to WB and ACC. */
+static ntpu_status write_layer(ntpu_model *m, size_t l, uint16_t *tiles)
+{
+    const size_t n = m->n, out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
+    ntpu_status st = ntpu_write_rows(m->dev, NTPU_MEM_WB, m->wb_w[l], (uint32_t)(ti * to * n), tiles);
+    if (st != NTPU_OK)
+        return st;
+    uint32_t *brow = (uint32_t *)(tiles + ti * to * n * n);
+    for (size_t o = 0; o < to * n; o++) {
+        float v = o < out ? m->b[l][o] : 0.0f;
+        memcpy(&brow[o], &v, 4);
+    }
+    return ntpu_write_rows(m->dev, NTPU_MEM_ACC, m->acc_b[l], (uint32_t)to, brow);
+}
+
 /* Writes the host's weights (and, with the device optimizer, its fp32 state) to the device. */
 static ntpu_status upload(ntpu_model *m)
 {
-    ntpu_device *dev = m->dev;
-    const size_t n = m->n;
     for (size_t l = 0; l < m->layers; l++) {
-        const size_t in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
-        uint16_t *rows = grow_scratch(m, ti * to * n * n * 2 + to * n * 4);
-        if (!rows)
-            return ntpu_fail(dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
-        for (size_t k = 0; k < ti * n; k++)
-            for (size_t nt = 0; nt < to; nt++) {
-                uint16_t *dst = rows + ((nt * ti + k / n) * n + k % n) * n;
-                if (k < in && (nt + 1) * n <= out) { /* a whole row of lanes */
-                    ntpu_bf16_from_f32_row(dst, &m->w[l][k * out + nt * n], n);
-                    continue;
-                }
-                for (size_t j = 0, o = nt * n; j < n; j++, o++)
-                    dst[j] = k < in && o < out ? ntpu_bf16_from_f32(m->w[l][k * out + o]) : 0;
-            }
-        ntpu_status st = ntpu_write_rows(dev, NTPU_MEM_WB, m->wb_w[l], (uint32_t)(ti * to * n), rows);
+        uint16_t *tiles = grow_scratch(m, layer_bytes(m, l));
+        if (!tiles)
+            return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
+        const size_t rows = m->tiles[l] * m->n, step = block_rows(m, l);
+        for (size_t k = 0; k < rows; k += step)
+            weight_rows_to_tiles(m, l, k, k + step < rows ? k + step : rows, tiles);
+        ntpu_status st = write_layer(m, l, tiles);
+        if (st == NTPU_OK && m->devopt)
+            st = sync_master(m, l);
         if (st != NTPU_OK)
-            return st;
-        uint32_t *brow = (uint32_t *)(rows + ti * to * n * n);
-        for (size_t o = 0; o < to * n; o++) {
-            float v = o < out ? m->b[l][o] : 0.0f;
-            memcpy(&brow[o], &v, 4);
-        }
-        if ((st = ntpu_write_rows(dev, NTPU_MEM_ACC, m->acc_b[l], (uint32_t)to, brow)) != NTPU_OK)
-            return st;
-        if (m->devopt && (st = sync_master(m, l)) != NTPU_OK)
             return st;
     }
     m->k_valid = 0;
@@ -590,16 +623,15 @@ static ntpu_status upload_input(ntpu_model *m, const float *x, size_t batch, siz
     uint16_t *rows = grow_scratch(m, ti * bp * n * 2);
     if (!rows)
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
-    for (size_t t = 0; t < ti; t++)
-        for (size_t b = 0; b < bp; b++) {
+    for (size_t b = 0; b < bp; b++) { /* sample b's whole k-tiles in one call */
+        const size_t whole = b < batch ? in / n : 0;
+        ntpu_bf16_from_f32_groups(rows + b * n, bp * n, &x[b * in], n, whole, n);
+        for (size_t t = whole; t < ti; t++) {
             uint16_t *dst = rows + (t * bp + b) * n;
-            if (b < batch && (t + 1) * n <= in) { /* a whole row of lanes */
-                ntpu_bf16_from_f32_row(dst, &x[b * in + t * n], n);
-                continue;
-            }
             for (size_t j = 0, k = t * n; j < n; j++, k++)
                 dst[j] = b < batch && k < in ? ntpu_bf16_from_f32(x[b * in + k]) : 0;
         }
+    }
     return ntpu_write_rows(m->dev, NTPU_MEM_UB, m->ub_x[0], (uint32_t)(ti * bp), rows);
 }
 
@@ -777,30 +809,105 @@ static ntpu_status backward(ntpu_model *m, size_t bp)
     return st;
 }
 
-/* The host optimizer's inputs: every layer's dW and db, read back from ACC into gw and gb. */
-static ntpu_status read_gradients(ntpu_model *m)
+/* rows rows of count values each (dst row r at dst + r * count) from output
+ * tiles of `lanes` lanes: tile g's rows are consecutive at src + g * src_stride
+ * (the last tile may be short). Tile by tile, so the reads run in order; a
+ * constant-size copy for N = 8 (inlined). */
+static void gather_rows(float *dst, size_t rows, size_t count, const uint32_t *src, size_t src_stride, size_t lanes)
 {
-    ntpu_device *dev = m->dev;
-    const size_t n = m->n;
-    ntpu_status st = NTPU_OK;
-    for (size_t l = 0; l < m->layers && st == NTPU_OK; l++) {
-        const size_t in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
-        uint32_t *rows = grow_scratch(m, (to * ti * n + to) * n * 4);
-        if (!rows)
-            return ntpu_fail(dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
-        st = ntpu_read_rows(dev, NTPU_MEM_ACC, m->acc_dw[l], (uint32_t)(to * ti * n), rows);
-        if (st == NTPU_OK)
-            st = ntpu_read_rows(dev, NTPU_MEM_ACC, m->acc_db[l], (uint32_t)to, rows + to * ti * n * n);
-        if (st != NTPU_OK)
-            break;
-        /* Output tile nt's ACC rows hold dW[k][nt*N ..]: one copy per run of lanes. */
-        for (size_t nt = 0; nt < to; nt++) {
-            size_t lanes = out - nt * n < n ? out - nt * n : n;
-            for (size_t k = 0; k < in; k++)
-                memcpy(&m->gw[l][k * out + nt * n], &rows[(nt * ti * n + k) * n], lanes * 4);
-        }
-        memcpy(m->gb[l], rows + to * ti * n * n, out * 4);
+    for (size_t at = 0; at < count; at += lanes, src += src_stride) {
+        const size_t w = count - at < lanes ? count - at : lanes;
+        if (w == 8)
+            for (size_t r = 0; r < rows; r++)
+                memcpy(dst + r * count + at, src + r * 8, 32);
+        else
+            for (size_t r = 0; r < rows; r++)
+                memcpy(dst + r * count + at, src + r * lanes, w * 4);
     }
+}
+
+/* The words read_gradients keeps for layer l: its dW rows, then its db rows. */
+static size_t grad_words(const ntpu_model *m, size_t l)
+{
+    const size_t n = m->n, ti = m->tiles[l], to = m->tiles[l + 1];
+    return (to * ti * n + to) * n;
+}
+
+/* The host optimizer's inputs: every layer's dW and db rows, read back from ACC
+ * into scratch (*grads, layer after layer, grad_words each), followed by room
+ * for the largest layer's write_layer buffer. All are read before the host
+ * changes anything. */
+static ntpu_status read_gradients(ntpu_model *m, uint32_t **grads)
+{
+    const size_t n = m->n;
+    size_t words = 0, tiles = 0;
+    for (size_t l = 0; l < m->layers; l++) {
+        words += grad_words(m, l);
+        tiles = layer_bytes(m, l) > tiles ? layer_bytes(m, l) : tiles;
+    }
+    uint32_t *rows = grow_scratch(m, words * 4 + tiles);
+    if (!(*grads = rows))
+        return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
+    ntpu_status st = NTPU_OK;
+    for (size_t l = 0; l < m->layers && st == NTPU_OK; rows += grad_words(m, l), l++) {
+        const size_t ti = m->tiles[l], to = m->tiles[l + 1];
+        st = ntpu_read_rows(m->dev, NTPU_MEM_ACC, m->acc_dw[l], (uint32_t)(to * ti * n), rows);
+        if (st == NTPU_OK)
+            st = ntpu_read_rows(m->dev, NTPU_MEM_ACC, m->acc_db[l], (uint32_t)to, rows + to * ti * n * n);
+    }
+    return st;
+}
+
+static float *slot_row(float *slot, size_t at)
+{
+    return slot ? slot + at : NULL; /* SGD has no slots */
+}
+
+/* Rows k0 .. k1-1 of layer l, while they are in cache: dW rows gathered from
+ * their output tiles' ACC rows (dw) into gw, the optimizer step on them (one
+ * call: its set-up is not free), and the new rows rounded into their bf16 tiles. */
+static void update_weight_rows(ntpu_model *m, size_t l, size_t k0, size_t k1, const uint32_t *dw,
+                               const ntpu_optim_step *os, uint16_t *tiles)
+{
+    const size_t n = m->n, in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l];
+    const size_t real = k1 < in ? k1 : in; /* rows past `in` pad the last k-tile */
+    if (k0 < real) {
+        gather_rows(&m->gw[l][k0 * out], real - k0, out, dw + k0 * n, ti * n * n, n);
+        const size_t at = k0 * out;
+        ntpu_optim_step_apply(os, &m->w[l][at], &m->gw[l][at], slot_row(m->ws1[l], at), slot_row(m->ws2[l], at),
+                              (real - k0) * out);
+    }
+    weight_rows_to_tiles(m, l, k0, k1, tiles);
+}
+
+/* The host optimizer's step on the gradients read_gradients left at grads,
+ * layer by layer, each written to the device as soon as it is updated. The
+ * host's weights are all updated even when a write fails (as before: the
+ * device's copy is then written again by the next ntpu_model_sync). */
+static ntpu_status update_and_upload(ntpu_model *m, const uint32_t *grads)
+{
+    const size_t n = m->n;
+    size_t words = 0;
+    for (size_t l = 0; l < m->layers; l++)
+        words += grad_words(m, l);
+    uint16_t *tiles = (uint16_t *)(grads + words);
+    ntpu_optim_step os;
+    ntpu_optim_step_init(&os, &m->opt, m->step);
+    ntpu_status st = ntpu_claim_memories(m->dev, m, evict, NULL);
+    for (size_t l = 0; l < m->layers; grads += grad_words(m, l), l++) {
+        const size_t out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
+        const size_t step = block_rows(m, l);
+        for (size_t k = 0; k < ti * n; k += step)
+            update_weight_rows(m, l, k, k + step < ti * n ? k + step : ti * n, grads, &os, tiles);
+        memcpy(m->gb[l], grads + to * ti * n * n, out * 4); /* db rows: the lanes in order */
+        ntpu_optim_step_apply(&os, m->b[l], m->gb[l], m->bs1[l], m->bs2[l], out);
+        if (st == NTPU_OK)
+            st = write_layer(m, l, tiles);
+    }
+    m->k_valid = 0;
+    m->dev_ahead = 0;
+    if (st != NTPU_OK)
+        ntpu_release_memories(m->dev, m);
     return st;
 }
 
@@ -913,6 +1020,7 @@ ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *
     float *grad = logits + batch * classes;
     ntpu_step_result r = {0};
     int prog = 0;
+    uint32_t *grads = NULL;
     st = prepare_programs(m, bp, &prog);
     if (st == NTPU_OK)
         st = forward_logits(m, x, batch, bp, logits);
@@ -936,7 +1044,7 @@ ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *
         if (st == NTPU_OK)
             st = prog ? ntpu_program_run(m->dev, m->prog_bwd) : backward(m, bp);
         if (st == NTPU_OK && !m->devopt)
-            st = read_gradients(m); /* the device optimizer has used them already */
+            st = read_gradients(m, &grads); /* the device optimizer has used them already */
     }
     free(logits);
     if (st != NTPU_OK)
@@ -948,15 +1056,18 @@ ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *
             *res = r;
         return NTPU_OK;
     }
-    for (size_t l = 0; l < L; l++) {
-        ntpu_optim_update(&m->opt, m->step, m->w[l], m->gw[l], m->ws1[l], m->ws2[l],
-                          (size_t)m->sizes[l] * m->sizes[l + 1]);
-        ntpu_optim_update(&m->opt, m->step, m->b[l], m->gb[l], m->bs1[l], m->bs2[l], m->sizes[l + 1]);
-    }
+    if (m->streamed) /* its gradients are in gw and gb already */
+        for (size_t l = 0; l < L; l++) {
+            ntpu_optim_update(&m->opt, m->step, m->w[l], m->gw[l], m->ws1[l], m->ws2[l],
+                              (size_t)m->sizes[l] * m->sizes[l + 1]);
+            ntpu_optim_update(&m->opt, m->step, m->b[l], m->gb[l], m->bs1[l], m->bs2[l], m->sizes[l + 1]);
+        }
+    else
+        st = update_and_upload(m, grads);
     m->step++;
     if (res)
         *res = r;
-    return ntpu_model_sync(m);
+    return m->streamed ? ntpu_model_sync(m) : st;
 }
 
 ntpu_status ntpu_check_labels(const ntpu_model *m, const uint8_t *labels, size_t count, const char *what)

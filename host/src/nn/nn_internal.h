@@ -84,6 +84,18 @@ ntpu_status ntpu_stream_sync(ntpu_model *m);
 ntpu_status ntpu_stream_forward(ntpu_model *m, const float *x, size_t batch, size_t bp, float *logits);
 ntpu_status ntpu_stream_backward(ntpu_model *m, const float *grad, size_t batch, size_t bp);
 
+/* optim.c: one step of the optimizer with its constants computed once, applied
+ * to a tensor whole or in pieces (the same bits): ntpu_optim_update is
+ * ntpu_optim_step_init then ntpu_optim_step_apply. */
+typedef struct ntpu_optim_step {
+    const ntpu_optim_config *cfg;
+    float lr;                     /* this step's, from the schedule */
+    int decoupled;                /* AdamW */
+    uint32_t k[NTPU_ADAM_CONSTS]; /* Adam's constants, as ntpu_adam_f32_row takes them */
+} ntpu_optim_step;
+void ntpu_optim_step_init(ntpu_optim_step *s, const ntpu_optim_config *cfg, uint64_t t);
+void ntpu_optim_step_apply(const ntpu_optim_step *s, float *p, const float *g, float *s1, float *s2, size_t n);
+
 /* nn.c, shared with net_devopt.c: the device optimizer's constants for this step (m->step's lr, and
  * Adam's), in every lane of the ACC rows at m->acc_k, written only when they changed (m->k_valid). */
 ntpu_status ntpu_model_write_optim_consts(ntpu_model *m);

@@ -98,30 +98,32 @@ unsigned ntpu_optimizer_slots(ntpu_optimizer kind)
     return kind == NTPU_OPT_SGD ? 0 : kind == NTPU_OPT_MOMENTUM ? 1 : 2;
 }
 
-/* Adam / AdamW on n elements: the golden model's OPTIM ADAM row function in
- * plain IEEE fp32, which for values in the normal range gives the device's
- * bits (its constants are these, docs/training.md). */
-static void adam(const ntpu_optim_config *cfg, uint64_t t, float *p, const float *g, float *s1, float *s2, size_t n)
+void ntpu_optim_step_init(ntpu_optim_step *s, const ntpu_optim_config *cfg, uint64_t t)
 {
     const float lr = ntpu_optim_lr(cfg, t), wd = cfg->weight_decay, b1 = cfg->beta1, b2 = cfg->beta2;
-    const int decoupled = cfg->kind == NTPU_OPT_ADAMW;
-    uint32_t k[NTPU_ADAM_CONSTS];
-    k[NTPU_ADAM_K_LR] = ntpu_f32_bits(lr);
-    k[NTPU_ADAM_K_WD] = ntpu_f32_bits(decoupled ? 1.0f - lr * wd : wd);
-    k[NTPU_ADAM_K_B1] = ntpu_f32_bits(b1);
-    k[NTPU_ADAM_K_1MB1] = ntpu_f32_bits(1.0f - b1);
-    k[NTPU_ADAM_K_B2] = ntpu_f32_bits(b2);
-    k[NTPU_ADAM_K_1MB2] = ntpu_f32_bits(1.0f - b2);
-    k[NTPU_ADAM_K_C1] = ntpu_f32_bits(1.0f - powf(b1, (float)(t + 1)));
-    k[NTPU_ADAM_K_C2] = ntpu_f32_bits(1.0f - powf(b2, (float)(t + 1)));
-    k[NTPU_ADAM_K_EPS] = ntpu_f32_bits(cfg->eps);
-    ntpu_adam_f32_row(p, g, s1, s2, n, k, 1, decoupled, NTPU_ADAM_IEEE);
+    s->cfg = cfg;
+    s->lr = lr;
+    s->decoupled = cfg->kind == NTPU_OPT_ADAMW;
+    s->k[NTPU_ADAM_K_LR] = ntpu_f32_bits(lr);
+    s->k[NTPU_ADAM_K_WD] = ntpu_f32_bits(s->decoupled ? 1.0f - lr * wd : wd);
+    s->k[NTPU_ADAM_K_B1] = ntpu_f32_bits(b1);
+    s->k[NTPU_ADAM_K_1MB1] = ntpu_f32_bits(1.0f - b1);
+    s->k[NTPU_ADAM_K_B2] = ntpu_f32_bits(b2);
+    s->k[NTPU_ADAM_K_1MB2] = ntpu_f32_bits(1.0f - b2);
+    s->k[NTPU_ADAM_K_C1] = ntpu_f32_bits(1.0f - powf(b1, (float)(t + 1)));
+    s->k[NTPU_ADAM_K_C2] = ntpu_f32_bits(1.0f - powf(b2, (float)(t + 1)));
+    s->k[NTPU_ADAM_K_EPS] = ntpu_f32_bits(cfg->eps);
 }
 
-void ntpu_optim_update(const ntpu_optim_config *cfg, uint64_t t, float *p, const float *g, float *s1, float *s2,
-                       size_t n)
+/* Each element's update depends on that element alone: applying a step to a
+ * tensor in pieces gives the bits of applying it whole. Adam / AdamW: the
+ * golden model's OPTIM ADAM row function in plain IEEE fp32, which for values
+ * in the normal range gives the device's bits (its constants are these,
+ * docs/training.md). */
+void ntpu_optim_step_apply(const ntpu_optim_step *s, float *p, const float *g, float *s1, float *s2, size_t n)
 {
-    const float lr = ntpu_optim_lr(cfg, t), wd = cfg->weight_decay;
+    const ntpu_optim_config *cfg = s->cfg;
+    const float lr = s->lr, wd = cfg->weight_decay;
     switch (cfg->kind) {
     case NTPU_OPT_SGD:
         for (size_t i = 0; i < n; i++)
@@ -134,6 +136,14 @@ void ntpu_optim_update(const ntpu_optim_config *cfg, uint64_t t, float *p, const
         }
         break;
     case NTPU_OPT_ADAM:
-    case NTPU_OPT_ADAMW: adam(cfg, t, p, g, s1, s2, n); break;
+    case NTPU_OPT_ADAMW: ntpu_adam_f32_row(p, g, s1, s2, n, s->k, 1, s->decoupled, NTPU_ADAM_IEEE); break;
     }
+}
+
+void ntpu_optim_update(const ntpu_optim_config *cfg, uint64_t t, float *p, const float *g, float *s1, float *s2,
+                       size_t n)
+{
+    ntpu_optim_step s;
+    ntpu_optim_step_init(&s, cfg, t);
+    ntpu_optim_step_apply(&s, p, g, s1, s2, n);
 }
