@@ -983,18 +983,27 @@ ntpu_status ntpu_model_write_optim_consts(ntpu_model *m)
     }
     uint32_t bits[NTPU_ADAM_CONSTS] = {0};
     memcpy(bits, v, k * 4);
-    if (m->k_valid && memcmp(bits, m->k_bits, sizeof bits) == 0)
-        return NTPU_OK;
+    /* only the rows from the first to the last that changed: with a fixed lr, Adam's C1 and C2 */
+    size_t lo = 0, hi = k;
+    if (m->k_valid && m->k_rows == k) {
+        while (lo < hi && bits[lo] == m->k_bits[lo])
+            lo++;
+        while (hi > lo && bits[hi - 1] == m->k_bits[hi - 1])
+            hi--;
+        if (lo == hi)
+            return NTPU_OK;
+    }
     const size_t n = m->n;
-    uint32_t *rows = grow_scratch(m, k * n * 4);
+    uint32_t *rows = grow_scratch(m, (hi - lo) * n * 4);
     if (!rows)
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
-    for (size_t i = 0; i < k; i++)
+    for (size_t i = lo; i < hi; i++)
         for (size_t j = 0; j < n; j++)
-            rows[i * n + j] = bits[i];
-    ntpu_status st = ntpu_write_rows(m->dev, NTPU_MEM_ACC, m->acc_k, (uint32_t)k, rows);
+            rows[(i - lo) * n + j] = bits[i];
+    ntpu_status st = ntpu_write_rows(m->dev, NTPU_MEM_ACC, m->acc_k + (uint32_t)lo, (uint32_t)(hi - lo), rows);
     if (st == NTPU_OK) {
         memcpy(m->k_bits, bits, sizeof bits);
+        m->k_rows = (unsigned)k;
         m->k_valid = 1;
     }
     return st;

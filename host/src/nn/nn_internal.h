@@ -43,13 +43,14 @@ struct ntpu_model {
     /* Device optimizer (opt.device, decision 0014): the fp32 master weights live in ACC, per
      * output tile nt at acc_mw + nt*(1+mom)*T(l)*N: T(l)*N rows, ACC[.. + k][lane] =
      * W[k][nt*N + lane], then as many momentum rows (momentum only); the bias momentum
-     * follows the biases at acc_b; lr, wd, mu at acc_k (k_bits: what is there, if k_valid);
+     * follows the biases at acc_b; lr, wd, mu at acc_k (k_bits: what is there, k_rows of them, if k_valid);
      * dW of one output tile at a time at acc_dw (one region for every layer). dev_ahead: a
      * step has run since w, b, ws1, bs1 (ws2, bs2) were last fetched.
      * Adam / AdamW (decision 0016): the master weights as for SGD; the moments in OS, per
      * output tile nt at os_w + nt*2*T(l)*N: T(l)*N rows of m, then as many of v (OPTIM ADAM's
      * layout); the biases' m and v at os_b (T(l+1) rows each); the nine constants at acc_k. */
     int devopt, dev_ahead, k_valid;
+    unsigned k_rows;
     char devopt_why[160];
     uint32_t acc_mw[NTPU_MAX_LAYERS], acc_k, k_bits[NTPU_ADAM_CONSTS];
     uint32_t os_w[NTPU_MAX_LAYERS], os_b[NTPU_MAX_LAYERS];
