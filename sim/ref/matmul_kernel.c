@@ -339,15 +339,21 @@ static inline const uint16_t *tile_src(const ntpu_chain_tile *t, size_t m, unsig
 /* Floats of converted A one block of a chain may hold: every tile's, on the stack. */
 #define CHAIN_AF_FLOATS 16384u
 
-/* Whether the 64 bf16 lanes at a and b are the same bits. */
-static inline __attribute__((always_inline)) int same_lanes(const uint16_t *a, const uint16_t *b)
+typedef uint16_t u16x16 __attribute__((vector_size(32)));
+
+/* Whether f holds the 64 bf16 lanes at src, widened: a lane that differs,
+ * or a subnormal (f holds it flushed), says no. Compared as bf16: the high
+ * halves of f, sixteen lanes at a time (a shift, a pack and a permute). */
+static inline __attribute__((always_inline)) int same_lanes(const float *f, const uint16_t *src)
 {
-    u32x8 d = {0};
+    u16x16 d = {0};
+#pragma GCC unroll 4
     for (unsigned k = 0; k < REF_A_BLOCK_LANES; k += 16) {
-        u32x8 x, y;
-        memcpy(&x, a + k, sizeof x);
-        memcpy(&y, b + k, sizeof y);
-        d |= x ^ y;
+        u16x16 s, f0, f1;
+        memcpy(&s, src + k, sizeof s);
+        memcpy(&f0, f + k, sizeof f0);
+        memcpy(&f1, f + k + 8, sizeof f1);
+        d |= __builtin_shufflevector(f0, f1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31) ^ s;
     }
     uint64_t w[4];
     memcpy(w, &d, sizeof w);
@@ -373,7 +379,6 @@ static inline __attribute__((always_inline)) void a_block_fill(ref_a_block *b, c
     for (unsigned l = 1; l < 8; l++)
         if (e_min[l] < b->e_min)
             b->e_min = e_min[l];
-    memcpy(b->raw, src, sizeof b->raw);
     b->key = src;
     b->zero_rows = zero_ks(b->f, 8, 8);
     b->zero_cols = zero_ks_t8(b->f);
@@ -384,8 +389,8 @@ static inline __attribute__((always_inline)) void a_block_fill(ref_a_block *b, c
  * block reads (its floats are still to be used). */
 static inline __attribute__((always_inline)) const ref_a_block *a_block_get(ref_a_cache *c, const uint16_t *src)
 {
-    ref_a_block *b = &c->slot[((uintptr_t)src / sizeof b->raw) % REF_A_CACHE_SLOTS];
-    if (b->key != src || !same_lanes(b->raw, src)) {
+    ref_a_block *b = &c->slot[((uintptr_t)src / (REF_A_BLOCK_LANES * sizeof *src)) % REF_A_CACHE_SLOTS];
+    if (b->key != src || !same_lanes(b->f, src)) {
         if (b->used == c->stamp)
             return NULL;
         a_block_fill(b, src);
@@ -480,7 +485,16 @@ static inline __attribute__((always_inline)) int chain_block(uint32_t *acc, cons
         for (unsigned e = 0; e < count; e++) {
             const ntpu_chain_tile *t = tiles + e;
             const float *ab = at_a[e];
-            if (!t->transposed) {
+            if (!t->transposed && !skip[e]) { /* most tiles: no branch per k */
+#pragma GCC unroll 8
+                for (unsigned i = 0; i < n; i++) {
+                    f32x8 wv;
+                    memcpy(&wv, t->wf + (size_t)i * n + q, sizeof wv);
+#pragma GCC unroll 8
+                    for (unsigned r = 0; r < block; r++)
+                        c[r] += ab[r * n + i] * wv;
+                }
+            } else if (!t->transposed) {
 #pragma GCC unroll 8
                 for (unsigned i = 0; i < n; i++) {
                     if ((skip[e] >> i) & 1u)

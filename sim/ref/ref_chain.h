@@ -46,12 +46,11 @@ typedef struct ntpu_chain_tile {
 #define REF_A_CACHE_SLOTS 2048u /* one per 128-byte block of the default UB (16384 rows of N = 8) */
 
 typedef struct ref_a_block {
-    float f[REF_A_BLOCK_LANES];      /* the lanes as fp32, a subnormal flushed to zero of its sign */
-    uint16_t raw[REF_A_BLOCK_LANES]; /* the bf16 lanes they came from */
-    const uint16_t *key;             /* where they were read; NULL: empty */
-    uint32_t e_min;                  /* least (exponent field - 1) over lanes, unsigned: a zero is 2^32 - 1 */
-    uint32_t used;                   /* the cache's stamp when a chain block last read it */
-    uint64_t zero_rows, zero_cols;   /* k all zero: of 8 rows (zero_ks), of the tile's 8 columns (zero_ks_t8) */
+    float f[REF_A_BLOCK_LANES];    /* the lanes as fp32, a subnormal flushed to zero of its sign */
+    const uint16_t *key;           /* where they were read; NULL: empty */
+    uint32_t e_min;                /* least (exponent field - 1) over lanes, unsigned: a zero is 2^32 - 1 */
+    uint32_t used;                 /* the cache's stamp when a chain block last read it */
+    uint64_t zero_rows, zero_cols; /* k all zero: of 8 rows (zero_ks), of the tile's 8 columns (zero_ks_t8) */
 } ref_a_block;
 
 typedef struct ref_a_cache {
