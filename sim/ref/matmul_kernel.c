@@ -42,21 +42,33 @@ typedef uint16_t u16x8 __attribute__((vector_size(16)));
         (dst_bits) = u_ & ((u32x8)(e_ != 0u) | 0x80000000u); \
     } while (0)
 
-/* bf16 lanes to flushed fp32 in af; 0 when some nonzero one has an exponent
- * field below thr + 1 (its products could leave the 2^-126 grid). */
+typedef uint16_t u16x16 __attribute__((vector_size(32)));
+
+/* bf16 lanes (count a multiple of 16) to flushed fp32 in af; 0 when some
+ * nonzero one has an exponent field below thr + 1 (its products could leave
+ * the 2^-126 grid). The checks run on the bf16 bits, sixteen lanes at a time:
+ * field e bad when 1 <= e <= thr, that is (e << 7) - 0x80 < thr << 7 in 16
+ * bits, where e = 0 wraps to 0xFF80 and never counts; thr above 256 marks
+ * every nonzero field, as 256 does. Widened by interleaving with zeros: the
+ * bf16 bits become the high half of each fp32. */
 static inline __attribute__((always_inline)) int convert_a(float *af, const uint16_t *a, size_t count, uint32_t thr_exp)
 {
-    const u32x8 thr = (u32x8){0} + thr_exp; /* a scalar argument: gcc warns of a vector's passing ABI */
-    u32x8 bad = {0};
-    for (size_t k = 0; k < count; k += 8) {
-        u32x8 bits;
-        LOAD_BF16(bits, bad, a + k, thr);
-        memcpy(af + k, &bits, sizeof bits);
+    const u16x16 zero = {0}, thr = zero + (uint16_t)((thr_exp < 256u ? thr_exp : 256u) << 7);
+    u16x16 bad = {0};
+    for (size_t k = 0; k < count; k += 16) {
+        u16x16 v;
+        memcpy(&v, a + k, sizeof v);
+        const u16x16 e = v & 0x7F80u;
+        bad |= (u16x16)((u16x16)(e - 0x80u) < thr);
+        v &= ~((u16x16)(e == 0u) & 0x7FFFu); /* a subnormal reads as zero of its sign */
+        const u16x16 lo = __builtin_shufflevector(zero, v, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+        const u16x16 hi = __builtin_shufflevector(zero, v, 0, 24, 1, 25, 2, 26, 3, 27, 4, 28, 5, 29, 6, 30, 7, 31);
+        memcpy(af + k, &lo, sizeof lo);
+        memcpy(af + k + 8, &hi, sizeof hi);
     }
-    for (unsigned l = 0; l < 8; l++)
-        if (bad[l])
-            return 0;
-    return 1;
+    uint64_t w[4];
+    memcpy(w, &bad, sizeof w);
+    return (w[0] | w[1] | w[2] | w[3]) == 0;
 }
 
 /* The chains of `block` rows of acc (block x n) against the flushed tile wf,
@@ -338,8 +350,6 @@ static inline const uint16_t *tile_src(const ntpu_chain_tile *t, size_t m, unsig
 
 /* Floats of converted A one block of a chain may hold: every tile's, on the stack. */
 #define CHAIN_AF_FLOATS 16384u
-
-typedef uint16_t u16x16 __attribute__((vector_size(32)));
 
 /* Whether f holds the 64 bf16 lanes at src, widened: a lane that differs,
  * or a subnormal (f holds it flushed), says no. Compared as bf16: the high
