@@ -38,10 +38,10 @@ typedef struct ntpu_chain_tile {
 /* Blocks of A kept converted across chains. The MLP's forward pass reads the
  * same 64 x 784 activations for each of its 32 output tiles, each a chain of
  * its own (an ACT between them); the backward passes do the same. A block is
- * 64 lanes (8 rows of N = 8, or one 8 x 8 tile read transposed) at `key`,
- * with its bf16 lanes as they were, so a use compares them with UB as it is
- * now: whatever changed UB since (WRITE_MEM, ACT, another program) is seen,
- * and no command has to tell the cache. Internal to the model. */
+ * 64 lanes (8 rows of N = 8, or one 8 x 8 tile read transposed) at `key`;
+ * a use compares its floats with the bf16 lanes in UB as they are now, so
+ * whatever changed UB since (WRITE_MEM, ACT, another program) is seen and no
+ * command has to tell the cache. Internal to the model. */
 #define REF_A_BLOCK_LANES 64u
 #define REF_A_CACHE_SLOTS 2048u /* one per 128-byte block of the default UB (16384 rows of N = 8) */
 
