@@ -437,6 +437,24 @@ static inline __attribute__((always_inline)) const float *tile_a(const ntpu_chai
     return af;
 }
 
+/* c[r] += a(r, i) * w(i, q .. q + 7) for k = i ascending, a(r, i) at
+ * a[r * rs + i * is] and w's row i at wq + i * n; a k in `skip` is left out. */
+static inline __attribute__((always_inline)) void tile_products(f32x8 *c, const float *a, unsigned rs, unsigned is,
+                                                                const float *wq, unsigned n, unsigned block,
+                                                                uint64_t skip)
+{
+#pragma GCC unroll 8
+    for (unsigned i = 0; i < n; i++) {
+        if ((skip >> i) & 1u)
+            continue;
+        f32x8 wv;
+        memcpy(&wv, wq + (size_t)i * n, sizeof wv);
+#pragma GCC unroll 8
+        for (unsigned r = 0; r < block; r++)
+            c[r] += a[r * rs + i * is] * wv;
+    }
+}
+
 /* One block of `block` rows (row m of the stream at acc) through `count`
  * tiles with the accumulators in registers: first every tile's A converted
  * (or found in the cache) and checked, then the products, so that the
@@ -494,40 +512,15 @@ static inline __attribute__((always_inline)) int chain_block(uint32_t *acc, cons
             memcpy(&c[r], acc + (size_t)r * n + q, sizeof c[r]);
         for (unsigned e = 0; e < count; e++) {
             const ntpu_chain_tile *t = tiles + e;
-            const float *ab = at_a[e];
-            if (!t->transposed && !skip[e]) { /* most tiles: no branch per k */
-#pragma GCC unroll 8
-                for (unsigned i = 0; i < n; i++) {
-                    f32x8 wv;
-                    memcpy(&wv, t->wf + (size_t)i * n + q, sizeof wv);
-#pragma GCC unroll 8
-                    for (unsigned r = 0; r < block; r++)
-                        c[r] += ab[r * n + i] * wv;
-                }
-            } else if (!t->transposed) {
-#pragma GCC unroll 8
-                for (unsigned i = 0; i < n; i++) {
-                    if ((skip[e] >> i) & 1u)
-                        continue;
-                    f32x8 wv;
-                    memcpy(&wv, t->wf + (size_t)i * n + q, sizeof wv);
-#pragma GCC unroll 8
-                    for (unsigned r = 0; r < block; r++)
-                        c[r] += ab[r * n + i] * wv;
-                }
-            } else {
-                const float *col = ab + (m - t->row0) % n;
-#pragma GCC unroll 8
-                for (unsigned i = 0; i < n; i++) {
-                    if ((skip[e] >> i) & 1u)
-                        continue;
-                    f32x8 wv;
-                    memcpy(&wv, t->wf + (size_t)i * n + q, sizeof wv);
-#pragma GCC unroll 8
-                    for (unsigned r = 0; r < block; r++)
-                        c[r] += col[r + i * n] * wv;
-                }
-            }
+            /* constant strides, and most tiles without a branch per k */
+            if (!t->transposed && !skip[e])
+                tile_products(c, at_a[e], n, 1, t->wf + q, n, block, 0);
+            else if (!t->transposed)
+                tile_products(c, at_a[e], n, 1, t->wf + q, n, block, skip[e]);
+            else if (!skip[e]) /* a transposed tile: the block's rows are its columns */
+                tile_products(c, at_a[e] + (m - t->row0) % n, 1, n, t->wf + q, n, block, 0);
+            else
+                tile_products(c, at_a[e] + (m - t->row0) % n, 1, n, t->wf + q, n, block, skip[e]);
         }
 #pragma GCC unroll 8
         for (unsigned r = 0; r < block; r++) {
