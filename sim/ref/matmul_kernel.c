@@ -42,21 +42,33 @@ typedef uint16_t u16x8 __attribute__((vector_size(16)));
         (dst_bits) = u_ & ((u32x8)(e_ != 0u) | 0x80000000u); \
     } while (0)
 
-/* bf16 lanes to flushed fp32 in af; 0 when some nonzero one has an exponent
- * field below thr + 1 (its products could leave the 2^-126 grid). */
+typedef uint16_t u16x16 __attribute__((vector_size(32)));
+
+/* bf16 lanes (count a multiple of 16) to flushed fp32 in af; 0 when some
+ * nonzero one has an exponent field below thr + 1 (its products could leave
+ * the 2^-126 grid). The checks run on the bf16 bits, sixteen lanes at a time:
+ * field e bad when 1 <= e <= thr, that is (e << 7) - 0x80 < thr << 7 in 16
+ * bits, where e = 0 wraps to 0xFF80 and never counts; thr above 256 marks
+ * every nonzero field, as 256 does. Widened by interleaving with zeros: the
+ * bf16 bits become the high half of each fp32. */
 static inline __attribute__((always_inline)) int convert_a(float *af, const uint16_t *a, size_t count, uint32_t thr_exp)
 {
-    const u32x8 thr = (u32x8){0} + thr_exp; /* a scalar argument: gcc warns of a vector's passing ABI */
-    u32x8 bad = {0};
-    for (size_t k = 0; k < count; k += 8) {
-        u32x8 bits;
-        LOAD_BF16(bits, bad, a + k, thr);
-        memcpy(af + k, &bits, sizeof bits);
+    const u16x16 zero = {0}, thr = zero + (uint16_t)((thr_exp < 256u ? thr_exp : 256u) << 7);
+    u16x16 bad = {0};
+    for (size_t k = 0; k < count; k += 16) {
+        u16x16 v;
+        memcpy(&v, a + k, sizeof v);
+        const u16x16 e = v & 0x7F80u;
+        bad |= (u16x16)((u16x16)(e - 0x80u) < thr);
+        v &= ~((u16x16)(e == 0u) & 0x7FFFu); /* a subnormal reads as zero of its sign */
+        const u16x16 lo = __builtin_shufflevector(zero, v, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+        const u16x16 hi = __builtin_shufflevector(zero, v, 0, 24, 1, 25, 2, 26, 3, 27, 4, 28, 5, 29, 6, 30, 7, 31);
+        memcpy(af + k, &lo, sizeof lo);
+        memcpy(af + k + 8, &hi, sizeof hi);
     }
-    for (unsigned l = 0; l < 8; l++)
-        if (bad[l])
-            return 0;
-    return 1;
+    uint64_t w[4];
+    memcpy(w, &bad, sizeof w);
+    return (w[0] | w[1] | w[2] | w[3]) == 0;
 }
 
 /* The chains of `block` rows of acc (block x n) against the flushed tile wf,
@@ -339,12 +351,116 @@ static inline const uint16_t *tile_src(const ntpu_chain_tile *t, size_t m, unsig
 /* Floats of converted A one block of a chain may hold: every tile's, on the stack. */
 #define CHAIN_AF_FLOATS 16384u
 
+/* Whether f holds the 64 bf16 lanes at src, widened: a lane that differs,
+ * or a subnormal (f holds it flushed), says no. Compared as bf16: the high
+ * halves of f, sixteen lanes at a time (a shift, a pack and a permute). */
+static inline __attribute__((always_inline)) int same_lanes(const float *f, const uint16_t *src)
+{
+    u16x16 d = {0};
+#pragma GCC unroll 4
+    for (unsigned k = 0; k < REF_A_BLOCK_LANES; k += 16) {
+        u16x16 s, f0, f1;
+        memcpy(&s, src + k, sizeof s);
+        memcpy(&f0, f + k, sizeof f0);
+        memcpy(&f1, f + k + 8, sizeof f1);
+        d |= __builtin_shufflevector(f0, f1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31) ^ s;
+    }
+    uint64_t w[4];
+    memcpy(w, &d, sizeof w);
+    return (w[0] | w[1] | w[2] | w[3]) == 0;
+}
+
+/* The 64 lanes at src converted (as convert_a does) into b, with the least
+ * exponent field - 1 that convert_a's check compares and both zero-k masks. */
+static inline __attribute__((always_inline)) void a_block_fill(ref_a_block *b, const uint16_t *src)
+{
+    u32x8 e_min = (u32x8){0} - 1u;
+    for (unsigned k = 0; k < REF_A_BLOCK_LANES; k += 8) {
+        u16x8 h;
+        memcpy(&h, src + k, sizeof h);
+        u32x8 u = __builtin_convertvector(h, u32x8) << 16;
+        u32x8 e = (u >> 23) & 0xFFu, d = e - 1u; /* a zero or subnormal: 2^32 - 1, never below a threshold */
+        u32x8 lt = (u32x8)(d < e_min);
+        e_min = (d & lt) | (e_min & ~lt);
+        u32x8 bits = u & ((u32x8)(e != 0u) | 0x80000000u);
+        memcpy(b->f + k, &bits, sizeof bits);
+    }
+    b->e_min = e_min[0];
+    for (unsigned l = 1; l < 8; l++)
+        if (e_min[l] < b->e_min)
+            b->e_min = e_min[l];
+    b->key = src;
+    b->zero_rows = zero_ks(b->f, 8, 8);
+    b->zero_cols = zero_ks_t8(b->f);
+}
+
+/* The cache's block for src: kept when its lanes are still those of src, else
+ * converted anew; NULL when the slot holds another block the current chain
+ * block reads (its floats are still to be used). */
+static inline __attribute__((always_inline)) const ref_a_block *a_block_get(ref_a_cache *c, const uint16_t *src)
+{
+    ref_a_block *b = &c->slot[((uintptr_t)src / (REF_A_BLOCK_LANES * sizeof *src)) % REF_A_CACHE_SLOTS];
+    if (b->key != src || !same_lanes(b->f, src)) {
+        if (b->used == c->stamp)
+            return NULL;
+        a_block_fill(b, src);
+    }
+    b->used = c->stamp;
+    return b;
+}
+
+/* A of tile t for the block at row m, as fp32: from the cache when it can
+ * hold it (N = 8 and blocks of 8: each tile's block is 64 lanes), else
+ * converted into af. NULL when a lane fails the grid check (convert_a).
+ * *skip: the zero k the block may skip (see chain_block). */
+static inline __attribute__((always_inline)) const float *tile_a(const ntpu_chain_tile *t, size_t m, unsigned n,
+                                                                 unsigned block, int may_skip, float *af,
+                                                                 ref_a_cache *cache, uint64_t *skip)
+{
+    const uint16_t *src = tile_src(t, m, n);
+    *skip = 0;
+    const ref_a_block *b = cache && t->cached && n == 8 && block == 8 ? a_block_get(cache, src) : NULL;
+    if (b) {
+        if (b->e_min < t->a_thr)
+            return NULL;
+        if (may_skip)
+            *skip = (t->transposed ? b->zero_cols : b->zero_rows) & ~t->w_wild;
+        return b->f;
+    }
+    /* a transposed tile's columns are the rows: converted whole */
+    if (!convert_a(af, src, t->transposed ? (size_t)n * n : (size_t)block * n, t->a_thr))
+        return NULL;
+    if (may_skip && !t->transposed)
+        *skip = zero_ks(af, block, n) & ~t->w_wild;
+    else if (may_skip && n == 8 && block == 8) /* a transposed tile, its columns the whole block */
+        *skip = zero_ks_t8(af) & ~t->w_wild;
+    return af;
+}
+
+/* c[r] += a(r, i) * w(i, q .. q + 7) for k = i ascending, a(r, i) at
+ * a[r * rs + i * is] and w's row i at wq + i * n; a k in `skip` is left out. */
+static inline __attribute__((always_inline)) void tile_products(f32x8 *c, const float *a, unsigned rs, unsigned is,
+                                                                const float *wq, unsigned n, unsigned block,
+                                                                uint64_t skip)
+{
+#pragma GCC unroll 8
+    for (unsigned i = 0; i < n; i++) {
+        if ((skip >> i) & 1u)
+            continue;
+        f32x8 wv;
+        memcpy(&wv, wq + (size_t)i * n, sizeof wv);
+#pragma GCC unroll 8
+        for (unsigned r = 0; r < block; r++)
+            c[r] += a[r * rs + i * is] * wv;
+    }
+}
+
 /* One block of `block` rows (row m of the stream at acc) through `count`
  * tiles with the accumulators in registers: first every tile's A converted
- * and checked, then the products, so that the conversion's constants do not
- * crowd the accumulators out of the registers. Returns 0, having written
- * nothing, when the block fails a check (or its A would not fit in af: then
- * the caller runs the tiles one at a time).
+ * (or found in the cache) and checked, then the products, so that the
+ * conversion's constants do not crowd the accumulators out of the registers.
+ * Returns 0, having written nothing, when the block fails a check (or its A
+ * would not fit in af: then the caller runs the tiles one at a time).
  *
  * Zero k skipped: when every A value of k = i in the block is +-0 (after the
  * flush), the step adds a product p = (+-0) x w to each accumulator c. If w
@@ -356,7 +472,8 @@ static inline const uint16_t *tile_src(const ntpu_chain_tile *t, size_t m, unsig
  * are -0 or it underflows to zero, and on the 2^-126 grid a nonzero exact sum
  * rounds to a normal number. Checked once per block, at the load. */
 static inline __attribute__((always_inline)) int chain_block(uint32_t *acc, const ntpu_chain_tile *tiles,
-                                                             unsigned count, size_t m, unsigned n, unsigned block)
+                                                             unsigned count, size_t m, unsigned n, unsigned block,
+                                                             ref_a_cache *cache)
 {
     u32x8 bad = {0}, negz = {0};
     for (unsigned k = 0; k < block * n; k += 8) {
@@ -372,58 +489,38 @@ static inline __attribute__((always_inline)) int chain_block(uint32_t *acc, cons
         if (negz[l])
             may_skip = 0;
     }
+    if (cache)
+        cache->stamp++; /* a new block: every slot free to refill */
     float af[CHAIN_AF_FLOATS];
+    const float *at_a[REF_CHAIN_MAX];
     uint64_t skip[REF_CHAIN_MAX];
     size_t at = 0;
     for (unsigned e = 0; e < count; e++) {
-        const ntpu_chain_tile *t = tiles + e;
-        const size_t size = t->transposed ? (size_t)n * n : (size_t)block * n;
+        const size_t size = tiles[e].transposed ? (size_t)n * n : (size_t)block * n;
         if (at + size > CHAIN_AF_FLOATS)
             return 0;
-        /* a transposed tile's columns are the rows: converted whole */
-        if (!convert_a(af + at, tile_src(t, m, n), size, t->a_thr))
+        at_a[e] = tile_a(tiles + e, m, n, block, may_skip, af + at, cache, &skip[e]);
+        if (!at_a[e])
             return 0;
-        skip[e] = 0;
-        if (may_skip && !t->transposed)
-            skip[e] = zero_ks(af + at, block, n) & ~t->w_wild;
-        else if (may_skip && n == 8 && block == 8) /* a transposed tile, its columns the whole block */
-            skip[e] = zero_ks_t8(af + at) & ~t->w_wild;
-        at += size;
+        if (at_a[e] == af + at)
+            at += size;
     }
     for (unsigned q = 0; q < n; q += 8) {
         f32x8 c[8];
 #pragma GCC unroll 8
         for (unsigned r = 0; r < block; r++)
             memcpy(&c[r], acc + (size_t)r * n + q, sizeof c[r]);
-        const float *ab = af;
         for (unsigned e = 0; e < count; e++) {
             const ntpu_chain_tile *t = tiles + e;
-            if (!t->transposed) {
-#pragma GCC unroll 8
-                for (unsigned i = 0; i < n; i++) {
-                    if ((skip[e] >> i) & 1u)
-                        continue;
-                    f32x8 wv;
-                    memcpy(&wv, t->wf + (size_t)i * n + q, sizeof wv);
-#pragma GCC unroll 8
-                    for (unsigned r = 0; r < block; r++)
-                        c[r] += ab[r * n + i] * wv;
-                }
-                ab += (size_t)block * n;
-            } else {
-                const float *col = ab + (m - t->row0) % n;
-#pragma GCC unroll 8
-                for (unsigned i = 0; i < n; i++) {
-                    if ((skip[e] >> i) & 1u)
-                        continue;
-                    f32x8 wv;
-                    memcpy(&wv, t->wf + (size_t)i * n + q, sizeof wv);
-#pragma GCC unroll 8
-                    for (unsigned r = 0; r < block; r++)
-                        c[r] += col[r + i * n] * wv;
-                }
-                ab += (size_t)n * n;
-            }
+            /* constant strides, and most tiles without a branch per k */
+            if (!t->transposed && !skip[e])
+                tile_products(c, at_a[e], n, 1, t->wf + q, n, block, 0);
+            else if (!t->transposed)
+                tile_products(c, at_a[e], n, 1, t->wf + q, n, block, skip[e]);
+            else if (!skip[e]) /* a transposed tile: the block's rows are its columns */
+                tile_products(c, at_a[e] + (m - t->row0) % n, 1, n, t->wf + q, n, block, 0);
+            else
+                tile_products(c, at_a[e] + (m - t->row0) % n, 1, n, t->wf + q, n, block, skip[e]);
         }
 #pragma GCC unroll 8
         for (unsigned r = 0; r < block; r++) {
@@ -437,11 +534,12 @@ static inline __attribute__((always_inline)) int chain_block(uint32_t *acc, cons
 }
 
 static inline __attribute__((always_inline)) int chain_block_n(uint32_t *acc, const ntpu_chain_tile *tiles,
-                                                               unsigned count, size_t m, unsigned n, unsigned block)
+                                                               unsigned count, size_t m, unsigned n, unsigned block,
+                                                               ref_a_cache *cache)
 {
-    return n == 8    ? chain_block(acc, tiles, count, m, 8, block)
-           : n == 16 ? chain_block(acc, tiles, count, m, 16, block)
-                     : chain_block(acc, tiles, count, m, n, block);
+    return n == 8    ? chain_block(acc, tiles, count, m, 8, block, cache)
+           : n == 16 ? chain_block(acc, tiles, count, m, 16, block, cache)
+                     : chain_block(acc, tiles, count, m, n, block, cache);
 }
 
 /* Rows m .. m + count - 1 (of the chain, acc being its row 0) through one
@@ -462,14 +560,14 @@ static void chain_scalar(uint32_t *acc, const ntpu_chain_tile *t, size_t m, size
 
 static inline __attribute__((always_inline)) void chain_impl(uint32_t *acc, const ntpu_chain_tile *tiles,
                                                              unsigned count, unsigned n, size_t m0, size_t m1,
-                                                             unsigned block)
+                                                             unsigned block, ref_a_cache *cache)
 {
     size_t m = m0;
     if (n % 8 == 0)
         for (; m + block <= m1; m += block)
-            if (!chain_block_n(acc + m * n, tiles, count, m, n, block))
+            if (!chain_block_n(acc + m * n, tiles, count, m, n, block, cache))
                 for (unsigned e = 0; e < count; e++) /* each tile as the one-tile kernel runs it */
-                    if (!chain_block_n(acc + m * n, tiles + e, 1, m, n, block))
+                    if (!chain_block_n(acc + m * n, tiles + e, 1, m, n, block, cache))
                         chain_scalar(acc, tiles + e, m, block, n);
     for (; m < m1; m++)
         for (unsigned e = 0; e < count; e++)
@@ -478,27 +576,29 @@ static inline __attribute__((always_inline)) void chain_impl(uint32_t *acc, cons
 
 #ifdef HAVE_AVX2_VARIANT
 __attribute__((target("avx2"))) static void chain_avx2(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count,
-                                                       unsigned n, size_t m0, size_t m1)
+                                                       unsigned n, size_t m0, size_t m1, ref_a_cache *cache)
 {
-    chain_impl(acc, tiles, count, n, m0, m1, 8);
+    chain_impl(acc, tiles, count, n, m0, m1, 8, cache);
 }
 #endif
 
+/* Blocks of four rows: the cache (blocks of eight) stays unused. */
 void ntpu_mac_bf16_chain_generic(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count, unsigned n, size_t m0,
-                                 size_t m1)
+                                 size_t m1, ref_a_cache *cache)
 {
-    chain_impl(acc, tiles, count, n, m0, m1, 4);
+    chain_impl(acc, tiles, count, n, m0, m1, 4, cache);
 }
 
-void ntpu_mac_bf16_chain(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count, unsigned n, size_t m0, size_t m1)
+void ntpu_mac_bf16_chain(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count, unsigned n, size_t m0, size_t m1,
+                         ref_a_cache *cache)
 {
 #ifdef HAVE_AVX2_VARIANT
     if (__builtin_cpu_supports("avx2")) {
-        chain_avx2(acc, tiles, count, n, m0, m1);
+        chain_avx2(acc, tiles, count, n, m0, m1, cache);
         return;
     }
 #endif
-    ntpu_mac_bf16_chain_generic(acc, tiles, count, n, m0, m1);
+    ntpu_mac_bf16_chain_generic(acc, tiles, count, n, m0, m1, cache);
 }
 
 /* int32 additions wrap, so any order gives the same bits: eight lanes of

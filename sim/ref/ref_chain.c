@@ -26,6 +26,8 @@ struct ref_chain {
     uint16_t *gather;           /* gather_lanes: CONV rows of a chunk */
     size_t gather_lanes;
     ntpu_chain_tile tiles[REF_CHAIN_MAX];
+    ref_a_cache **caches; /* one per part of a flush (ref_threads.h), made when first needed */
+    unsigned n_caches;
     ref_conv conv[REF_CHAIN_MAX];
     unsigned char is_conv[REF_CHAIN_MAX];
 };
@@ -57,6 +59,9 @@ void ref_chain_free(ref_chain *c)
     free(c->w);
     free(c->wf);
     free(c->gather);
+    for (unsigned i = 0; i < c->n_caches; i++)
+        free(c->caches[i]);
+    free(c->caches);
     free(c);
 }
 
@@ -110,7 +115,9 @@ int ref_chain_add(ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows
         t->transposed = 1;
         t->locate = weight_grad_block;
         t->ctx = &c->conv[k];
+        t->cached = 1;
     } else if (!conv) { /* CONV's other modes gather their rows at the flush */
+        t->cached = 1;  /* UB in place, as the weight gradient's blocks: worth keeping converted */
         t->a = ub + (size_t)ub_addr * n;
         t->t_stride = (size_t)stride * n;
         t->transposed = (flags & NTPU_MATMUL_TRANSPOSE_A) != 0;
@@ -133,20 +140,43 @@ typedef struct chain_job {
     uint32_t *acc; /* the chain's row 0 */
     const ntpu_chain_tile *tiles;
     unsigned count, n;
-    size_t base; /* the rows of the part are base + m0 .. base + m1 - 1 */
+    size_t base;          /* the rows of the part are base + m0 .. base + m1 - 1 */
+    ref_a_cache **caches; /* one per part, or NULL */
 } chain_job;
 
-static void chain_part(void *ctx, size_t m0, size_t m1)
+static void chain_part(void *ctx, size_t m0, size_t m1, unsigned part)
 {
     const chain_job *j = ctx;
-    ntpu_mac_bf16_chain(j->acc, j->tiles, j->count, j->n, j->base + m0, j->base + m1);
+    ntpu_mac_bf16_chain(j->acc, j->tiles, j->count, j->n, j->base + m0, j->base + m1,
+                        j->caches ? j->caches[part] : NULL);
+}
+
+/* A cache of converted A for each part the pool may make: NULL where none
+ * would be used (N other than 8) or memory is short, and the chain runs as
+ * it would without. */
+static ref_a_cache **part_caches(ref_chain *c, ntpu_ref_pool *pool)
+{
+    const unsigned parts = ntpu_ref_pool_threads(pool);
+    if (c->n != 8)
+        return NULL;
+    if (c->n_caches < parts) {
+        ref_a_cache **grown = realloc(c->caches, parts * sizeof *grown);
+        if (!grown)
+            return NULL;
+        c->caches = grown;
+        for (; c->n_caches < parts; c->n_caches++)
+            if (!(c->caches[c->n_caches] = calloc(1, sizeof **grown)))
+                return NULL;
+    }
+    return c->caches;
 }
 
 /* Rows base .. base + rows - 1 through every tile, split among threads. */
 static void run_rows(ref_chain *c, uint32_t *acc, size_t base, size_t rows, ntpu_ref_pool *pool)
 {
     const size_t n = c->n;
-    chain_job job = {.acc = acc, .tiles = c->tiles, .count = c->count, .n = c->n, .base = base};
+    chain_job job = {
+        .acc = acc, .tiles = c->tiles, .count = c->count, .n = c->n, .base = base, .caches = part_caches(c, pool)};
     ntpu_ref_pool_for(pool, rows, 8 * n, (uint64_t)rows * n * n * c->count, chain_part, &job);
 }
 

@@ -32,17 +32,43 @@ typedef struct ntpu_chain_tile {
     const float *wf;   /* the same, flushed to fp32 (ntpu_chain_tile_prepare) */
     uint32_t a_thr;    /* a nonzero A exponent field <= a_thr leaves the 2^-126 grid */
     uint64_t w_wild;   /* bit i (i < 64): weight row i holds an inf or a NaN */
+    int cached;        /* its A may be kept in a ref_a_cache: not rows gathered anew at each flush */
 } ntpu_chain_tile;
+
+/* Blocks of A kept converted across chains. The MLP's forward pass reads the
+ * same 64 x 784 activations for each of its 32 output tiles, each a chain of
+ * its own (an ACT between them); the backward passes do the same. A block is
+ * 64 lanes (8 rows of N = 8, or one 8 x 8 tile read transposed) at `key`;
+ * a use compares its floats with the bf16 lanes in UB as they are now, so
+ * whatever changed UB since (WRITE_MEM, ACT, another program) is seen and no
+ * command has to tell the cache. Internal to the model. */
+#define REF_A_BLOCK_LANES 64u
+#define REF_A_CACHE_SLOTS 2048u /* one per 128-byte block of the default UB (16384 rows of N = 8) */
+
+typedef struct ref_a_block {
+    float f[REF_A_BLOCK_LANES];    /* the lanes as fp32, a subnormal flushed to zero of its sign */
+    const uint16_t *key;           /* where they were read; NULL: empty */
+    uint32_t e_min;                /* least (exponent field - 1) over lanes, unsigned: a zero is 2^32 - 1 */
+    uint32_t used;                 /* the cache's stamp when a chain block last read it */
+    uint64_t zero_rows, zero_cols; /* k all zero: of 8 rows (zero_ks), of the tile's 8 columns (zero_ks_t8) */
+} ref_a_block;
+
+typedef struct ref_a_cache {
+    ref_a_block slot[REF_A_CACHE_SLOTS]; /* direct-mapped by key */
+    uint32_t stamp;                      /* one per chain block: a slot it reads is not refilled until it ends */
+} ref_a_cache;
 
 /* Fills wf (n x n floats, the caller's), a_thr and w_wild from w. */
 void ntpu_chain_tile_prepare(ntpu_chain_tile *t, float *wf, unsigned n);
 
 /* Rows m0 .. m1 - 1 of acc (row m at acc + m * n) through every tile in
  * order, bit-exact with one ntpu_mac_bf16_rows (or _t) per tile. m0 is a
- * multiple of 8 and of n. The AVX2 variant when the CPU has it. */
-void ntpu_mac_bf16_chain(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count, unsigned n, size_t m0, size_t m1);
+ * multiple of 8 and of n. cache: blocks of A kept from earlier chains (NULL:
+ * none; one thread at a time per cache). The AVX2 variant when the CPU has it. */
+void ntpu_mac_bf16_chain(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count, unsigned n, size_t m0, size_t m1,
+                         ref_a_cache *cache);
 void ntpu_mac_bf16_chain_generic(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count, unsigned n, size_t m0,
-                                 size_t m1);
+                                 size_t m1, ref_a_cache *cache);
 
 /* The queue of one model. */
 typedef struct ref_chain ref_chain;

@@ -18,7 +18,7 @@ struct ntpu_ref_pool {
     pthread_cond_t go, done;
     pthread_t *workers;
     unsigned threads, started;
-    ntpu_ref_part_fn *fn; /* the current job: fn(ctx, m0, m1) over rows */
+    ntpu_ref_part_fn *fn; /* the current job: fn(ctx, m0, m1, part) over rows */
     void *ctx;
     size_t rows, part_rows; /* rows per part */
     unsigned parts, next, pending;
@@ -26,8 +26,9 @@ struct ntpu_ref_pool {
     int stop;
 };
 
-static void run_part(void *ctx, size_t m0, size_t m1)
+static void run_part(void *ctx, size_t m0, size_t m1, unsigned part)
 {
+    (void)part;
     const ntpu_ref_rows *j = ctx;
     if (m0 >= m1)
         return;
@@ -44,12 +45,13 @@ static void run_part(void *ctx, size_t m0, size_t m1)
 static void take_parts(ntpu_ref_pool *p)
 {
     while (p->next < p->parts) {
-        size_t m0 = p->next++ * p->part_rows, m1 = m0 + p->part_rows;
+        const unsigned part = p->next++;
+        size_t m0 = part * p->part_rows, m1 = m0 + p->part_rows;
         ntpu_ref_part_fn *fn = p->fn;
         void *ctx = p->ctx;
         size_t rows = p->rows;
         pthread_mutex_unlock(&p->mu);
-        fn(ctx, m0, m1 < rows ? m1 : rows);
+        fn(ctx, m0, m1 < rows ? m1 : rows, part);
         pthread_mutex_lock(&p->mu);
         if (--p->pending == 0)
             pthread_cond_signal(&p->done);
@@ -112,7 +114,7 @@ void ntpu_ref_pool_free(ntpu_ref_pool *p)
 void ntpu_ref_pool_for(ntpu_ref_pool *p, size_t rows, size_t unit, uint64_t macs, ntpu_ref_part_fn *fn, void *ctx)
 {
     if (!p || macs < REF_SPLIT_MACS || rows < 2 * unit) {
-        fn(ctx, 0, rows);
+        fn(ctx, 0, rows, 0);
         return;
     }
     size_t per = (rows + p->threads - 1) / p->threads;
@@ -131,6 +133,11 @@ void ntpu_ref_pool_for(ntpu_ref_pool *p, size_t rows, size_t unit, uint64_t macs
     while (p->pending > 0)
         pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
+}
+
+unsigned ntpu_ref_pool_threads(const ntpu_ref_pool *p)
+{
+    return p ? p->threads : 1;
 }
 
 void ntpu_ref_rows_run(ntpu_ref_pool *p, const ntpu_ref_rows *job)

@@ -30,10 +30,15 @@ typedef struct ntpu_ref_rows {
  * are enough MACs to pay for it (p may be NULL: one thread). */
 void ntpu_ref_rows_run(ntpu_ref_pool *p, const ntpu_ref_rows *job);
 
-/* Any work over independent rows: fn(ctx, m0, m1) for parts [m0, m1) that
- * cover 0 .. rows - 1, each part a multiple of `unit` rows (but the last),
- * split among the pool's threads when `macs` pays for it (p may be NULL). */
-typedef void ntpu_ref_part_fn(void *ctx, size_t m0, size_t m1);
+/* Any work over independent rows: fn(ctx, m0, m1, part) for parts [m0, m1)
+ * that cover 0 .. rows - 1, each part a multiple of `unit` rows (but the
+ * last), split among the pool's threads when `macs` pays for it (p may be
+ * NULL). part < ntpu_ref_pool_threads(p) numbers the parts of one call: no two
+ * run at once, so per-part scratch needs no lock. */
+typedef void ntpu_ref_part_fn(void *ctx, size_t m0, size_t m1, unsigned part);
 void ntpu_ref_pool_for(ntpu_ref_pool *p, size_t rows, size_t unit, uint64_t macs, ntpu_ref_part_fn *fn, void *ctx);
+
+/* How many threads the pool runs parts on, the caller's among them: 1 for NULL. */
+unsigned ntpu_ref_pool_threads(const ntpu_ref_pool *p);
 
 #endif

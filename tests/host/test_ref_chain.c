@@ -8,8 +8,9 @@
  * next to inf weights, chains longer than the queue, threads, N of 6, 8 and 16,
  * and every flush condition (a WRITE_MEM into a queued source or into the ACC
  * range, READ_MEM mid-chain, a vector op reading the range, a MATMUL into an
- * overlapping range, the end of a program). One plain chain is also checked
- * against the scalar MAC of numerics.c. */
+ * overlapping range, the end of a program), and blocks of A kept converted
+ * from one chain to the next while UB changes under them. One plain chain is
+ * also checked against the scalar MAC of numerics.c. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,6 +242,64 @@ Test(ref_chain, zero_lanes_next_to_inf_weights_and_negative_zero)
     same_state(&p, "zero lanes");
     close_pair(&p);
     free(ub), free(acc0);
+}
+
+/* Four chains over the same UB sources (rows 0 .. 383, tiles 64 rows apart),
+ * each followed by an ACT into UB elsewhere, as the MLP's forward pass runs:
+ * the second to fourth find A in the cache. `t`: tiles read transposed
+ * (the same 8-row blocks as 8 x 8 tiles). */
+static void shared_source_chains(pair *p, unsigned acc0, int t)
+{
+    for (unsigned j = 0; j < 4; j++) {
+        for (unsigned k = 0; k < 6; k++) {
+            BOTH(p, ntpu_load_w(dev, (j * 6 + k) % (WB_ROWS / p->n) * p->n, 0));
+            if (t)
+                BOTH(p, ntpu_matmul_tile_transpose_a(dev, NTPU_DTYPE_BF16, 64 * k, p->n, acc0 + 64 * j, 64, k > 0));
+            else
+                BOTH(p, ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, 64 * k, acc0 + 64 * j, 64, k > 0));
+        }
+        BOTH(p, ntpu_vec_act(dev, NTPU_ACT_RELU | NTPU_OUT_UB, acc0 + 64 * j, 2000 + 64 * j, 64, 0));
+    }
+}
+
+/* New values into UB rows addr .. addr + rows - 1 of both devices. */
+static void rewrite_ub(pair *p, unsigned addr, unsigned rows)
+{
+    uint16_t *ub = malloc((size_t)rows * p->n * 2);
+    cr_assert(ub);
+    for (size_t i = 0; i < (size_t)rows * p->n; i++)
+        ub[i] = rnd_bf16();
+    BOTH(p, ntpu_write_rows(dev, NTPU_MEM_UB, addr, rows, ub));
+    free(ub);
+}
+
+/* Blocks of A kept converted across chains (ref_a_cache in ref_chain.h): the
+ * sources rewritten in place between chains (with every special value, then
+ * ordinary ones again), read plain and transposed, and two sources 256 KiB
+ * apart (one cache slot) in the same chain. */
+Test(ref_chain, cached_a_blocks_follow_ub)
+{
+    pair p = open_pair("ref:ub=32768", "ref:ub=32768,fuse=0");
+    wild = 0;
+    fill(&p, NTPU_DTYPE_BF16);
+    shared_source_chains(&p, 0, 0);
+    shared_source_chains(&p, 256, 1);
+    same_state(&p, "shared sources");
+    for (int round = 0; round < 3; round++) {
+        wild = round == 1;
+        rewrite_ub(&p, 0, 384);
+        shared_source_chains(&p, 0, round == 2);
+        shared_source_chains(&p, 256, round != 2);
+        same_state(&p, round == 1 ? "rewritten with special values" : "rewritten");
+    }
+    wild = 0;
+    rewrite_ub(&p, 16384, 64); /* 16384 rows of 8 lanes: 256 KiB above row 0 */
+    for (unsigned k = 0; k < 4; k++) {
+        BOTH(&p, ntpu_load_w(dev, k * p.n, 0));
+        BOTH(&p, ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, k % 2 ? 16384 : 0, 768, 64, k > 0));
+    }
+    same_state(&p, "one cache slot, two sources");
+    close_pair(&p);
 }
 
 /* Every CONV mode, chained over taps, as the resident conv nets stream them. */
