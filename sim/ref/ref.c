@@ -443,13 +443,30 @@ static void read_rows(const ntpu_ref *r, unsigned mem, unsigned addr, unsigned r
     }
 }
 
+/* dst = the N x N tile src read column by column; N = 8 (the default) with
+ * the size known, so the compiler unrolls it. */
+static void transpose_tile(uint16_t *dst, const uint16_t *src, unsigned n)
+{
+    if (n == 8) {
+        for (unsigned i = 0; i < 8; i++)
+            for (unsigned j = 0; j < 8; j++)
+                dst[i * 8 + j] = src[j * 8 + i];
+        return;
+    }
+    for (unsigned i = 0; i < n; i++)
+        for (unsigned j = 0; j < n; j++)
+            dst[i * n + j] = src[j * n + i];
+}
+
+/* A plain load is the tile's rows whole: one copy, not a test per lane. */
 static void load_w(ntpu_ref *r, unsigned flags, unsigned wb_addr)
 {
     unsigned n = r->cfg.n;
     const uint16_t *tile = r->wb + (size_t)wb_addr * n;
-    for (unsigned i = 0; i < n; i++)
-        for (unsigned j = 0; j < n; j++)
-            r->w_pending[i * n + j] = (flags & NTPU_LOADW_TRANSPOSE) ? tile[j * n + i] : tile[i * n + j];
+    if (flags & NTPU_LOADW_TRANSPOSE)
+        transpose_tile(r->w_pending, tile, n);
+    else
+        memcpy(r->w_pending, tile, (size_t)n * n * sizeof *tile);
     r->pending = 1;
     r->cnt[NTPU_CNT_CYCLES] += n;
 }
@@ -506,8 +523,10 @@ static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_a
                    const ref_conv *conv, unsigned long ub_end)
 {
     unsigned n = r->cfg.n;
-    if (r->pending) {
-        memcpy(r->w_active, r->w_pending, (size_t)n * n * sizeof *r->w_active);
+    if (r->pending) { /* the loaded tile becomes the active one; the old buffer takes the next load */
+        uint16_t *loaded = r->w_pending;
+        r->w_pending = r->w_active;
+        r->w_active = loaded;
         r->pending = 0;
     }
     const int queue = !r->no_fusion && (flags & NTPU_MATMUL_BF16);
