@@ -204,13 +204,18 @@ VCLMUL_TARGET static uint32_t by_vclmul(uint32_t c, const uint8_t *p, size_t n)
     const __m256i k8 = _mm256_set_epi64x((long long)fold1024[1], (long long)fold1024[0], (long long)fold1024[1],
                                          (long long)fold1024[0]);
     const __m128i k1 = _mm_set_epi64x((long long)fold128[1], (long long)fold128[0]);
-    __m256i y[4];
-    for (int i = 0; i < 4; i++)
-        y[i] = _mm256_loadu_si256((const __m256i *)(p + 32 * i));
-    y[0] = _mm256_xor_si256(y[0], _mm256_setr_epi32((int)c, 0, 0, 0, 0, 0, 0, 0));
-    for (p += 128, n -= 128; n >= 128; p += 128, n -= 128)
-        for (int i = 0; i < 4; i++)
-            y[i] = fold2(y[i], k8, p + 32 * i);
+    /* Four named registers, not an array: GCC kept the array on the stack,
+     * a store and a reload in every fold's dependency chain. */
+    __m256i y0 = _mm256_loadu_si256((const __m256i *)p), y1 = _mm256_loadu_si256((const __m256i *)(p + 32)),
+            y2 = _mm256_loadu_si256((const __m256i *)(p + 64)), y3 = _mm256_loadu_si256((const __m256i *)(p + 96));
+    y0 = _mm256_xor_si256(y0, _mm256_setr_epi32((int)c, 0, 0, 0, 0, 0, 0, 0));
+    for (p += 128, n -= 128; n >= 128; p += 128, n -= 128) {
+        y0 = fold2(y0, k8, p);
+        y1 = fold2(y1, k8, p + 32);
+        y2 = fold2(y2, k8, p + 64);
+        y3 = fold2(y3, k8, p + 96);
+    }
+    const __m256i y[4] = {y0, y1, y2, y3};
     /* The eight lanes in message order, folded into one. */
     __m128i x = _mm256_castsi256_si128(y[0]);
     x = fold(x, k1, _mm256_extracti128_si256(y[0], 1));
