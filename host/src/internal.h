@@ -185,9 +185,9 @@ typedef struct ntpu_reply_sink {
 typedef struct ntpu_pending {
     uint8_t seq;
     uint8_t op;
-    uint32_t data_len;           /* reply data bytes expected after the status byte */
-    uint32_t tx_bytes;           /* the command frame's length on the wire */
-    void *dst;                   /* where the data goes (NULL: none expected) */
+    uint32_t data_len; /* reply data bytes expected after the status byte */
+    uint32_t tx_bytes; /* the command frame's length on the wire */
+    void *dst;         /* where the data goes (NULL: none expected) */
     const ntpu_reply_sink *sink; /* or who takes it (then dst is NULL), at sink_at */
     size_t sink_at;
     uint64_t ticket;
