@@ -266,46 +266,6 @@ Test(api, rows_round_trip_in_every_memory)
     ntpu_close(dev);
 }
 
-/* A sink that puts each reply's bytes where its offset says, and checks the offsets come in order. */
-typedef struct sink_log {
-    uint8_t *into;
-    size_t next_at, calls;
-} sink_log;
-
-static void sink_take(void *ctx, size_t at, const uint8_t *bytes, size_t len)
-{
-    sink_log *s = ctx;
-    cr_assert_eq(at, s->next_at, "replies in order, each once");
-    memcpy(s->into + at, bytes, len);
-    s->next_at = at + len;
-    s->calls++;
-}
-
-/* ntpu_read_rows_sink hands over the bytes ntpu_read_rows copies, reply by reply,
- * also when faults on the link make replies go again. */
-static void rows_reach_the_sink(const char *spec)
-{
-    ntpu_device *dev = open_ok(spec);
-    uint32_t acc[200 * 8], back[200 * 8] = {0};
-    for (int i = 0; i < 200 * 8; i++)
-        acc[i] = (uint32_t)next();
-    cr_assert_eq(ntpu_write_rows(dev, NTPU_MEM_ACC, 7, 200, acc), NTPU_OK, "%s", ntpu_last_error(dev));
-    sink_log log = {(uint8_t *)back, 0, 0};
-    const ntpu_reply_sink sink = {sink_take, &log};
-    cr_assert_eq(ntpu_read_rows_sink(dev, NTPU_MEM_ACC, 7, 200, &sink), NTPU_OK, "%s", ntpu_last_error(dev));
-    cr_assert_eq(log.next_at, sizeof back);
-    cr_assert_gt(log.calls, 10, "many frames: %zu", log.calls);
-    for (int i = 0; i < 200 * 8; i++)
-        cr_assert_eq(ntpu_rd32((const uint8_t *)&back[i]), acc[i], "lane %d", i);
-    ntpu_close(dev);
-}
-
-Test(api, read_rows_sink_takes_every_reply_once)
-{
-    rows_reach_the_sink("ref:n=8,payload=100");
-    rows_reach_the_sink("ref:n=8,payload=100,faults=0.002,fault_seed=3");
-}
-
 Test(api, low_level_matmul_and_transpose)
 {
     ntpu_device *dev = open_ok("ref:n=2");

@@ -823,23 +823,20 @@ typedef struct grad_rows {
 static void take_grad_rows(void *ctx, size_t at, const uint8_t *bytes, size_t len)
 {
     const grad_rows *g = ctx;
-    const size_t rb = g->n * 4, q = at / rb;
-    size_t k = q % g->per_tile, o = q / g->per_tile * g->n; /* divisions once a reply, not once a row */
-    for (size_t left = len / rb; left > 0; left--, bytes += rb) {
-        if (k < g->in && o < g->out) {
-            float *d = g->dst + k * g->out + o;
-            const size_t w = g->out - o < g->n ? g->out - o : g->n;
-            if (NTPU_HOST_WIRE_ORDER && w == 8)
-                memcpy(d, bytes, 32);
-            else
-                for (size_t j = 0; j < w; j++) {
-                    uint32_t v = ntpu_rd32(bytes + 4 * j);
-                    memcpy(&d[j], &v, 4);
-                }
+    const size_t rb = g->n * 4;
+    for (size_t q = at / rb, end = (at + len) / rb; q < end; q++, bytes += rb) {
+        const size_t k = q % g->per_tile, o = q / g->per_tile * g->n;
+        if (k >= g->in || o >= g->out)
+            continue;
+        float *d = g->dst + k * g->out + o;
+        const size_t w = g->out - o < g->n ? g->out - o : g->n;
+        if (NTPU_HOST_WIRE_ORDER && w == 8) {
+            memcpy(d, bytes, 32);
+            continue;
         }
-        if (++k == g->per_tile) {
-            k = 0;
-            o += g->n;
+        for (size_t j = 0; j < w; j++) {
+            uint32_t v = ntpu_rd32(bytes + 4 * j);
+            memcpy(&d[j], &v, 4);
         }
     }
 }
