@@ -174,22 +174,12 @@ int ntpu_frame_check(const uint8_t *frame, size_t n, uint8_t sof, unsigned max_p
 
 /* The host end of the link: numbers frames, batches them into large writes,
  * keeps the queue of replies still to come, and checks each reply. */
-/* Reply data handed over where it lies (the transport's buffer), instead of
- * copied to a destination first: take(ctx, at, bytes, len) gets a reply's
- * data bytes, at = the byte offset its command gave (ntpu_link_command_sink). */
-typedef struct ntpu_reply_sink {
-    void (*take)(void *ctx, size_t at, const uint8_t *bytes, size_t len);
-    void *ctx;
-} ntpu_reply_sink;
-
 typedef struct ntpu_pending {
     uint8_t seq;
     uint8_t op;
     uint32_t data_len; /* reply data bytes expected after the status byte */
     uint32_t tx_bytes; /* the command frame's length on the wire */
     void *dst;         /* where the data goes (NULL: none expected) */
-    const ntpu_reply_sink *sink; /* or who takes it (then dst is NULL), at sink_at */
-    size_t sink_at;
     uint64_t ticket;
     /* A copy of the payload, to send again after a recovery. The buffer
      * belongs to the ring slot and is reused. kept 0: no copy was needed
@@ -284,16 +274,6 @@ ntpu_status ntpu_link_commit(ntpu_link *l, void *dst, uint64_t *ticket);
 /* Sends a whole command payload (begin + copy + commit). */
 ntpu_status ntpu_link_command(ntpu_link *l, const uint8_t *payload, size_t len, uint32_t reply_len, void *dst,
                               uint64_t *ticket);
-
-/* ntpu_link_command whose reply data goes to sink->take (at `at`), which must
- * outlive the wait for it. */
-ntpu_status ntpu_link_command_sink(ntpu_link *l, const uint8_t *payload, size_t len, uint32_t reply_len,
-                                   const ntpu_reply_sink *sink, size_t at, uint64_t *ticket);
-
-/* ntpu_read_rows with the little-endian reply bytes handed to sink (at = the
- * byte offset from addr's row), where they lie: no copy on the way. */
-ntpu_status ntpu_read_rows_sink(ntpu_device *dev, enum ntpu_mem mem, uint32_t addr, uint32_t rows,
-                                const ntpu_reply_sink *sink);
 
 /* Writes queued frames to the transport. */
 ntpu_status ntpu_link_flush(ntpu_link *l);

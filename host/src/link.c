@@ -436,9 +436,7 @@ static ntpu_status reply_body(ntpu_link *l, const ntpu_pending *p, const uint8_t
                       len - 1, (unsigned)p->data_len);
             return NTPU_ERR_IO;
         }
-        if (p->sink)
-            p->sink->take(p->sink->ctx, p->sink_at, f + NTPU_FRAME_HEADER + 1, p->data_len);
-        else if (p->dst)
+        if (p->dst)
             memcpy(p->dst, f + NTPU_FRAME_HEADER + 1, p->data_len);
         break;
     case NTPU_DEV_ERR_CRC:
@@ -741,7 +739,6 @@ ntpu_status ntpu_link_commit(ntpu_link *l, void *dst, uint64_t *ticket)
     p->op = payload[0];
     p->data_len = l->open_reply;
     p->dst = dst;
-    p->sink = NULL;
     p->rd_lo = p->rd_hi = 0;
     if (p->op == NTPU_OP_READ_MEM && p->len == NTPU_LEN_MEM_HDR) {
         p->rd_mem = payload[1];
@@ -768,18 +765,6 @@ ntpu_status ntpu_link_command(ntpu_link *l, const uint8_t *payload, size_t len, 
         return st;
     memcpy(p, payload, len);
     return ntpu_link_commit(l, dst, ticket);
-}
-
-ntpu_status ntpu_link_command_sink(ntpu_link *l, const uint8_t *payload, size_t len, uint32_t reply_len,
-                                   const ntpu_reply_sink *sink, size_t at, uint64_t *ticket)
-{
-    ntpu_status st = ntpu_link_command(l, payload, len, reply_len, NULL, ticket);
-    if (st == NTPU_OK && !l->rec_on) { /* the frame just committed is the newest pending one */
-        ntpu_pending *p = &l->pend[(l->pend_head + l->pend_count - 1) % NTPU_LINK_WINDOW];
-        p->sink = sink;
-        p->sink_at = at;
-    }
-    return st;
 }
 
 static ntpu_status take_dev_error(ntpu_link *l)

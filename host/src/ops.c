@@ -96,28 +96,6 @@ ntpu_status ntpu_read_rows(ntpu_device *dev, enum ntpu_mem mem, uint32_t addr, u
     return NTPU_OK;
 }
 
-ntpu_status ntpu_read_rows_sink(ntpu_device *dev, enum ntpu_mem mem, uint32_t addr, uint32_t rows,
-                                const ntpu_reply_sink *sink)
-{
-    ntpu_status st = ntpu_check_dev(dev);
-    if (st != NTPU_OK || (st = ntpu_check_range(dev, mem, addr, rows)) != NTPU_OK)
-        return st;
-    size_t rb = ntpu_row_bytes(dev, mem);
-    size_t per = (dev->info.max_payload - 1) / rb;
-    uint64_t ticket = 0;
-    for (uint32_t done = 0; done < rows;) {
-        uint32_t cnt = (uint32_t)(rows - done < per ? rows - done : per);
-        uint8_t cmd[NTPU_LEN_MEM_HDR] = {NTPU_OP_READ_MEM, (uint8_t)mem};
-        ntpu_wr16(cmd + 2, addr + done);
-        ntpu_wr16(cmd + 4, cnt);
-        st = ntpu_link_command_sink(&dev->link, cmd, sizeof cmd, (uint32_t)(cnt * rb), sink, done * rb, &ticket);
-        if (st != NTPU_OK)
-            return st;
-        done += cnt;
-    }
-    return ntpu_link_wait(&dev->link, ticket);
-}
-
 ntpu_status ntpu_load_w(ntpu_device *dev, uint32_t wb_addr, int transpose)
 {
     ntpu_status st = ntpu_check_dev(dev);

@@ -809,57 +809,51 @@ static ntpu_status backward(ntpu_model *m, size_t bp)
     return st;
 }
 
-/* Where a layer's gradient rows go as their READ_MEM replies arrive: ACC row
- * q holds lanes q / per_tile * N .. + N - 1 of input row q % per_tile, at
- * dst[k * out + o]. Rows past `in` and lanes past `out` are padding. dW:
- * per_tile = T(l) * N rows a tile; db: per_tile = 1, in = 1. */
-typedef struct grad_rows {
-    float *dst;
-    size_t per_tile, in, out, n;
-} grad_rows;
-
-/* A reply's rows, taken from the link's buffer straight into gw or gb (no
- * copy of the reply first); a constant-size copy for N = 8 (inlined). */
-static void take_grad_rows(void *ctx, size_t at, const uint8_t *bytes, size_t len)
+/* rows rows of count values each (dst row r at dst + r * count) from output
+ * tiles of `lanes` lanes: tile g's rows are consecutive at src + g * src_stride
+ * (the last tile may be short). Tile by tile, so the reads run in order; a
+ * constant-size copy for N = 8 (inlined). */
+static void gather_rows(float *dst, size_t rows, size_t count, const uint32_t *src, size_t src_stride, size_t lanes)
 {
-    const grad_rows *g = ctx;
-    const size_t rb = g->n * 4;
-    for (size_t q = at / rb, end = (at + len) / rb; q < end; q++, bytes += rb) {
-        const size_t k = q % g->per_tile, o = q / g->per_tile * g->n;
-        if (k >= g->in || o >= g->out)
-            continue;
-        float *d = g->dst + k * g->out + o;
-        const size_t w = g->out - o < g->n ? g->out - o : g->n;
-        if (NTPU_HOST_WIRE_ORDER && w == 8) {
-            memcpy(d, bytes, 32);
-            continue;
-        }
-        for (size_t j = 0; j < w; j++) {
-            uint32_t v = ntpu_rd32(bytes + 4 * j);
-            memcpy(&d[j], &v, 4);
-        }
+    for (size_t at = 0; at < count; at += lanes, src += src_stride) {
+        const size_t w = count - at < lanes ? count - at : lanes;
+        if (w == 8)
+            for (size_t r = 0; r < rows; r++)
+                memcpy(dst + r * count + at, src + r * 8, 32);
+        else
+            for (size_t r = 0; r < rows; r++)
+                memcpy(dst + r * count + at, src + r * lanes, w * 4);
     }
 }
 
+/* The words read_gradients keeps for layer l: its dW rows, then its db rows. */
+static size_t grad_words(const ntpu_model *m, size_t l)
+{
+    const size_t n = m->n, ti = m->tiles[l], to = m->tiles[l + 1];
+    return (to * ti * n + to) * n;
+}
+
 /* The host optimizer's inputs: every layer's dW and db rows, read back from ACC
- * into gw and gb, all of them before the host changes anything. *tiles: room
- * for the largest layer's write_layer buffer. */
-static ntpu_status read_gradients(ntpu_model *m, uint16_t **tiles)
+ * into scratch (*grads, layer after layer, grad_words each), followed by room
+ * for the largest layer's write_layer buffer. All are read before the host
+ * changes anything. */
+static ntpu_status read_gradients(ntpu_model *m, uint32_t **grads)
 {
     const size_t n = m->n;
-    size_t bytes = 0;
-    for (size_t l = 0; l < m->layers; l++)
-        bytes = layer_bytes(m, l) > bytes ? layer_bytes(m, l) : bytes;
-    if (!(*tiles = grow_scratch(m, bytes)))
+    size_t words = 0, tiles = 0;
+    for (size_t l = 0; l < m->layers; l++) {
+        words += grad_words(m, l);
+        tiles = layer_bytes(m, l) > tiles ? layer_bytes(m, l) : tiles;
+    }
+    uint32_t *rows = grow_scratch(m, words * 4 + tiles);
+    if (!(*grads = rows))
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "model: out of memory");
     ntpu_status st = NTPU_OK;
-    for (size_t l = 0; l < m->layers && st == NTPU_OK; l++) {
-        const size_t ti = m->tiles[l], to = m->tiles[l + 1], in = m->sizes[l], out = m->sizes[l + 1];
-        grad_rows dw = {m->gw[l], ti * n, in, out, n}, db = {m->gb[l], 1, 1, out, n};
-        const ntpu_reply_sink dw_sink = {take_grad_rows, &dw}, db_sink = {take_grad_rows, &db};
-        st = ntpu_read_rows_sink(m->dev, NTPU_MEM_ACC, m->acc_dw[l], (uint32_t)(to * ti * n), &dw_sink);
+    for (size_t l = 0; l < m->layers && st == NTPU_OK; rows += grad_words(m, l), l++) {
+        const size_t ti = m->tiles[l], to = m->tiles[l + 1];
+        st = ntpu_read_rows(m->dev, NTPU_MEM_ACC, m->acc_dw[l], (uint32_t)(to * ti * n), rows);
         if (st == NTPU_OK)
-            st = ntpu_read_rows_sink(m->dev, NTPU_MEM_ACC, m->acc_db[l], (uint32_t)to, &db_sink);
+            st = ntpu_read_rows(m->dev, NTPU_MEM_ACC, m->acc_db[l], (uint32_t)to, rows + to * ti * n * n);
     }
     return st;
 }
@@ -869,15 +863,16 @@ static float *slot_row(float *slot, size_t at)
     return slot ? slot + at : NULL; /* SGD has no slots */
 }
 
-/* Rows k0 .. k1-1 of layer l, while they are in cache: the optimizer step on
- * them (one call: its set-up is not free), and the new rows rounded into
- * their bf16 tiles. */
-static void update_weight_rows(ntpu_model *m, size_t l, size_t k0, size_t k1, const ntpu_optim_step *os,
-                               uint16_t *tiles)
+/* Rows k0 .. k1-1 of layer l, while they are in cache: dW rows gathered from
+ * their output tiles' ACC rows (dw) into gw, the optimizer step on them (one
+ * call: its set-up is not free), and the new rows rounded into their bf16 tiles. */
+static void update_weight_rows(ntpu_model *m, size_t l, size_t k0, size_t k1, const uint32_t *dw,
+                               const ntpu_optim_step *os, uint16_t *tiles)
 {
-    const size_t in = m->sizes[l], out = m->sizes[l + 1];
+    const size_t n = m->n, in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l];
     const size_t real = k1 < in ? k1 : in; /* rows past `in` pad the last k-tile */
     if (k0 < real) {
+        gather_rows(&m->gw[l][k0 * out], real - k0, out, dw + k0 * n, ti * n * n, n);
         const size_t at = k0 * out;
         ntpu_optim_step_apply(os, &m->w[l][at], &m->gw[l][at], slot_row(m->ws1[l], at), slot_row(m->ws2[l], at),
                               (real - k0) * out);
@@ -885,21 +880,26 @@ static void update_weight_rows(ntpu_model *m, size_t l, size_t k0, size_t k1, co
     weight_rows_to_tiles(m, l, k0, k1, tiles);
 }
 
-/* The host optimizer's step on the gradients read_gradients left in gw and gb,
- * layer by layer, each written to the device (through tiles) as soon as it is
- * updated. The host's weights are all updated even when a write fails (as
- * before: the device's copy is then written again by the next ntpu_model_sync). */
-static ntpu_status update_and_upload(ntpu_model *m, uint16_t *tiles)
+/* The host optimizer's step on the gradients read_gradients left at grads,
+ * layer by layer, each written to the device as soon as it is updated. The
+ * host's weights are all updated even when a write fails (as before: the
+ * device's copy is then written again by the next ntpu_model_sync). */
+static ntpu_status update_and_upload(ntpu_model *m, const uint32_t *grads)
 {
     const size_t n = m->n;
+    size_t words = 0;
+    for (size_t l = 0; l < m->layers; l++)
+        words += grad_words(m, l);
+    uint16_t *tiles = (uint16_t *)(grads + words);
     ntpu_optim_step os;
     ntpu_optim_step_init(&os, &m->opt, m->step);
     ntpu_status st = ntpu_claim_memories(m->dev, m, evict, NULL);
-    for (size_t l = 0; l < m->layers; l++) {
-        const size_t out = m->sizes[l + 1], ti = m->tiles[l];
+    for (size_t l = 0; l < m->layers; grads += grad_words(m, l), l++) {
+        const size_t out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
         const size_t step = block_rows(m, l);
         for (size_t k = 0; k < ti * n; k += step)
-            update_weight_rows(m, l, k, k + step < ti * n ? k + step : ti * n, &os, tiles);
+            update_weight_rows(m, l, k, k + step < ti * n ? k + step : ti * n, grads, &os, tiles);
+        memcpy(m->gb[l], grads + to * ti * n * n, out * 4); /* db rows: the lanes in order */
         ntpu_optim_step_apply(&os, m->b[l], m->gb[l], m->bs1[l], m->bs2[l], out);
         if (st == NTPU_OK)
             st = write_layer(m, l, tiles);
@@ -1029,7 +1029,7 @@ ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *
     float *grad = logits + batch * classes;
     ntpu_step_result r = {0};
     int prog = 0;
-    uint16_t *tiles = NULL;
+    uint32_t *grads = NULL;
     st = prepare_programs(m, bp, &prog);
     if (st == NTPU_OK)
         st = forward_logits(m, x, batch, bp, logits);
@@ -1053,7 +1053,7 @@ ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *
         if (st == NTPU_OK)
             st = prog ? ntpu_program_run(m->dev, m->prog_bwd) : backward(m, bp);
         if (st == NTPU_OK && !m->devopt)
-            st = read_gradients(m, &tiles); /* the device optimizer has used them already */
+            st = read_gradients(m, &grads); /* the device optimizer has used them already */
     }
     free(logits);
     if (st != NTPU_OK)
@@ -1072,7 +1072,7 @@ ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *
             ntpu_optim_update(&m->opt, m->step, m->b[l], m->gb[l], m->bs1[l], m->bs2[l], m->sizes[l + 1]);
         }
     else
-        st = update_and_upload(m, tiles);
+        st = update_and_upload(m, grads);
     m->step++;
     if (res)
         *res = r;
