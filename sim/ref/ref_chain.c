@@ -165,8 +165,10 @@ static ref_a_cache **part_caches(ref_chain *c, ntpu_ref_pool *pool)
             return NULL;
         c->caches = grown;
         for (; c->n_caches < parts; c->n_caches++)
-            if (!(c->caches[c->n_caches] = calloc(1, sizeof **grown)))
+            if (!(c->caches[c->n_caches] = aligned_alloc(64, sizeof **grown)))
                 return NULL;
+            else
+                memset(c->caches[c->n_caches], 0, sizeof **grown);
     }
     return c->caches;
 }

@@ -58,12 +58,12 @@ typedef struct ref_ub_stamps {
 } ref_ub_stamps;
 
 typedef struct ref_a_block {
-    float f[REF_A_BLOCK_LANES];    /* the lanes as fp32, a subnormal flushed to zero of its sign */
-    const uint16_t *key;           /* where they were read; NULL: empty */
-    uint32_t e_min;                /* least (exponent field - 1) over lanes, unsigned: a zero is 2^32 - 1 */
-    uint32_t used;                 /* the cache's stamp when a chain block last read it */
-    uint64_t seen;                 /* ub->now when the lanes were last known to be those at key */
-    uint64_t zero_rows, zero_cols; /* k all zero: of 8 rows (zero_ks), of the tile's 8 columns (zero_ks_t8) */
+    _Alignas(64) float f[REF_A_BLOCK_LANES]; /* the lanes as fp32, a subnormal flushed to zero of its sign */
+    const uint16_t *key;                     /* where they were read; NULL: empty */
+    uint32_t e_min;                          /* least (exponent field - 1) over lanes, unsigned: a zero is 2^32 - 1 */
+    uint32_t used;                           /* the cache's stamp when a chain block last read it */
+    uint64_t seen;                           /* ub->now when the lanes were last known to be those at key */
+    uint64_t zero_rows, zero_cols;           /* k all zero: of 8 rows (zero_ks), of the tile's 8 columns (zero_ks_t8) */
 } ref_a_block;
 
 typedef struct ref_a_cache {
