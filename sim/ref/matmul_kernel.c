@@ -394,17 +394,31 @@ static inline __attribute__((always_inline)) void a_block_fill(ref_a_block *b, c
     b->zero_cols = zero_ks_t8(b->f);
 }
 
-/* The cache's block for src: kept when its lanes are still those of src, else
- * converted anew; NULL when the slot holds another block the current chain
- * block reads (its floats are still to be used). */
+/* Whether no command wrote UB's lanes src .. src + 63 (8 rows of N = 8, in
+ * at most two stamped groups) after write number `seen`; 0 outside UB or
+ * without stamps, where only a comparison can tell. */
+static inline __attribute__((always_inline)) int unwritten_since(const ref_ub_stamps *u, const uint16_t *src,
+                                                                 uint64_t seen)
+{
+    if (!u || src < u->ub || (size_t)(src - u->ub) + REF_A_BLOCK_LANES > u->lanes)
+        return 0;
+    const size_t row = (size_t)(src - u->ub) / 8u;
+    return u->stamp[row / REF_UB_STAMP_ROWS] <= seen && u->stamp[(row + 7u) / REF_UB_STAMP_ROWS] <= seen;
+}
+
+/* The cache's block for src: kept when its lanes are still those of src (UB
+ * not written there since, or the same lanes), else converted anew; NULL when
+ * the slot holds another block the current chain block reads (its floats are
+ * still to be used). */
 static inline __attribute__((always_inline)) const ref_a_block *a_block_get(ref_a_cache *c, const uint16_t *src)
 {
     ref_a_block *b = &c->slot[((uintptr_t)src / (REF_A_BLOCK_LANES * sizeof *src)) % REF_A_CACHE_SLOTS];
-    if (b->key != src || !same_lanes(b->f, src)) {
+    if (b->key != src || (!unwritten_since(c->ub, src, b->seen) && !same_lanes(b->f, src))) {
         if (b->used == c->stamp)
             return NULL;
         a_block_fill(b, src);
     }
+    b->seen = c->ub ? c->ub->now : 0;
     b->used = c->stamp;
     return b;
 }

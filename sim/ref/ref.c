@@ -97,6 +97,10 @@ struct ntpu_ref {
     ref_chain *chain;    /* bf16 MATMULs queued as one chain (ref_chain.h) */
     int no_fusion;       /* ntpu_ref_set_fusion(0): every MATMUL runs at once */
 
+    /* Which UB rows each command wrote (ref_chain.h): every writer of UB gets
+     * its rows from ub_rows_written(), which stamps them. */
+    ref_ub_stamps ub_writes;
+
     /* Receiver. frame[] holds SEQ, LEN (2), PAYLOAD, CRC (4): what the CRC
      * covers starts at frame[0]. */
     enum rx_state rx_state;
@@ -185,13 +189,16 @@ ntpu_ref *ntpu_ref_new(const ntpu_ref_config *cfg)
     r->gather = calloc((size_t)REF_GATHER_ROWS * n, sizeof *r->gather);
     r->pm = calloc((size_t)c.pm_rows * 2 * n + 1, 1); /* + 1: never calloc(0) */
     r->chain = ref_chain_new(c.n);
+    r->ub_writes = (ref_ub_stamps){.ub = r->ub,
+                                   .lanes = (size_t)c.ub_rows * n,
+                                   .stamp = calloc(c.ub_rows / REF_UB_STAMP_ROWS + 1, sizeof(uint64_t))};
     r->frame = malloc(3 + (size_t)c.max_payload + NTPU_FRAME_TRAILER);
     /* Room for a few largest replies up front: a host that reads as it goes
      * never makes the queue grow. */
     r->tx_cap = 4 * ((size_t)c.max_payload + NTPU_FRAME_OVERHEAD);
     r->tx = malloc(r->tx_cap);
     if (!r->ub || !r->wb || !r->acc || (c.os_rows && !r->os) || !r->w_active || !r->w_pending || !r->a_block ||
-        !r->gather || !r->pm || !r->chain || !r->frame || !r->tx) {
+        !r->gather || !r->pm || !r->chain || !r->ub_writes.stamp || !r->frame || !r->tx) {
         ntpu_ref_free(r);
         return NULL;
     }
@@ -211,7 +218,7 @@ int ntpu_ref_set_threads(ntpu_ref *r, unsigned threads)
 /* Runs the queued MATMUL chain: before anything that may observe or change what it reads or writes. */
 static void flush_chain(ntpu_ref *r)
 {
-    ref_chain_flush(r->chain, r->acc, r->ub, r->pool);
+    ref_chain_flush(r->chain, r->acc, r->ub, &r->ub_writes, r->pool);
 }
 
 int ntpu_ref_set_fusion(ntpu_ref *r, int on)
@@ -228,6 +235,7 @@ void ntpu_ref_free(ntpu_ref *r)
     if (!r)
         return;
     free(r->ub);
+    free(r->ub_writes.stamp);
     free(r->wb);
     free(r->acc);
     free(r->os);
@@ -395,6 +403,25 @@ static size_t row_bytes(const ntpu_ref *r, unsigned mem)
 #define REF_WIRE_ORDER 0
 #endif
 
+/* UB rows addr .. addr + rows - 1, about to be written: every writer of UB
+ * gets its rows here, so that they are stamped as changed and the chains'
+ * cache of converted A (ref_chain.h) does not keep their old lanes. */
+static uint16_t *ub_rows_written(ntpu_ref *r, unsigned long addr, unsigned long rows)
+{
+    if (rows > 0) {
+        const uint64_t now = ++r->ub_writes.now;
+        for (unsigned long g = addr / REF_UB_STAMP_ROWS; g <= (addr + rows - 1) / REF_UB_STAMP_ROWS; g++)
+            r->ub_writes.stamp[g] = now;
+    }
+    return r->ub + (size_t)addr * r->cfg.n;
+}
+
+/* Rows of UB or WB to write. */
+static uint16_t *narrow_rows_written(ntpu_ref *r, unsigned mem, unsigned addr, unsigned rows)
+{
+    return mem == NTPU_MEM_UB ? ub_rows_written(r, addr, rows) : r->wb + (size_t)addr * r->cfg.n;
+}
+
 static void write_rows(ntpu_ref *r, unsigned mem, unsigned addr, unsigned rows, const uint8_t *src)
 {
     size_t lanes = (size_t)rows * r->cfg.n;
@@ -403,8 +430,7 @@ static void write_rows(ntpu_ref *r, unsigned mem, unsigned addr, unsigned rows, 
         return;
     }
     if (REF_WIRE_ORDER) {
-        void *dst = wide(mem) ? (void *)wide_rows(r, mem, addr)
-                              : (void *)((mem == NTPU_MEM_UB ? r->ub : r->wb) + (size_t)addr * r->cfg.n);
+        void *dst = wide(mem) ? (void *)wide_rows(r, mem, addr) : (void *)narrow_rows_written(r, mem, addr, rows);
         memcpy(dst, src, lanes * (wide(mem) ? 4u : 2u));
         return;
     }
@@ -413,7 +439,7 @@ static void write_rows(ntpu_ref *r, unsigned mem, unsigned addr, unsigned rows, 
         for (size_t i = 0; i < lanes; i++)
             dst[i] = get32(src + 4 * i);
     } else {
-        uint16_t *dst = (mem == NTPU_MEM_UB ? r->ub : r->wb) + (size_t)addr * r->cfg.n;
+        uint16_t *dst = narrow_rows_written(r, mem, addr, rows);
         for (size_t i = 0; i < lanes; i++)
             dst[i] = (uint16_t)get16(src + 2 * i);
     }
@@ -560,11 +586,11 @@ static int lanes_ok(unsigned read, unsigned write, unsigned rows, unsigned n)
 }
 
 /* Where OUT puts `rows` fp32 result rows from row `dst`: ACC as they are, UB or WB as bf16. */
-static void out_ptrs(ntpu_ref *r, unsigned out, unsigned dst, uint32_t **d32, uint16_t **d16)
+static void out_ptrs(ntpu_ref *r, unsigned out, unsigned dst, unsigned rows, uint32_t **d32, uint16_t **d16)
 {
-    const size_t at = (size_t)dst * r->cfg.n;
-    *d32 = out == NTPU_OUT_ACC ? r->acc + at : NULL;
-    *d16 = out == NTPU_OUT_ACC ? NULL : (out == NTPU_OUT_UB ? r->ub : r->wb) + at;
+    *d32 = out == NTPU_OUT_ACC ? r->acc + (size_t)dst * r->cfg.n : NULL;
+    *d16 =
+        out == NTPU_OUT_ACC ? NULL : narrow_rows_written(r, out == NTPU_OUT_UB ? NTPU_MEM_UB : NTPU_MEM_WB, dst, rows);
 }
 
 /* ACT to int8 (OUT_INT8): bias, ReLU and requantization in int32, row by row. */
@@ -578,9 +604,10 @@ static void act_int8(ntpu_ref *r, unsigned flags, unsigned src, unsigned dst, un
         memcpy(bias, r->acc + (size_t)aux * n, n * sizeof *bias);
     memcpy(mult, r->acc + ((size_t)aux + 1) * n, n * sizeof *mult);
     memcpy(shift, r->acc + ((size_t)aux + 2) * n, n * sizeof *shift);
+    uint16_t *out = ub_rows_written(r, dst, rows);
     for (unsigned row = 0; row < rows; row++) {
         const uint32_t *x = r->acc + (size_t)(src + row) * n;
-        uint16_t *d = r->ub + (size_t)(dst + row) * n;
+        uint16_t *d = out + (size_t)row * n;
         for (unsigned j = 0; j < n; j++) {
             uint32_t v = x[j] + bias[j]; /* unsigned: the int32 add wraps */
             if ((flags & NTPU_ACT_RELU) && (v & 0x80000000u))
@@ -603,7 +630,7 @@ static void act(ntpu_ref *r, unsigned flags, unsigned src, unsigned dst, unsigne
     uint16_t *d16;
     if (flags & NTPU_ACT_BIAS)
         memcpy(bias, r->acc + (size_t)aux * n, n * sizeof *bias);
-    out_ptrs(r, out, dst, &d32, &d16);
+    out_ptrs(r, out, dst, rows, &d32, &d16);
     const unsigned step = out != NTPU_OUT_ACC || lanes_ok(src, dst, rows, n) ? rows : 1;
     for (unsigned row = 0; row < rows; row += step) {
         const size_t at = (size_t)row * n, count = (size_t)(rows - row < step ? rows - row : step) * n;
@@ -617,7 +644,7 @@ static void relu_grad(ntpu_ref *r, unsigned flags, unsigned src, unsigned dst, u
     const unsigned n = r->cfg.n, out = flags & NTPU_OUT_MASK;
     uint32_t *d32;
     uint16_t *d16;
-    out_ptrs(r, out, dst, &d32, &d16);
+    out_ptrs(r, out, dst, rows, &d32, &d16);
     const int ok =
         out == NTPU_OUT_ACC ? lanes_ok(src, dst, rows, n) : out != NTPU_OUT_UB || lanes_ok(mask, dst, rows, n);
     const unsigned step = ok ? rows : 1;
@@ -842,6 +869,9 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len, int i
             return st;
         if (!ref_pool_in_range(&pc, r->cfg.ub_rows, r->cfg.acc_rows))
             return NTPU_DEV_ERR_RANGE;
+        unsigned long at[2], count[2];
+        for (unsigned i = ref_pool_ub_written(&pc, at, count); i-- > 0;)
+            ub_rows_written(r, at[i], count[i]);
         r->cnt[NTPU_CNT_CYCLES] += ref_pool_run(&pc, r->ub, r->acc, n) + REF_VECTOR_LATENCY;
         return NTPU_DEV_OK;
     }

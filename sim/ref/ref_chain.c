@@ -165,22 +165,27 @@ static ref_a_cache **part_caches(ref_chain *c, ntpu_ref_pool *pool)
             return NULL;
         c->caches = grown;
         for (; c->n_caches < parts; c->n_caches++)
-            if (!(c->caches[c->n_caches] = calloc(1, sizeof **grown)))
+            if (!(c->caches[c->n_caches] = aligned_alloc(64, sizeof **grown)))
                 return NULL;
+            else
+                memset(c->caches[c->n_caches], 0, sizeof **grown);
     }
     return c->caches;
 }
 
 /* Rows base .. base + rows - 1 through every tile, split among threads. */
-static void run_rows(ref_chain *c, uint32_t *acc, size_t base, size_t rows, ntpu_ref_pool *pool)
+static void run_rows(ref_chain *c, uint32_t *acc, size_t base, size_t rows, const ref_ub_stamps *stamps,
+                     ntpu_ref_pool *pool)
 {
     const size_t n = c->n;
     chain_job job = {
         .acc = acc, .tiles = c->tiles, .count = c->count, .n = c->n, .base = base, .caches = part_caches(c, pool)};
+    for (unsigned i = 0; job.caches && i < c->n_caches; i++)
+        job.caches[i]->ub = stamps;
     ntpu_ref_pool_for(pool, rows, 8 * n, (uint64_t)rows * n * n * c->count, chain_part, &job);
 }
 
-void ref_chain_flush(ref_chain *c, uint32_t *acc, const uint16_t *ub, ntpu_ref_pool *pool)
+void ref_chain_flush(ref_chain *c, uint32_t *acc, const uint16_t *ub, const ref_ub_stamps *stamps, ntpu_ref_pool *pool)
 {
     if (c->count == 0)
         return;
@@ -190,7 +195,7 @@ void ref_chain_flush(ref_chain *c, uint32_t *acc, const uint16_t *ub, ntpu_ref_p
     for (unsigned k = 0; k < c->count; k++)
         convs += c->is_conv[k];
     if (convs == 0) {
-        run_rows(c, chain_acc, 0, c->rows, pool);
+        run_rows(c, chain_acc, 0, c->rows, stamps, pool);
         c->count = 0;
         return;
     }
@@ -207,7 +212,7 @@ void ref_chain_flush(ref_chain *c, uint32_t *acc, const uint16_t *ub, ntpu_ref_p
             c->tiles[k].row0 = m;
             slot += chunk * n;
         }
-        run_rows(c, chain_acc, m, cnt, pool);
+        run_rows(c, chain_acc, m, cnt, stamps, pool);
     }
     c->count = 0;
 }

@@ -38,24 +38,38 @@ typedef struct ntpu_chain_tile {
 /* Blocks of A kept converted across chains. The MLP's forward pass reads the
  * same 64 x 784 activations for each of its 32 output tiles, each a chain of
  * its own (an ACT between them); the backward passes do the same. A block is
- * 64 lanes (8 rows of N = 8, or one 8 x 8 tile read transposed) at `key`;
- * a use compares its floats with the bf16 lanes in UB as they are now, so
- * whatever changed UB since (WRITE_MEM, ACT, another program) is seen and no
- * command has to tell the cache. Internal to the model. */
+ * 64 lanes (8 rows of N = 8, or one 8 x 8 tile read transposed) at `key`.
+ * A block in UB is still valid when no command wrote its rows since it was
+ * filled: the model stamps every UB write (ref_ub_stamps). Without stamps, or
+ * outside UB, a use compares its floats with the bf16 lanes as they are now.
+ * Internal to the model. */
 #define REF_A_BLOCK_LANES 64u
 #define REF_A_CACHE_SLOTS 2048u /* one per 128-byte block of the default UB (16384 rows of N = 8) */
+#define REF_UB_STAMP_ROWS 8u    /* UB rows that share a write stamp */
+
+/* Which UB rows changed when: stamp[g] is the number of the last write to
+ * rows g * REF_UB_STAMP_ROWS .. + REF_UB_STAMP_ROWS - 1 (0: none yet), `now`
+ * the number of the latest write; ref.c counts every command that writes UB. */
+typedef struct ref_ub_stamps {
+    const uint16_t *ub; /* row 0 */
+    size_t lanes;       /* of all of UB */
+    uint64_t *stamp;    /* one per REF_UB_STAMP_ROWS rows */
+    uint64_t now;
+} ref_ub_stamps;
 
 typedef struct ref_a_block {
-    float f[REF_A_BLOCK_LANES];    /* the lanes as fp32, a subnormal flushed to zero of its sign */
-    const uint16_t *key;           /* where they were read; NULL: empty */
-    uint32_t e_min;                /* least (exponent field - 1) over lanes, unsigned: a zero is 2^32 - 1 */
-    uint32_t used;                 /* the cache's stamp when a chain block last read it */
-    uint64_t zero_rows, zero_cols; /* k all zero: of 8 rows (zero_ks), of the tile's 8 columns (zero_ks_t8) */
+    _Alignas(64) float f[REF_A_BLOCK_LANES]; /* the lanes as fp32, a subnormal flushed to zero of its sign */
+    const uint16_t *key;                     /* where they were read; NULL: empty */
+    uint32_t e_min;                          /* least (exponent field - 1) over lanes, unsigned: a zero is 2^32 - 1 */
+    uint32_t used;                           /* the cache's stamp when a chain block last read it */
+    uint64_t seen;                           /* ub->now when the lanes were last known to be those at key */
+    uint64_t zero_rows, zero_cols;           /* k all zero: of 8 rows (zero_ks), of the tile's 8 columns (zero_ks_t8) */
 } ref_a_block;
 
 typedef struct ref_a_cache {
     ref_a_block slot[REF_A_CACHE_SLOTS]; /* direct-mapped by key */
     uint32_t stamp;                      /* one per chain block: a slot it reads is not refilled until it ends */
+    const ref_ub_stamps *ub;             /* the model's UB writes, or NULL: every use compares */
 } ref_a_cache;
 
 /* Fills wf (n x n floats, the caller's), a_thr and w_wild from w. */
@@ -92,7 +106,8 @@ int ref_chain_add(ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows
  * (ub) or ACC rows (!ub) would change: then flush first. */
 int ref_chain_touches(const ref_chain *c, int ub, unsigned addr, unsigned rows);
 
-/* Runs the queued chain into acc (the model's ACC) and empties the queue. */
-void ref_chain_flush(ref_chain *c, uint32_t *acc, const uint16_t *ub, ntpu_ref_pool *pool);
+/* Runs the queued chain into acc (the model's ACC) and empties the queue.
+ * stamps: the model's UB writes (ub is stamps->ub), or NULL. */
+void ref_chain_flush(ref_chain *c, uint32_t *acc, const uint16_t *ub, const ref_ub_stamps *stamps, ntpu_ref_pool *pool);
 
 #endif

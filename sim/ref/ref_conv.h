@@ -48,6 +48,10 @@ int ref_pool_decode(const uint8_t *p, ref_pool *c);
 /* Whether every range POOL touches lies inside its memory (exactly, no wrap). */
 int ref_pool_in_range(const ref_pool *c, unsigned ub_rows, unsigned acc_rows);
 
+/* The UB rows a decoded POOL writes: ranges start[i] .. + count[i] - 1 for i
+ * below the count it returns (at most 2). */
+unsigned ref_pool_ub_written(const ref_pool *c, unsigned long start[2], unsigned long count[2]);
+
 /* Runs POOL on the memories (n lanes a row, n <= 64), eight lanes at a time
  * (ref_pool.c). Returns the rows of the map, for the cycle estimate. */
 unsigned long ref_pool_run(const ref_pool *c, uint16_t *ub, uint32_t *acc, unsigned n);

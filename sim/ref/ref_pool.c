@@ -82,6 +82,20 @@ int ref_pool_in_range(const ref_pool *c, unsigned ub_rows, unsigned acc_rows)
     return 1;
 }
 
+unsigned ref_pool_ub_written(const ref_pool *c, unsigned long start[2], unsigned long count[2])
+{
+    pool_range rg[3];
+    pool_ranges(c, rg);
+    unsigned k = 0;
+    /* dst, and MAX's argmax in aux: the forward modes' outputs; the gradients write ACC */
+    for (int i = 1; i < 3; i++)
+        if (!rg[i].wide && c->mode < NTPU_POOL_MODE_MAX_GRAD) {
+            start[k] = rg[i].start;
+            count[k++] = rg[i].count;
+        }
+    return k;
+}
+
 /* ---------------------------------------------------------------- geometry */
 
 /* Where one POOL's lanes are. A pixel is `pix` lanes; map pixel (y, x) of the

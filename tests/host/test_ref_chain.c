@@ -302,6 +302,62 @@ Test(ref_chain, cached_a_blocks_follow_ub)
     close_pair(&p);
 }
 
+/* Every command that writes UB, aimed into the sources of shared_source_chains
+ * (rows 0 .. 383), at rows that start and end inside 8-row blocks: the chains
+ * after it must see the new lanes, not the blocks the cache converted before
+ * (the model stamps each UB write and skips its comparison where none was). */
+static void write_ub_by(pair *p, int how)
+{
+    switch (how) {
+    case 0: rewrite_ub(p, 13, 21); break;
+    case 1: BOTH(p, ntpu_vec_act(dev, NTPU_OUT_UB, 600, 67, 13, 0)); break; /* ACC's random values, to bf16 */
+    case 2: BOTH(p, ntpu_vec_act(dev, NTPU_ACT_BIAS | NTPU_OUT_INT8, 600, 131, 11, 900)); break; /* int8 lanes */
+    case 3: BOTH(p, ntpu_vec_relu_grad(dev, NTPU_OUT_UB, 640, 197, 9, 1000)); break;
+    case 4: BOTH(p, ntpu_vec_pool(dev, NTPU_POOL_MODE_MAX, 1200, 229, 300, 4, 4, 5, 2)); break;  /* dst and argmax */
+    default: BOTH(p, ntpu_vec_pool(dev, NTPU_POOL_MODE_AVG, 1200, 350, 920, 4, 4, 5, 2)); break; /* factor: ACC */
+    }
+}
+
+/* The same, each writer between chains that read its rows (plain and
+ * transposed), then all of them inside one program. */
+Test(ref_chain, cached_a_blocks_follow_every_ub_writer)
+{
+    pair p = open_pair("ref", "ref:fuse=0");
+    wild = 0;
+    fill(&p, NTPU_DTYPE_BF16);
+    for (int how = 0; how < 6; how++) {
+        shared_source_chains(&p, 0, how % 2);
+        write_ub_by(&p, how);
+        shared_source_chains(&p, 0, how % 2);
+        shared_source_chains(&p, 256, !(how % 2));
+        same_state(&p, how == 0   ? "after WRITE_MEM"
+                       : how == 1 ? "after ACT to UB"
+                       : how == 2 ? "after ACT to int8"
+                       : how == 3 ? "after RELU_GRAD to UB"
+                       : how == 4 ? "after POOL MAX"
+                                  : "after POOL AVG");
+    }
+    ntpu_program *prog[2];
+    BOTH(&p, ntpu_program_begin(dev));
+    for (int how = 1; how < 6; how++) { /* WRITE_MEM is not a program's */
+        shared_source_chains(&p, 0, how % 2);
+        write_ub_by(&p, how);
+    }
+    shared_source_chains(&p, 0, 0);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(ntpu_program_end(p.d[i], &prog[i]), NTPU_OK);
+        cr_assert_eq(ntpu_program_upload(p.d[i], prog[i], 0), NTPU_OK);
+    }
+    shared_source_chains(&p, 256, 1); /* the cache filled before the program runs */
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(ntpu_program_run(p.d[i], prog[i]), NTPU_OK);
+    shared_source_chains(&p, 256, 0);
+    same_state(&p, "writers inside a program");
+    ntpu_program_free(prog[0]);
+    ntpu_program_free(prog[1]);
+    close_pair(&p);
+}
+
 /* Every CONV mode, chained over taps, as the resident conv nets stream them. */
 Test(ref_chain, conv_chains)
 {
