@@ -56,10 +56,10 @@ for t in ${RTL_BENCHES:-}; do
     ${CC:-gcc} ${CPPFLAGS:-} -std=c11 -O2 -Wno-psabi -o "$dir/gen" "tests/rtl/$t/gen.c" sim/ref/*.c -lz -lm \
       && "$dir/gen" "$dir" || { echo "FAIL $t (vector generator)"; record "$t" 1; continue; }
   fi
-  log="$dir/run.log"
+  log="$dir/run.log"; t0=$SECONDS
   (cd "$dir" && timeout 900 vvp -n tb.vvp +dir="$PWD") > "$log" 2>&1; rc=$?
   if [ "$rc" = 0 ] && grep -q '^PASS' "$log" && ! grep -q -E '^(FAIL|ERROR)' "$log"; then
-    echo "ok   $t: $(grep '^PASS' "$log" | head -1)"; record "$t" 0
+    echo "ok   $t ($((SECONDS - t0)) s): $(grep '^PASS' "$log" | head -1)"; record "$t" 0
   else
     echo "FAIL $t (exit $rc):"; tail -5 "$log" | sed 's/^/     /'; record "$t" 1
   fi
@@ -70,9 +70,10 @@ for t in ${VERILATOR_BENCHES:-}; do
   dir="$B/tests/rtl/$t"  # the vectors the Icarus run above generated
   log="$B/tests/rtl-verilator/$t/run.log"
   vtb="$(cd "$B/tests/rtl-verilator/$t" && pwd)/Vtb"  # B may be relative; the bench runs in $dir
+  t0=$SECONDS
   (cd "$dir" && timeout 900 "$vtb" +dir="$PWD") > "$log" 2>&1; rc=$?
   if [ "$rc" = 0 ] && grep -q '^PASS' "$log" && ! grep -q -E '^(FAIL|ERROR)' "$log"; then
-    echo "ok   $t (Verilator): $(grep '^PASS' "$log" | head -1)"; record "$t (Verilator)" 0
+    echo "ok   $t (Verilator, $((SECONDS - t0)) s): $(grep '^PASS' "$log" | head -1)"; record "$t (Verilator)" 0
   else
     echo "FAIL $t (Verilator, exit $rc):"; tail -5 "$log" | sed 's/^/     /'; record "$t (Verilator)" 1
   fi
