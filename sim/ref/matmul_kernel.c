@@ -16,7 +16,11 @@
  * The speed comes from doing a block of rows together: their chains are
  * independent, so the adders never wait for one another, and the columns of a
  * row map onto SIMD lanes. Each chain still sees k (the array row i) ascending. */
+#include <stdlib.h>
 #include <string.h>
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h> /* declares the FMA builtin that chain_fma uses */
+#endif
 
 #include "ntpu/numerics.h"
 #include "numerics_internal.h"
@@ -29,6 +33,10 @@
 typedef float f32x8 __attribute__((vector_size(32)));
 typedef uint32_t u32x8 __attribute__((vector_size(32)));
 typedef uint16_t u16x8 __attribute__((vector_size(16)));
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define HAVE_FMA_VARIANT 1 /* the chains built for AVX2 and FMA, chosen at run time */
+#endif
 
 /* Eight bf16 lanes as fp32 bits, a subnormal read as zero of its sign; and
  * whether any nonzero one has an exponent field below `thr` + 1. */
@@ -46,28 +54,32 @@ typedef uint16_t u16x16 __attribute__((vector_size(32)));
 
 /* bf16 lanes (count a multiple of 16) to flushed fp32 in af; 0 when some
  * nonzero one has an exponent field below thr + 1 (its products could leave
- * the 2^-126 grid). The checks run on the bf16 bits, sixteen lanes at a time:
+ * the 2^-126 grid). *big: set when a finite lane is big (REF_BIG_FIELD). The checks run on the bf16 bits, sixteen lanes at a time:
  * field e bad when 1 <= e <= thr, that is (e << 7) - 0x80 < thr << 7 in 16
  * bits, where e = 0 wraps to 0xFF80 and never counts; thr above 256 marks
  * every nonzero field, as 256 does. Widened by interleaving with zeros: the
  * bf16 bits become the high half of each fp32. */
-static inline __attribute__((always_inline)) int convert_a(float *af, const uint16_t *a, size_t count, uint32_t thr_exp)
+static inline __attribute__((always_inline)) int convert_a(float *af, const uint16_t *a, size_t count, uint32_t thr_exp,
+                                                           uint32_t *big)
 {
     const u16x16 zero = {0}, thr = zero + (uint16_t)((thr_exp < 256u ? thr_exp : 256u) << 7);
-    u16x16 bad = {0};
+    u16x16 bad = {0}, huge = {0};
     for (size_t k = 0; k < count; k += 16) {
         u16x16 v;
         memcpy(&v, a + k, sizeof v);
         const u16x16 e = v & 0x7F80u;
         bad |= (u16x16)((u16x16)(e - 0x80u) < thr);
+        huge |= (u16x16)((u16x16)(e - (REF_BIG_FIELD << 7)) < ((255u - REF_BIG_FIELD) << 7)); /* not inf or NaN */
         v &= ~((u16x16)(e == 0u) & 0x7FFFu); /* a subnormal reads as zero of its sign */
         const u16x16 lo = __builtin_shufflevector(zero, v, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
         const u16x16 hi = __builtin_shufflevector(zero, v, 0, 24, 1, 25, 2, 26, 3, 27, 4, 28, 5, 29, 6, 30, 7, 31);
         memcpy(af + k, &lo, sizeof lo);
         memcpy(af + k + 8, &hi, sizeof hi);
     }
-    uint64_t w[4];
+    uint64_t w[4], h[4];
     memcpy(w, &bad, sizeof w);
+    memcpy(h, &huge, sizeof h);
+    *big |= (h[0] | h[1] | h[2] | h[3]) != 0;
     return (w[0] | w[1] | w[2] | w[3]) == 0;
 }
 
@@ -156,15 +168,16 @@ static inline __attribute__((always_inline)) void rows_impl(uint32_t *acc, const
                 w_exp = wmin[l] + 1u;
         /* A product is on the 2^-126 grid when Ea + Ew >= 142: bad when Ea - 1 < 141 - w_exp. */
         const uint32_t thr = w_exp < 141 ? 141u - w_exp : 0u;
+        uint32_t big = 0; /* unused: these chains multiply and add apart */
         if (!transposed) {
             for (; m + block <= rows; m += block)
-                if (!convert_a(af, a + m * n, (size_t)block * n, thr) || !chains_n(acc + m * n, af, n, 1, wf, n, block))
+                if (!convert_a(af, a + m * n, (size_t)block * n, thr, &big) || !chains_n(acc + m * n, af, n, 1, wf, n, block))
                     for (unsigned r = 0; r < block; r++)
                         ntpu_mac_bf16_row(acc + (m + r) * n, a + (m + r) * n, w, n);
         } else {
             /* One tile is n rows: converted once, its columns are the rows. */
             for (; m < rows; m += n) {
-                int tile_ok = convert_a(af, a + (m / n) * t_stride, (size_t)n * n, thr);
+                int tile_ok = convert_a(af, a + (m / n) * t_stride, (size_t)n * n, thr, &big);
                 for (unsigned r0 = 0; r0 < n; r0 += block)
                     if (!tile_ok || !chains_n(acc + (m + r0) * n, af + r0, 1, n, wf, n, block))
                         for (unsigned r = 0; r < block; r++)
@@ -238,9 +251,9 @@ void ntpu_mac_bf16_rows_t(uint32_t *acc, const uint16_t *a, size_t t_stride, con
 /* The least nonzero exponent field of w (n x n, n a multiple of 8), 255 when
  * none is, with w flushed into wf; *any_wild: some lane is an inf or a NaN. */
 static inline __attribute__((always_inline)) unsigned prepare_lanes(const uint16_t *w, float *wf, unsigned n,
-                                                                    int *any_wild)
+                                                                    int *any_wild, int *any_big)
 {
-    u32x8 wmin = (u32x8){0} + 255u, dummy = {0}, wild = {0};
+    u32x8 wmin = (u32x8){0} + 255u, dummy = {0}, wild = {0}, big = {0};
     for (unsigned k = 0; k < n * n; k += 8) {
         u32x8 bits;
         LOAD_BF16(bits, dummy, w + k, (u32x8){0});
@@ -249,41 +262,44 @@ static inline __attribute__((always_inline)) unsigned prepare_lanes(const uint16
         u32x8 lt = (u32x8)(e < wmin);
         wmin = (e & lt) | (wmin & ~lt);
         wild |= (u32x8)(e == 254u);
+        big |= (u32x8)(e - (REF_BIG_FIELD - 1u) < 254u - (REF_BIG_FIELD - 1u));
     }
     unsigned w_exp = 255;
-    *any_wild = 0;
+    *any_wild = *any_big = 0;
     for (unsigned l = 0; l < 8; l++) {
         if (wmin[l] + 1u < w_exp)
             w_exp = wmin[l] + 1u;
         *any_wild |= wild[l] != 0;
+        *any_big |= big[l] != 0;
     }
     return w_exp;
 }
 
 #ifdef HAVE_AVX2_VARIANT
 /* AVX2 has the unsigned compares of 32-bit lanes; SSE2 makes them scalar. */
-__attribute__((target("avx2"))) static unsigned prepare_avx2(const uint16_t *w, float *wf, unsigned n, int *any_wild)
+__attribute__((target("avx2"))) static unsigned prepare_avx2(const uint16_t *w, float *wf, unsigned n, int *any_wild,
+                                                             int *any_big)
 {
-    return prepare_lanes(w, wf, n, any_wild);
+    return prepare_lanes(w, wf, n, any_wild, any_big);
 }
 #endif
 
-static unsigned prepare_any(const uint16_t *w, float *wf, unsigned n, int *any_wild)
+static unsigned prepare_any(const uint16_t *w, float *wf, unsigned n, int *any_wild, int *any_big)
 {
 #ifdef HAVE_AVX2_VARIANT
     if (__builtin_cpu_supports("avx2"))
-        return prepare_avx2(w, wf, n, any_wild);
+        return prepare_avx2(w, wf, n, any_wild, any_big);
 #endif
-    return prepare_lanes(w, wf, n, any_wild);
+    return prepare_lanes(w, wf, n, any_wild, any_big);
 }
 
 void ntpu_chain_tile_prepare(ntpu_chain_tile *t, float *wf, unsigned n)
 {
     unsigned w_exp = 255; /* the least nonzero exponent field: zeros never limit */
     uint64_t wild = 0;
-    int any_wild = 1;
+    int any_wild = 1, any_big = 0;
     if (n % 8 == 0)
-        w_exp = prepare_any(t->w, wf, n, &any_wild);
+        w_exp = prepare_any(t->w, wf, n, &any_wild, &any_big);
     for (unsigned i = 0; i < n && any_wild; i++) /* every lane, where vectors do not fit or a row may be wild */
         for (unsigned j = 0; j < n; j++) {
             uint32_t bits = (uint32_t)t->w[i * n + j] << 16, e = (bits >> 23) & 0xFFu;
@@ -293,10 +309,13 @@ void ntpu_chain_tile_prepare(ntpu_chain_tile *t, float *wf, unsigned n)
                 w_exp = e;
             if (e == 255)
                 wild |= 1ull << i;
+            else if (e >= REF_BIG_FIELD)
+                any_big = 1;
             wf[i * n + j] = ntpu_f32_from_bits(bits);
         }
     t->wf = wf;
     t->w_wild = wild;
+    t->w_big = any_big;
     /* A product is on the 2^-126 grid when Ea + Ew >= 142. */
     t->a_thr = w_exp < 141 ? 141u - w_exp : 0u;
 }
@@ -342,39 +361,20 @@ static inline __attribute__((always_inline)) uint64_t zero_ks_t8(const float *af
 /* Where row m of tile t has its A: the row itself, or with `transposed` the n x n tile holding it. */
 static inline const uint16_t *tile_src(const ntpu_chain_tile *t, size_t m, unsigned n)
 {
-    size_t rel = m - t->row0;
     if (t->locate)
-        return t->locate(t, rel, n);
-    return t->transposed ? t->a + rel / n * t->t_stride : t->a + rel * n;
+        return t->locate(t, m, n);
+    return t->transposed ? t->a + m / n * t->t_stride : t->a + m * n;
 }
 
 /* Floats of converted A one block of a chain may hold: every tile's, on the stack. */
 #define CHAIN_AF_FLOATS 16384u
 
-/* Whether f holds the 64 bf16 lanes at src, widened: a lane that differs,
- * or a subnormal (f holds it flushed), says no. Compared as bf16: the high
- * halves of f, sixteen lanes at a time (a shift, a pack and a permute). */
-static inline __attribute__((always_inline)) int same_lanes(const float *f, const uint16_t *src)
+/* The 64 lanes at src converted (as convert_a does) into f, with the least
+ * exponent field - 1 that convert_a's check compares, `big` and both zero-k
+ * masks. */
+static inline __attribute__((always_inline)) void block_fill(float *f, ref_a_facts *x, const uint16_t *src)
 {
-    u16x16 d = {0};
-#pragma GCC unroll 4
-    for (unsigned k = 0; k < REF_A_BLOCK_LANES; k += 16) {
-        u16x16 s, f0, f1;
-        memcpy(&s, src + k, sizeof s);
-        memcpy(&f0, f + k, sizeof f0);
-        memcpy(&f1, f + k + 8, sizeof f1);
-        d |= __builtin_shufflevector(f0, f1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31) ^ s;
-    }
-    uint64_t w[4];
-    memcpy(w, &d, sizeof w);
-    return (w[0] | w[1] | w[2] | w[3]) == 0;
-}
-
-/* The 64 lanes at src converted (as convert_a does) into b, with the least
- * exponent field - 1 that convert_a's check compares and both zero-k masks. */
-static inline __attribute__((always_inline)) void a_block_fill(ref_a_block *b, const uint16_t *src)
-{
-    u32x8 e_min = (u32x8){0} - 1u;
+    u32x8 e_min = (u32x8){0} - 1u, big = {0};
     for (unsigned k = 0; k < REF_A_BLOCK_LANES; k += 8) {
         u16x8 h;
         memcpy(&h, src + k, sizeof h);
@@ -382,67 +382,62 @@ static inline __attribute__((always_inline)) void a_block_fill(ref_a_block *b, c
         u32x8 e = (u >> 23) & 0xFFu, d = e - 1u; /* a zero or subnormal: 2^32 - 1, never below a threshold */
         u32x8 lt = (u32x8)(d < e_min);
         e_min = (d & lt) | (e_min & ~lt);
+        big |= (u32x8)(e - REF_BIG_FIELD < 255u - REF_BIG_FIELD);
         u32x8 bits = u & ((u32x8)(e != 0u) | 0x80000000u);
-        memcpy(b->f + k, &bits, sizeof bits);
+        memcpy(f + k, &bits, sizeof bits);
     }
-    b->e_min = e_min[0];
-    for (unsigned l = 1; l < 8; l++)
-        if (e_min[l] < b->e_min)
-            b->e_min = e_min[l];
-    b->key = src;
-    b->zero_rows = zero_ks(b->f, 8, 8);
-    b->zero_cols = zero_ks_t8(b->f);
-}
-
-/* Whether no command wrote UB's lanes src .. src + 63 (8 rows of N = 8, in
- * at most two stamped groups) after write number `seen`; 0 outside UB or
- * without stamps, where only a comparison can tell. */
-static inline __attribute__((always_inline)) int unwritten_since(const ref_ub_stamps *u, const uint16_t *src,
-                                                                 uint64_t seen)
-{
-    if (!u || src < u->ub || (size_t)(src - u->ub) + REF_A_BLOCK_LANES > u->lanes)
-        return 0;
-    const size_t row = (size_t)(src - u->ub) / 8u;
-    return u->stamp[row / REF_UB_STAMP_ROWS] <= seen && u->stamp[(row + 7u) / REF_UB_STAMP_ROWS] <= seen;
-}
-
-/* The cache's block for src: kept when its lanes are still those of src (UB
- * not written there since, or the same lanes), else converted anew; NULL when
- * the slot holds another block the current chain block reads (its floats are
- * still to be used). */
-static inline __attribute__((always_inline)) const ref_a_block *a_block_get(ref_a_cache *c, const uint16_t *src)
-{
-    ref_a_block *b = &c->slot[((uintptr_t)src / (REF_A_BLOCK_LANES * sizeof *src)) % REF_A_CACHE_SLOTS];
-    if (b->key != src || (!unwritten_since(c->ub, src, b->seen) && !same_lanes(b->f, src))) {
-        if (b->used == c->stamp)
-            return NULL;
-        a_block_fill(b, src);
+    x->e_min = e_min[0];
+    x->big = big[0] != 0;
+    for (unsigned l = 1; l < 8; l++) {
+        if (e_min[l] < x->e_min)
+            x->e_min = e_min[l];
+        x->big |= big[l] != 0;
     }
-    b->seen = c->ub ? c->ub->now : 0;
-    b->used = c->stamp;
-    return b;
+    x->zero_rows = (uint8_t)zero_ks(f, 8, 8);
+    x->zero_cols = (uint8_t)zero_ks_t8(f);
 }
 
-/* A of tile t for the block at row m, as fp32: from the cache when it can
- * hold it (N = 8 and blocks of 8: each tile's block is 64 lanes), else
- * converted into af. NULL when a lane fails the grid check (convert_a).
- * *skip: the zero k the block may skip (see chain_block). */
+/* The cache's block for src, converted now unless it was since UB's last
+ * write to its rows. NULL when src is not a block of UB (ref_a_cache). */
+static inline __attribute__((always_inline)) const float *cached_block(ref_a_cache *c, const uint16_t *src,
+                                                                       const ref_a_facts **facts)
+{
+    const size_t at = (size_t)(src - c->ub);
+    if (src < c->ub || at % REF_A_BLOCK_LANES || at / REF_A_BLOCK_LANES >= c->blocks)
+        return NULL;
+    const size_t g = at / REF_A_BLOCK_LANES;
+    ref_a_facts *x = &c->facts[g];
+    float *f = c->f + g * REF_A_BLOCK_LANES;
+    if (!x->valid) {
+        block_fill(f, x, src);
+        x->valid = 1;
+    }
+    *facts = x;
+    return f;
+}
+
+/* A of tile t for the block at row m: from the cache (N = 8, blocks of 8)
+ * or converted into af. NULL when a lane fails the grid check (convert_a).
+ * *skip: the zero k the block may skip (see chain_block); *big: set when a
+ * lane is big (REF_BIG_FIELD). */
 static inline __attribute__((always_inline)) const float *tile_a(const ntpu_chain_tile *t, size_t m, unsigned n,
                                                                  unsigned block, int may_skip, float *af,
-                                                                 ref_a_cache *cache, uint64_t *skip)
+                                                                 ref_a_cache *cache, uint64_t *skip, uint32_t *big)
 {
     const uint16_t *src = tile_src(t, m, n);
     *skip = 0;
-    const ref_a_block *b = cache && t->cached && n == 8 && block == 8 ? a_block_get(cache, src) : NULL;
-    if (b) {
-        if (b->e_min < t->a_thr)
+    const ref_a_facts *x = NULL;
+    const float *f = cache && t->cached && n == 8 && block == 8 ? cached_block(cache, src, &x) : NULL;
+    if (f) {
+        if (x->e_min < t->a_thr)
             return NULL;
+        *big |= x->big;
         if (may_skip)
-            *skip = (t->transposed ? b->zero_cols : b->zero_rows) & ~t->w_wild;
-        return b->f;
+            *skip = (t->transposed ? x->zero_cols : x->zero_rows) & ~t->w_wild;
+        return f;
     }
     /* a transposed tile's columns are the rows: converted whole */
-    if (!convert_a(af, src, t->transposed ? (size_t)n * n : (size_t)block * n, t->a_thr))
+    if (!convert_a(af, src, t->transposed ? (size_t)n * n : (size_t)block * n, t->a_thr, big))
         return NULL;
     if (may_skip && !t->transposed)
         *skip = zero_ks(af, block, n) & ~t->w_wild;
@@ -451,11 +446,24 @@ static inline __attribute__((always_inline)) const float *tile_a(const ntpu_chai
     return af;
 }
 
+/* c = c + a * w rounded once. Only code built for FMA (chain_fma) reaches
+ * it; elsewhere `fused` is a constant 0 and it is never compiled. */
+#ifdef HAVE_FMA_VARIANT
+#define FUSED_MAC(c, a, w) ((c) = __builtin_ia32_vfmaddps256((a), (w), (c)))
+#else
+#define FUSED_MAC(c, a, w) ((c) += (a) * (w))
+#endif
+
+/* The builtin's AVX return value would change the ABI of a function built
+ * without AVX; the only function that keeps a call to it is built with it. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
 /* c[r] += a(r, i) * w(i, q .. q + 7) for k = i ascending, a(r, i) at
- * a[r * rs + i * is] and w's row i at wq + i * n; a k in `skip` is left out. */
+ * a[r * rs + i * is] and w's row i at wq + i * n; a k in `skip` is left out.
+ * fused: as one fused multiply-add (the same bits when no factor is big). */
 static inline __attribute__((always_inline)) void tile_products(f32x8 *c, const float *a, unsigned rs, unsigned is,
                                                                 const float *wq, unsigned n, unsigned block,
-                                                                uint64_t skip)
+                                                                uint64_t skip, int fused)
 {
 #pragma GCC unroll 8
     for (unsigned i = 0; i < n; i++) {
@@ -465,7 +473,46 @@ static inline __attribute__((always_inline)) void tile_products(f32x8 *c, const 
         memcpy(&wv, wq + (size_t)i * n, sizeof wv);
 #pragma GCC unroll 8
         for (unsigned r = 0; r < block; r++)
-            c[r] += a[r * rs + i * is] * wv;
+            if (fused) {
+                const float v = a[r * rs + i * is];
+                FUSED_MAC(c[r], ((f32x8){v, v, v, v, v, v, v, v}), wv);
+            } else
+                c[r] += a[r * rs + i * is] * wv;
+    }
+}
+#pragma GCC diagnostic pop
+
+/* The products of chain_block: each block of 8 columns' accumulators loaded
+ * once, through every tile, stored once. */
+static inline __attribute__((always_inline)) void chain_products(uint32_t *acc, const ntpu_chain_tile *tiles,
+                                                                 unsigned count, size_t m, unsigned n, unsigned block,
+                                                                 const float *const *at_a, const uint64_t *skip,
+                                                                 int fused)
+{
+    for (unsigned q = 0; q < n; q += 8) {
+        f32x8 c[8];
+#pragma GCC unroll 8
+        for (unsigned r = 0; r < block; r++)
+            memcpy(&c[r], acc + (size_t)r * n + q, sizeof c[r]);
+        for (unsigned e = 0; e < count; e++) {
+            const ntpu_chain_tile *t = tiles + e;
+            /* constant strides, and most tiles without a branch per k */
+            if (!t->transposed && !skip[e])
+                tile_products(c, at_a[e], n, 1, t->wf + q, n, block, 0, fused);
+            else if (!t->transposed)
+                tile_products(c, at_a[e], n, 1, t->wf + q, n, block, skip[e], fused);
+            else if (!skip[e]) /* a transposed tile: the block's rows are its columns */
+                tile_products(c, at_a[e] + m % n, 1, n, t->wf + q, n, block, 0, fused);
+            else
+                tile_products(c, at_a[e] + m % n, 1, n, t->wf + q, n, block, skip[e], fused);
+        }
+#pragma GCC unroll 8
+        for (unsigned r = 0; r < block; r++) {
+            u32x8 bits = (u32x8)c[r];
+            u32x8 nan = (u32x8)(c[r] != c[r]);
+            bits = (bits & ~nan) | (NTPU_F32_CANONICAL_NAN & nan);
+            memcpy(acc + (size_t)r * n + q, &bits, sizeof bits);
+        }
     }
 }
 
@@ -484,10 +531,13 @@ static inline __attribute__((always_inline)) void tile_products(f32x8 *c, const 
  * (w_wild) and no accumulator is -0. No accumulator of the block becomes -0
  * on the fast path if none was at the load: a sum is -0 only when both terms
  * are -0 or it underflows to zero, and on the 2^-126 grid a nonzero exact sum
- * rounds to a normal number. Checked once per block, at the load. */
+ * rounds to a normal number. Checked once per block, at the load.
+ *
+ * fma: the products may be fused multiply-adds, which they are unless a
+ * tile's A or W has a big value (REF_BIG_FIELD). */
 static inline __attribute__((always_inline)) int chain_block(uint32_t *acc, const ntpu_chain_tile *tiles,
                                                              unsigned count, size_t m, unsigned n, unsigned block,
-                                                             ref_a_cache *cache)
+                                                             ref_a_cache *cache, int fma)
 {
     u32x8 bad = {0}, negz = {0};
     for (unsigned k = 0; k < block * n; k += 8) {
@@ -503,57 +553,36 @@ static inline __attribute__((always_inline)) int chain_block(uint32_t *acc, cons
         if (negz[l])
             may_skip = 0;
     }
-    if (cache)
-        cache->stamp++; /* a new block: every slot free to refill */
     float af[CHAIN_AF_FLOATS];
     const float *at_a[REF_CHAIN_MAX];
     uint64_t skip[REF_CHAIN_MAX];
     size_t at = 0;
+    uint32_t big = 0;
     for (unsigned e = 0; e < count; e++) {
-        const size_t size = tiles[e].transposed ? (size_t)n * n : (size_t)block * n;
+        const ntpu_chain_tile *t = tiles + e;
+        big |= (uint32_t)t->w_big;
+        const size_t size = t->transposed ? (size_t)n * n : (size_t)block * n;
         if (at + size > CHAIN_AF_FLOATS)
             return 0;
-        at_a[e] = tile_a(tiles + e, m, n, block, may_skip, af + at, cache, &skip[e]);
-        if (!at_a[e])
+        if (!(at_a[e] = tile_a(t, m, n, block, may_skip, af + at, cache, &skip[e], &big)))
             return 0;
         if (at_a[e] == af + at)
             at += size;
     }
-    for (unsigned q = 0; q < n; q += 8) {
-        f32x8 c[8];
-#pragma GCC unroll 8
-        for (unsigned r = 0; r < block; r++)
-            memcpy(&c[r], acc + (size_t)r * n + q, sizeof c[r]);
-        for (unsigned e = 0; e < count; e++) {
-            const ntpu_chain_tile *t = tiles + e;
-            /* constant strides, and most tiles without a branch per k */
-            if (!t->transposed && !skip[e])
-                tile_products(c, at_a[e], n, 1, t->wf + q, n, block, 0);
-            else if (!t->transposed)
-                tile_products(c, at_a[e], n, 1, t->wf + q, n, block, skip[e]);
-            else if (!skip[e]) /* a transposed tile: the block's rows are its columns */
-                tile_products(c, at_a[e] + (m - t->row0) % n, 1, n, t->wf + q, n, block, 0);
-            else
-                tile_products(c, at_a[e] + (m - t->row0) % n, 1, n, t->wf + q, n, block, skip[e]);
-        }
-#pragma GCC unroll 8
-        for (unsigned r = 0; r < block; r++) {
-            u32x8 bits = (u32x8)c[r];
-            u32x8 nan = (u32x8)(c[r] != c[r]);
-            bits = (bits & ~nan) | (NTPU_F32_CANONICAL_NAN & nan);
-            memcpy(acc + (size_t)r * n + q, &bits, sizeof bits);
-        }
-    }
+    if (fma && !big)
+        chain_products(acc, tiles, count, m, n, block, at_a, skip, 1);
+    else
+        chain_products(acc, tiles, count, m, n, block, at_a, skip, 0);
     return 1;
 }
 
 static inline __attribute__((always_inline)) int chain_block_n(uint32_t *acc, const ntpu_chain_tile *tiles,
                                                                unsigned count, size_t m, unsigned n, unsigned block,
-                                                               ref_a_cache *cache)
+                                                               ref_a_cache *cache, int fma)
 {
-    return n == 8    ? chain_block(acc, tiles, count, m, 8, block, cache)
-           : n == 16 ? chain_block(acc, tiles, count, m, 16, block, cache)
-                     : chain_block(acc, tiles, count, m, n, block, cache);
+    return n == 8    ? chain_block(acc, tiles, count, m, 8, block, cache, fma)
+           : n == 16 ? chain_block(acc, tiles, count, m, 16, block, cache, fma)
+                     : chain_block(acc, tiles, count, m, n, block, cache, fma);
 }
 
 /* Rows m .. m + count - 1 (of the chain, acc being its row 0) through one
@@ -565,34 +594,61 @@ static void chain_scalar(uint32_t *acc, const ntpu_chain_tile *t, size_t m, size
         const uint16_t *src = tile_src(t, r, n);
         if (t->transposed) { /* the row is a column of the tile */
             for (unsigned i = 0; i < n; i++)
-                row[i] = src[(size_t)i * n + (r - t->row0) % n];
+                row[i] = src[(size_t)i * n + r % n];
             src = row;
         }
         ntpu_mac_bf16_row(acc + r * n, src, t->w, n);
     }
 }
 
+void ref_a_cache_release(ref_a_cache *c)
+{
+    free(c->f);
+    free(c->facts);
+    memset(c, 0, sizeof *c);
+}
+
+int ref_a_cache_mirror(ref_a_cache *c, const uint16_t *ub, size_t lanes)
+{
+    const size_t blocks = ub ? lanes / REF_A_BLOCK_LANES : 0;
+    if (c->ub != ub || c->blocks != blocks) {
+        ref_a_cache_release(c);
+        if (blocks == 0)
+            return 1;
+        c->f = aligned_alloc(64, blocks * REF_A_BLOCK_LANES * sizeof *c->f);
+        c->facts = calloc(blocks, sizeof *c->facts);
+        if (!c->f || !c->facts) {
+            ref_a_cache_release(c);
+            return 0;
+        }
+        c->ub = ub;
+        c->blocks = blocks;
+    }
+    return 1;
+}
+
 static inline __attribute__((always_inline)) void chain_impl(uint32_t *acc, const ntpu_chain_tile *tiles,
                                                              unsigned count, unsigned n, size_t m0, size_t m1,
-                                                             unsigned block, ref_a_cache *cache)
+                                                             unsigned block, ref_a_cache *cache, int fma)
 {
     size_t m = m0;
     if (n % 8 == 0)
         for (; m + block <= m1; m += block)
-            if (!chain_block_n(acc + m * n, tiles, count, m, n, block, cache))
+            if (!chain_block_n(acc + m * n, tiles, count, m, n, block, cache, fma))
                 for (unsigned e = 0; e < count; e++) /* each tile as the one-tile kernel runs it */
-                    if (!chain_block_n(acc + m * n, tiles + e, 1, m, n, block, cache))
+                    if (!chain_block_n(acc + m * n, tiles + e, 1, m, n, block, cache, fma))
                         chain_scalar(acc, tiles + e, m, block, n);
     for (; m < m1; m++)
         for (unsigned e = 0; e < count; e++)
             chain_scalar(acc, tiles + e, m, 1, n);
 }
 
-#ifdef HAVE_AVX2_VARIANT
-__attribute__((target("avx2"))) static void chain_avx2(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count,
-                                                       unsigned n, size_t m0, size_t m1, ref_a_cache *cache)
+#ifdef HAVE_FMA_VARIANT
+/* Blocks of eight rows, products fused where no factor is big. */
+__attribute__((target("avx2,fma"))) static void chain_fma(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count,
+                                                          unsigned n, size_t m0, size_t m1, ref_a_cache *cache)
 {
-    chain_impl(acc, tiles, count, n, m0, m1, 8, cache);
+    chain_impl(acc, tiles, count, n, m0, m1, 8, cache, 1);
 }
 #endif
 
@@ -600,15 +656,17 @@ __attribute__((target("avx2"))) static void chain_avx2(uint32_t *acc, const ntpu
 void ntpu_mac_bf16_chain_generic(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count, unsigned n, size_t m0,
                                  size_t m1, ref_a_cache *cache)
 {
-    chain_impl(acc, tiles, count, n, m0, m1, 4, cache);
+    chain_impl(acc, tiles, count, n, m0, m1, 4, cache, 0);
 }
 
 void ntpu_mac_bf16_chain(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count, unsigned n, size_t m0, size_t m1,
                          ref_a_cache *cache)
 {
-#ifdef HAVE_AVX2_VARIANT
-    if (__builtin_cpu_supports("avx2")) {
-        chain_avx2(acc, tiles, count, n, m0, m1, cache);
+    if (cache && !cache->ub)
+        cache = NULL;
+#ifdef HAVE_FMA_VARIANT
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        chain_fma(acc, tiles, count, n, m0, m1, cache);
         return;
     }
 #endif

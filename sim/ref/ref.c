@@ -97,10 +97,6 @@ struct ntpu_ref {
     ref_chain *chain;    /* bf16 MATMULs queued as one chain (ref_chain.h) */
     int no_fusion;       /* ntpu_ref_set_fusion(0): every MATMUL runs at once */
 
-    /* Which UB rows each command wrote (ref_chain.h): every writer of UB gets
-     * its rows from ub_rows_written(), which stamps them. */
-    ref_ub_stamps ub_writes;
-
     /* Receiver. frame[] holds SEQ, LEN (2), PAYLOAD, CRC (4): what the CRC
      * covers starts at frame[0]. */
     enum rx_state rx_state;
@@ -189,16 +185,13 @@ ntpu_ref *ntpu_ref_new(const ntpu_ref_config *cfg)
     r->gather = calloc((size_t)REF_GATHER_ROWS * n, sizeof *r->gather);
     r->pm = calloc((size_t)c.pm_rows * 2 * n + 1, 1); /* + 1: never calloc(0) */
     r->chain = ref_chain_new(c.n);
-    r->ub_writes = (ref_ub_stamps){.ub = r->ub,
-                                   .lanes = (size_t)c.ub_rows * n,
-                                   .stamp = calloc(c.ub_rows / REF_UB_STAMP_ROWS + 1, sizeof(uint64_t))};
     r->frame = malloc(3 + (size_t)c.max_payload + NTPU_FRAME_TRAILER);
     /* Room for a few largest replies up front: a host that reads as it goes
      * never makes the queue grow. */
     r->tx_cap = 4 * ((size_t)c.max_payload + NTPU_FRAME_OVERHEAD);
     r->tx = malloc(r->tx_cap);
     if (!r->ub || !r->wb || !r->acc || (c.os_rows && !r->os) || !r->w_active || !r->w_pending || !r->a_block ||
-        !r->gather || !r->pm || !r->chain || !r->ub_writes.stamp || !r->frame || !r->tx) {
+        !r->gather || !r->pm || !r->chain || !r->frame || !r->tx) {
         ntpu_ref_free(r);
         return NULL;
     }
@@ -218,7 +211,7 @@ int ntpu_ref_set_threads(ntpu_ref *r, unsigned threads)
 /* Runs the queued MATMUL chain: before anything that may observe or change what it reads or writes. */
 static void flush_chain(ntpu_ref *r)
 {
-    ref_chain_flush(r->chain, r->acc, r->ub, &r->ub_writes, r->pool);
+    ref_chain_flush(r->chain, r->acc, r->ub, r->cfg.ub_rows, r->pool);
 }
 
 int ntpu_ref_set_fusion(ntpu_ref *r, int on)
@@ -235,7 +228,6 @@ void ntpu_ref_free(ntpu_ref *r)
     if (!r)
         return;
     free(r->ub);
-    free(r->ub_writes.stamp);
     free(r->wb);
     free(r->acc);
     free(r->os);
@@ -404,15 +396,11 @@ static size_t row_bytes(const ntpu_ref *r, unsigned mem)
 #endif
 
 /* UB rows addr .. addr + rows - 1, about to be written: every writer of UB
- * gets its rows here, so that they are stamped as changed and the chains'
- * cache of converted A (ref_chain.h) does not keep their old lanes. */
+ * gets its rows here, so that the chains' cache of converted A (ref_chain.h)
+ * does not keep their old lanes. */
 static uint16_t *ub_rows_written(ntpu_ref *r, unsigned long addr, unsigned long rows)
 {
-    if (rows > 0) {
-        const uint64_t now = ++r->ub_writes.now;
-        for (unsigned long g = addr / REF_UB_STAMP_ROWS; g <= (addr + rows - 1) / REF_UB_STAMP_ROWS; g++)
-            r->ub_writes.stamp[g] = now;
-    }
+    ref_chain_ub_written(r->chain, addr, rows);
     return r->ub + (size_t)addr * r->cfg.n;
 }
 

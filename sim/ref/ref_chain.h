@@ -19,60 +19,66 @@
 
 /* One weight tile of a chain and where its activation rows come from. */
 typedef struct ntpu_chain_tile {
-    /* Row m of the stream: a + (m - row0) * n; with `transposed`, column
-     * (m - row0) % n of the n x n tile at a + ((m - row0) / n) * t_stride. */
+    /* Row m of the stream: a + m * n; with `transposed`, column m % n of
+     * the n x n tile at a + (m / n) * t_stride. */
     const uint16_t *a;
-    size_t row0, t_stride;
+    size_t t_stride;
     int transposed;
-    /* When set, row m's A (or the tile holding it) is at locate(t, m - row0, n)
-     * instead: a CONV tile read in place. */
+    /* When set, row m's A (or the tile holding it) is at locate(t, m, n)
+     * instead: a CONV tile. Valid until the thread's next call; a row m a
+     * multiple of 8 starts 8 rows (or the tile holding them). */
     const uint16_t *(*locate)(const struct ntpu_chain_tile *t, size_t rel, unsigned n);
     const void *ctx;   /* for locate */
     const uint16_t *w; /* n x n bf16, row i = array row i */
     const float *wf;   /* the same, flushed to fp32 (ntpu_chain_tile_prepare) */
     uint32_t a_thr;    /* a nonzero A exponent field <= a_thr leaves the 2^-126 grid */
     uint64_t w_wild;   /* bit i (i < 64): weight row i holds an inf or a NaN */
-    int cached;        /* its A may be kept in a ref_a_cache: not rows gathered anew at each flush */
+    int w_big;         /* some finite weight is >= 2^64: a product could overflow (no fused multiply-add) */
+    int cached;        /* its A may be kept in a ref_a_cache (a block read in place in UB) */
 } ntpu_chain_tile;
 
-/* Blocks of A kept converted across chains. The MLP's forward pass reads the
- * same 64 x 784 activations for each of its 32 output tiles, each a chain of
- * its own (an ACT between them); the backward passes do the same. A block is
- * 64 lanes (8 rows of N = 8, or one 8 x 8 tile read transposed) at `key`.
- * A block in UB is still valid when no command wrote its rows since it was
- * filled: the model stamps every UB write (ref_ub_stamps). Without stamps, or
- * outside UB, a use compares its floats with the bf16 lanes as they are now.
- * Internal to the model. */
+/* A kept converted across chains. The MLP's forward pass reads the same
+ * 64 x 784 activations for each of its 32 output tiles, each a chain of its
+ * own (an ACT between them); the backward passes do the same, and a conv's
+ * weight gradient reads each block of its input once per tap and output
+ * tile. So the cache mirrors UB: block g (rows 8g .. 8g + 7 of N = 8, which
+ * a transposed tile also is) as fp32 with what the kernel checks of it,
+ * converted when first read and valid until a command writes its rows (the
+ * model reports every UB write: ref_chain_ub_written). A block that is not
+ * one of these (outside UB, not 8-row aligned, gathered rows) is converted
+ * each time. Internal to the model. */
 #define REF_A_BLOCK_LANES 64u
-#define REF_A_CACHE_SLOTS 2048u /* one per 128-byte block of the default UB (16384 rows of N = 8) */
-#define REF_UB_STAMP_ROWS 8u    /* UB rows that share a write stamp */
 
-/* Which UB rows changed when: stamp[g] is the number of the last write to
- * rows g * REF_UB_STAMP_ROWS .. + REF_UB_STAMP_ROWS - 1 (0: none yet), `now`
- * the number of the latest write; ref.c counts every command that writes UB. */
-typedef struct ref_ub_stamps {
-    const uint16_t *ub; /* row 0 */
-    size_t lanes;       /* of all of UB */
-    uint64_t *stamp;    /* one per REF_UB_STAMP_ROWS rows */
-    uint64_t now;
-} ref_ub_stamps;
-
-typedef struct ref_a_block {
-    _Alignas(64) float f[REF_A_BLOCK_LANES]; /* the lanes as fp32, a subnormal flushed to zero of its sign */
-    const uint16_t *key;                     /* where they were read; NULL: empty */
-    uint32_t e_min;                          /* least (exponent field - 1) over lanes, unsigned: a zero is 2^32 - 1 */
-    uint32_t used;                           /* the cache's stamp when a chain block last read it */
-    uint64_t seen;                           /* ub->now when the lanes were last known to be those at key */
-    uint64_t zero_rows, zero_cols;           /* k all zero: of 8 rows (zero_ks), of the tile's 8 columns (zero_ks_t8) */
-} ref_a_block;
+/* What the kernel checks of one block. */
+typedef struct ref_a_facts {
+    uint32_t e_min;               /* least (exponent field - 1) over lanes, unsigned: a zero is 2^32 - 1 */
+    uint8_t big;                  /* some finite lane is >= 2^64 (see REF_BIG_FIELD) */
+    uint8_t zero_rows, zero_cols; /* bit k: every A value of k is +-0, of the 8 rows, of the tile's 8 columns */
+    uint8_t valid;                /* f and the facts hold the lanes as they are now */
+} ref_a_facts;
 
 typedef struct ref_a_cache {
-    ref_a_block slot[REF_A_CACHE_SLOTS]; /* direct-mapped by key */
-    uint32_t stamp;                      /* one per chain block: a slot it reads is not refilled until it ends */
-    const ref_ub_stamps *ub;             /* the model's UB writes, or NULL: every use compares */
+    const uint16_t *ub; /* UB's row 0; NULL: nothing kept */
+    size_t blocks;      /* of UB, mirrored */
+    float *f;           /* blocks x 64 lanes, 64-byte aligned */
+    ref_a_facts *facts; /* blocks */
 } ref_a_cache;
 
-/* Fills wf (n x n floats, the caller's), a_thr and w_wild from w. */
+/* Makes c mirror UB at ub (lanes of it; NULL: nothing), keeping what it holds
+ * when it mirrors that already. 0 when memory is short (c then keeps nothing). */
+int ref_a_cache_mirror(ref_a_cache *c, const uint16_t *ub, size_t lanes);
+
+/* Frees what a cache holds (not the cache). */
+void ref_a_cache_release(ref_a_cache *c);
+
+/* A finite A or W value with this exponent field or more (>= 2^64) is big.
+ * When neither factor is big, a product is below 2^128, so it is exact in
+ * fp32 (on the 2^-126 grid, as the chains check) and a fused multiply-add
+ * gives the bits of the multiply and the add; only an overflowing product
+ * (inf after the multiply, finite inside an fma) would tell them apart. */
+#define REF_BIG_FIELD 191u
+
+/* Fills wf (n x n floats, the caller's), a_thr, w_wild and w_big from w. */
 void ntpu_chain_tile_prepare(ntpu_chain_tile *t, float *wf, unsigned n);
 
 /* Rows m0 .. m1 - 1 of acc (row m at acc + m * n) through every tile in
@@ -107,7 +113,11 @@ int ref_chain_add(ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows
 int ref_chain_touches(const ref_chain *c, int ub, unsigned addr, unsigned rows);
 
 /* Runs the queued chain into acc (the model's ACC) and empties the queue.
- * stamps: the model's UB writes (ub is stamps->ub), or NULL. */
-void ref_chain_flush(ref_chain *c, uint32_t *acc, const uint16_t *ub, const ref_ub_stamps *stamps, ntpu_ref_pool *pool);
+ * ub: the model's UB, ub_rows rows, every write of which the model reports
+ * (ref_chain_ub_written); NULL: no blocks kept converted. */
+void ref_chain_flush(ref_chain *c, uint32_t *acc, const uint16_t *ub, size_t ub_rows, ntpu_ref_pool *pool);
+
+/* UB rows [addr, addr + rows) are written: blocks of them kept converted go. */
+void ref_chain_ub_written(ref_chain *c, unsigned long addr, unsigned long rows);
 
 #endif

@@ -193,6 +193,18 @@ static void gather_blocks(const ref_conv *c, const uint16_t *ub, unsigned n, uns
     }
 }
 
+const uint16_t *ref_conv_rows8(const ref_conv *c, const uint16_t *ub, unsigned n, unsigned m0, uint16_t *scratch)
+{
+    static const uint16_t zero_rows[8 * 64];
+    if (c->mb % 8 == 0 && m0 % 8 == 0 && n <= 64) { /* one pixel's samples b .. b + 7 */
+        const unsigned long q = m0 / c->mb;
+        const long pix = source_pixel(c, q / c->out_w, q % c->out_w);
+        return pix < 0 ? zero_rows : ub + ((size_t)c->ub_addr + (size_t)pix * c->mb + m0 % c->mb) * n;
+    }
+    gather_rows(c, ub, n, m0, c->rows - m0 < 8 ? c->rows - m0 : 8, scratch);
+    return scratch;
+}
+
 void ref_conv_gather(const ref_conv *c, const uint16_t *ub, unsigned n, unsigned m0, unsigned count, uint16_t *out)
 {
     if (dw_mode(c))

@@ -35,6 +35,12 @@ unsigned long long ref_conv_ub_end(const ref_conv *c, unsigned n);
  * weight-gradient mode m0 is a multiple of n. */
 void ref_conv_gather(const ref_conv *c, const uint16_t *ub, unsigned n, unsigned m0, unsigned count, uint16_t *out);
 
+/* Rows m0 .. m0 + 7 of the stream of a forward or CONV_T command (those
+ * below c->rows): in place in ub when they are 8 samples of one pixel, the
+ * constant zero rows when that pixel is outside the map, else gathered into
+ * scratch (8 x n lanes). */
+const uint16_t *ref_conv_rows8(const ref_conv *c, const uint16_t *ub, unsigned n, unsigned m0, uint16_t *scratch);
+
 /* POOL, decoded. */
 typedef struct ref_pool {
     unsigned mode, src, dst, aux, in_h, in_w, mb, k;

@@ -8,9 +8,10 @@
  * next to inf weights, chains longer than the queue, threads, N of 6, 8 and 16,
  * and every flush condition (a WRITE_MEM into a queued source or into the ACC
  * range, READ_MEM mid-chain, a vector op reading the range, a MATMUL into an
- * overlapping range, the end of a program), and blocks of A kept converted
- * from one chain to the next while UB changes under them. One plain chain is
- * also checked against the scalar MAC of numerics.c. */
+ * overlapping range, the end of a program), blocks of A kept converted from
+ * one chain to the next while UB changes under them, and products that
+ * overflow (no fused multiply-add). One plain chain is also checked against
+ * the scalar MAC of numerics.c. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,6 +245,37 @@ Test(ref_chain, zero_lanes_next_to_inf_weights_and_negative_zero)
     free(ub), free(acc0);
 }
 
+/* A product that overflows: 2^64 x 2^64 = 2^128 is inf once rounded, so its
+ * sum onto -2^127 stays inf, where one fused multiply-add would give 2^127.
+ * The chains multiply and add apart when a factor is big (REF_BIG_FIELD). */
+Test(ref_chain, overflowing_products_are_not_fused)
+{
+    pair p = open_pair("ref", "ref:fuse=0");
+    const unsigned n = p.n, rows = 64;
+    uint16_t *ub = malloc(rows * n * 2), *w = calloc(2 * n * n, 2);
+    uint32_t *acc = malloc(rows * n * 4);
+    cr_assert(ub && w && acc);
+    for (size_t i = 0; i < rows * n; i++)
+        ub[i] = i % n == 0 ? 0x5F80u : 0x3F80u; /* k = 0: 2^64; else 1 */
+    for (size_t i = 0; i < n * n; i++) /* the first tile; the second is zeros */
+        w[i] = i < n ? 0x5F80u : 0x3F80u; /* row 0: 2^64; else 1 */
+    for (size_t i = 0; i < rows * n; i++)
+        acc[i] = 0xFF000000u; /* -2^127 */
+    BOTH(&p, ntpu_write_rows(dev, NTPU_MEM_UB, 0, rows, ub));
+    BOTH(&p, ntpu_write_rows(dev, NTPU_MEM_WB, 0, 2 * n, w));
+    BOTH(&p, ntpu_write_rows(dev, NTPU_MEM_ACC, 0, rows, acc));
+    for (unsigned k = 0; k < 2; k++) { /* a chain of two tiles */
+        BOTH(&p, ntpu_load_w(dev, k * n, 0));
+        BOTH(&p, ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, 0, 0, rows, 1));
+    }
+    same_state(&p, "overflow");
+    cr_assert_eq(ntpu_read_rows(p.d[0], NTPU_MEM_ACC, 0, rows, acc), NTPU_OK);
+    for (size_t i = 0; i < rows * n; i++)
+        cr_assert_eq(acc[i], 0x7F800000u, "ACC row %zu lane %zu: %08x, not +inf", i / n, i % n, acc[i]);
+    close_pair(&p);
+    free(ub), free(w), free(acc);
+}
+
 /* Four chains over the same UB sources (rows 0 .. 383, tiles 64 rows apart),
  * each followed by an ACT into UB elsewhere, as the MLP's forward pass runs:
  * the second to fourth find A in the cache. `t`: tiles read transposed
@@ -275,8 +307,8 @@ static void rewrite_ub(pair *p, unsigned addr, unsigned rows)
 
 /* Blocks of A kept converted across chains (ref_a_cache in ref_chain.h): the
  * sources rewritten in place between chains (with every special value, then
- * ordinary ones again), read plain and transposed, and two sources 256 KiB
- * apart (one cache slot) in the same chain. */
+ * ordinary ones again), read plain and transposed, and sources at both ends
+ * of a UB twice the default size in the same chain. */
 Test(ref_chain, cached_a_blocks_follow_ub)
 {
     pair p = open_pair("ref:ub=32768", "ref:ub=32768,fuse=0");
@@ -298,14 +330,14 @@ Test(ref_chain, cached_a_blocks_follow_ub)
         BOTH(&p, ntpu_load_w(dev, k * p.n, 0));
         BOTH(&p, ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, k % 2 ? 16384 : 0, 768, 64, k > 0));
     }
-    same_state(&p, "one cache slot, two sources");
+    same_state(&p, "two ends of UB");
     close_pair(&p);
 }
 
 /* Every command that writes UB, aimed into the sources of shared_source_chains
  * (rows 0 .. 383), at rows that start and end inside 8-row blocks: the chains
  * after it must see the new lanes, not the blocks the cache converted before
- * (the model stamps each UB write and skips its comparison where none was). */
+ * (the model tells the cache of every UB write). */
 static void write_ub_by(pair *p, int how)
 {
     switch (how) {
