@@ -248,31 +248,36 @@ void ntpu_mac_bf16_rows_t(uint32_t *acc, const uint16_t *a, size_t t_stride, con
  * accumulators and every tile's A values pass the checks; else each tile on
  * its own, as the one-tile kernel would (fast or scalar): the same bits. */
 
-/* The least nonzero exponent field of w (n x n, n a multiple of 8), 255 when
- * none is, with w flushed into wf; *any_wild: some lane is an inf or a NaN. */
+/* w (n x n bf16, n a multiple of 8) flushed into wf (a subnormal reads as
+ * zero of its sign); returns the least nonzero exponent field (255 when none
+ * is). *any_wild: some lane is an inf or a NaN; *any_big: some lane's field
+ * is REF_BIG_FIELD or more (an inf or a NaN counts: the caller looks again).
+ * Sixteen lanes at a time, on the bf16 bits, as convert_a does. */
 static inline __attribute__((always_inline)) unsigned prepare_lanes(const uint16_t *w, float *wf, unsigned n,
                                                                     int *any_wild, int *any_big)
 {
-    u32x8 wmin = (u32x8){0} + 255u, dummy = {0}, wild = {0}, big = {0};
-    for (unsigned k = 0; k < n * n; k += 8) {
-        u32x8 bits;
-        LOAD_BF16(bits, dummy, w + k, (u32x8){0});
-        memcpy(wf + k, &bits, sizeof bits);
-        u32x8 e = (((bits >> 23) & 0xFFu) - 1u) & 0xFFu; /* 0 -> 255: zeros never limit */
-        u32x8 lt = (u32x8)(e < wmin);
-        wmin = (e & lt) | (wmin & ~lt);
-        wild |= (u32x8)(e == 254u);
-        big |= (u32x8)(e - (REF_BIG_FIELD - 1u) < 254u - (REF_BIG_FIELD - 1u));
+    const u16x16 zero = {0};
+    u16x16 dmin = zero - 1u, emax = zero;
+    for (size_t k = 0; k < (size_t)n * n; k += 16) { /* n a multiple of 8: n * n of 64 */
+        u16x16 v;
+        memcpy(&v, w + k, sizeof v);
+        const u16x16 e = v & 0x7F80u, d = e - 0x80u; /* field - 1, shifted; a zero field wraps to the top */
+        dmin = ((u16x16)(d < dmin) & d) | ((u16x16)(d >= dmin) & dmin);
+        emax = ((u16x16)(e > emax) & e) | ((u16x16)(e <= emax) & emax);
+        v &= ~((u16x16)(e == 0u) & 0x7FFFu);
+        const u16x16 lo = __builtin_shufflevector(zero, v, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+        const u16x16 hi = __builtin_shufflevector(zero, v, 0, 24, 1, 25, 2, 26, 3, 27, 4, 28, 5, 29, 6, 30, 7, 31);
+        memcpy(wf + k, &lo, sizeof lo);
+        memcpy(wf + k + 8, &hi, sizeof hi);
     }
-    unsigned w_exp = 255;
-    *any_wild = *any_big = 0;
-    for (unsigned l = 0; l < 8; l++) {
-        if (wmin[l] + 1u < w_exp)
-            w_exp = wmin[l] + 1u;
-        *any_wild |= wild[l] != 0;
-        *any_big |= big[l] != 0;
+    unsigned least = 0xFFFFu, most = 0;
+    for (unsigned l = 0; l < 16; l++) {
+        least = dmin[l] < least ? dmin[l] : least;
+        most = emax[l] > most ? emax[l] : most;
     }
-    return w_exp;
+    *any_wild = (most >> 7) == 255u;
+    *any_big = (most >> 7) >= REF_BIG_FIELD;
+    return (least >> 7) + 1u < 255u ? (least >> 7) + 1u : 255u;
 }
 
 #ifdef HAVE_AVX2_VARIANT
@@ -300,6 +305,8 @@ void ntpu_chain_tile_prepare(ntpu_chain_tile *t, float *wf, unsigned n)
     int any_wild = 1, any_big = 0;
     if (n % 8 == 0)
         w_exp = prepare_any(t->w, wf, n, &any_wild, &any_big);
+    if (any_wild) /* inf and NaN lanes are not big: the loop below tells */
+        any_big = 0;
     for (unsigned i = 0; i < n && any_wild; i++) /* every lane, where vectors do not fit or a row may be wild */
         for (unsigned j = 0; j < n; j++) {
             uint32_t bits = (uint32_t)t->w[i * n + j] << 16, e = (bits >> 23) & 0xFFu;
