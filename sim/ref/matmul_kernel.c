@@ -171,7 +171,8 @@ static inline __attribute__((always_inline)) void rows_impl(uint32_t *acc, const
         uint32_t big = 0; /* unused: these chains multiply and add apart */
         if (!transposed) {
             for (; m + block <= rows; m += block)
-                if (!convert_a(af, a + m * n, (size_t)block * n, thr, &big) || !chains_n(acc + m * n, af, n, 1, wf, n, block))
+                if (!convert_a(af, a + m * n, (size_t)block * n, thr, &big) ||
+                    !chains_n(acc + m * n, af, n, 1, wf, n, block))
                     for (unsigned r = 0; r < block; r++)
                         ntpu_mac_bf16_row(acc + (m + r) * n, a + (m + r) * n, w, n);
         } else {

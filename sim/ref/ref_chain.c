@@ -178,8 +178,11 @@ void ref_chain_flush(ref_chain *c, uint32_t *acc, const uint16_t *ub, size_t ub_
     if (c->count == 0)
         return;
     const size_t n = c->n;
-    chain_job job = {
-        .acc = acc + (size_t)c->acc_addr * n, .tiles = c->tiles, .count = c->count, .n = c->n, .caches = part_caches(c, pool)};
+    chain_job job = {.acc = acc + (size_t)c->acc_addr * n,
+                     .tiles = c->tiles,
+                     .count = c->count,
+                     .n = c->n,
+                     .caches = part_caches(c, pool)};
     for (unsigned i = 0; job.caches && i < c->n_caches; i++)
         if (!ref_a_cache_mirror(job.caches[i], ub, ub_rows * n))
             job.caches = NULL; /* memory is short: nothing kept */

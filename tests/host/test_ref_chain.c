@@ -257,8 +257,8 @@ Test(ref_chain, overflowing_products_are_not_fused)
     cr_assert(ub && w && acc);
     for (size_t i = 0; i < rows * n; i++)
         ub[i] = i % n == 0 ? 0x5F80u : 0x3F80u; /* k = 0: 2^64; else 1 */
-    for (size_t i = 0; i < n * n; i++) /* the first tile; the second is zeros */
-        w[i] = i < n ? 0x5F80u : 0x3F80u; /* row 0: 2^64; else 1 */
+    for (size_t i = 0; i < n * n; i++)          /* the first tile; the second is zeros */
+        w[i] = i < n ? 0x5F80u : 0x3F80u;       /* row 0: 2^64; else 1 */
     for (size_t i = 0; i < rows * n; i++)
         acc[i] = 0xFF000000u; /* -2^127 */
     BOTH(&p, ntpu_write_rows(dev, NTPU_MEM_UB, 0, rows, ub));
