@@ -11,7 +11,9 @@
  * so is its rounding, which only coarsens the grid: no subnormal can arise,
  * and IEEE multiply and add give the device's bits. Blocks of rows that fail
  * this test (none in ordinary training data) take the scalar path. A NaN is
- * made canonical once at the end: once NaN, a chain stays NaN.
+ * made canonical once at the end: once NaN, a chain stays NaN. The chains
+ * fuse each multiply and add where no factor is big (REF_BIG_FIELD in
+ * ref_chain.h): the product is then exact, so one rounding is the same.
  *
  * The speed comes from doing a block of rows together: their chains are
  * independent, so the adders never wait for one another, and the columns of a
