@@ -85,6 +85,28 @@ static inline __attribute__((always_inline)) int convert_a(float *af, const uint
     return (w[0] | w[1] | w[2] | w[3]) == 0;
 }
 
+/* Columns q .. q + 7 of `block` accumulator rows (row r at acc + r * n) into
+ * registers, and back with a NaN made canonical (docs/numerics.md). */
+static inline __attribute__((always_inline)) void acc_load(f32x8 *c, const uint32_t *acc, unsigned n, unsigned q,
+                                                           unsigned block)
+{
+#pragma GCC unroll 8
+    for (unsigned r = 0; r < block; r++)
+        memcpy(&c[r], acc + (size_t)r * n + q, sizeof c[r]);
+}
+
+static inline __attribute__((always_inline)) void acc_store(uint32_t *acc, const f32x8 *c, unsigned n, unsigned q,
+                                                            unsigned block)
+{
+#pragma GCC unroll 8
+    for (unsigned r = 0; r < block; r++) {
+        u32x8 bits = (u32x8)c[r];
+        u32x8 nan = (u32x8)(c[r] != c[r]);
+        bits = (bits & ~nan) | (NTPU_F32_CANONICAL_NAN & nan);
+        memcpy(acc + (size_t)r * n + q, &bits, sizeof bits);
+    }
+}
+
 /* The chains of `block` rows of acc (block x n) against the flushed tile wf,
  * with a(r, i) = af[r * rs + i * is], for n a multiple of 8. Returns 0 when an
  * accumulator is off the 2^-126 grid, having written nothing. */
@@ -103,9 +125,7 @@ static inline __attribute__((always_inline)) int chains(uint32_t *acc, const flo
     /* Unrolled over r so that the accumulators live in registers. */
     for (unsigned q = 0; q < n; q += 8) {
         f32x8 c[8];
-#pragma GCC unroll 8
-        for (unsigned r = 0; r < block; r++)
-            memcpy(&c[r], acc + (size_t)r * n + q, sizeof c[r]);
+        acc_load(c, acc, n, q, block);
         for (unsigned i = 0; i < n; i++) {
             f32x8 wv;
             memcpy(&wv, wf + (size_t)i * n + q, sizeof wv);
@@ -113,13 +133,7 @@ static inline __attribute__((always_inline)) int chains(uint32_t *acc, const flo
             for (unsigned r = 0; r < block; r++)
                 c[r] += af[r * rs + i * is] * wv;
         }
-#pragma GCC unroll 8
-        for (unsigned r = 0; r < block; r++) {
-            u32x8 bits = (u32x8)c[r];
-            u32x8 nan = (u32x8)(c[r] != c[r]);
-            bits = (bits & ~nan) | (NTPU_F32_CANONICAL_NAN & nan);
-            memcpy(acc + (size_t)r * n + q, &bits, sizeof bits);
-        }
+        acc_store(acc, c, n, q, block);
     }
     return 1;
 }
@@ -501,9 +515,7 @@ static inline __attribute__((always_inline)) void chain_products(uint32_t *acc, 
 {
     for (unsigned q = 0; q < n; q += 8) {
         f32x8 c[8];
-#pragma GCC unroll 8
-        for (unsigned r = 0; r < block; r++)
-            memcpy(&c[r], acc + (size_t)r * n + q, sizeof c[r]);
+        acc_load(c, acc, n, q, block);
         for (unsigned e = 0; e < count; e++) {
             const ntpu_chain_tile *t = tiles + e;
             /* constant strides, and most tiles without a branch per k */
@@ -516,13 +528,7 @@ static inline __attribute__((always_inline)) void chain_products(uint32_t *acc, 
             else
                 tile_products(c, at_a[e] + m % n, 1, n, t->wf + q, n, block, skip[e], fused);
         }
-#pragma GCC unroll 8
-        for (unsigned r = 0; r < block; r++) {
-            u32x8 bits = (u32x8)c[r];
-            u32x8 nan = (u32x8)(c[r] != c[r]);
-            bits = (bits & ~nan) | (NTPU_F32_CANONICAL_NAN & nan);
-            memcpy(acc + (size_t)r * n + q, &bits, sizeof bits);
-        }
+        acc_store(acc, c, n, q, block);
     }
 }
 
