@@ -57,10 +57,11 @@ typedef uint16_t u16x16 __attribute__((vector_size(32)));
 /* bf16 lanes (count a multiple of 16) to flushed fp32 in af; 0 when some
  * nonzero one has an exponent field below thr + 1 (its products could leave
  * the 2^-126 grid); *big set when a finite lane is big (REF_BIG_FIELD). The
- * checks run on the bf16 bits, sixteen lanes at a time: field e bad when 1 <= e <= thr, that is (e << 7) - 0x80 < thr << 7 in 16
- * bits, where e = 0 wraps to 0xFF80 and never counts; thr above 256 marks
- * every nonzero field, as 256 does. Widened by interleaving with zeros: the
- * bf16 bits become the high half of each fp32. */
+ * checks run on the bf16 bits, sixteen lanes at a time: field e bad when
+ * 1 <= e <= thr, that is (e << 7) - 0x80 < thr << 7 in 16 bits, where e = 0
+ * wraps to 0xFF80 and never counts; thr above 256 marks every nonzero field,
+ * as 256 does. Widened by interleaving with zeros: the bf16 bits become the
+ * high half of each fp32. */
 static inline __attribute__((always_inline)) int convert_a(float *af, const uint16_t *a, size_t count, uint32_t thr_exp,
                                                            uint32_t *big)
 {
