@@ -533,6 +533,26 @@ static inline __attribute__((always_inline)) void chain_products(uint32_t *acc, 
     }
 }
 
+/* Whether the `lanes` accumulators at acc are all on the 2^-126 grid (zero or
+ * a biased exponent >= 24); *may_skip cleared when one is -0 (chain_block). */
+static inline __attribute__((always_inline)) int acc_on_grid(const uint32_t *acc, unsigned lanes, int *may_skip)
+{
+    u32x8 bad = {0}, negz = {0};
+    for (unsigned k = 0; k < lanes; k += 8) {
+        u32x8 c;
+        memcpy(&c, acc + k, sizeof c);
+        bad |= (u32x8)((c & 0x7FFFFFFFu) != 0u) & (u32x8)(((c >> 23) & 0xFFu) < 24u);
+        negz |= (u32x8)(c == 0x80000000u);
+    }
+    for (unsigned l = 0; l < 8; l++) {
+        if (bad[l])
+            return 0;
+        if (negz[l])
+            *may_skip = 0;
+    }
+    return 1;
+}
+
 /* One block of `block` rows (row m of the stream at acc) through `count`
  * tiles with the accumulators in registers: first every tile's A converted
  * (or found in the cache) and checked, then the products, so that the
@@ -556,20 +576,9 @@ static inline __attribute__((always_inline)) int chain_block(uint32_t *acc, cons
                                                              unsigned count, size_t m, unsigned n, unsigned block,
                                                              ref_a_cache *cache, int fma)
 {
-    u32x8 bad = {0}, negz = {0};
-    for (unsigned k = 0; k < block * n; k += 8) {
-        u32x8 c;
-        memcpy(&c, acc + k, sizeof c);
-        bad |= (u32x8)((c & 0x7FFFFFFFu) != 0u) & (u32x8)(((c >> 23) & 0xFFu) < 24u);
-        negz |= (u32x8)(c == 0x80000000u);
-    }
     int may_skip = 1;
-    for (unsigned l = 0; l < 8; l++) {
-        if (bad[l])
-            return 0;
-        if (negz[l])
-            may_skip = 0;
-    }
+    if (!acc_on_grid(acc, block * n, &may_skip))
+        return 0;
     float af[CHAIN_AF_FLOATS];
     const float *at_a[REF_CHAIN_MAX];
     uint64_t skip[REF_CHAIN_MAX];
@@ -644,6 +653,18 @@ int ref_a_cache_mirror(ref_a_cache *c, const uint16_t *ub, size_t lanes)
     return 1;
 }
 
+/* Rows m .. m + block - 1 of one chain, the whole chain at once when it
+ * can, else each tile as the one-tile kernel runs it, else by the scalar MACs. */
+static inline __attribute__((always_inline)) void chain_rows(uint32_t *acc, const ntpu_chain_tile *tiles,
+                                                             unsigned count, unsigned n, size_t m, unsigned block,
+                                                             ref_a_cache *cache, int fma)
+{
+    if (!chain_block_n(acc + m * n, tiles, count, m, n, block, cache, fma))
+        for (unsigned e = 0; e < count; e++)
+            if (!chain_block_n(acc + m * n, tiles + e, 1, m, n, block, cache, fma))
+                chain_scalar(acc, tiles + e, m, block, n);
+}
+
 static inline __attribute__((always_inline)) void chain_impl(uint32_t *acc, const ntpu_chain_tile *tiles,
                                                              unsigned count, unsigned n, size_t m0, size_t m1,
                                                              unsigned block, ref_a_cache *cache, int fma)
@@ -651,10 +672,7 @@ static inline __attribute__((always_inline)) void chain_impl(uint32_t *acc, cons
     size_t m = m0;
     if (n % 8 == 0)
         for (; m + block <= m1; m += block)
-            if (!chain_block_n(acc + m * n, tiles, count, m, n, block, cache, fma))
-                for (unsigned e = 0; e < count; e++) /* each tile as the one-tile kernel runs it */
-                    if (!chain_block_n(acc + m * n, tiles + e, 1, m, n, block, cache, fma))
-                        chain_scalar(acc, tiles + e, m, block, n);
+            chain_rows(acc, tiles, count, n, m, block, cache, fma);
     for (; m < m1; m++)
         for (unsigned e = 0; e < count; e++)
             chain_scalar(acc, tiles + e, m, 1, n);
@@ -688,6 +706,160 @@ void ntpu_mac_bf16_chain(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned c
     }
 #endif
     ntpu_mac_bf16_chain_generic(acc, tiles, count, n, m0, m1, cache);
+}
+
+#ifdef HAVE_FMA_VARIANT
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+/* tile_products for two tiles at once, N = 8: c0[r] += a(r, i) * w0(i, .),
+ * c1[r] += a(r, i) * w1(i, .) for `rows` rows, one broadcast of a for both. */
+static inline __attribute__((always_inline)) void tile2_products(f32x8 *c0, f32x8 *c1, const float *a, unsigned rs,
+                                                                 unsigned is, const float *w0, const float *w1,
+                                                                 unsigned rows, uint64_t skip, int fused)
+{
+#pragma GCC unroll 8
+    for (unsigned i = 0; i < 8; i++) {
+        if ((skip >> i) & 1u)
+            continue;
+        f32x8 v0, v1;
+        memcpy(&v0, w0 + (size_t)i * 8, sizeof v0);
+        memcpy(&v1, w1 + (size_t)i * 8, sizeof v1);
+#pragma GCC unroll 4
+        for (unsigned r = 0; r < rows; r++) {
+            const float v = a[r * rs + i * is];
+            const f32x8 av = {v, v, v, v, v, v, v, v};
+            if (fused) {
+                FUSED_MAC(c0[r], av, v0);
+                FUSED_MAC(c1[r], av, v1);
+            } else {
+                c0[r] += av * v0;
+                c1[r] += av * v1;
+            }
+        }
+    }
+}
+#pragma GCC diagnostic pop
+
+/* The products of chain2_block: four rows of both chains at a time (eight
+ * accumulators), A read once for both; every tile `transposed` or none, so
+ * that the strides are constants. */
+static inline __attribute__((always_inline)) void
+chain2_products(uint32_t *acc0, uint32_t *acc1, const ntpu_chain_tile *t0, const ntpu_chain_tile *t1, unsigned count,
+                int transposed, const float *const *at_a, const uint64_t *skip, int fused)
+{
+    /* a(r, i): row r of the block is row r of a tile, or its column r (m is a multiple of 8) */
+    const unsigned rs = transposed ? 1 : 8, is = transposed ? 8 : 1;
+    for (unsigned h = 0; h < 8; h += 4) {
+        f32x8 c0[4], c1[4];
+        acc_load(c0, acc0 + h * 8, 8, 0, 4);
+        acc_load(c1, acc1 + h * 8, 8, 0, 4);
+        for (unsigned e = 0; e < count; e++) {
+            const float *a = at_a[e] + h * rs;
+            if (!skip[e])
+                tile2_products(c0, c1, a, rs, is, t0[e].wf, t1[e].wf, 4, 0, fused);
+            else
+                tile2_products(c0, c1, a, rs, is, t0[e].wf, t1[e].wf, 4, skip[e], fused);
+        }
+        acc_store(acc0 + h * 8, c0, 8, 0, 4);
+        acc_store(acc1 + h * 8, c1, 8, 0, 4);
+    }
+}
+
+/* chain_block for two chains over the same A, N = 8, eight rows: `both` is
+ * tile e's A with the stricter of the two tiles' checks (ntpu_mac_bf16_chain2).
+ * Returns 0, having written nothing, when a check fails for either chain. */
+static inline __attribute__((always_inline)) int chain2_block(uint32_t *acc0, uint32_t *acc1,
+                                                              const ntpu_chain_tile *both, const ntpu_chain_tile *t0,
+                                                              const ntpu_chain_tile *t1, unsigned count, size_t m,
+                                                              ref_a_cache *cache, int transposed)
+{
+    int may_skip = 1;
+    if (!acc_on_grid(acc0, 64, &may_skip) || !acc_on_grid(acc1, 64, &may_skip))
+        return 0;
+    float af[CHAIN_AF_FLOATS];
+    const float *at_a[REF_CHAIN_MAX];
+    uint64_t skip[REF_CHAIN_MAX];
+    size_t at = 0;
+    uint32_t big = 0;
+    for (unsigned e = 0; e < count; e++) {
+        big |= (uint32_t)both[e].w_big;
+        if (at + 64 > CHAIN_AF_FLOATS)
+            return 0;
+        if (!(at_a[e] = tile_a(&both[e], m, 8, 8, may_skip, af + at, cache, &skip[e], &big)))
+            return 0;
+        if (at_a[e] == af + at)
+            at += 64;
+    }
+    if (!big)
+        chain2_products(acc0, acc1, t0, t1, count, transposed, at_a, skip, 1);
+    else
+        chain2_products(acc0, acc1, t0, t1, count, transposed, at_a, skip, 0);
+    return 1;
+}
+
+static inline __attribute__((always_inline)) void chain2_impl(uint32_t *acc0, uint32_t *acc1,
+                                                              const ntpu_chain_tile *both, const ntpu_chain_tile *t0,
+                                                              const ntpu_chain_tile *t1, unsigned count, size_t m0,
+                                                              size_t m1, ref_a_cache *cache, int transposed)
+{
+    size_t m = m0;
+    for (; m + 8 <= m1; m += 8)
+        if (!chain2_block(acc0 + m * 8, acc1 + m * 8, both, t0, t1, count, m, cache, transposed)) {
+            chain_rows(acc0, t0, count, 8, m, 8, cache, 1);
+            chain_rows(acc1, t1, count, 8, m, 8, cache, 1);
+        }
+    for (; m < m1; m++)
+        for (unsigned e = 0; e < count; e++) {
+            chain_scalar(acc0, t0 + e, m, 1, 8);
+            chain_scalar(acc1, t1 + e, m, 1, 8);
+        }
+}
+
+__attribute__((target("avx2,fma"))) static void chain2_fma(uint32_t *acc0, uint32_t *acc1, const ntpu_chain_tile *both,
+                                                           const ntpu_chain_tile *t0, const ntpu_chain_tile *t1,
+                                                           unsigned count, size_t m0, size_t m1, ref_a_cache *cache)
+{
+    chain2_impl(acc0, acc1, both, t0, t1, count, m0, m1, cache, 0);
+}
+
+__attribute__((target("avx2,fma"))) static void chain2_fma_t(uint32_t *acc0, uint32_t *acc1,
+                                                             const ntpu_chain_tile *both, const ntpu_chain_tile *t0,
+                                                             const ntpu_chain_tile *t1, unsigned count, size_t m0,
+                                                             size_t m1, ref_a_cache *cache)
+{
+    chain2_impl(acc0, acc1, both, t0, t1, count, m0, m1, cache, 1);
+}
+#endif
+
+void ntpu_mac_bf16_chain2(uint32_t *acc0, uint32_t *acc1, const ntpu_chain_tile *tiles0, const ntpu_chain_tile *tiles1,
+                          unsigned count, unsigned n, size_t m0, size_t m1, ref_a_cache *cache)
+{
+#ifdef HAVE_FMA_VARIANT
+    if (cache && !cache->ub)
+        cache = NULL;
+    if (n == 8 && count <= REF_CHAIN_MAX && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        /* tile e's A, checked for both tiles: the stricter grid threshold, either's inf or NaN rows */
+        ntpu_chain_tile both[REF_CHAIN_MAX];
+        unsigned transposed = 0;
+        for (unsigned e = 0; e < count; e++) {
+            transposed += tiles0[e].transposed != 0;
+            both[e] = tiles0[e];
+            both[e].a_thr = tiles0[e].a_thr > tiles1[e].a_thr ? tiles0[e].a_thr : tiles1[e].a_thr;
+            both[e].w_wild = tiles0[e].w_wild | tiles1[e].w_wild;
+            both[e].w_big = tiles0[e].w_big | tiles1[e].w_big;
+        }
+        if (transposed == 0) {
+            chain2_fma(acc0, acc1, both, tiles0, tiles1, count, m0, m1, cache);
+            return;
+        }
+        if (transposed == count) {
+            chain2_fma_t(acc0, acc1, both, tiles0, tiles1, count, m0, m1, cache);
+            return;
+        }
+    }
+#endif
+    ntpu_mac_bf16_chain(acc0, tiles0, count, n, m0, m1, cache);
+    ntpu_mac_bf16_chain(acc1, tiles1, count, n, m0, m1, cache);
 }
 
 /* int32 additions wrap, so any order gives the same bits: eight lanes of

@@ -528,9 +528,9 @@ static void matmul_now(ntpu_ref *r, unsigned flags, unsigned ub_addr, uint32_t *
     }
 }
 
-/* MATMUL: a bf16 one joins the queued chain when it accumulates onto the
- * chain's ACC range, else the chain runs first and it starts a new one
- * (ref_chain.h); int8 ones (and all with ntpu_ref_set_fusion(0)) run at once.
+/* MATMUL: a bf16 one joins the queue when it accumulates onto a queued
+ * chain's ACC range or starts a second chain beside the first, else the
+ * queue runs first and it starts a new one (ref_chain.h); int8 ones (and all with ntpu_ref_set_fusion(0)) run at once.
  * The counters count each command here, whenever its arithmetic runs.
  * ub_end: one past the last UB row it may read. */
 static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_addr, unsigned rows, unsigned stride,
@@ -544,15 +544,14 @@ static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_a
         r->pending = 0;
     }
     const int queue = !r->no_fusion && (flags & NTPU_MATMUL_BF16);
-    if (!queue || !ref_chain_extends(r->chain, flags, acc_addr, rows))
+    if (!queue || !ref_chain_joins(r->chain, flags, acc_addr, rows))
         flush_chain(r);
     uint32_t *acc = r->acc + (size_t)acc_addr * n;
     if (!(flags & NTPU_MATMUL_ACCUMULATE))
         memset(acc, 0, (size_t)rows * n * sizeof *acc); /* int32 0 and fp32 +0.0 alike */
     if (queue) {
-        if (ref_chain_add(r->chain, flags, acc_addr, rows, r->w_active, r->ub, ub_addr, stride, conv,
-                          conv ? conv->ub_addr : ub_addr, ub_end))
-            flush_chain(r);
+        ref_chain_add(r->chain, flags, acc_addr, rows, r->w_active, r->ub, ub_addr, stride, conv,
+                      conv ? conv->ub_addr : ub_addr, ub_end);
     } else {
         matmul_now(r, flags, ub_addr, acc, rows, stride, conv);
     }

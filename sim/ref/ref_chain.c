@@ -14,15 +14,21 @@
 /* What a block of A outside the map reads: zeros, n x n lanes for any n. */
 static const uint16_t zero_tile[64 * 64];
 
-struct ref_chain {
-    unsigned n, count, acc_addr, rows;
-    unsigned long ub_lo, ub_hi; /* UB rows the queued tiles read */
-    uint16_t *w;                /* REF_CHAIN_MAX x n x n: the tiles' weights */
-    float *wf;                  /* the same, flushed to fp32 */
+/* One queued chain: its ACC range and tiles. */
+typedef struct chain_way {
+    unsigned acc_addr, rows, count;
     ntpu_chain_tile tiles[REF_CHAIN_MAX];
+    ref_conv conv[REF_CHAIN_MAX];
+} chain_way;
+
+struct ref_chain {
+    unsigned n, ways;           /* chains queued */
+    unsigned long ub_lo, ub_hi; /* UB rows the queued tiles read */
+    uint16_t *w;                /* REF_CHAIN_WAYS x REF_CHAIN_MAX x n x n: the tiles' weights */
+    float *wf;                  /* the same, flushed to fp32 */
+    chain_way way[REF_CHAIN_WAYS];
     ref_a_cache **caches; /* one per part of a flush (ref_threads.h), made when first needed */
     unsigned n_caches;
-    ref_conv conv[REF_CHAIN_MAX];
 };
 
 ref_chain *ref_chain_new(unsigned n)
@@ -32,8 +38,8 @@ ref_chain *ref_chain_new(unsigned n)
         return NULL;
     c->n = n;
     const size_t tile = (size_t)n * n;
-    c->w = malloc(REF_CHAIN_MAX * tile * sizeof *c->w);
-    c->wf = malloc(REF_CHAIN_MAX * tile * sizeof *c->wf);
+    c->w = malloc(REF_CHAIN_WAYS * REF_CHAIN_MAX * tile * sizeof *c->w);
+    c->wf = malloc(REF_CHAIN_WAYS * REF_CHAIN_MAX * tile * sizeof *c->wf);
     if (!c->w || !c->wf) {
         ref_chain_free(c);
         return NULL;
@@ -55,10 +61,30 @@ void ref_chain_free(ref_chain *c)
     free(c);
 }
 
-int ref_chain_extends(const ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows)
+/* The queued chain into exactly these ACC rows, or NULL. */
+static const chain_way *way_of(const ref_chain *c, unsigned acc_addr, unsigned rows)
 {
-    return c->count > 0 && c->count < REF_CHAIN_MAX && (flags & NTPU_MATMUL_ACCUMULATE) && c->acc_addr == acc_addr &&
-           c->rows == rows;
+    for (unsigned i = 0; i < c->ways; i++)
+        if (c->way[i].acc_addr == acc_addr && c->way[i].rows == rows)
+            return &c->way[i];
+    return NULL;
+}
+
+/* Whether ACC rows [addr, addr + rows) meet a queued chain's range. */
+static int meets_acc(const ref_chain *c, unsigned long addr, unsigned long rows)
+{
+    for (unsigned i = 0; i < c->ways; i++)
+        if (addr < (unsigned long)c->way[i].acc_addr + c->way[i].rows && c->way[i].acc_addr < addr + rows)
+            return 1;
+    return 0;
+}
+
+int ref_chain_joins(const ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows)
+{
+    const chain_way *w = way_of(c, acc_addr, rows);
+    if (w)
+        return (flags & NTPU_MATMUL_ACCUMULATE) && w->count < REF_CHAIN_MAX;
+    return c->ways > 0 && c->ways < REF_CHAIN_WAYS && !meets_acc(c, acc_addr, rows);
 }
 
 /* Block j = rel / n of a weight-gradient MATMUL (docs/isa.md, "Version 1.5"):
@@ -84,54 +110,58 @@ static const uint16_t *conv_rows(const ntpu_chain_tile *tile, size_t rel, unsign
     return ref_conv_rows8(tile->ctx, tile->a, n, (unsigned)rel, scratch);
 }
 
-int ref_chain_add(ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows, const uint16_t *w, const uint16_t *ub,
-                  unsigned ub_addr, unsigned stride, const ref_conv *conv, unsigned long ub_lo, unsigned long ub_hi)
+void ref_chain_add(ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows, const uint16_t *w,
+                   const uint16_t *ub, unsigned ub_addr, unsigned stride, const ref_conv *conv, unsigned long ub_lo,
+                   unsigned long ub_hi)
 {
-    const unsigned k = c->count++, n = c->n;
-    const size_t tile = (size_t)n * n;
-    if (k == 0) {
-        c->acc_addr = acc_addr;
-        c->rows = rows;
-        c->ub_lo = ub_lo;
-        c->ub_hi = ub_hi;
-    } else {
-        c->ub_lo = ub_lo < c->ub_lo ? ub_lo : c->ub_lo;
-        c->ub_hi = ub_hi > c->ub_hi ? ub_hi : c->ub_hi;
+    chain_way *way = (chain_way *)way_of(c, acc_addr, rows);
+    if (!way) {
+        way = &c->way[c->ways];
+        way->acc_addr = acc_addr;
+        way->rows = rows;
+        way->count = 0;
+        if (c->ways++ == 0) {
+            c->ub_lo = ub_lo;
+            c->ub_hi = ub_hi;
+        }
     }
-    ntpu_chain_tile *t = &c->tiles[k];
+    c->ub_lo = ub_lo < c->ub_lo ? ub_lo : c->ub_lo;
+    c->ub_hi = ub_hi > c->ub_hi ? ub_hi : c->ub_hi;
+    const unsigned k = way->count++, n = c->n;
+    const size_t tile = (size_t)n * n, at = ((size_t)(way - c->way) * REF_CHAIN_MAX + k) * tile;
+    ntpu_chain_tile *t = &way->tiles[k];
     memset(t, 0, sizeof *t);
-    memcpy(c->w + k * tile, w, tile * sizeof *w);
-    t->w = c->w + k * tile;
-    ntpu_chain_tile_prepare(t, c->wf + k * tile, n);
+    memcpy(c->w + at, w, tile * sizeof *w);
+    t->w = c->w + at;
+    ntpu_chain_tile_prepare(t, c->wf + at, n);
     t->cached = 1;
     if (conv) { /* the weight gradient's blocks read in place and transposed, or the other modes' rows */
-        c->conv[k] = *conv;
+        way->conv[k] = *conv;
         t->a = ub;
         t->transposed = (flags & NTPU_MATMUL_TRANSPOSE_A) != 0;
         t->locate = t->transposed ? weight_grad_block : conv_rows;
-        t->ctx = &c->conv[k];
+        t->ctx = &way->conv[k];
     } else {
         t->a = ub + (size_t)ub_addr * n;
         t->t_stride = (size_t)stride * n;
         t->transposed = (flags & NTPU_MATMUL_TRANSPOSE_A) != 0;
     }
-    return c->count == REF_CHAIN_MAX;
 }
 
 int ref_chain_touches(const ref_chain *c, int ub, unsigned addr, unsigned rows)
 {
-    if (c->count == 0 || rows == 0)
+    if (c->ways == 0 || rows == 0)
         return 0;
     unsigned long lo = addr, hi = (unsigned long)addr + rows;
     if (ub)
         return lo < c->ub_hi && c->ub_lo < hi;
-    return lo < (unsigned long)c->acc_addr + c->rows && c->acc_addr < hi;
+    return meets_acc(c, lo, rows);
 }
 
-/* A part of the rows of one flush, for the pool. */
+/* A part of the rows of one flush, for the pool: one chain, or two run as one pass (acc1, tiles1 set). */
 typedef struct chain_job {
-    uint32_t *acc; /* the chain's row 0 */
-    const ntpu_chain_tile *tiles;
+    uint32_t *acc, *acc1; /* the chains' row 0 */
+    const ntpu_chain_tile *tiles, *tiles1;
     unsigned count, n;
     ref_a_cache **caches; /* one per part, or NULL */
 } chain_job;
@@ -139,7 +169,11 @@ typedef struct chain_job {
 static void chain_part(void *ctx, size_t m0, size_t m1, unsigned part)
 {
     const chain_job *j = ctx;
-    ntpu_mac_bf16_chain(j->acc, j->tiles, j->count, j->n, m0, m1, j->caches ? j->caches[part] : NULL);
+    ref_a_cache *cache = j->caches ? j->caches[part] : NULL;
+    if (j->tiles1)
+        ntpu_mac_bf16_chain2(j->acc, j->acc1, j->tiles, j->tiles1, j->count, j->n, m0, m1, cache);
+    else
+        ntpu_mac_bf16_chain(j->acc, j->tiles, j->count, j->n, m0, m1, cache);
 }
 
 /* A cache of converted A for each part the pool may make: NULL where none
@@ -173,20 +207,42 @@ void ref_chain_ub_written(ref_chain *c, unsigned long addr, unsigned long rows)
     }
 }
 
+/* Whether two queued chains read the same A, tile by tile, so that they can run as one pass. */
+static int same_a(const chain_way *x, const chain_way *y)
+{
+    if (x->rows != y->rows || x->count != y->count)
+        return 0;
+    for (unsigned e = 0; e < x->count; e++) {
+        const ntpu_chain_tile *s = &x->tiles[e], *t = &y->tiles[e];
+        if (s->locate || t->locate || s->a != t->a || s->transposed != t->transposed ||
+            (s->transposed && s->t_stride != t->t_stride))
+            return 0;
+    }
+    return 1;
+}
+
 void ref_chain_flush(ref_chain *c, uint32_t *acc, const uint16_t *ub, size_t ub_rows, ntpu_ref_pool *pool)
 {
-    if (c->count == 0)
+    if (c->ways == 0)
         return;
     const size_t n = c->n;
-    chain_job job = {.acc = acc + (size_t)c->acc_addr * n,
-                     .tiles = c->tiles,
-                     .count = c->count,
-                     .n = c->n,
-                     .caches = part_caches(c, pool)};
-    for (unsigned i = 0; job.caches && i < c->n_caches; i++)
-        if (!ref_a_cache_mirror(job.caches[i], ub, ub_rows * n))
-            job.caches = NULL; /* memory is short: nothing kept */
-    /* rows split among threads a multiple of 8 and of n apart */
-    ntpu_ref_pool_for(pool, c->rows, 8 * n, (uint64_t)c->rows * n * n * c->count, chain_part, &job);
-    c->count = 0;
+    ref_a_cache **caches = part_caches(c, pool);
+    for (unsigned i = 0; caches && i < c->n_caches; i++)
+        if (!ref_a_cache_mirror(caches[i], ub, ub_rows * n))
+            caches = NULL; /* memory is short: nothing kept */
+    const int paired = c->ways == 2 && same_a(&c->way[0], &c->way[1]);
+    for (unsigned i = 0; i < c->ways; i += paired ? 2 : 1) {
+        const chain_way *w = &c->way[i];
+        chain_job job = {.acc = acc + (size_t)w->acc_addr * n,
+                         .acc1 = paired ? acc + (size_t)c->way[1].acc_addr * n : NULL,
+                         .tiles = w->tiles,
+                         .tiles1 = paired ? c->way[1].tiles : NULL,
+                         .count = w->count,
+                         .n = c->n,
+                         .caches = caches};
+        /* rows split among threads a multiple of 8 and of n apart */
+        ntpu_ref_pool_for(pool, w->rows, 8 * n, (uint64_t)w->rows * n * n * w->count * (paired ? 2u : 1u), chain_part,
+                          &job);
+    }
+    c->ways = 0;
 }

@@ -4,7 +4,10 @@
  * pass that keeps each block of rows' accumulators in registers across all
  * their weight tiles (ref_chain.c; the kernel is in matmul_kernel.c). Each
  * output element still sees k ascending, tile after tile, so the bits are
- * those of one MATMUL at a time. Internal to the model. */
+ * those of one MATMUL at a time. Two chains into disjoint ACC ranges may be
+ * queued at once, their MATMULs interleaved (two output tiles over the same
+ * activations, as the host issues them); when their tiles read the same A
+ * they run as one pass over it, sixteen columns wide. Internal to the model. */
 #ifndef NTPU_REF_CHAIN_H
 #define NTPU_REF_CHAIN_H
 
@@ -16,6 +19,8 @@
 
 /* Tiles a chain queues before it runs: bounds the memory (weights, gathers). */
 #define REF_CHAIN_MAX 64u
+/* Chains queued at once, each into its own ACC range. */
+#define REF_CHAIN_WAYS 2u
 
 /* One weight tile of a chain and where its activation rows come from. */
 typedef struct ntpu_chain_tile {
@@ -90,29 +95,39 @@ void ntpu_mac_bf16_chain(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned c
 void ntpu_mac_bf16_chain_generic(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count, unsigned n, size_t m0,
                                  size_t m1, ref_a_cache *cache);
 
+/* Two chains of `count` tiles each over the same rows, into acc0 and acc1
+ * (disjoint), tile e of both reading the same A (a, t_stride, transposed; no
+ * locate): bit-exact with one ntpu_mac_bf16_chain each. With N = 8 on AVX2
+ * each block of A is converted (or found) once for both. */
+void ntpu_mac_bf16_chain2(uint32_t *acc0, uint32_t *acc1, const ntpu_chain_tile *tiles0, const ntpu_chain_tile *tiles1,
+                          unsigned count, unsigned n, size_t m0, size_t m1, ref_a_cache *cache);
+
 /* The queue of one model. */
 typedef struct ref_chain ref_chain;
 
 ref_chain *ref_chain_new(unsigned n);
 void ref_chain_free(ref_chain *c);
 
-/* Whether a bf16 MATMUL with these fields extends the queued chain: one is
- * queued, same ACC range, ACCUMULATE set, and there is room. */
-int ref_chain_extends(const ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows);
+/* Whether a bf16 MATMUL with these fields may join the queue as it is: it
+ * accumulates onto a queued chain's ACC range (the same rows) that has room,
+ * or its ACC range meets no queued one and there is room for another chain.
+ * Otherwise flush first. */
+int ref_chain_joins(const ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows);
 
-/* Queues a bf16 MATMUL (its ACC rows already cleared when it starts the
- * chain without ACCUMULATE). w: the active n x n tile (copied). UB rows
- * ub_lo .. ub_hi - 1 are what it may read. conv: its CONV geometry or NULL;
- * else rows from ub_addr, or with TRANSPOSE_A tiles `stride` rows apart.
- * Returns 1 when the queue is full (flush it). */
-int ref_chain_add(ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows, const uint16_t *w, const uint16_t *ub,
-                  unsigned ub_addr, unsigned stride, const ref_conv *conv, unsigned long ub_lo, unsigned long ub_hi);
+/* Queues a bf16 MATMUL (its ACC rows already cleared when it starts a chain
+ * without ACCUMULATE); the caller has checked ref_chain_joins, or flushed.
+ * w: the active n x n tile (copied). UB rows ub_lo .. ub_hi - 1 are what it
+ * may read. conv: its CONV geometry or NULL; else rows from ub_addr, or with
+ * TRANSPOSE_A tiles `stride` rows apart. */
+void ref_chain_add(ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows, const uint16_t *w,
+                   const uint16_t *ub, unsigned ub_addr, unsigned stride, const ref_conv *conv, unsigned long ub_lo,
+                   unsigned long ub_hi);
 
 /* Whether the queue holds something a write of UB rows [addr, addr + rows)
  * (ub) or ACC rows (!ub) would change: then flush first. */
 int ref_chain_touches(const ref_chain *c, int ub, unsigned addr, unsigned rows);
 
-/* Runs the queued chain into acc (the model's ACC) and empties the queue.
+/* Runs the queued chains into acc (the model's ACC) and empties the queue.
  * ub: the model's UB, ub_rows rows, every write of which the model reports
  * (ref_chain_ub_written); NULL: no blocks kept converted. */
 void ref_chain_flush(ref_chain *c, uint32_t *acc, const uint16_t *ub, size_t ub_rows, ntpu_ref_pool *pool);

@@ -6,9 +6,10 @@
  * TRANSPOSE_A, every CONV mode, int8), operands that force the exact scalar path
  * (NaN, inf, subnormal, off-grid tiny values, -0 accumulators), zero lanes
  * next to inf weights, chains longer than the queue, threads, N of 6, 8 and 16,
- * and every flush condition (a WRITE_MEM into a queued source or into the ACC
+ * two chains interleaved (run as one pass where they read the same A), and
+ * every flush condition (a WRITE_MEM into a queued source or into an ACC
  * range, READ_MEM mid-chain, a vector op reading the range, a MATMUL into an
- * overlapping range, the end of a program), blocks of A kept converted from
+ * overlapping range, a third chain, the end of a program), blocks of A kept converted from
  * one chain to the next while UB changes under them, and products that
  * overflow (no fused multiply-add). One plain chain is also checked against
  * the scalar MAC of numerics.c. */
@@ -191,6 +192,72 @@ Test(ref_chain, other_array_sizes)
     random_chains("ref:n=6", "ref:n=6,fuse=0", 1, NTPU_DTYPE_BF16); /* no 8-lane kernel: the scalar MACs */
 }
 
+/* Two chains of `len` tiles into acc0 and acc1 (disjoint), their LOAD_W +
+ * MATMUL pairs interleaved as the host's forward pass and weight gradient
+ * issue two output tiles; tile k of both reads the same UB source when
+ * `same_a` (the golden model then runs them as one pass), else each its own. */
+static void interleaved(pair *p, unsigned acc0, unsigned acc1, unsigned rows, unsigned len, int first_acc, int t,
+                        int same_a)
+{
+    const unsigned n = p->n;
+    for (unsigned k = 0; k < len; k++) {
+        unsigned ub = rnd() % 64, stride = n + rnd() % 3 * n;
+        for (unsigned way = 0; way < 2; way++) {
+            const unsigned acc = way ? acc1 : acc0, wb = rnd() % (WB_ROWS / n) * n, tr = rnd() % 2;
+            const int accumulate = k > 0 || first_acc;
+            BOTH(p, ntpu_load_w(dev, wb, (int)tr));
+            if (!same_a)
+                ub = rnd() % 64, stride = n + rnd() % 3 * n;
+            if (t)
+                BOTH(p, ntpu_matmul_tile_transpose_a(dev, NTPU_DTYPE_BF16, ub, stride, acc, rows, accumulate));
+            else
+                BOTH(p, ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, ub * 8 % (UB_ROWS - rows), acc, rows, accumulate));
+        }
+    }
+}
+
+static void interleaved_chains(const char *fused, int wildness)
+{
+    pair p = open_pair(fused, "ref:fuse=0");
+    wild = wildness;
+    fill(&p, NTPU_DTYPE_BF16);
+    for (int round = 0; round < 24; round++) {
+        const int t = round % 3 == 0;
+        unsigned rows = 8 + rnd() % 200;
+        rows = t || round % 2 ? (rows + p.n - 1) / p.n * p.n : rows; /* some with rows past the last block of 8 */
+        const unsigned half = ACC_ROWS / 2, acc0 = rnd() % (half - rows), acc1 = half + rnd() % (half - rows);
+        interleaved(&p, acc0, acc1, rows, 1 + rnd() % 80, (int)(rnd() % 2), t, round % 4 != 3);
+    }
+    same_state(&p, fused);
+    close_pair(&p);
+}
+
+Test(ref_chain, interleaved_chains)
+{
+    interleaved_chains("ref", 0);
+    interleaved_chains("ref:threads=2", 0);
+}
+
+Test(ref_chain, interleaved_chains_with_special_operands)
+{
+    interleaved_chains("ref", 1);
+}
+
+/* A third chain beside two queued ones, and a MATMUL that restarts one of
+ * them (no ACCUMULATE onto its range): both run the queue first. */
+Test(ref_chain, a_third_chain_or_a_restart_flushes)
+{
+    pair p = open_pair("ref", "ref:fuse=0");
+    wild = 0;
+    fill(&p, NTPU_DTYPE_BF16);
+    interleaved(&p, 0, 200, 64, 5, 0, 0, 1);
+    chain(&p, NTPU_DTYPE_BF16, 400, 64, 3, 1, 0);
+    interleaved(&p, 0, 200, 64, 5, 1, 1, 1);
+    chain(&p, NTPU_DTYPE_BF16, 200, 64, 3, 0, 0);
+    same_state(&p, "a third chain, a restart");
+    close_pair(&p);
+}
+
 /* Long chains past the queue's length, on threads, over rows enough to split. */
 Test(ref_chain, long_chains_on_threads)
 {
@@ -274,6 +341,56 @@ Test(ref_chain, overflowing_products_are_not_fused)
         cr_assert_eq(acc[i], 0x7F800000u, "ACC row %zu lane %zu: %08x, not +inf", i / n, i % n, acc[i]);
     close_pair(&p);
     free(ub), free(w), free(acc);
+}
+
+/* Two chains run as one pass over the same A, where only the second's
+ * weights call for care, once each: tiny weights (2^-107) whose products with
+ * A's 2^-27 leave the 2^-126 grid (the device flushes every one: ACC stays
+ * +0), an inf in weight row 3 where A's k = 3 is all zeros (inf x 0 is NaN, no
+ * zero k to skip), and 2^65 in row 0 against A's 2^63 onto -2^127 (the product
+ * overflows: +inf, where one fused multiply-add would give 2^127). The first
+ * chain's weights are all 1. Both chains' results are checked, and against
+ * the unfused model. */
+Test(ref_chain, paired_chains_keep_each_tiles_checks)
+{
+    pair p = open_pair("ref", "ref:fuse=0");
+    const unsigned n = p.n, rows = 64;
+    cr_assert_eq(n, 8u);
+    uint16_t ub[64 * 8], w[2 * 64];
+    uint32_t acc[2 * 64 * 8];
+    /* A's lanes (k = zero_k: 0), the second tile's row `row` (every row when 8; others 1), ACC before, the results */
+    const struct {
+        uint16_t a, w1;
+        unsigned zero_k, row;
+        uint32_t acc, want0, want1;
+    } cases[] = {{0x3200u, 0x0A00u, 8, 8, 0, 0x33800000u, 0},
+                 {0x3F80u, 0x7F80u, 3, 3, 0, 0x40E00000u, 0x7FC00000u},
+                 {0x5F00u, 0x6000u, 8, 0, 0xFF000000u, 0xFF000000u, 0x7F800000u}};
+    for (unsigned c = 0; c < 3; c++) {
+        for (unsigned i = 0; i < rows * n; i++)
+            ub[i] = i % n == cases[c].zero_k ? 0 : cases[c].a;
+        for (unsigned i = 0; i < n * n; i++) {
+            w[i] = 0x3F80u;
+            w[n * n + i] = cases[c].row == 8 || i / n == cases[c].row ? cases[c].w1 : 0x3F80u;
+        }
+        for (unsigned i = 0; i < 2 * rows * n; i++)
+            acc[i] = cases[c].acc;
+        BOTH(&p, ntpu_write_rows(dev, NTPU_MEM_UB, 0, rows, ub));
+        BOTH(&p, ntpu_write_rows(dev, NTPU_MEM_WB, 0, 2 * n, w));
+        BOTH(&p, ntpu_write_rows(dev, NTPU_MEM_ACC, 0, 2 * rows, acc));
+        for (unsigned way = 0; way < 2; way++) {
+            BOTH(&p, ntpu_load_w(dev, way * n, 0));
+            BOTH(&p, ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, 0, way * rows, rows, 1));
+        }
+        same_state(&p, "paired checks");
+        BOTH(&p, ntpu_read_rows(dev, NTPU_MEM_ACC, 0, 2 * rows, acc)); /* both: the counters stay alike */
+        for (unsigned i = 0; i < 2 * rows * n; i++) {
+            const uint32_t want = i < rows * n ? cases[c].want0 : cases[c].want1;
+            cr_assert_eq(acc[i], want, "case %u: chain %u, lane %u: %08x, not %08x", c, i / (rows * n), i % (rows * n),
+                         acc[i], want);
+        }
+    }
+    close_pair(&p);
 }
 
 /* Four chains over the same UB sources (rows 0 .. 383, tiles 64 rows apart),
@@ -443,6 +560,26 @@ static void interrupted(void (*between)(pair *p, int i), const char *what)
     close_pair(&p);
 }
 
+/* Two interleaved chains of 4 tiles into ACC 0..63 and 64..127 from the same
+ * UB sources; `between` runs after the second pair. */
+static void interrupted_pair(void (*between)(pair *p, int i), const char *what)
+{
+    pair p = open_pair("ref", "ref:fuse=0");
+    wild = 0;
+    fill(&p, NTPU_DTYPE_BF16);
+    for (unsigned k = 0; k < 4; k++) {
+        for (unsigned way = 0; way < 2; way++) {
+            BOTH(&p, ntpu_load_w(dev, (2 * k + way) * p.n, 0));
+            BOTH(&p, ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, 64 * k, 64 * way, 64, k > 0));
+        }
+        if (k == 1)
+            for (int i = 0; i < 2; i++)
+                between(&p, i);
+    }
+    same_state(&p, what);
+    close_pair(&p);
+}
+
 /* Known values into rows of UB (bf16) or ACC (fp32) of device i. */
 static void write_rows_at(pair *p, int i, enum ntpu_mem mem, unsigned addr, unsigned rows)
 {
@@ -517,6 +654,34 @@ Test(ref_chain, flush_on_a_vector_op)
 Test(ref_chain, flush_on_an_overlapping_matmul)
 {
     interrupted(overlapping_matmul, "overlapping MATMUL");
+}
+
+static void write_second_acc_range(pair *p, int i)
+{
+    write_rows_at(p, i, NTPU_MEM_ACC, 100, 5);
+}
+
+static void read_second_acc_range(pair *p, int i)
+{
+    static uint32_t seen[2][64 * 64];
+    cr_assert_eq(ntpu_read_rows(p->d[i], NTPU_MEM_ACC, 64, 64, seen[i]), NTPU_OK);
+    if (i == 1)
+        cr_assert(memcmp(seen[0], seen[1], 64 * p->n * 4) == 0, "READ_MEM mid-chain differs");
+}
+
+Test(ref_chain, flush_on_write_into_either_chain)
+{
+    interrupted_pair(write_queued_source, "WRITE_MEM into the pair's source");
+    interrupted_pair(write_acc_range, "WRITE_MEM into the first ACC range");
+    interrupted_pair(write_second_acc_range, "WRITE_MEM into the second ACC range");
+    interrupted_pair(write_elsewhere, "WRITE_MEM elsewhere");
+}
+
+Test(ref_chain, flush_on_read_or_matmul_into_either_chain)
+{
+    interrupted_pair(read_second_acc_range, "READ_MEM of the second range");
+    interrupted_pair(overlapping_matmul, "a MATMUL over both ranges");
+    interrupted_pair(act_reads_range, "ACT");
 }
 
 /* A program that ends in the middle of what would be a chain: the chain

@@ -644,14 +644,18 @@ static ntpu_status forward(ntpu_model *m, size_t bp)
     for (size_t l = 0; l < m->layers && st == NTPU_OK; l++) {
         const size_t ti = m->tiles[l], to = m->tiles[l + 1];
         const int last = l + 1 == m->layers;
-        for (size_t nt = 0; nt < to && st == NTPU_OK; nt++) {
-            for (size_t kt = 0; kt < ti && st == NTPU_OK; kt++) {
-                st = ntpu_load_w(dev, (uint32_t)(m->wb_w[l] + (nt * ti + kt) * n), 0);
-                if (st == NTPU_OK)
-                    st = ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, (uint32_t)(m->ub_x[l] + kt * bp),
-                                          (uint32_t)(m->acc_z[l] + nt * bp), (uint32_t)bp, kt > 0);
-            }
-            if (st == NTPU_OK)
+        /* Two output tiles at a time, their MATMULs interleaved k-tile by k-tile: each sum still
+         * runs k ascending, and a golden model can read each block of X once for both. */
+        for (size_t nt0 = 0; nt0 < to && st == NTPU_OK; nt0 += 2) {
+            const size_t nt1 = nt0 + 2 < to ? nt0 + 2 : to;
+            for (size_t kt = 0; kt < ti && st == NTPU_OK; kt++)
+                for (size_t nt = nt0; nt < nt1 && st == NTPU_OK; nt++) {
+                    st = ntpu_load_w(dev, (uint32_t)(m->wb_w[l] + (nt * ti + kt) * n), 0);
+                    if (st == NTPU_OK)
+                        st = ntpu_matmul_tile(dev, NTPU_DTYPE_BF16, (uint32_t)(m->ub_x[l] + kt * bp),
+                                              (uint32_t)(m->acc_z[l] + nt * bp), (uint32_t)bp, kt > 0);
+                }
+            for (size_t nt = nt0; nt < nt1 && st == NTPU_OK; nt++)
                 st = last ? ntpu_vec_act(dev, NTPU_ACT_BIAS | NTPU_OUT_ACC, (uint32_t)(m->acc_z[l] + nt * bp),
                                          (uint32_t)(m->acc_z[l] + nt * bp), (uint32_t)bp, m->acc_b[l] + (uint32_t)nt)
                           : ntpu_vec_act(dev, NTPU_ACT_BIAS | NTPU_ACT_RELU | NTPU_OUT_UB,
@@ -764,23 +768,28 @@ static ntpu_status backward(ntpu_model *m, size_t bp)
             if (st == NTPU_OK && l > 0)
                 st = ntpu_vec_act(dev, NTPU_OUT_UB, z, (uint32_t)(m->ub_g[l] + nt * bp), (uint32_t)bp, 0);
         }
-        /* dW = Xᵀ·dZ: batch blocks ascending, X streamed transposed from its k-tiles.
+        /* dW = Xᵀ·dZ: batch blocks ascending, X streamed transposed from its k-tiles;
+         * two output tiles interleaved as in forward() where each has its own dW.
          * The device optimizer takes each output tile's dW as soon as it is summed. */
         const unsigned oflags = m->opt.kind == NTPU_OPT_MOMENTUM ? NTPU_OPTIM_MOMENTUM : 0;
-        const size_t blk = (1 + (oflags != 0)) * ti * n;
-        for (size_t nt = 0; nt < to && st == NTPU_OK; nt++) {
-            uint32_t dw = (uint32_t)(m->acc_dw[l] + (m->devopt ? 0 : nt * ti * n));
-            for (size_t j = 0; j < bp / n && st == NTPU_OK; j++) {
-                st = ntpu_load_w(dev, (uint32_t)(m->wb_g[l] + nt * bp + j * n), 0);
-                if (st == NTPU_OK)
-                    st = ntpu_matmul_tile_transpose_a(dev, NTPU_DTYPE_BF16, (uint32_t)(m->ub_x[l] + j * n),
-                                                      (uint32_t)bp, dw, (uint32_t)(ti * n), j > 0);
-            }
+        const size_t blk = (1 + (oflags != 0)) * ti * n, ways = m->devopt ? 1 : 2;
+        for (size_t nt0 = 0; nt0 < to && st == NTPU_OK; nt0 += ways) {
+            const size_t nt1 = nt0 + ways < to ? nt0 + ways : to;
+            for (size_t j = 0; j < bp / n && st == NTPU_OK; j++)
+                for (size_t nt = nt0; nt < nt1 && st == NTPU_OK; nt++) {
+                    st = ntpu_load_w(dev, (uint32_t)(m->wb_g[l] + nt * bp + j * n), 0);
+                    if (st == NTPU_OK)
+                        st = ntpu_matmul_tile_transpose_a(
+                            dev, NTPU_DTYPE_BF16, (uint32_t)(m->ub_x[l] + j * n), (uint32_t)bp,
+                            (uint32_t)(m->acc_dw[l] + (m->devopt ? 0 : nt * ti * n)), (uint32_t)(ti * n), j > 0);
+                }
+            const uint32_t dw = (uint32_t)m->acc_dw[l]; /* the device optimizer's: one output tile (nt0) */
             if (st == NTPU_OK && adam)
-                st = ntpu_vec_optim_adam(dev, decoupled, (uint32_t)(m->acc_mw[l] + nt * blk), dw, (uint32_t)(ti * n),
-                                         m->acc_k, (uint32_t)(m->os_w[l] + nt * 2 * ti * n));
+                st = ntpu_vec_optim_adam(dev, decoupled, (uint32_t)(m->acc_mw[l] + nt0 * blk), dw, (uint32_t)(ti * n),
+                                         m->acc_k, (uint32_t)(m->os_w[l] + nt0 * 2 * ti * n));
             else if (st == NTPU_OK && m->devopt)
-                st = ntpu_vec_optim(dev, oflags, (uint32_t)(m->acc_mw[l] + nt * blk), dw, (uint32_t)(ti * n), m->acc_k);
+                st =
+                    ntpu_vec_optim(dev, oflags, (uint32_t)(m->acc_mw[l] + nt0 * blk), dw, (uint32_t)(ti * n), m->acc_k);
         }
         if (st == NTPU_OK && adam)
             st = ntpu_vec_optim_adam(dev, decoupled, m->acc_b[l], m->acc_db[l], (uint32_t)to, m->acc_k, m->os_b[l]);
