@@ -553,6 +553,29 @@ static inline __attribute__((always_inline)) int acc_on_grid(const uint32_t *acc
     return 1;
 }
 
+/* Every tile's A for the block at row m (tile_a), converted ones into af:
+ * at_a[e], skip[e] and *big for chain_block. 0 when one fails a check or af
+ * is full. */
+static inline __attribute__((always_inline)) int chain_a(const ntpu_chain_tile *tiles, unsigned count, size_t m,
+                                                         unsigned n, unsigned block, int may_skip, float *af,
+                                                         ref_a_cache *cache, const float **at_a, uint64_t *skip,
+                                                         uint32_t *big)
+{
+    size_t at = 0;
+    for (unsigned e = 0; e < count; e++) {
+        const ntpu_chain_tile *t = tiles + e;
+        *big |= (uint32_t)t->w_big;
+        const size_t size = t->transposed ? (size_t)n * n : (size_t)block * n;
+        if (at + size > CHAIN_AF_FLOATS)
+            return 0;
+        if (!(at_a[e] = tile_a(t, m, n, block, may_skip, af + at, cache, &skip[e], big)))
+            return 0;
+        if (at_a[e] == af + at)
+            at += size;
+    }
+    return 1;
+}
+
 /* One block of `block` rows (row m of the stream at acc) through `count`
  * tiles with the accumulators in registers: first every tile's A converted
  * (or found in the cache) and checked, then the products, so that the
@@ -582,19 +605,9 @@ static inline __attribute__((always_inline)) int chain_block(uint32_t *acc, cons
     float af[CHAIN_AF_FLOATS];
     const float *at_a[REF_CHAIN_MAX];
     uint64_t skip[REF_CHAIN_MAX];
-    size_t at = 0;
     uint32_t big = 0;
-    for (unsigned e = 0; e < count; e++) {
-        const ntpu_chain_tile *t = tiles + e;
-        big |= (uint32_t)t->w_big;
-        const size_t size = t->transposed ? (size_t)n * n : (size_t)block * n;
-        if (at + size > CHAIN_AF_FLOATS)
-            return 0;
-        if (!(at_a[e] = tile_a(t, m, n, block, may_skip, af + at, cache, &skip[e], &big)))
-            return 0;
-        if (at_a[e] == af + at)
-            at += size;
-    }
+    if (!chain_a(tiles, count, m, n, block, may_skip, af, cache, at_a, skip, &big))
+        return 0;
     if (fma && !big)
         chain_products(acc, tiles, count, m, n, block, at_a, skip, 1);
     else
@@ -779,17 +792,9 @@ static inline __attribute__((always_inline)) int chain2_block(uint32_t *acc0, ui
     float af[CHAIN_AF_FLOATS];
     const float *at_a[REF_CHAIN_MAX];
     uint64_t skip[REF_CHAIN_MAX];
-    size_t at = 0;
     uint32_t big = 0;
-    for (unsigned e = 0; e < count; e++) {
-        big |= (uint32_t)both[e].w_big;
-        if (at + 64 > CHAIN_AF_FLOATS)
-            return 0;
-        if (!(at_a[e] = tile_a(&both[e], m, 8, 8, may_skip, af + at, cache, &skip[e], &big)))
-            return 0;
-        if (at_a[e] == af + at)
-            at += 64;
-    }
+    if (!chain_a(both, count, m, 8, 8, may_skip, af, cache, at_a, skip, &big))
+        return 0;
     if (!big)
         chain2_products(acc0, acc1, t0, t1, count, transposed, at_a, skip, 1);
     else
