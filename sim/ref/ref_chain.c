@@ -207,6 +207,14 @@ void ref_chain_ub_written(ref_chain *c, unsigned long addr, unsigned long rows)
     }
 }
 
+/* Whether two CONV MATMULs read the same rows of A: every field but where they sum. */
+static int same_conv_a(const ref_conv *a, const ref_conv *b)
+{
+    return a->flags == b->flags && a->ub_addr == b->ub_addr && a->rows == b->rows && a->in_h == b->in_h &&
+           a->in_w == b->in_w && a->mb == b->mb && a->out_w == b->out_w && a->stride == b->stride &&
+           a->tile_stride == b->tile_stride && a->k == b->k && a->dy == b->dy && a->dx == b->dx;
+}
+
 /* Whether two queued chains read the same A, tile by tile, so that they can run as one pass. */
 static int same_a(const chain_way *x, const chain_way *y)
 {
@@ -214,8 +222,9 @@ static int same_a(const chain_way *x, const chain_way *y)
         return 0;
     for (unsigned e = 0; e < x->count; e++) {
         const ntpu_chain_tile *s = &x->tiles[e], *t = &y->tiles[e];
-        if (s->locate || t->locate || s->a != t->a || s->transposed != t->transposed ||
-            (s->transposed && s->t_stride != t->t_stride))
+        if (s->locate != t->locate || s->a != t->a || s->transposed != t->transposed ||
+            (s->locate && !same_conv_a(&x->conv[e], &y->conv[e])) ||
+            (!s->locate && s->transposed && s->t_stride != t->t_stride))
             return 0;
     }
     return 1;

@@ -542,6 +542,74 @@ Test(ref_chain, conv_chains)
     close_pair(&p);
 }
 
+/* Two output tiles of every CONV mode, interleaved tap by tap as the resident
+ * conv nets issue them: the same rows of A for both (the golden model runs
+ * them as one pass), or in `differ` one field of the second's address changed
+ * from tap `differ_at` on (ub_addr, dy, dx or the map's width: then they must
+ * run one at a time, each over its own rows). */
+static void interleaved_conv(pair *p, int mode, int differ, int differ_at)
+{
+    const unsigned n = p->n;
+    for (int tap = 0; tap < 9; tap++)
+        for (unsigned way = 0; way < 2; way++) {
+            ntpu_conv_addr c = {.mode = (ntpu_conv_mode)mode,
+                                .ub_addr = 16,
+                                .in_h = 6,
+                                .in_w = 5,
+                                .mb = 16,
+                                .out_w = 5,
+                                .stride = mode == 1 ? 2 : 1,
+                                .dy = tap / 3 - 1,
+                                .dx = tap % 3 - 1};
+            if (mode == 2) { /* dW of 3x3 taps, two channel tiles */
+                c.k = 3;
+                c.tile_stride = 6 * 5 * 16;
+                c.rows = n * 9 * 2;
+                c.acc_addr = way ? 800 : 600;
+            } else {
+                c.rows = 5 * 6 * 16;
+                c.acc_addr = way ? 500 : 0;
+            }
+            if (way && differ && tap >= differ_at) {
+                if (differ == 1)
+                    c.ub_addr += 8;
+                else if (differ == 2)
+                    c.dy = -c.dy;
+                else if (differ == 3)
+                    c.dx += 1;
+                else
+                    c.in_w = 4;
+            }
+            const unsigned wb = rnd() % (WB_ROWS / n) * n, tr = rnd() % 2; /* drawn once for both devices */
+            BOTH(p, ntpu_load_w(dev, wb, (int)tr));
+            BOTH(p, ntpu_matmul_tile_conv(dev, NTPU_DTYPE_BF16, &c, tap > 0));
+        }
+}
+
+static void interleaved_conv_chains(const char *fused, int wildness)
+{
+    pair p = open_pair(fused, "ref:fuse=0");
+    wild = wildness;
+    fill(&p, NTPU_DTYPE_BF16);
+    for (int mode = 0; mode < 3; mode++)
+        for (int differ = 0; differ < 5; differ++) {
+            interleaved_conv(&p, mode, differ, (int)(rnd() % 9));
+            same_state(&p, differ ? "interleaved conv chains over different rows" : "interleaved conv chains");
+        }
+    close_pair(&p);
+}
+
+Test(ref_chain, interleaved_conv_chains)
+{
+    interleaved_conv_chains("ref", 0);
+    interleaved_conv_chains("ref:threads=2", 0);
+}
+
+Test(ref_chain, interleaved_conv_chains_with_special_operands)
+{
+    interleaved_conv_chains("ref", 1);
+}
+
 /* A chain of 4 tiles into ACC 0..63 from UB 0.., 64.., 128.., 192..; `between`
  * runs after the second. */
 static void interrupted(void (*between)(pair *p, int i), const char *what)
