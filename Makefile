@@ -203,6 +203,7 @@ install: all ## install the library, headers, pkg-config file and CLI under PREF
 
 include mk/tests.mk
 include mk/fpga.mk
+include mk/firmware.mk
 
 # ---------------------------------------------------------------- lint
 .PHONY: lint
