@@ -59,15 +59,11 @@ $(FW_UF2): $(FW_BUILD)/ntpu-pico-ice.bin $(UF2_TOOL)
 	$(UF2_TOOL) pack $< $@.tmp && mv $@.tmp $@
 
 # The RPI-RP2 drive the boot ROM presents (hold BOOTSEL while plugging the board in): $(RPI_RP2_DIR)
-# when set, else the first mount named RPI-RP2 under /media or /run/media.
+# when set, else the first mount named RPI-RP2 under /media or /run/media. A missing drive stops make
+# with one line ($(error), not a failing shell command, which would add make's own second line).
+RPI_RP2_FOUND = $(or $(RPI_RP2_DIR),$(firstword $(shell find /media /run/media -maxdepth 3 -type d -name RPI-RP2 2>/dev/null)))
+
 .PHONY: flash-firmware
 flash-firmware: firmware ## copy the pico-ice firmware to a mounted RPI-RP2 drive (RPI_RP2_DIR=... to name it)
-	@dir="$(RPI_RP2_DIR)"; \
-	if [ -z "$$dir" ]; then \
-	  dir=$$(find /media /run/media -maxdepth 3 -type d -name RPI-RP2 2>/dev/null | head -1); \
-	fi; \
-	if [ -z "$$dir" ] || [ ! -f "$$dir/INFO_UF2.TXT" ]; then \
-	  echo "make flash-firmware: no RPI-RP2 drive mounted (hold BOOTSEL while plugging in the pico-ice, or set RPI_RP2_DIR)" >&2; \
-	  exit 1; \
-	fi; \
-	cp $(FW_UF2) "$$dir/" && sync && echo "make flash-firmware: $(FW_UF2) copied to $$dir; the board restarts into it"
+	$(if $(wildcard $(RPI_RP2_FOUND)/INFO_UF2.TXT),,$(error make flash-firmware: no RPI-RP2 drive mounted (hold BOOTSEL while plugging in the pico-ice, or set RPI_RP2_DIR)))
+	@cp $(FW_UF2) "$(RPI_RP2_FOUND)/" && sync && echo "make flash-firmware: $(FW_UF2) copied to $(RPI_RP2_FOUND); the board restarts into it"
