@@ -49,7 +49,7 @@ void clocks_init(void)
     while (REG(CLK_SYS_SELECTED) != (1u << 1)) {
     }
     REG(CLK_USB_DIV) = 1u << 8;
-    REG(CLK_USB_CTRL) = CLK_CTRL_ENABLE; /* AUXSRC 0 = pll_usb */
+    REG(CLK_USB_CTRL) = CLK_CTRL_ENABLE;  /* AUXSRC 0 = pll_usb */
     REG(CLK_PERI_CTRL) = CLK_CTRL_ENABLE; /* AUXSRC 0 = clk_sys */
     /* The timer ticks once a microsecond: clk_ref (12 MHz) / 12. */
     REG(WATCHDOG_TICK) = WATCHDOG_TICK_ENABLE | XOSC_MHZ;

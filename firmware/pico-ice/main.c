@@ -14,7 +14,7 @@
 #include "usb_ctrl.h"
 #include "usb_dev.h"
 
-#define RING 512u /* a power of two, at least 2 packets */
+#define RING 512u               /* a power of two, at least 2 packets */
 #define FPGA_CLK_DIV_DEFAULT 4u /* 12 MHz, the iCEBreaker top's clock */
 
 struct ring {

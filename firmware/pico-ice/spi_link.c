@@ -10,8 +10,8 @@ void spi_link_attach(void)
 {
     rp2040_reset(RESET_SPI1);
     rp2040_unreset(RESET_SPI1);
-    REG(SPI_CPSR) = 4;     /* clk_peri 48 MHz / 4 = 12 MHz */
-    REG(SPI_CR0) = 7u;     /* 8-bit frames, Motorola mode 0 */
+    REG(SPI_CPSR) = 4;      /* clk_peri 48 MHz / 4 = 12 MHz */
+    REG(SPI_CR0) = 7u;      /* 8-bit frames, Motorola mode 0 */
     REG(SPI_CR1) = 1u << 1; /* SSE: enabled, controller */
     gpio_output(PIN_ICE_SSN, 1);
     gpio_output(PIN_LINK_SEL, 1);
@@ -43,8 +43,7 @@ static uint8_t xfer(uint8_t b)
     return (uint8_t)REG(SPI_DR);
 }
 
-void spi_link_exchange(const uint8_t *tx, uint8_t have, uint8_t *rx, uint8_t room, uint8_t *sent,
-                       uint8_t *received)
+void spi_link_exchange(const uint8_t *tx, uint8_t have, uint8_t *rx, uint8_t room, uint8_t *sent, uint8_t *received)
 {
     gpio_put(PIN_LINK_SEL, 0);
     uint8_t fpga_room = xfer(have);

@@ -11,7 +11,6 @@ void spi_link_attach(void);
 void spi_link_detach(void);
 int spi_link_attached(void);
 /* One transaction: offers tx[0..have) and room for `room` bytes; *sent and *received say what moved. */
-void spi_link_exchange(const uint8_t *tx, uint8_t have, uint8_t *rx, uint8_t room, uint8_t *sent,
-                       uint8_t *received);
+void spi_link_exchange(const uint8_t *tx, uint8_t have, uint8_t *rx, uint8_t room, uint8_t *sent, uint8_t *received);
 
 #endif

@@ -5,8 +5,7 @@
 
 #include <stddef.h>
 
-#define LE16(x) (uint8_t)((x) & 0xFF), (uint8_t)(((x) >> 8) & 0xFF)
-#define LE32(x) LE16((x) & 0xFFFF), LE16(((x) >> 16) & 0xFFFF)
+#define LE16(x) (uint8_t)((x) % 256), (uint8_t)((x) / 256)
 
 enum { DESC_DEVICE = 1, DESC_CONFIG = 2, DESC_STRING = 3, DESC_INTERFACE = 4, DESC_ENDPOINT = 5, DESC_BOS = 15 };
 enum {
@@ -25,25 +24,35 @@ enum {
 #define WINDOWS_8_1 0x06030000u
 #define BOS_LEN 33
 
-/* bcdUSB 2.01: Windows reads the BOS (and so the MS OS 2.0 capability) only from 2.01 devices. */
-const uint8_t usb_device_descriptor[18] = {
-    18, DESC_DEVICE, LE16(0x0201), 0x00, 0x00, 0x00, 64,   LE16(NTPU_USB_VID),
-    LE16(NTPU_USB_PID), LE16(0x0100), 1, 2, 3, 1,
+/* bcdUSB 2.01: Windows reads the BOS (and so the MS OS 2.0 capability) only from 2.01 devices. Device
+ * class 0: the interface says what it is. Strings 1, 2, 3: manufacturer, product, serial. */
+static const uint8_t device_descriptor[18] = {
+    18, DESC_DEVICE, LE16(0x0201), 0, 0, 0, 64, LE16(NTPU_USB_VID), LE16(NTPU_USB_PID), LE16(0x0100), 1, 2, 3, 1};
+
+/* Configuration 1: one interface, bus powered, 250 mA. Interface 0: vendor class 0xFF, two bulk
+ * endpoints of 64 bytes, OUT then IN. Byte arrays only: no padding, the struct is the wire layout. */
+static const struct {
+    uint8_t config[9], interface[9], ep_out[7], ep_in[7];
+} config_descriptor = {
+    {9, DESC_CONFIG, LE16(32), 1, 1, 0, 0x80, 125},
+    {9, DESC_INTERFACE, 0, 0, 2, 0xFF, 0, 0, 0},
+    {7, DESC_ENDPOINT, NTPU_USB_EP_OUT, 2, LE16(NTPU_USB_PACKET), 0},
+    {7, DESC_ENDPOINT, NTPU_USB_EP_IN, 2, LE16(NTPU_USB_PACKET), 0},
 };
 
-const uint8_t usb_config_descriptor[32] = {
-    9, DESC_CONFIG, LE16(32), 1, 1, 0, 0x80, 250 / 2, /* one interface, bus powered, 250 mA */
-    9, DESC_INTERFACE, 0, 0, 2, 0xFF, 0x00, 0x00, 0,  /* interface 0: vendor class, two endpoints */
-    7, DESC_ENDPOINT, NTPU_USB_EP_OUT, 0x02, LE16(NTPU_USB_PACKET), 0,
-    7, DESC_ENDPOINT, NTPU_USB_EP_IN, 0x02, LE16(NTPU_USB_PACKET), 0,
+/* One capability, the MS OS 2.0 platform capability: UUID D8DD60DF-4589-4CC7-9CD2-659D9E648A9F in GUID
+ * byte order, dwWindowsVersion 0x06030000 (8.1 and later), the set's length and the vendor request that
+ * returns it. */
+static const struct {
+    uint8_t bos[5], cap[4], uuid[16], msos[8];
+} bos_descriptor = {
+    {5, DESC_BOS, LE16(BOS_LEN), 1},
+    {28, 16, 5, 0},
+    {0xDF, 0x60, 0xDD, 0xD8, 0x89, 0x45, 0xC7, 0x4C, 0x9C, 0xD2, 0x65, 0x9D, 0x9E, 0x64, 0x8A, 0x9F},
+    {0x00, 0x00, 0x03, 0x06, LE16(USB_MSOS20_LEN), NTPU_USB_REQ_MS_OS_20, 0},
 };
 
-const uint8_t usb_bos_descriptor[BOS_LEN] = {
-    5, DESC_BOS, LE16(BOS_LEN), 1,
-    /* Platform capability: MS OS 2.0, UUID D8DD60DF-4589-4CC7-9CD2-659D9E648A9F in GUID byte order. */
-    28, 16, 5, 0, 0xDF, 0x60, 0xDD, 0xD8, 0x89, 0x45, 0xC7, 0x4C, 0x9C, 0xD2, 0x65, 0x9D, 0x9E, 0x64, 0x8A, 0x9F,
-    LE32(WINDOWS_8_1), LE16(USB_MSOS20_LEN), NTPU_USB_REQ_MS_OS_20, 0,
-};
+_Static_assert(sizeof config_descriptor == 32 && sizeof bos_descriptor == BOS_LEN, "descriptor padding");
 
 static const char *const strings[] = {NULL, "nanoTPU", "nanoTPU pico-ice"};
 /* The interface GUID the host's WinUSB path opens; one for every nanoTPU pico-ice. */
@@ -153,13 +162,13 @@ static void get_descriptor(const struct usb_setup *s, const struct usb_state *st
 {
     uint8_t type = (uint8_t)(s->wValue >> 8), index = (uint8_t)s->wValue;
     switch (type) {
-    case DESC_DEVICE: reply_in(r, usb_device_descriptor, sizeof usb_device_descriptor); return;
+    case DESC_DEVICE: reply_in(r, device_descriptor, sizeof device_descriptor); return;
     case DESC_CONFIG:
         if (index == 0) {
-            reply_in(r, usb_config_descriptor, sizeof usb_config_descriptor);
+            reply_in(r, (const uint8_t *)&config_descriptor, sizeof config_descriptor);
         }
         return;
-    case DESC_BOS: reply_in(r, usb_bos_descriptor, sizeof usb_bos_descriptor); return;
+    case DESC_BOS: reply_in(r, (const uint8_t *)&bos_descriptor, sizeof bos_descriptor); return;
     case DESC_STRING: break;
     default: return; /* device qualifier included: a full-speed-only device stalls it (9.6.2) */
     }

@@ -71,9 +71,4 @@ void usb_ctrl_bus_reset(struct usb_state *st);
  * that sends data to the device stalls. */
 void usb_control(const struct usb_setup *s, struct usb_state *st, struct usb_reply *r);
 
-/* The fixed descriptors, for the tests. */
-extern const uint8_t usb_device_descriptor[18];
-extern const uint8_t usb_config_descriptor[32];
-extern const uint8_t usb_bos_descriptor[33];
-
 #endif

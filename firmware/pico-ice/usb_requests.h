@@ -45,9 +45,9 @@ enum ntpu_usb_request {
 };
 
 /* GET_STATUS reply, 8 bytes. */
-#define NTPU_USB_STATUS_CDONE 0x01    /* flags: the FPGA is configured */
-#define NTPU_USB_STATUS_RUNNING 0x02  /* flags: CRESET_B is released */
-#define NTPU_USB_STATUS_LOADING 0x04  /* flags: between FPGA_LOAD_BEGIN and FPGA_LOAD_END */
+#define NTPU_USB_STATUS_CDONE 0x01   /* flags: the FPGA is configured */
+#define NTPU_USB_STATUS_RUNNING 0x02 /* flags: CRESET_B is released */
+#define NTPU_USB_STATUS_LOADING 0x04 /* flags: between FPGA_LOAD_BEGIN and FPGA_LOAD_END */
 #define NTPU_USB_STATUS_LEN 8
 /* byte 0 flags, byte 1 reserved (0), bytes 2..3 the clock divider (0: stopped),
  * bytes 4..7 the bitstream bytes received since the last FPGA_LOAD_BEGIN. */

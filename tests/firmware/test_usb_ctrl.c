@@ -74,8 +74,14 @@ TestSuite(usb_ctrl, .init = setup);
 
 static void req(uint8_t type, uint8_t request, uint16_t value, uint16_t index, uint16_t length)
 {
-    const uint8_t raw[8] = {type,         request,      (uint8_t)value,  (uint8_t)(value >> 8),
-                            (uint8_t)index, (uint8_t)(index >> 8), (uint8_t)length, (uint8_t)(length >> 8)};
+    const uint8_t raw[8] = {type,
+                            request,
+                            (uint8_t)value,
+                            (uint8_t)(value >> 8),
+                            (uint8_t)index,
+                            (uint8_t)(index >> 8),
+                            (uint8_t)length,
+                            (uint8_t)(length >> 8)};
     struct usb_setup s;
     usb_setup_parse(raw, &s);
     cr_assert_eq(s.wValue, value);

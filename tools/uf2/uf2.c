@@ -80,11 +80,9 @@ static int check_block(const uint8_t *b, uint32_t i, uint32_t count, char *err, 
     if (get32(b) != UF2_MAGIC0 || get32(b + 4) != UF2_MAGIC1 || get32(b + UF2_BLOCK - 4) != UF2_MAGIC_END) {
         snprintf(err, errlen, "block %u: bad magic number", i);
     } else if (flags != UF2_FLAG_FAMILY) {
-        snprintf(err, errlen, "block %u: flags 0x%08x, expected 0x%08x (family ID present)", i, flags,
-                 UF2_FLAG_FAMILY);
+        snprintf(err, errlen, "block %u: flags 0x%08x, expected 0x%08x (family ID present)", i, flags, UF2_FLAG_FAMILY);
     } else if (get32(b + 28) != UF2_FAMILY_RP2040) {
-        snprintf(err, errlen, "block %u: family 0x%08x, not the RP2040's 0x%08x", i, get32(b + 28),
-                 UF2_FAMILY_RP2040);
+        snprintf(err, errlen, "block %u: family 0x%08x, not the RP2040's 0x%08x", i, get32(b + 28), UF2_FAMILY_RP2040);
     } else if (size != UF2_PAYLOAD) {
         snprintf(err, errlen, "block %u: payload of %u bytes, expected %d", i, size, UF2_PAYLOAD);
     } else if (addr % UF2_PAYLOAD || addr < RP2040_FLASH || addr >= RP2040_FLASH_END) {
@@ -121,8 +119,7 @@ int uf2_check(const uint8_t *uf2, size_t n, struct uf2_summary *summary, char *e
     uint32_t crc = uf2_crc32_mpeg2(boot2, RP2040_BOOT2_CODE), stored = get32(boot2 + RP2040_BOOT2_CODE);
     uint32_t sp = get32(vec), reset = get32(vec + 4), end = RP2040_FLASH + count * UF2_PAYLOAD;
     if (crc != stored) {
-        snprintf(err, errlen, "boot2 CRC is 0x%08x, its bytes give 0x%08x: the boot ROM would not run it", stored,
-                 crc);
+        snprintf(err, errlen, "boot2 CRC is 0x%08x, its bytes give 0x%08x: the boot ROM would not run it", stored, crc);
     } else if (sp % 4 || sp <= RP2040_SRAM || sp > RP2040_SRAM_END) {
         snprintf(err, errlen, "initial stack pointer 0x%08x is not a word in SRAM", sp);
     } else if (!(reset & 1u) || (reset & ~1u) < VECTORS || (reset & ~1u) >= end) {

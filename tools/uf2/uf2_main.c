@@ -66,8 +66,8 @@ static int run(const char *cmd, const char *in, const char *out, const uint8_t *
             fprintf(stderr, "uf2: %s: %s\n", in, err);
             return 1;
         }
-        printf("uf2: %s: %u blocks, %u bytes at 0x%08x for the RP2040; boot2 CRC 0x%08x; SP 0x%08x, reset 0x%08x\n",
-               in, s.blocks, s.bytes, RP2040_FLASH, s.boot2_crc, s.sp, s.reset);
+        printf("uf2: %s: %u blocks, %u bytes at 0x%08x for the RP2040; boot2 CRC 0x%08x; SP 0x%08x, reset 0x%08x\n", in,
+               s.blocks, s.bytes, RP2040_FLASH, s.boot2_crc, s.sp, s.reset);
         return 0;
     }
     fprintf(stderr, "usage: uf2 boot2 CODE.bin OUT.bin | uf2 pack IMAGE.bin OUT.uf2 | uf2 check FILE.uf2\n");
