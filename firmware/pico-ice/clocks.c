@@ -45,7 +45,8 @@ void clocks_init(void)
     }
     pll_usb_start();
     REG(CLK_SYS_DIV) = 1u << 8;
-    REG(CLK_SYS_CTRL) = (1u << 5) | 1u; /* AUXSRC = pll_usb, SRC = aux */
+    REG(CLK_SYS_CTRL) = 1u << 5; /* AUXSRC = pll_usb: the aux mux is not glitchless, so while unselected */
+    REG_SET(CLK_SYS_CTRL) = 1u;  /* SRC = aux */
     while (REG(CLK_SYS_SELECTED) != (1u << 1)) {
     }
     REG(CLK_USB_DIV) = 1u << 8;

@@ -20,6 +20,7 @@
 
 #define EPC_ENABLE (1u << 31)
 #define EPC_BULK (2u << 26)
+#define EPC_INT_PER_BUFF (1u << 29) /* without it a completed buffer sets no BUFF_STATUS bit */
 #define BC_FULL (1u << 15)
 #define BC_LAST (1u << 14)
 #define BC_DATA1 (1u << 13)
@@ -259,8 +260,8 @@ void usb_dev_configure(uint8_t config)
     usb.configured = config != 0;
     bulk_reset();
     if (config) {
-        REG(EP1_OUT_CTRL) = EPC_ENABLE | EPC_BULK | EP1_OUT_BUF;
-        REG(EP1_IN_CTRL) = EPC_ENABLE | EPC_BULK | EP1_IN_BUF;
+        REG(EP1_OUT_CTRL) = EPC_ENABLE | EPC_INT_PER_BUFF | EPC_BULK | EP1_OUT_BUF;
+        REG(EP1_IN_CTRL) = EPC_ENABLE | EPC_INT_PER_BUFF | EPC_BULK | EP1_IN_BUF;
     } else {
         REG(EP1_OUT_CTRL) = 0;
         REG(EP1_IN_CTRL) = 0;

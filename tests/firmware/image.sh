@@ -31,6 +31,20 @@ if crc != stored:
 print(f"ok   boot2 CRC 0x{crc:08x} recomputed in Python")
 PY
 
+# The code that runs while the flash is out of XIP mode (.ramfunc, in .data) must not reach flash: no
+# call out of it, no branch or literal outside SRAM.
+ELF=$B/firmware/pico-ice/ntpu-pico-ice.elf
+dis=$(arm-none-eabi-objdump -d -j .data "$ELF")
+if ! grep -q '<flash_read_unique_id>:' <<< "$dis"; then
+  echo "FAIL flash_read_unique_id is not in SRAM"; rc=1
+elif grep -E '\s(bl|blx|bx)\s' <<< "$dis" | grep -v 'bx\s*lr' | grep -q .; then
+  echo "FAIL code in SRAM calls out:"; grep -E '\s(bl|blx|bx)\s' <<< "$dis"; rc=1
+elif grep -oE '(b\.n|b[a-z]{2}\.n|b)\s+[0-9a-f]{8}' <<< "$dis" | awk '{print $2}' | grep -vq '^2000'; then
+  echo "FAIL code in SRAM branches outside SRAM"; rc=1
+else
+  echo "ok   flash_read_unique_id runs from SRAM and calls nothing"
+fi
+
 # damage NAME OFFSET BYTES: writes BYTES (hex, little-endian as in the file) at OFFSET of a copy.
 damage() {
   local name=$1 off=$2 hex=$3 f="$T/$1.uf2"
