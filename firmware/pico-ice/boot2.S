@@ -18,9 +18,9 @@
 #define SPI_CTRLR0      0xF4
 /* 32-bit frames (DFS_32 = 31), EEPROM read transfer mode (TMOD = 3), standard SPI (SPI_FRF = 0). */
 #define CTRLR0_XIP      ((31 << 16) | (3 << 8))
-/* XIP_CMD 0x03, 8-bit instruction, 32-bit ADDR_L: in standard SPI the SSI shifts {command, address[23:0]}
- * out as one 32-bit frame, then reads one 32-bit frame (CTRLR1 = 0). */
-#define SPI_CTRLR0_XIP  ((0x03 << 24) | (2 << 8) | (8 << 2))
+/* XIP_CMD 0x03, 8-bit instruction (INST_L = 2), 24-bit address (ADDR_L = 24 / 4), both in standard SPI
+ * (TRANS_TYPE = 0): each XIP access sends the command and address, then reads one 32-bit frame (CTRLR1 = 0). */
+#define SPI_CTRLR0_XIP  ((0x03 << 24) | (2 << 8) | (6 << 2))
 /* clk_sys / 4: the boot ROM leaves clk_sys on the ring oscillator (a few MHz); the firmware later runs
  * clk_sys at 48 MHz, which makes this 12 MHz, inside the 0x03 command's 50 MHz limit. */
 #define BAUD_DIV        4
