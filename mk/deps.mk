@@ -9,7 +9,8 @@
 # OpenBLAS's directory first on LD_LIBRARY_PATH.
 
 DEB_PACKAGES := gcc g++ make verilator iverilog pkg-config zlib1g-dev libcriterion-dev \
-                libusb-1.0-0-dev libcjson-dev dataset-fashion-mnist python3-numpy clang-format python3-torch
+                libusb-1.0-0-dev libcjson-dev dataset-fashion-mnist python3-numpy clang-format python3-torch \
+                gcc-arm-none-eabi
 BENCH_DEB_PACKAGES := python3-torch libopenblas0-pthread
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

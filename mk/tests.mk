@@ -76,11 +76,24 @@ $(LOCKSTEP)/cosim/%: tests/cosim/%.c $(COSIM_HDRS) $(LOCKSTEP)/libntpu.a
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@.o
 	$(CXX) -o $@ $@.o $(LOCKSTEP)/libntpu.a $(LDLIBS)
 
+# The pico-ice firmware's host-side tests (tests/firmware/): the image tool and the USB request handling
+# compiled for the host, under the sanitizers, in a binary of their own that needs no Verilated model;
+# then tests/firmware/image.sh on the image `make firmware` built. `make test-firmware` runs only these.
+FW_TEST_SRCS := $(sort $(wildcard tests/firmware/*.c)) tools/uf2/uf2.c firmware/pico-ice/usb_ctrl.c
+$(TEST_BUILD)/firmware_tests: $(FW_TEST_SRCS) $(wildcard tools/uf2/*.h firmware/pico-ice/*.h) | deps-quiet
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(WARN) -O1 -g $(SAN) -Itools/uf2 -Ifirmware/pico-ice $(FW_TEST_SRCS) -lcriterion -o $@
+
+.PHONY: test-firmware
+test-firmware: firmware $(TEST_BUILD)/firmware_tests ## only the firmware's tests: image checks, USB requests on the host (seconds)
+	$(TEST_BUILD)/firmware_tests --jobs 2
+	BUILD=$(BUILD) bash tests/firmware/image.sh
+
 .PHONY: test
 TEST_PARTS := $(BOARD_SIM_LIST) $(TEST_BUILD)/host_tests $(RTL_BENCHES:%=$(TEST_BUILD)/rtl/%/tb.vvp) \
               $(VERILATOR_BENCHES:%=$(TEST_BUILD)/rtl-verilator/%/Vtb) \
               $(COSIM_SRCS:tests/cosim/%.c=$(TEST_BUILD)/cosim/%) $(LOCKSTEP)/host_tests \
-              $(LOCKSTEP_RUNS:%=$(LOCKSTEP)/cosim/%)
+              $(LOCKSTEP_RUNS:%=$(LOCKSTEP)/cosim/%) $(TEST_BUILD)/firmware_tests $(FW_UF2)
 test: deps protocol-check all $(TEST_PARTS) ## run every test (installs what is missing first)
 	@BUILD=$(BUILD) CC="$(CC)" CPPFLAGS="$(CPPFLAGS)" RTL_BENCHES="$(RTL_BENCHES)" \
 	  VERILATOR_BENCHES="$(VERILATOR_BENCHES)" \

@@ -134,6 +134,18 @@ while read -r t args; do
   fi
 done < tests/cosim/lockstep_runs.txt
 
+echo "== Firmware (pico-ice): the image tool and the USB requests on the host, the built image"
+log="$B/tests/firmware.log"
+"$B/tests/firmware_tests" --jobs 2 > "$log" 2>&1; rc=$?
+grep -E '^\[(FAIL|----)\]|Synthesis' "$log" | sed 's/^/     /'
+if criterion_clean "$rc" "$log"; then echo "ok   firmware criterion"; else echo "FAIL firmware criterion (exit $rc)"; fi
+criterion_clean "$rc" "$log"; record "firmware criterion" $?
+log="$B/tests/firmware-image.log"
+BUILD="$B" bash tests/firmware/image.sh > "$log" 2>&1; rc=$?
+grep -E '^(ok|FAIL)' "$log" | sed 's/^/     /' | tail -4
+if [ "$rc" = 0 ]; then echo "ok   firmware image"; else echo "FAIL firmware image (exit $rc)"; fi
+record "firmware image" "$rc"
+
 echo "== Command-line tests"
 for t in tests/cli/*.sh; do
   [ -e "$t" ] || continue
