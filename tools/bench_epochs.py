@@ -6,7 +6,7 @@ tree, for the MLP (one epoch) and the CNN of issue 23 (--cnn-epochs, for the acc
 leaves the CNN out). When `ntpu train` takes --threads, ref runs with --threads 1 and, beside it,
 --threads 2 (one epoch). Prints one JSON object for tools/bench_report.py.
 
-usage: bench_epochs.py [--ntpu build/ntpu] [--data DIR] [--cnn-epochs 5] [--seed 0]
+usage: bench_epochs.py [--ntpu build/ntpu] [--data DIR] [--cnn-epochs 5] [--mlp-rounds 3] [--seed 0]
                        [--log-dir DIR] [--train-limit N] [--test-limit N]   (limits: a quick trial)
 """
 import argparse
@@ -62,17 +62,26 @@ def ref_run(a, model_args, epochs, threads, has):
     return run_json(f"ntpu train -d ref (threads {threads})", cmd)
 
 
-def compare(a, name, model_args, epochs, has, can_run_ref, why_not):
-    """One model: PyTorch, then ref with one thread (and two, one epoch, when ntpu has --threads)."""
-    out = {"model": name, "args": model_args, "epochs": epochs, "torch": torch_run(a, model_args, epochs)}
+def compare(a, name, model_args, epochs, has, can_run_ref, why_not, rounds=1):
+    """One model: PyTorch, then ref with one thread, `rounds` times alternated (a short run on a shared
+    machine is noisy: the round with the median ratio is kept, and every round's times listed); then
+    ref with two threads, one epoch, when ntpu has --threads."""
+    out = {"model": name, "args": model_args, "epochs": epochs}
     if not can_run_ref:
+        out["torch"] = torch_run(a, model_args, epochs)
         out["ref_skipped"] = why_not
         return out
-    out["ref"] = ref_run(a, model_args, epochs, 1, has)
+    runs = []
+    for _ in range(rounds):
+        t = torch_run(a, model_args, epochs)
+        r = ref_run(a, model_args, epochs, 1, has)
+        # mean epoch wall time (training and test evaluation, data in memory) on both sides
+        runs.append((r["seconds"] / t["seconds"], t, r))
+    out["ratio"], out["torch"], out["ref"] = sorted(runs, key=lambda x: x[0])[len(runs) // 2]
+    if rounds > 1:
+        out["rounds"] = [[t["seconds"], r["seconds"]] for _, t, r in runs]
     if has["threads"]:
         out["ref_threads2"] = ref_run(a, model_args, 1, 2, has)
-    # mean epoch wall time (training and test evaluation, data in memory) on both sides
-    out["ratio"] = (out["ref"]["seconds"] / epochs) / (out["torch"]["seconds"] / epochs)
     return out
 
 
@@ -81,6 +90,7 @@ def main():
     ap.add_argument("--ntpu", default=os.path.join(HERE, "..", "build", "ntpu"))
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--cnn-epochs", type=int, default=int(os.environ.get("BENCH_CNN_EPOCHS", "5")))
+    ap.add_argument("--mlp-rounds", type=int, default=3, help="MLP epochs of each, alternated; the median ratio")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--log-dir", help="ntpu train --log DIR/bench-ref-*.csv for each ref run")
     ap.add_argument("--train-limit", type=int, default=0)
@@ -88,6 +98,8 @@ def main():
     a = ap.parse_args()
     a.limits = ["--train-limit", str(a.train_limit)] if a.train_limit else []
     a.limits += ["--test-limit", str(a.test_limit)] if a.test_limit else []
+    if a.mlp_rounds < 1:
+        sys.exit(f"{ME}: --mlp-rounds must be 1 or more")
     if a.cnn_epochs < 0:
         sys.exit(f"{ME}: --cnn-epochs must be 0 (no CNN) or more")
     if not os.access(a.ntpu, os.X_OK):
@@ -95,7 +107,7 @@ def main():
     has = ntpu_train_options(a.ntpu)
     t0 = time.time()
     res = {"seed": a.seed, "ntpu_threads_option": has["threads"], "ntpu_arch_option": has["arch"],
-           "mlp": compare(a, "mlp", ["--layers", MLP], 1, has, True, "")}
+           "mlp": compare(a, "mlp", ["--layers", MLP], 1, has, True, "", a.mlp_rounds)}
     if a.cnn_epochs:
         res["cnn"] = compare(a, "cnn", ["--arch", CNN], a.cnn_epochs, has, has["arch"],
                              "this ntpu's train has no --arch")

@@ -79,6 +79,10 @@ def epoch_table(m):
             line += f"; with `--threads 2`: {r2['seconds'] / (m['torch']['seconds'] / m['epochs']):.2f} ×"
         cpu = m["ref"]["process_cpu_seconds"] / m["torch"]["cpu_seconds"]
         out.append(line + f" (CPU time: {cpu:.2f} ×)\n")
+        if len(m.get("rounds", [])) > 1:
+            each = ", ".join(f"{t:.2f} / {r:.2f} s ({r / t:.2f} ×)" for t, r in m["rounds"])
+            out.append(f"{len(m['rounds'])} rounds alternated (PyTorch / ref): {each}; the table and the ratio "
+                       "are the median round's.\n")
     return out
 
 
@@ -109,8 +113,8 @@ def cpu_sections(ep):
     recipe = "--optimizer adam --lr 0.001 --batch 64"
     out = ["## (d) One Fashion-MNIST epoch of the MLP: golden model vs PyTorch on the CPU\n",
            f"`ntpu train -d ref --layers 784,256,10 {recipe} --epochs 1 --seed {ep['seed']}` beside the same model\n"
-           "and optimizer in PyTorch fp32, one thread each, run back to back by `tools/bench_epochs.py`. "
-           f"{m['torch']['steps']} steps.\nWall time covers training and the test-set evaluation with the data "
+           "and optimizer in PyTorch fp32, one thread each, run back to back by `tools/bench_epochs.py` "
+           f"({len(m.get('rounds', [])) or 1} round(s), alternated). {m['torch']['steps']} steps.\nWall time covers training and the test-set evaluation with the data "
            "already in memory.\nCPU s: PyTorch's process time over its epochs; for ntpu the whole process's "
            "(data loading included).\nWhere CPU s is well below wall s, the run waited for a core.\n",
            blas_line(m["torch"]) + "\n"]
