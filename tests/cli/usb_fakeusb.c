@@ -57,6 +57,7 @@ static struct libusb_device fk_devs[FK_MAXDEV] = {{0}, {1}, {2}};
 static fk_dev fk_dev_cfg[FK_MAXDEV];
 static size_t fk_ndev;
 static int fk_initfail, fk_listfail, fk_busy, fk_board;
+static int fk_stall_version; /* GET_VERSION stalls: some other firmware on the test PID */
 static int fk_unplugged, fk_interrupted;
 /* The FPGA and the firmware's state (of the one board that is opened). */
 static int fk_cdone, fk_loading, fk_creset_held;
@@ -76,7 +77,8 @@ static size_t fk_out_per_round = 4096; /* bulk OUT bytes a board takes per 1 ms 
 static size_t fk_empty;                /* IN transfers that completed with 0 bytes */
 static struct {
     struct libusb_transfer *t;
-    size_t done; /* bytes of it moved so far */
+    size_t done;    /* bytes of it moved so far */
+    uint64_t at_ms; /* submitted */
     int cancelled;
 } fk_q[FK_MAXQ];
 static size_t fk_nq;
@@ -105,7 +107,7 @@ static void fk_reset_bus(int board, size_t ndev, const char *const *serials)
     fk_ndev = ndev;
     for (size_t i = 0; i < ndev; i++)
         fk_dev_cfg[i] = (fk_dev){serials[i], "nanoTPU pico-ice", 1, 0, 0};
-    fk_initfail = fk_listfail = fk_busy = 0;
+    fk_initfail = fk_listfail = fk_busy = fk_stall_version = 0;
     fk_board = board;
     fk_unplugged = fk_interrupted = 0;
     fk_cdone = 1;
@@ -226,7 +228,7 @@ static int firmware_request(int dev, uint8_t rt, uint8_t req, uint16_t value, un
 {
     switch (req) {
     case NTPU_USB_REQ_GET_VERSION:
-        if (rt != NTPU_USB_REQTYPE_IN || len < 2)
+        if (rt != NTPU_USB_REQTYPE_IN || len < 2 || fk_stall_version)
             return LIBUSB_ERROR_PIPE;
         data[0] = fk_dev_cfg[dev].major;
         data[1] = fk_dev_cfg[dev].minor;
@@ -489,6 +491,7 @@ int LIBUSB_CALL libusb_submit_transfer(struct libusb_transfer *t)
                 abort(); /* submitted twice */
         fk_q[fk_nq].t = t;
         fk_q[fk_nq].done = 0;
+        fk_q[fk_nq].at_ms = ms_now();
         fk_q[fk_nq].cancelled = 0;
         fk_nq++;
         fk_eps_seen[t->endpoint] = 1;
@@ -552,6 +555,9 @@ int LIBUSB_CALL libusb_handle_events_timeout_completed(libusb_context *ctx, stru
             finish = 1;
         } else if (fk_unplugged) {
             t->status = LIBUSB_TRANSFER_NO_DEVICE;
+            finish = 1;
+        } else if (t->timeout && ms_now() >= fk_q[i].at_ms + t->timeout) {
+            t->status = LIBUSB_TRANSFER_TIMED_OUT; /* libusb's own timer; what moved stays in actual_length */
             finish = 1;
         } else if (!is_in && !out_blocked) {
             size_t n = (size_t)t->length - fk_q[i].done;
@@ -651,6 +657,11 @@ static void test_open_errors(void)
     expect_open_error("FPGA not configured", NULL, NTPU_ERR_NO_DEVICE,
                       "the FPGA on the pico-ice is not configured (CDONE low): load the nanoTPU bitstream");
     fk_reset(FK_ECHO);
+    fk_stall_version = 1;
+    expect_open_error(
+        "another firmware", NULL, NTPU_ERR_IO,
+        "the pico-ice refused GET_VERSION (request 0x01): Pipe error; is it running the nanoTPU firmware");
+    fk_reset(FK_ECHO);
     expect_open_error("bad option", "baud=3000000", NTPU_ERR_INVALID_ARG, "unknown usb option 'baud=3000000'");
     CHECK(fk_inits == 0, "bad options must fail before libusb_init");
 }
@@ -747,9 +758,13 @@ static void test_data_path(void)
     CHECK(tp.ops->recv(tp.ctx, in, 3 * 16384, 2000, &got, err, sizeof err) == NTPU_OK && got == 3 * 16384 &&
               !memcmp(in, out, 3 * 16384),
           "48 KB in whole transfers: got %zu (%s)", got, err);
-    pthread_mutex_lock(&fk_mu);
-    size_t empty = fk_empty;
-    pthread_mutex_unlock(&fk_mu);
+    /* The ZLP may come a round after the last data. */
+    size_t empty = 0;
+    for (uint64_t until = ms_now() + 500; !empty && ms_now() < until;) {
+        pthread_mutex_lock(&fk_mu);
+        empty = fk_empty;
+        pthread_mutex_unlock(&fk_mu);
+    }
     CHECK(empty > 0, "no read completed with 0 bytes");
 
     /* Nothing to read: a timeout after about the time asked for. */
@@ -764,6 +779,24 @@ static void test_data_path(void)
     st = tp.ops->recv(tp.ctx, in, 20, 300, &got, err, sizeof err);
     CHECK(st == NTPU_ERR_TIMEOUT && got == 10 && !memcmp(in, out, 10), "short recv: status %d got %zu", st, got);
     CHECK(strstr(err, "10 of 20") != NULL, "short recv message: %s", err);
+
+    /* A board that stops taking bytes: the write times out (NTPU_ERR_TIMEOUT, not fatal), and the
+     * transport works again once the board takes bytes again. */
+    pthread_mutex_lock(&fk_mu);
+    fk_out_per_round = 0;
+    pthread_mutex_unlock(&fk_mu);
+    t0 = ms_now();
+    st = tp.ops->send(tp.ctx, out, 1000, err, sizeof err);
+    dt = ms_now() - t0;
+    CHECK(st == NTPU_ERR_TIMEOUT && strstr(err, "took 0 of 1000 bytes in 5000 ms"), "stalled write: status %d: %s", st,
+          err);
+    CHECK(dt >= 4900 && dt < 9000, "stalled write took %llu ms", (unsigned long long)dt);
+    pthread_mutex_lock(&fk_mu);
+    fk_out_per_round = 4096;
+    pthread_mutex_unlock(&fk_mu);
+    CHECK(tp.ops->send(tp.ctx, out, 5, err, sizeof err) == NTPU_OK, "write after a timeout: %s", err);
+    CHECK(tp.ops->recv(tp.ctx, in, 5, 1000, &got, err, sizeof err) == NTPU_OK && !memcmp(in, out, 5),
+          "read after a timeout: %s", err);
 
     /* Unplugged in the middle of a 2 MB write (taken 4 KB a round): NTPU_ERR_NO_DEVICE, soon, on
      * every later call too. */
@@ -799,7 +832,7 @@ static void test_data_path(void)
     free(out);
     free(in);
     printf("ok   data path: 300 KB round trip, 64-byte packets, short packets and ZLPs, empty reads, timeouts, "
-           "partial reads, unplug mid-write\n");
+           "partial reads, a stalled write, unplug mid-write\n");
 }
 
 /* C = A.B on the device string dev; returns the status. */
