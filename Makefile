@@ -25,7 +25,7 @@ IVERILOG ?= iverilog
 VVP ?= vvp
 
 WARN := -Wall -Wextra -Wpedantic -Werror
-CPPFLAGS := -Ihost/include -Ihost/src -Isim/ref -Isim/vsim -I/usr/include/libusb-1.0 -D_POSIX_C_SOURCE=200809L -DNTPU_DEFAULT_N=$(N) -DNTPU_LINK_BYTES=$(LINK_BYTES) -DNTPU_DEFAULT_PM_ROWS=$(PM_ROWS) -DNTPU_DEFAULT_OS_ROWS=$(OS_ROWS)
+CPPFLAGS := -Ihost/include -Ihost/src -Isim/ref -Isim/vsim -Ifirmware/pico-ice -I/usr/include/libusb-1.0 -D_POSIX_C_SOURCE=200809L -DNTPU_DEFAULT_N=$(N) -DNTPU_LINK_BYTES=$(LINK_BYTES) -DNTPU_DEFAULT_PM_ROWS=$(PM_ROWS) -DNTPU_DEFAULT_OS_ROWS=$(OS_ROWS)
 CFLAGS := -std=c11 $(WARN) -O2 -g -fPIC -fvisibility=hidden
 CXXFLAGS := -std=c++17 -Wall -Wextra -Werror -O2 -g -fPIC -fvisibility=hidden
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all

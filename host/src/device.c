@@ -7,15 +7,6 @@
 
 #include "internal.h"
 
-static ntpu_status usb_open(const char *opts, ntpu_transport *out, char *err, size_t errlen)
-{
-    (void)opts;
-    (void)out;
-    ntpu_errf(err, errlen,
-              "this build has no board transport yet ('usb'); use 'ref' (golden model) or 'vsim' (RTL simulation)");
-    return NTPU_ERR_NO_DEVICE;
-}
-
 /* Every device kind a device string can name (DESIGN.md section 2). */
 static const struct {
     const char *name;
@@ -24,7 +15,7 @@ static const struct {
     {"ref", ntpu_transport_ref_open},
     {"vsim", ntpu_transport_vsim_open},
     {"ftdi", ntpu_transport_ftdi_open},
-    {"usb", usb_open},
+    {"usb", ntpu_transport_usb_open},
 };
 
 /* The device string that NULL or "" stands for. */

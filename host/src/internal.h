@@ -30,7 +30,7 @@ char *ntpu_thread_error(void);
 
 /* ------------------------------------------------------------------ transports */
 
-/* A byte pipe to a device. Every transport (ref, vsim, later ftdi and usb)
+/* A byte pipe to a device. Every transport (ref, vsim, ftdi, usb)
  * fills one of these; the link above never knows which it talks to. */
 typedef struct ntpu_transport_ops {
     const char *name;
@@ -92,6 +92,15 @@ ntpu_status ntpu_transport_vsim_open(const char *opts, ntpu_transport *out, char
 ntpu_status ntpu_transport_vsim_board_open(const char *opts, ntpu_transport *out, char *err, size_t errlen);
 /* An FT2232H over libusb (transport/transport_ftdi.c); opts as in transport/ftdi_proto.h. */
 ntpu_status ntpu_transport_ftdi_open(const char *opts, ntpu_transport *out, char *err, size_t errlen);
+/* A board behind the pico-ice firmware over libusb (transport/transport_usb.c); opts as in transport/usb_proto.h. */
+ntpu_status ntpu_transport_usb_open(const char *opts, ntpu_transport *out, char *err, size_t errlen);
+/* Loads the n-byte iCE40 bitstream bits into the FPGA of the "usb" board that
+ * opts names (FPGA_LOAD_BEGIN, the bytes on bulk OUT, FPGA_LOAD_END). The
+ * bitstream is checked first (ntpu_usb_check_bitstream: NTPU_ERR_FORMAT, nothing
+ * sent). NTPU_ERR_DEVICE when the FPGA refused it (CDONE low); the open errors
+ * of ntpu_transport_usb_open otherwise. A link open on the board must be
+ * reopened afterwards (the firmware drops its queued bytes). */
+ntpu_status ntpu_usb_load_bitstream(const char *opts, const uint8_t *bits, size_t n, char *err, size_t errlen);
 
 /* Wraps an opened transport in one that, in both directions, drops each byte
  * with probability rate/2 and flips one bit of it with probability rate/2,

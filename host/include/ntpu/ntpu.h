@@ -112,7 +112,8 @@ typedef struct ntpu_device ntpu_device; /* opaque; one thread at a time per hand
  *                                          a board behind an FTDI chip over
  *                                          libusb (iCEBreaker, ULX3S; docs/boards.md)
  *   "usb[:serial=S]"                       a board behind a microcontroller
- *                                          (not in this build yet: NTPU_ERR_NO_DEVICE)
+ *                                          running firmware/ over libusb
+ *                                          (pico-ice; docs/boards.md)
  * Every kind also takes faults=RATE[,fault_seed=S] (a transport that flips and
  * drops link bytes, docs/protocol.md) and timeout_ms=T (how long the link waits
  * for a reply).
