@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The real pico-ice firmware image on the emulated RP2040 (sim/rp2040/): boot through boot2, enumerate
+ * as a host would (checking USB 2.0 chapter 9 on the way), load a fake bitstream and a bad one through
+ * the vendor requests and bulk OUT, and loop bytes through the provisional SPI link to the FPGA model's
+ * loopback. Prints each check; exits 1 on any failure. Usage: emu_pico_ice IMAGE.bin */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rp2040_sim.h"
+#include "usb_host.h"
+#include "usb_requests.h"
+
+static int failures;
+
+static void check(int ok, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s ", ok ? "ok  " : "FAIL");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    failures += !ok;
+}
+
+static uint16_t le16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+
+/* A string descriptor's UTF-16LE text as ASCII; "" when malformed. */
+static void string_of(const uint8_t *d, int n, char *out)
+{
+    out[0] = 0;
+    if (n < 2 || d[0] != n || d[1] != 3 || n % 2) {
+        return;
+    }
+    int k = 0;
+    for (int i = 2; i < n; i += 2) {
+        out[k++] = d[i + 1] ? '?' : (char)d[i];
+    }
+    out[k] = 0;
+}
+
+static void enumerate(struct usb_host *h)
+{
+    struct rp2040 *s = h->s;
+    uint8_t d[512];
+    char str[128];
+
+    usbd_bus_reset(s);
+    usbh_wait_us(h, 100);
+    int n = usbh_control_in(h, 0x80, 6, 0x0100, 0, 8, d);
+    check(n == 8 && d[0] == 18 && d[1] == 1 && d[7] == 64,
+          "GET_DESCRIPTOR(device, 8) at address 0: %d bytes, bLength %u, bDescriptorType %u, bMaxPacketSize0 %u", n,
+          d[0], d[1], d[7]);
+
+    usbd_bus_reset(s);
+    usbh_wait_us(h, 100);
+    n = usbh_control_nodata(h, 0x00, 5, 5, 0);
+    check(n == 0, "SET_ADDRESS(5): status stage completed at address 0 (so the address was not applied early)");
+    usbh_wait_us(h, 2000); /* SET_ADDRESS recovery interval, USB 2.0 9.2.6.3 */
+    static const uint8_t probe[8] = {0x80, 6, 0, 1, 0, 0, 8, 0};
+    check(usbd_setup(s, 0, probe) == USB_TIMEOUT, "after the status stage: no answer at address 0");
+    h->addr = 5;
+
+    n = usbh_control_in(h, 0x80, 6, 0x0100, 0, 18, d);
+    check(n == 18 && d[0] == 18 && d[1] == 1 && le16(d + 2) == 0x0201 && d[7] == 64 && le16(d + 8) == NTPU_USB_VID &&
+              le16(d + 10) == NTPU_USB_PID && d[14] == 1 && d[15] == 2 && d[16] == 3 && d[17] == 1,
+          "GET_DESCRIPTOR(device, 18) at address 5: %d bytes, bcdUSB %04x, %04x:%04x, strings %u/%u/%u, %u "
+          "configuration",
+          n, le16(d + 2), le16(d + 8), le16(d + 10), d[14], d[15], d[16], d[17]);
+
+    n = usbh_control_in(h, 0x80, 6, 0x0200, 0, 9, d);
+    uint16_t total = n == 9 ? le16(d + 2) : 0;
+    check(n == 9 && d[0] == 9 && d[1] == 2 && total >= 9, "GET_DESCRIPTOR(configuration, 9): wTotalLength %u", total);
+    n = usbh_control_in(h, 0x80, 6, 0x0200, 0, total, d);
+    int walk = 0, ifaces = 0, eps = 0, good_eps = 0, bad = n != total;
+    while (!bad && walk < n) {
+        uint8_t len = d[walk], type = d[walk + 1];
+        if (len < 2 || walk + len > n) {
+            bad = 1;
+            break;
+        }
+        ifaces += type == 4 && len == 9;
+        if (type == 4) {
+            bad |= d[walk + 4] != 2 || d[walk + 5] != 0xFF;
+        }
+        if (type == 5 && len == 7) {
+            eps++;
+            good_eps += (d[walk + 2] == NTPU_USB_EP_OUT || d[walk + 2] == NTPU_USB_EP_IN) && d[walk + 3] == 2 &&
+                        le16(d + walk + 4) == 64;
+        }
+        walk += len;
+    }
+    check(!bad && walk == total && d[4] == 1 && ifaces == 1 && eps == 2 && good_eps == 2,
+          "GET_DESCRIPTOR(configuration, %u): descriptors walk to %d, 1 vendor interface, bulk 0x01 and 0x81 of 64 "
+          "bytes",
+          total, walk);
+
+    n = usbh_control_in(h, 0x80, 6, 0x0300, 0, 255, d);
+    check(n == 4 && d[0] == 4 && d[1] == 3 && le16(d + 2) == 0x0409, "string 0: LANGID 0x%04x",
+          n >= 4 ? le16(d + 2) : 0);
+    static const char *const want[] = {NULL, "nanoTPU", "nanoTPU pico-ice"};
+    char serial[17];
+    for (int i = 0; i < 8; i++) {
+        snprintf(serial + 2 * i, 3, "%02X", s->flash_uid[i]);
+    }
+    for (int i = 1; i <= 3; i++) {
+        n = usbh_control_in(h, 0x80, 6, (uint16_t)(0x0300 | i), 0x0409, 255, d);
+        string_of(d, n, str);
+        check(strcmp(str, i == 3 ? serial : want[i]) == 0, "string %d: \"%s\"%s", i, str,
+              i == 3 ? " (the flash model's unique ID, read with command 0x4B)" : "");
+    }
+
+    n = usbh_control_in(h, 0x80, 6, 0x0F00, 0, 5, d);
+    total = n == 5 ? le16(d + 2) : 0;
+    n = usbh_control_in(h, 0x80, 6, 0x0F00, 0, total, d);
+    check(n == total && total > 5 && d[0] == 5 && d[1] == 15 && d[5] == 28 && d[6] == 16 && d[7] == 5,
+          "BOS: wTotalLength %u, %u capability, a platform capability of %u bytes", total, d[4], d[5]);
+
+    n = usbh_control_in(h, 0x80, 6, 0x0600, 0, 10, d);
+    check(n == USBH_STALL, "GET_DESCRIPTOR(device qualifier): STALL (full-speed only)");
+    n = usbh_control_in(h, 0x80, 0x33, 0, 0, 4, d);
+    check(n == USBH_STALL, "an unknown standard request: STALL");
+
+    check(usbh_control_nodata(h, 0x00, 9, 1, 0) == 0, "SET_CONFIGURATION(1)");
+    n = usbh_control_in(h, 0x80, 8, 0, 0, 1, d);
+    check(n == 1 && d[0] == 1, "GET_CONFIGURATION: %d", n == 1 ? d[0] : -1);
+    h->bulk_in_data1 = h->bulk_out_data1 = 0;
+
+    n = usbh_control_in(h, NTPU_USB_REQTYPE_IN, NTPU_USB_REQ_GET_VERSION, 0, 0, 2, d);
+    check(n == 2 && d[0] == NTPU_USB_PROTO_MAJOR && d[1] == NTPU_USB_PROTO_MINOR, "vendor GET_VERSION: %u.%u", d[0],
+          d[1]);
+    n = usbh_control_in(h, NTPU_USB_REQTYPE_IN, NTPU_USB_REQ_GET_STATUS, 0, 0, 8, d);
+    check(n == 8 && !(d[0] & NTPU_USB_STATUS_CDONE) && le16(d + 2) == 4,
+          "vendor GET_STATUS: flags 0x%02x (no CDONE: the FPGA's flash holds no design), clock divider %u", d[0],
+          le16(d + 2));
+}
+
+/* FPGA_LOAD_BEGIN, the bytes on bulk OUT, FPGA_LOAD_END: returns its answer (CDONE) or -1. */
+static int load(struct usb_host *h, const uint8_t *bits, uint32_t len)
+{
+    uint8_t d[8];
+    if (usbh_control_nodata(h, NTPU_USB_REQTYPE_OUT, NTPU_USB_REQ_FPGA_LOAD_BEGIN, 0, 0) != 0) {
+        return -1;
+    }
+    for (uint32_t off = 0; off < len; off += 64) {
+        if (usbh_bulk_out(h, bits + off, len - off < 64 ? len - off : 64) != 0) {
+            return -1;
+        }
+    }
+    int n = usbh_control_in(h, NTPU_USB_REQTYPE_IN, NTPU_USB_REQ_FPGA_LOAD_END, 0, 0, 1, d);
+    return n == 1 ? d[0] : -1;
+}
+
+static void bitstreams(struct usb_host *h)
+{
+    struct rp2040 *s = h->s;
+    uint8_t bits[300], d[8];
+    for (uint32_t i = 0; i < sizeof bits; i++) {
+        bits[i] = (uint8_t)(i * 37u + 11u);
+    }
+    /* The iCE40 preamble: 0xFF 0x00, a comment, then the sync word 0x7EAA997E. */
+    static const uint8_t head[] = {0xFF, 0x00, 'n', 't', 'p', 'u', 0x00, 0xFF, 0x7E, 0xAA, 0x99, 0x7E};
+    memcpy(bits, head, sizeof head);
+    int r = load(h, bits, sizeof bits);
+    check(r == 1 && s->fpga.cdone == 1, "good bitstream (%zu bytes): FPGA_LOAD_END answers %d, CDONE pin %d",
+          sizeof bits, r, s->fpga.cdone);
+    check(s->fpga.ncfg == sizeof bits && memcmp(s->fpga.cfg, bits, sizeof bits) == 0,
+          "the FPGA model received %u bytes MSB first with SS low, equal to those sent", s->fpga.ncfg);
+    int n = usbh_control_in(h, NTPU_USB_REQTYPE_IN, NTPU_USB_REQ_GET_STATUS, 0, 0, 8, d);
+    uint32_t count = (uint32_t)d[4] | (uint32_t)d[5] << 8 | (uint32_t)d[6] << 16 | (uint32_t)d[7] << 24;
+    check(n == 8 && (d[0] & NTPU_USB_STATUS_CDONE) && (d[0] & NTPU_USB_STATUS_RUNNING) && count == sizeof bits,
+          "GET_STATUS after the load: flags 0x%02x, %u bitstream bytes", d[0], count);
+}
+
+static void bad_bitstream(struct usb_host *h)
+{
+    struct rp2040 *s = h->s;
+    uint8_t bits[200];
+    for (uint32_t i = 0; i < sizeof bits; i++) {
+        bits[i] = (uint8_t)(i * 13u + 5u);
+    }
+    bits[0] = 0xFF, bits[1] = 0x00;
+    int r = load(h, bits, sizeof bits);
+    check(r == 0 && s->fpga.cdone == 0 && s->fpga.ncfg == sizeof bits,
+          "bad bitstream (%zu bytes, no sync word): FPGA_LOAD_END answers %d, CDONE pin %d, %u bytes received",
+          sizeof bits, r, s->fpga.cdone, s->fpga.ncfg);
+}
+
+/* Bytes out on bulk OUT, back on bulk IN through the firmware, the SPI link and the FPGA's loopback. */
+static void loopback(struct usb_host *h, uint32_t total)
+{
+    struct rp2040 *s = h->s;
+    uint8_t *tx = malloc(total), *rx = malloc(total + 64), pkt[64];
+    uint32_t sent = 0, got = 0, zlps = 0;
+    for (uint32_t i = 0; i < total; i++) {
+        tx[i] = (uint8_t)(i * 7u + (i >> 8));
+    }
+    uint64_t start = s->icount;
+    while (got < total && s->icount - start < 200000000u && !s->error[0] && h->errors == 0) {
+        if (sent < total) {
+            uint32_t n = total - sent < 64 ? total - sent : 64;
+            enum usb_result r = usbd_out(s, h->addr, 1, tx + sent, n, h->bulk_out_data1);
+            if (r == USB_ACK && !s->usb_seq_errors) {
+                sent += n;
+                h->bulk_out_data1 ^= 1;
+            } else if (r != USB_NAK) {
+                check(0, "bulk OUT during the loopback: result %d", (int)r);
+                break;
+            }
+        }
+        int n = usbh_bulk_in_once(h, pkt);
+        if (n >= 0) {
+            if (got + (uint32_t)n > total) {
+                check(0, "bulk IN: %u bytes more than were sent", got + (uint32_t)n - total);
+                break;
+            }
+            memcpy(rx + got, pkt, (size_t)n);
+            got += (uint32_t)n;
+            zlps += n == 0;
+        } else if (n != -3) {
+            break;
+        }
+        rp2040_run(s, 3000);
+    }
+    check(sent == total && got == total && memcmp(tx, rx, total) == 0,
+          "loopback: %u bytes sent on bulk OUT, %u received on bulk IN, equal (%u zero-length packets, %u link "
+          "transactions, %llu instructions)",
+          sent, got, zlps, s->fpga.link_txns, (unsigned long long)(s->icount - start));
+    check(s->fpga.link_bytes_in == total && s->fpga.link_bytes_out == total && s->fpga.link_errors == 0,
+          "link: %u bytes into the FPGA, %u out, no framing error", s->fpga.link_bytes_in, s->fpga.link_bytes_out);
+    free(tx);
+    free(rx);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s ntpu-pico-ice.bin\n", argv[0]);
+        return 2;
+    }
+    FILE *f = fopen(argv[1], "rb");
+    static uint8_t image[SIM_FLASH_SIZE];
+    size_t len = f ? fread(image, 1, sizeof image, f) : 0;
+    if (f) {
+        fclose(f);
+    }
+    if (len == 0) {
+        fprintf(stderr, "%s: cannot read %s\n", argv[0], argv[1]);
+        return 2;
+    }
+    static struct rp2040 s;
+    if (rp2040_init(&s, image, len) != 0) {
+        printf("FAIL boot: %s\n", s.error);
+        return 1;
+    }
+    check(1, "boot2 CRC checked, boot2 copied to 0x20041F00 (%zu-byte image)", len);
+    while (!usbd_connected(&s) && s.icount < 20000000u && rp2040_run(&s, 10000) == 0) {
+    }
+    check(usbd_connected(&s) && s.xip,
+          "boot: boot2 set up XIP, the firmware ran from flash and connected to USB after %llu instructions (%llu us "
+          "on the timer)",
+          (unsigned long long)s.icount, (unsigned long long)timer_us(&s));
+    uint32_t vco = (s.pll_cs & 0x3Fu) ? 12u * s.pll_fbdiv / (s.pll_cs & 0x3Fu) : 0;
+    uint32_t post = ((s.pll_prim >> 16) & 7u) * ((s.pll_prim >> 12) & 7u);
+    check(vco == 1200 && post == 25 && (s.clk[0x44 / 4] == 0) && s.xosc_startup > 0,
+          "clocks: PLL_USB VCO %u MHz / %u = %u MHz, clk_sys on its aux source", vco, post, post ? vco / post : 0);
+    if (s.error[0] || !usbd_connected(&s)) {
+        printf("FAIL %s\n", s.error[0] ? s.error : "the firmware never connected");
+        return 1;
+    }
+    struct usb_host h = {.s = &s, .nak_budget = 20000000u};
+    enumerate(&h);
+    if (!s.error[0]) {
+        bitstreams(&h);
+    }
+    if (!s.error[0]) {
+        loopback(&h, 1000);
+    }
+    if (!s.error[0]) {
+        bad_bitstream(&h);
+    }
+    check(s.usb_bc_rule_errors == 0, "buffer control words: AVAILABLE always set in a write of its own");
+    if (s.error[0]) {
+        check(0, "emulation stopped: %s", s.error);
+    }
+    check(h.errors == 0, "USB host: %u protocol errors, %u NAKs", h.errors, h.naks);
+    printf("%s: %d failure%s, %llu instructions (%llu ms emulated)\n", failures ? "FAIL" : "PASS", failures,
+           failures == 1 ? "" : "s", (unsigned long long)s.icount,
+           (unsigned long long)(s.icount / (SIM_CLK_HZ / 1000u)));
+    rp2040_free(&s);
+    return failures ? 1 : 0;
+}
