@@ -12,6 +12,8 @@
 #include "usb_host.h"
 #include "usb_requests.h"
 
+#define USB_MSOS20_LEN_WANT 162 /* the BOS's wMSOSDescriptorSetTotalLength */
+
 static int failures;
 
 static void check(int ok, const char *fmt, ...)
@@ -52,7 +54,9 @@ static void enumerate(struct usb_host *h)
 
     usbd_bus_reset(s);
     usbh_wait_us(h, 100);
-    int n = usbh_control_in(h, 0x80, 6, 0x0100, 0, 8, d);
+    int n = usbh_control_in(h, 0x80, 6, 0x0100, 0, 64, d);
+    check(n == 18, "GET_DESCRIPTOR(device, 64) at address 0, as Linux asks first: one short packet of %d bytes", n);
+    n = usbh_control_in(h, 0x80, 6, 0x0100, 0, 8, d);
     check(n == 8 && d[0] == 18 && d[1] == 1 && d[7] == 64,
           "GET_DESCRIPTOR(device, 8) at address 0: %d bytes, bLength %u, bDescriptorType %u, bMaxPacketSize0 %u", n,
           d[0], d[1], d[7]);
@@ -131,6 +135,12 @@ static void enumerate(struct usb_host *h)
     check(n == 1 && d[0] == 1, "GET_CONFIGURATION: %d", n == 1 ? d[0] : -1);
     h->bulk_in_data1 = h->bulk_out_data1 = 0;
 
+    n = usbh_control_in(h, 0x80, 0, 0, 0, 2, d);
+    check(n == 2 && d[0] == 0 && d[1] == 0, "GET_STATUS(device): bus powered, no remote wakeup");
+    n = usbh_control_in(h, NTPU_USB_REQTYPE_IN, NTPU_USB_REQ_MS_OS_20, 0, 7, USB_MSOS20_LEN_WANT, d);
+    check(n == USB_MSOS20_LEN_WANT && le16(d) == 10 && le16(d + 8) == USB_MSOS20_LEN_WANT &&
+              memcmp(d + 14, "WINUSB", 6) == 0,
+          "vendor MS_OS_20: %d bytes in three packets (DATA1, DATA0, DATA1), set header, WINUSB", n);
     n = usbh_control_in(h, NTPU_USB_REQTYPE_IN, NTPU_USB_REQ_GET_VERSION, 0, 0, 2, d);
     check(n == 2 && d[0] == NTPU_USB_PROTO_MAJOR && d[1] == NTPU_USB_PROTO_MINOR, "vendor GET_VERSION: %u.%u", d[0],
           d[1]);
@@ -200,6 +210,7 @@ static void loopback(struct usb_host *h, uint32_t total)
     for (uint32_t i = 0; i < total; i++) {
         tx[i] = (uint8_t)(i * 7u + (i >> 8));
     }
+    uint32_t in0 = s->fpga.link_bytes_in, out0 = s->fpga.link_bytes_out;
     uint64_t start = s->icount;
     while (got < total && s->icount - start < 200000000u && !s->error[0] && h->errors == 0) {
         if (sent < total) {
@@ -231,10 +242,66 @@ static void loopback(struct usb_host *h, uint32_t total)
           "loopback: %u bytes sent on bulk OUT, %u received on bulk IN, equal (%u zero-length packets, %u link "
           "transactions, %llu instructions)",
           sent, got, zlps, s->fpga.link_txns, (unsigned long long)(s->icount - start));
-    check(s->fpga.link_bytes_in == total && s->fpga.link_bytes_out == total && s->fpga.link_errors == 0,
-          "link: %u bytes into the FPGA, %u out, no framing error", s->fpga.link_bytes_in, s->fpga.link_bytes_out);
+    if (got == total && total % 64u == 0) { /* a read of a multiple of 64 bytes ends with a zero-length packet */
+        int n = -3;
+        for (int i = 0; i < 100 && n == -3; i++) {
+            n = usbh_bulk_in_once(h, pkt);
+            rp2040_run(s, 3000);
+        }
+        check(n == 0, "after %u bytes (a multiple of 64), bulk IN ends with a zero-length packet", total);
+    }
+    check(s->fpga.link_bytes_in - in0 == total && s->fpga.link_bytes_out - out0 == total && s->fpga.link_errors == 0,
+          "link: %u bytes into the FPGA, %u out, no framing error", s->fpga.link_bytes_in - in0,
+          s->fpga.link_bytes_out - out0);
     free(tx);
     free(rx);
+}
+
+/* Bulk OUT with nobody reading IN: the firmware and the FPGA fill up, then the host sees only NAKs; the
+ * bytes all come back once it reads. */
+static void flow_control(struct usb_host *h)
+{
+    struct rp2040 *s = h->s;
+    uint8_t tx[4096], rx[4096 + 64], pkt[64];
+    uint32_t sent = 0, got = 0;
+    for (uint32_t i = 0; i < sizeof tx; i++) {
+        tx[i] = (uint8_t)(i ^ (i >> 7));
+    }
+    uint64_t naked = 0;
+    while (sent < sizeof tx && naked < 2000000u && !s->error[0]) {
+        enum usb_result r = usbd_out(s, h->addr, 1, tx + sent, 64, h->bulk_out_data1);
+        if (r == USB_ACK && !s->usb_seq_errors) {
+            sent += 64, h->bulk_out_data1 ^= 1, naked = 0;
+        } else if (r == USB_NAK) {
+            naked += 3000;
+        } else {
+            break;
+        }
+        rp2040_run(s, 3000);
+    }
+    check(sent > 0 && sent < sizeof tx, "flow control: with bulk IN unread, bulk OUT NAKs after %u bytes", sent);
+    for (uint64_t spent = 0; got < sent && spent < 100000000u && !s->error[0]; spent += 3000) {
+        int n = usbh_bulk_in_once(h, pkt);
+        if (n > 0 && got + (uint32_t)n <= sent) {
+            memcpy(rx + got, pkt, (size_t)n);
+            got += (uint32_t)n;
+        } else if (n != -3 && n != 0) {
+            break;
+        }
+        rp2040_run(s, 3000);
+    }
+    check(got == sent && memcmp(tx, rx, sent) == 0, "flow control: all %u bytes then came back on bulk IN, equal", got);
+}
+
+/* SET_FEATURE(ENDPOINT_HALT) stalls bulk IN; CLEAR_FEATURE lifts it and restarts the toggle at DATA0. */
+static void halt(struct usb_host *h)
+{
+    uint8_t pkt[64];
+    check(usbh_control_nodata(h, 0x02, 3, 0, NTPU_USB_EP_IN) == 0, "SET_FEATURE(ENDPOINT_HALT, 0x81)");
+    check(usbh_bulk_in_once(h, pkt) == USBH_STALL, "bulk IN while halted: STALL");
+    check(usbh_control_nodata(h, 0x02, 1, 0, NTPU_USB_EP_IN) == 0, "CLEAR_FEATURE(ENDPOINT_HALT, 0x81)");
+    h->bulk_in_data1 = 0;
+    check(usbh_bulk_in_once(h, pkt) == -3, "bulk IN after the halt is cleared: NAK (nothing to send)");
 }
 
 int main(int argc, char **argv)
@@ -280,6 +347,18 @@ int main(int argc, char **argv)
     }
     if (!s.error[0]) {
         loopback(&h, 1000);
+    }
+    if (!s.error[0]) {
+        loopback(&h, 64 * 5);
+    }
+    if (!s.error[0]) {
+        flow_control(&h);
+    }
+    if (!s.error[0]) {
+        halt(&h);
+    }
+    if (!s.error[0]) {
+        loopback(&h, 200);
     }
     if (!s.error[0]) {
         bad_bitstream(&h);
