@@ -90,14 +90,9 @@ static int no_alias(uint32_t a)
     return a == SSI_BASE + 0x60u || a == 0x40040008u || a == USB_REGS + 0x50u || a == USB_REGS + 0x58u;
 }
 
-struct window {
-    struct rp2040 *s;
-    uint32_t base;
-};
-
 static uint64_t win_read(uc_engine *uc, uint64_t off, unsigned size, void *user)
 {
-    struct window *w = user;
+    struct sim_window *w = user;
     struct rp2040 *s = w->s;
     uint32_t addr = w->base + (uint32_t)off, v = 0;
     (void)uc;
@@ -130,7 +125,7 @@ static uint64_t win_read(uc_engine *uc, uint64_t off, unsigned size, void *user)
 
 static void win_write(uc_engine *uc, uint64_t off, unsigned size, uint64_t value, void *user)
 {
-    struct window *w = user;
+    struct sim_window *w = user;
     struct rp2040 *s = w->s;
     uint32_t addr = w->base + (uint32_t)off, v = (uint32_t)value, old = 0;
     (void)uc;
@@ -175,11 +170,6 @@ static void win_write(uc_engine *uc, uint64_t off, unsigned size, uint64_t value
         rp2040_fail(s, "write of unmodelled register 0x%08x (value 0x%08x)", addr, v);
     }
 }
-
-static struct window windows[] = {
-    {NULL, SSI_BASE}, {NULL, 0x40000000u}, {NULL, USB_REGS}, {NULL, SIO_BASE}, {NULL, PPB_PAGE},
-};
-static const uint32_t window_size[] = {0x4000u, 0x70000u, 0x4000u, 0x1000u, 0x1000u};
 
 static void hook_code(uc_engine *uc, uint64_t addr, uint32_t size, void *user)
 {
@@ -294,9 +284,14 @@ int rp2040_init(struct rp2040 *s, const uint8_t *image, size_t len)
     if (e == UC_ERR_OK) {
         e = uc_mem_map_ptr(s->uc, USB_DPRAM, sizeof s->dpram, UC_PROT_READ | UC_PROT_WRITE, s->dpram);
     }
-    for (size_t i = 0; e == UC_ERR_OK && i < sizeof windows / sizeof windows[0]; i++) {
-        windows[i].s = s;
-        e = uc_mmio_map(s->uc, windows[i].base, window_size[i], win_read, &windows[i], win_write, &windows[i]);
+    static const struct sim_window map[5] = {
+        {NULL, SSI_BASE, 0x4000u}, {NULL, 0x40000000u, 0x70000u}, {NULL, USB_REGS, 0x4000u},
+        {NULL, SIO_BASE, 0x1000u}, {NULL, PPB_PAGE, 0x1000u},
+    };
+    for (size_t i = 0; e == UC_ERR_OK && i < 5; i++) {
+        s->win[i] = map[i];
+        s->win[i].s = s;
+        e = uc_mmio_map(s->uc, map[i].base, map[i].size, win_read, &s->win[i], win_write, &s->win[i]);
     }
     uc_hook h;
     if (e == UC_ERR_OK) {

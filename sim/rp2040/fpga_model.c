@@ -31,10 +31,16 @@ void fpga_pins_changed(struct rp2040 *s)
     }
     if (creset && !f->creset) {
         f->spi_mode = !ss;
+        f->sck_rise = 0;
         f->nbits = f->ncfg = f->clocks_after = 0;
         f->loaded = 0;
     }
     if (f->spi_mode && sck && !f->sck) {
+        uint64_t period = s->icount - f->sck_rise;
+        if (f->sck_rise && (f->sck_min_period == 0 || period < f->sck_min_period)) {
+            f->sck_min_period = period;
+        }
+        f->sck_rise = s->icount;
         if (!ss) {
             f->shift = (f->shift << 1) | (uint32_t)si;
             if (++f->nbits % 8u == 0 && f->ncfg < sizeof f->cfg) {

@@ -28,11 +28,19 @@ struct fpga_model {
     /* link: header state and a loopback FIFO */
     int sel, pos, plan_send, plan_recv, plan_total, hdr_have, hdr_room, fpga_room, fpga_have;
     uint8_t fifo[256];
+    uint64_t sck_rise, sck_min_period; /* instructions between SCK rising edges while configuring */
     uint32_t fifo_head, fifo_tail, link_bytes_in, link_bytes_out, link_errors, link_txns;
+};
+
+struct rp2040;
+struct sim_window { /* one uc_mmio_map region: its callbacks' context */
+    struct rp2040 *s;
+    uint32_t base, size;
 };
 
 struct rp2040 {
     uc_engine *uc;
+    struct sim_window win[5];
     uint8_t *flash, *sram, dpram[4096];
     uint64_t icount; /* instructions run: the emulated time base */
     uint64_t budget; /* stop the current run at this icount */
@@ -58,6 +66,7 @@ struct rp2040 {
     /* USB controller */
     uint32_t usb_addr_endp, usb_main_ctrl, usb_sie_ctrl, usb_sie_status, usb_buff_status, usb_stall_arm, usb_muxing,
         usb_pwr, usb_seq_errors, usb_bc_rule_errors;
+    uint64_t usb_bc_icount[32]; /* when each buffer control word was last written */
     struct fpga_model fpga;
 };
 

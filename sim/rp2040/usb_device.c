@@ -67,12 +67,19 @@ void usbd_dpram_store(struct rp2040 *s, uint32_t off, uint32_t v)
     if (off < 0x80u || off >= 0x100u) {
         return;
     }
-    uint32_t old = word(s, off);
-    if ((v & BC_AVAILABLE) && !(old & BC_AVAILABLE) && ((v ^ old) & 0xFFFFu & ~BC_AVAILABLE)) {
-        s->usb_bc_rule_errors++;
-        rp2040_fail(s, "buffer control 0x%03x: 0x%04x -> 0x%04x sets AVAILABLE in the write that changes the rest", off,
-                    old & 0xFFFFu, v & 0xFFFFu);
+    uint32_t old = word(s, off), i = (off - 0x80u) / 4u;
+    if ((v & BC_AVAILABLE) && !(old & BC_AVAILABLE)) {
+        if ((v ^ old) & 0xFFFFu & ~BC_AVAILABLE) {
+            s->usb_bc_rule_errors++;
+            rp2040_fail(s, "buffer control 0x%03x: 0x%04x -> 0x%04x sets AVAILABLE in the write that changes the rest",
+                        off, old & 0xFFFFu, v & 0xFFFFu);
+        } else if (s->icount - s->usb_bc_icount[i] < 3u) { /* clk_sys = clk_usb: 3 cycles, 3 instructions at least */
+            s->usb_bc_rule_errors++;
+            rp2040_fail(s, "buffer control 0x%03x: AVAILABLE set %llu cycles after the rest (3 clk_usb cycles needed)",
+                        off, (unsigned long long)(s->icount - s->usb_bc_icount[i]));
+        }
     }
+    s->usb_bc_icount[i] = s->icount;
 }
 
 static int listening(struct rp2040 *s, uint8_t addr)
@@ -175,7 +182,9 @@ enum usb_result usbd_out(struct rp2040 *s, uint8_t addr, uint8_t ep, const uint8
         rp2040_fail(s, "EP%u OUT: a %u-byte packet into a %u-byte buffer", ep, len, bc & 0x3FFu);
         return USB_TIMEOUT;
     }
-    memcpy(s->dpram + bufo, data, len);
+    if (len) {
+        memcpy(s->dpram + bufo, data, len);
+    }
     put_word(s, bco, (bc & ~(BC_AVAILABLE | 0x3FFu)) | BC_FULL | len);
     if (irq) {
         s->usb_buff_status |= 1u << (2u * ep + 1u);

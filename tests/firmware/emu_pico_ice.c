@@ -181,6 +181,10 @@ static void bitstreams(struct usb_host *h)
           sizeof bits, r, s->fpga.cdone);
     check(s->fpga.ncfg == sizeof bits && memcmp(s->fpga.cfg, bits, sizeof bits) == 0,
           "the FPGA model received %u bytes MSB first with SS low, equal to those sent", s->fpga.ncfg);
+    /* The iCE40 takes SCK up to 25 MHz: at 48 MHz a period under 2 cycles would be too fast. */
+    uint64_t per = s->fpga.sck_min_period;
+    check(per >= 2, "configuration clock: SCK period at least %llu cycles (%.1f MHz at most)", (unsigned long long)per,
+          48.0 / (double)(per ? per : 1));
     int n = usbh_control_in(h, NTPU_USB_REQTYPE_IN, NTPU_USB_REQ_GET_STATUS, 0, 0, 8, d);
     uint32_t count = (uint32_t)d[4] | (uint32_t)d[5] << 8 | (uint32_t)d[6] << 16 | (uint32_t)d[7] << 24;
     check(n == 8 && (d[0] & NTPU_USB_STATUS_CDONE) && (d[0] & NTPU_USB_STATUS_RUNNING) && count == sizeof bits,
@@ -210,7 +214,7 @@ static void loopback(struct usb_host *h, uint32_t total)
     for (uint32_t i = 0; i < total; i++) {
         tx[i] = (uint8_t)(i * 7u + (i >> 8));
     }
-    uint32_t in0 = s->fpga.link_bytes_in, out0 = s->fpga.link_bytes_out;
+    uint32_t in0 = s->fpga.link_bytes_in, out0 = s->fpga.link_bytes_out, txn0 = s->fpga.link_txns;
     uint64_t start = s->icount;
     while (got < total && s->icount - start < 200000000u && !s->error[0] && h->errors == 0) {
         if (sent < total) {
@@ -241,7 +245,7 @@ static void loopback(struct usb_host *h, uint32_t total)
     check(sent == total && got == total && memcmp(tx, rx, total) == 0,
           "loopback: %u bytes sent on bulk OUT, %u received on bulk IN, equal (%u zero-length packets, %u link "
           "transactions, %llu instructions)",
-          sent, got, zlps, s->fpga.link_txns, (unsigned long long)(s->icount - start));
+          sent, got, zlps, s->fpga.link_txns - txn0, (unsigned long long)(s->icount - start));
     if (got == total && total % 64u == 0) { /* a read of a multiple of 64 bytes ends with a zero-length packet */
         int n = -3;
         for (int i = 0; i < 100 && n == -3; i++) {
@@ -310,6 +314,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s ntpu-pico-ice.bin\n", argv[0]);
         return 2;
     }
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each check's line out before a crash could lose it */
     FILE *f = fopen(argv[1], "rb");
     static uint8_t image[SIM_FLASH_SIZE];
     size_t len = f ? fread(image, 1, sizeof image, f) : 0;
