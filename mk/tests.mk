@@ -89,10 +89,14 @@ $(TEST_BUILD)/firmware_tests: $(FW_TEST_SRCS) $(wildcard tools/uf2/*.h firmware/
 # boots build/firmware/pico-ice/ntpu-pico-ice.bin, enumerates it and drives the FPGA model. No -Wpedantic:
 # Unicorn's uc_hook_add takes its callbacks as void *. Run with ASAN_OPTIONS=detect_leaks=0: libunicorn
 # 2.0.1 leaks a block of its own translation cache (tb_invalidate_phys_page_fast) at uc_close.
+# The golden model (sim/ref) stands in for the FPGA's design in one check: its sanitized objects only.
 EMU_SRCS := $(sort $(wildcard sim/rp2040/*.c)) tests/firmware/emu_pico_ice.c
-$(TEST_BUILD)/emu_pico_ice: $(EMU_SRCS) $(wildcard sim/rp2040/*.h) firmware/pico-ice/usb_requests.h | deps-emu
+EMU_REF_OBJS := $(filter $(BUILD)/san/sim/ref/%,$(LIB_SAN_OBJS))
+$(TEST_BUILD)/emu_pico_ice: $(EMU_SRCS) $(wildcard sim/rp2040/*.h) firmware/pico-ice/usb_requests.h $(EMU_REF_OBJS) \
+                            | deps-emu
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -Wall -Wextra -Werror -O1 -g $(SAN) -Isim/rp2040 -Ifirmware/pico-ice $(EMU_SRCS) -lunicorn -o $@
+	$(CC) -std=c11 -Wall -Wextra -Werror -O1 -g $(SAN) $(CPPFLAGS) -Isim/rp2040 -Ifirmware/pico-ice $(EMU_SRCS) \
+	  $(EMU_REF_OBJS) -lunicorn -lz -lm -lpthread -o $@
 
 .PHONY: deps-emu
 deps-emu:

@@ -4,7 +4,8 @@
  * SS is low; after SS rises, CDONE (GP26) goes high on the 8th clock if the bytes held the sync word
  * 0x7EAA997E with more bytes after it, and stays low otherwise. Released with SS high it would boot from
  * its own flash, which holds no design here: CDONE stays low. The link: SPI1 bytes framed by the select
- * on GP13 (link_flow.h's framing, checked independently here), whose far end is a loopback FIFO. */
+ * on GP13 (link_flow.h's framing, checked independently here), whose far end is a loopback FIFO or, when
+ * set, another model (the tests use the golden model, sim/ref). */
 #include "rp2040_sim.h"
 
 #define FIFO_CAP 256u
@@ -55,9 +56,10 @@ void fpga_pins_changed(struct rp2040 *s)
 
     int sel = gpio_level(s, 13);
     if (!sel && f->sel) { /* a transaction starts: the FPGA's header is fixed now */
-        uint32_t used = f->fifo_head - f->fifo_tail;
+        uint32_t used = f->far ? f->far_have(f->far) : f->fifo_head - f->fifo_tail;
         f->pos = 0;
-        f->fpga_room = (int)(FIFO_CAP - used < 64u ? FIFO_CAP - used : 64u);
+        f->fpga_room =
+            f->far ? 64 /* it takes every byte at once */ : (int)(FIFO_CAP - used < 64u ? FIFO_CAP - used : 64u);
         f->fpga_have = (int)(used < 64u ? used : 64u);
     }
     if (sel && !f->sel && f->pos > 0) {
@@ -102,11 +104,15 @@ uint8_t fpga_link_xfer(struct rp2040 *s, uint8_t tx)
     }
     uint8_t out = 0;
     if (i < f->plan_recv) {
-        out = f->fifo[f->fifo_tail++ % FIFO_CAP];
+        out = f->far ? f->far_get(f->far) : f->fifo[f->fifo_tail++ % FIFO_CAP];
         f->link_bytes_out++;
     }
     if (i < f->plan_send) {
-        f->fifo[f->fifo_head++ % FIFO_CAP] = tx;
+        if (f->far) {
+            f->far_put(f->far, tx);
+        } else {
+            f->fifo[f->fifo_head++ % FIFO_CAP] = tx;
+        }
         f->link_bytes_in++;
     }
     return out;

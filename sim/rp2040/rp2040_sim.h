@@ -28,7 +28,12 @@ struct fpga_model {
     /* link: header state and a loopback FIFO */
     int sel, pos, plan_send, plan_recv, plan_total, hdr_have, hdr_room, fpga_room, fpga_have;
     uint8_t fifo[256];
-    uint64_t sck_rise, sck_min_period; /* instructions between SCK rising edges while configuring */
+    /* The far end: a loopback FIFO, or whatever these name (the golden model, in the tests). */
+    void *far;
+    uint32_t (*far_have)(void *far);       /* bytes it has for the RP2040 */
+    void (*far_put)(void *far, uint8_t b); /* a byte from the RP2040 */
+    uint8_t (*far_get)(void *far);         /* its next byte */
+    uint64_t sck_rise, sck_min_period;     /* instructions between SCK rising edges while configuring */
     uint32_t fifo_head, fifo_tail, link_bytes_in, link_bytes_out, link_errors, link_txns;
 };
 

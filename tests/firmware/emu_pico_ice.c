@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zlib.h>
+
 #include "rp2040_sim.h"
+#include "ntpu_ref.h"
 #include "usb_host.h"
 #include "usb_requests.h"
 
@@ -308,6 +311,70 @@ static void halt(struct usb_host *h)
     check(usbh_bulk_in_once(h, pkt) == -3, "bulk IN after the halt is cleared: NAK (nothing to send)");
 }
 
+static uint32_t ref_have(void *far)
+{
+    size_t n;
+    ntpu_ref_peek(far, &n);
+    return n > 64 ? 64u : (uint32_t)n;
+}
+
+static void ref_put(void *far, uint8_t b)
+{
+    ntpu_ref_write(far, &b, 1);
+}
+
+static uint8_t ref_get(void *far)
+{
+    uint8_t b = 0;
+    ntpu_ref_read(far, &b, 1);
+    return b;
+}
+
+/* docs/protocol.md's frame: SOF, SEQ, LEN, payload, CRC-32 (zlib's) over SEQ, LEN and the payload. */
+static uint32_t frame(uint8_t *out, uint8_t sof, uint8_t seq, const uint8_t *payload, uint16_t len)
+{
+    out[0] = sof, out[1] = seq, out[2] = (uint8_t)len, out[3] = (uint8_t)(len >> 8);
+    memcpy(out + 4, payload, len);
+    uint32_t crc = (uint32_t)crc32(0L, out + 1, 3u + len);
+    for (int i = 0; i < 4; i++) {
+        out[4 + len + i] = (uint8_t)(crc >> (8 * i));
+    }
+    return 8u + len;
+}
+
+/* An INFO command through USB, the firmware, the SPI link and the golden model as the FPGA's design;
+ * its reply must be the frame a golden model answers directly. */
+static void golden_info(struct usb_host *h)
+{
+    struct rp2040 *s = h->s;
+    ntpu_ref *ref = ntpu_ref_new(NULL), *direct = ntpu_ref_new(NULL);
+    uint8_t cmd[16], want[128], got[128 + 64], pkt[64], op = 0x01; /* INFO */
+    uint32_t n = frame(cmd, 0xA5, 0, &op, 1), wn, gn = 0;
+    ntpu_ref_write(direct, cmd, n);
+    wn = (uint32_t)ntpu_ref_read(direct, want, sizeof want);
+    s->fpga.far = ref, s->fpga.far_have = ref_have, s->fpga.far_put = ref_put, s->fpga.far_get = ref_get;
+    int ok = usbh_bulk_out(h, cmd, n) == 0;
+    for (uint64_t spent = 0; ok && gn < wn && spent < 20000000u && !s->error[0]; spent += 3000) {
+        int k = usbh_bulk_in_once(h, pkt);
+        if (k > 0 && gn + (uint32_t)k <= sizeof got) {
+            memcpy(got + gn, pkt, (size_t)k);
+            gn += (uint32_t)k;
+        }
+        rp2040_run(s, 3000);
+    }
+    uint8_t check_frame[128];
+    int crc_ok = gn >= 8 && gn - 8u == (uint32_t)(got[2] | got[3] << 8) &&
+                 frame(check_frame, 0x5A, got[1], got + 4, (uint16_t)(gn - 8u)) == gn &&
+                 memcmp(check_frame, got, gn) == 0;
+    check(ok && gn == wn && wn > 8 && memcmp(got, want, wn) == 0 && crc_ok && got[4] == 0,
+          "golden model as the FPGA: INFO (%u-byte frame) through bulk OUT, the link and sim/ref, a %u-byte reply "
+          "(CRC good, status %u) equal to the model's own",
+          n, gn, gn > 4 ? got[4] : 255);
+    s->fpga.far = NULL;
+    ntpu_ref_free(ref);
+    ntpu_ref_free(direct);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -364,6 +431,9 @@ int main(int argc, char **argv)
     }
     if (!s.error[0]) {
         loopback(&h, 200);
+    }
+    if (!s.error[0]) {
+        golden_info(&h);
     }
     if (!s.error[0]) {
         bad_bitstream(&h);
