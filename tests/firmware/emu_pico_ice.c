@@ -375,6 +375,59 @@ static void golden_info(struct usb_host *h)
     ntpu_ref_free(direct);
 }
 
+/* SET_FPGA_CLOCK: GP24 is CLK_GPOUT2 = clk_usb / divider, or a low SIO output when stopped. */
+static void fpga_clock(struct usb_host *h)
+{
+    struct rp2040 *s = h->s;
+    uint8_t d[8];
+    int r = usbh_control_nodata(h, NTPU_USB_REQTYPE_OUT, NTPU_USB_REQ_SET_FPGA_CLOCK, 2, 0);
+    int n = usbh_control_in(h, NTPU_USB_REQTYPE_IN, NTPU_USB_REQ_GET_STATUS, 0, 0, 8, d);
+    uint32_t ctrl = s->clk[0x18 / 4], div = s->clk[0x1C / 4];
+    check(r == 0 && n == 8 && le16(d + 2) == 2 && (ctrl & (1u << 11)) && ((ctrl >> 5) & 0xFu) == 7u && div == 2u << 8 &&
+              (s->gpio_ctrl[24] & 0x1Fu) == 8u,
+          "SET_FPGA_CLOCK(2): GP24 is CLK_GPOUT2 from clk_usb / %u = %u MHz, GET_STATUS says %u", div >> 8,
+          div ? 48u * 256u / div : 0u, le16(d + 2));
+    r = usbh_control_nodata(h, NTPU_USB_REQTYPE_OUT, NTPU_USB_REQ_SET_FPGA_CLOCK, 0, 0);
+    check(r == 0 && !(s->clk[0x18 / 4] & (1u << 11)) && (s->gpio_ctrl[24] & 0x1Fu) == 5u && gpio_level(s, 24) == 0,
+          "SET_FPGA_CLOCK(0): CLK_GPOUT2 disabled, GP24 held low");
+    usbh_control_nodata(h, NTPU_USB_REQTYPE_OUT, NTPU_USB_REQ_SET_FPGA_CLOCK, 4, 0);
+}
+
+/* A bus reset while configured: address 0, unconfigured; enumeration again, then the link still works. */
+static void re_enumerate(struct usb_host *h)
+{
+    struct rp2040 *s = h->s;
+    uint8_t d[18];
+    usbd_bus_reset(s);
+    usbh_wait_us(h, 100);
+    h->addr = 0;
+    int r = usbh_control_nodata(h, 0x00, 5, 6, 0);
+    usbh_wait_us(h, 2000);
+    h->addr = 6;
+    int n = usbh_control_in(h, 0x80, 6, 0x0100, 0, 18, d);
+    int c = usbh_control_in(h, 0x80, 8, 0, 0, 1, d + 17);
+    check(r == 0 && n == 18 && c == 1 && d[17] == 0, "bus reset while configured: SET_ADDRESS(6), the device "
+                                                     "descriptor at 6, GET_CONFIGURATION 0");
+    check(usbh_control_nodata(h, 0x00, 9, 1, 0) == 0, "SET_CONFIGURATION(1) again");
+    h->bulk_in_data1 = h->bulk_out_data1 = 0;
+}
+
+/* FPGA_RESET: 1 holds CRESET_B low (CDONE drops), 0 lets the FPGA boot from its own flash (no design
+ * there: CDONE stays low, the status says running). */
+static void fpga_reset(struct usb_host *h)
+{
+    struct rp2040 *s = h->s;
+    uint8_t d[8];
+    int r = usbh_control_nodata(h, NTPU_USB_REQTYPE_OUT, NTPU_USB_REQ_FPGA_RESET, 1, 0);
+    int n = usbh_control_in(h, NTPU_USB_REQTYPE_IN, NTPU_USB_REQ_GET_STATUS, 0, 0, 8, d);
+    check(r == 0 && n == 8 && gpio_level(s, 27) == 0 && s->fpga.cdone == 0 && d[0] == 0,
+          "FPGA_RESET(1): CRESET_B low, CDONE low, GET_STATUS flags 0x%02x", d[0]);
+    r = usbh_control_nodata(h, NTPU_USB_REQTYPE_OUT, NTPU_USB_REQ_FPGA_RESET, 0, 0);
+    n = usbh_control_in(h, NTPU_USB_REQTYPE_IN, NTPU_USB_REQ_GET_STATUS, 0, 0, 8, d);
+    check(r == 0 && n == 8 && gpio_level(s, 27) == 1 && !s->fpga.spi_mode && d[0] == NTPU_USB_STATUS_RUNNING,
+          "FPGA_RESET(0): CRESET_B released with SS high (boot from the FPGA's flash), flags 0x%02x", d[0]);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -436,7 +489,22 @@ int main(int argc, char **argv)
         golden_info(&h);
     }
     if (!s.error[0]) {
+        fpga_clock(&h);
+    }
+    if (!s.error[0]) {
+        re_enumerate(&h);
+    }
+    if (!s.error[0]) {
+        bitstreams(&h);
+    }
+    if (!s.error[0]) {
+        loopback(&h, 130);
+    }
+    if (!s.error[0]) {
         bad_bitstream(&h);
+    }
+    if (!s.error[0]) {
+        fpga_reset(&h);
     }
     check(s.usb_bc_rule_errors == 0, "buffer control words: AVAILABLE always set in a write of its own");
     if (s.error[0]) {
