@@ -145,6 +145,7 @@ static void win_write(uc_engine *uc, uint64_t off, unsigned size, uint64_t value
     if (w->base == PPB_PAGE) {
         if (reg != 0xE000ED08u) {
             rp2040_fail(s, "write of unmodelled register 0x%08x", addr);
+            return;
         }
         s->vtor = v;
         return;

@@ -68,6 +68,7 @@ struct rp2040 {
     uint32_t spi_cr0, spi_cr1, spi_cpsr;
     uint8_t spi_rx[8];
     uint32_t spi_rx_n;
+    uint64_t spi_done[8]; /* when each queued byte has finished shifting (icount) */
     /* USB controller */
     uint32_t usb_addr_endp, usb_main_ctrl, usb_sie_ctrl, usb_sie_status, usb_buff_status, usb_stall_arm, usb_muxing,
         usb_pwr, usb_seq_errors, usb_bc_rule_errors;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* SPI1, an ARM PL022 as controller: each byte written to SSPDR is exchanged with the FPGA's link side at
- * once and its answer queued in the 8-entry receive FIFO; overrunning it fails the run, since the
+/* SPI1, an ARM PL022 as controller: each byte written to SSPDR is exchanged with the FPGA's link side and
+ * its answer queued in the 8-entry receive FIFO, visible (RNE, BSY clear) only once its 8 bits have had
+ * time to shift at clk_peri / (CPSR * (SCR + 1)); a write to a full FIFO fails the run, since the
  * silicon would lose a byte. Only the setup the link uses is modelled: 8-bit Motorola frames, mode 0. */
 #include <string.h>
 
@@ -14,16 +15,23 @@ int spi_read(struct rp2040 *s, uint32_t a, uint32_t *v)
     case 0x00u: *v = s->spi_cr0; return 1;
     case 0x04u: *v = s->spi_cr1; return 1;
     case 0x10u: *v = s->spi_cpsr; return 1;
-    case 0x0Cu: /* SSPSR: TFE, TNF, RNE, RFF; never busy */
-        *v = 1u | 2u | (s->spi_rx_n ? 4u : 0u) | (s->spi_rx_n == sizeof s->spi_rx ? 8u : 0u);
+    case 0x0Cu: { /* SSPSR: TFE, TNF, RNE, RFF, BSY */
+        uint32_t done = 0;
+        while (done < s->spi_rx_n && s->spi_done[done] <= s->icount) {
+            done++;
+        }
+        *v = (done == s->spi_rx_n ? 1u : 0u) | 2u | (done ? 4u : 0u) | (done == sizeof s->spi_rx ? 8u : 0u) |
+             (done < s->spi_rx_n ? 16u : 0u);
         return 1;
+    }
     case 0x08u:
-        if (s->spi_rx_n == 0) {
+        if (s->spi_rx_n == 0 || s->spi_done[0] > s->icount) {
             rp2040_fail(s, "SPI1 SSPDR read with its receive FIFO empty");
             return 1;
         }
         *v = s->spi_rx[0];
         memmove(s->spi_rx, s->spi_rx + 1, --s->spi_rx_n);
+        memmove(s->spi_done, s->spi_done + 1, s->spi_rx_n * sizeof s->spi_done[0]);
         return 1;
     default: return 0;
     }
@@ -52,6 +60,10 @@ int spi_write(struct rp2040 *s, uint32_t a, uint32_t v)
             rp2040_fail(s, "SPI1 receive FIFO overrun: a byte from the FPGA is lost");
             return 1;
         }
+        /* clk_peri = clk_sys here: 8 bits of CPSR * (SCR + 1) cycles, after the byte ahead of it. */
+        uint64_t start =
+            s->spi_rx_n && s->spi_done[s->spi_rx_n - 1] > s->icount ? s->spi_done[s->spi_rx_n - 1] : s->icount;
+        s->spi_done[s->spi_rx_n] = start + 8u * s->spi_cpsr * (((s->spi_cr0 >> 8) & 0xFFu) + 1u);
         s->spi_rx[s->spi_rx_n++] = fpga_link_xfer(s, (uint8_t)v);
         return 1;
     default: return 0;

@@ -8,6 +8,14 @@
 
 #define SLICE 2000u /* instructions between retries of a NAKed transaction */
 
+/* The CPU runs while a transaction of `len` data bytes is on the bus: 12 Mbit/s at 4 clk_sys cycles a
+ * bit, with about 10 bytes of token, PIDs, CRC, handshake and gaps around the data. A NAKed transaction
+ * is retried after SLICE instructions instead. */
+static void bus_time(struct usb_host *h, uint32_t len)
+{
+    rp2040_run(h->s, (len + 10u) * 8u * (SIM_CLK_HZ / 12000000u));
+}
+
 static void error(struct usb_host *h, const char *what)
 {
     h->errors++;
@@ -25,6 +33,7 @@ static enum usb_result in_retry(struct usb_host *h, uint8_t ep, uint8_t *buf, ui
     for (uint64_t spent = 0; spent < h->nak_budget; spent += SLICE) {
         enum usb_result r = usbd_in(h->s, h->addr, ep, buf, len, d1);
         if (r != USB_NAK) {
+            bus_time(h, r == USB_ACK ? *len : 0u);
             return r;
         }
         h->naks++;
@@ -40,6 +49,7 @@ static enum usb_result out_retry(struct usb_host *h, uint8_t ep, const uint8_t *
     for (uint64_t spent = 0; spent < h->nak_budget; spent += SLICE) {
         enum usb_result r = usbd_out(h->s, h->addr, ep, buf, len, d1);
         if (r != USB_NAK) {
+            bus_time(h, len);
             return r;
         }
         h->naks++;
@@ -64,7 +74,13 @@ static int setup(struct usb_host *h, uint8_t type, uint8_t req, uint16_t value, 
         error(h, "SETUP not acknowledged");
         return USBH_ERROR;
     }
+    bus_time(h, 8);
     return 0;
+}
+
+int usbh_setup_only(struct usb_host *h, uint8_t type, uint8_t req, uint16_t value, uint16_t index, uint16_t length)
+{
+    return setup(h, type, req, value, index, length);
 }
 
 int usbh_control_in(struct usb_host *h, uint8_t type, uint8_t req, uint16_t value, uint16_t index, uint16_t length,

@@ -30,5 +30,7 @@ int usbh_bulk_out(struct usb_host *h, const uint8_t *buf, uint32_t len);
 int usbh_bulk_in_once(struct usb_host *h, uint8_t *buf);
 /* Runs the CPU for `us` microseconds of emulated time (at SIM_CLK_HZ). */
 int usbh_wait_us(struct usb_host *h, uint64_t us);
+/* A SETUP alone, as a host that abandons the transfer before its data or status stage sends it. */
+int usbh_setup_only(struct usb_host *h, uint8_t type, uint8_t req, uint16_t value, uint16_t index, uint16_t length);
 
 #endif

@@ -133,6 +133,20 @@ static void enumerate(struct usb_host *h)
     n = usbh_control_in(h, 0x80, 0x33, 0, 0, 4, d);
     check(n == USBH_STALL, "an unknown standard request: STALL");
 
+    /* Hosts abandon control transfers (a timeout, a process closing the device): the controller keeps the
+     * abandoned buffer armed, and the next transfer must not get its bytes. */
+    usbh_setup_only(h, 0x80, 6, 0x0100, 0, 18);
+    usbh_wait_us(h, 200);
+    n = usbh_control_in(h, 0x80, 6, 0x0300, 0, 255, d);
+    check(n == 4 && d[1] == 3,
+          "a data stage abandoned, then string 0: %d bytes of type %u (not the abandoned "
+          "device descriptor)",
+          n, n > 1 ? d[1] : 0);
+    usbh_setup_only(h, 0x00, 9, 0, 0, 0);
+    usbh_wait_us(h, 200);
+    n = usbh_control_in(h, 0x80, 8, 0, 0, 1, d);
+    check(n == 1, "a status stage abandoned (SET_CONFIGURATION(0)), then GET_CONFIGURATION: %d byte(s)", n);
+
     check(usbh_control_nodata(h, 0x00, 9, 1, 0) == 0, "SET_CONFIGURATION(1)");
     n = usbh_control_in(h, 0x80, 8, 0, 0, 1, d);
     check(n == 1 && d[0] == 1, "GET_CONFIGURATION: %d", n == 1 ? d[0] : -1);
@@ -153,17 +167,35 @@ static void enumerate(struct usb_host *h)
           le16(d + 2));
 }
 
-/* FPGA_LOAD_BEGIN, the bytes on bulk OUT, FPGA_LOAD_END: returns its answer (CDONE) or -1. */
-static int load(struct usb_host *h, const uint8_t *bits, uint32_t len)
+/* FPGA_LOAD_BEGIN, the bytes on bulk OUT, FPGA_LOAD_END: returns its answer (CDONE) or -1. With probe,
+ * a GET_STATUS after each packet, its SETUP arriving while the packet is clocked in and after an abandoned
+ * data stage: each must answer LOADING and a count, not the abandoned bytes. */
+static int load(struct usb_host *h, const uint8_t *bits, uint32_t len, int probe)
 {
-    uint8_t d[8];
+    uint8_t d[64];
     if (usbh_control_nodata(h, NTPU_USB_REQTYPE_OUT, NTPU_USB_REQ_FPGA_LOAD_BEGIN, 0, 0) != 0) {
         return -1;
     }
+    int good = 0, probes = 0;
     for (uint32_t off = 0; off < len; off += 64) {
+        if (probe) {
+            usbh_setup_only(h, 0x80, 6, 0x0100, 0, 18);
+            usbh_wait_us(h, 200);
+        }
         if (usbh_bulk_out(h, bits + off, len - off < 64 ? len - off : 64) != 0) {
             return -1;
         }
+        if (probe) {
+            int n = usbh_control_in(h, NTPU_USB_REQTYPE_IN, NTPU_USB_REQ_GET_STATUS, 0, 0, 8, d);
+            good += n == 8 && (d[0] & NTPU_USB_STATUS_LOADING);
+            probes++;
+        }
+    }
+    if (probe) {
+        check(good == probes,
+              "GET_STATUS while bitstream packets are clocked in, each after an abandoned data "
+              "stage: %d of %d answered LOADING",
+              good, probes);
     }
     int n = usbh_control_in(h, NTPU_USB_REQTYPE_IN, NTPU_USB_REQ_FPGA_LOAD_END, 0, 0, 1, d);
     return n == 1 ? d[0] : -1;
@@ -179,7 +211,7 @@ static void bitstreams(struct usb_host *h)
     /* The iCE40 preamble: 0xFF 0x00, a comment, then the sync word 0x7EAA997E. */
     static const uint8_t head[] = {0xFF, 0x00, 'n', 't', 'p', 'u', 0x00, 0xFF, 0x7E, 0xAA, 0x99, 0x7E};
     memcpy(bits, head, sizeof head);
-    int r = load(h, bits, sizeof bits);
+    int r = load(h, bits, sizeof bits, 1);
     check(r == 1 && s->fpga.cdone == 1, "good bitstream (%zu bytes): FPGA_LOAD_END answers %d, CDONE pin %d",
           sizeof bits, r, s->fpga.cdone);
     check(s->fpga.ncfg == sizeof bits && memcmp(s->fpga.cfg, bits, sizeof bits) == 0,
@@ -202,7 +234,7 @@ static void bad_bitstream(struct usb_host *h)
         bits[i] = (uint8_t)(i * 13u + 5u);
     }
     bits[0] = 0xFF, bits[1] = 0x00;
-    int r = load(h, bits, sizeof bits);
+    int r = load(h, bits, sizeof bits, 0);
     check(r == 0 && s->fpga.cdone == 0 && s->fpga.ncfg == sizeof bits,
           "bad bitstream (%zu bytes, no sync word): FPGA_LOAD_END answers %d, CDONE pin %d, %u bytes received",
           sizeof bits, r, s->fpga.cdone, s->fpga.ncfg);
@@ -375,6 +407,32 @@ static void golden_info(struct usb_host *h)
     ntpu_ref_free(direct);
 }
 
+/* The abandoned data stage again, now with the SETUP arriving at points of a 64-byte link transaction:
+ * the next transfer's first IN comes a SETUP's bus time after it. */
+static void abandoned_busy(struct usb_host *h)
+{
+    uint8_t d[64], pkt[64];
+    int bad = 0, tries = 0;
+    for (uint32_t k = 0; k < 24 && !h->s->error[0]; k++, tries++) {
+        usbh_setup_only(h, 0x80, 6, 0x0100, 0, 18);
+        usbh_wait_us(h, 200);
+        memset(pkt, (int)k, sizeof pkt);
+        usbh_bulk_out(h, pkt, sizeof pkt);
+        rp2040_run(h->s, 100u * k);
+        int n = usbh_control_in(h, 0x80, 6, 0x0300, 0, 255, d);
+        bad += !(n == 4 && d[1] == 3);
+        for (uint32_t got = 0, spent = 0; got < sizeof pkt && spent < 1000000u; spent += 3000) {
+            int m = usbh_bulk_in_once(h, d);
+            got += m > 0 ? (uint32_t)m : 0u;
+            rp2040_run(h->s, 3000);
+        }
+    }
+    check(bad == 0,
+          "with 64-byte link transactions running: %d of %d transfers after an abandoned data stage got "
+          "the abandoned bytes",
+          bad, tries);
+}
+
 /* SET_FPGA_CLOCK: GP24 is CLK_GPOUT2 = clk_usb / divider, or a low SIO output when stopped. */
 static void fpga_clock(struct usb_host *h)
 {
@@ -487,6 +545,9 @@ int main(int argc, char **argv)
     }
     if (!s.error[0]) {
         golden_info(&h);
+    }
+    if (!s.error[0]) {
+        abandoned_busy(&h);
     }
     if (!s.error[0]) {
         fpga_clock(&h);
