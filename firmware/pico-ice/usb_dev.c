@@ -173,8 +173,17 @@ void usb_dev_init(struct usb_state *st)
     REG_SET(USB_SIE_CTRL) = USB_SIE_CTRL_PULLUP_EN;
 }
 
+void usb_dev_ep0_guard(void)
+{
+    if (REG(USB_SIE_STATUS) & USB_SIE_STATUS_SETUP_REC) {
+        REG(EP0_IN_BC) = 0;
+        REG(EP0_OUT_BC) = 0;
+    }
+}
+
 void usb_dev_poll(void)
 {
+    usb_dev_ep0_guard();
     uint32_t sie = REG(USB_SIE_STATUS);
     if (sie & USB_SIE_STATUS_BUS_RESET) {
         REG(USB_SIE_STATUS) = USB_SIE_STATUS_BUS_RESET;
