@@ -3,7 +3,8 @@
  * AVAILABLE, then AVAILABLE is set a few cycles later; data and status stages start at DATA1; an EP0
  * stall needs both EP_STALL_ARM and the buffer's STALL bit; SET_ADDRESS takes effect only when its
  * status stage (the IN zero-length packet) has completed. Completions are handled before a new setup
- * packet, so a status stage that completes just as the next SETUP arrives is not taken for the new one. */
+ * packet, so a status stage that completes just as the next SETUP arrives is not taken for the new one.
+ * A SETUP does not disarm the buffers of the transfer it abandons: usb_dev_ep0_guard() does. */
 #include "usb_dev.h"
 #include "rp2040.h"
 
