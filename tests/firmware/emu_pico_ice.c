@@ -66,6 +66,12 @@ static void enumerate(struct usb_host *h)
 
     usbd_bus_reset(s);
     usbh_wait_us(h, 100);
+    usbh_setup_only(h, 0x00, 5, 9, 0, 0); /* SET_ADDRESS(9) abandoned before its status stage */
+    usbh_wait_us(h, 200);
+    int c = usbh_control_nodata(h, 0x02, 1, 0, 0); /* CLEAR_FEATURE(ENDPOINT_HALT, EP0): a no-data request */
+    usbh_wait_us(h, 2000);
+    n = usbh_control_in(h, 0x80, 6, 0x0100, 0, 8, d);
+    check(c == 0 && n == 8, "SET_ADDRESS(9) abandoned, then a no-data request: the device still answers at address 0");
     n = usbh_control_nodata(h, 0x00, 5, 5, 0);
     check(n == 0, "SET_ADDRESS(5): status stage completed at address 0 (so the address was not applied early)");
     usbh_wait_us(h, 2000); /* SET_ADDRESS recovery interval, USB 2.0 9.2.6.3 */
