@@ -102,7 +102,12 @@ static void ep0_setup(void)
     struct usb_setup s;
     dpram_read(DPRAM_SETUP - USB_DPRAM, raw, sizeof raw);
     usb_setup_parse(raw, &s);
+    usb.st->address_pending = 0; /* a SET_ADDRESS whose status stage never completed is void (9.4.6) */
     usb_control(&s, usb.st, &usb.reply);
+    if (REG(USB_SIE_STATUS) & USB_SIE_STATUS_SETUP_REC) {
+        usb.phase = EP0_IDLE; /* abandoned while its handler ran: arm nothing, answer the new SETUP */
+        return;
+    }
     usb.ep0_pid = BC_DATA1;
     switch (usb.reply.kind) {
     case USB_REPLY_STALL: ep0_stall(); break;
