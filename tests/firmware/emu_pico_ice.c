@@ -347,6 +347,14 @@ static void halt(struct usb_host *h)
     check(usbh_control_nodata(h, 0x02, 1, 0, NTPU_USB_EP_IN) == 0, "CLEAR_FEATURE(ENDPOINT_HALT, 0x81)");
     h->bulk_in_data1 = 0;
     check(usbh_bulk_in_once(h, pkt) == -3, "bulk IN after the halt is cleared: NAK (nothing to send)");
+    check(usbh_control_nodata(h, 0x02, 3, 0, NTPU_USB_EP_OUT) == 0, "SET_FEATURE(ENDPOINT_HALT, 0x01)");
+    check(usbd_out(h->s, h->addr, 1, pkt, 8, h->bulk_out_data1) == USB_STALL, "bulk OUT while halted: STALL");
+    check(usbh_control_nodata(h, 0x02, 1, 0, NTPU_USB_EP_OUT) == 0, "CLEAR_FEATURE(ENDPOINT_HALT, 0x01)");
+    h->bulk_out_data1 = 0;
+    check(usbh_bulk_out(h, pkt, 0) == 0, "a zero-length packet on bulk OUT at DATA0 after the halt: taken");
+    uint8_t d[4];
+    check(usbh_control_nodata(h, 0x80, 6, 0x0100, 0) == 0 && usbh_control_in(h, 0x80, 0, 0, 0, 2, d) == 2,
+          "GET_DESCRIPTOR with wLength 0: no data stage, an IN status stage; the next request works");
 }
 
 static uint32_t ref_have(void *far)
