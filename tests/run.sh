@@ -134,7 +134,7 @@ while read -r t args; do
   fi
 done < tests/cosim/lockstep_runs.txt
 
-echo "== Firmware (pico-ice): the image tool and the USB requests on the host, the built image"
+echo "== Firmware (pico-ice): the image tool and the USB requests on the host, the built image, the image emulated"
 log="$B/tests/firmware.log"
 "$B/tests/firmware_tests" --jobs 2 > "$log" 2>&1; rc=$?
 grep -E '^\[(FAIL|----)\]|Synthesis' "$log" | sed 's/^/     /'
@@ -145,6 +145,11 @@ BUILD="$B" bash tests/firmware/image.sh > "$log" 2>&1; rc=$?
 grep -E '^(ok|FAIL)' "$log" | sed 's/^/     /' | tail -4
 if [ "$rc" = 0 ]; then echo "ok   firmware image"; else echo "FAIL firmware image (exit $rc)"; fi
 record "firmware image" "$rc"
+log="$B/tests/firmware-emu.log"
+ASAN_OPTIONS=detect_leaks=0 timeout 600 "$B/tests/emu_pico_ice" "$B/firmware/pico-ice/ntpu-pico-ice.bin" > "$log" 2>&1; rc=$?
+grep -E '^(FAIL|PASS)|loopback:|CDONE' "$log" | sed 's/^/     /' | tail -6
+if [ "$rc" = 0 ] && grep -q '^PASS' "$log"; then echo "ok   firmware on the emulated RP2040"; else echo "FAIL firmware on the emulated RP2040 (exit $rc)"; rc=1; fi
+record "firmware emulated" "$rc"
 
 echo "== Command-line tests"
 for t in tests/cli/*.sh; do

@@ -7,6 +7,7 @@
 #include "gpio.h"
 #include "pins.h"
 #include "spi_link.h"
+#include "usb_dev.h"
 
 static enum fpga_state state;
 static uint32_t loaded;
@@ -84,6 +85,7 @@ void fpga_load_bytes(const uint8_t *p, uint32_t n)
         return;
     }
     for (uint32_t i = 0; i < n; i++) {
+        usb_dev_ep0_guard(); /* a packet takes ~150 us to clock in: longer than SETUP to IN */
         clock_byte(p[i]);
     }
     loaded += n;

@@ -3,6 +3,7 @@
 #include "gpio.h"
 #include "link_flow.h"
 #include "pins.h"
+#include "usb_dev.h"
 
 static int attached;
 
@@ -50,6 +51,7 @@ void spi_link_exchange(const uint8_t *tx, uint8_t have, uint8_t *rx, uint8_t roo
     uint8_t fpga_have = xfer(room);
     struct link_plan p = link_plan(have, room, fpga_room, fpga_have);
     for (uint32_t i = 0; i < p.total; i++) {
+        usb_dev_ep0_guard(); /* a 64-byte transaction outlasts the host's gap between SETUP and IN */
         uint8_t r = xfer(i < p.send ? tx[i] : 0u);
         if (i < p.recv) {
             rx[i] = r;

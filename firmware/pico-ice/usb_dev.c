@@ -3,7 +3,8 @@
  * AVAILABLE, then AVAILABLE is set a few cycles later; data and status stages start at DATA1; an EP0
  * stall needs both EP_STALL_ARM and the buffer's STALL bit; SET_ADDRESS takes effect only when its
  * status stage (the IN zero-length packet) has completed. Completions are handled before a new setup
- * packet, so a status stage that completes just as the next SETUP arrives is not taken for the new one. */
+ * packet, so a status stage that completes just as the next SETUP arrives is not taken for the new one.
+ * A SETUP does not disarm the buffers of the transfer it abandons: usb_dev_ep0_guard() does. */
 #include "usb_dev.h"
 #include "rp2040.h"
 
@@ -101,7 +102,12 @@ static void ep0_setup(void)
     struct usb_setup s;
     dpram_read(DPRAM_SETUP - USB_DPRAM, raw, sizeof raw);
     usb_setup_parse(raw, &s);
+    usb.st->address_pending = 0; /* a SET_ADDRESS whose status stage never completed is void (9.4.6) */
     usb_control(&s, usb.st, &usb.reply);
+    if (REG(USB_SIE_STATUS) & USB_SIE_STATUS_SETUP_REC) {
+        usb.phase = EP0_IDLE; /* abandoned while its handler ran: arm nothing, answer the new SETUP */
+        return;
+    }
     usb.ep0_pid = BC_DATA1;
     switch (usb.reply.kind) {
     case USB_REPLY_STALL: ep0_stall(); break;
@@ -173,8 +179,17 @@ void usb_dev_init(struct usb_state *st)
     REG_SET(USB_SIE_CTRL) = USB_SIE_CTRL_PULLUP_EN;
 }
 
+void usb_dev_ep0_guard(void)
+{
+    if (REG(USB_SIE_STATUS) & USB_SIE_STATUS_SETUP_REC) {
+        REG(EP0_IN_BC) = 0;
+        REG(EP0_OUT_BC) = 0;
+    }
+}
+
 void usb_dev_poll(void)
 {
+    usb_dev_ep0_guard();
     uint32_t sie = REG(USB_SIE_STATUS);
     if (sie & USB_SIE_STATUS_BUS_RESET) {
         REG(USB_SIE_STATUS) = USB_SIE_STATUS_BUS_RESET;

@@ -13,6 +13,12 @@ void usb_dev_init(struct usb_state *st);
 /* Handles bus resets, setup packets and EP0/bulk completions. Call often: EP0 has no buffer to spare. */
 void usb_dev_poll(void);
 
+/* A SETUP leaves the buffers of the transfer it abandons armed (the controller clears only the stall
+ * arm), and the host's next IN or OUT, a few microseconds later, would take them: this disarms both EP0
+ * buffers as soon as a SETUP is pending, and leaves the SETUP to usb_dev_poll(). Cheap: the loops that
+ * hold the CPU longer than that (link transactions, bitstream bytes) call it between bytes. */
+void usb_dev_ep0_guard(void);
+
 /* Notes a bulk OUT packet completed since the last poll, and nothing else: for a request handler that
  * must see the bulk data the host sent before the request (FPGA_LOAD_END). */
 void usb_dev_poll_out_only(void);
