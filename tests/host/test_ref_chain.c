@@ -507,6 +507,28 @@ Test(ref_chain, cached_a_blocks_follow_every_ub_writer)
     close_pair(&p);
 }
 
+/* Tap `tap` (ky * 3 + kx) of a 3x3 CONV MATMUL of `mode` over a 6 x 5 map of
+ * 16 rows a pixel, summed at ACC row acc; dW over two channel tiles. */
+static ntpu_conv_addr tap_addr(int mode, int tap, unsigned n, unsigned acc)
+{
+    ntpu_conv_addr c = {.mode = (ntpu_conv_mode)mode,
+                        .ub_addr = 16,
+                        .acc_addr = acc,
+                        .rows = mode == 2 ? n * 9 * 2 : 5 * 6 * 16,
+                        .in_h = 6,
+                        .in_w = 5,
+                        .mb = 16,
+                        .out_w = 5,
+                        .stride = mode == 1 ? 2 : 1,
+                        .dy = tap / 3 - 1,
+                        .dx = tap % 3 - 1};
+    if (mode == 2) {
+        c.k = 3;
+        c.tile_stride = 6 * 5 * 16;
+    }
+    return c;
+}
+
 /* Every CONV mode, chained over taps, as the resident conv nets stream them. */
 Test(ref_chain, conv_chains)
 {
@@ -515,29 +537,11 @@ Test(ref_chain, conv_chains)
     wild = 0;
     fill(&p, NTPU_DTYPE_BF16);
     for (int mode = 0; mode < 3; mode++)
-        for (int ky = 0; ky < 3; ky++)
-            for (int kx = 0; kx < 3; kx++) {
-                ntpu_conv_addr c = {.mode = (ntpu_conv_mode)mode,
-                                    .ub_addr = 16,
-                                    .in_h = 6,
-                                    .in_w = 5,
-                                    .mb = 16,
-                                    .out_w = 5,
-                                    .stride = mode == 1 ? 2 : 1,
-                                    .dy = ky - 1,
-                                    .dx = kx - 1};
-                if (mode == 2) { /* dW of 3x3 taps, two channel tiles */
-                    c.k = 3;
-                    c.tile_stride = 6 * 5 * 16;
-                    c.rows = n * 9 * 2;
-                    c.acc_addr = 700;
-                } else {
-                    c.rows = 5 * 6 * 16;
-                    c.acc_addr = mode ? 300 : 0;
-                }
-                BOTH(&p, ntpu_load_w(dev, (unsigned)(ky * 3 + kx) * n, 0));
-                BOTH(&p, ntpu_matmul_tile_conv(dev, NTPU_DTYPE_BF16, &c, ky + kx > 0));
-            }
+        for (int tap = 0; tap < 9; tap++) {
+            const ntpu_conv_addr c = tap_addr(mode, tap, n, mode == 2 ? 700 : mode ? 300 : 0);
+            BOTH(&p, ntpu_load_w(dev, (unsigned)tap * n, 0));
+            BOTH(&p, ntpu_matmul_tile_conv(dev, NTPU_DTYPE_BF16, &c, tap > 0));
+        }
     same_state(&p, "conv chains");
     close_pair(&p);
 }
@@ -552,24 +556,7 @@ static void interleaved_conv(pair *p, int mode, int differ, int differ_at)
     const unsigned n = p->n;
     for (int tap = 0; tap < 9; tap++)
         for (unsigned way = 0; way < 2; way++) {
-            ntpu_conv_addr c = {.mode = (ntpu_conv_mode)mode,
-                                .ub_addr = 16,
-                                .in_h = 6,
-                                .in_w = 5,
-                                .mb = 16,
-                                .out_w = 5,
-                                .stride = mode == 1 ? 2 : 1,
-                                .dy = tap / 3 - 1,
-                                .dx = tap % 3 - 1};
-            if (mode == 2) { /* dW of 3x3 taps, two channel tiles */
-                c.k = 3;
-                c.tile_stride = 6 * 5 * 16;
-                c.rows = n * 9 * 2;
-                c.acc_addr = way ? 800 : 600;
-            } else {
-                c.rows = 5 * 6 * 16;
-                c.acc_addr = way ? 500 : 0;
-            }
+            ntpu_conv_addr c = tap_addr(mode, tap, n, mode == 2 ? (way ? 800 : 600) : (way ? 500 : 0));
             if (way && differ && tap >= differ_at) {
                 if (differ == 1)
                     c.ub_addr += 8;
