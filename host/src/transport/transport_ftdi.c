@@ -72,7 +72,7 @@ struct ftdi_ctx {
     int out_busy;
     enum libusb_transfer_status out_status;
     int out_actual;
-    ntpu_ftdi_rx rx;
+    ntpu_rx_queue rx;
     ntpu_ftdi_status line;
     unsigned line_reported; /* error bits already put into a message */
     ntpu_status fail;       /* the first fatal USB error: every later call returns it */
@@ -310,7 +310,7 @@ static ntpu_status ftdi_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeout
     pthread_mutex_lock(&c->mu);
     uint64_t deadline = now_ms() + timeout_ms;
     while (have < n) {
-        size_t m = ntpu_ftdi_rx_take(&c->rx, buf + have, n - have);
+        size_t m = ntpu_rx_queue_take(&c->rx, buf + have, n - have);
         if (m) {
             have += m;
             deadline = now_ms() + timeout_ms;
@@ -394,7 +394,7 @@ static void ftdi_close(void *ctx)
         if (c->usb)
             libusb_exit(c->usb);
     }
-    ntpu_ftdi_rx_free(&c->rx);
+    ntpu_rx_queue_free(&c->rx);
     if (c->cv_ready)
         pthread_cond_destroy(&c->cv);
     if (c->mu_ready)

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "rx_queue.h"
 #include "usb_proto.h"
 
 #define USB_IN_XFERS 4                 /* bulk-IN transfers kept in flight */
@@ -75,7 +76,7 @@ struct usb_ctx {
     int out_busy;
     enum libusb_transfer_status out_status;
     int out_actual;
-    ntpu_usb_rx rx;
+    ntpu_rx_queue rx;
     ntpu_status fail; /* the first fatal USB error: every later call returns it */
     char fail_msg[USB_MSG_LEN];
 };
@@ -150,7 +151,7 @@ static void LIBUSB_CALL in_done(struct libusb_transfer *t)
     int again = 0;
     switch (t->status) {
     case LIBUSB_TRANSFER_COMPLETED: /* 0 bytes (a zero-length packet) is "nothing yet" */
-        if (ntpu_usb_rx_push(&c->rx, t->buffer, (size_t)t->actual_length))
+        if (ntpu_rx_queue_push(&c->rx, t->buffer, (size_t)t->actual_length))
             set_fail(c, NTPU_ERR_IO, "more than %u MiB came from the board without being read, or out of memory",
                      USB_RX_LIMIT >> 20);
         again = !c->closing && c->fail == NTPU_OK;
@@ -299,7 +300,7 @@ static ntpu_status usb_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeout_
     pthread_mutex_lock(&c->mu);
     uint64_t deadline = now_ms() + timeout_ms;
     while (have < n) {
-        size_t m = ntpu_usb_rx_take(&c->rx, buf + have, n - have);
+        size_t m = ntpu_rx_queue_take(&c->rx, buf + have, n - have);
         if (m) {
             have += m;
             deadline = now_ms() + timeout_ms;
@@ -390,7 +391,7 @@ static void usb_close(void *ctx)
         if (c->usb)
             libusb_exit(c->usb);
     }
-    ntpu_usb_rx_free(&c->rx);
+    ntpu_rx_queue_free(&c->rx);
     if (c->cv_ready)
         pthread_cond_destroy(&c->cv);
     if (c->mu_ready)
