@@ -14,7 +14,7 @@ CC=${CC:-gcc}
 FLAGS="-std=c11 -Wall -Wextra -Wpedantic -Werror -O1 -g -fno-omit-frame-pointer -D_POSIX_C_SOURCE=200809L
        -Ihost/include -Ihost/src -Isim/ref -Ifirmware/pico-ice -I/usr/include/libusb-1.0"
 SRCS="tests/cli/usb_fakeusb.c host/src/transport/transport_usb.c host/src/transport/usb_proto.c
-      host/src/transport/rx_queue.c"
+      host/src/transport/usb_bulk.c host/src/transport/rx_queue.c"
 # No -lusb-1.0: every libusb symbol comes from the fake. The rest of the library comes from the archive.
 LIBS="$B/libntpu.a -lstdc++ -lcjson -lz -lm -lpthread"
 rc=0
