@@ -35,7 +35,7 @@
 static const char udev_hint[] = "add a udev rule (see docs/boards.md)";
 
 typedef struct ftdi_ctx {
-    ntpu_usb_bulk bulk;         /* the handle, the transfers and the event thread */
+    ntpu_usb_bulk bulk;         /* first: the ops take this context for the engine (usb_bulk.h) */
     const ntpu_ftdi_chip *chip; /* the one found */
     unsigned iface;
     uint8_t ep_in, ep_out;
@@ -85,35 +85,11 @@ static unsigned out_timeout_ms(void *owner, size_t chunk)
     return (unsigned)((uint64_t)chunk * 10u * 2000u / c->baud) + FTDI_OUT_MARGIN_MS;
 }
 
-/* ------------------------------------------------------------------ send, recv and close */
-
-static ntpu_status ftdi_send(void *ctx, const uint8_t *buf, size_t n, char *err, size_t errlen)
-{
-    ftdi_ctx *c = ctx;
-    return ntpu_usb_bulk_send(&c->bulk, buf, n, err, errlen);
-}
-
-static ntpu_status ftdi_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeout_ms, size_t *got, char *err,
-                             size_t errlen)
-{
-    ftdi_ctx *c = ctx;
-    return ntpu_usb_bulk_recv(&c->bulk, buf, n, timeout_ms, got, err, errlen);
-}
-
-static void ftdi_close(void *ctx)
-{
-    ftdi_ctx *c = ctx;
-    if (!c)
-        return;
-    ntpu_usb_bulk_close(&c->bulk);
-    free(c);
-}
-
 static const ntpu_transport_ops ftdi_ops = {
     .name = "ftdi",
-    .send = ftdi_send,
-    .recv = ftdi_recv,
-    .close = ftdi_close,
+    .send = ntpu_usb_bulk_op_send,
+    .recv = ntpu_usb_bulk_op_recv,
+    .close = ntpu_usb_bulk_op_close,
     /* A board keeps running between programs and may be mid-frame: resync at open. */
     .starts_in_sync = 0,
     /* The iCEBreaker's UART has no flow control and feeds a 2,048-byte FIFO
@@ -416,7 +392,7 @@ ntpu_status ntpu_transport_ftdi_open(const char *opts, ntpu_transport *out, char
     }
     ntpu_status st = open_ctx(c, opts, err, errlen);
     if (st != NTPU_OK) {
-        ftdi_close(c);
+        ntpu_usb_bulk_op_close(c);
         return st;
     }
     out->ops = &ftdi_ops;

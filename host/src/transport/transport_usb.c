@@ -41,10 +41,8 @@ static const char board_name[] = "the pico-ice";
 static const char udev_hint[] = "add a udev rule (see docs/boards.md)";
 
 typedef struct usb_ctx {
-    ntpu_usb_bulk bulk; /* the handle, the transfers and the event thread */
+    ntpu_usb_bulk bulk; /* first: the ops take this context for the engine (usb_bulk.h) */
 } usb_ctx;
-
-/* ------------------------------------------------------------------ send, recv and close */
 
 static unsigned out_timeout_ms(void *owner, size_t chunk)
 {
@@ -53,33 +51,11 @@ static unsigned out_timeout_ms(void *owner, size_t chunk)
     return USB_OUT_TIMEOUT_MS;
 }
 
-static ntpu_status usb_send(void *ctx, const uint8_t *buf, size_t n, char *err, size_t errlen)
-{
-    usb_ctx *c = ctx;
-    return ntpu_usb_bulk_send(&c->bulk, buf, n, err, errlen);
-}
-
-static ntpu_status usb_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeout_ms, size_t *got, char *err,
-                            size_t errlen)
-{
-    usb_ctx *c = ctx;
-    return ntpu_usb_bulk_recv(&c->bulk, buf, n, timeout_ms, got, err, errlen);
-}
-
-static void usb_close(void *ctx)
-{
-    usb_ctx *c = ctx;
-    if (!c)
-        return;
-    ntpu_usb_bulk_close(&c->bulk);
-    free(c);
-}
-
 static const ntpu_transport_ops usb_ops = {
     .name = "usb",
-    .send = usb_send,
-    .recv = usb_recv,
-    .close = usb_close,
+    .send = ntpu_usb_bulk_op_send,
+    .recv = ntpu_usb_bulk_op_recv,
+    .close = ntpu_usb_bulk_op_close,
     /* A board keeps running between programs and may be mid-frame: resync at open. */
     .starts_in_sync = 0,
     /* USB has flow control end to end (the firmware NAKs bulk OUT while its
@@ -314,7 +290,7 @@ static ntpu_status open_usb(const char *opts, int need_fpga, usb_ctx **out, char
         return ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "out of memory");
     ntpu_status st = open_ctx(c, opts, need_fpga, err, errlen);
     if (st != NTPU_OK) {
-        usb_close(c);
+        ntpu_usb_bulk_op_close(c);
         return st;
     }
     *out = c;
@@ -346,10 +322,10 @@ ntpu_status ntpu_usb_load_bitstream(const char *opts, const uint8_t *bits, size_
         return st;
     st = control(c, ntpu_usb_req_load_begin(), NULL, NULL, err, errlen);
     if (st != NTPU_OK) {
-        usb_close(c);
+        ntpu_usb_bulk_op_close(c);
         return st;
     }
-    st = usb_send(c, bits, n, err, errlen);
+    st = ntpu_usb_bulk_send(&c->bulk, bits, n, err, errlen);
     if (st != NTPU_OK && st != NTPU_ERR_NO_DEVICE) {
         /* Best effort: end the load, so the board does not stay cut off from its link. */
         uint8_t ignored;
@@ -364,6 +340,6 @@ ntpu_status ntpu_usb_load_bitstream(const char *opts, const uint8_t *bits, size_
         if (st == NTPU_OK)
             st = ntpu_usb_check_cdone(&cdone, got, err, errlen);
     }
-    usb_close(c);
+    ntpu_usb_bulk_op_close(c);
     return st;
 }

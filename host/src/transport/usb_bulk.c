@@ -397,3 +397,24 @@ void ntpu_usb_bulk_close(ntpu_usb_bulk *b)
     if (b->mu_ready)
         pthread_mutex_destroy(&b->mu);
 }
+
+/* ------------------------------------------------------------------ transport ops */
+
+ntpu_status ntpu_usb_bulk_op_send(void *ctx, const uint8_t *buf, size_t n, char *err, size_t errlen)
+{
+    return ntpu_usb_bulk_send(ctx, buf, n, err, errlen);
+}
+
+ntpu_status ntpu_usb_bulk_op_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeout_ms, size_t *got, char *err,
+                                  size_t errlen)
+{
+    return ntpu_usb_bulk_recv(ctx, buf, n, timeout_ms, got, err, errlen);
+}
+
+void ntpu_usb_bulk_op_close(void *ctx)
+{
+    if (!ctx)
+        return;
+    ntpu_usb_bulk_close(ctx);
+    free(ctx);
+}

@@ -109,4 +109,12 @@ ntpu_status ntpu_usb_bulk_recv(ntpu_usb_bulk *b, uint8_t *buf, size_t n, unsigne
  * still belongs to libusb: then those are leaked, as the only safe thing. */
 void ntpu_usb_bulk_close(ntpu_usb_bulk *b);
 
+/* The transport ops (internal.h) of a context that starts with its
+ * ntpu_usb_bulk, so that the context's pointer is the engine's, and was
+ * allocated with malloc: close closes the engine and frees the context. */
+ntpu_status ntpu_usb_bulk_op_send(void *ctx, const uint8_t *buf, size_t n, char *err, size_t errlen);
+ntpu_status ntpu_usb_bulk_op_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeout_ms, size_t *got, char *err,
+                                  size_t errlen);
+void ntpu_usb_bulk_op_close(void *ctx);
+
 #endif
