@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The fake libusb's transfers and event loop (see fakeusb_core.h). */
+/* The fake libusb's transfers, event loop and the calls every device model answers alike (see fakeusb_core.h). */
 #include "fakeusb_core.h"
 
 #include <stdlib.h>
@@ -12,6 +12,7 @@ pthread_mutex_t fk_mu = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t fk_cv = PTHREAD_COND_INITIALIZER;
 int fk_unplugged;
 int fk_allocs, fk_frees;
+int fk_inits, fk_exits, fk_opens, fk_closes, fk_claims, fk_releases;
 uint8_t fk_eps_seen[256];
 static int fk_interrupted;
 static fk_xfer fk_q[FK_MAXQ];
@@ -29,6 +30,7 @@ void fk_core_reset(void)
     fk_unplugged = fk_interrupted = 0;
     fk_nq = 0;
     fk_allocs = fk_frees = 0;
+    fk_inits = fk_exits = fk_opens = fk_closes = fk_claims = fk_releases = 0;
     memset(fk_eps_seen, 0, sizeof fk_eps_seen);
 }
 
@@ -39,6 +41,63 @@ void fk_unplug(void)
     pthread_cond_broadcast(&fk_cv);
     pthread_mutex_unlock(&fk_mu);
 }
+
+/* ------------------------------------------------------------------ calls every model answers alike */
+
+void LIBUSB_CALL libusb_exit(libusb_context *ctx)
+{
+    free(ctx);
+    fk_exits++;
+}
+
+const char *LIBUSB_CALL libusb_strerror(int code)
+{
+    switch (code) {
+    case LIBUSB_ERROR_ACCESS: return "Access denied (insufficient permissions)";
+    case LIBUSB_ERROR_NO_DEVICE: return "No such device (it may have been disconnected)";
+    case LIBUSB_ERROR_BUSY: return "Resource busy";
+    case LIBUSB_ERROR_PIPE: return "Pipe error";
+    case LIBUSB_ERROR_OTHER: return "Other error";
+    }
+    return "fake error";
+}
+
+void LIBUSB_CALL libusb_free_device_list(libusb_device **list, int unref)
+{
+    (void)unref;
+    free(list);
+}
+
+uint8_t LIBUSB_CALL libusb_get_bus_number(libusb_device *dev)
+{
+    return (uint8_t)(1 + dev->id);
+}
+
+uint8_t LIBUSB_CALL libusb_get_device_address(libusb_device *dev)
+{
+    return (uint8_t)(5 + dev->id);
+}
+
+libusb_device *LIBUSB_CALL libusb_get_device(libusb_device_handle *h)
+{
+    return h->dev;
+}
+
+void LIBUSB_CALL libusb_close(libusb_device_handle *h)
+{
+    free(h);
+    fk_closes++;
+}
+
+int LIBUSB_CALL libusb_release_interface(libusb_device_handle *h, int iface)
+{
+    (void)h;
+    (void)iface;
+    fk_releases++;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ transfers */
 
 struct libusb_transfer *LIBUSB_CALL libusb_alloc_transfer(int iso)
 {

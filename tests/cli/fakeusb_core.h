@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The core of the fake libusb that ftdi_fakeusb.c (an FTDI chip) and usb_fakeusb.c (pico-ice boards) put
- * their device models behind: the libusb transfer calls, a queue of transfers in flight, an event loop that
+ * their device models behind: the libusb calls that do not depend on the device (strerror, exit, close,
+ * release, the device list's bus numbers), the transfer calls, a queue of transfers in flight, an event loop that
  * completes them about once a millisecond like libusb's, and unplugging. A model defines the rest of the
  * libusb calls and the two fk_model_ hooks below. Test code only; no real USB is touched. */
 #ifndef FAKEUSB_CORE_H
@@ -33,7 +34,9 @@ typedef struct fk_xfer {
 extern pthread_mutex_t fk_mu;
 extern pthread_cond_t fk_cv;
 extern int fk_unplugged;
-extern int fk_allocs, fk_frees;  /* transfers allocated and freed */
+extern int fk_allocs, fk_frees; /* transfers allocated and freed */
+/* Calls counted, to check that everything opened is closed. */
+extern int fk_inits, fk_exits, fk_opens, fk_closes, fk_claims, fk_releases;
 extern uint8_t fk_eps_seen[256]; /* endpoints a transfer was submitted on */
 
 uint64_t ms_now(void); /* monotonic milliseconds */

@@ -47,7 +47,7 @@ typedef struct fk_req {
 } fk_req;
 static fk_req fk_ctrl[FK_LOG];
 static size_t fk_nctrl;
-static int fk_inits, fk_exits, fk_opens, fk_closes, fk_claims, fk_releases, fk_detaches, fk_attaches;
+static int fk_detaches, fk_attaches;
 /* Whether a transfer on endpoint ep was submitted; read under the lock (the transport's thread submits). */
 static int fk_seen(int ep);
 static size_t fk_written; /* bytes the board received */
@@ -73,7 +73,7 @@ static void fk_reset_chip(int mode, uint16_t pid)
     ntpu_ref_free(fk_ref);
     fk_ref = mode == FK_REF ? ntpu_ref_new(NULL) : NULL;
     fk_nctrl = 0;
-    fk_inits = fk_exits = fk_opens = fk_closes = fk_claims = fk_releases = fk_detaches = fk_attaches = 0;
+    fk_detaches = fk_attaches = 0;
     fk_written = 0;
     pthread_mutex_unlock(&fk_mu);
 }
@@ -161,24 +161,6 @@ int LIBUSB_CALL libusb_init(libusb_context **ctx)
     return 0;
 }
 
-void LIBUSB_CALL libusb_exit(libusb_context *ctx)
-{
-    free(ctx);
-    fk_exits++;
-}
-
-const char *LIBUSB_CALL libusb_strerror(int code)
-{
-    switch (code) {
-    case LIBUSB_ERROR_ACCESS: return "Access denied (insufficient permissions)";
-    case LIBUSB_ERROR_NO_DEVICE: return "No such device (it may have been disconnected)";
-    case LIBUSB_ERROR_BUSY: return "Resource busy";
-    case LIBUSB_ERROR_PIPE: return "Pipe error";
-    case LIBUSB_ERROR_OTHER: return "Other error";
-    }
-    return "fake error";
-}
-
 ssize_t LIBUSB_CALL libusb_get_device_list(libusb_context *ctx, libusb_device ***list)
 {
     (void)ctx;
@@ -191,12 +173,6 @@ ssize_t LIBUSB_CALL libusb_get_device_list(libusb_context *ctx, libusb_device **
     return (ssize_t)n;
 }
 
-void LIBUSB_CALL libusb_free_device_list(libusb_device **list, int unref)
-{
-    (void)unref;
-    free(list);
-}
-
 int LIBUSB_CALL libusb_get_device_descriptor(libusb_device *dev, struct libusb_device_descriptor *d)
 {
     (void)dev;
@@ -207,14 +183,6 @@ int LIBUSB_CALL libusb_get_device_descriptor(libusb_device *dev, struct libusb_d
     return 0;
 }
 
-uint8_t LIBUSB_CALL libusb_get_bus_number(libusb_device *dev)
-{
-    return (uint8_t)(1 + dev->id);
-}
-uint8_t LIBUSB_CALL libusb_get_device_address(libusb_device *dev)
-{
-    return (uint8_t)(5 + dev->id);
-}
 int LIBUSB_CALL libusb_get_max_packet_size(libusb_device *dev, unsigned char endpoint)
 {
     (void)dev;
@@ -231,17 +199,6 @@ int LIBUSB_CALL libusb_open(libusb_device *dev, libusb_device_handle **h)
     (*h)->dev = dev;
     fk_opens++;
     return 0;
-}
-
-void LIBUSB_CALL libusb_close(libusb_device_handle *h)
-{
-    free(h);
-    fk_closes++;
-}
-
-libusb_device *LIBUSB_CALL libusb_get_device(libusb_device_handle *h)
-{
-    return h->dev;
 }
 
 int LIBUSB_CALL libusb_get_string_descriptor_ascii(libusb_device_handle *h, uint8_t idx, unsigned char *data,
@@ -282,14 +239,6 @@ int LIBUSB_CALL libusb_claim_interface(libusb_device_handle *h, int iface)
     if (fk_mode == FK_BUSY)
         return LIBUSB_ERROR_BUSY;
     fk_claims++;
-    return 0;
-}
-
-int LIBUSB_CALL libusb_release_interface(libusb_device_handle *h, int iface)
-{
-    (void)h;
-    (void)iface;
-    fk_releases++;
     return 0;
 }
 

@@ -70,7 +70,6 @@ typedef struct fk_req {
 } fk_req;
 static fk_req fk_ctrl[FK_LOG];
 static size_t fk_nctrl;
-static int fk_inits, fk_exits, fk_opens, fk_closes, fk_claims, fk_releases;
 
 /* A fresh bus with boards of these serials, all ours, protocol 1.0, FPGA configured. */
 static void fk_reset_bus(int board, size_t ndev, const char *const *serials)
@@ -94,7 +93,6 @@ static void fk_reset_bus(int board, size_t ndev, const char *const *serials)
     fk_zlps = fk_shorts = fk_written = fk_dropped = fk_empty = 0;
     fk_out_per_round = 4096;
     fk_nctrl = 0;
-    fk_inits = fk_exits = fk_opens = fk_closes = fk_claims = fk_releases = 0;
     pthread_mutex_unlock(&fk_mu);
 }
 
@@ -270,24 +268,6 @@ int LIBUSB_CALL libusb_init(libusb_context **ctx)
     return 0;
 }
 
-void LIBUSB_CALL libusb_exit(libusb_context *ctx)
-{
-    free(ctx);
-    fk_exits++;
-}
-
-const char *LIBUSB_CALL libusb_strerror(int code)
-{
-    switch (code) {
-    case LIBUSB_ERROR_ACCESS: return "Access denied (insufficient permissions)";
-    case LIBUSB_ERROR_NO_DEVICE: return "No such device (it may have been disconnected)";
-    case LIBUSB_ERROR_BUSY: return "Resource busy";
-    case LIBUSB_ERROR_PIPE: return "Pipe error";
-    case LIBUSB_ERROR_OTHER: return "Other error";
-    }
-    return "fake error";
-}
-
 ssize_t LIBUSB_CALL libusb_get_device_list(libusb_context *ctx, libusb_device ***list)
 {
     (void)ctx;
@@ -297,12 +277,6 @@ ssize_t LIBUSB_CALL libusb_get_device_list(libusb_context *ctx, libusb_device **
     for (size_t i = 0; i < fk_ndev; i++)
         (*list)[i] = &fk_devs[i];
     return (ssize_t)fk_ndev;
-}
-
-void LIBUSB_CALL libusb_free_device_list(libusb_device **list, int unref)
-{
-    (void)unref;
-    free(list);
 }
 
 int LIBUSB_CALL libusb_get_device_descriptor(libusb_device *dev, struct libusb_device_descriptor *d)
@@ -317,14 +291,6 @@ int LIBUSB_CALL libusb_get_device_descriptor(libusb_device *dev, struct libusb_d
     return 0;
 }
 
-uint8_t LIBUSB_CALL libusb_get_bus_number(libusb_device *dev)
-{
-    return (uint8_t)(1 + dev->id);
-}
-uint8_t LIBUSB_CALL libusb_get_device_address(libusb_device *dev)
-{
-    return (uint8_t)(5 + dev->id);
-}
 /* Called by the ftdi transport only. */
 int LIBUSB_CALL libusb_get_max_packet_size(libusb_device *dev, unsigned char endpoint)
 {
@@ -342,18 +308,7 @@ int LIBUSB_CALL libusb_open(libusb_device *dev, libusb_device_handle **h)
     return 0;
 }
 
-void LIBUSB_CALL libusb_close(libusb_device_handle *h)
-{
-    free(h);
-    fk_closes++;
-}
-
 /* Called by the ftdi transport only. */
-libusb_device *LIBUSB_CALL libusb_get_device(libusb_device_handle *h)
-{
-    return h->dev;
-}
-
 int LIBUSB_CALL libusb_get_string_descriptor_ascii(libusb_device_handle *h, uint8_t idx, unsigned char *data,
                                                    int length)
 {
@@ -393,14 +348,6 @@ int LIBUSB_CALL libusb_claim_interface(libusb_device_handle *h, int iface)
     if (fk_busy)
         return LIBUSB_ERROR_BUSY;
     fk_claims++;
-    return 0;
-}
-
-int LIBUSB_CALL libusb_release_interface(libusb_device_handle *h, int iface)
-{
-    (void)h;
-    (void)iface;
-    fk_releases++;
     return 0;
 }
 
