@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The "ftdi" transport (host/src/transport/transport_ftdi.c) against a fake libusb: this
- * file defines every libusb function the transport calls, and behind them a
+/* The "ftdi" transport (host/src/transport/transport_ftdi.c) against a fake libusb: with
+ * fakeusb_core.c (the transfers, the event loop, unplugging) this file defines every libusb
+ * function the transport calls, and behind them a
  * simulated FT2232H (or FT231X) that packs what the "board" sends into 512-byte (64) bulk-IN
  * packets with two status bytes each (a status-only packet every 1 ms latency
  * period when there is nothing), completes transfers on an event loop like
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fakeusb_core.h"
 #include "internal.h"
 #include "ntpu/ntpu.h"
 #include "ntpu_ref.h"
@@ -26,58 +28,29 @@
 
 enum fk_mode { FK_NONE, FK_INITFAIL, FK_LISTFAIL, FK_DENIED, FK_BUSY, FK_TWO, FK_ECHO, FK_REF, FK_SILENT };
 
-struct libusb_context {
-    int unused;
-};
-struct libusb_device {
-    int id; /* 0 or 1 */
-};
-struct libusb_device_handle {
-    struct libusb_device *dev;
-};
-
-#define FK_MAXQ 64
 #define FK_LOG 64
 
-static pthread_mutex_t fk_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t fk_cv = PTHREAD_COND_INITIALIZER;
 static int fk_mode;
 /* The chip: an FT2232H at high speed (512-byte packets, two channels), or an FT231X (64, one). */
 static uint16_t fk_pid = 0x6010;
 static size_t fk_packet = 512;
 static struct libusb_device fk_devs[2] = {{0}, {1}};
-static int fk_unplugged, fk_interrupted;
 static uint8_t fk_line = 0x60; /* line status of the next packet with data */
 static struct {
     uint8_t *buf;
     size_t len, cap;
 } fk_fifo; /* loopback: bytes written, waiting to be read back */
 static ntpu_ref *fk_ref;
-static struct {
-    struct libusb_transfer *t;
-    uint64_t at_ms;
-    int cancelled;
-} fk_q[FK_MAXQ];
-static size_t fk_nq;
 typedef struct fk_req {
     uint8_t rt, req;
     uint16_t value, index;
 } fk_req;
 static fk_req fk_ctrl[FK_LOG];
 static size_t fk_nctrl;
-static int fk_inits, fk_exits, fk_opens, fk_closes, fk_claims, fk_releases, fk_detaches, fk_attaches;
-static int fk_allocs, fk_frees;
-static uint8_t fk_eps_seen[256];
+static int fk_detaches, fk_attaches;
 /* Whether a transfer on endpoint ep was submitted; read under the lock (the transport's thread submits). */
 static int fk_seen(int ep);
 static size_t fk_written; /* bytes the board received */
-
-static uint64_t ms_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static int fk_seen(int ep)
 {
@@ -93,25 +66,15 @@ static void fk_reset_chip(int mode, uint16_t pid)
     fk_mode = mode;
     fk_pid = pid;
     fk_packet = pid == 0x6015 ? 64 : 512;
-    fk_unplugged = fk_interrupted = 0;
+    fk_core_reset();
     fk_line = 0x60;
     free(fk_fifo.buf);
     memset(&fk_fifo, 0, sizeof fk_fifo);
     ntpu_ref_free(fk_ref);
     fk_ref = mode == FK_REF ? ntpu_ref_new(NULL) : NULL;
-    fk_nq = fk_nctrl = 0;
-    fk_inits = fk_exits = fk_opens = fk_closes = fk_claims = fk_releases = fk_detaches = fk_attaches = 0;
-    fk_allocs = fk_frees = 0;
-    memset(fk_eps_seen, 0, sizeof fk_eps_seen);
+    fk_nctrl = 0;
+    fk_detaches = fk_attaches = 0;
     fk_written = 0;
-    pthread_mutex_unlock(&fk_mu);
-}
-
-static void fk_unplug(void)
-{
-    pthread_mutex_lock(&fk_mu);
-    fk_unplugged = 1;
-    pthread_cond_broadcast(&fk_cv);
     pthread_mutex_unlock(&fk_mu);
 }
 
@@ -198,24 +161,6 @@ int LIBUSB_CALL libusb_init(libusb_context **ctx)
     return 0;
 }
 
-void LIBUSB_CALL libusb_exit(libusb_context *ctx)
-{
-    free(ctx);
-    fk_exits++;
-}
-
-const char *LIBUSB_CALL libusb_strerror(int code)
-{
-    switch (code) {
-    case LIBUSB_ERROR_ACCESS: return "Access denied (insufficient permissions)";
-    case LIBUSB_ERROR_NO_DEVICE: return "No such device (it may have been disconnected)";
-    case LIBUSB_ERROR_BUSY: return "Resource busy";
-    case LIBUSB_ERROR_PIPE: return "Pipe error";
-    case LIBUSB_ERROR_OTHER: return "Other error";
-    }
-    return "fake error";
-}
-
 ssize_t LIBUSB_CALL libusb_get_device_list(libusb_context *ctx, libusb_device ***list)
 {
     (void)ctx;
@@ -228,12 +173,6 @@ ssize_t LIBUSB_CALL libusb_get_device_list(libusb_context *ctx, libusb_device **
     return (ssize_t)n;
 }
 
-void LIBUSB_CALL libusb_free_device_list(libusb_device **list, int unref)
-{
-    (void)unref;
-    free(list);
-}
-
 int LIBUSB_CALL libusb_get_device_descriptor(libusb_device *dev, struct libusb_device_descriptor *d)
 {
     (void)dev;
@@ -244,14 +183,6 @@ int LIBUSB_CALL libusb_get_device_descriptor(libusb_device *dev, struct libusb_d
     return 0;
 }
 
-uint8_t LIBUSB_CALL libusb_get_bus_number(libusb_device *dev)
-{
-    return (uint8_t)(1 + dev->id);
-}
-uint8_t LIBUSB_CALL libusb_get_device_address(libusb_device *dev)
-{
-    return (uint8_t)(5 + dev->id);
-}
 int LIBUSB_CALL libusb_get_max_packet_size(libusb_device *dev, unsigned char endpoint)
 {
     (void)dev;
@@ -268,17 +199,6 @@ int LIBUSB_CALL libusb_open(libusb_device *dev, libusb_device_handle **h)
     (*h)->dev = dev;
     fk_opens++;
     return 0;
-}
-
-void LIBUSB_CALL libusb_close(libusb_device_handle *h)
-{
-    free(h);
-    fk_closes++;
-}
-
-libusb_device *LIBUSB_CALL libusb_get_device(libusb_device_handle *h)
-{
-    return h->dev;
 }
 
 int LIBUSB_CALL libusb_get_string_descriptor_ascii(libusb_device_handle *h, uint8_t idx, unsigned char *data,
@@ -322,14 +242,6 @@ int LIBUSB_CALL libusb_claim_interface(libusb_device_handle *h, int iface)
     return 0;
 }
 
-int LIBUSB_CALL libusb_release_interface(libusb_device_handle *h, int iface)
-{
-    (void)h;
-    (void)iface;
-    fk_releases++;
-    return 0;
-}
-
 int LIBUSB_CALL libusb_control_transfer(libusb_device_handle *h, uint8_t rt, uint8_t req, uint16_t value,
                                         uint16_t index, unsigned char *data, uint16_t len, unsigned int timeout)
 {
@@ -346,133 +258,31 @@ int LIBUSB_CALL libusb_control_transfer(libusb_device_handle *h, uint8_t rt, uin
     return r ? r : len;
 }
 
-struct libusb_transfer *LIBUSB_CALL libusb_alloc_transfer(int iso)
+int fk_model_has_endpoint(uint8_t ep)
 {
-    (void)iso;
-    fk_allocs++;
-    return calloc(1, sizeof(struct libusb_transfer));
+    (void)ep;
+    return 1;
 }
 
-void LIBUSB_CALL libusb_free_transfer(struct libusb_transfer *t)
+/* A write goes to the board whole; a read waits for data, or for the latency
+ * timer, which sends the status bytes alone. */
+int fk_model_move(fk_xfer *x)
 {
-    if (!t)
-        return;
-    fk_frees++;
-    free(t);
-}
-
-int LIBUSB_CALL libusb_submit_transfer(struct libusb_transfer *t)
-{
-    pthread_mutex_lock(&fk_mu);
-    int r = 0;
-    if (fk_unplugged)
-        r = LIBUSB_ERROR_NO_DEVICE;
-    else if (fk_nq == FK_MAXQ)
-        r = LIBUSB_ERROR_BUSY;
-    else {
-        for (size_t i = 0; i < fk_nq; i++)
-            if (fk_q[i].t == t)
-                abort(); /* submitted twice */
-        fk_q[fk_nq].t = t;
-        fk_q[fk_nq].at_ms = ms_now();
-        fk_q[fk_nq].cancelled = 0;
-        fk_nq++;
-        fk_eps_seen[t->endpoint] = 1;
-        pthread_cond_broadcast(&fk_cv);
+    struct libusb_transfer *t = x->t;
+    t->status = LIBUSB_TRANSFER_COMPLETED;
+    if (!(t->endpoint & 0x80)) {
+        board_write(t->buffer, (size_t)t->length);
+        x->done = (size_t)t->length;
+    } else if (board_pending()) {
+        x->done = (size_t)fill_in(t);
+    } else if (ms_now() >= x->at_ms + 1) {
+        t->buffer[0] = 0x31;
+        t->buffer[1] = 0x60;
+        x->done = 2;
+    } else {
+        return 0;
     }
-    pthread_mutex_unlock(&fk_mu);
-    return r;
-}
-
-int LIBUSB_CALL libusb_cancel_transfer(struct libusb_transfer *t)
-{
-    pthread_mutex_lock(&fk_mu);
-    int r = LIBUSB_ERROR_NOT_FOUND;
-    for (size_t i = 0; i < fk_nq; i++)
-        if (fk_q[i].t == t) {
-            fk_q[i].cancelled = 1;
-            r = 0;
-        }
-    pthread_cond_broadcast(&fk_cv);
-    pthread_mutex_unlock(&fk_mu);
-    return r;
-}
-
-void LIBUSB_CALL libusb_interrupt_event_handler(libusb_context *ctx)
-{
-    (void)ctx;
-    pthread_mutex_lock(&fk_mu);
-    fk_interrupted = 1;
-    pthread_cond_broadcast(&fk_cv);
-    pthread_mutex_unlock(&fk_mu);
-}
-
-/* One round of USB: waits up to a microframe-ish 1 ms (or tv), then completes
- * what the chip would have by now, in submission order per endpoint, and runs
- * the callbacks outside the lock as libusb does. */
-int LIBUSB_CALL libusb_handle_events_timeout_completed(libusb_context *ctx, struct timeval *tv, int *completed)
-{
-    (void)ctx;
-    (void)completed;
-    uint64_t wait_ms = (uint64_t)tv->tv_sec * 1000u + (uint64_t)tv->tv_usec / 1000u;
-    if (wait_ms > 1)
-        wait_ms = 1;
-    struct libusb_transfer *done[FK_MAXQ];
-    size_t ndone = 0;
-    pthread_mutex_lock(&fk_mu);
-    if (!fk_interrupted) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += (long)wait_ms * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&fk_cv, &fk_mu, &ts);
-    }
-    fk_interrupted = 0;
-    uint64_t now = ms_now();
-    int in_blocked = 0;
-    size_t keep = 0;
-    for (size_t i = 0; i < fk_nq; i++) {
-        struct libusb_transfer *t = fk_q[i].t;
-        int is_in = (t->endpoint & 0x80) != 0;
-        int finish = 1;
-        t->actual_length = 0;
-        if (fk_q[i].cancelled) {
-            t->status = LIBUSB_TRANSFER_CANCELLED;
-        } else if (fk_unplugged) {
-            t->status = LIBUSB_TRANSFER_NO_DEVICE;
-        } else if (!is_in) {
-            board_write(t->buffer, (size_t)t->length);
-            t->actual_length = t->length;
-            t->status = LIBUSB_TRANSFER_COMPLETED;
-        } else if (in_blocked) {
-            finish = 0;
-        } else if (board_pending()) {
-            t->actual_length = fill_in(t);
-            t->status = LIBUSB_TRANSFER_COMPLETED;
-        } else if (now >= fk_q[i].at_ms + 1) {
-            /* The latency timer ran out with nothing to say: status bytes only. */
-            t->buffer[0] = 0x31;
-            t->buffer[1] = 0x60;
-            t->actual_length = 2;
-            t->status = LIBUSB_TRANSFER_COMPLETED;
-        } else {
-            finish = 0;
-        }
-        if (is_in && !finish)
-            in_blocked = 1; /* later reads wait behind this one */
-        if (finish)
-            done[ndone++] = t;
-        else
-            fk_q[keep++] = fk_q[i];
-    }
-    fk_nq = keep;
-    pthread_mutex_unlock(&fk_mu);
-    for (size_t i = 0; i < ndone; i++)
-        done[i]->callback(done[i]);
-    return 0;
+    return 1;
 }
 
 /* ------------------------------------------------------------------ checks */

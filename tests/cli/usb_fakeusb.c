@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The "usb" transport (host/src/transport/transport_usb.c) against a fake libusb: this file
- * defines every libusb function the usb and ftdi transports call (the library's device.c pulls
- * in both), and behind them simulated pico-ice boards at the level of their USB interface
+/* The "usb" transport (host/src/transport/transport_usb.c) against a fake libusb: with
+ * fakeusb_core.c (the transfers, the event loop, unplugging) this file defines every libusb
+ * function the usb and ftdi transports call (the library's device.c pulls in both), and behind
+ * them simulated pico-ice boards at the level of their USB interface
  * (firmware/pico-ice/usb_requests.h, docs/firmware.md): descriptors with VID:PID, product and
  * serial strings; the vendor requests (version, status, reset, load begin/end, clock); bulk OUT
  * taken a few packets per round, as a firmware that NAKs while its ring is full; bulk IN in
@@ -22,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fakeusb_core.h"
 #include "internal.h"
 #include "ntpu/ntpu.h"
 #include "ntpu_ref.h"
@@ -31,18 +33,7 @@
 
 enum fk_board { FK_ECHO, FK_REF };
 
-struct libusb_context {
-    int unused;
-};
-struct libusb_device {
-    int id;
-};
-struct libusb_device_handle {
-    struct libusb_device *dev;
-};
-
 #define FK_MAXDEV 3
-#define FK_MAXQ 64
 #define FK_LOG 64
 
 typedef struct fk_dev {
@@ -51,14 +42,11 @@ typedef struct fk_dev {
     int denied;
 } fk_dev;
 
-static pthread_mutex_t fk_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t fk_cv = PTHREAD_COND_INITIALIZER;
 static struct libusb_device fk_devs[FK_MAXDEV] = {{0}, {1}, {2}};
 static fk_dev fk_dev_cfg[FK_MAXDEV];
 static size_t fk_ndev;
 static int fk_initfail, fk_listfail, fk_busy, fk_board;
 static int fk_stall_version; /* GET_VERSION stalls: some other firmware on the test PID */
-static int fk_unplugged, fk_interrupted;
 /* The FPGA and the firmware's state (of the one board that is opened). */
 static int fk_cdone, fk_loading, fk_creset_held;
 static uint16_t fk_clock_div = 4;
@@ -75,13 +63,6 @@ static size_t fk_shorts; /* transfers ended by a short packet */
 static size_t fk_written, fk_dropped;
 static size_t fk_out_per_round = 4096; /* bulk OUT bytes a board takes per 1 ms round */
 static size_t fk_empty;                /* IN transfers that completed with 0 bytes */
-static struct {
-    struct libusb_transfer *t;
-    size_t done;    /* bytes of it moved so far */
-    uint64_t at_ms; /* submitted */
-    int cancelled;
-} fk_q[FK_MAXQ];
-static size_t fk_nq;
 typedef struct fk_req {
     int dev;
     uint8_t rt, req;
@@ -89,16 +70,6 @@ typedef struct fk_req {
 } fk_req;
 static fk_req fk_ctrl[FK_LOG];
 static size_t fk_nctrl;
-static int fk_inits, fk_exits, fk_opens, fk_closes, fk_claims, fk_releases;
-static int fk_allocs, fk_frees;
-static uint8_t fk_eps_seen[256];
-
-static uint64_t ms_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* A fresh bus with boards of these serials, all ours, protocol 1.0, FPGA configured. */
 static void fk_reset_bus(int board, size_t ndev, const char *const *serials)
@@ -109,7 +80,7 @@ static void fk_reset_bus(int board, size_t ndev, const char *const *serials)
         fk_dev_cfg[i] = (fk_dev){serials[i], "nanoTPU pico-ice", 1, 0, 0};
     fk_initfail = fk_listfail = fk_busy = fk_stall_version = 0;
     fk_board = board;
-    fk_unplugged = fk_interrupted = 0;
+    fk_core_reset();
     fk_cdone = 1;
     fk_loading = fk_creset_held = 0;
     fk_clock_div = 4;
@@ -121,10 +92,7 @@ static void fk_reset_bus(int board, size_t ndev, const char *const *serials)
     fk_zlp_owed = 0;
     fk_zlps = fk_shorts = fk_written = fk_dropped = fk_empty = 0;
     fk_out_per_round = 4096;
-    fk_nq = fk_nctrl = 0;
-    fk_inits = fk_exits = fk_opens = fk_closes = fk_claims = fk_releases = 0;
-    fk_allocs = fk_frees = 0;
-    memset(fk_eps_seen, 0, sizeof fk_eps_seen);
+    fk_nctrl = 0;
     pthread_mutex_unlock(&fk_mu);
 }
 
@@ -132,14 +100,6 @@ static void fk_reset(int board)
 {
     static const char *const one[] = {"E6614C311B7A5F2D"};
     fk_reset_bus(board, 1, one);
-}
-
-static void fk_unplug(void)
-{
-    pthread_mutex_lock(&fk_mu);
-    fk_unplugged = 1;
-    pthread_cond_broadcast(&fk_cv);
-    pthread_mutex_unlock(&fk_mu);
 }
 
 static int fk_get(const int *v)
@@ -308,24 +268,6 @@ int LIBUSB_CALL libusb_init(libusb_context **ctx)
     return 0;
 }
 
-void LIBUSB_CALL libusb_exit(libusb_context *ctx)
-{
-    free(ctx);
-    fk_exits++;
-}
-
-const char *LIBUSB_CALL libusb_strerror(int code)
-{
-    switch (code) {
-    case LIBUSB_ERROR_ACCESS: return "Access denied (insufficient permissions)";
-    case LIBUSB_ERROR_NO_DEVICE: return "No such device (it may have been disconnected)";
-    case LIBUSB_ERROR_BUSY: return "Resource busy";
-    case LIBUSB_ERROR_PIPE: return "Pipe error";
-    case LIBUSB_ERROR_OTHER: return "Other error";
-    }
-    return "fake error";
-}
-
 ssize_t LIBUSB_CALL libusb_get_device_list(libusb_context *ctx, libusb_device ***list)
 {
     (void)ctx;
@@ -335,12 +277,6 @@ ssize_t LIBUSB_CALL libusb_get_device_list(libusb_context *ctx, libusb_device **
     for (size_t i = 0; i < fk_ndev; i++)
         (*list)[i] = &fk_devs[i];
     return (ssize_t)fk_ndev;
-}
-
-void LIBUSB_CALL libusb_free_device_list(libusb_device **list, int unref)
-{
-    (void)unref;
-    free(list);
 }
 
 int LIBUSB_CALL libusb_get_device_descriptor(libusb_device *dev, struct libusb_device_descriptor *d)
@@ -355,14 +291,6 @@ int LIBUSB_CALL libusb_get_device_descriptor(libusb_device *dev, struct libusb_d
     return 0;
 }
 
-uint8_t LIBUSB_CALL libusb_get_bus_number(libusb_device *dev)
-{
-    return (uint8_t)(1 + dev->id);
-}
-uint8_t LIBUSB_CALL libusb_get_device_address(libusb_device *dev)
-{
-    return (uint8_t)(5 + dev->id);
-}
 /* Called by the ftdi transport only. */
 int LIBUSB_CALL libusb_get_max_packet_size(libusb_device *dev, unsigned char endpoint)
 {
@@ -380,18 +308,7 @@ int LIBUSB_CALL libusb_open(libusb_device *dev, libusb_device_handle **h)
     return 0;
 }
 
-void LIBUSB_CALL libusb_close(libusb_device_handle *h)
-{
-    free(h);
-    fk_closes++;
-}
-
 /* Called by the ftdi transport only. */
-libusb_device *LIBUSB_CALL libusb_get_device(libusb_device_handle *h)
-{
-    return h->dev;
-}
-
 int LIBUSB_CALL libusb_get_string_descriptor_ascii(libusb_device_handle *h, uint8_t idx, unsigned char *data,
                                                    int length)
 {
@@ -434,14 +351,6 @@ int LIBUSB_CALL libusb_claim_interface(libusb_device_handle *h, int iface)
     return 0;
 }
 
-int LIBUSB_CALL libusb_release_interface(libusb_device_handle *h, int iface)
-{
-    (void)h;
-    (void)iface;
-    fk_releases++;
-    return 0;
-}
-
 int LIBUSB_CALL libusb_control_transfer(libusb_device_handle *h, uint8_t rt, uint8_t req, uint16_t value,
                                         uint16_t index, unsigned char *data, uint16_t len, unsigned int timeout)
 {
@@ -460,130 +369,27 @@ int LIBUSB_CALL libusb_control_transfer(libusb_device_handle *h, uint8_t rt, uin
     return r;
 }
 
-struct libusb_transfer *LIBUSB_CALL libusb_alloc_transfer(int iso)
+int fk_model_has_endpoint(uint8_t ep)
 {
-    (void)iso;
-    fk_allocs++;
-    return calloc(1, sizeof(struct libusb_transfer));
+    return ep == NTPU_USB_EP_IN || ep == NTPU_USB_EP_OUT;
 }
 
-void LIBUSB_CALL libusb_free_transfer(struct libusb_transfer *t)
+/* A write moves fk_out_per_round bytes a round, as a firmware that NAKs; a
+ * read takes what the board has, in 64-byte packets. */
+int fk_model_move(fk_xfer *x)
 {
-    if (!t)
-        return;
-    fk_frees++;
-    free(t);
-}
-
-int LIBUSB_CALL libusb_submit_transfer(struct libusb_transfer *t)
-{
-    pthread_mutex_lock(&fk_mu);
-    int r = 0;
-    if (fk_unplugged)
-        r = LIBUSB_ERROR_NO_DEVICE;
-    else if (fk_nq == FK_MAXQ)
-        r = LIBUSB_ERROR_BUSY;
-    else if (t->endpoint != NTPU_USB_EP_IN && t->endpoint != NTPU_USB_EP_OUT)
-        r = LIBUSB_ERROR_NOT_FOUND;
-    else {
-        for (size_t i = 0; i < fk_nq; i++)
-            if (fk_q[i].t == t)
-                abort(); /* submitted twice */
-        fk_q[fk_nq].t = t;
-        fk_q[fk_nq].done = 0;
-        fk_q[fk_nq].at_ms = ms_now();
-        fk_q[fk_nq].cancelled = 0;
-        fk_nq++;
-        fk_eps_seen[t->endpoint] = 1;
-        pthread_cond_broadcast(&fk_cv);
+    struct libusb_transfer *t = x->t;
+    t->status = LIBUSB_TRANSFER_COMPLETED;
+    if (!(t->endpoint & 0x80)) {
+        size_t n = (size_t)t->length - x->done;
+        n = n < fk_out_per_round ? n : fk_out_per_round;
+        board_write(t->buffer + x->done, n);
+        x->done += n;
+        return x->done == (size_t)t->length;
     }
-    pthread_mutex_unlock(&fk_mu);
-    return r;
-}
-
-int LIBUSB_CALL libusb_cancel_transfer(struct libusb_transfer *t)
-{
-    pthread_mutex_lock(&fk_mu);
-    int r = LIBUSB_ERROR_NOT_FOUND;
-    for (size_t i = 0; i < fk_nq; i++)
-        if (fk_q[i].t == t) {
-            fk_q[i].cancelled = 1;
-            r = 0;
-        }
-    pthread_cond_broadcast(&fk_cv);
-    pthread_mutex_unlock(&fk_mu);
-    return r;
-}
-
-void LIBUSB_CALL libusb_interrupt_event_handler(libusb_context *ctx)
-{
-    (void)ctx;
-    pthread_mutex_lock(&fk_mu);
-    fk_interrupted = 1;
-    pthread_cond_broadcast(&fk_cv);
-    pthread_mutex_unlock(&fk_mu);
-}
-
-/* One round of USB (about 1 ms): moves bytes of the transfers in flight, in submission order
- * per endpoint, and runs the callbacks of those that finished outside the lock, as libusb does. */
-int LIBUSB_CALL libusb_handle_events_timeout_completed(libusb_context *ctx, struct timeval *tv, int *completed)
-{
-    (void)ctx;
-    (void)completed;
-    (void)tv;
-    struct libusb_transfer *done[FK_MAXQ];
-    size_t ndone = 0;
-    pthread_mutex_lock(&fk_mu);
-    if (!fk_interrupted) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&fk_cv, &fk_mu, &ts);
-    }
-    fk_interrupted = 0;
-    int in_blocked = 0, out_blocked = 0;
-    size_t keep = 0;
-    for (size_t i = 0; i < fk_nq; i++) {
-        struct libusb_transfer *t = fk_q[i].t;
-        int is_in = (t->endpoint & 0x80) != 0, finish = 0;
-        if (fk_q[i].cancelled) {
-            t->status = LIBUSB_TRANSFER_CANCELLED;
-            finish = 1;
-        } else if (fk_unplugged) {
-            t->status = LIBUSB_TRANSFER_NO_DEVICE;
-            finish = 1;
-        } else if (t->timeout && ms_now() >= fk_q[i].at_ms + t->timeout) {
-            t->status = LIBUSB_TRANSFER_TIMED_OUT; /* libusb's own timer; what moved stays in actual_length */
-            finish = 1;
-        } else if (!is_in && !out_blocked) {
-            size_t n = (size_t)t->length - fk_q[i].done;
-            n = n < fk_out_per_round ? n : fk_out_per_round;
-            board_write(t->buffer + fk_q[i].done, n);
-            fk_q[i].done += n;
-            finish = fk_q[i].done == (size_t)t->length;
-            t->status = LIBUSB_TRANSFER_COMPLETED;
-        } else if (is_in && !in_blocked) {
-            finish = fill_in(t, &fk_q[i].done);
-            t->status = LIBUSB_TRANSFER_COMPLETED;
-            fk_empty += finish && fk_q[i].done == 0;
-        }
-        t->actual_length = (int)fk_q[i].done;
-        if (!finish)
-            *(is_in ? &in_blocked : &out_blocked) = 1; /* later transfers wait behind this one */
-        if (finish)
-            done[ndone++] = t;
-        else
-            fk_q[keep++] = fk_q[i];
-    }
-    fk_nq = keep;
-    pthread_mutex_unlock(&fk_mu);
-    for (size_t i = 0; i < ndone; i++)
-        done[i]->callback(done[i]);
-    return 0;
+    int finish = fill_in(t, &x->done);
+    fk_empty += finish && x->done == 0;
+    return finish;
 }
 
 /* ------------------------------------------------------------------ checks */

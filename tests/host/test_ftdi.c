@@ -412,7 +412,7 @@ Test(ftdi_line, decoding_the_line_status_byte)
 
 Test(ftdi_rx, queue_keeps_order_across_pushes_and_takes)
 {
-    ntpu_ftdi_rx q = {.limit = 1u << 20};
+    ntpu_rx_queue q = {.limit = 1u << 20};
     ntpu_ftdi_status st = {0};
     enum { TOTAL = 50000 };
     uint8_t *data = malloc(TOTAL), *got = malloc(TOTAL), *x = malloc(8192);
@@ -434,7 +434,7 @@ Test(ftdi_rx, queue_keeps_order_across_pushes_and_takes)
         size_t want = (step * 977u) % 2500u;
         if (want > TOTAL - taken)
             want = TOTAL - taken;
-        size_t m = ntpu_ftdi_rx_take(&q, got + taken, want);
+        size_t m = ntpu_rx_queue_take(&q, got + taken, want);
         cr_assert_eq(m, want < pushed - taken ? want : pushed - taken, "step %u: took %zu of %zu with %zu queued", step,
                      m, want, pushed - taken);
         taken += m;
@@ -443,9 +443,9 @@ Test(ftdi_rx, queue_keeps_order_across_pushes_and_takes)
         cr_assert_lt(step, 100000u);
     }
     cr_assert_arr_eq(got, data, TOTAL);
-    cr_assert_eq(ntpu_ftdi_rx_take(&q, got, 10), 0u);
+    cr_assert_eq(ntpu_rx_queue_take(&q, got, 10), 0u);
     cr_assert_leq(q.cap, 16384u, "the queue compacts instead of growing without bound (cap %zu)", q.cap);
-    ntpu_ftdi_rx_free(&q);
+    ntpu_rx_queue_free(&q);
     cr_assert_null(q.buf);
     free(data);
     free(got);
@@ -454,7 +454,7 @@ Test(ftdi_rx, queue_keeps_order_across_pushes_and_takes)
 
 Test(ftdi_rx, a_push_past_the_limit_is_refused_whole)
 {
-    ntpu_ftdi_rx q = {.limit = 1000};
+    ntpu_rx_queue q = {.limit = 1000};
     uint8_t data[1200], x[1400], out[1200];
     fill_pattern(data, sizeof data, 8);
     size_t n = make_transfer(x, data, 600, 512, 0x60);
@@ -464,9 +464,9 @@ Test(ftdi_rx, a_push_past_the_limit_is_refused_whole)
     cr_assert_eq(q.len, 600u, "a refused push adds nothing");
     n = make_transfer(x, data + 600, 400, 512, 0x60);
     cr_assert_eq(ntpu_ftdi_rx_push(&q, x, n, 512, NULL), 0);
-    cr_assert_eq(ntpu_ftdi_rx_take(&q, out, sizeof out), 1000u);
+    cr_assert_eq(ntpu_rx_queue_take(&q, out, sizeof out), 1000u);
     cr_assert_arr_eq(out, data, 1000);
-    ntpu_ftdi_rx_free(&q);
+    ntpu_rx_queue_free(&q);
 }
 
 /* ------------------------------------------------------------------ options */

@@ -2,7 +2,7 @@
 /* The pico-ice USB interface functions of the "usb" transport (host/src/transport/usb_proto.c):
  * device-string options, the vendor requests field by field against usb_requests.h and
  * docs/firmware.md, the GET_VERSION / GET_STATUS / FPGA_LOAD_END replies, the bitstream checks
- * on headers laid out as icepack writes them, the choice of a board, and the receive queue.
+ * on headers laid out as icepack writes them, and the choice of a board.
  * No USB is touched. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -289,27 +289,4 @@ Test(usb_choose, permission_denied)
     cr_assert_eq(ntpu_usb_choose(two, 2, "AAAA", &pick, err, sizeof err), NTPU_OK, "%s", err);
     cr_assert_eq(ntpu_usb_choose(two, 2, "ZZ", &pick, err, sizeof err), NTPU_ERR_NO_DEVICE);
     cr_assert(strstr(err, "udev rule"), "%s", err);
-}
-
-/* ------------------------------------------------------------------ receive queue */
-
-Test(usb_rx, fifo_order_limit_and_compaction)
-{
-    ntpu_usb_rx q = {0};
-    q.limit = 10000;
-    uint8_t in[6000], out[6000];
-    for (size_t i = 0; i < sizeof in; i++)
-        in[i] = (uint8_t)(i * 7 + 3);
-    cr_assert_eq(ntpu_usb_rx_push(&q, in, 3000), 0);
-    cr_assert_eq(ntpu_usb_rx_take(&q, out, 1000), 1000u);
-    cr_assert_eq(memcmp(out, in, 1000), 0);
-    cr_assert_eq(ntpu_usb_rx_push(&q, in + 3000, 3000), 0);
-    cr_assert_eq(ntpu_usb_rx_push(&q, in, 6000), -1, "past the limit");
-    cr_assert_eq(q.len, 5000u, "a refused push adds nothing");
-    cr_assert_eq(ntpu_usb_rx_take(&q, out, 6000), 5000u);
-    cr_assert_eq(memcmp(out, in + 1000, 5000), 0);
-    cr_assert_eq(ntpu_usb_rx_take(&q, out, 10), 0u);
-    cr_assert_eq(ntpu_usb_rx_push(&q, in, 0), 0);
-    ntpu_usb_rx_free(&q);
-    cr_assert_null(q.buf);
 }

@@ -219,54 +219,13 @@ static size_t stripped_size(size_t n, size_t max_packet)
     return full * (max_packet - 2) + (tail > 2 ? tail - 2 : 0);
 }
 
-int ntpu_ftdi_rx_push(ntpu_ftdi_rx *q, const uint8_t *xfer, size_t n, size_t max_packet, ntpu_ftdi_status *st)
+int ntpu_ftdi_rx_push(ntpu_rx_queue *q, const uint8_t *xfer, size_t n, size_t max_packet, ntpu_ftdi_status *st)
 {
-    size_t add = stripped_size(n, max_packet);
-    if (add > q->limit || q->len > q->limit - add)
+    uint8_t *dst = ntpu_rx_queue_reserve(q, stripped_size(n, max_packet));
+    if (!dst)
         return -1;
-    if (q->head + q->len + add > q->cap) {
-        if (q->len + add <= q->cap) {
-            memmove(q->buf, q->buf + q->head, q->len);
-        } else {
-            size_t cap = q->cap ? q->cap : 4096;
-            while (cap < q->len + add)
-                cap *= 2;
-            uint8_t *nb = malloc(cap);
-            if (!nb)
-                return -1;
-            if (q->len)
-                memcpy(nb, q->buf + q->head, q->len);
-            free(q->buf);
-            q->buf = nb;
-            q->cap = cap;
-        }
-        q->head = 0;
-    }
-    /* Status-only transfers add nothing, and the queue may not have a buffer yet. */
-    uint8_t *dst = q->buf ? q->buf + q->head + q->len : NULL;
-    size_t got = ntpu_ftdi_strip(xfer, n, max_packet, dst, st);
-    q->len += got;
+    ntpu_rx_queue_commit(q, ntpu_ftdi_strip(xfer, n, max_packet, dst, st));
     return 0;
-}
-
-size_t ntpu_ftdi_rx_take(ntpu_ftdi_rx *q, uint8_t *out, size_t n)
-{
-    size_t m = n < q->len ? n : q->len;
-    if (m) {
-        memcpy(out, q->buf + q->head, m);
-        q->head += m;
-        q->len -= m;
-    }
-    if (!q->len)
-        q->head = 0;
-    return m;
-}
-
-void ntpu_ftdi_rx_free(ntpu_ftdi_rx *q)
-{
-    free(q->buf);
-    q->buf = NULL;
-    q->head = q->len = q->cap = 0;
 }
 
 /* ------------------------------------------------------------------ device-string options */

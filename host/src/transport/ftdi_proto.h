@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rx_queue.h"
+
 #define NTPU_FTDI_VID 0x0403u
 #define NTPU_FTDI_PID_2232H 0x6010u
 #define NTPU_FTDI_PID_231X 0x6015u /* every FT-X chip: FT230X, FT231X, FT234X */
@@ -167,25 +169,10 @@ size_t ntpu_ftdi_strip(const uint8_t *in, size_t n, size_t max_packet, uint8_t *
 
 /* ------------------------------------------------------------------ receive buffer */
 
-/* Data bytes that came from the chip and were not yet read: a byte queue that
- * grows as needed up to a limit. */
-typedef struct ntpu_ftdi_rx {
-    uint8_t *buf;
-    size_t head; /* first unread byte */
-    size_t len;  /* unread bytes */
-    size_t cap;
-    size_t limit; /* most bytes it may hold; a push past it fails */
-} ntpu_ftdi_rx;
-
-/* Strips the transfer (as ntpu_ftdi_strip) onto the end of the queue. Returns
- * 0, or -1 (nothing added) if the queue would pass its limit or memory runs
- * out. */
-int ntpu_ftdi_rx_push(ntpu_ftdi_rx *q, const uint8_t *xfer, size_t n, size_t max_packet, ntpu_ftdi_status *st);
-
-/* Moves up to n bytes from the front of the queue to out; returns how many. */
-size_t ntpu_ftdi_rx_take(ntpu_ftdi_rx *q, uint8_t *out, size_t n);
-
-void ntpu_ftdi_rx_free(ntpu_ftdi_rx *q);
+/* Strips the transfer (as ntpu_ftdi_strip) onto the end of the queue, whose
+ * limit counts data bytes. Returns 0, or -1 (nothing added) if the queue would
+ * pass its limit or memory runs out. */
+int ntpu_ftdi_rx_push(ntpu_rx_queue *q, const uint8_t *xfer, size_t n, size_t max_packet, ntpu_ftdi_status *st);
 
 /* ------------------------------------------------------------------ device-string options */
 

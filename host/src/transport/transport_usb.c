@@ -13,20 +13,17 @@
  * the bytes; recv takes from that queue. A read may end with 0 bytes (the
  * firmware's zero-length packet after a full one): that means "nothing yet".
  *
- * This file calls only libusb functions that transport_ftdi.c calls too, so
- * each transport's fake libusb (tests/cli/ftdi_fakeusb.c, usb_fakeusb.c) links with the other.
- *
- * Locking: the callbacks run on the event thread and touch the shared state
- * under mu; libusb calls are never made while holding mu. */
+ * The event thread, the transfers and their errors are usb_bulk.c's, shared
+ * with the "ftdi" transport. This file calls only libusb functions that
+ * transport_ftdi.c calls too, so each transport's fake libusb
+ * (tests/cli/ftdi_fakeusb.c, usb_fakeusb.c) links with the other. */
 #include <libusb.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
+#include "usb_bulk.h"
 #include "usb_proto.h"
 
 #define USB_IN_XFERS 4                 /* bulk-IN transfers kept in flight */
@@ -36,373 +33,29 @@
  * this long without it finishing is a stuck board. */
 #define USB_OUT_TIMEOUT_MS 5000u
 #define USB_CTRL_TIMEOUT_MS 2000u
-#define USB_RX_LIMIT (64u << 20)  /* bytes queued and unread before the transport gives up */
-#define USB_CLOSE_WAIT_MS 2000u   /* for cancelled transfers to come back */
-#define USB_EVENT_SLICE_US 100000 /* the event thread looks at its stop flag this often */
-#define USB_MAX_CANDIDATES 16     /* 1209:0001 devices considered at open */
+#define USB_RX_LIMIT (64u << 20) /* bytes queued and unread before the transport gives up */
+#define USB_MAX_CANDIDATES 16    /* 1209:0001 devices considered at open */
 #define USB_IFACE 0
-#define USB_MSG_LEN 200
 
 static const char board_name[] = "the pico-ice";
 static const char udev_hint[] = "add a udev rule (see docs/boards.md)";
 
-typedef struct usb_ctx usb_ctx;
+typedef struct usb_ctx {
+    ntpu_usb_bulk bulk; /* first: the ops take this context for the engine (usb_bulk.h) */
+} usb_ctx;
 
-typedef struct usb_in_slot {
-    usb_ctx *c;
-    struct libusb_transfer *xfer;
-    int busy; /* submitted and its callback not yet run */
-} usb_in_slot;
-
-struct usb_ctx {
-    libusb_context *usb;
-    libusb_device_handle *h;
-    int claimed;  /* the interface is ours: release it at close */
-    int detached; /* we detached a kernel driver: reattach it at close */
-
-    pthread_t thread;
-    int thread_started;
-    int cv_ready, mu_ready;
-    /* Everything below is shared with the event thread and guarded by mu. */
-    pthread_mutex_t mu;
-    pthread_cond_t cv; /* broadcast on every completion and failure */
-    int stop;          /* the event thread returns */
-    int closing;       /* no more resubmits */
-    usb_in_slot in[USB_IN_XFERS];
-    unsigned in_busy;
-    struct libusb_transfer *out;
-    uint8_t *out_buf; /* the bytes of the write in flight: ours, so a stuck transfer never points at the caller's */
-    int out_busy;
-    enum libusb_transfer_status out_status;
-    int out_actual;
-    ntpu_usb_rx rx;
-    ntpu_status fail; /* the first fatal USB error: every later call returns it */
-    char fail_msg[USB_MSG_LEN];
-};
-
-/* ------------------------------------------------------------------ helpers */
-
-static uint64_t now_ms(void)
+static unsigned out_timeout_ms(void *owner, size_t chunk)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-/* Waits on cv (mu held) until at most the monotonic time deadline_ms. */
-static void wait_until(usb_ctx *c, uint64_t deadline_ms)
-{
-    struct timespec ts = {(time_t)(deadline_ms / 1000u), (long)(deadline_ms % 1000u) * 1000000L};
-    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-}
-
-/* Records the first fatal error (mu held) and wakes every waiter. */
-static void set_fail(usb_ctx *c, ntpu_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_fail(usb_ctx *c, ntpu_status st, const char *fmt, ...)
-{
-    if (c->fail == NTPU_OK) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(c->fail_msg, sizeof c->fail_msg, fmt, ap);
-        va_end(ap);
-        c->fail = st;
-    }
-    pthread_cond_broadcast(&c->cv);
-}
-
-static void fail_unplugged(usb_ctx *c)
-{
-    set_fail(c, NTPU_ERR_NO_DEVICE, "%s was unplugged (it left the USB bus); close the device and open it again",
-             board_name);
-}
-
-/* The fatal error a failed transfer means (mu held). */
-static void fail_transfer(usb_ctx *c, enum libusb_transfer_status s, uint8_t ep)
-{
-    switch (s) {
-    case LIBUSB_TRANSFER_NO_DEVICE: fail_unplugged(c); break;
-    case LIBUSB_TRANSFER_STALL:
-        set_fail(c, NTPU_ERR_IO, "USB pipe error: endpoint 0x%02X of %s stalled (board reset?)", ep, board_name);
-        break;
-    case LIBUSB_TRANSFER_OVERFLOW:
-        set_fail(c, NTPU_ERR_IO, "USB overflow on endpoint 0x%02X of %s", ep, board_name);
-        break;
-    default: set_fail(c, NTPU_ERR_IO, "USB transfer on endpoint 0x%02X of %s failed", ep, board_name); break;
-    }
-}
-
-/* The error of a failed libusb call during a transfer (mu held). */
-static void fail_call(usb_ctx *c, int r, const char *what)
-{
-    if (r == LIBUSB_ERROR_NO_DEVICE)
-        fail_unplugged(c);
-    else
-        set_fail(c, NTPU_ERR_IO, "%s on %s failed: %s", what, board_name, libusb_strerror(r));
-}
-
-/* ------------------------------------------------------------------ the event thread */
-
-static void LIBUSB_CALL in_done(struct libusb_transfer *t)
-{
-    usb_in_slot *s = t->user_data;
-    usb_ctx *c = s->c;
-    pthread_mutex_lock(&c->mu);
-    int again = 0;
-    switch (t->status) {
-    case LIBUSB_TRANSFER_COMPLETED: /* 0 bytes (a zero-length packet) is "nothing yet" */
-        if (ntpu_usb_rx_push(&c->rx, t->buffer, (size_t)t->actual_length))
-            set_fail(c, NTPU_ERR_IO, "more than %u MiB came from the board without being read, or out of memory",
-                     USB_RX_LIMIT >> 20);
-        again = !c->closing && c->fail == NTPU_OK;
-        break;
-    case LIBUSB_TRANSFER_CANCELLED: break;
-    default: fail_transfer(c, t->status, NTPU_USB_EP_IN); break;
-    }
-    if (!again) {
-        s->busy = 0;
-        c->in_busy--;
-    }
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-    if (again) {
-        int r = libusb_submit_transfer(t);
-        if (r) {
-            pthread_mutex_lock(&c->mu);
-            s->busy = 0;
-            c->in_busy--;
-            fail_call(c, r, "resubmitting a read");
-            pthread_mutex_unlock(&c->mu);
-        }
-    }
-}
-
-static void LIBUSB_CALL out_done(struct libusb_transfer *t)
-{
-    usb_ctx *c = t->user_data;
-    pthread_mutex_lock(&c->mu);
-    c->out_busy = 0;
-    c->out_status = t->status;
-    c->out_actual = t->actual_length;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-}
-
-static void *event_thread(void *arg)
-{
-    usb_ctx *c = arg;
-    for (;;) {
-        pthread_mutex_lock(&c->mu);
-        int stop = c->stop;
-        pthread_mutex_unlock(&c->mu);
-        if (stop)
-            return NULL;
-        struct timeval tv = {0, USB_EVENT_SLICE_US};
-        int r = libusb_handle_events_timeout_completed(c->usb, &tv, NULL);
-        if (r && r != LIBUSB_ERROR_INTERRUPTED && r != LIBUSB_ERROR_TIMEOUT) {
-            pthread_mutex_lock(&c->mu);
-            fail_call(c, r, "handling USB events");
-            pthread_mutex_unlock(&c->mu);
-            /* Do not spin on a broken event loop; close still needs it for cancellations. */
-            struct timespec pause = {0, 10 * 1000000L};
-            nanosleep(&pause, NULL);
-        }
-    }
-}
-
-/* ------------------------------------------------------------------ send and recv */
-
-/* Waits for the write in flight (mu held); cancels it if the USB stack never
- * completes it. 0, or -1 with the failure recorded. */
-static int wait_out(usb_ctx *c, unsigned timeout)
-{
-    /* libusb times the transfer out itself; this deadline only guards against a stuck USB stack. */
-    uint64_t deadline = now_ms() + timeout + USB_CLOSE_WAIT_MS;
-    while (c->out_busy && now_ms() < deadline)
-        wait_until(c, deadline);
-    if (!c->out_busy)
-        return 0;
-    pthread_mutex_unlock(&c->mu);
-    libusb_cancel_transfer(c->out);
-    pthread_mutex_lock(&c->mu);
-    deadline = now_ms() + USB_CLOSE_WAIT_MS;
-    while (c->out_busy && now_ms() < deadline)
-        wait_until(c, deadline);
-    set_fail(c, NTPU_ERR_IO, "a write to %s did not finish in %u ms; the USB stack is stuck", board_name,
-             timeout + USB_CLOSE_WAIT_MS);
-    return -1;
-}
-
-/* Writes one chunk (at most USB_OUT_CHUNK bytes) on bulk OUT. */
-static ntpu_status send_chunk(usb_ctx *c, const uint8_t *buf, size_t chunk, char *err, size_t errlen)
-{
-    pthread_mutex_lock(&c->mu);
-    if (c->fail == NTPU_OK && c->out_busy)
-        set_fail(c, NTPU_ERR_IO, "an earlier write to %s never finished", board_name);
-    if (c->fail != NTPU_OK) {
-        ntpu_status st = c->fail;
-        ntpu_errf(err, errlen, "%s", c->fail_msg);
-        pthread_mutex_unlock(&c->mu);
-        return st;
-    }
-    c->out_busy = 1;
-    pthread_mutex_unlock(&c->mu);
-
-    memcpy(c->out_buf, buf, chunk);
-    libusb_fill_bulk_transfer(c->out, c->h, NTPU_USB_EP_OUT, c->out_buf, (int)chunk, out_done, c, USB_OUT_TIMEOUT_MS);
-    int r = libusb_submit_transfer(c->out);
-    pthread_mutex_lock(&c->mu);
-    ntpu_status st = NTPU_OK;
-    if (r) {
-        c->out_busy = 0;
-        fail_call(c, r, "a write");
-        st = c->fail;
-    } else if (wait_out(c, USB_OUT_TIMEOUT_MS)) {
-        st = c->fail;
-    } else if (c->out_status == LIBUSB_TRANSFER_TIMED_OUT) {
-        /* Not fatal: the board stopped taking bytes, which a later call may see differently. */
-        ntpu_errf(err, errlen, "%s took %d of %zu bytes in %u ms (is the FPGA running the nanoTPU design?)", board_name,
-                  c->out_actual, chunk, USB_OUT_TIMEOUT_MS);
-        pthread_mutex_unlock(&c->mu);
-        return NTPU_ERR_TIMEOUT;
-    } else if (c->out_status != LIBUSB_TRANSFER_COMPLETED || (size_t)c->out_actual != chunk) {
-        if (c->out_status == LIBUSB_TRANSFER_COMPLETED)
-            set_fail(c, NTPU_ERR_IO, "%s took %d of %zu bytes", board_name, c->out_actual, chunk);
-        else
-            fail_transfer(c, c->out_status, NTPU_USB_EP_OUT);
-        st = c->fail;
-    }
-    if (st != NTPU_OK)
-        ntpu_errf(err, errlen, "%s", c->fail_msg);
-    pthread_mutex_unlock(&c->mu);
-    return st;
-}
-
-static ntpu_status usb_send(void *ctx, const uint8_t *buf, size_t n, char *err, size_t errlen)
-{
-    usb_ctx *c = ctx;
-    for (size_t off = 0; off < n;) {
-        size_t chunk = n - off < USB_OUT_CHUNK ? n - off : USB_OUT_CHUNK;
-        ntpu_status st = send_chunk(c, buf + off, chunk, err, errlen);
-        if (st != NTPU_OK)
-            return st;
-        off += chunk;
-    }
-    return NTPU_OK;
-}
-
-static ntpu_status usb_recv(void *ctx, uint8_t *buf, size_t n, unsigned timeout_ms, size_t *got, char *err,
-                            size_t errlen)
-{
-    usb_ctx *c = ctx;
-    size_t have = 0;
-    ntpu_status st = NTPU_OK;
-    pthread_mutex_lock(&c->mu);
-    uint64_t deadline = now_ms() + timeout_ms;
-    while (have < n) {
-        size_t m = ntpu_usb_rx_take(&c->rx, buf + have, n - have);
-        if (m) {
-            have += m;
-            deadline = now_ms() + timeout_ms;
-            continue;
-        }
-        /* Bytes that arrived before a failure are still delivered first. */
-        if (c->fail != NTPU_OK) {
-            ntpu_errf(err, errlen, "%s", c->fail_msg);
-            st = c->fail;
-            break;
-        }
-        if (now_ms() >= deadline) {
-            ntpu_errf(err, errlen, "no bytes from the board for %u ms (%zu of %zu came)", timeout_ms, have, n);
-            st = NTPU_ERR_TIMEOUT;
-            break;
-        }
-        wait_until(c, deadline);
-    }
-    pthread_mutex_unlock(&c->mu);
-    *got = have;
-    return st;
-}
-
-/* ------------------------------------------------------------------ close */
-
-/* Cancels every transfer in flight and waits for them to come back. 0, or -1
- * if some never did (then they still belong to libusb). */
-static int cancel_all(usb_ctx *c)
-{
-    pthread_mutex_lock(&c->mu);
-    c->closing = 1;
-    uint64_t deadline = now_ms() + USB_CLOSE_WAIT_MS;
-    int stuck = 0;
-    /* Cancel again each round: a callback may have resubmitted just before closing was set. */
-    while (c->in_busy || c->out_busy) {
-        if (now_ms() >= deadline) {
-            stuck = 1;
-            break;
-        }
-        struct libusb_transfer *cancel[USB_IN_XFERS + 1];
-        unsigned k = 0;
-        for (unsigned i = 0; i < USB_IN_XFERS; i++)
-            if (c->in[i].busy)
-                cancel[k++] = c->in[i].xfer;
-        if (c->out_busy)
-            cancel[k++] = c->out;
-        pthread_mutex_unlock(&c->mu);
-        for (unsigned i = 0; i < k; i++)
-            libusb_cancel_transfer(cancel[i]);
-        pthread_mutex_lock(&c->mu);
-        uint64_t tick = now_ms() + 50u;
-        wait_until(c, tick < deadline ? tick : deadline);
-    }
-    c->stop = 1;
-    pthread_mutex_unlock(&c->mu);
-    return stuck ? -1 : 0;
-}
-
-static void usb_close(void *ctx)
-{
-    usb_ctx *c = ctx;
-    if (!c)
-        return;
-    int stuck = 0;
-    if (c->thread_started) {
-        stuck = cancel_all(c);
-        libusb_interrupt_event_handler(c->usb);
-        pthread_join(c->thread, NULL);
-    }
-    if (c->h) {
-        if (c->claimed)
-            libusb_release_interface(c->h, USB_IFACE);
-        if (c->detached)
-            libusb_attach_kernel_driver(c->h, USB_IFACE);
-    }
-    /* Transfers that never came back still belong to libusb: leaking them, the
-     * handle and the context is the only safe thing left to do. */
-    if (!stuck) {
-        for (unsigned i = 0; i < USB_IN_XFERS; i++)
-            if (c->in[i].xfer) {
-                free(c->in[i].xfer->buffer);
-                libusb_free_transfer(c->in[i].xfer);
-            }
-        libusb_free_transfer(c->out);
-        free(c->out_buf);
-        if (c->h)
-            libusb_close(c->h);
-        if (c->usb)
-            libusb_exit(c->usb);
-    }
-    ntpu_usb_rx_free(&c->rx);
-    if (c->cv_ready)
-        pthread_cond_destroy(&c->cv);
-    if (c->mu_ready)
-        pthread_mutex_destroy(&c->mu);
-    free(c);
+    (void)owner;
+    (void)chunk;
+    return USB_OUT_TIMEOUT_MS;
 }
 
 static const ntpu_transport_ops usb_ops = {
     .name = "usb",
-    .send = usb_send,
-    .recv = usb_recv,
-    .close = usb_close,
+    .send = ntpu_usb_bulk_op_send,
+    .recv = ntpu_usb_bulk_op_recv,
+    .close = ntpu_usb_bulk_op_close,
     /* A board keeps running between programs and may be mid-frame: resync at open. */
     .starts_in_sync = 0,
     /* USB has flow control end to end (the firmware NAKs bulk OUT while its
@@ -480,7 +133,7 @@ static ntpu_status scan(libusb_device **list, ssize_t cnt, usb_found *f, char *e
 static ntpu_status find_device(usb_ctx *c, const ntpu_usb_opts *o, char *err, size_t errlen)
 {
     libusb_device **list;
-    ssize_t cnt = libusb_get_device_list(c->usb, &list);
+    ssize_t cnt = libusb_get_device_list(c->bulk.usb, &list);
     if (cnt < 0)
         return ntpu_errst(err, errlen, NTPU_ERR_NO_DEVICE, "cannot list USB devices to look for %s (%04x:%04x): %s",
                           board_name, NTPU_USB_VID, NTPU_USB_PID, libusb_strerror((int)cnt));
@@ -495,7 +148,7 @@ static ntpu_status find_device(usb_ctx *c, const ntpu_usb_opts *o, char *err, si
         st = ntpu_usb_choose(f->cand, f->n, o->serial, &pick, err, errlen);
     for (size_t k = 0; k < f->n; k++) {
         if (st == NTPU_OK && k == pick)
-            c->h = f->h[k];
+            c->bulk.h = f->h[k];
         else if (f->h[k])
             libusb_close(f->h[k]);
     }
@@ -507,18 +160,18 @@ static ntpu_status find_device(usb_ctx *c, const ntpu_usb_opts *o, char *err, si
 /* Takes interface 0 from a kernel driver, if one has it, and claims it. */
 static ntpu_status claim(usb_ctx *c, char *err, size_t errlen)
 {
-    int r = libusb_kernel_driver_active(c->h, USB_IFACE);
+    int r = libusb_kernel_driver_active(c->bulk.h, USB_IFACE);
     if (r == 1) {
-        r = libusb_detach_kernel_driver(c->h, USB_IFACE);
+        r = libusb_detach_kernel_driver(c->bulk.h, USB_IFACE);
         if (r == 0)
-            c->detached = 1;
+            c->bulk.detached = 1;
         else if (r != LIBUSB_ERROR_NOT_FOUND)
             return ntpu_errst(err, errlen, NTPU_ERR_NO_DEVICE, "cannot detach the kernel's driver from %s: %s%s%s",
                               board_name, libusb_strerror(r), r == LIBUSB_ERROR_ACCESS ? "; " : "",
                               r == LIBUSB_ERROR_ACCESS ? udev_hint : "");
     }
     /* r < 0 here means the platform cannot tell (not Linux): claim and see. */
-    r = libusb_claim_interface(c->h, USB_IFACE);
+    r = libusb_claim_interface(c->bulk.h, USB_IFACE);
     if (r == LIBUSB_ERROR_BUSY)
         return ntpu_errst(err, errlen, NTPU_ERR_NO_DEVICE,
                           "interface 0 of %s is in use by another program (another ntpu?)", board_name);
@@ -528,15 +181,16 @@ static ntpu_status claim(usb_ctx *c, char *err, size_t errlen)
         return ntpu_errst(err, errlen, NTPU_ERR_NO_DEVICE, "cannot claim interface 0 of %s: %s%s%s", board_name,
                           libusb_strerror(r), r == LIBUSB_ERROR_ACCESS ? "; " : "",
                           r == LIBUSB_ERROR_ACCESS ? udev_hint : "");
-    c->claimed = 1;
+    c->bulk.iface = USB_IFACE;
+    c->bulk.claimed = 1;
     return NTPU_OK;
 }
 
 /* One vendor request; *got (may be NULL) is the length of the IN data stage. */
 static ntpu_status control(usb_ctx *c, ntpu_usb_ctrl q, uint8_t *data, int *got, char *err, size_t errlen)
 {
-    int r =
-        libusb_control_transfer(c->h, q.request_type, q.request, q.value, q.index, data, q.length, USB_CTRL_TIMEOUT_MS);
+    int r = libusb_control_transfer(c->bulk.h, q.request_type, q.request, q.value, q.index, data, q.length,
+                                    USB_CTRL_TIMEOUT_MS);
     if (r >= 0) {
         if (got)
             *got = r;
@@ -581,43 +235,26 @@ static ntpu_status check_board(usb_ctx *c, int need_fpga, char *err, size_t errl
     return NTPU_OK;
 }
 
-/* Allocates the transfers, starts the event thread and puts the reads in flight. */
+/* Puts the bulk engine to work on the claimed interface. */
 static ntpu_status start_io(usb_ctx *c, char *err, size_t errlen)
 {
-    for (unsigned i = 0; i < USB_IN_XFERS; i++) {
-        usb_in_slot *s = &c->in[i];
-        s->c = c;
-        s->xfer = libusb_alloc_transfer(0);
-        uint8_t *b = s->xfer ? malloc(USB_IN_XFER_BYTES) : NULL;
-        if (!b)
-            return ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "out of memory for the USB transfers");
-        /* No timeout: a read waits for as long as the board has nothing to say. */
-        libusb_fill_bulk_transfer(s->xfer, c->h, NTPU_USB_EP_IN, b, (int)USB_IN_XFER_BYTES, in_done, s, 0);
-    }
-    c->out = libusb_alloc_transfer(0);
-    c->out_buf = malloc(USB_OUT_CHUNK);
-    if (!c->out || !c->out_buf)
-        return ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "out of memory for the USB transfers");
-    c->rx.limit = USB_RX_LIMIT;
-    if (pthread_create(&c->thread, NULL, event_thread, c))
-        return ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "cannot start the USB event thread");
-    c->thread_started = 1;
-    for (unsigned i = 0; i < USB_IN_XFERS; i++) {
-        pthread_mutex_lock(&c->mu);
-        c->in[i].busy = 1;
-        c->in_busy++;
-        pthread_mutex_unlock(&c->mu);
-        int r = libusb_submit_transfer(c->in[i].xfer);
-        if (r) {
-            pthread_mutex_lock(&c->mu);
-            c->in[i].busy = 0;
-            c->in_busy--;
-            pthread_mutex_unlock(&c->mu);
-            return ntpu_errst(err, errlen, r == LIBUSB_ERROR_NO_DEVICE ? NTPU_ERR_NO_DEVICE : NTPU_ERR_IO,
-                              "cannot start reading from %s: %s", board_name, libusb_strerror(r));
-        }
-    }
-    return NTPU_OK;
+    c->bulk.cfg = (ntpu_usb_bulk_cfg){
+        .name = board_name,
+        .unplugged = "the pico-ice was unplugged (it left the USB bus); close the device and open it again",
+        .unplugged_status = NTPU_ERR_NO_DEVICE,
+        .failed_hint = "",
+        .stall_hint = "board reset?",
+        .timeout_hint = "is the FPGA running the nanoTPU design?",
+        .in_xfers = USB_IN_XFERS,
+        .in_bytes = USB_IN_XFER_BYTES,
+        .out_chunk = USB_OUT_CHUNK,
+        .rx_limit = USB_RX_LIMIT,
+        .ep_in = NTPU_USB_EP_IN,
+        .ep_out = NTPU_USB_EP_OUT,
+        .owner = c,
+        .out_timeout_ms = out_timeout_ms,
+    };
+    return ntpu_usb_bulk_start(&c->bulk, err, errlen);
 }
 
 static ntpu_status open_ctx(usb_ctx *c, const char *opts, int need_fpga, char *err, size_t errlen)
@@ -625,28 +262,18 @@ static ntpu_status open_ctx(usb_ctx *c, const char *opts, int need_fpga, char *e
     ntpu_usb_opts o;
     if (ntpu_usb_parse_opts(opts, &o, err, errlen))
         return NTPU_ERR_INVALID_ARG;
-    if (pthread_mutex_init(&c->mu, NULL))
-        return ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "cannot create a mutex");
-    c->mu_ready = 1;
-    /* Timeouts must not jump with the wall clock. */
-    pthread_condattr_t ca;
-    int bad = pthread_condattr_init(&ca);
-    if (!bad) {
-        bad = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) || pthread_cond_init(&c->cv, &ca);
-        pthread_condattr_destroy(&ca);
-    }
-    if (bad)
-        return ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "cannot create a condition variable");
-    c->cv_ready = 1;
+    ntpu_status st = ntpu_usb_bulk_init(&c->bulk, err, errlen);
+    if (st != NTPU_OK)
+        return st;
     /* A context of our own: no state shared with other handles or with the
      * application's own use of libusb. */
-    int r = libusb_init(&c->usb);
+    int r = libusb_init(&c->bulk.usb);
     if (r) {
-        c->usb = NULL;
+        c->bulk.usb = NULL;
         return ntpu_errst(err, errlen, NTPU_ERR_NO_DEVICE, "cannot use USB here to look for %s (%04x:%04x): %s: %s",
                           board_name, NTPU_USB_VID, NTPU_USB_PID, "libusb_init", libusb_strerror(r));
     }
-    ntpu_status st = find_device(c, &o, err, errlen);
+    st = find_device(c, &o, err, errlen);
     if (st == NTPU_OK)
         st = claim(c, err, errlen);
     if (st == NTPU_OK)
@@ -663,7 +290,7 @@ static ntpu_status open_usb(const char *opts, int need_fpga, usb_ctx **out, char
         return ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "out of memory");
     ntpu_status st = open_ctx(c, opts, need_fpga, err, errlen);
     if (st != NTPU_OK) {
-        usb_close(c);
+        ntpu_usb_bulk_op_close(c);
         return st;
     }
     *out = c;
@@ -695,10 +322,10 @@ ntpu_status ntpu_usb_load_bitstream(const char *opts, const uint8_t *bits, size_
         return st;
     st = control(c, ntpu_usb_req_load_begin(), NULL, NULL, err, errlen);
     if (st != NTPU_OK) {
-        usb_close(c);
+        ntpu_usb_bulk_op_close(c);
         return st;
     }
-    st = usb_send(c, bits, n, err, errlen);
+    st = ntpu_usb_bulk_send(&c->bulk, bits, n, err, errlen);
     if (st != NTPU_OK && st != NTPU_ERR_NO_DEVICE) {
         /* Best effort: end the load, so the board does not stay cut off from its link. */
         uint8_t ignored;
@@ -713,6 +340,6 @@ ntpu_status ntpu_usb_load_bitstream(const char *opts, const uint8_t *bits, size_
         if (st == NTPU_OK)
             st = ntpu_usb_check_cdone(&cdone, got, err, errlen);
     }
-    usb_close(c);
+    ntpu_usb_bulk_op_close(c);
     return st;
 }

@@ -119,22 +119,4 @@ typedef struct ntpu_usb_candidate {
 ntpu_status ntpu_usb_choose(const ntpu_usb_candidate *c, size_t n, const char *serial, size_t *pick, char *err,
                             size_t errlen);
 
-/* ------------------------------------------------------------------ receive buffer */
-
-/* Bytes that came from the board and were not yet read: a byte queue that grows
- * as needed up to a limit. */
-typedef struct ntpu_usb_rx {
-    uint8_t *buf;
-    size_t head; /* first unread byte */
-    size_t len;  /* unread bytes */
-    size_t cap;
-    size_t limit; /* most bytes it may hold; a push past it fails */
-} ntpu_usb_rx;
-
-/* Appends n bytes. Returns 0, or -1 (nothing added) past the limit or out of memory. */
-int ntpu_usb_rx_push(ntpu_usb_rx *q, const uint8_t *in, size_t n);
-/* Moves up to n bytes from the front to out; returns how many. */
-size_t ntpu_usb_rx_take(ntpu_usb_rx *q, uint8_t *out, size_t n);
-void ntpu_usb_rx_free(ntpu_usb_rx *q);
-
 #endif
