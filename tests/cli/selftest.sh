@@ -63,8 +63,9 @@ fi
 # The checks can fail: the CLI relinked against a device with one wrong bit (selftest_fault.c).
 # On ref the matmuls are compared with a plain C loop, not with the golden model itself, so a wrong result
 # shows there too; on vsim a golden model that disagrees with the loop fails the check as well.
-# -Ihost/src: the CLI writes its own files through the library's internal io/outfile.h.
-if gcc -std=c11 -Wall -Wextra -Wpedantic -Werror -O1 -Ihost/include -Ihost/src host/tools/*.c \
+# -Ihost/src: the CLI writes its own files through the library's internal io/outfile.h; -Ifirmware/pico-ice:
+# `ntpu flash` checks bitstreams with the usb transport's functions, which name the firmware's requests.
+if gcc -std=c11 -Wall -Wextra -Wpedantic -Werror -O1 -Ihost/include -Ihost/src -Ifirmware/pico-ice host/tools/*.c \
      tests/cli/selftest_fault.c -Wl,--wrap=ntpu_read_rows,--wrap=ntpu_matmul,--wrap=ntpu_get_info "$B/libntpu.a" \
      -lstdc++ -lusb-1.0 -lcjson -lz -lm -lpthread -o "$T/ntpu-fault" 2> "$T/cc.log"; then
   for f in "ref:mem:FAIL memory ACC: walking ones: row 4096 lane 3 wrote 0x00000008, read 0x00000028:1" \

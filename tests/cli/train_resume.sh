@@ -8,7 +8,7 @@ set -eu
 B=${BUILD:-build}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-ARGS=(-d ref --train-limit 3200 --test-limit 500 --epochs 2 --batch 64 --seed 3)
+ARGS=(-d ref --train-limit 6400 --test-limit 500 --epochs 2 --batch 64 --seed 3)
 
 "$B/ntpu" train "${ARGS[@]}" --save "$T/full.st" > "$T/full.log" 2>&1
 
@@ -18,14 +18,15 @@ for sig in KILL INT; do
   "$B/ntpu" train "${ARGS[@]}" --save "$ck" --save-every 7 > "$T/run_$sig.log" 2>&1 &
   pid=$!
   [ "$sig" = KILL ] && killed_pid=$pid
+  # The signal as soon as the first checkpoint (step 7) is there: 200 steps take about half a second on
+  # a fast machine, and a run that ends first leaves nothing to resume.
   for _ in $(seq 1 3000); do [ -e "$ck" ] && break; sleep 0.01; done
-  sleep 0.3
   kill -s $sig $pid 2>/dev/null || true
   if wait $pid; then echo "note: the $sig run finished before the signal arrived"; fi
   # whatever is on disk now must be a whole, loadable checkpoint
   "$B/ntpu" eval -d ref --model "$ck" --test-limit 100 > /dev/null
   step=$(/usr/bin/python3 -c "import json,struct,sys; b=open(sys.argv[1],'rb').read(); n=struct.unpack('<Q',b[:8])[0]; print(json.loads(b[8:8+n])['__metadata__']['step'])" "$ck.state")
-  echo "after SIG$sig the checkpoint holds step $step of 100"
+  echo "after SIG$sig the checkpoint holds step $step of 200"
   "$B/ntpu" train -d ref --resume "$ck" --save "$ck" --epochs 2 --test-limit 500 > "$T/resume_$sig.log" 2>&1
   /usr/bin/python3 tests/cli/st_compare.py "$T/full.st" "$ck"
 done
