@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../host/ice40_bits.h" /* the bitstream header the unit tests build too */
 #include "fakeusb_core.h"
 #include "internal.h"
 #include "ntpu/ntpu.h"
@@ -715,36 +716,7 @@ static void test_library(void)
  * configuration, ended by the CRC, wakeup and padding unless cut. */
 static size_t make_bits(uint8_t *b, unsigned width, unsigned height, size_t data, int cut)
 {
-    const uint8_t h[] = {0xFF,
-                         0x00,
-                         0x00,
-                         0xFF,
-                         0x7E,
-                         0xAA,
-                         0x99,
-                         0x7E,
-                         0x51,
-                         0x00,
-                         0x01,
-                         0x05,
-                         0x92,
-                         0x00,
-                         0x20,
-                         0x62,
-                         (uint8_t)((width - 1) >> 8),
-                         (uint8_t)(width - 1),
-                         0x82,
-                         0x00,
-                         0x00,
-                         0x72,
-                         (uint8_t)(height >> 8),
-                         (uint8_t)height,
-                         0x11,
-                         0x00,
-                         0x01,
-                         0x01};
-    size_t n = sizeof h;
-    memcpy(b, h, n);
+    size_t n = ice40_bits_header(b, width, height, 0);
     for (size_t i = 0; i < data; i++)
         b[n++] = (uint8_t)(i * 13u & 0xF0u); /* never 01 06 */
     if (!cut) {

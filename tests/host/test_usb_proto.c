@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ice40_bits.h"
 #include "transport/usb_proto.h"
 #include "ntpu/ntpu.h"
 
@@ -123,46 +124,10 @@ Test(usb_replies, cdone)
 
 /* ------------------------------------------------------------------ bitstreams */
 
-/* The start of a bitstream as icepack writes one: empty comment, sync, frequency range, CRC reset,
- * warm boot, bank width (width - 1), offset, height, bank 0, then CRAM data and filler. */
+/* A bitstream's header (ice40_bits.h), then filler up to cap. */
 static size_t make_bits(uint8_t *b, size_t cap, unsigned width, unsigned height, int comment)
 {
-    size_t n = 0;
-    if (comment) {
-        static const uint8_t c[] = {0xFF, 0x00, 'L', 'a', 't', 0x00, 'x', 0x00, 0x00, 0xFF};
-        memcpy(b, c, sizeof c);
-        n = sizeof c;
-    } else {
-        static const uint8_t c[] = {0xFF, 0x00, 0x00, 0xFF};
-        memcpy(b, c, sizeof c);
-        n = sizeof c;
-    }
-    const uint8_t h[] = {0x7E,
-                         0xAA,
-                         0x99,
-                         0x7E,
-                         0x51,
-                         0x00,
-                         0x01,
-                         0x05,
-                         0x92,
-                         0x00,
-                         0x20,
-                         0x62,
-                         (uint8_t)((width - 1) >> 8),
-                         (uint8_t)(width - 1),
-                         0x82,
-                         0x00,
-                         0x00,
-                         0x72,
-                         (uint8_t)(height >> 8),
-                         (uint8_t)height,
-                         0x11,
-                         0x00,
-                         0x01,
-                         0x01};
-    memcpy(b + n, h, sizeof h);
-    n += sizeof h;
+    size_t n = ice40_bits_header(b, width, height, comment);
     while (n < cap)
         b[n++] = 0x5A;
     return n;
