@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fakeusb_checks.h"
 #include "fakeusb_core.h"
 #include "internal.h"
 #include "ntpu/ntpu.h"
@@ -287,18 +288,6 @@ int fk_model_move(fk_xfer *x)
 
 /* ------------------------------------------------------------------ checks */
 
-static int failures;
-
-#define CHECK(cond, ...)                                \
-    do {                                                \
-        if (!(cond)) {                                  \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-            failures++;                                 \
-        }                                               \
-    } while (0)
-
 static void expect_open_error(int mode, const char *opts, ntpu_status want, const char *needle)
 {
     fk_reset(mode);
@@ -435,39 +424,14 @@ static void test_data_path(void)
     /* 300 KB out in one call (several bulk-OUT chunks), back in reads of every size. */
     enum { TOTAL = 300000 };
     uint8_t *out = malloc(TOTAL), *in = malloc(TOTAL);
-    for (size_t i = 0; i < TOTAL; i++)
-        out[i] = (uint8_t)(i * 131u + (i >> 9));
-    CHECK(tp.ops->send(tp.ctx, out, TOTAL, err, sizeof err) == NTPU_OK, "send: %s", err);
-    size_t have = 0, step = 0;
-    while (have < TOTAL) {
-        size_t n = (size_t[]){1, 7, 509, 510, 511, 4096, 40000}[step++ % 7];
-        if (n > TOTAL - have)
-            n = TOTAL - have;
-        ntpu_status st = tp.ops->recv(tp.ctx, in + have, n, 2000, &got, err, sizeof err);
-        CHECK(st == NTPU_OK && got == n, "recv %zu at %zu: status %d got %zu (%s)", n, have, st, got, err);
-        if (st != NTPU_OK)
-            break;
-        have += n;
-    }
-    CHECK(have == TOTAL && !memcmp(in, out, TOTAL), "the bytes came back changed");
-
-    /* Nothing to read: a timeout after about the time asked for. */
-    uint64_t t0 = ms_now();
-    ntpu_status st = tp.ops->recv(tp.ctx, in, 1, 200, &got, err, sizeof err);
-    uint64_t dt = ms_now() - t0;
-    CHECK(st == NTPU_ERR_TIMEOUT && got == 0, "idle recv: status %d got %zu", st, got);
-    CHECK(dt >= 195 && dt < 1500, "idle recv took %llu ms for a 200 ms timeout", (unsigned long long)dt);
-
-    /* Part of a read: what came is delivered, and the count says how much. */
-    CHECK(tp.ops->send(tp.ctx, out, 10, err, sizeof err) == NTPU_OK, "send 10: %s", err);
-    st = tp.ops->recv(tp.ctx, in, 20, 300, &got, err, sizeof err);
-    CHECK(st == NTPU_ERR_TIMEOUT && got == 10 && !memcmp(in, out, 10), "short recv: status %d got %zu", st, got);
-    CHECK(strstr(err, "10 of 20") != NULL, "short recv message: %s", err);
+    fk_fill_pattern(out, TOTAL);
+    fk_check_round_trip(&tp, out, in, TOTAL, (const size_t[]){1, 7, 509, 510, 511, 4096, 40000});
+    fk_check_idle_and_short_reads(&tp, out, in);
 
     /* The chip reports an overrun: the next error message says so. */
     fk_set_line(0x62);
     tp.ops->send(tp.ctx, out, 5, err, sizeof err);
-    st = tp.ops->recv(tp.ctx, in, 6, 200, &got, err, sizeof err);
+    ntpu_status st = tp.ops->recv(tp.ctx, in, 6, 200, &got, err, sizeof err);
     CHECK(st == NTPU_ERR_TIMEOUT && got == 5 && strstr(err, "overrun"), "overrun: status %d got %zu: %s", st, got, err);
 
     /* Unplugged: bytes already queued still come, then NTPU_ERR_IO, on every later call too. */
@@ -549,8 +513,8 @@ int main(void)
     test_data_path();
     test_library();
     fk_reset(FK_NONE);
-    if (failures) {
-        printf("FAIL: %d checks failed\n", failures);
+    if (fk_failures) {
+        printf("FAIL: %d checks failed\n", fk_failures);
         return 1;
     }
     printf("PASS ftdi transport over a fake libusb\n");

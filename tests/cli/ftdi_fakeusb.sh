@@ -7,4 +7,4 @@
 set -u
 . "$(dirname "$0")/lib/fakeusb.sh"
 fakeusb_run "" tests/cli/ftdi_fakeusb.c host/src/transport/transport_ftdi.c host/src/transport/ftdi_proto.c \
-  host/src/transport/usb_bulk.c host/src/transport/rx_queue.c tests/cli/fakeusb_core.c
+  host/src/transport/usb_bulk.c host/src/transport/rx_queue.c tests/cli/fakeusb_core.c tests/cli/fakeusb_checks.c

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "../host/ice40_bits.h" /* the bitstream header the unit tests build too */
+#include "fakeusb_checks.h"
 #include "fakeusb_core.h"
 #include "internal.h"
 #include "ntpu/ntpu.h"
@@ -395,18 +396,6 @@ int fk_model_move(fk_xfer *x)
 
 /* ------------------------------------------------------------------ checks */
 
-static int failures;
-
-#define CHECK(cond, ...)                                \
-    do {                                                \
-        if (!(cond)) {                                  \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-            failures++;                                 \
-        }                                               \
-    } while (0)
-
 static void check_all_closed(const char *what)
 {
     CHECK(fk_inits == fk_exits && fk_opens == fk_closes && fk_claims == fk_releases && fk_allocs == fk_frees,
@@ -540,20 +529,8 @@ static void test_data_path(void)
     /* 300 KB out in one call (several bulk-OUT chunks, taken 4 KB a round), back in reads of every size. */
     enum { TOTAL = 300000 };
     uint8_t *out = malloc(TOTAL), *in = malloc(TOTAL);
-    for (size_t i = 0; i < TOTAL; i++)
-        out[i] = (uint8_t)(i * 131u + (i >> 9));
-    CHECK(tp.ops->send(tp.ctx, out, TOTAL, err, sizeof err) == NTPU_OK, "send: %s", err);
-    size_t have = 0, step = 0;
-    while (have < TOTAL) {
-        size_t n = (size_t[]){1, 7, 63, 64, 65, 4096, 40000}[step++ % 7];
-        n = n < TOTAL - have ? n : TOTAL - have;
-        ntpu_status st = tp.ops->recv(tp.ctx, in + have, n, 2000, &got, err, sizeof err);
-        CHECK(st == NTPU_OK && got == n, "recv %zu at %zu: status %d got %zu (%s)", n, have, st, got, err);
-        if (st != NTPU_OK)
-            break;
-        have += n;
-    }
-    CHECK(have == TOTAL && !memcmp(in, out, TOTAL), "the bytes came back changed");
+    fk_fill_pattern(out, TOTAL);
+    fk_check_round_trip(&tp, out, in, TOTAL, (const size_t[]){1, 7, 63, 64, 65, 4096, 40000});
     CHECK(fk_zlps > 0 && fk_shorts > 0, "zero-length packets %zu, short packets %zu", fk_zlps, fk_shorts);
 
     /* A read that fills its whole buffer ends without a short packet; the ZLP then lands in the next
@@ -574,27 +551,16 @@ static void test_data_path(void)
     }
     CHECK(empty > 0, "no read completed with 0 bytes");
 
-    /* Nothing to read: a timeout after about the time asked for. */
-    uint64_t t0 = ms_now();
-    ntpu_status st = tp.ops->recv(tp.ctx, in, 1, 200, &got, err, sizeof err);
-    uint64_t dt = ms_now() - t0;
-    CHECK(st == NTPU_ERR_TIMEOUT && got == 0, "idle recv: status %d got %zu", st, got);
-    CHECK(dt >= 195 && dt < 1500, "idle recv took %llu ms for a 200 ms timeout", (unsigned long long)dt);
-
-    /* Part of a read: what came is delivered, and the count says how much. */
-    CHECK(tp.ops->send(tp.ctx, out, 10, err, sizeof err) == NTPU_OK, "send 10: %s", err);
-    st = tp.ops->recv(tp.ctx, in, 20, 300, &got, err, sizeof err);
-    CHECK(st == NTPU_ERR_TIMEOUT && got == 10 && !memcmp(in, out, 10), "short recv: status %d got %zu", st, got);
-    CHECK(strstr(err, "10 of 20") != NULL, "short recv message: %s", err);
+    fk_check_idle_and_short_reads(&tp, out, in);
 
     /* A board that stops taking bytes: the write times out (NTPU_ERR_TIMEOUT, not fatal), and the
      * transport works again once the board takes bytes again. */
     pthread_mutex_lock(&fk_mu);
     fk_out_per_round = 0;
     pthread_mutex_unlock(&fk_mu);
-    t0 = ms_now();
-    st = tp.ops->send(tp.ctx, out, 1000, err, sizeof err);
-    dt = ms_now() - t0;
+    uint64_t t0 = ms_now();
+    ntpu_status st = tp.ops->send(tp.ctx, out, 1000, err, sizeof err);
+    uint64_t dt = ms_now() - t0;
     CHECK(st == NTPU_ERR_TIMEOUT && strstr(err, "took 0 of 1000 bytes in 5000 ms"), "stalled write: status %d: %s", st,
           err);
     CHECK(dt >= 4900 && dt < 9000, "stalled write took %llu ms", (unsigned long long)dt);
@@ -813,8 +779,8 @@ int main(void)
     ntpu_ref_free(fk_ref);
     free(fk_fifo.buf);
     free(fk_load);
-    if (failures) {
-        printf("FAIL: %d checks failed\n", failures);
+    if (fk_failures) {
+        printf("FAIL: %d checks failed\n", fk_failures);
         return 1;
     }
     printf("PASS usb transport over a fake libusb (simulated pico-ice)\n");
