@@ -64,7 +64,7 @@ VMODEL := $(VOBJ)/Vntpu_core__ALL.a
 VSIM_TWINS := $(sort $(filter $(patsubst rtl/%,sim/vsim/%,$(RTL_SRCS)),$(wildcard sim/vsim/ntpu_*.sv)))
 VSIM_ONLY := sim/vsim/ntpu_vsim_delay.sv sim/vsim/ntpu_vsim_gate.sv sim/vsim/ntpu_vsim_core.sv
 VSIM_SRCS := rtl/ntpu_pkg.sv sim/vsim/ntpu_vsim_pkg.sv \
-             $(filter-out rtl/ntpu_pkg.sv rtl/ntpu_uart_% rtl/ntpu_fifo.sv rtl/ntpu_pll.sv \
+             $(filter-out rtl/ntpu_pkg.sv rtl/ntpu_uart_% rtl/ntpu_spi_% rtl/ntpu_fifo.sv rtl/ntpu_pll.sv \
                           $(patsubst sim/vsim/%,rtl/%,$(VSIM_TWINS)),$(RTL_SRCS)) $(VSIM_TWINS) $(VSIM_ONLY)
 VPARAMS := -GN=$(N) -GLINK_BYTES=$(LINK_BYTES) -GPM_ROWS=$(PM_ROWS) -GMEM_OVERLAP=1 -GOS_ROWS=$(OS_ROWS) -GCONV_EN=1 -GPOOL_EN=1
 VFLAGS := --cc --top-module ntpu_vsim_core --prefix Vntpu_core $(VPARAMS) -O3 --x-assign fast --x-initial fast \
@@ -128,7 +128,7 @@ $(VOBJ_TRACE)/stamp: $(VSIM_SRCS) Makefile sim/vsim/vobj.mk
 # The rtl/ core (vsim:rtl): the model's objects only (Verilator's run-time comes with the core model's).
 $(VOBJ_RTL)/stamp: $(RTL_SRCS) Makefile sim/vsim/vobj.mk
 	@mkdir -p $(VOBJ_RTL)
-	$(VERILATOR) $(VFLAGS_RTL) $(filter-out rtl/ntpu_uart_% rtl/ntpu_fifo.sv rtl/ntpu_pll.sv,$(RTL_SRCS))
+	$(VERILATOR) $(VFLAGS_RTL) $(filter-out rtl/ntpu_uart_% rtl/ntpu_spi_% rtl/ntpu_fifo.sv rtl/ntpu_pll.sv,$(RTL_SRCS))
 	$(MAKE) -s -C $(VOBJ_RTL) -f $(CURDIR)/sim/vsim/vobj.mk -j$(JOBS) VMODEL=Vntpu_core_rtl VRUNTIME=0 \
 	        $(VOPT) CXXFLAGS="$(VCXXFLAGS)" vsim-objs
 	@touch $@

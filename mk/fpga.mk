@@ -84,8 +84,9 @@ $(BD)/ntpu.json: $(FPGA_SRCS) fpga/boards/$(BOARD)/board.mk fpga/tools/yosys_sv.
                  $(FPGA_BUILD)/sim-$(BOARD_FAMILY).ok | fpga-tools
 	@mkdir -p $(BD)
 	@rm -f $(BD)/pnr_report.json $(BD)/pnr_fail.json
-	@printf '{"board": "%s", "device": "%s", "config": "%s", "clock_hz": %s, "baud": %s}\n' \
-	  $(BOARD)$(BOARD_SUFFIX) "$(BOARD_DEVICE)" "$(BOARD_CONFIG)" $(BOARD_CLOCK_HZ) $(BOARD_BAUD) > $(BD)/board.json
+	@printf '{"board": "%s", "device": "%s", "config": "%s", "clock_hz": %s, "baud": %s, "link": "%s"}\n' \
+	  $(BOARD)$(BOARD_SUFFIX) "$(BOARD_DEVICE)" "$(BOARD_CONFIG)" $(BOARD_CLOCK_HZ) $(BOARD_BAUD) \
+	  "$(BOARD_LINK_DESC)" > $(BD)/board.json
 	@rm -rf $(BD)/src && $(FPGA_PY) fpga/tools/yosys_sv.py $(BD)/src $(FPGA_SRCS)
 	@{ echo "read_verilog -sv -defer $(addprefix src/,$(notdir $(FPGA_SRCS)))"; \
 	   echo "hierarchy -top $(BOARD_TOP) $(foreach p,$(BOARD_PARAMS),-chparam $(subst =, ,$(p)))"; \
@@ -126,6 +127,12 @@ $(BD)/$(BOARD_BIT): $(BD)/ntpu.$(BOARD_PNR_EXT)
 # Programs the SPI flash through the board's USB chip (the iCEBreaker's FT2232H channel A, the
 # ULX3S's FT231X). One clear line when no board answers.
 .PHONY: flash
+ifeq ($(BOARD_FLASH),usb)
+# A board behind our firmware (the pico-ice): the RP2040 loads the FPGA's configuration RAM.
+flash: $(BD)/$(BOARD_BIT) $(CLI)
+	@echo "flash: $(CLI) flash -d usb $<"
+	@$(CLI) flash -d usb $<
+else
 flash: $(BD)/$(BOARD_BIT) ## write the bitstream to the board's flash: make flash BOARD=icebreaker
 	@if command -v openFPGALoader >/dev/null; then \
 	  tool="openFPGALoader -b $(BOARD) -f $<"; \
@@ -134,6 +141,7 @@ flash: $(BD)/$(BOARD_BIT) ## write the bitstream to the board's flash: make flas
 	  echo "flash: $$tool"; \
 	  $$tool > $(BD)/flash.log 2>&1 || { echo "make flash: no $(BOARD) answered on USB ($(BOARD_USB) missing, busy or not permitted); details in $(BD)/flash.log" >&2; exit 1; }
 	@echo "flash: done; the board now runs $<"
+endif
 endif
 
 # What CI runs for each board it builds: the bitstream (timing checked as always), then each resource's

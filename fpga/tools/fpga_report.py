@@ -93,7 +93,7 @@ def cmd_table(root):
         rep = load(os.path.join(bd, "pnr_report.json"))
         fail = load(os.path.join(bd, "pnr_fail.json"))
         clock = info["clock_hz"] / 1e6
-        link = f"{info['baud'] // 10 / 1000:g} kB/s each way ({info['baud'] / 1e6:g} Mbaud 8N1)"
+        link = info.get("link") or f"{info['baud'] // 10 / 1000:g} kB/s each way ({info['baud'] / 1e6:g} Mbaud 8N1)"
         if rep:
             util = rep.get("utilization", {})
             fmax = min(t["achieved"] for t in rep["fmax"].values()) if rep.get("fmax") else None
