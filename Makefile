@@ -36,7 +36,8 @@ RTL_SRCS := rtl/ntpu_pkg.sv $(filter-out rtl/ntpu_pkg.sv,$(sort $(wildcard rtl/*
 # libntpu: the device core in host/src/, its parts in one folder each (transport/, io/, nn/, fallback/).
 LIB_C_SRCS := $(sort $(wildcard host/src/*.c host/src/*/*.c) $(wildcard sim/ref/*.c))
 # vsim_board_model.cpp is compiled once per simulated board configuration (mk/board_sim.mk).
-VSIM_CXX_SRCS := $(filter-out sim/vsim/vsim_board_model.cpp,$(sort $(wildcard sim/vsim/*.cpp)))
+# vsim_pico_ice.cpp is not part of the library: only the emulated pico-ice test links it (mk/tests.mk).
+VSIM_CXX_SRCS := $(filter-out sim/vsim/vsim_board_model.cpp sim/vsim/vsim_pico_ice.cpp,$(sort $(wildcard sim/vsim/*.cpp)))
 LIB_OBJS = $(LIB_C_SRCS:%.c=$(BUILD)/obj/%.o) $(VSIM_CXX_SRCS:%.cpp=$(BUILD)/obj/%.o) $(BOARD_SIM_OBJS)
 LIB_SAN_OBJS := $(LIB_C_SRCS:%.c=$(BUILD)/san/%.o)
 

@@ -98,22 +98,52 @@ $(TEST_BUILD)/emu_pico_ice: $(EMU_SRCS) $(wildcard sim/rp2040/*.h) firmware/pico
 	$(CC) -std=c11 -Wall -Wextra -Werror -O1 -g $(SAN) $(CPPFLAGS) -Isim/rp2040 -Ifirmware/pico-ice $(EMU_SRCS) \
 	  $(EMU_REF_OBJS) -lunicorn -lz -lm -lpthread -o $@
 
+# The whole pico-ice path (tests/firmware/emu_usb_path.c): the usb transport from libntpu.a over a fake libusb
+# (tests/cli/fakeusb_core.c) whose device is the firmware on the emulated RP2040, whose SPI drives the
+# Verilator model of the pico-ice board top, built with its bitstream's parameters (board.mk, CONFIG=core).
+# Not sanitized: the Verilator model runs most of the time (the emulator is sanitized in emu_pico_ice).
+PICO_SIM := $(BUILD)/pico-ice-sim
+PICO_TOP := fpga/boards/pico-ice/ntpu_pico_ice_top.sv
+$(PICO_SIM)/stamp: $(RTL_SRCS) $(PICO_TOP) fpga/boards/pico-ice/board.mk mk/board_params.mk sim/vsim/vobj.mk
+	@rm -rf $(PICO_SIM) && mkdir -p $(PICO_SIM)
+	$(VERILATOR) --cc --top-module ntpu_pico_ice_top --prefix Vntpu_pico_ice -O3 --x-assign fast --x-initial fast \
+	  --noassert -Wno-fatal -Mdir $(PICO_SIM) $$(MAKEFLAGS= $(MAKE) -s --no-print-directory \
+	  -f fpga/boards/pico-ice/board.mk -f mk/board_params.mk CONFIG=core board-params | sed 's/[^ ][^ ]*/-G&/g') \
+	  $(RTL_SRCS) $(PICO_TOP)
+	$(MAKE) -s -C $(PICO_SIM) -f $(CURDIR)/sim/vsim/vobj.mk -j$(JOBS) VMODEL=Vntpu_pico_ice VRUNTIME=0 \
+	        $(VOPT) CXXFLAGS="$(VCXXFLAGS)" vsim-objs
+	@touch $@
+
+EMU_PATH_C := $(sort $(wildcard sim/rp2040/*.c)) tests/firmware/emu_usb_path.c tests/firmware/emu_libusb.c \
+              tests/cli/fakeusb_core.c
+$(TEST_BUILD)/emu_usb_path: $(EMU_PATH_C) $(wildcard sim/rp2040/*.h tests/firmware/*.h tests/cli/*.h) \
+                            tests/cosim/board_uart.c sim/vsim/vsim_pico_ice.cpp sim/vsim/vsim_pico_ice.h \
+                            $(PICO_SIM)/stamp $(LIB_A) | deps-emu
+	@mkdir -p $@.o
+	$(CXX) $(CPPFLAGS) -std=c++17 -O2 -I$(PICO_SIM) -isystem /usr/share/verilator/include \
+	  -isystem /usr/share/verilator/include/vltstd -c sim/vsim/vsim_pico_ice.cpp -o $@.o/vsim_pico_ice.o
+	$(CC) $(CPPFLAGS) -std=c11 $(WARN) -O2 -g -Dmain=board_uart_main -c tests/cosim/board_uart.c -o $@.o/board_uart.o
+	$(CC) $(CPPFLAGS) -std=c11 -Wall -Wextra -Werror -O2 -g -Isim/rp2040 -Itests/cli -Itests/firmware $(EMU_PATH_C) \
+	  $@.o/board_uart.o $@.o/vsim_pico_ice.o $$(cat $(PICO_SIM)/objs.txt) $(LIB_A) -lstdc++ -lunicorn -lcjson -lz \
+	  -lm -lpthread -o $@
+
 .PHONY: deps-emu
 deps-emu:
 	$(call apt_install,emu,libunicorn-dev)
 
 .PHONY: test-firmware
-test-firmware: firmware $(TEST_BUILD)/firmware_tests $(TEST_BUILD)/emu_pico_ice ## only the firmware's tests: image checks, USB requests on the host, the image on an emulated RP2040 (seconds)
+test-firmware: firmware $(TEST_BUILD)/firmware_tests $(TEST_BUILD)/emu_pico_ice $(TEST_BUILD)/emu_usb_path ## only the firmware's tests: image checks, USB requests on the host, the image on an emulated RP2040 (seconds)
 	$(TEST_BUILD)/firmware_tests --jobs 2
 	BUILD=$(BUILD) bash tests/firmware/image.sh
 	ASAN_OPTIONS=detect_leaks=0 $(TEST_BUILD)/emu_pico_ice $(FW_BUILD)/ntpu-pico-ice.bin
+	$(TEST_BUILD)/emu_usb_path $(FW_BUILD)/ntpu-pico-ice.bin
 
 .PHONY: test
 TEST_PARTS := $(BOARD_SIM_LIST) $(TEST_BUILD)/host_tests $(RTL_BENCHES:%=$(TEST_BUILD)/rtl/%/tb.vvp) \
               $(VERILATOR_BENCHES:%=$(TEST_BUILD)/rtl-verilator/%/Vtb) \
               $(COSIM_SRCS:tests/cosim/%.c=$(TEST_BUILD)/cosim/%) $(LOCKSTEP)/host_tests \
               $(LOCKSTEP_RUNS:%=$(LOCKSTEP)/cosim/%) $(TEST_BUILD)/firmware_tests $(FW_UF2) \
-              $(TEST_BUILD)/emu_pico_ice
+              $(TEST_BUILD)/emu_pico_ice $(TEST_BUILD)/emu_usb_path
 test: deps protocol-check all $(TEST_PARTS) ## run every test (installs what is missing first)
 	@BUILD=$(BUILD) CC="$(CC)" CPPFLAGS="$(CPPFLAGS)" RTL_BENCHES="$(RTL_BENCHES)" \
 	  VERILATOR_BENCHES="$(VERILATOR_BENCHES)" \

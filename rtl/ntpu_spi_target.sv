@@ -16,6 +16,7 @@
 //   4 or more cycles later, finds it settled.
 // - error pulses when a transaction ends off a byte boundary or with a count other than the header's
 //   plan, or when a header asks for more than 64 bytes (those bytes are then not taken or given).
+//   A transaction already under way when reset ends is ignored whole, as is one cut by a reset.
 `default_nettype none
 
 module ntpu_spi_target (
@@ -55,6 +56,7 @@ module ntpu_spi_target (
   logic [6:0] in_q;         // the bits of the current byte so far
   logic [7:0] out_q;
   logic bad_q;              // the header asked for more than 64
+  logic armed_q;            // in a transaction that started after reset: one already under way is ignored
 
   logic [7:0] in_byte;
   assign in_byte = {in_q[6:0], mosi_q[1]};
@@ -81,10 +83,12 @@ module ntpu_spi_target (
       pos_q <= '0;
       out_q <= '0;
       bad_q <= 1'b0;
+      armed_q <= 1'b0;
       send_q <= '0;
       recv_q <= '0;
       total_q <= '0;
     end else if (starts) begin
+      armed_q <= 1'b1;
       bit_q <= '0;
       pos_q <= '0;
       room_q <= rx_room;
@@ -95,10 +99,12 @@ module ntpu_spi_target (
       recv_q <= '0;
       total_q <= '0;
     end else if (ends) begin
-      if ((pos_q != 7'd0 || bit_q != 3'd0) && (bit_q != 3'd0 || bad_q || pos_q != total_q + 7'd2)) error <= 1'b1;
+      armed_q <= 1'b0;
+      if (armed_q && (pos_q != 7'd0 || bit_q != 3'd0) && (bit_q != 3'd0 || bad_q || pos_q != total_q + 7'd2))
+        error <= 1'b1;
       pos_q <= '0;
       bit_q <= '0;
-    end else if (rise) begin
+    end else if (rise && armed_q) begin
       bit_q <= bit_q + 3'd1;
       in_q <= in_byte[6:0];
       out_q <= {out_q[6:0], 1'b0};

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The provisional SPI link's flow control (docs/firmware.md), a pure function the host tests check.
+/* The SPI link's flow control (docs/firmware.md), a pure function the host tests check.
  * Each transaction starts with two header bytes each way: the RP2040 sends {bytes it will send, bytes
  * it can take}, the FPGA at the same time {bytes it can take, bytes it has}; both then move
  * min(what one has, what the other can take) bytes each way, in full duplex, padding the shorter side. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "spi_link.h"
+#include "clocks.h"
 #include "gpio.h"
 #include "link_flow.h"
 #include "pins.h"
@@ -11,7 +12,7 @@ void spi_link_attach(void)
 {
     rp2040_reset(RESET_SPI1);
     rp2040_unreset(RESET_SPI1);
-    REG(SPI_CPSR) = 4;      /* clk_peri 48 MHz / 4 = 12 MHz */
+    REG(SPI_CPSR) = 16;     /* clk_peri 48 MHz / 16 = 3 MHz: the FPGA's 12 MHz clock / 4 (ntpu_spi_target) */
     REG(SPI_CR0) = 7u;      /* 8-bit frames, Motorola mode 0 */
     REG(SPI_CR1) = 1u << 1; /* SSE: enabled, controller */
     gpio_output(PIN_ICE_SSN, 1);
@@ -47,6 +48,7 @@ static uint8_t xfer(uint8_t b)
 void spi_link_exchange(const uint8_t *tx, uint8_t have, uint8_t *rx, uint8_t room, uint8_t *sent, uint8_t *received)
 {
     gpio_put(PIN_LINK_SEL, 0);
+    clocks_delay_us(1); /* the FPGA fixes its header >= 4 of its clocks after the select falls */
     uint8_t fpga_room = xfer(have);
     uint8_t fpga_have = xfer(room);
     struct link_plan p = link_plan(have, room, fpga_room, fpga_have);

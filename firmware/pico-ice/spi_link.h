@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The provisional link to the FPGA: SPI1 as controller on GP10 (SCK), GP11 (to the FPGA's ICE_SO pin,
- * an input of the user design), GP8 (from ICE_SI), with its own select on GP13; GP9 (the FPGA flash's
- * chip select) is held high so the flash never takes link bytes for commands. Flow control: link_flow.h. */
+/* The link to the FPGA (rtl/ntpu_spi_target.sv is the other end): SPI1 as controller at 3 MHz, mode 0, on
+ * GP10 (SCK), GP11 (to the FPGA's ICE_SO pin, an input of the user design), GP8 (from ICE_SI), with its
+ * own select on GP0; GP9 (the FPGA flash's chip select) is held high so the flash never takes link bytes
+ * for commands. Flow control: link_flow.h. */
 #ifndef NTPU_SPI_LINK_H
 #define NTPU_SPI_LINK_H
 

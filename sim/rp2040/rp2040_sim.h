@@ -17,7 +17,18 @@
 #define SIM_CLK_HZ 48000000u /* one instruction is taken as one clk_sys cycle */
 #define SIM_NPINS 30
 
-/* iCE40 configuration port and the provisional link's far end (fpga_model.c). */
+/* The FPGA's user design at pin level (the Verilator pico-ice board top: sim/vsim/vsim_pico_ice.cpp). When
+ * fpga_model.design is set, link bytes go through its pins instead of the byte-level far end below. Time is
+ * the emulated instruction count (SIM_CLK_HZ); div is the FPGA clock's divider from 48 MHz, 0 if stopped. */
+struct fpga_design {
+    void *ctx;
+    void (*configured)(void *ctx, uint64_t now);                      /* CDONE rose: the design starts from power-on */
+    void (*select)(void *ctx, uint64_t now, uint32_t div, int level); /* the link select pin (GP0) */
+    /* One byte, MSB first, mode 0, each bit taking bit_time instructions; returns the FPGA's byte. */
+    uint8_t (*xfer)(void *ctx, uint64_t now, uint32_t div, uint8_t mosi, uint32_t bit_time);
+};
+
+/* iCE40 configuration port and the link's far end (fpga_model.c). */
 struct fpga_model {
     int creset, ss, sck, si, cdone;
     int spi_mode; /* CRESET_B released with SS low: the next bytes are a bitstream */
@@ -29,6 +40,7 @@ struct fpga_model {
     int sel, pos, plan_send, plan_recv, plan_total, hdr_have, hdr_room, fpga_room, fpga_have;
     uint8_t fifo[256];
     /* The far end: a loopback FIFO, or whatever these name (the golden model, in the tests). */
+    const struct fpga_design *design;
     void *far;
     uint32_t (*far_have)(void *far);       /* bytes it has for the RP2040 */
     void (*far_put)(void *far, uint8_t b); /* a byte from the RP2040 */
@@ -101,7 +113,9 @@ int gpio_level(struct rp2040 *s, int pin);
 /* The SIO outputs changed: the FPGA's configuration port samples its pins. */
 void fpga_pins_changed(struct rp2040 *s);
 /* One SPI1 byte exchanged with the FPGA's link side. */
-uint8_t fpga_link_xfer(struct rp2040 *s, uint8_t tx);
+uint8_t fpga_link_xfer(struct rp2040 *s, uint8_t tx, uint32_t bit_time);
+/* The FPGA clock's divider from 48 MHz (CLK_GPOUT2 on GP24); 0 when it is stopped. */
+uint32_t fpga_clock_div(struct rp2040 *s);
 uint64_t timer_us(struct rp2040 *s);
 
 /* The device side of the USB controller, seen from the bus (usb_device.c). */

@@ -63,8 +63,9 @@ int spi_write(struct rp2040 *s, uint32_t a, uint32_t v)
         /* clk_peri = clk_sys here: 8 bits of CPSR * (SCR + 1) cycles, after the byte ahead of it. */
         uint64_t start =
             s->spi_rx_n && s->spi_done[s->spi_rx_n - 1] > s->icount ? s->spi_done[s->spi_rx_n - 1] : s->icount;
-        s->spi_done[s->spi_rx_n] = start + 8u * s->spi_cpsr * (((s->spi_cr0 >> 8) & 0xFFu) + 1u);
-        s->spi_rx[s->spi_rx_n++] = fpga_link_xfer(s, (uint8_t)v);
+        uint32_t bit_time = s->spi_cpsr * (((s->spi_cr0 >> 8) & 0xFFu) + 1u);
+        s->spi_done[s->spi_rx_n] = start + 8u * bit_time;
+        s->spi_rx[s->spi_rx_n++] = fpga_link_xfer(s, (uint8_t)v, bit_time);
         return 1;
     default: return 0;
     }

@@ -152,9 +152,9 @@ int usbh_control_nodata(struct usb_host *h, uint8_t type, uint8_t req, uint16_t 
     return 0;
 }
 
-int usbh_bulk_out(struct usb_host *h, const uint8_t *buf, uint32_t len)
+/* The end of a bulk OUT transaction that was not NAKed. */
+static int out_result(struct usb_host *h, enum usb_result r)
 {
-    enum usb_result r = out_retry(h, 1, buf, len, h->bulk_out_data1);
     if (r == USB_STALL) {
         return USBH_STALL;
     }
@@ -169,6 +169,22 @@ int usbh_bulk_out(struct usb_host *h, const uint8_t *buf, uint32_t len)
     }
     h->bulk_out_data1 ^= 1;
     return 0;
+}
+
+int usbh_bulk_out(struct usb_host *h, const uint8_t *buf, uint32_t len)
+{
+    return out_result(h, out_retry(h, 1, buf, len, h->bulk_out_data1));
+}
+
+int usbh_bulk_out_once(struct usb_host *h, const uint8_t *buf, uint32_t len)
+{
+    enum usb_result r = usbd_out(h->s, h->addr, 1, buf, len, h->bulk_out_data1);
+    if (r == USB_NAK) {
+        h->naks++;
+        return -3;
+    }
+    bus_time(h, len);
+    return out_result(h, r);
 }
 
 int usbh_bulk_in_once(struct usb_host *h, uint8_t *buf)

@@ -26,6 +26,8 @@ int usbh_control_in(struct usb_host *h, uint8_t type, uint8_t req, uint16_t valu
 int usbh_control_nodata(struct usb_host *h, uint8_t type, uint8_t req, uint16_t value, uint16_t index);
 /* One bulk OUT packet (<= 64 bytes), retried through NAKs: 0, USBH_STALL or USBH_ERROR. */
 int usbh_bulk_out(struct usb_host *h, const uint8_t *buf, uint32_t len);
+/* One bulk OUT attempt: 0, USBH_STALL, USBH_ERROR, or -3 for a NAK. */
+int usbh_bulk_out_once(struct usb_host *h, const uint8_t *buf, uint32_t len);
 /* One bulk IN attempt: the packet's length, USBH_STALL, USBH_ERROR, or -3 for a NAK. */
 int usbh_bulk_in_once(struct usb_host *h, uint8_t *buf);
 /* Runs the CPU for `us` microseconds of emulated time (at SIM_CLK_HZ). */

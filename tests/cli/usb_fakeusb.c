@@ -678,21 +678,6 @@ static void test_library(void)
     printf("ok   unplugged during matmuls: %s (after %d matmuls)\n", e, rounds);
 }
 
-/* A bitstream laid out as icepack writes one, for a UP5K (or another part), with `data` bytes of
- * configuration, ended by the CRC, wakeup and padding unless cut. */
-static size_t make_bits(uint8_t *b, unsigned width, unsigned height, size_t data, int cut)
-{
-    size_t n = ice40_bits_header(b, width, height, 0);
-    for (size_t i = 0; i < data; i++)
-        b[n++] = (uint8_t)(i * 13u & 0xF0u); /* never 01 06 */
-    if (!cut) {
-        const uint8_t t[] = {0x00, 0x00, 0x22, 0x12, 0x34, 0x01, 0x06, 0x00};
-        memcpy(b + n, t, sizeof t);
-        n += sizeof t;
-    }
-    return n;
-}
-
 static void test_bitstream(void)
 {
     enum { DATA = 104000 };
@@ -703,7 +688,7 @@ static void test_bitstream(void)
     const uint8_t junk[] = "not a bitstream";
     ntpu_status st = ntpu_usb_load_bitstream(NULL, junk, sizeof junk, err, sizeof err);
     CHECK(st == NTPU_ERR_FORMAT && strstr(err, "no iCE40 sync word"), "junk: status %d: %s", st, err);
-    size_t n = make_bits(b, 872, 272, DATA, 0);
+    size_t n = ice40_bits_make(b, 872, 272, DATA, 0);
     st = ntpu_usb_load_bitstream(NULL, b, n, err, sizeof err);
     CHECK(st == NTPU_ERR_FORMAT && strstr(err, "HX8K"), "an HX8K bitstream: status %d: %s", st, err);
     CHECK(fk_inits == 0 && fk_nctrl == 0, "a malformed bitstream reached USB (%d inits, %zu requests)", fk_inits,
@@ -718,7 +703,7 @@ static void test_bitstream(void)
           ntpu_last_error(dev));
     ntpu_close(dev);
     fk_nctrl = 0;
-    n = make_bits(b, 692, 336, DATA, 0);
+    n = ice40_bits_make(b, 692, 336, DATA, 0);
     uint64_t t0 = ms_now();
     st = ntpu_usb_load_bitstream(NULL, b, n, err, sizeof err);
     CHECK(st == NTPU_OK, "load: status %d: %s", st, err);
@@ -739,7 +724,7 @@ static void test_bitstream(void)
            (ms_now() - t0) / 1000.0);
 
     /* Refused: a bitstream cut before its wakeup passes the host's checks, and the FPGA says no. */
-    n = make_bits(b, 692, 336, DATA, 1);
+    n = ice40_bits_make(b, 692, 336, DATA, 1);
     st = ntpu_usb_load_bitstream(NULL, b, n, err, sizeof err);
     CHECK(st == NTPU_ERR_DEVICE && !strcmp(err, "the FPGA refused the bitstream (CDONE stayed low)"),
           "refused: status %d: %s", st, err);
@@ -752,7 +737,7 @@ static void test_bitstream(void)
     /* A protocol the host does not speak stops the load before FPGA_LOAD_BEGIN. */
     fk_reset(FK_REF);
     fk_dev_cfg[0].major = 0;
-    n = make_bits(b, 692, 336, DATA, 0);
+    n = ice40_bits_make(b, 692, 336, DATA, 0);
     st = ntpu_usb_load_bitstream(NULL, b, n, err, sizeof err);
     CHECK(st == NTPU_ERR_UNSUPPORTED && strstr(err, "update the board's firmware") && fk_nctrl == 1,
           "old firmware: status %d, %zu requests: %s", st, fk_nctrl, err);

@@ -13,7 +13,9 @@
  * default); with the library linked to a board's synthesized netlist (make fpga-test,
  * mk/fpga_test.mk), that netlist.
  * small=1: 8x6 by 6x5 matmuls and one Adam step of an 8-8-4 MLP at batch 4.
- * Usage: board_uart [board=B] [config=C] [small=1] [ber=P] [drop=P] [seed=N] [timeout_ms=T] */
+ * device=D: any other device instead (tests/firmware/emu_usb_path.c runs this with device=usb, the
+ * pico-ice emulated end to end).
+ * Usage: board_uart [board=B | device=D] [config=C] [small=1] [ber=P] [drop=P] [seed=N] [timeout_ms=T] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,11 +151,14 @@ int main(int argc, char **argv)
     char device[160] = "vsim:board=icebreaker";
     int noisy = 0;
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress through a pipe too: a netlist run takes minutes */
-    for (int i = 1; i < argc; i++)
-        if (!strncmp(argv[i], "board=", 6))
-            snprintf(device, sizeof device, "vsim:%s", argv[i]);
     for (int i = 1; i < argc; i++) {
         if (!strncmp(argv[i], "board=", 6))
+            snprintf(device, sizeof device, "vsim:%s", argv[i]);
+        if (!strncmp(argv[i], "device=", 7))
+            snprintf(device, sizeof device, "%s", argv[i] + 7);
+    }
+    for (int i = 1; i < argc; i++) {
+        if (!strncmp(argv[i], "board=", 6) || !strncmp(argv[i], "device=", 7))
             continue;
         if (!strcmp(argv[i], "small=1")) {
             M = 8, K = 6, N = 5, BATCH = 4, STEPS = 1;
@@ -162,7 +167,8 @@ int main(int argc, char **argv)
         }
         if (strncmp(argv[i], "ber=", 4) && strncmp(argv[i], "drop=", 5) && strncmp(argv[i], "seed=", 5) &&
             strncmp(argv[i], "timeout_ms=", 11) && strncmp(argv[i], "config=", 7)) {
-            printf("FAIL usage: board_uart [board=B] [config=C] [small=1] [ber=P] [drop=P] [seed=N] [timeout_ms=T]\n");
+            printf("FAIL usage: board_uart [board=B | device=D] [config=C] [small=1] [ber=P] [drop=P] [seed=N] "
+                   "[timeout_ms=T]\n");
             return 2;
         }
         int knob = !strncmp(argv[i], "ber=", 4) || !strncmp(argv[i], "drop=", 5);

@@ -27,4 +27,19 @@ static inline size_t ice40_bits_header(uint8_t *b, unsigned width, unsigned heig
     return n + sizeof head;
 }
 
+/* A bitstream laid out as icepack writes one, for a UP5K (or another part), with `data` bytes of
+ * configuration, ended by the CRC, wakeup and padding unless cut. */
+static inline size_t ice40_bits_make(uint8_t *b, unsigned width, unsigned height, size_t data, int cut)
+{
+    size_t n = ice40_bits_header(b, width, height, 0);
+    for (size_t i = 0; i < data; i++)
+        b[n++] = (uint8_t)(i * 13u & 0xF0u); /* never 01 06 */
+    if (!cut) {
+        const uint8_t t[] = {0x00, 0x00, 0x22, 0x12, 0x34, 0x01, 0x06, 0x00};
+        memcpy(b + n, t, sizeof t);
+        n += sizeof t;
+    }
+    return n;
+}
+
 #endif

@@ -11,9 +11,9 @@ BOARD_SRCS := fpga/boards/pico-ice/ntpu_pico_ice_top.sv
 BOARD_PCF := fpga/boards/pico-ice/pico-ice.pcf
 BOARD_PNR := nextpnr-ice40 --up5k --package sg48
 BOARD_CLOCK_HZ := 12000000
-# No UART: the link is SPI at 3 MHz (CLOCK_HZ / 4) with a 2-byte header per 64 bytes.
+# No UART: the link is SPI at 3 MHz (CLOCK_HZ / 4), a 2-byte header per up to 64 bytes each way.
 BOARD_BAUD := 0
-BOARD_LINK_DESC := SPI 3 MHz, 363 kB/s each way at most (64 of every 66 bytes)
+BOARD_LINK_DESC := SPI 3 MHz, 363 kB/s at most
 BOARD_USB := the nanoTPU firmware 1209:0001
 BOARD_FLASH := usb
 CONFIG ?= core

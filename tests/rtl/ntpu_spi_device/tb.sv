@@ -3,8 +3,9 @@
 // what the pico-ice firmware does (select, >= 4 clk cycles, the two header bytes, max(send, recv) bytes,
 // mode 0, MSB first) at SCK periods of 4, 4.37 and 6.9 clk cycles with a random phase, sends 6,000 random
 // bytes and reads them back. It offers random counts and room, often none and at times none six
-// transactions in a row, so both FIFOs fill and the header's flow control is what keeps bytes from being lost. Checks every byte in order, that the FPGA
-// never offers more room or bytes than it has, that `error` stays low; then that a transaction cut off
+// transactions in a row, so both FIFOs fill and the header's flow control is what keeps bytes from being
+// lost. Checks every byte in order, that the FPGA never offers more than 64, that the room it offers
+// reaches 64, that `error` stays low; then that a transaction cut off
 // mid-byte, one with the wrong byte count, and a header over 64 each raise `error`, and that the link
 // works again after them.
 `default_nettype none
