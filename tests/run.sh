@@ -134,7 +134,7 @@ while read -r t args; do
   fi
 done < tests/cosim/lockstep_runs.txt
 
-echo "== Firmware (pico-ice): the image tool and the USB requests on the host, the built image, the image emulated"
+echo "== Firmware (pico-ice): the image tool and the USB requests on the host, the built image, the image emulated, the whole path"
 log="$B/tests/firmware.log"
 "$B/tests/firmware_tests" --jobs 2 > "$log" 2>&1; rc=$?
 grep -E '^\[(FAIL|----)\]|Synthesis' "$log" | sed 's/^/     /'
@@ -150,6 +150,15 @@ ASAN_OPTIONS=detect_leaks=0 timeout 600 "$B/tests/emu_pico_ice" "$B/firmware/pic
 grep -E '^(FAIL|PASS)|loopback:|CDONE' "$log" | sed 's/^/     /' | tail -6
 if [ "$rc" = 0 ] && grep -q '^PASS' "$log"; then echo "ok   firmware on the emulated RP2040"; else echo "FAIL firmware on the emulated RP2040 (exit $rc)"; rc=1; fi
 record "firmware emulated" "$rc"
+log="$B/tests/firmware-emu-path.log"
+timeout 900 "$B/tests/emu_usb_path" "$B/firmware/pico-ice/ntpu-pico-ice.bin" > "$log" 2>&1; rc=$?
+grep -E '^(FAIL|PASS)|^ok|emulated [0-9]' "$log" | sed 's/^/     /' | tail -8
+if [ "$rc" = 0 ] && grep -q '^PASS board_uart' "$log" && grep -q '^ok   link throughput' "$log"; then
+  echo "ok   the usb transport, the firmware on the emulated RP2040 and the pico-ice board top's RTL, end to end"
+else
+  echo "FAIL the emulated pico-ice path (exit $rc; $log)"; rc=1
+fi
+record "pico-ice emulated end to end" "$rc"
 
 echo "== Command-line tests"
 for t in tests/cli/*.sh; do
