@@ -25,20 +25,22 @@ IVERILOG ?= iverilog
 VVP ?= vvp
 
 WARN := -Wall -Wextra -Wpedantic -Werror
-CPPFLAGS := -Ihost/include -Ihost/src -Isim/ref -Isim/vsim -Ifirmware/pico-ice -I/usr/include/libusb-1.0 -D_POSIX_C_SOURCE=200809L -DNTPU_DEFAULT_N=$(N) -DNTPU_LINK_BYTES=$(LINK_BYTES) -DNTPU_DEFAULT_PM_ROWS=$(PM_ROWS) -DNTPU_DEFAULT_OS_ROWS=$(OS_ROWS)
+CPPFLAGS := -Ihost/include -Ihost/src -Isim/ref -Isim/vsim -Isim/rp2040 -Ifirmware/pico-ice -I/usr/include/libusb-1.0 -D_POSIX_C_SOURCE=200809L -DNTPU_DEFAULT_N=$(N) -DNTPU_LINK_BYTES=$(LINK_BYTES) -DNTPU_DEFAULT_PM_ROWS=$(PM_ROWS) -DNTPU_DEFAULT_OS_ROWS=$(OS_ROWS)
 CFLAGS := -std=c11 $(WARN) -O2 -g -fPIC -fvisibility=hidden
 CXXFLAGS := -std=c++17 -Wall -Wextra -Werror -O2 -g -fPIC -fvisibility=hidden
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-LDLIBS := -lusb-1.0 -lcjson -lz -lm -lpthread
+LDLIBS := -lusb-1.0 -lunicorn -lcjson -lz -lm -lpthread
 
 # ---------------------------------------------------------------- sources
 RTL_SRCS := rtl/ntpu_pkg.sv $(filter-out rtl/ntpu_pkg.sv,$(sort $(wildcard rtl/*.sv)))
 # libntpu: the device core in host/src/, its parts in one folder each (transport/, io/, nn/, fallback/).
 LIB_C_SRCS := $(sort $(wildcard host/src/*.c host/src/*/*.c) $(wildcard sim/ref/*.c))
 # vsim_board_model.cpp is compiled once per simulated board configuration (mk/board_sim.mk).
-# vsim_pico_ice.cpp is not part of the library: only the emulated pico-ice test links it (mk/tests.mk).
-VSIM_CXX_SRCS := $(filter-out sim/vsim/vsim_board_model.cpp sim/vsim/vsim_pico_ice.cpp,$(sort $(wildcard sim/vsim/*.cpp)))
-LIB_OBJS = $(LIB_C_SRCS:%.c=$(BUILD)/obj/%.o) $(VSIM_CXX_SRCS:%.cpp=$(BUILD)/obj/%.o) $(BOARD_SIM_OBJS)
+VSIM_CXX_SRCS := $(filter-out sim/vsim/vsim_board_model.cpp,$(sort $(wildcard sim/vsim/*.cpp)))
+# The emulated pico-ice (vsim:board=pico-ice, mk/board_sim.mk): the RP2040 emulator and the firmware image.
+PICO_EMU_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard sim/rp2040/*.c))) \
+                 $(BUILD)/obj/sim/rp2040/pico_ice_firmware.o
+LIB_OBJS = $(LIB_C_SRCS:%.c=$(BUILD)/obj/%.o) $(VSIM_CXX_SRCS:%.cpp=$(BUILD)/obj/%.o) $(BOARD_SIM_OBJS) $(PICO_EMU_OBJS)
 LIB_SAN_OBJS := $(LIB_C_SRCS:%.c=$(BUILD)/san/%.o)
 
 VOBJ := $(BUILD)/vobj
@@ -80,8 +82,8 @@ VFLAGS_RTL := --cc --top-module ntpu_core --prefix Vntpu_core_rtl $(VPARAMS) -O3
               --noassert -Wno-fatal -Mdir $(VOBJ_RTL)
 
 include mk/board_sim.mk
-VOBJS_ALL := $(VOBJ)/objs.txt $(VOBJ_TRACE)/objs.txt $(VOBJ_RTL)/objs.txt $(BOARD_SIM_VOBJS)
-VSTAMPS := $(VOBJ)/stamp $(VOBJ_TRACE)/stamp $(VOBJ_RTL)/stamp $(BOARD_SIM_STAMPS)
+VOBJS_ALL := $(VOBJ)/objs.txt $(VOBJ_TRACE)/objs.txt $(VOBJ_RTL)/objs.txt $(BOARD_SIM_VOBJS) $(PICO_SIM)/objs.txt
+VSTAMPS := $(VOBJ)/stamp $(VOBJ_TRACE)/stamp $(VOBJ_RTL)/stamp $(BOARD_SIM_STAMPS) $(PICO_SIM)/stamp
 
 LIB_A := $(BUILD)/libntpu.a
 LIB_SO := $(BUILD)/libntpu.so
@@ -138,9 +140,9 @@ $(BUILD)/obj/%.o: %.c | deps-quiet $(PROTOCOL_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/sim/vsim/%.o: sim/vsim/%.cpp $(VOBJ)/stamp $(VOBJ_TRACE)/stamp $(VOBJ_RTL)/stamp
+$(BUILD)/obj/sim/vsim/%.o: sim/vsim/%.cpp $(VOBJ)/stamp $(VOBJ_TRACE)/stamp $(VOBJ_RTL)/stamp $(PICO_SIM)/stamp
 	@mkdir -p $(dir $@)
-	$(CXX) $(CPPFLAGS) -I$(VOBJ) -I$(VOBJ_TRACE) -I$(VOBJ_RTL) -isystem /usr/share/verilator/include -isystem /usr/share/verilator/include/vltstd \
+	$(CXX) $(CPPFLAGS) -I$(VOBJ) -I$(VOBJ_TRACE) -I$(VOBJ_RTL) -I$(PICO_SIM) -isystem /usr/share/verilator/include -isystem /usr/share/verilator/include/vltstd \
 	       $(CXXFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/sim/vsim/vsim_board.o: sim/vsim/vsim_board.cpp

@@ -75,3 +75,28 @@ BOARD_SIM_STAMPS := $(BOARD_SIMS:%=$(BOARD_SIM_DIR)/%/stamp)
 
 .PHONY: board-sims
 board-sims: $(BOARD_SIM_LIST) $(BOARD_SIM_OBJS) ## build the simulated boards' models (part of make all)
+
+# The emulated pico-ice (vsim:board=pico-ice, sim/rp2040/pico_ice.c): not a UART board, so not one of the
+# models above. The board top verilated with its bitstream's parameters (board.mk, CONFIG=core), driven at
+# pin level by sim/vsim/vsim_pico_ice.cpp; the RP2040 emulator (not -Wpedantic: Unicorn's uc_hook_add takes
+# its callbacks as void *); and the firmware image, linked in whole (pico_ice_firmware.S).
+PICO_SIM := $(BUILD)/pico-ice-sim
+PICO_TOP := fpga/boards/pico-ice/ntpu_pico_ice_top.sv
+PICO_FW_BIN := $(BUILD)/firmware/pico-ice/ntpu-pico-ice.bin
+$(PICO_SIM)/stamp: $(RTL_SRCS) $(PICO_TOP) fpga/boards/pico-ice/board.mk mk/board_params.mk sim/vsim/vobj.mk
+	@rm -rf $(PICO_SIM) && mkdir -p $(PICO_SIM)
+	$(VERILATOR) --cc --top-module ntpu_pico_ice_top --prefix Vntpu_pico_ice -O3 --x-assign fast --x-initial fast \
+	  --noassert -Wno-fatal -Mdir $(PICO_SIM) $$(MAKEFLAGS= $(MAKE) -s --no-print-directory \
+	  -f fpga/boards/pico-ice/board.mk -f mk/board_params.mk CONFIG=core board-params | sed 's/[^ ][^ ]*/-G&/g') \
+	  $(RTL_SRCS) $(PICO_TOP)
+	$(MAKE) -s -C $(PICO_SIM) -f $(CURDIR)/sim/vsim/vobj.mk -j$(JOBS) VMODEL=Vntpu_pico_ice VRUNTIME=0 \
+	        $(VOPT) CXXFLAGS="$(VCXXFLAGS)" vsim-objs
+	@touch $@
+
+$(BUILD)/obj/sim/rp2040/%.o: sim/rp2040/%.c | deps-quiet
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Isim/rp2040 -std=c11 -Wall -Wextra -Werror -O2 -g -fPIC -fvisibility=hidden -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/sim/rp2040/pico_ice_firmware.o: sim/rp2040/pico_ice_firmware.S $(PICO_FW_BIN)
+	@mkdir -p $(dir $@)
+	$(CC) -c -DNTPU_PICO_ICE_FIRMWARE_BIN='"$(PICO_FW_BIN)"' $< -o $@

@@ -99,7 +99,7 @@ $(GT)/entries.o: $(GT)/stamp mk/fpga_test.mk
 
 # The library's objects with the netlist's board model in place of the RTL boards'.
 GT_LINK = $(filter-out $(BOARD_SIM_OBJS),$(LIB_OBJS)) $(GT)/model.o $(GT)/entries.o \
-          $$(cat $(VOBJ)/objs.txt $(VOBJ_TRACE)/objs.txt $(VOBJ_RTL)/objs.txt $(GT)/vobj/objs.txt)
+          $$(cat $(VOBJ)/objs.txt $(VOBJ_TRACE)/objs.txt $(VOBJ_RTL)/objs.txt $(PICO_SIM)/objs.txt $(GT)/vobj/objs.txt)
 
 $(GT)/board_uart: tests/cosim/board_uart.c $(GT)/model.o $(GT)/entries.o $(LIB_A)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@.o

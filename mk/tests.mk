@@ -9,7 +9,8 @@ RTL_BENCHES := $(sort $(patsubst tests/rtl/%/sources.f,%,$(wildcard tests/rtl/*/
 VSIM_OBJS := $(VSIM_CXX_SRCS:%.cpp=$(BUILD)/obj/%.o)
 
 # Criterion binary: sanitized C objects; the Verilated model and its harness stay unsanitized.
-$(TEST_BUILD)/host_tests: $(HOST_TEST_SRCS:%.c=$(BUILD)/san/%.o) $(LIB_SAN_OBJS) $(VSIM_OBJS) $(BOARD_SIM_OBJS) $(VSTAMPS)
+$(TEST_BUILD)/host_tests: $(HOST_TEST_SRCS:%.c=$(BUILD)/san/%.o) $(LIB_SAN_OBJS) $(VSIM_OBJS) $(BOARD_SIM_OBJS) $(PICO_EMU_OBJS) \
+                          $(VSTAMPS)
 	@mkdir -p $(dir $@)
 	$(CXX) $(SAN) -o $@ $(filter %.o,$^) $$(cat $(VOBJS_ALL)) -lcriterion $(LDLIBS)
 
@@ -68,7 +69,7 @@ $(LOCKSTEP)/libntpu.a: $(LIB_A) $(LOCKSTEP)/vsim.o
 	cp $(LIB_A) $@.tmp && ar rcs $@.tmp $(LOCKSTEP)/vsim.o && mv $@.tmp $@
 
 $(LOCKSTEP)/host_tests: $(HOST_TEST_SRCS:%.c=$(BUILD)/san/%.o) $(LIB_SAN_OBJS) $(LOCKSTEP)/vsim.o \
-                        $(filter-out $(BUILD)/obj/sim/vsim/vsim.o,$(VSIM_OBJS)) $(BOARD_SIM_OBJS) $(VSTAMPS)
+                        $(filter-out $(BUILD)/obj/sim/vsim/vsim.o,$(VSIM_OBJS)) $(BOARD_SIM_OBJS) $(PICO_EMU_OBJS) $(VSTAMPS)
 	$(CXX) $(SAN) -o $@ $(filter %.o,$^) $$(cat $(VOBJS_ALL)) -lcriterion $(LDLIBS)
 
 $(LOCKSTEP)/cosim/%: tests/cosim/%.c $(COSIM_HDRS) $(LOCKSTEP)/libntpu.a
@@ -99,33 +100,15 @@ $(TEST_BUILD)/emu_pico_ice: $(EMU_SRCS) $(wildcard sim/rp2040/*.h) firmware/pico
 	  $(EMU_REF_OBJS) -lunicorn -lz -lm -lpthread -o $@
 
 # The whole pico-ice path (tests/firmware/emu_usb_path.c): the usb transport from libntpu.a over a fake libusb
-# (tests/cli/fakeusb_core.c) whose device is the firmware on the emulated RP2040, whose SPI drives the
-# Verilator model of the pico-ice board top, built with its bitstream's parameters (board.mk, CONFIG=core).
-# Not sanitized: the Verilator model runs most of the time (the emulator is sanitized in emu_pico_ice).
-PICO_SIM := $(BUILD)/pico-ice-sim
-PICO_TOP := fpga/boards/pico-ice/ntpu_pico_ice_top.sv
-$(PICO_SIM)/stamp: $(RTL_SRCS) $(PICO_TOP) fpga/boards/pico-ice/board.mk mk/board_params.mk sim/vsim/vobj.mk
-	@rm -rf $(PICO_SIM) && mkdir -p $(PICO_SIM)
-	$(VERILATOR) --cc --top-module ntpu_pico_ice_top --prefix Vntpu_pico_ice -O3 --x-assign fast --x-initial fast \
-	  --noassert -Wno-fatal -Mdir $(PICO_SIM) $$(MAKEFLAGS= $(MAKE) -s --no-print-directory \
-	  -f fpga/boards/pico-ice/board.mk -f mk/board_params.mk CONFIG=core board-params | sed 's/[^ ][^ ]*/-G&/g') \
-	  $(RTL_SRCS) $(PICO_TOP)
-	$(MAKE) -s -C $(PICO_SIM) -f $(CURDIR)/sim/vsim/vobj.mk -j$(JOBS) VMODEL=Vntpu_pico_ice VRUNTIME=0 \
-	        $(VOPT) CXXFLAGS="$(VCXXFLAGS)" vsim-objs
-	@touch $@
-
-EMU_PATH_C := $(sort $(wildcard sim/rp2040/*.c)) tests/firmware/emu_usb_path.c tests/firmware/emu_libusb.c \
-              tests/cli/fakeusb_core.c
+# (tests/cli/fakeusb_core.c) whose device is the library's emulated pico-ice (sim/rp2040/pico_ice.c: the
+# firmware on the emulated RP2040, the board top's RTL behind its SPI). board_uart.c supplies the checks.
+EMU_PATH_C := tests/firmware/emu_usb_path.c tests/firmware/emu_libusb.c tests/cli/fakeusb_core.c
 $(TEST_BUILD)/emu_usb_path: $(EMU_PATH_C) $(wildcard sim/rp2040/*.h tests/firmware/*.h tests/cli/*.h) \
-                            tests/cosim/board_uart.c sim/vsim/vsim_pico_ice.cpp sim/vsim/vsim_pico_ice.h \
-                            $(PICO_SIM)/stamp $(LIB_A) | deps-emu
-	@mkdir -p $@.o
-	$(CXX) $(CPPFLAGS) -std=c++17 -O2 -I$(PICO_SIM) -isystem /usr/share/verilator/include \
-	  -isystem /usr/share/verilator/include/vltstd -c sim/vsim/vsim_pico_ice.cpp -o $@.o/vsim_pico_ice.o
-	$(CC) $(CPPFLAGS) -std=c11 $(WARN) -O2 -g -Dmain=board_uart_main -c tests/cosim/board_uart.c -o $@.o/board_uart.o
+                            tests/cosim/board_uart.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -std=c11 $(WARN) -O2 -g -Dmain=board_uart_main -c tests/cosim/board_uart.c -o $@.board_uart.o
 	$(CC) $(CPPFLAGS) -std=c11 -Wall -Wextra -Werror -O2 -g -Isim/rp2040 -Itests/cli -Itests/firmware $(EMU_PATH_C) \
-	  $@.o/board_uart.o $@.o/vsim_pico_ice.o $$(cat $(PICO_SIM)/objs.txt) $(LIB_A) -lstdc++ -lunicorn -lcjson -lz \
-	  -lm -lpthread -o $@
+	  $@.board_uart.o $(LIB_A) -lstdc++ -lunicorn -lcjson -lz -lm -lpthread -o $@
 
 .PHONY: deps-emu
 deps-emu:

@@ -90,6 +90,8 @@ ntpu_status ntpu_transport_ref_open(const char *opts, ntpu_transport *out, char 
 ntpu_status ntpu_transport_vsim_open(const char *opts, ntpu_transport *out, char *err, size_t errlen);
 /* A board top simulated behind its UART pins; vsim_open hands over when opts has board=. */
 ntpu_status ntpu_transport_vsim_board_open(const char *opts, ntpu_transport *out, char *err, size_t errlen);
+/* vsim:board=pico-ice: the firmware on the emulated RP2040 with the board top's RTL (transport_pico_ice.c). */
+ntpu_status ntpu_transport_pico_ice_open(const char *opts, ntpu_transport *out, char *err, size_t errlen);
 /* An FT2232H over libusb (transport/transport_ftdi.c); opts as in transport/ftdi_proto.h. */
 ntpu_status ntpu_transport_ftdi_open(const char *opts, ntpu_transport *out, char *err, size_t errlen);
 /* A board behind the pico-ice firmware over libusb (transport/transport_usb.c); opts as in transport/usb_proto.h. */

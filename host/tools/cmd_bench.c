@@ -23,12 +23,13 @@
 #include <unistd.h>
 
 #include "bench_cnn.h"
+#include "bench_link.h"
 #include "cli.h"
 #include "ntpu/nn.h"
 #include "ntpu/numerics.h"
 
 static const char bench_help[] =
-    "usage: ntpu bench [-d DEV] [--json] [--size S] [--epoch] [--cnn] [--data DIR] [--torch-script FILE]\n"
+    "usage: ntpu bench [-d DEV] [--json] [--size S] [--epoch] [--cnn] [--link] [--data DIR] [--torch-script FILE]\n"
     "\n"
     "The benchmark, on ref, vsim and vsim:rtl (or only on DEV):\n"
     "  (a) matmuls M = K = N from the array size N to 16N (or only S), int8 and bf16, random\n"
@@ -52,11 +53,15 @@ static const char bench_help[] =
     "      step before the measured one by reading and clearing the device's counters (COUNTERS)\n"
     "      between one item's commands and the next's, each sent on its own rather than as the stored\n"
     "      programs the measured step runs (a pool that its conv runs band by band and a relu fused\n"
-    "      into a conv count with the conv).\n"
+    "      into a conv count with the conv);\n"
+    "  (f) the link's throughput: the weight buffer (64 KiB, or all of a smaller one) written, then\n"
+    "      read back, checked: link bytes each way over device time (cycles / clock). On a board the\n"
+    "      link's own rate; on ref and vsim, whose link is a function call, the core's pace.\n"
     "\n"
     "  --size S             one S x S x S matmul instead of the sweep\n"
     "  --epoch              add (d)\n"
     "  --cnn                only (e)\n"
+    "  --link               only (f)\n"
     "  --data DIR           dataset for (d) (default /usr/share/datasets/fashion-mnist)\n"
     "  --torch-script FILE  the PyTorch reference (default tools/bench_torch.py, here or beside\n"
     "                       the ntpu binary's ../tools)\n"
@@ -467,7 +472,7 @@ typedef struct cnn_part {
 
 static void print_json(const mm_row *mm, int nmm, const step_row *st, const speed_row *sp, int nst, int step_agree,
                        step_row so[][MAX_DEVICES], const int *prog, const int *so_agree, const cnn_part *cnn,
-                       const epoch_res *ep)
+                       const link_row *lk, int nlk, const epoch_res *ep)
 {
     printf("{\"runs\":[");
     for (int i = 0; i < nmm; i++) {
@@ -533,6 +538,8 @@ static void print_json(const mm_row *mm, int nmm, const step_row *st, const spee
     }
     printf("],\"train_step_cnn\":");
     cnn_print_json(cnn->rows, cnn->count, cnn->agree);
+    printf(",\"link_throughput\":");
+    link_print_json(lk, nlk);
     printf(",\"epoch\":");
     if (!ep) {
         printf("null}\n");
@@ -550,7 +557,7 @@ static void print_json(const mm_row *mm, int nmm, const step_row *st, const spee
 
 static void print_tables(const mm_row *mm, int nmm, const step_row *st, const speed_row *sp, int nst, int step_agree,
                          step_row so[][MAX_DEVICES], const int *prog, const int *so_agree, const cnn_part *cnn,
-                         const epoch_res *ep)
+                         const link_row *lk, int nlk, const epoch_res *ep)
 {
     char b[6][32];
     int w = 10; /* the device column: as wide as the longest name (vsim:board=icebreaker,...) */
@@ -628,6 +635,7 @@ static void print_tables(const mm_row *mm, int nmm, const step_row *st, const sp
         printf("\nref / PyTorch wall time: %.2f x\n", ep->ref_secs / ep->torch_secs);
     }
     cnn_print_table(cnn->rows, cnn->count, cnn->agree, w);
+    link_print_table(lk, nlk, w);
     printf("\nutil = MACs / (N^2 x cycles), every cycle from the first command to the last result read; cycles on\n"
            "ref are the golden model's estimate, on vsim and vsim:rtl measured on the RTL. MAC/s is wall-clock\n"
            "simulator speed.\n");
@@ -640,6 +648,7 @@ typedef struct bench_opts {
     const char *size_arg, *data, *script; /* as given; NULL when not */
     int epoch;                            /* --epoch: add (d) */
     int cnn_only;                         /* --cnn: only (e) */
+    int link_only;                        /* --link: only (f) */
     uint64_t s_one;                       /* --size, or 0 for the sweep */
     char script_path[4200];               /* the PyTorch reference, with --epoch */
 } bench_opts;
@@ -648,11 +657,9 @@ typedef struct bench_opts {
 static int bench_args(common *cm, int argc, char **argv, bench_opts *o)
 {
     memset(o, 0, sizeof *o);
-    const option opts[] = {{"--size", 0, &o->size_arg, NULL},
-                           {"--epoch", 0, NULL, &o->epoch},
-                           {"--cnn", 0, NULL, &o->cnn_only},
-                           {"--data", 0, &o->data, NULL},
-                           {"--torch-script", 0, &o->script, NULL}};
+    const option opts[] = {{"--size", 0, &o->size_arg, NULL}, {"--epoch", 0, NULL, &o->epoch},
+                           {"--cnn", 0, NULL, &o->cnn_only},  {"--link", 0, NULL, &o->link_only},
+                           {"--data", 0, &o->data, NULL},     {"--torch-script", 0, &o->script, NULL}};
     char *pos[1];
     int npos;
     if (parse_args(argc, argv, cm, opts, sizeof opts / sizeof opts[0], pos, 0, &npos))
@@ -677,7 +684,8 @@ typedef struct bench_res {
     int prog[MAX_DEVICES];
     speed_row sp[MAX_DEVICES];
     cnn_row cnn[MAX_DEVICES * 2]; /* (e): per device, the host optimizer's step, then the device optimizer's */
-    int nmm, nst, ncnn;
+    link_row link[MAX_DEVICES];   /* (f) */
+    int nmm, nst, ncnn, nlink;
 } bench_res;
 
 /* (e) on dev: 0, or 1 after printing the error. */
@@ -689,15 +697,20 @@ static int bench_cnn_rows(ntpu_device *dev, const char *device, bench_res *b)
     return 0;
 }
 
-/* (a), (b), (c) and (e) on one device (only (e) with cnn_only), appended to *b: 0, or 1 after printing the
- * error. */
-static int bench_device(const char *device, uint64_t s_one, int cnn_only, bench_res *b)
+/* (a), (b), (c), (e) and (f) on one device (only (e) with cnn_only, only (f) with link_only), appended to *b:
+ * 0, or 1 after printing the error. */
+static int bench_device(const char *device, uint64_t s_one, int cnn_only, int link_only, bench_res *b)
 {
     ntpu_device *dev = open_device(device);
     if (!dev)
         return 1;
     ntpu_info info;
     ntpu_get_info(dev, &info);
+    if (link_only) {
+        int rc = bench_link(dev, info.device, &b->link[b->nlink++]);
+        ntpu_close(dev);
+        return rc;
+    }
     if (cnn_only) {
         int rc = bench_cnn_rows(dev, info.device, b);
         ntpu_close(dev);
@@ -734,7 +747,7 @@ static int bench_device(const char *device, uint64_t s_one, int cnn_only, bench_
             goto fail;
     }
     b->nst++;
-    if (bench_cnn_rows(dev, info.device, b))
+    if (bench_cnn_rows(dev, info.device, b) || bench_link(dev, info.device, &b->link[b->nlink++]))
         goto fail;
     ntpu_close(dev);
     return 0;
@@ -756,7 +769,7 @@ int cmd_bench(common *cm, int argc, char **argv)
     bench_res b;
     memset(&b, 0, sizeof b);
     for (int d = 0; d < ndev; d++)
-        if (bench_device(devices[d], o.s_one, o.cnn_only, &b))
+        if (bench_device(devices[d], o.s_one, o.cnn_only, o.link_only, &b))
             return 1;
     /* Every device computes the same bits: a step that differs is a bug. */
     int step_agree = b.nst < 2 ? -1 : 1;
@@ -783,24 +796,36 @@ int cmd_bench(common *cm, int argc, char **argv)
             return 1;
     }
     const cnn_part cnn = {b.cnn, b.ncnn, cnn_agree(b.cnn, b.ncnn)};
-    if (o.cnn_only && cm->json) {
+    int w = 10; /* the device column: as wide as the longest name */
+    for (int i = 0; i < b.nlink; i++)
+        w = (int)strlen(b.link[i].device) > w ? (int)strlen(b.link[i].device) : w;
+    if (o.link_only && cm->json) {
+        printf("{\"link_throughput\":");
+        link_print_json(b.link, b.nlink);
+        printf("}\n");
+    } else if (o.link_only) {
+        link_print_table(b.link, b.nlink, w);
+    } else if (o.cnn_only && cm->json) {
         printf("{\"train_step_cnn\":");
         cnn_print_json(cnn.rows, cnn.count, cnn.agree);
         printf("}\n");
     } else if (o.cnn_only) {
-        int w = 10; /* the device column: as wide as the longest name */
         for (int i = 0; i < b.ncnn; i++)
             w = (int)strlen(b.cnn[i].device) > w ? (int)strlen(b.cnn[i].device) : w;
         cnn_print_table(cnn.rows, cnn.count, cnn.agree, w);
     } else if (cm->json)
-        print_json(b.mm, b.nmm, b.st, b.sp, b.nst, step_agree, b.so, b.prog, so_agree, &cnn, o.epoch ? &ep : NULL);
+        print_json(b.mm, b.nmm, b.st, b.sp, b.nst, step_agree, b.so, b.prog, so_agree, &cnn, b.link, b.nlink,
+                   o.epoch ? &ep : NULL);
     else
-        print_tables(b.mm, b.nmm, b.st, b.sp, b.nst, step_agree, b.so, b.prog, so_agree, &cnn, o.epoch ? &ep : NULL);
+        print_tables(b.mm, b.nmm, b.st, b.sp, b.nst, step_agree, b.so, b.prog, so_agree, &cnn, b.link, b.nlink,
+                     o.epoch ? &ep : NULL);
     int all_ok = 1;
     for (int i = 0; i < b.nst; i++)
         all_ok &= b.sp[i].correct;
     for (int i = 0; i < b.nmm; i++)
         all_ok &= b.mm[i].correct;
+    for (int i = 0; i < b.nlink; i++)
+        all_ok &= b.link[i].correct;
     if (!all_ok)
         return fail("bench: a result differs from the host's reference computation");
     int devopt_differs = 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # ntpu bench on the golden model: the matmul sweep N..16N in both dtypes with every result checked, one
-# training step with plausible counters, --json as one object; bad options get one error line. (The
+# training step with plausible counters, --json as one object; the link's throughput (--link) on the two
+# simulated iCE40 boards; bad options get one error line. (The
 # ref-vs-vsim step check and the PyTorch epoch run in `make bench`: too slow, and torch is not a test
 # dependency.)
 set -u
@@ -61,6 +62,10 @@ assert abs(c["budget_bytes"] - 1.1 * c["payload_bytes"]) < 0.1 and device["link_
 (sp,) = o["sim_speed"]
 assert sp["device"] == "ref" and min(sp["int8_mac_per_s"], sp["bf16_mac_per_s"], sp["train_step_mac_per_s"]) > 0
 assert o["epoch"] is None
+# (f) the link: 64 KiB written and read back, checked; the golden model has no clock (0 Hz)
+(lk,) = o["link_throughput"]
+assert lk["device"] == "ref" and lk["correct"] is True and lk["clock_hz"] == 0, lk
+assert lk["to_device_bytes"] > 65536 and lk["to_host_bytes"] > 65536 and lk["to_device_cycles"] > 0, lk
 PY
 then
   echo "ok   bench -d ref --json: sweep, training step, speeds"
@@ -96,6 +101,29 @@ then
   echo "ok   bench -d ref:novec=1: device-optimizer rows skipped, the rest measured"
 else
   echo "FAIL bench -d ref:novec=1: exit $rc"; sed 's/^/     /' "$T/json" "$T/err"; failures=$((failures + 1))
+fi
+
+# (f) on both simulated iCE40 boards, in emulated time: the iCEBreaker's UART carries 300 kB/s each way (3 Mbaud
+# 8N1, every byte's 10 bits); the pico-ice's SPI link (decision 0037) at most 363 kB/s.
+"$B/ntpu" bench --link --json -d vsim:board=icebreaker > "$T/ib" 2> "$T/err" \
+  && "$B/ntpu" bench --link --json -d vsim:board=pico-ice > "$T/pi" 2>> "$T/err"
+rc=$?
+if [ "$rc" = 0 ] && [ ! -s "$T/err" ] && python3 - "$T/ib" "$T/pi" <<'PY'
+import json, sys
+(ib,) = json.load(open(sys.argv[1]))["link_throughput"]
+(pi,) = json.load(open(sys.argv[2]))["link_throughput"]
+for r in (ib, pi):
+    assert r["correct"] is True and r["clock_hz"] == 12e6 and r["rows"] == 16384, r
+for way in ("to_device_bytes_per_s", "to_host_bytes_per_s"):
+    assert 290e3 < ib[way] <= 300e3, ib
+    assert 100e3 < pi[way] <= 363e3, pi
+print(f"     icebreaker {ib['to_device_bytes_per_s'] / 1e3:.1f} / {ib['to_host_bytes_per_s'] / 1e3:.1f} kB/s, "
+      f"pico-ice {pi['to_device_bytes_per_s'] / 1e3:.1f} / {pi['to_host_bytes_per_s'] / 1e3:.1f} kB/s")
+PY
+then
+  echo "ok   bench --link on vsim:board=icebreaker and vsim:board=pico-ice"
+else
+  echo "FAIL bench --link: exit $rc"; sed 's/^/     /' "$T/ib" "$T/pi" "$T/err"; failures=$((failures + 1))
 fi
 
 expect_error() { # description, args...

@@ -13,64 +13,9 @@
 #include "../host/ice40_bits.h"
 #include "emu_libusb.h"
 #include "internal.h"
-#include "rp2040_sim.h"
-#include "usb_host.h"
-#include "vsim_pico_ice.h"
+#include "pico_ice.h"
 
 int board_uart_main(int argc, char **argv); /* tests/cosim/board_uart.c, built with -Dmain=board_uart_main */
-
-static void d_configured(void *ctx, uint64_t now)
-{
-    vsim_pico_ice_configured(ctx, now);
-}
-
-static void d_select(void *ctx, uint64_t now, uint32_t div, int level)
-{
-    vsim_pico_ice_select(ctx, now, div, level);
-}
-
-static uint8_t d_xfer(void *ctx, uint64_t now, uint32_t div, uint8_t mosi, uint32_t bit_time)
-{
-    return vsim_pico_ice_xfer(ctx, now, div, mosi, bit_time);
-}
-
-static int boot(struct rp2040 *s, const char *path)
-{
-    static uint8_t image[SIM_FLASH_SIZE];
-    FILE *f = fopen(path, "rb");
-    size_t len = f ? fread(image, 1, sizeof image, f) : 0;
-    if (f) {
-        fclose(f);
-    }
-    if (len == 0) {
-        printf("FAIL cannot read %s\n", path);
-        return -1;
-    }
-    if (rp2040_init(s, image, len) != 0) {
-        printf("FAIL boot: %s\n", s->error);
-        return -1;
-    }
-    while (!usbd_connected(s) && s->icount < 20000000u && rp2040_run(s, 10000) == 0) {
-    }
-    if (!usbd_connected(s)) {
-        printf("FAIL the firmware never connected to USB: %s\n", s->error);
-        return -1;
-    }
-    return 0;
-}
-
-/* What the host's USB stack does before any program sees the device: reset, address, configuration. */
-static int enumerate(struct usb_host *h)
-{
-    usbd_bus_reset(h->s);
-    usbh_wait_us(h, 100);
-    if (usbh_control_nodata(h, 0x00, 5, 1, 0) != 0) {
-        return -1;
-    }
-    usbh_wait_us(h, 2000);
-    h->addr = 1;
-    return usbh_control_nodata(h, 0x00, 9, 1, 0);
-}
 
 /* The link's throughput each way in emulated time: the weight buffer (64 KB on this board) written, then
  * read back. Bytes are the link's, frames included, as the FPGA's SPI target sees them. */
@@ -116,55 +61,53 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s ntpu-pico-ice.bin [small=1]\n", argv[0]);
         return 2;
     }
-    static struct rp2040 s;
-    if (boot(&s, argv[1]) != 0) {
+    static uint8_t image[SIM_FLASH_SIZE];
+    FILE *f = fopen(argv[1], "rb");
+    size_t len = f ? fread(image, 1, sizeof image, f) : 0;
+    if (f) {
+        fclose(f);
+    }
+    static pico_ice p;
+    char err[256] = "";
+    if (len == 0 || pico_ice_boot(&p, image, len, err, sizeof err) != 0) {
+        printf("FAIL %s\n", len ? err : "cannot read the image");
         return 1;
     }
-    vsim_pico_ice *fpga = vsim_pico_ice_new();
-    const struct fpga_design design = {fpga, d_configured, d_select, d_xfer};
-    s.fpga.design = &design;
-    static struct usb_host h;
-    h.s = &s;
-    h.nak_budget = 480000000u; /* 10 s emulated: the FPGA may be busy */
-    if (enumerate(&h) != 0) {
-        printf("FAIL enumeration: %s\n", s.error);
-        return 1;
-    }
-    emu_libusb_attach(&h);
+    struct rp2040 *s = &p.s;
+    emu_libusb_attach(&p.h);
     printf("ok   the firmware booted, enumerated and configured on the emulated RP2040\n");
 
     static uint8_t bits[4096];
     size_t nbits = ice40_bits_make(bits, 692, 336, 2000, 0);
-    char err[256] = "";
     ntpu_status st = ntpu_usb_load_bitstream(NULL, bits, nbits, err, sizeof err);
     vsim_pico_ice_stats fs;
-    vsim_pico_ice_get_stats(fpga, &fs);
-    if (st != NTPU_OK || !s.fpga.cdone || !fs.in_reset) {
+    vsim_pico_ice_get_stats(p.fpga, &fs);
+    if (st != NTPU_OK || !s->fpga.cdone || !fs.in_reset) {
         printf("FAIL loading a %zu-byte bitstream: %s (CDONE %d)\n", nbits, st == NTPU_OK ? "no error" : err,
-               s.fpga.cdone);
+               s->fpga.cdone);
         return 1;
     }
     printf("ok   a %zu-byte UP5K bitstream loaded through ntpu_usb_load_bitstream: CDONE high, the design starts\n",
            nbits);
 
-    uint64_t icount0 = s.icount;
-    uint32_t in0 = s.fpga.link_bytes_in, out0 = s.fpga.link_bytes_out;
+    uint64_t icount0 = s->icount;
+    uint32_t in0 = s->fpga.link_bytes_in, out0 = s->fpga.link_bytes_out;
     char *args[4] = {"board_uart", "device=usb", argc > 2 ? argv[2] : NULL, NULL};
     int rc = board_uart_main(argc > 2 ? 3 : 2, args);
-    vsim_pico_ice_get_stats(fpga, &fs);
-    double secs = (double)(s.icount - icount0) / SIM_CLK_HZ;
-    uint32_t in = s.fpga.link_bytes_in - in0, out = s.fpga.link_bytes_out - out0;
+    vsim_pico_ice_get_stats(p.fpga, &fs);
+    double secs = (double)(s->icount - icount0) / SIM_CLK_HZ;
     printf("     emulated %.3f s: %u link bytes into the FPGA, %u out, %u transactions; %llu FPGA cycles; "
-           "%llu USB NAKs\n",
-           secs, in, out, s.fpga.link_txns, (unsigned long long)fs.cycles, (unsigned long long)h.naks);
-    if (rc == 0 && (fs.link_errors != 0 || s.fpga.link_errors != 0 || h.errors != 0 || s.error[0])) {
+           "%u USB NAKs\n",
+           secs, s->fpga.link_bytes_in - in0, s->fpga.link_bytes_out - out0, s->fpga.link_txns,
+           (unsigned long long)fs.cycles, p.h.naks);
+    if (rc == 0 && (fs.link_errors != 0 || s->fpga.link_errors != 0 || p.h.errors != 0 || s->error[0])) {
         printf("FAIL link errors: %llu seen by the FPGA, %u framing, %u USB protocol; %s\n",
-               (unsigned long long)fs.link_errors, s.fpga.link_errors, h.errors, s.error);
+               (unsigned long long)fs.link_errors, s->fpga.link_errors, p.h.errors, s->error);
         rc = 1;
     }
     if (rc == 0) {
-        rc = throughput(&s);
+        rc = throughput(s);
     }
-    vsim_pico_ice_free(fpga);
+    pico_ice_free(&p);
     return rc;
 }

@@ -57,6 +57,8 @@ static const ntpu_transport_ops vsim_ops = {
 
 ntpu_status ntpu_transport_vsim_open(const char *opts, ntpu_transport *out, char *err, size_t errlen)
 {
+    if (opts && strstr(opts, "board=pico-ice"))
+        return ntpu_transport_pico_ice_open(opts, out, err, errlen);
     if (names_board(opts))
         return ntpu_transport_vsim_board_open(opts, out, err, errlen);
     if (err && errlen)
