@@ -102,7 +102,8 @@ $(TEST_BUILD)/emu_pico_ice: $(EMU_SRCS) $(wildcard sim/rp2040/*.h) firmware/pico
 # The whole pico-ice path (tests/firmware/emu_usb_path.c): the usb transport from libntpu.a over a fake libusb
 # (tests/cli/fakeusb_core.c) whose device is the library's emulated pico-ice (sim/rp2040/pico_ice.c: the
 # firmware on the emulated RP2040, the board top's RTL behind its SPI). board_uart.c supplies the checks.
-EMU_PATH_C := tests/firmware/emu_usb_path.c tests/firmware/emu_libusb.c tests/cli/fakeusb_core.c
+EMU_PATH_C := tests/firmware/emu_usb_path.c tests/firmware/emu_libusb.c tests/cli/fakeusb_core.c \
+              tests/cli/fakeusb_vendor.c
 $(TEST_BUILD)/emu_usb_path: $(EMU_PATH_C) $(wildcard sim/rp2040/*.h tests/firmware/*.h tests/cli/*.h) \
                             tests/cosim/board_uart.c $(LIB_A)
 	@mkdir -p $(dir $@)

@@ -2,7 +2,7 @@
 /* The smallest useful libntpu program: a bf16 matmul on a device, checked
  * against the host's own loop.
  *
- *   make && cc -Ihost/include host/examples/matmul.c build/libntpu.a -lstdc++ -lusb-1.0 -lcjson -lz -lm -lpthread -o matmul
+ *   make && cc -Ihost/include host/examples/matmul.c build/libntpu.a -lstdc++ -lusb-1.0 -lunicorn -lcjson -lz -lm -lpthread -o matmul
  *   ./matmul ref        # or vsim (the default), or any device string
  */
 #include <stdio.h>

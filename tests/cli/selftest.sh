@@ -67,7 +67,7 @@ fi
 # `ntpu flash` checks bitstreams with the usb transport's functions, which name the firmware's requests.
 if gcc -std=c11 -Wall -Wextra -Wpedantic -Werror -O1 -Ihost/include -Ihost/src -Ifirmware/pico-ice host/tools/*.c \
      tests/cli/selftest_fault.c -Wl,--wrap=ntpu_read_rows,--wrap=ntpu_matmul,--wrap=ntpu_get_info "$B/libntpu.a" \
-     -lstdc++ -lusb-1.0 -lcjson -lz -lm -lpthread -o "$T/ntpu-fault" 2> "$T/cc.log"; then
+     -lstdc++ -lusb-1.0 -lunicorn -lcjson -lz -lm -lpthread -o "$T/ntpu-fault" 2> "$T/cc.log"; then
   for f in "ref:mem:FAIL memory ACC: walking ones: row 4096 lane 3 wrote 0x00000008, read 0x00000028:1" \
            "ref:matmul:FAIL matmul int8 17x23x19: C[0][5] is 0xffff80cc, a plain C loop gives 0xffff80cd:4" \
            "vsim:golden:FAIL matmul bf16 16x8x24: C[0][5] is 0x45600e00, as a plain C loop gives; the golden model gives 0x45600e01:4"; do

@@ -9,4 +9,4 @@
 set -u
 . "$(dirname "$0")/lib/fakeusb.sh"
 fakeusb_run -Ifirmware/pico-ice tests/cli/usb_fakeusb.c host/src/transport/transport_usb.c \
-  host/src/transport/usb_proto.c host/src/transport/usb_bulk.c host/src/transport/rx_queue.c tests/cli/fakeusb_core.c tests/cli/fakeusb_checks.c
+  host/src/transport/usb_proto.c host/src/transport/usb_bulk.c host/src/transport/rx_queue.c tests/cli/fakeusb_core.c tests/cli/fakeusb_vendor.c tests/cli/fakeusb_checks.c

@@ -96,27 +96,6 @@ int LIBUSB_CALL libusb_get_string_descriptor_ascii(libusb_device_handle *h, uint
     return k;
 }
 
-int LIBUSB_CALL libusb_kernel_driver_active(libusb_device_handle *h, int iface)
-{
-    (void)h;
-    (void)iface;
-    return 0; /* class 0xFF: no kernel driver binds it */
-}
-
-int LIBUSB_CALL libusb_detach_kernel_driver(libusb_device_handle *h, int iface)
-{
-    (void)h;
-    (void)iface;
-    return LIBUSB_ERROR_NOT_FOUND;
-}
-
-int LIBUSB_CALL libusb_attach_kernel_driver(libusb_device_handle *h, int iface)
-{
-    (void)h;
-    (void)iface;
-    return LIBUSB_ERROR_NOT_FOUND;
-}
-
 int LIBUSB_CALL libusb_claim_interface(libusb_device_handle *h, int iface)
 {
     (void)h;

@@ -12,7 +12,7 @@ fakeusb_run() {
   local flags="-std=c11 -Wall -Wextra -Wpedantic -Werror -O1 -g -fno-omit-frame-pointer -D_POSIX_C_SOURCE=200809L
                -Ihost/include -Ihost/src -Isim/ref -I/usr/include/libusb-1.0 $extra"
   # No -lusb-1.0: every libusb symbol comes from the fake. The rest of the library comes from the archive.
-  local libs="$B/libntpu.a -lstdc++ -lcjson -lz -lm -lpthread"
+  local libs="$B/libntpu.a -lstdc++ -lunicorn -lcjson -lz -lm -lpthread"
   for san in "address,undefined -fno-sanitize-recover=all" thread; do
     name=${san%% *}
     # shellcheck disable=SC2086 # the flag lists are meant to split into words
