@@ -12,8 +12,8 @@ typedef struct link_row {
     uint64_t up_bytes, down_bytes;   /* link bytes host -> device while writing, device -> host while reading */
     uint64_t up_cycles, down_cycles; /* device cycles each took, from COUNTERS */
     double clock_hz;
-    uint64_t rows;                   /* weight-buffer rows written and read back */
-    int correct;                     /* what came back is what went out */
+    uint64_t rows; /* weight-buffer rows written and read back */
+    int correct;   /* what came back is what went out */
 } link_row;
 
 /* The weight buffer (up to 64 KiB of it) written, then read back, on dev: 0, or 1 after printing the error. */

@@ -18,9 +18,9 @@ typedef struct pico_ice {
     struct usb_host h;
     vsim_pico_ice *fpga;
     struct fpga_design design;
-    uint8_t *tx;                /* bytes queued for bulk OUT */
+    uint8_t *tx; /* bytes queued for bulk OUT */
     size_t tx_head, tx_len, tx_cap;
-    uint8_t rx[64];             /* a bulk IN packet's bytes not yet read */
+    uint8_t rx[64]; /* a bulk IN packet's bytes not yet read */
     size_t rx_head, rx_len;
     uint64_t out_bytes, in_bytes; /* moved over USB since the link opened */
 } pico_ice;
