@@ -91,7 +91,7 @@ $(TEST_BUILD)/firmware_tests: $(FW_TEST_SRCS) $(wildcard tools/uf2/*.h firmware/
 # Unicorn's uc_hook_add takes its callbacks as void *. Run with ASAN_OPTIONS=detect_leaks=0: libunicorn
 # 2.0.1 leaks a block of its own translation cache (tb_invalidate_phys_page_fast) at uc_close.
 # The golden model (sim/ref) stands in for the FPGA's design in one check: its sanitized objects only.
-EMU_SRCS := $(sort $(wildcard sim/rp2040/*.c)) tests/firmware/emu_pico_ice.c
+EMU_SRCS := $(filter-out sim/rp2040/pico_ice.c,$(sort $(wildcard sim/rp2040/*.c))) tests/firmware/emu_pico_ice.c
 EMU_REF_OBJS := $(filter $(BUILD)/san/sim/ref/%,$(LIB_SAN_OBJS))
 $(TEST_BUILD)/emu_pico_ice: $(EMU_SRCS) $(wildcard sim/rp2040/*.h) firmware/pico-ice/usb_requests.h $(EMU_REF_OBJS) \
                             | deps-emu
