@@ -205,6 +205,7 @@ install: all ## install the library, headers, pkg-config file and CLI under PREF
 	 elif [ -z "$(DESTDIR)" ]; then echo "note: run ldconfig as root, or set LD_LIBRARY_PATH=$(PREFIX)/lib, before running programs linked with -lntpu"; fi
 
 include mk/firmware.mk
+include mk/fuzz.mk
 include mk/tests.mk
 include mk/fpga.mk
 

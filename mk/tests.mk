@@ -127,10 +127,10 @@ TEST_PARTS := $(BOARD_SIM_LIST) $(TEST_BUILD)/host_tests $(RTL_BENCHES:%=$(TEST_
               $(VERILATOR_BENCHES:%=$(TEST_BUILD)/rtl-verilator/%/Vtb) \
               $(COSIM_SRCS:tests/cosim/%.c=$(TEST_BUILD)/cosim/%) $(LOCKSTEP)/host_tests \
               $(LOCKSTEP_RUNS:%=$(LOCKSTEP)/cosim/%) $(TEST_BUILD)/firmware_tests $(FW_UF2) \
-              $(TEST_BUILD)/emu_pico_ice $(TEST_BUILD)/emu_usb_path
+              $(TEST_BUILD)/emu_pico_ice $(TEST_BUILD)/emu_usb_path $(FUZZ_BINS)
 test: deps protocol-check all $(TEST_PARTS) ## run every test (installs what is missing first)
 	@BUILD=$(BUILD) CC="$(CC)" CPPFLAGS="$(CPPFLAGS)" RTL_BENCHES="$(RTL_BENCHES)" \
-	  VERILATOR_BENCHES="$(VERILATOR_BENCHES)" \
+	  VERILATOR_BENCHES="$(VERILATOR_BENCHES)" FUZZ_TARGETS="$(FUZZ_TARGETS)" \
 	  bash tests/run.sh
 
 # link_speed: frames and rows per CPU second between the library and a device (tools/link_speed.c,

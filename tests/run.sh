@@ -160,6 +160,15 @@ else
 fi
 record "pico-ice emulated end to end" "$rc"
 
+echo "== Fuzz targets (tests/fuzz/, libFuzzer under ASan and UBSan): each once over its seed corpus"
+for t in ${FUZZ_TARGETS:-}; do
+  log="$B/tests/fuzz-$t.log"
+  "$B/fuzz/fuzz_$t" -rss_limit_mb=2048 -timeout=30 tests/fuzz/corpus/"$t"/* > "$log" 2>&1; rc=$?
+  n=$(grep -c '^Executed ' "$log")
+  if [ "$rc" = 0 ] && [ "$n" -gt 0 ]; then echo "ok   fuzz_$t: $n corpus inputs"; else echo "FAIL fuzz_$t (exit $rc; $log)"; rc=1; fi
+  record "fuzz_$t corpus" "$rc"
+done
+
 echo "== Command-line tests"
 for t in tests/cli/*.sh; do
   [ -e "$t" ] || continue
