@@ -10,7 +10,7 @@ BOARD_SIM_LIST := $(BOARD_SIM_DIR)/list.txt
 
 # What each configuration is, from the board.mk files (mk/board_params.mk prints it): a makefile of
 # its own, so that the board.mk files are read once, not on every use.
-$(BOARD_SIM_DIR)/sims.mk: $(wildcard fpga/boards/*/board.mk) mk/board_params.mk
+$(BOARD_SIM_DIR)/sims.mk: $(wildcard fpga/boards/*/board.mk fpga/boards/*.mk) mk/board_params.mk
 	@mkdir -p $(dir $@)
 	@for mk in $(sort $(wildcard fpga/boards/*/board.mk)); do \
 	  b=$$(basename $$(dirname $$mk)); \
@@ -25,7 +25,7 @@ $(BOARD_SIM_DIR)/sims.mk: $(wildcard fpga/boards/*/board.mk) mk/board_params.mk
 # $(1): <board>_<config>. Verilate the top (the model's objects only: Verilator's run-time comes with
 # the core model's), write the header that vsim_board_model.cpp is compiled with, then compile it.
 define BOARD_SIM_RULES
-$(BOARD_SIM_DIR)/$(1)/stamp: $(RTL_SRCS) $(BSIM_$(1)_SRCS) $(BSIM_$(1)_MK) mk/board_params.mk mk/board_sim.mk \
+$(BOARD_SIM_DIR)/$(1)/stamp: $(RTL_SRCS) $(BSIM_$(1)_SRCS) $(BSIM_$(1)_MK) $(wildcard fpga/boards/*.mk) mk/board_params.mk mk/board_sim.mk \
                              sim/vsim/vobj.mk
 	@rm -rf $(BOARD_SIM_DIR)/$(1) && mkdir -p $(BOARD_SIM_DIR)/$(1)
 	@[ $$$$(($(BSIM_$(1)_CLOCK_HZ) % $(BSIM_$(1)_BAUD))) = 0 ] && [ $$$$(($(BSIM_$(1)_CLOCK_HZ) / $(BSIM_$(1)_BAUD))) -ge 4 ] \
@@ -83,7 +83,8 @@ board-sims: $(BOARD_SIM_LIST) $(BOARD_SIM_OBJS) ## build the simulated boards' m
 PICO_SIM := $(BUILD)/pico-ice-sim
 PICO_TOP := fpga/boards/pico-ice/ntpu_pico_ice_top.sv
 PICO_FW_BIN := $(BUILD)/firmware/pico-ice/ntpu-pico-ice.bin
-$(PICO_SIM)/stamp: $(RTL_SRCS) $(PICO_TOP) fpga/boards/pico-ice/board.mk mk/board_params.mk sim/vsim/vobj.mk
+$(PICO_SIM)/stamp: $(RTL_SRCS) $(PICO_TOP) fpga/boards/pico-ice/board.mk fpga/boards/up5k_core.mk mk/board_params.mk \
+                   sim/vsim/vobj.mk
 	@rm -rf $(PICO_SIM) && mkdir -p $(PICO_SIM)
 	$(VERILATOR) --cc --top-module ntpu_pico_ice_top --prefix Vntpu_pico_ice -O3 --x-assign fast --x-initial fast \
 	  --noassert -Wno-fatal -Mdir $(PICO_SIM) $$(MAKEFLAGS= $(MAKE) -s --no-print-directory \

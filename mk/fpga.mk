@@ -80,7 +80,7 @@ fpga-netlist: $(BD)/ntpu.json ## synthesize only (no place and route): make fpga
 # Synthesis, run inside $(BD): YoWASP's Yosys sees only the directory it starts in. -defer: modules are elaborated only with the parameters the board uses (the core's
 # simulation defaults would not fit the vendor RAMs). `delete t:$$scopeinfo`: nextpnr 0.4 does
 # not know the hierarchy markers that newer Yosys leaves in the netlist.
-$(BD)/ntpu.json: $(FPGA_SRCS) fpga/boards/$(BOARD)/board.mk fpga/tools/yosys_sv.py mk/fpga.mk \
+$(BD)/ntpu.json: $(FPGA_SRCS) fpga/boards/$(BOARD)/board.mk $(wildcard fpga/boards/*.mk) fpga/tools/yosys_sv.py mk/fpga.mk \
                  $(FPGA_BUILD)/sim-$(BOARD_FAMILY).ok | fpga-tools
 	@mkdir -p $(BD)
 	@rm -f $(BD)/pnr_report.json $(BD)/pnr_fail.json

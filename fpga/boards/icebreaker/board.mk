@@ -12,6 +12,7 @@ BOARD_PCF := fpga/boards/icebreaker/icebreaker.pcf
 BOARD_PNR := nextpnr-ice40 --up5k --package sg48
 BOARD_CLOCK_HZ := 12000000
 BOARD_BAUD := 3000000
+include fpga/boards/up5k_core.mk
 CONFIG ?= core
 # Every configuration below (make fpga-all).
 BOARD_CONFIGS := core echo
@@ -24,8 +25,8 @@ BOARD_SIM_ERR_LED := !t->led_r_n
 BOARD_LINK := PLL_EN=0 CLOCK_HZ=$(BOARD_CLOCK_HZ) BAUD=$(BOARD_BAUD) RX_FIFO_DEPTH=2048
 ifeq ($(CONFIG),core)
 # Top-level parameters (chparam): the core's configuration on this board.
-BOARD_PARAMS := $(BOARD_LINK) N=2 PE_STAGES=2 BF16_SHARED=1 SEG_DEPTH=2 VEC_EN=0 TRANSPOSE_A_EN=0 COUNTER_W=32 UB_ROWS=1024 WB_ROWS=16384 ACC_ROWS=512 MAX_PAYLOAD=516
-BOARD_CONFIG := N=2, shared fp32 adder (1 stage), no vector unit or TRANSPOSE_A, 32-bit counters, SEG_DEPTH 2, UB 1024, WB 16384, ACC 512
+BOARD_PARAMS := $(BOARD_LINK) $(UP5K_CORE_PARAMS)
+BOARD_CONFIG := $(UP5K_CORE_CONFIG)
 BOARD_SUFFIX :=
 else ifeq ($(CONFIG),echo)
 BOARD_PARAMS := $(BOARD_LINK) CORE_EN=0
