@@ -31,7 +31,7 @@ $(FUZZ_DIR)/libntpu_fuzz.a: $(FUZZ_LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_file.h $(FUZZ_DIR)/libntpu_fuzz.a
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_file.h tests/fuzz/fuzz_boards.h $(FUZZ_DIR)/libntpu_fuzz.a
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_DIR)/libntpu_fuzz.a -lcjson -lz -lm -lpthread -o $@
 
 -include $(FUZZ_LIB_OBJS:.o=.d)

@@ -16,6 +16,9 @@
 
 /* printf into err (errlen bytes, may be NULL/0); always NUL-terminated. */
 void ntpu_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* An error is one line: control characters that came in with a user's text
+ * (a device string, a file name, a SPEC) become '?'. The formatters here call it. */
+void ntpu_one_line(char *s);
 /* The same, returning st: `return ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "...", ...);` */
 ntpu_status ntpu_errst(char *err, size_t errlen, ntpu_status st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -28,6 +28,13 @@ const char *ntpu_dev_status_str(unsigned dev_status)
     return dev_status < sizeof names / sizeof names[0] ? names[dev_status] : "unknown device status";
 }
 
+void ntpu_one_line(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = '?';
+}
+
 void ntpu_errf(char *err, size_t errlen, const char *fmt, ...)
 {
     if (!err || errlen == 0)
@@ -36,6 +43,7 @@ void ntpu_errf(char *err, size_t errlen, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
+    ntpu_one_line(err);
 }
 
 char *ntpu_thread_error(void)
@@ -51,6 +59,7 @@ ntpu_status ntpu_errst(char *err, size_t errlen, ntpu_status st, const char *fmt
         va_start(ap, fmt);
         vsnprintf(err, errlen, fmt, ap);
         va_end(ap);
+        ntpu_one_line(err);
     }
     return st;
 }
@@ -59,10 +68,9 @@ ntpu_status ntpu_fail(ntpu_device *dev, ntpu_status st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    if (dev)
-        vsnprintf(dev->err, sizeof dev->err, fmt, ap);
-    else
-        vsnprintf(ntpu_thread_error(), NTPU_THREAD_ERRMSG_LEN, fmt, ap);
+    char *err = dev ? dev->err : ntpu_thread_error();
+    vsnprintf(err, dev ? sizeof dev->err : NTPU_THREAD_ERRMSG_LEN, fmt, ap);
     va_end(ap);
+    ntpu_one_line(err);
     return st;
 }

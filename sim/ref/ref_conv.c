@@ -105,7 +105,8 @@ static void gather_rows(const ref_conv *c, const uint16_t *ub, unsigned n, unsig
         const unsigned run = (unsigned)(c->mb - b < count ? c->mb - b : count);
         const long pix = source_pixel(c, oy, ox);
         const uint16_t *src = pix < 0 ? NULL : ub + ((size_t)c->ub_addr + (size_t)pix * c->mb + b) * n;
-        if (lanes && (src ? from + lanes != src : from != NULL)) { /* this run does not continue the pending one */
+        const int continues = src ? from != NULL && from + lanes == src : from == NULL; /* no arithmetic on NULL */
+        if (lanes && !continues) {
             if (from)
                 memcpy(out, from, lanes * sizeof *out);
             else

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h" /* ntpu_one_line */
 #include "ntpu/arch.h"
 #include "ntpu/nn.h" /* NTPU_MAX_LAYERS */
 
@@ -43,9 +44,7 @@ __attribute__((format(printf, 2, 3))) static ntpu_status item_error(const parser
         vsnprintf(p->why + at, p->why_len - (size_t)at, fmt, ap);
         va_end(ap);
     }
-    for (char *c = p->why; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
+    ntpu_one_line(p->why);
     return NTPU_ERR_INVALID_ARG;
 }
 
@@ -57,6 +56,7 @@ __attribute__((format(printf, 3, 4))) static ntpu_status spec_error(char *why, s
         va_start(ap, fmt);
         vsnprintf(why, why_len, fmt, ap);
         va_end(ap);
+        ntpu_one_line(why);
     }
     return NTPU_ERR_INVALID_ARG;
 }
