@@ -246,3 +246,49 @@ Test(outfile, steps_over_a_stale_temporary_file)
     cr_assert_eq(replace(at("a"), "new", err), NTPU_OK, "%s", err);
     cr_assert_str_eq(get(at("a")), "new");
 }
+
+static long dead_pid(void) /* a PID that was a process a moment ago and is none now */
+{
+    pid_t p = fork();
+    cr_assert_geq(p, 0);
+    if (p == 0)
+        _exit(0);
+    cr_assert_eq(waitpid(p, NULL, 0), p);
+    return (long)p;
+}
+
+static int exists(const char *path)
+{
+    struct stat sb;
+    return lstat(path, &sb) == 0;
+}
+
+Test(outfile, removes_temporary_files_of_runs_that_were_killed)
+{
+    char err[256], name[6][700];
+    const long dead = dead_pid(), live = (long)getppid();
+    snprintf(name[0], sizeof name[0], "%s.tmp%ld.0", at("a"), dead);           /* the model file's */
+    snprintf(name[1], sizeof name[1], "%s.state.new.tmp%ld.2", at("a"), dead); /* its sidecar's */
+    snprintf(name[2], sizeof name[2], "%s/.ntpu-tmp%ld.0", dir, dead);        /* beside a long name */
+    snprintf(name[3], sizeof name[3], "%s.tmp%ld.0", at("a"), live);           /* a run still writing */
+    snprintf(name[4], sizeof name[4], "%s.tmp%ld.0", at("b"), dead);           /* another file's */
+    snprintf(name[5], sizeof name[5], "%s.tmpx.0", at("a"));                   /* not a temporary file's name */
+    for (int i = 0; i < 6; i++)
+        put(name[i], "stale");
+    cr_assert_eq(replace(at("a"), "new", err), NTPU_OK, "%s", err);
+    cr_assert_str_eq(get(at("a")), "new");
+    for (int i = 0; i < 3; i++)
+        cr_assert_not(exists(name[i]), "%s was left", name[i]);
+    for (int i = 3; i < 6; i++)
+        cr_assert(exists(name[i]), "%s was removed", name[i]);
+}
+
+Test(outfile, refuses_a_fifo_whose_reader_went_away)
+{
+    char err[256];
+    cr_assert_eq(mkfifo(at("fifo"), 0600), 0);
+    ntpu_outfile o;
+    /* Without a reader the open would block for good: it fails at once instead, naming the reason. */
+    cr_assert_eq(ntpu_outfile_open(&o, at("fifo"), err, sizeof err), NTPU_ERR_FILE);
+    cr_assert(strstr(err, "no process is reading"), "%s", err);
+}

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Replacing a file whole (see outfile.h). */
 #define _DEFAULT_SOURCE /* realpath, fchmod, lstat, readlink */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -12,6 +14,52 @@
 
 #include "internal.h"
 #include "io/outfile.h"
+
+/* Whether name is a temporary file of ntpu_outfile_open's: "<prefix>[...].tmp<PID>.<K>" beside a file
+ * whose name starts with prefix (its sidecar's too), or ".ntpu-tmp<PID>.<K>" when prefix is NULL (beside
+ * a long name). *pid is its writer's. */
+static int temp_name(const char *name, const char *prefix, long *pid)
+{
+    const char *tag = prefix ? ".tmp" : ".ntpu-tmp", *at = NULL;
+    if (prefix && strncmp(name, prefix, strlen(prefix)) != 0)
+        return 0;
+    for (const char *p = name; (p = strstr(p, tag)) != NULL; p++)
+        at = p; /* the last one */
+    if (!at || (!prefix && at != name))
+        return 0;
+    const char *digits = at + strlen(tag);
+    char *end;
+    if (*digits < '0' || *digits > '9')
+        return 0;
+    *pid = strtol(digits, &end, 10);
+    if (*end != '.' || end[1] < '0' || end[1] > '9')
+        return 0;
+    strtoul(end + 1, &end, 10);
+    return *end == '\0';
+}
+
+/* Removes the temporary files that runs killed while writing target left beside it (SIGKILL, a power
+ * cut): those whose writer's PID is no running process. Best effort: a file that cannot be removed is
+ * left. (A PID is only meaningful on this machine: a directory shared over the network with a writer
+ * elsewhere is not supported.) */
+static void remove_stale_temps(const char *dname, const char *base)
+{
+    DIR *d = opendir(dname);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long pid = 0;
+        if (!temp_name(e->d_name, base, &pid) && !temp_name(e->d_name, NULL, &pid))
+            continue;
+        if (pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char p[PATH_MAX];
+        if ((size_t)snprintf(p, sizeof p, "%s/%s", dname, e->d_name) < sizeof p)
+            (void)unlink(p);
+    }
+    closedir(d);
+}
 
 /* Whether the directory part of p lies in /proc (where /dev/stdout and /dev/fd/N lead): its links
  * name open descriptors, not files that can be replaced by name. */
@@ -87,9 +135,16 @@ ntpu_status ntpu_outfile_open(ntpu_outfile *o, const char *path, char *err, size
         return NTPU_ERR_FILE;
     }
     if (exists && !S_ISREG(ps.st_mode)) { /* a device, FIFO, pipe or terminal: renaming over it would remove it */
-        o->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        /* A FIFO without a reader (one that went away) would block the open for good: refuse it instead. */
+        o->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | (S_ISFIFO(ps.st_mode) ? O_NONBLOCK : 0));
+        if (o->fd < 0 && errno == ENXIO) {
+            ntpu_errf(err, errlen, "%s: cannot write: no process is reading the FIFO", path);
+            return NTPU_ERR_FILE;
+        }
         if (o->fd < 0)
             return failed(err, errlen, path, errno);
+        if (S_ISFIFO(ps.st_mode))
+            (void)fcntl(o->fd, F_SETFL, fcntl(o->fd, F_GETFL) & ~O_NONBLOCK); /* then wait for a slow reader */
         if (!(o->target = strdup(path))) {
             close(o->fd);
             o->fd = -1;
@@ -126,6 +181,7 @@ ntpu_status ntpu_outfile_open(ntpu_outfile *o, const char *path, char *err, size
         free(target);
         return failed(err, errlen, path, e);
     }
+    remove_stale_temps(dname, base);
     /* A fresh name beside the target, so the rename stays on one file system; O_EXCL with a counter
      * steps past files left by a killed run (which may have had this process's ID). */
     char *tmp = malloc(len);
