@@ -432,7 +432,7 @@ static const char train_help[] =
     "                        in its ACC (protocol 1.3, OPTIM), Adam / AdamW with their moments in its\n"
     "                        OS memory (1.4, feature ADAM). The same bits, far fewer link bytes; with\n"
     "                        program memory (1.4, PROGRAM) a step is two RUN frames plus its batch.\n"
-    "                        Where the device or its memories do not allow it, the host optimizer runs\n"
+    "                        Refused where the device or its memories do not allow it\n"
     "  --threads T           the golden model's large MATMULs on T threads (-d ref only; the same bits)\n"
     "  --json                one JSON object on stdout instead of the table\n";
 
@@ -630,8 +630,16 @@ static int resume_model(train_opts *o, train_run *r)
         return 1;
     ntpu_model_view v;
     ntpu_model_get_view(r->model, &v);
-    if (o->opt_s || o->lr_s || o->mom_s || o->wd_s || o->sched_s || o->stepsize_s || o->gamma_s)
-        fprintf(stderr, "ntpu: note: --resume keeps the checkpoint's optimizer settings\n");
+    const char *given = o->opt_s        ? "--optimizer"
+                        : o->lr_s       ? "--lr"
+                        : o->mom_s      ? "--momentum"
+                        : o->wd_s       ? "--weight-decay"
+                        : o->sched_s    ? "--schedule"
+                        : o->stepsize_s ? "--step-size"
+                        : o->gamma_s    ? "--gamma"
+                                        : NULL;
+    if (given) /* it would not apply: the checkpoint's optimizer settings do */
+        return fail("%s: --resume continues with the checkpoint's optimizer and schedule; drop %s", given, given);
     /* A cosine schedule ends at lr 0 with the run it was made for; more --epochs would train on
      * at lr 0, so the schedule is recomputed over the longer run (lr rises to its value at this
      * step). Fewer epochs leave it as it was: the run just stops earlier. */
@@ -699,8 +707,8 @@ static int train_setup(common *cm, train_opts *o, train_run *r)
     ntpu_get_info(r->dev, &r->info);
     if (o->resume ? resume_model(o, r) : new_model(o, r))
         return 1;
-    if (o->dev_opt && ntpu_model_check_device_optimizer(r->model) != NTPU_OK)
-        fprintf(stderr, "ntpu: note: the optimizer runs on the host: %s\n", ntpu_last_error(r->dev));
+    if (o->dev_opt && ntpu_model_check_device_optimizer(r->model) != NTPU_OK) /* an option that would not apply */
+        return fail("--device-optimizer: %s (without the option the host runs the optimizer)", ntpu_last_error(r->dev));
     ntpu_model_get_view(r->model, &r->view);
     if (ntpu_model_check_resident(r->model) != NTPU_OK)
         fprintf(stderr,
@@ -792,6 +800,17 @@ static int train_steps(const train_opts *o, train_run *r, uint64_t e, uint64_t *
             if (r->tty)
                 fputc('\n', stderr);
             return fail("training step %" PRIu64 ": %s", *r->view.step, ntpu_last_error(r->dev));
+        }
+        if (!isfinite(res.loss)) { /* nothing after it would mean anything: stop before a save could keep it */
+            if (r->tty)
+                fputc('\n', stderr);
+            const int kept = o->save && access(o->save, F_OK) == 0;
+            return fail("training step %" PRIu64 ": the loss is %s: the model diverged (a lower --lr?)%s%s",
+                        *r->view.step, isnan(res.loss) ? "NaN" : "infinite",
+                        kept      ? "; the last checkpoint is kept: "
+                        : o->save ? "; nothing was saved"
+                                  : "",
+                        kept ? o->save : "");
         }
         r->loss_sum += (double)res.loss * (double)nb;
         r->correct_sum += res.correct;

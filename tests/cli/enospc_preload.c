@@ -29,7 +29,7 @@ ssize_t write(int fd, const void *buf, size_t n)
 {
     static ssize_t (*real)(int, const void *, size_t);
     if (!real)
-        real = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+        real = (ssize_t(*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
     if (on_full_disk(fd)) {
         errno = ENOSPC;
         return -1;

@@ -147,6 +147,11 @@ grep -q 'not a file (a directory)$' "$T/err" || { echo "FAIL eval of a directory
 expect_error "eval without --model" "$B/ntpu" eval -d ref
 expect_error "eval of a missing file" "$B/ntpu" eval -d ref --model "$T/nope.st"
 expect_error "resume with another batch" "$B/ntpu" train -d ref --resume "$T/ok.st" --batch 32
+for o in "--lr 0.1" "--optimizer sgd" "--schedule cosine"; do # options a resumed run would not use
+  expect_error "resume with $o" "$B/ntpu" train -d ref --resume "$T/ok.st" --epochs 2 $o
+  grep -q "^ntpu: ${o% *}: --resume continues with the checkpoint's optimizer and schedule; drop ${o% *}$" "$T/err" ||
+    { echo "FAIL resume with $o: $(cat "$T/err")"; failures=$((failures + 1)); }
+done
 expect_error "resume of a finished run without more --epochs" "$B/ntpu" train -d ref --resume "$T/ok.st" --epochs 1
 [ -s "$T/out" ] && { echo "FAIL resume of a finished run: it printed a run"; failures=$((failures + 1)); }
 

@@ -8,7 +8,9 @@
 #    exactly;
 #  - a full disk during --save (an LD_PRELOAD shim: ENOSPC on the checkpoint's files) keeps the old
 #    checkpoint, leaves no temporary file and ends the run with one line;
-#  - --log to a FIFO whose reader went away ends the run with one line instead of blocking.
+#  - --log to a FIFO whose reader went away ends the run with one line instead of blocking;
+#  - a run that diverges (the loss NaN) stops with one line, its last finite checkpoint kept; a
+#    checkpoint holding a NaN weight is refused with one line.
 set -eu
 B=${BUILD:-build}
 T=$(mktemp -d)
@@ -108,6 +110,29 @@ echo "FIFO reader gone: $msg"
 echo "$msg" | grep -q 'no process is reading the FIFO' || fail "--log FIFO: the cause not named"
 grep -q '^1,' "$d/got.csv" || fail "--log FIFO: the reader did not get the first epoch"
 [ "$(state_step "$d/ck.st.state")" = 60 ] || fail "--log FIFO: the second epoch's checkpoint was not kept"
+
+# --- a run that diverges stops at once, and neither saves nor loads a model that is not finite
+d="$T/diverge"; mkdir "$d"
+if "$B/ntpu" train "${ARGS[@]}" --optimizer sgd --lr 1e30 --save "$d/ck.st" --save-every 1 > /dev/null 2> "$d/err.log"; then
+  fail "a diverging run exited 0"
+fi
+msg=$(grep -v '^epoch ' "$d/err.log" || true)
+echo "diverged: $msg"
+{ [ "$(echo "$msg" | grep -c .)" = 1 ] && echo "$msg" | grep -q 'diverged'; } || fail "diverging: not one line naming it"
+whole "$d" || true
+/usr/bin/python3 - "$d/ck.st" "$d/nan.st" << 'PY'
+import json, struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+start = json.loads(b[8:8 + n])["0.weight"]["data_offsets"][0]
+b[8 + n + start + 4 * 7:8 + n + start + 4 * 8] = struct.pack("<f", float("nan"))
+open(sys.argv[2], "wb").write(b)
+PY
+if "$B/ntpu" eval -d ref --model "$d/nan.st" --test-limit 50 > /dev/null 2> "$d/nan.err"; then
+  fail "a checkpoint with a NaN weight loaded"
+fi
+grep -q 'tensor 0.weight holds a NaN or infinity (element 7)' "$d/nan.err" && [ "$(grep -c . "$d/nan.err")" = 1 ] ||
+  fail "NaN weights: not one line naming the tensor: $(cat "$d/nan.err")"
 
 [ "$failures" = 0 ] || exit 1
 echo "PASS train_kill"

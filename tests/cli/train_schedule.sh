@@ -33,7 +33,7 @@ fi
 # (it used to end at lr 0 with the first run, and the added epochs trained nothing).
 cos() { run --optimizer sgd --lr 0.1 --schedule cosine "$@"; }
 cos --epochs 1 --save "$T/c1.st" > /dev/null
-cos --epochs 3 --resume "$T/c1.st" --save "$T/c3.st" > "$T/longer.json"
+run --epochs 3 --resume "$T/c1.st" --save "$T/c3.st" > "$T/longer.json" # the optimizer comes from c1.st
 note=$("$B/ntpu" train -d ref --layers 784,16,10 --train-limit 640 --test-limit 64 --epochs 3 \
        --resume "$T/c1.st" --save "$T/c3b.st" 2>&1 > /dev/null | grep -c 'cosine schedule now ends with epoch 3')
 if [ "$note" = 1 ] && python3 - "$T" <<'PY'

@@ -269,7 +269,7 @@ Test(outfile, removes_temporary_files_of_runs_that_were_killed)
     const long dead = dead_pid(), live = (long)getppid();
     snprintf(name[0], sizeof name[0], "%s.tmp%ld.0", at("a"), dead);           /* the model file's */
     snprintf(name[1], sizeof name[1], "%s.state.new.tmp%ld.2", at("a"), dead); /* its sidecar's */
-    snprintf(name[2], sizeof name[2], "%s/.ntpu-tmp%ld.0", dir, dead);        /* beside a long name */
+    snprintf(name[2], sizeof name[2], "%s/.ntpu-tmp%ld.0", dir, dead);         /* beside a long name */
     snprintf(name[3], sizeof name[3], "%s.tmp%ld.0", at("a"), live);           /* a run still writing */
     snprintf(name[4], sizeof name[4], "%s.tmp%ld.0", at("b"), dead);           /* another file's */
     snprintf(name[5], sizeof name[5], "%s.tmpx.0", at("a"));                   /* not a temporary file's name */

@@ -6,6 +6,7 @@
  * caller's tensors and metadata, and the CRC-32 of FILE's tensor data. Both are written to
  * temporary files first and put in place one after the other (docs/decisions/0030). */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,18 @@ static void transpose(const float *src, float *dst, size_t rows, size_t cols)
     for (size_t r = 0; r < rows; r++)
         for (size_t c = 0; c < cols; c++)
             dst[c * rows + r] = src[r * cols + c];
+}
+
+size_t ckpt_first_non_finite(const void *data, size_t n)
+{
+    const unsigned char *b = data;
+    for (size_t i = 0; i < n; i++) {
+        float v;
+        memcpy(&v, b + 4 * i, sizeof v);
+        if (!isfinite(v))
+            return i;
+    }
+    return n;
 }
 
 /* What one save writes: the model file's tensors and metadata, the sidecar's. */
@@ -261,6 +274,15 @@ ntpu_status ntpu_model_save(ntpu_model *m, const char *path, const ntpu_st_tenso
     if (!p)
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "save: out of memory");
     if ((st = plan_tensors(m, p, extra, n_extra)) == NTPU_OK) {
+        for (size_t i = 0; i < p->n && st == NTPU_OK; i++) {
+            size_t count = p->model[i].nbytes / 4, bad = ckpt_first_non_finite(p->model[i].data, count);
+            if (bad < count)
+                st = ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG,
+                               "save: %s[%zu] is not finite (the model diverged): not saved, %s is left as it was",
+                               p->model[i].name, bad, path);
+        }
+    }
+    if (st == NTPU_OK) {
         const ntpu_st_tensor *data[CKPT_MAX_TENSORS];
         for (size_t i = 0; i < p->n; i++)
             data[i] = &p->model[i];

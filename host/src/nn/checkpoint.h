@@ -41,6 +41,10 @@ const char *ckpt_slot_name(ntpu_optimizer kind, unsigned slot);
 /* zlib's CRC-32 of the tensors' data, one after the other, continuing crc (0 to start). */
 uint32_t ckpt_crc(uint32_t crc, const ntpu_st_tensor *const *t, size_t n);
 
+/* The index of the first float of n (F32 data, possibly unaligned) that is NaN or infinite, or n when
+ * all are finite: a model that diverged is neither saved nor loaded (docs/training.md). */
+size_t ckpt_first_non_finite(const void *data, size_t n);
+
 /* The CRC-32 of model file f's tensor data in the order of its header: for a file that
  * ntpu_model_save wrote, of its data section, what its sidecar records as model_crc32. */
 uint32_t ckpt_file_crc(const ntpu_safetensors *f);

@@ -152,6 +152,10 @@ static ntpu_status check_tensor(ntpu_device *dev, const ntpu_safetensors *f, con
         shape_text(t->shape, t->rank, needs, sizeof needs);
         return ntpu_fail(dev, NTPU_ERR_FORMAT, "%s: tensor %s has shape %s, the arch needs %s", path, name, has, needs);
     }
+    size_t bad = ckpt_first_non_finite(x->data, t->count);
+    if (bad < t->count)
+        return ntpu_fail(dev, NTPU_ERR_FORMAT,
+                         "%s: tensor %s holds a NaN or infinity (element %zu): a model that diverged", path, name, bad);
     *found = x;
     return NTPU_OK;
 }
