@@ -148,7 +148,9 @@ NTPU_API ntpu_status ntpu_model_fetch(ntpu_model *m);
  * .exp_avg and .exp_avg_sq, or .momentum_buffer), the step, the optimizer
  * settings, the CRC-32 of path's tensor data, and the caller's own tensors and
  * metadata (extra, meta: key, value, ..., NULL). Written atomically: a kill
- * leaves the old pair or the new, never a part or a mix. */
+ * leaves the old pair or the new, never a part or a mix. A model whose weights
+ * are not all finite (it diverged) is not saved: NTPU_ERR_INVALID_ARG, path and
+ * its sidecar left as they were. */
 struct ntpu_st_tensor;
 NTPU_API ntpu_status ntpu_model_save(ntpu_model *m, const char *path, const struct ntpu_st_tensor *extra,
                                      size_t n_extra, const char *const *meta);
@@ -156,8 +158,9 @@ NTPU_API ntpu_status ntpu_model_save(ntpu_model *m, const char *path, const stru
 /* Creates a model on dev from a checkpoint written by ntpu_model_save: the arch
  * and weights from path, the optimizer, its state and the step from its sidecar
  * (or, for the earlier single-file format "ntpu-mlp-1", from path). Errors:
- * NTPU_ERR_FILE, NTPU_ERR_FORMAT (truncated, missing tensors, wrong shapes: the
- * reason is in ntpu_last_error(dev)), and as ntpu_model_create. Release *out
+ * NTPU_ERR_FILE, NTPU_ERR_FORMAT (truncated, missing tensors, wrong shapes, a
+ * weight that is NaN or infinite: the reason is in ntpu_last_error(dev)), and as
+ * ntpu_model_create. Release *out
  * with ntpu_model_free. */
 NTPU_API ntpu_status ntpu_model_load(ntpu_device *dev, const char *path, size_t max_batch, ntpu_model **out);
 
