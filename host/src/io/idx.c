@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include "internal.h"
+#include "io/sizes.h"
 #include "ntpu/data.h"
 
 #define IDX_TYPE_UBYTE 0x08
@@ -65,7 +66,12 @@ static ntpu_status read_idx(const char *dir, const char *name, unsigned rank, si
     if (limit && dims[0] > limit)
         dims[0] = (uint32_t)limit;
     for (unsigned i = 0; i < rank; i++)
-        total *= dims[i];
+        if (ntpu_size_mul(total, dims[i], &total)) {
+            st = ntpu_errst(err, errlen, NTPU_ERR_FORMAT,
+                            "%s: dimensions %u x %u x %u are more data than this build can address", path, dims[0],
+                            rank > 1 ? dims[1] : 1, rank > 2 ? dims[2] : 1);
+            goto out;
+        }
     /* The buffer grows with the data read, so that a header that claims more than the file holds
      * (whose size a .gz does not tell) gives "truncated", not a huge allocation first. */
     size_t have = 0, cap = 0;
@@ -135,8 +141,15 @@ ntpu_status ntpu_dataset_load(const char *dir, const char *split, size_t limit, 
         free(labels);
         return st;
     }
-    size_t count = idims[0], features = (size_t)idims[1] * idims[2];
-    float *images = malloc(count * features * sizeof *images);
+    size_t count = idims[0], features = (size_t)idims[1] * idims[2], bytes = 0; /* read_idx checked count x features */
+    if (ntpu_size_mul(count * features, sizeof(float), &bytes)) {
+        free(pixels);
+        free(labels);
+        return ntpu_errst(err, errlen, NTPU_ERR_FORMAT,
+                          "%s/%s: %zu images of %zu pixels are more floats than this build can address", dir,
+                          images_name, count, features);
+    }
+    float *images = malloc(bytes);
     if (!images) {
         free(pixels);
         free(labels);

@@ -13,6 +13,7 @@
 
 #include "internal.h"
 #include "io/outfile.h"
+#include "io/sizes.h"
 
 static const char npy_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 
@@ -297,11 +298,11 @@ static ntpu_status read_header(FILE *f, npy_header *h, ntpu_elem *elem, char *wh
 static ntpu_status read_data(FILE *f, unsigned long long rows, unsigned long long cols, size_t es, uint8_t **out,
                              char *why, size_t whylen)
 {
-    if (rows > SIZE_MAX || cols > SIZE_MAX || (cols && rows > SIZE_MAX / es / cols)) {
-        ntpu_errf(why, whylen, "shape is too large");
+    size_t count, bytes;
+    if (ntpu_size_mul(rows, cols, &count) || ntpu_size_mul(count, es, &bytes)) {
+        ntpu_errf(why, whylen, "shape (%llu, %llu) is more data than this build can address", rows, cols);
         return NTPU_ERR_FORMAT;
     }
-    size_t count = (size_t)(rows * cols), bytes = count * es;
     /* A header that claims more data than the file holds: say so before allocating it. */
     struct stat sb;
     long pos = ftell(f);
@@ -428,7 +429,8 @@ ntpu_status ntpu_npy_write(const char *path, const ntpu_tensor *t)
         return NTPU_ERR_INVALID_ARG;
     }
     size_t es = ntpu_elem_size(t->elem);
-    if ((t->shape[1] && t->shape[0] > SIZE_MAX / es / t->shape[1]) || (!t->data && t->shape[0] * t->shape[1] != 0)) {
+    size_t count, bytes;
+    if (ntpu_size_mul(t->shape[0], t->shape[1], &count) || ntpu_size_mul(count, es, &bytes) || (!t->data && count)) {
         ntpu_errf(err, errlen, "ntpu_npy_write: shape too large, or data NULL");
         return NTPU_ERR_INVALID_ARG;
     }

@@ -10,10 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "io/outfile.h"
+
+#define FIFO_WAIT_MS 5000 /* how long a FIFO may be without a reader before a write is refused */
 
 /* Whether name is a temporary file of ntpu_outfile_open's: "<prefix>[...].tmp<PID>.<K>" beside a file
  * whose name starts with prefix (its sidecar's too), or ".ntpu-tmp<PID>.<K>" when prefix is NULL (beside
@@ -135,10 +138,19 @@ ntpu_status ntpu_outfile_open(ntpu_outfile *o, const char *path, char *err, size
         return NTPU_ERR_FILE;
     }
     if (exists && !S_ISREG(ps.st_mode)) { /* a device, FIFO, pipe or terminal: renaming over it would remove it */
-        /* A FIFO without a reader (one that went away) would block the open for good: refuse it instead. */
-        o->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | (S_ISFIFO(ps.st_mode) ? O_NONBLOCK : 0));
+        /* A FIFO without a reader (one that went away) would block the open for good: a reader gets
+         * FIFO_WAIT_MS to arrive (one started beside the writer may not have opened it yet), then the
+         * write is refused. */
+        const int fifo = S_ISFIFO(ps.st_mode);
+        o->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0));
+        for (int waited = 0; o->fd < 0 && errno == ENXIO && fifo && waited < FIFO_WAIT_MS; waited += 10) {
+            struct timespec ten_ms = {0, 10 * 1000 * 1000};
+            nanosleep(&ten_ms, NULL);
+            o->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+        }
         if (o->fd < 0 && errno == ENXIO) {
-            ntpu_errf(err, errlen, "%s: cannot write: no process is reading the FIFO", path);
+            ntpu_errf(err, errlen, "%s: cannot write: no process has been reading the FIFO for %d s", path,
+                      FIFO_WAIT_MS / 1000);
             return NTPU_ERR_FILE;
         }
         if (o->fd < 0)

@@ -14,6 +14,7 @@
 #include "internal.h"
 #include "io/io.h"
 #include "io/outfile.h"
+#include "io/sizes.h"
 #include "ntpu/safetensors.h"
 
 #define ST_MAX_HEADER (100u << 20) /* the format's own limit on the JSON header */
@@ -31,6 +32,21 @@ static size_t dtype_size(const char *d)
         if (strcmp(d, table[i].name) == 0)
             return table[i].size;
     return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The first of n names (sorted order) that appears twice, or NULL: n log n, for files of many tensors. */
+static const char *duplicate_name(const char **names, size_t n)
+{
+    qsort(names, n, sizeof *names, by_name);
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(names[i - 1], names[i]) == 0)
+            return names[i];
+    return NULL;
 }
 
 ntpu_status ntpu_safetensors_write_err(const char *path, const ntpu_st_tensor *t, size_t n, const char *const *meta,
@@ -55,17 +71,29 @@ ntpu_status ntpu_safetensors_write_open(const char *path, const ntpu_st_tensor *
         for (size_t i = 0; m && meta[i] && meta[i + 1]; i += 2)
             cJSON_AddStringToObject(m, meta[i], meta[i + 1]);
     }
+    const char **names = malloc((n ? n : 1) * sizeof *names), *dup = NULL;
+    if (!names)
+        st = ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "safetensors: out of memory");
+    for (size_t i = 0; i < n && st == NTPU_OK; i++)
+        if (!(names[i] = t[i].name) || !t[i].name[0] || strcmp(t[i].name, "__metadata__") == 0)
+            st = ntpu_errst(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: tensor %zu has an empty or reserved name",
+                            i);
+    if (st == NTPU_OK && (dup = duplicate_name(names, n)) != NULL)
+        st = ntpu_errst(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: two tensors are named %s", dup);
+    free(names);
     size_t offset = 0;
     for (size_t i = 0; i < n && st == NTPU_OK; i++) {
-        size_t es = dtype_size(t[i].dtype), count = 1;
-        for (unsigned r = 0; r < t[i].rank && r < NTPU_ST_MAX_RANK; r++)
-            count *= t[i].shape[r];
-        if (!t[i].name || !t[i].name[0] || strcmp(t[i].name, "__metadata__") == 0 ||
-            cJSON_GetObjectItemCaseSensitive(root, t[i].name))
-            st = ntpu_errst(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: empty or duplicate tensor name");
-        else if (!es || t[i].rank > NTPU_ST_MAX_RANK || count * es != t[i].nbytes || (t[i].nbytes && !t[i].data))
+        size_t es = dtype_size(t[i].dtype), count = 1, bytes = 0;
+        int fits = t[i].rank <= NTPU_ST_MAX_RANK;
+        for (unsigned r = 0; fits && r < t[i].rank; r++)
+            fits = !ntpu_size_mul(count, t[i].shape[r], &count);
+        fits = fits && !ntpu_size_mul(count, es, &bytes);
+        if (!es || !fits || bytes != t[i].nbytes || (t[i].nbytes && !t[i].data))
             st = ntpu_errst(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: tensor %s: bad dtype, shape or size",
                             t[i].name);
+        else if (ntpu_size_add(offset, t[i].nbytes, &bytes))
+            st = ntpu_errst(err, errlen, NTPU_ERR_INVALID_ARG,
+                            "safetensors: the tensors are more data than this build can address");
         else {
             cJSON *o = cJSON_AddObjectToObject(root, t[i].name);
             cJSON_AddStringToObject(o, "dtype", t[i].dtype);
@@ -74,8 +102,8 @@ ntpu_status ntpu_safetensors_write_open(const char *path, const ntpu_st_tensor *
                 cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t[i].shape[r]));
             cJSON *off = cJSON_AddArrayToObject(o, "data_offsets");
             cJSON_AddItemToArray(off, cJSON_CreateNumber((double)offset));
-            cJSON_AddItemToArray(off, cJSON_CreateNumber((double)(offset + t[i].nbytes)));
-            offset += t[i].nbytes;
+            cJSON_AddItemToArray(off, cJSON_CreateNumber((double)bytes));
+            offset = bytes;
         }
     }
     char *json = st == NTPU_OK ? cJSON_PrintUnformatted(root) : NULL;
@@ -166,9 +194,6 @@ static ntpu_status parse(ntpu_safetensors *st, const char *path, char *err, size
             cJSON_GetArraySize(offs) != 2)
             return ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s: bad dtype, shape or data_offsets", path,
                               item->string);
-        for (size_t i = 0; i < st->count; i++)
-            if (strcmp(st->tensors[i].name, item->string) == 0)
-                return ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s appears twice", path, item->string);
         size_t count = 1;
         t->rank = 0;
         const cJSON *d;
@@ -185,7 +210,8 @@ static ntpu_status parse(ntpu_safetensors *st, const char *path, char *err, size
             return ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s: data_offsets are not two whole numbers",
                               path, item->string);
         double b = bj->valuedouble, e = ej->valuedouble;
-        if (!(e >= b && e <= (double)data_size) || (size_t)(e - b) != count * es)
+        size_t bytes = 0;
+        if (!(e >= b && e <= (double)data_size) || ntpu_size_mul(count, es, &bytes) || (size_t)(e - b) != bytes)
             return ntpu_errst(err, errlen, NTPU_ERR_FORMAT,
                               "%s: tensor %s: data range [%.0f, %.0f) outside the %zu data bytes "
                               "or not matching its shape (file truncated?)",
@@ -196,7 +222,15 @@ static ntpu_status parse(ntpu_safetensors *st, const char *path, char *err, size
         t->nbytes = (size_t)(e - b);
         st->count++;
     }
-    return NTPU_OK;
+    const char **names = malloc((st->count ? st->count : 1) * sizeof *names), *dup;
+    if (!names)
+        return ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "%s: out of memory", path);
+    for (size_t i = 0; i < st->count; i++)
+        names[i] = st->tensors[i].name;
+    dup = duplicate_name(names, st->count);
+    ntpu_status s = dup ? ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s appears twice", path, dup) : NTPU_OK;
+    free(names);
+    return s;
 }
 
 ntpu_status ntpu_safetensors_read_err(const char *path, ntpu_safetensors **out, char *err, size_t errlen)
