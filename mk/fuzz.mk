@@ -5,7 +5,9 @@
 # coverage instrumentation into their own archive; a target links only what it calls.
 #   make fuzz FUZZ_SECONDS=N   each target for N seconds (default 60), new inputs kept in build/fuzz/corpus,
 #                              findings (crashing inputs) in build/fuzz/findings; a finding fails the run
-#   make test                  runs every target once over its seed corpus (tests/run.sh): a regression test
+#   make fuzz-rtl              the golden model's link and decoder inputs the campaign kept (and FUZZ_RANDOM
+#                              random ones) through the RTL beside the golden model (tests/cosim/fuzz_replay.c)
+#   make test                  runs every target over its seed corpus, then 5 s from it (tests/run.sh)
 
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_CC := clang-14
@@ -36,7 +38,13 @@ $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_file.h tests/fuzz/fuzz_b
 
 -include $(FUZZ_LIB_OBJS:.o=.d)
 
-.PHONY: fuzz fuzz-build deps-fuzz
+.PHONY: fuzz fuzz-build fuzz-rtl deps-fuzz
+FUZZ_RANDOM ?= 20000
+fuzz-rtl: $(BUILD)/tests/cosim/fuzz_replay ## the fuzzer's decoder inputs and FUZZ_RANDOM random ones through the RTL and the golden model
+	@mkdir -p $(FUZZ_DIR)/corpus/ref_link
+	$(BUILD)/tests/cosim/fuzz_replay random=$(FUZZ_RANDOM):$$(date +%s) $(FUZZ_DIR)/corpus/ref_link tests/fuzz/corpus/ref_link
+	NTPU_TEST_VSIM=rtl $(BUILD)/tests/cosim/fuzz_replay random=$(FUZZ_RANDOM):$$(date +%s) $(FUZZ_DIR)/corpus/ref_link tests/fuzz/corpus/ref_link
+
 fuzz-build: $(FUZZ_BINS) ## build the fuzz targets (libFuzzer, ASan, UBSan)
 
 fuzz: $(FUZZ_BINS) ## fuzz every parser and decoder for FUZZ_SECONDS each (default 60); findings in build/fuzz/findings

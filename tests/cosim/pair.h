@@ -65,7 +65,7 @@ static void die(const char *fmt, ...)
     exit(1);
 }
 
-static void put16(uint8_t *p, unsigned v)
+static inline void put16(uint8_t *p, unsigned v)
 {
     p[0] = (uint8_t)v;
     p[1] = (uint8_t)(v >> 8);
@@ -220,7 +220,7 @@ static void pair_frame(pair *p, uint8_t seq, const uint8_t *payload, size_t len)
 }
 
 /* Appends one command frame with the SEQ the device expects next; returns it. */
-static uint8_t pair_cmd(pair *p, const uint8_t *payload, size_t len)
+static inline uint8_t pair_cmd(pair *p, const uint8_t *payload, size_t len)
 {
     pair_frame(p, p->seq, payload, len);
     return p->seq++;
@@ -343,7 +343,7 @@ static size_t pair_exchange(pair *p)
 
 /* Walks a reply stream frame by frame; checks framing and CRC. Returns the
  * number of frames, filling (offset, length) of each payload. */
-static size_t split_replies(const uint8_t *rx, size_t n, size_t *off, size_t *len, size_t max)
+static inline size_t split_replies(const uint8_t *rx, size_t n, size_t *off, size_t *len, size_t max)
 {
     size_t i = 0, k = 0;
     while (i < n) {
@@ -370,7 +370,7 @@ static uint64_t rnd(void) /* splitmix64: a seeded stream the test can replay */
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
-static unsigned rnd_below(unsigned n)
+static inline unsigned rnd_below(unsigned n)
 {
     return (unsigned)(rnd() % n);
 }
