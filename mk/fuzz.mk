@@ -36,6 +36,11 @@ $(FUZZ_DIR)/libntpu_fuzz.a: $(FUZZ_LIB_OBJS)
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_file.h tests/fuzz/fuzz_boards.h $(FUZZ_DIR)/libntpu_fuzz.a
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_DIR)/libntpu_fuzz.a -lcjson -lz -lm -lpthread -o $@
 
+# The firmware's control requests: its own source, built for the host (no library).
+$(FUZZ_DIR)/fuzz_usb_ctrl: tests/fuzz/fuzz_usb_ctrl.c firmware/pico-ice/usb_ctrl.c $(wildcard firmware/pico-ice/usb_*.h) | deps-fuzz
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -Ifirmware/pico-ice $(FUZZ_FLAGS) -fsanitize=fuzzer tests/fuzz/fuzz_usb_ctrl.c firmware/pico-ice/usb_ctrl.c -o $@
+
 -include $(FUZZ_LIB_OBJS:.o=.d)
 
 .PHONY: fuzz fuzz-build fuzz-rtl deps-fuzz
