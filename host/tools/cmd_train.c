@@ -1031,6 +1031,8 @@ static int eval_args(common *cm, int argc, char **argv, eval_opts *o)
         (o->calib_s && parse_u64("--calib", o->calib_s, 1, UINT32_MAX, &o->calib)) ||
         (o->batch_s && parse_u64("--batch", o->batch_s, 1, 4096, &o->batch)))
         return 1;
+    if (o->calib_s && !o->int8) /* it would not apply */
+        return fail("--calib applies to --int8 (the calibration of the int8 model)");
     return o->logits_path ? check_output("--logits", o->logits_path) : 0;
 }
 

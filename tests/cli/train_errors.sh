@@ -144,6 +144,7 @@ expect_error "--gamma without --schedule step" "$B/ntpu" train -d ref --gamma 0.
 expect_error "--step-size with cosine" "$B/ntpu" train -d ref --schedule cosine --step-size 10
 expect_error "eval of a directory" "$B/ntpu" eval -d ref --model "$T"
 grep -q 'not a file (a directory)$' "$T/err" || { echo "FAIL eval of a directory: $(cat "$T/err")"; failures=$((failures + 1)); }
+expect_error "eval --calib without --int8" "$B/ntpu" eval -d ref --model "$T/ok.st" --calib 8
 expect_error "eval without --model" "$B/ntpu" eval -d ref
 expect_error "eval of a missing file" "$B/ntpu" eval -d ref --model "$T/nope.st"
 expect_error "resume with another batch" "$B/ntpu" train -d ref --resume "$T/ok.st" --batch 32
