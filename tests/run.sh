@@ -97,7 +97,7 @@ while read -r t args; do
   case "$t" in ''|'#'*) continue ;; esac
   envs=()  # a line may start with VAR=value words: the run's environment
   while [[ "$t" == *=* ]]; do envs+=("$t"); read -r t args <<< "$args"; done
-  name="${envs[*]:+${envs[*]} }$t${args:+ $args}"; log="$B/tests/cosim/${name// /_}.log"
+  name="${envs[*]:+${envs[*]} }$t${args:+ $args}"; file=${name// /_}; log="$B/tests/cosim/${file//\//_}.log" # arguments may be paths
   t0=$SECONDS
   timeout 1800 env ${envs[@]+"${envs[@]}"} "$B/tests/cosim/$t" $args < /dev/null > "$log" 2>&1; rc=$?
   tail -3 "$log" | sed 's/^/     /'
@@ -123,7 +123,7 @@ else
 fi
 while read -r t args; do
   case "$t" in ''|'#'*) continue ;; esac
-  name="lockstep $t${args:+ $args}"; log="$B/tests/lockstep/${t}${args:+_${args// /_}}.log"
+  name="lockstep $t${args:+ $args}"; file=${args// /_}; log="$B/tests/lockstep/${t}${args:+_${file//\//_}}.log"
   t0=$SECONDS
   timeout 1800 "$B/tests/lockstep/cosim/$t" $args < /dev/null > "$log" 2>&1; rc=$?
   grep -E '^lockstep:' "$log" | tail -2 | sed 's/^/     /'
