@@ -155,7 +155,7 @@ ntpu_status ntpu_outfile_open(ntpu_outfile *o, const char *path, char *err, size
         }
         if (o->fd < 0)
             return failed(err, errlen, path, errno);
-        if (S_ISFIFO(ps.st_mode))
+        if (fifo)
             (void)fcntl(o->fd, F_SETFL, fcntl(o->fd, F_GETFL) & ~O_NONBLOCK); /* then wait for a slow reader */
         if (!(o->target = strdup(path))) {
             close(o->fd);

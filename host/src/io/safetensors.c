@@ -39,14 +39,22 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The first of n names (sorted order) that appears twice, or NULL: n log n, for files of many tensors. */
-static const char *duplicate_name(const char **names, size_t n)
+/* *dup = the first name (in sorted order) that two of the n tensors share, or NULL: n log n, for files
+ * of many tensors. 0, or -1 when out of memory. */
+static int duplicate_name(const ntpu_st_tensor *t, size_t n, const char **dup)
 {
+    const char **names = malloc((n ? n : 1) * sizeof *names);
+    if (!names)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        names[i] = t[i].name;
     qsort(names, n, sizeof *names, by_name);
-    for (size_t i = 1; i < n; i++)
+    *dup = NULL;
+    for (size_t i = 1; i < n && !*dup; i++)
         if (strcmp(names[i - 1], names[i]) == 0)
-            return names[i];
-    return NULL;
+            *dup = names[i];
+    free(names);
+    return 0;
 }
 
 ntpu_status ntpu_safetensors_write_err(const char *path, const ntpu_st_tensor *t, size_t n, const char *const *meta,
@@ -71,16 +79,15 @@ ntpu_status ntpu_safetensors_write_open(const char *path, const ntpu_st_tensor *
         for (size_t i = 0; m && meta[i] && meta[i + 1]; i += 2)
             cJSON_AddStringToObject(m, meta[i], meta[i + 1]);
     }
-    const char **names = malloc((n ? n : 1) * sizeof *names), *dup = NULL;
-    if (!names)
-        st = ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "safetensors: out of memory");
+    const char *dup = NULL;
     for (size_t i = 0; i < n && st == NTPU_OK; i++)
-        if (!(names[i] = t[i].name) || !t[i].name[0] || strcmp(t[i].name, "__metadata__") == 0)
+        if (!t[i].name || !t[i].name[0] || strcmp(t[i].name, "__metadata__") == 0)
             st = ntpu_errst(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: tensor %zu has an empty or reserved name",
                             i);
-    if (st == NTPU_OK && (dup = duplicate_name(names, n)) != NULL)
+    if (st == NTPU_OK && duplicate_name(t, n, &dup))
+        st = ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "safetensors: out of memory");
+    else if (st == NTPU_OK && dup)
         st = ntpu_errst(err, errlen, NTPU_ERR_INVALID_ARG, "safetensors: two tensors are named %s", dup);
-    free(names);
     size_t offset = 0;
     for (size_t i = 0; i < n && st == NTPU_OK; i++) {
         size_t es = dtype_size(t[i].dtype), count = 1, bytes = 0;
@@ -222,15 +229,10 @@ static ntpu_status parse(ntpu_safetensors *st, const char *path, char *err, size
         t->nbytes = (size_t)(e - b);
         st->count++;
     }
-    const char **names = malloc((st->count ? st->count : 1) * sizeof *names), *dup;
-    if (!names)
+    const char *dup;
+    if (duplicate_name(st->tensors, st->count, &dup))
         return ntpu_errst(err, errlen, NTPU_ERR_NO_MEMORY, "%s: out of memory", path);
-    for (size_t i = 0; i < st->count; i++)
-        names[i] = st->tensors[i].name;
-    dup = duplicate_name(names, st->count);
-    ntpu_status s = dup ? ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s appears twice", path, dup) : NTPU_OK;
-    free(names);
-    return s;
+    return dup ? ntpu_errst(err, errlen, NTPU_ERR_FORMAT, "%s: tensor %s appears twice", path, dup) : NTPU_OK;
 }
 
 ntpu_status ntpu_safetensors_read_err(const char *path, ntpu_safetensors **out, char *err, size_t errlen)
