@@ -100,7 +100,11 @@ int parse_args(int argc, char **argv, common *cm, const option *opts, size_t nop
         const char **slot = NULL;
         int *flag = NULL;
         if (!strcmp(name, "-d") || !strcmp(name, "--device")) {
-            slot = &cm->device;
+            const size_t most = cm->max_devices ? cm->max_devices : 1;
+            if (cm->n_devices >= most)
+                return most == 1 ? fail("-d given twice: this command runs on one device")
+                                 : fail("-d given more than %zu times", most);
+            slot = &cm->devices[cm->n_devices++];
         } else {
             for (size_t k = 0; k < nopts; k++) {
                 if (!strcmp(name, opts[k].name) ||
@@ -125,6 +129,7 @@ int parse_args(int argc, char **argv, common *cm, const option *opts, size_t nop
             inline_val = argv[++i];
         }
         *slot = inline_val;
+        cm->device = cm->devices[0];
     }
     return 0;
 }

@@ -8,10 +8,15 @@
 #include <stdio.h>
 
 #include "ntpu/ntpu.h"
+#include "ntpu/parallel.h"
 
 /* Options every command understands. */
 typedef struct common {
     const char *device; /* NULL: the library's default (NTPU_DEVICE, else vsim) */
+    /* Every -d in order (device is the first): a command that takes several sets max_devices
+     * before parse_args; for the others a second -d is an error. */
+    const char *devices[NTPU_MAX_DEVICES];
+    size_t n_devices, max_devices;
     int json;
     int help;
 } common;

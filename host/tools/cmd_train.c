@@ -350,8 +350,10 @@ static void progress(int tty, uint64_t epoch, uint64_t epochs, size_t done, size
 
 /* Reads the data-order state ntpu train stores beside its checkpoints (in the sidecar FILE.state; a
  * checkpoint of format ntpu-mlp-1 holds it itself): seed, epoch, batch index, batch size, training
- * samples; and the epoch's loss and correct sums so far. Returns 0, or 1 after printing the error. */
-static int read_resume_state(const char *model_path, uint64_t vals[5], double *loss_sum, uint64_t *correct)
+ * samples; the epoch's loss and correct sums so far; the shard size (0 when the checkpoint is older than
+ * --shard: its run had shards of the whole batch). Returns 0, or 1 after printing the error. */
+static int read_resume_state(const char *model_path, uint64_t vals[5], double *loss_sum, uint64_t *correct,
+                             uint64_t *shard)
 {
     ntpu_safetensors *ck = NULL;
     if (ntpu_model_state_read(model_path, &ck) != NTPU_OK || (!ck && ntpu_safetensors_read(model_path, &ck) != NTPU_OK))
@@ -372,13 +374,17 @@ static int read_resume_state(const char *model_path, uint64_t vals[5], double *l
     char *end = NULL;
     if (found && bad < 0 && (*loss_sum = strtod(ls, &end), *end || !isfinite(*loss_sum) || *loss_sum < 0))
         bad = 6;
+    const char *sv = ck ? ntpu_safetensors_meta(ck, "train.shard") : NULL;
+    *shard = 0;
+    if (found && bad < 0 && sv && whole_number(sv, 1, vals[3], shard))
+        bad = 7;
     ntpu_safetensors_free(ck);
     if (!found)
         return fail("--resume: %s is not a checkpoint of ntpu train (it has no data-order state in %s.state)",
                     model_path, model_path);
     if (bad >= 0)
         return fail("--resume: %s is not a valid checkpoint (its %s is out of range)", model_path,
-                    bad < 6 ? keys[bad] : "train.loss_sum");
+                    bad < 6 ? keys[bad] : bad == 6 ? "train.loss_sum" : "train.shard");
     *correct = cs;
     return 0;
 }
@@ -386,7 +392,7 @@ static int read_resume_state(const char *model_path, uint64_t vals[5], double *l
 /* ------------------------------------------------------------------ train */
 
 static const char train_help[] =
-    "usage: ntpu train [-d DEV] [--data DIR] [--arch SPEC | --layers 784,256,10] [--epochs E] [--batch B]\n"
+    "usage: ntpu train [-d DEV ...] [--shard S] [--data DIR] [--arch SPEC | --layers 784,256,10] [--epochs E] [--batch B]\n"
     "                  [--optimizer sgd|momentum|adam|adamw] [--lr X] [--momentum M] [--weight-decay W]\n"
     "                  [--schedule constant|step|cosine] [--step-size S] [--gamma G] [--seed S]\n"
     "                  [--train-limit N] [--test-limit N] [--save FILE.safetensors] [--save-every STEPS]\n"
@@ -397,7 +403,12 @@ static const char train_help[] =
     "cross-entropy: bf16 matmuls with fp32 accumulation, fp32 master weights (docs/training.md).\n"
     "After every epoch it prints the train loss and accuracy and the test accuracy.\n"
     "\n"
-    "  -d, --device DEV      ref, vsim (default, or $NTPU_DEVICE), ftdi[:serial=S], ...\n"
+    "  -d, --device DEV      ref, vsim (default, or $NTPU_DEVICE), ftdi[:serial=S], ...; repeated\n"
+    "                        (-d ref -d vsim ...), the run is data parallel: every device works on\n"
+    "                        its shards of each batch at once, the same bits on any number of them\n"
+    "  --shard S             samples a shard: each batch is cut into shards of S in order (the last\n"
+    "                        may be shorter), spread over the devices; the gradients add up in shard\n"
+    "                        order, so the result depends on S but not on the devices (the batch)\n"
     "  --data DIR            IDX dataset directory (MNIST family, plain or .gz); default\n"
     "                        " DEFAULT_DATA "\n"
     "  --arch SPEC           the model's layers in order, comma separated: conv<C>k<K>[s<S>][p<P>]\n"
@@ -426,6 +437,9 @@ static const char train_help[] =
     "  --resume FILE         continue a checkpoint's run exactly where it stopped (same result, bit for\n"
     "                        bit, as an uninterrupted run); give more --epochs to train longer (a cosine\n"
     "                        schedule is then recomputed over the longer run)\n"
+    ;
+/* (two strings: one would be longer than C compilers must support) */
+static const char train_help_more[] =
     "  --log FILE.csv        one row an epoch (a resumed run keeps the earlier rows)\n"
     "  --plot FILE.svg       the loss of every step and each epoch's train loss and test accuracy\n"
     "  --device-optimizer    keep the fp32 weights and optimizer state on the device: SGD / momentum\n"
@@ -440,9 +454,9 @@ static const char train_help[] =
  * the command line's, else the checkpoint's (when resuming), else the defaults. */
 typedef struct train_opts {
     const char *data, *arch_s, *layers_s, *epochs_s, *batch_s, *opt_s, *lr_s, *mom_s, *wd_s, *sched_s, *stepsize_s,
-        *gamma_s, *seed_s, *trainlim_s, *testlim_s, *save, *save_every_s, *resume, *log_path, *plot_path, *threads_s;
+        *gamma_s, *seed_s, *trainlim_s, *testlim_s, *save, *save_every_s, *resume, *log_path, *plot_path, *threads_s, *shard_s;
     int dev_opt;
-    uint64_t epochs, batch, seed, train_limit, test_limit, save_every;
+    uint64_t epochs, batch, seed, train_limit, test_limit, save_every, shard;
     unsigned sizes[NTPU_MAX_LAYERS + 1]; /* an MLP's (n_sizes 0 for any other arch) */
     size_t n_sizes;
     ntpu_arch arch; /* the model's over the data's images: --arch, --layers or the checkpoint's */
@@ -459,8 +473,11 @@ typedef struct train_opts {
 typedef struct train_run {
     ntpu_dataset train, test;
     ntpu_device *dev;
+    ntpu_device *more[NTPU_MAX_DEVICES]; /* the devices after the first (-d given more than once) */
+    size_t n_more;
     ntpu_info info;
     ntpu_model *model;
+    ntpu_parallel *par; /* several devices, or shards smaller than the batch; else NULL */
     ntpu_model_view view;
     size_t steps_per_epoch;
     size_t *order;        /* this epoch's order of the training samples */
@@ -506,13 +523,16 @@ static int train_args(common *cm, int argc, char **argv, train_opts *o)
         {"--plot", 0, &o->plot_path, NULL},
         {"--device-optimizer", 0, NULL, &o->dev_opt},
         {"--threads", 0, &o->threads_s, NULL},
+        {"--shard", 0, &o->shard_s, NULL},
     };
     int npos;
     char *pos[1];
+    cm->max_devices = NTPU_MAX_DEVICES;
     if (parse_args(argc, argv, cm, opts, sizeof opts / sizeof opts[0], pos, 0, &npos))
         return 1;
     if (cm->help) {
         fputs(train_help, stdout);
+        fputs(train_help_more, stdout);
         return -1;
     }
     return 0;
@@ -537,8 +557,11 @@ static int train_settings(train_opts *o)
         (o->mom_s && parse_float("--momentum", o->mom_s, &o->opt.momentum)) ||
         (o->wd_s && parse_float("--weight-decay", o->wd_s, &o->opt.weight_decay)) ||
         (o->gamma_s && parse_float("--gamma", o->gamma_s, &o->opt.gamma)) ||
-        (o->stepsize_s && parse_u64("--step-size", o->stepsize_s, 1, UINT64_MAX, &o->opt.step_size)))
+        (o->stepsize_s && parse_u64("--step-size", o->stepsize_s, 1, UINT64_MAX, &o->opt.step_size)) ||
+        (o->shard_s && parse_u64("--shard", o->shard_s, 1, 4096, &o->shard)))
         return 1;
+    if (!o->resume && o->shard > o->batch)
+        return fail("--shard %" PRIu64 " is larger than the batch (--batch %" PRIu64 ")", o->shard, o->batch);
     if (o->sched_s && ntpu_lr_schedule_parse(o->sched_s, &o->opt.schedule))
         return fail("--schedule: '%s' is not constant, step or cosine", o->sched_s);
     /* An option that the run would not use is a mistake, not a silent no-op (a resumed run takes its
@@ -566,9 +589,15 @@ static int train_settings(train_opts *o)
 /* Resuming: the run's data order comes from the checkpoint. 0, or 1 after printing the error. */
 static int train_resume_settings(train_opts *o)
 {
-    uint64_t resumed[5];
-    if (read_resume_state(o->resume, resumed, &o->loss_sum, &o->correct_sum))
+    uint64_t resumed[5], shard;
+    if (read_resume_state(o->resume, resumed, &o->loss_sum, &o->correct_sum, &shard))
         return 1;
+    shard = shard ? shard : resumed[3];
+    if (o->shard_s && o->shard != shard)
+        return fail("--resume: %s was trained with --shard %" PRIu64 "; the gradients' order depends on it, so "
+                    "resuming needs the same (drop --shard)",
+                    o->resume, shard);
+    o->shard = shard;
     if ((o->seed_s && o->seed != resumed[0]) || (o->batch_s && o->batch != resumed[3]) ||
         (o->trainlim_s && o->train_limit != resumed[4]))
         return fail("--resume: %s was trained with --seed %" PRIu64 " --batch %" PRIu64 " --train-limit %" PRIu64
@@ -687,6 +716,33 @@ static int run_arch(train_opts *o, train_run *r)
     return data_arch("--layers", spec, &r->train, &r->test, o->data, &o->arch);
 }
 
+/* Opens every -d device, --threads given to each golden model. 0, or 1 after printing the error. */
+static int open_devices(const common *cm, const train_opts *o, train_run *r)
+{
+    const size_t n = cm->n_devices ? cm->n_devices : 1;
+    int threaded = 0;
+    for (size_t d = 0; d < n; d++) {
+        const char *name = cm->n_devices ? cm->devices[d] : NULL;
+        const char *is = name && *name ? name : getenv("NTPU_DEVICE");
+        const int ref = is && !strncmp(is, "ref", 3) && (is[3] == 0 || is[3] == ':');
+        char spec[512];
+        /* one device: --threads on another than ref is refused as before; several: it is for the ref ones */
+        if (o->threads_s && (ref || n == 1) && !(name = device_with_threads(name, o->threads_s, spec, sizeof spec)))
+            return 1;
+        threaded |= ref;
+        ntpu_device *dev = open_device(name);
+        if (!dev)
+            return 1;
+        if (d == 0)
+            r->dev = dev;
+        else
+            r->more[r->n_more++] = dev;
+    }
+    if (o->threads_s && !threaded)
+        return fail("--threads: only the golden model (-d ref) runs on more threads, and no -d is ref");
+    return 0;
+}
+
 /* Checks the loaded data against the settings, opens the device and the model, and prints the
  * run's first line. 0, or 1 after printing the error. */
 static int train_setup(common *cm, train_opts *o, train_run *r)
@@ -700,15 +756,18 @@ static int train_setup(common *cm, train_opts *o, train_run *r)
     if (r->test.features != r->train.features)
         return fail("%s: the test images have %zu pixels, the training images %zu", o->data, r->test.features,
                     r->train.features);
-    char spec[512];
-    const char *device = device_with_threads(cm->device, o->threads_s, spec, sizeof spec);
-    if (!device || !(r->dev = open_device(device)))
+    if (open_devices(cm, o, r))
         return 1;
     ntpu_get_info(r->dev, &r->info);
     if (o->resume ? resume_model(o, r) : new_model(o, r))
         return 1;
     if (o->dev_opt && ntpu_model_check_device_optimizer(r->model) != NTPU_OK) /* an option that would not apply */
         return fail("--device-optimizer: %s (without the option the host runs the optimizer)", ntpu_last_error(r->dev));
+    if (!o->shard)
+        o->shard = o->batch;
+    if ((r->n_more || o->shard < o->batch) &&
+        ntpu_parallel_create(r->model, r->more, r->n_more, (size_t)o->shard, &r->par) != NTPU_OK)
+        return fail("%s%s", o->dev_opt ? "--device-optimizer: " : "", ntpu_last_error(r->dev));
     ntpu_model_get_view(r->model, &r->view);
     if (ntpu_model_check_resident(r->model) != NTPU_OK)
         fprintf(stderr,
@@ -728,11 +787,15 @@ static int train_setup(common *cm, train_opts *o, train_run *r)
         return fail("the model's arch cannot be written");
     snprintf(r->title, sizeof r->title, "%s%s", o->n_sizes && !o->arch_s ? "layers " : "", r->lstr);
     r->tty = isatty(STDERR_FILENO);
+    char par[64] = "";
+    if (r->par)
+        snprintf(par, sizeof par, " in shards of %" PRIu64 " on %zu devices", o->shard, r->n_more + 1);
     if (!cm->json)
-        printf("training %s on %s (%s, %ux%u array): %zu train / %zu test samples from %s, batch %" PRIu64
-               ", %s lr %g\n",
-               r->lstr, r->info.device, r->info.platform_name, r->info.rows, r->info.cols, r->train.count,
-               r->test.count, o->data, o->batch, ntpu_optimizer_name(r->view.opt->kind), r->view.opt->lr);
+        printf("training %s on %s%s (%s, %ux%u array): %zu train / %zu test samples from %s, batch %" PRIu64
+               "%s, %s lr %g\n",
+               r->lstr, r->info.device, r->n_more ? " and more" : "", r->info.platform_name, r->info.rows,
+               r->info.cols, r->train.count, r->test.count, o->data, o->batch, par,
+               ntpu_optimizer_name(r->view.opt->kind), r->view.opt->lr);
     fflush(stdout); /* before the progress lines on stderr, also when both go to one pipe */
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
@@ -747,7 +810,7 @@ static int train_setup(common *cm, train_opts *o, train_run *r)
 static int save_checkpoint(const train_opts *o, train_run *r, uint64_t epoch, uint64_t batch_index, double loss_sum,
                            uint64_t correct_sum)
 {
-    char ms[7][32];
+    char ms[8][32];
     snprintf(ms[0], 32, "%" PRIu64, o->seed);
     snprintf(ms[1], 32, "%" PRIu64, epoch);
     snprintf(ms[2], 32, "%" PRIu64, batch_index);
@@ -755,9 +818,11 @@ static int save_checkpoint(const train_opts *o, train_run *r, uint64_t epoch, ui
     snprintf(ms[4], 32, "%zu", r->train.count);
     snprintf(ms[5], 32, "%.17g", loss_sum);
     snprintf(ms[6], 32, "%" PRIu64, correct_sum);
+    snprintf(ms[7], 32, "%" PRIu64, o->shard);
     const char *meta[] = {
         "train.seed",        ms[0], "train.epoch",    ms[1], "train.batch_index", ms[2], "train.batch", ms[3],
-        "train.train_limit", ms[4], "train.loss_sum", ms[5], "train.correct",     ms[6], NULL};
+        "train.train_limit", ms[4], "train.loss_sum", ms[5], "train.correct",     ms[6], "train.shard", ms[7],
+        NULL};
     if (ntpu_model_save(r->model, o->save, NULL, 0, meta) != NTPU_OK)
         return fail("--save: %s", ntpu_last_error(r->dev));
     return 0;
@@ -796,7 +861,8 @@ static int train_steps(const train_opts *o, train_run *r, uint64_t e, uint64_t *
         }
         prefetch_batch(o, r, *b + 1);
         ntpu_step_result res;
-        if (ntpu_model_train_step(r->model, r->xb, r->yb, nb, &res) != NTPU_OK) {
+        if ((r->par ? ntpu_parallel_train_step(r->par, r->xb, r->yb, nb, &res)
+                    : ntpu_model_train_step(r->model, r->xb, r->yb, nb, &res)) != NTPU_OK) {
             if (r->tty)
                 fputc('\n', stderr);
             return fail("training step %" PRIu64 ": %s", *r->view.step, ntpu_last_error(r->dev));
@@ -963,8 +1029,11 @@ int cmd_train(common *cm, int argc, char **argv)
             rc = 0;
         }
     }
+    ntpu_parallel_free(r.par);
     ntpu_model_free(r.model);
     ntpu_close(r.dev);
+    for (size_t d = 0; d < r.n_more; d++)
+        ntpu_close(r.more[d]);
     ntpu_dataset_free(&r.train);
     ntpu_dataset_free(&r.test);
     free(r.order);

@@ -241,8 +241,8 @@ static ntpu_status check_batch(ntpu_model *m, const float *x, size_t batch)
     return NTPU_OK;
 }
 
-ntpu_status ntpu_net_train_step(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch,
-                                ntpu_step_result *res)
+ntpu_status ntpu_net_grad(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch, size_t divisor,
+                          float *total, size_t *correct)
 {
     ntpu_status st = check_batch(m, x, batch);
     if (st != NTPU_OK)
@@ -252,14 +252,31 @@ ntpu_status ntpu_net_train_step(ntpu_model *m, const float *x, const uint8_t *la
     if ((st = ntpu_check_labels(m, labels, batch, "train")) != NTPU_OK)
         return st;
     if (m->net->res)
-        return ntpu_net_res_train_step(m, x, labels, batch, res);
+        return ntpu_net_res_grad(m, x, labels, batch, divisor, total, correct);
     if ((st = forward(m, x, batch)) != NTPU_OK)
         return st;
     struct ntpu_net *net = m->net;
+    ntpu_softmax_xent_part(net->logits, labels, batch, divisor, net->classes, net->dlogits, total, correct);
+    return backward(m, batch);
+}
+
+ntpu_status ntpu_net_train_step(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch,
+                                ntpu_step_result *res)
+{
+    if (m->devopt) { /* the whole step on the device: checked here, as ntpu_net_grad checks its samples */
+        ntpu_status st = check_batch(m, x, batch);
+        if (st == NTPU_OK && !labels)
+            st = ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "train: labels is NULL");
+        if (st == NTPU_OK)
+            st = ntpu_check_labels(m, labels, batch, "train");
+        return st == NTPU_OK ? ntpu_net_res_train_step(m, x, labels, batch, res) : st;
+    }
+    float total = 0.0f;
     ntpu_step_result r = {0};
-    ntpu_softmax_xent(net->logits, labels, batch, net->classes, net->dlogits, &r.loss, &r.correct);
-    if ((st = backward(m, batch)) != NTPU_OK)
+    ntpu_status st = ntpu_net_grad(m, x, labels, batch, batch, &total, &r.correct);
+    if (st != NTPU_OK)
         return st;
+    r.loss = total / (float)batch;
     for (size_t i = 0; i < m->arch.n; i++) {
         ntpu_net_param *p = &m->param[i];
         if (!p->w)
@@ -270,7 +287,7 @@ ntpu_status ntpu_net_train_step(ntpu_model *m, const float *x, const uint8_t *la
     m->step++;
     if (res)
         *res = r;
-    return NTPU_OK;
+    return ntpu_net_sync(m);
 }
 
 ntpu_status ntpu_net_predict(ntpu_model *m, const float *x, size_t batch, float *logits)

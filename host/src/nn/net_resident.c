@@ -186,59 +186,62 @@ static float *host_logits(ntpu_model *m)
     return ntpu_net_need(&m->net->res->host, m->max_batch * m->net->classes * 2 * sizeof(float));
 }
 
-ntpu_status ntpu_net_res_train_step(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch,
-                                    ntpu_step_result *res)
+/* Every micro-batch's forward pass, loss and backward pass, the loss's gradient divided by divisor: dW and db
+ * summed in ACC (or the device optimizer's update after the last, *prog saying whether by program). */
+static ntpu_status backprop(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch, size_t divisor,
+                            float *total, size_t *correct, int *prog)
 {
     const size_t classes = m->net->classes;
-    float *logits = host_logits(m), total = 0.0f;
+    float *logits = host_logits(m);
     if (!logits)
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "train: out of memory");
     float *grad = logits + m->max_batch * classes;
-    ntpu_step_result r = {0};
-    int prog = 0;
+    *prog = 0;
     ntpu_status st = own_device(m);
     if (st == NTPU_OK)
-        st = ntpu_net_prog_prepare(m, &prog);
+        st = ntpu_net_prog_prepare(m, prog);
     if (st == NTPU_OK && !m->net->res->grads_zero)
-        st = prog ? ntpu_net_prog_zero(m) : ntpu_net_zero_grads(m);
+        st = *prog ? ntpu_net_prog_zero(m) : ntpu_net_zero_grads(m);
     m->net->res->grads_zero = 0;
     for (size_t b0 = 0; b0 < batch && st == NTPU_OK; b0 += MB) {
         const size_t count = batch - b0 < MB ? batch - b0 : MB;
         int run;
-        if ((st = input_and_forward(m, x, b0, count, prog, &run)) != NTPU_OK ||
+        if ((st = input_and_forward(m, x, b0, count, *prog, &run)) != NTPU_OK ||
             (st = read_logits(m, count, logits + b0 * classes)) != NTPU_OK)
             break;
-        ntpu_softmax_xent_part(logits + b0 * classes, labels + b0, count, batch, classes, grad + b0 * classes, &total,
-                               &r.correct);
+        ntpu_softmax_xent_part(logits + b0 * classes, labels + b0, count, divisor, classes, grad + b0 * classes, total,
+                               correct);
         if ((st = write_dlogits(m, count, grad + b0 * classes)) == NTPU_OK)
             st = run > 0 ? ntpu_net_prog_backward(m, x, b0, count) : ntpu_net_res_backward(m, run < 0, x, b0, count);
     }
-    if (st == NTPU_OK && m->net->res->devopt) {
-        m->net->res->grads_zero = (st = ntpu_net_devopt_step(m, prog)) == NTPU_OK;
-        if (st == NTPU_OK && res) {
-            r.loss = total / (float)batch;
-            *res = r;
-        }
-        return st;
-    }
+    return st;
+}
+
+ntpu_status ntpu_net_res_grad(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch, size_t divisor,
+                              float *total, size_t *correct)
+{
+    int prog;
+    ntpu_status st = backprop(m, x, labels, batch, divisor, total, correct, &prog);
     for (size_t i = 0; i < m->arch.n && st == NTPU_OK; i++)
         if (m->param[i].w)
             st = read_grads(m, i);
-    if (st != NTPU_OK)
-        return st;
-    r.loss = total / (float)batch;
-    for (size_t i = 0; i < m->arch.n; i++) {
-        ntpu_net_param *p = &m->param[i];
-        if (!p->w)
-            continue;
-        ntpu_optim_update(&m->opt, m->step, p->w, p->gw, p->ws1, p->ws2, p->nw);
-        ntpu_optim_update(&m->opt, m->step, p->b, p->gb, p->bs1, p->bs2, p->nb);
-    }
-    m->step++;
-    m->net->res->stale = 1;
-    if (res)
+    return st;
+}
+
+ntpu_status ntpu_net_res_train_step(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch,
+                                    ntpu_step_result *res)
+{
+    float total = 0.0f;
+    ntpu_step_result r = {0};
+    int prog;
+    ntpu_status st = backprop(m, x, labels, batch, batch, &total, &r.correct, &prog);
+    if (st == NTPU_OK)
+        m->net->res->grads_zero = (st = ntpu_net_devopt_step(m, prog)) == NTPU_OK;
+    if (st == NTPU_OK && res) {
+        r.loss = total / (float)batch;
         *res = r;
-    return NTPU_OK;
+    }
+    return st;
 }
 
 ntpu_status ntpu_net_res_predict(ntpu_model *m, const float *x, size_t batch, float *logits)

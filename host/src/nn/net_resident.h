@@ -83,7 +83,10 @@ void ntpu_net_res_place_ub(const ntpu_model *m, ntpu_net_res *r);
  * (static text, or the buffer why of len bytes). Fills res->ub_rows, wb_rows, acc_rows even when they do not fit. */
 const char *ntpu_net_res_layout(const ntpu_model *m, ntpu_net_res *res, char *why, size_t len);
 
-/* A training step and a prediction on the resident layout (the arguments checked by net.c). */
+/* On the resident layout (the arguments checked by net.c): a training step with the device optimizer; one
+ * without it in two halves, ntpu_net_res_grad (as ntpu_net_grad) and the host's update (net.c); a prediction. */
+ntpu_status ntpu_net_res_grad(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch, size_t divisor,
+                              float *total, size_t *correct);
 ntpu_status ntpu_net_res_train_step(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch,
                                     ntpu_step_result *res);
 ntpu_status ntpu_net_res_predict(ntpu_model *m, const float *x, size_t batch, float *logits);

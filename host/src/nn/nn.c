@@ -1018,11 +1018,13 @@ ntpu_status ntpu_model_write_optim_consts(ntpu_model *m)
     return st;
 }
 
-ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch,
-                                  ntpu_step_result *res)
+/* An MLP's forward pass, loss and backward pass for batch samples whose loss's gradient is divided by
+ * `divisor` (the whole step's samples; batch for a plain step): the samples' summed loss added to *total
+ * and their hits to *correct in sample order; the gradients in gw and gb (streamed), or in ACC and, unless
+ * the device optimizer has used them already, read to *grads (read_gradients' layout). */
+static ntpu_status mlp_backprop(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch, size_t divisor,
+                                float *total, size_t *correct, uint32_t **grads)
 {
-    if (m && m->net)
-        return ntpu_net_train_step(m, x, labels, batch, res);
     ntpu_status st = check_batch(m, x, batch);
     if (st != NTPU_OK)
         return st;
@@ -1036,14 +1038,12 @@ ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *
     if (!logits)
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "train: out of memory");
     float *grad = logits + batch * classes;
-    ntpu_step_result r = {0};
     int prog = 0;
-    uint32_t *grads = NULL;
     st = prepare_programs(m, bp, &prog);
     if (st == NTPU_OK)
         st = forward_logits(m, x, batch, bp, logits);
     if (st == NTPU_OK)
-        ntpu_softmax_xent(logits, labels, batch, classes, grad, &r.loss, &r.correct);
+        ntpu_softmax_xent_part(logits, labels, batch, divisor, classes, grad, total, correct);
     if (st == NTPU_OK && m->streamed) {
         st = ntpu_stream_backward(m, grad, batch, bp);
     } else if (st == NTPU_OK) {
@@ -1062,11 +1062,24 @@ ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *
         if (st == NTPU_OK)
             st = prog ? ntpu_program_run(m->dev, m->prog_bwd) : backward(m, bp);
         if (st == NTPU_OK && !m->devopt)
-            st = read_gradients(m, &grads); /* the device optimizer has used them already */
+            st = read_gradients(m, grads); /* the device optimizer has used them already */
     }
     free(logits);
+    return st;
+}
+
+ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch,
+                                  ntpu_step_result *res)
+{
+    if (m && m->net)
+        return ntpu_net_train_step(m, x, labels, batch, res);
+    float total = 0.0f;
+    ntpu_step_result r = {0};
+    uint32_t *grads = NULL;
+    ntpu_status st = mlp_backprop(m, x, labels, batch, batch, &total, &r.correct, &grads);
     if (st != NTPU_OK)
         return st;
+    r.loss = total / (float)batch;
     if (m->devopt) {
         m->step++;
         m->dev_ahead = 1;
@@ -1074,6 +1087,7 @@ ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *
             *res = r;
         return NTPU_OK;
     }
+    const size_t L = m->layers;
     if (m->streamed) /* its gradients are in gw and gb already */
         for (size_t l = 0; l < L; l++) {
             ntpu_optim_update(&m->opt, m->step, m->w[l], m->gw[l], m->ws1[l], m->ws2[l],
@@ -1086,6 +1100,60 @@ ntpu_status ntpu_model_train_step(ntpu_model *m, const float *x, const uint8_t *
     if (res)
         *res = r;
     return m->streamed ? ntpu_model_sync(m) : st;
+}
+
+ntpu_status ntpu_model_grad(ntpu_model *m, const float *x, const uint8_t *labels, size_t count, size_t divisor,
+                            float *total, size_t *correct)
+{
+    if (!m)
+        return NTPU_ERR_INVALID_ARG;
+    if (m->devopt)
+        return ntpu_fail(m->dev, NTPU_ERR_UNSUPPORTED, "train: the gradient alone is not kept with the device optimizer");
+    if (m->net)
+        return ntpu_net_grad(m, x, labels, count, divisor, total, correct);
+    uint32_t *grads = NULL;
+    ntpu_status st = mlp_backprop(m, x, labels, count, divisor, total, correct, &grads);
+    if (st != NTPU_OK || m->streamed) /* a streamed model's gradients are in gw and gb already */
+        return st;
+    for (size_t l = 0; l < m->layers; grads += grad_words(m, l), l++) {
+        const size_t n = m->n, out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
+        gather_rows(m->gw[l], m->sizes[l], out, grads, ti * n * n, n);
+        memcpy(m->gb[l], grads + to * ti * n * n, out * 4); /* db rows: the lanes in order */
+    }
+    return NTPU_OK;
+}
+
+size_t ntpu_model_params(ntpu_model *m, ntpu_param_ref *out)
+{
+    size_t k = 0;
+    if (m->net) {
+        for (size_t i = 0; i < m->arch.n; i++) {
+            ntpu_net_param *p = &m->param[i];
+            if (!p->w)
+                continue;
+            out[k++] = (ntpu_param_ref){p->w, p->gw, p->ws1, p->ws2, p->nw};
+            out[k++] = (ntpu_param_ref){p->b, p->gb, p->bs1, p->bs2, p->nb};
+        }
+        return k;
+    }
+    for (size_t l = 0; l < m->layers; l++) {
+        out[k++] = (ntpu_param_ref){m->w[l], m->gw[l], m->ws1[l], m->ws2[l], (size_t)m->sizes[l] * m->sizes[l + 1]};
+        out[k++] = (ntpu_param_ref){m->b[l], m->gb[l], m->bs1[l], m->bs2[l], m->sizes[l + 1]};
+    }
+    return k;
+}
+
+ntpu_status ntpu_model_apply_grad(ntpu_model *m)
+{
+    ntpu_param_ref p[2 * NTPU_MAX_ITEMS];
+    const size_t np = ntpu_model_params(m, p);
+    ntpu_optim_step os;
+    ntpu_optim_step_init(&os, &m->opt, m->step);
+    for (size_t i = 0; i < np; i++)
+        ntpu_optim_step_apply(&os, p[i].w, p[i].g, p[i].s1, p[i].s2, p[i].n);
+    m->step++;
+    m->k_valid = 0;
+    return ntpu_model_sync(m);
 }
 
 ntpu_status ntpu_check_labels(const ntpu_model *m, const uint8_t *labels, size_t count, const char *what)

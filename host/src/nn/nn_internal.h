@@ -112,6 +112,8 @@ ntpu_status ntpu_net_alloc(ntpu_device *dev, const ntpu_arch *arch, size_t max_b
 void ntpu_net_free(ntpu_model *m);
 ntpu_status ntpu_net_train_step(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch,
                                 ntpu_step_result *res);
+ntpu_status ntpu_net_grad(ntpu_model *m, const float *x, const uint8_t *labels, size_t batch, size_t divisor,
+                          float *total, size_t *correct);
 ntpu_status ntpu_net_predict(ntpu_model *m, const float *x, size_t batch, float *logits);
 /* The host's parameters changed (a loaded checkpoint): a resident net writes them to the device before its next
  * work (net_resident.c). */
@@ -144,6 +146,23 @@ void ntpu_softmax_xent(const float *logits, const uint8_t *labels, size_t batch,
 void ntpu_softmax_xent_part(const float *logits, const uint8_t *labels, size_t count, size_t batch, size_t classes,
                             float *grad, float *total, size_t *correct);
 ntpu_status ntpu_model_check_setup(ntpu_device *dev, size_t max_batch, const ntpu_optim_config *opt);
+
+/* A training step in two halves, for data-parallel training (parallel.c): ntpu_model_grad runs the forward
+ * and backward passes of count samples (1..max_batch) whose loss's gradient is divided by `divisor` (the
+ * samples of the whole step), adds their losses to *total and their hits to *correct in sample order, and
+ * leaves the gradients in the model's gradient tensors, changing nothing else (not with the device
+ * optimizer: NTPU_ERR_UNSUPPORTED); ntpu_model_apply_grad runs the optimizer once on whatever those hold,
+ * counts the step and writes the new weights to the device. With divisor = count the two give
+ * ntpu_model_train_step's bits. ntpu_model_params lists the trainable tensors with their gradients and
+ * the optimizer's slots (out: room for 2 * NTPU_MAX_ITEMS), in one order for every model of an arch. */
+typedef struct ntpu_param_ref {
+    float *w, *g, *s1, *s2;
+    size_t n;
+} ntpu_param_ref;
+ntpu_status ntpu_model_grad(ntpu_model *m, const float *x, const uint8_t *labels, size_t count, size_t divisor,
+                            float *total, size_t *correct);
+ntpu_status ntpu_model_apply_grad(ntpu_model *m);
+size_t ntpu_model_params(ntpu_model *m, ntpu_param_ref *out);
 
 /* A model's classes and the floats of one sample, for an MLP or a net. */
 static inline size_t ntpu_model_classes(const ntpu_model *m)
