@@ -204,8 +204,7 @@ static void redo_lanes(int mask, const float *p, const float *g, const float *m,
 ADAM_TARGET __attribute__((always_inline)) static inline size_t adam_avx(float *p, const float *g, float *m, float *v,
                                                                          size_t count, const adam_table *t,
                                                                          const uint32_t *k, unsigned period,
-                                                                         int decoupled, int check, int one,
-                                                                         int c1_one)
+                                                                         int decoupled, int check, int one, int c1_one)
 {
     size_t i = 0;
     for (; i + 8 <= count; i += 8) {

@@ -211,7 +211,7 @@ VCLMUL_TARGET static inline __m256i fold2(__m256i x, __m256i k, const uint8_t *n
  * bytes a step: twice the lanes to hide the multiplies' latency. With d, the
  * bytes are copied there as they are read (NULL: a constant, folded away). */
 VCLMUL_TARGET static inline __attribute__((always_inline)) uint32_t vclmul_impl(uint32_t c, const uint8_t *p, size_t n,
-                                                                               uint8_t *d)
+                                                                                uint8_t *d)
 {
     const __m256i k8 = _mm256_set_epi64x((long long)fold1024[1], (long long)fold1024[0], (long long)fold1024[1],
                                          (long long)fold1024[0]);

@@ -570,8 +570,9 @@ static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_a
     if (!queue || !ref_chain_joins(r->chain, flags, acc_addr, rows))
         flush_chain(r);
     uint32_t *acc = r->acc + (size_t)acc_addr * n;
-    if (!queue && !(flags & NTPU_MATMUL_ACCUMULATE)) /* a queued chain starts its rows at +0.0 itself */
-        memset(acc, 0, (size_t)rows * n * sizeof *acc); /* int32 0 and fp32 +0.0 alike */
+    /* int32 0 and fp32 +0.0 alike; a queued chain starts its rows at +0.0 itself */
+    if (!queue && !(flags & NTPU_MATMUL_ACCUMULATE))
+        memset(acc, 0, (size_t)rows * n * sizeof *acc);
     if (queue) {
         ref_chain_add(r->chain, flags, acc_addr, rows, r->w_active, r->ub, ub_addr, stride, conv,
                       conv ? conv->ub_addr : ub_addr, ub_end);
