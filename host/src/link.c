@@ -414,11 +414,27 @@ static void note_dev_error(ntpu_link *l, const ntpu_pending *p, const uint8_t *f
         p->op == NTPU_OP_RUN && len == 1 + NTPU_RUN_REPLY_BYTES ? ntpu_rd16(f + NTPU_FRAME_HEADER + 1) : UINT16_MAX;
 }
 
+/* Whether reply f (len payload bytes) is the data p asked for, with a CRC
+ * that holds; the data copied to p->dst while the CRC runs over it (one pass
+ * over the bytes, not two). A reply that fails leaves dst written, as a
+ * failed read may: the read goes again, or the call fails. */
+static int data_reply_ok(ntpu_link *l, const ntpu_pending *p, const uint8_t *f, size_t len)
+{
+    uint32_t crc = ntpu_crc32(0, f + 1, NTPU_FRAME_HEADER); /* SEQ, LEN, status */
+    crc = ntpu_crc32_copy(crc, p->dst, f + NTPU_FRAME_HEADER + 1, len - 1);
+    uint32_t got = ntpu_rd32(f + NTPU_FRAME_HEADER + len);
+    if (crc != got)
+        ntpu_errf(l->err, NTPU_ERRMSG_LEN, "frame CRC 0x%08X, computed 0x%08X", (unsigned)got, (unsigned)crc);
+    return crc == got;
+}
+
 /* The whole reply f (its header checked, len payload bytes) to p: CRC, status,
  * data to p->dst. NTPU_OK: good, and the frame is answered. */
 static ntpu_status reply_body(ntpu_link *l, const ntpu_pending *p, const uint8_t *f, size_t len)
 {
-    if (ntpu_frame_check(f, len + NTPU_FRAME_OVERHEAD, NTPU_SOF_REPLY, l->max_payload, l->err, NTPU_ERRMSG_LEN))
+    const int data = p->dst && f[NTPU_FRAME_HEADER] == NTPU_DEV_OK && len == 1 + (size_t)p->data_len && len > 1;
+    if (data ? !data_reply_ok(l, p, f, len)
+             : ntpu_frame_check(f, len + NTPU_FRAME_OVERHEAD, NTPU_SOF_REPLY, l->max_payload, l->err, NTPU_ERRMSG_LEN))
         return NTPU_ERR_IO;
     uint8_t status = f[NTPU_FRAME_HEADER];
     switch (status) {
@@ -436,9 +452,7 @@ static ntpu_status reply_body(ntpu_link *l, const ntpu_pending *p, const uint8_t
                       len - 1, (unsigned)p->data_len);
             return NTPU_ERR_IO;
         }
-        if (p->dst)
-            memcpy(p->dst, f + NTPU_FRAME_HEADER + 1, p->data_len);
-        break;
+        break; /* its data is in p->dst already (data_reply_ok) */
     case NTPU_DEV_ERR_CRC:
     case NTPU_DEV_ERR_SEQ:
         ntpu_errf(l->err, NTPU_ERRMSG_LEN, "the device answered %s (SEQ %u) with %s", ntpu_op_name(p->op), p->seq,

@@ -97,11 +97,13 @@ typedef struct adam_table {
     float k[NTPU_ADAM_CONSTS][ADAM_MAX_TABLE];
     uint32_t bad[ADAM_MAX_TABLE];
     unsigned lanes;
+    int c1_one; /* every lane's C1 is 1.0 */
 } adam_table;
 
 static void table_fill(adam_table *t, const uint32_t *k, unsigned period)
 {
     t->lanes = period / gcd(period, 8) * 8;
+    t->c1_one = 1;
     for (unsigned j = 0; j < t->lanes; j++) {
         uint32_t e[NTPU_ADAM_CONSTS];
         lane_consts(e, k, period, j);
@@ -111,6 +113,7 @@ static void table_fill(adam_table *t, const uint32_t *k, unsigned period)
             if (off_grid_bits(e[c]))
                 t->bad[j] = 0xFFFFFFFFu;
         }
+        t->c1_one &= e[NTPU_ADAM_K_C1] == 0x3F800000u;
     }
 }
 
@@ -144,9 +147,12 @@ ADAM_TARGET static inline __m256i off_grid_lanes(const adam8_io *io)
 }
 
 /* ntpu_adam_f32's steps on eight lanes in IEEE fp32 (its order, no fused
- * operation), with `check` every result tested into io->bad. */
+ * operation), with `check` every result tested into io->bad. c1_one: every
+ * lane's C1 is 1.0 (from about step 170 on with beta1 = 0.9), and m / 1.0 is
+ * m exactly (a NaN stays the same quiet NaN), so the divider, which bounds
+ * this loop, skips that division. */
 ADAM_TARGET __attribute__((always_inline)) static inline void adam8(const adam_table *t, unsigned at, int decoupled,
-                                                                    int check, adam8_io *io)
+                                                                    int check, int c1_one, adam8_io *io)
 {
 #define K(c) _mm256_loadu_ps(&t->k[c][at])
 #define CHECK(e) (x = (e), check ? see(io, x) : (void)0, x)
@@ -160,7 +166,8 @@ ADAM_TARGET __attribute__((always_inline)) static inline void adam8(const adam_t
     const __m256 v1 = CHECK(_mm256_mul_ps(K(NTPU_ADAM_K_B2), io->v));
     const __m256 g2 = CHECK(_mm256_mul_ps(CHECK(_mm256_mul_ps(K(NTPU_ADAM_K_1MB2), gi)), gi));
     io->v = CHECK(_mm256_add_ps(v1, g2));
-    const __m256 num = CHECK(_mm256_mul_ps(K(NTPU_ADAM_K_LR), CHECK(_mm256_div_ps(io->m, K(NTPU_ADAM_K_C1)))));
+    const __m256 mc = c1_one ? io->m : CHECK(_mm256_div_ps(io->m, K(NTPU_ADAM_K_C1)));
+    const __m256 num = CHECK(_mm256_mul_ps(K(NTPU_ADAM_K_LR), mc));
     const __m256 root = CHECK(_mm256_sqrt_ps(CHECK(_mm256_div_ps(io->v, K(NTPU_ADAM_K_C2)))));
     const __m256 den = CHECK(_mm256_add_ps(root, K(NTPU_ADAM_K_EPS)));
     io->p = CHECK(_mm256_sub_ps(p, CHECK(_mm256_div_ps(num, den))));
@@ -197,7 +204,7 @@ static void redo_lanes(int mask, const float *p, const float *g, const float *m,
 ADAM_TARGET __attribute__((always_inline)) static inline size_t adam_avx(float *p, const float *g, float *m, float *v,
                                                                          size_t count, const adam_table *t,
                                                                          const uint32_t *k, unsigned period,
-                                                                         int decoupled, int check, int one)
+                                                                         int decoupled, int check, int one, int c1_one)
 {
     size_t i = 0;
     for (; i + 8 <= count; i += 8) {
@@ -210,7 +217,7 @@ ADAM_TARGET __attribute__((always_inline)) static inline size_t adam_avx(float *
             see(&io, io.m);
             see(&io, io.v);
         }
-        adam8(t, at, decoupled, check, &io);
+        adam8(t, at, decoupled, check, c1_one, &io);
         int mask = 0;
         if (check) {
             const __m256i bad = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)&t->bad[at]), off_grid_lanes(&io));
@@ -238,17 +245,21 @@ ADAM_TARGET __attribute__((always_inline)) static inline size_t adam_avx(float *
 ADAM_TARGET static size_t adam_avx_device(float *p, const float *g, float *m, float *v, size_t count,
                                           const adam_table *t, const uint32_t *k, unsigned period, int decoupled)
 {
+    if (t->lanes == 8 && t->c1_one)
+        return adam_avx(p, g, m, v, count, t, k, period, decoupled, 1, 1, 1);
     if (t->lanes == 8)
-        return adam_avx(p, g, m, v, count, t, k, period, decoupled, 1, 1);
-    return adam_avx(p, g, m, v, count, t, k, period, decoupled, 1, 0);
+        return adam_avx(p, g, m, v, count, t, k, period, decoupled, 1, 1, 0);
+    return adam_avx(p, g, m, v, count, t, k, period, decoupled, 1, 0, 0);
 }
 
 ADAM_TARGET static size_t adam_avx_ieee(float *p, const float *g, float *m, float *v, size_t count, const adam_table *t,
                                         int decoupled)
 {
+    if (t->lanes == 8 && t->c1_one)
+        return adam_avx(p, g, m, v, count, t, NULL, 1, decoupled, 0, 1, 1);
     if (t->lanes == 8)
-        return adam_avx(p, g, m, v, count, t, NULL, 1, decoupled, 0, 1);
-    return adam_avx(p, g, m, v, count, t, NULL, 1, decoupled, 0, 0);
+        return adam_avx(p, g, m, v, count, t, NULL, 1, decoupled, 0, 1, 0);
+    return adam_avx(p, g, m, v, count, t, NULL, 1, decoupled, 0, 0, 0);
 }
 #endif
 

@@ -18,6 +18,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #define CRC32_REFLECTED 0xEDB88320u /* P without x^32, bits reversed */
 #define CRC32_NORMAL 0x04C11DB7u    /* P without x^32 */
@@ -190,31 +191,44 @@ __attribute__((target("pclmul,sse4.1"))) static uint32_t by_clmul(uint32_t c, co
 
 #define VCLMUL_TARGET __attribute__((target("vpclmulqdq,avx2,pclmul,sse4.1")))
 
-VCLMUL_TARGET static inline __m256i fold2(__m256i x, __m256i k, const uint8_t *next)
+/* 32 bytes at p, stored at d too unless d is NULL (ntpu_crc32_copy). */
+VCLMUL_TARGET static inline __m256i load32b(const uint8_t *p, uint8_t *d)
+{
+    const __m256i v = _mm256_loadu_si256((const __m256i *)p);
+    if (d)
+        _mm256_storeu_si256((__m256i *)d, v);
+    return v;
+}
+
+VCLMUL_TARGET static inline __m256i fold2(__m256i x, __m256i k, const uint8_t *next, uint8_t *d)
 {
     const __m256i lo = _mm256_clmulepi64_epi128(x, k, 0x00), hi = _mm256_clmulepi64_epi128(x, k, 0x11);
-    return _mm256_xor_si256(_mm256_xor_si256(lo, hi), _mm256_loadu_si256((const __m256i *)next));
+    return _mm256_xor_si256(_mm256_xor_si256(lo, hi), load32b(next, d));
 }
 
 /* The state c over n >= 256 bytes: by_clmul's folding on eight 16-byte lanes,
  * two to a 256-bit register (VPCLMULQDQ multiplies each half on its own), 128
- * bytes a step: twice the lanes to hide the multiplies' latency. */
-VCLMUL_TARGET static uint32_t by_vclmul(uint32_t c, const uint8_t *p, size_t n)
+ * bytes a step: twice the lanes to hide the multiplies' latency. With d, the
+ * bytes are copied there as they are read (NULL: a constant, folded away). */
+VCLMUL_TARGET static inline __attribute__((always_inline)) uint32_t vclmul_impl(uint32_t c, const uint8_t *p, size_t n,
+                                                                                uint8_t *d)
 {
     const __m256i k8 = _mm256_set_epi64x((long long)fold1024[1], (long long)fold1024[0], (long long)fold1024[1],
                                          (long long)fold1024[0]);
     const __m128i k1 = _mm_set_epi64x((long long)fold128[1], (long long)fold128[0]);
     /* Four named registers, not an array: GCC kept the array on the stack,
      * a store and a reload in every fold's dependency chain. */
-    __m256i y0 = _mm256_loadu_si256((const __m256i *)p), y1 = _mm256_loadu_si256((const __m256i *)(p + 32)),
-            y2 = _mm256_loadu_si256((const __m256i *)(p + 64)), y3 = _mm256_loadu_si256((const __m256i *)(p + 96));
+    __m256i y0 = load32b(p, d), y1 = load32b(p + 32, d ? d + 32 : NULL), y2 = load32b(p + 64, d ? d + 64 : NULL),
+            y3 = load32b(p + 96, d ? d + 96 : NULL);
     y0 = _mm256_xor_si256(y0, _mm256_setr_epi32((int)c, 0, 0, 0, 0, 0, 0, 0));
-    for (p += 128, n -= 128; n >= 128; p += 128, n -= 128) {
-        y0 = fold2(y0, k8, p);
-        y1 = fold2(y1, k8, p + 32);
-        y2 = fold2(y2, k8, p + 64);
-        y3 = fold2(y3, k8, p + 96);
+    for (p += 128, n -= 128, d = d ? d + 128 : NULL; n >= 128; p += 128, n -= 128, d = d ? d + 128 : NULL) {
+        y0 = fold2(y0, k8, p, d);
+        y1 = fold2(y1, k8, p + 32, d ? d + 32 : NULL);
+        y2 = fold2(y2, k8, p + 64, d ? d + 64 : NULL);
+        y3 = fold2(y3, k8, p + 96, d ? d + 96 : NULL);
     }
+    if (d) /* the last n < 128 bytes: copied whole, folded below as before */
+        memcpy(d, p, n);
     const __m256i y[4] = {y0, y1, y2, y3};
     /* The eight lanes in message order, folded into one. */
     __m128i x = _mm256_castsi256_si128(y[0]);
@@ -226,6 +240,28 @@ VCLMUL_TARGET static uint32_t by_vclmul(uint32_t c, const uint8_t *p, size_t n)
     uint8_t rest[16];
     _mm_storeu_si128((__m128i *)rest, x);
     return by_tables(by_tables(0, rest, sizeof rest), p, n);
+}
+
+VCLMUL_TARGET static uint32_t by_vclmul(uint32_t c, const uint8_t *p, size_t n)
+{
+    return vclmul_impl(c, p, n, NULL);
+}
+
+VCLMUL_TARGET static uint32_t by_vclmul_copy(uint32_t c, const uint8_t *p, size_t n, uint8_t *d)
+{
+    return vclmul_impl(c, p, n, d);
+}
+
+uint32_t ntpu_crc32_copy(uint32_t crc, void *dst, const void *src, size_t len)
+{
+    if (len >= 256) {
+        need_tables();
+        pthread_once(&clmul_once, make_clmul);
+        if (have_vclmul)
+            return ~by_vclmul_copy(~crc, src, len, dst);
+    }
+    memcpy(dst, src, len);
+    return ntpu_crc32(crc, dst, len);
 }
 
 uint32_t ntpu_crc32(uint32_t crc, const void *p, size_t len)
@@ -244,5 +280,11 @@ uint32_t ntpu_crc32(uint32_t crc, const void *p, size_t len)
 uint32_t ntpu_crc32(uint32_t crc, const void *p, size_t len)
 {
     return ntpu_crc32_tables(crc, p, len);
+}
+
+uint32_t ntpu_crc32_copy(uint32_t crc, void *dst, const void *src, size_t len)
+{
+    memcpy(dst, src, len);
+    return ntpu_crc32(crc, dst, len);
 }
 #endif

@@ -96,6 +96,25 @@ static inline __attribute__((always_inline)) void acc_load(f32x8 *c, const uint3
         memcpy(&c[r], acc + (size_t)r * n + q, sizeof c[r]);
 }
 
+/* acc_load, or +0.0 in every lane for a chain that starts there (zero). */
+static inline __attribute__((always_inline)) void acc_start(f32x8 *c, const uint32_t *acc, unsigned n, unsigned q,
+                                                            unsigned block, int zero)
+{
+    if (!zero) {
+        acc_load(c, acc, n, q, block);
+        return;
+    }
+#pragma GCC unroll 8
+    for (unsigned r = 0; r < block; r++)
+        c[r] = (f32x8){0};
+}
+
+/* Rows m .. m1 - 1 of a chain that starts at +0.0, cleared for a path that reads ACC. */
+static void acc_clear(uint32_t *acc, size_t m, size_t m1, unsigned n)
+{
+    memset(acc + m * n, 0, (m1 - m) * n * sizeof *acc);
+}
+
 static inline __attribute__((always_inline)) void acc_store(uint32_t *acc, const f32x8 *c, unsigned n, unsigned q,
                                                             unsigned block)
 {
@@ -512,11 +531,11 @@ static inline __attribute__((always_inline)) void tile_products(f32x8 *c, const 
 static inline __attribute__((always_inline)) void chain_products(uint32_t *acc, const ntpu_chain_tile *tiles,
                                                                  unsigned count, size_t m, unsigned n, unsigned block,
                                                                  const float *const *at_a, const uint64_t *skip,
-                                                                 int fused)
+                                                                 int fused, int zero)
 {
     for (unsigned q = 0; q < n; q += 8) {
         f32x8 c[8];
-        acc_load(c, acc, n, q, block);
+        acc_start(c, acc, n, q, block, zero);
         for (unsigned e = 0; e < count; e++) {
             const ntpu_chain_tile *t = tiles + e;
             /* constant strides, and most tiles without a branch per k */
@@ -597,10 +616,10 @@ static inline __attribute__((always_inline)) int chain_a(const ntpu_chain_tile *
  * tile's A or W has a big value (REF_BIG_FIELD). */
 static inline __attribute__((always_inline)) int chain_block(uint32_t *acc, const ntpu_chain_tile *tiles,
                                                              unsigned count, size_t m, unsigned n, unsigned block,
-                                                             ref_a_cache *cache, int fma)
+                                                             ref_a_cache *cache, int fma, int zero)
 {
-    int may_skip = 1;
-    if (!acc_on_grid(acc, block * n, &may_skip))
+    int may_skip = 1; /* +0.0 accumulators (zero) are on the grid, and none is -0 */
+    if (!zero && !acc_on_grid(acc, block * n, &may_skip))
         return 0;
     float af[CHAIN_AF_FLOATS];
     const float *at_a[REF_CHAIN_MAX];
@@ -609,19 +628,19 @@ static inline __attribute__((always_inline)) int chain_block(uint32_t *acc, cons
     if (!chain_a(tiles, count, m, n, block, may_skip, af, cache, at_a, skip, &big))
         return 0;
     if (fma && !big)
-        chain_products(acc, tiles, count, m, n, block, at_a, skip, 1);
+        chain_products(acc, tiles, count, m, n, block, at_a, skip, 1, zero);
     else
-        chain_products(acc, tiles, count, m, n, block, at_a, skip, 0);
+        chain_products(acc, tiles, count, m, n, block, at_a, skip, 0, zero);
     return 1;
 }
 
 static inline __attribute__((always_inline)) int chain_block_n(uint32_t *acc, const ntpu_chain_tile *tiles,
                                                                unsigned count, size_t m, unsigned n, unsigned block,
-                                                               ref_a_cache *cache, int fma)
+                                                               ref_a_cache *cache, int fma, int zero)
 {
-    return n == 8    ? chain_block(acc, tiles, count, m, 8, block, cache, fma)
-           : n == 16 ? chain_block(acc, tiles, count, m, 16, block, cache, fma)
-                     : chain_block(acc, tiles, count, m, n, block, cache, fma);
+    return n == 8    ? chain_block(acc, tiles, count, m, 8, block, cache, fma, zero)
+           : n == 16 ? chain_block(acc, tiles, count, m, 16, block, cache, fma, zero)
+                     : chain_block(acc, tiles, count, m, n, block, cache, fma, zero);
 }
 
 /* Rows m .. m + count - 1 (of the chain, acc being its row 0) through one
@@ -667,25 +686,31 @@ int ref_a_cache_mirror(ref_a_cache *c, const uint16_t *ub, size_t lanes)
 }
 
 /* Rows m .. m + block - 1 of one chain, the whole chain at once when it
- * can, else each tile as the one-tile kernel runs it, else by the scalar MACs. */
+ * can, else each tile as the one-tile kernel runs it, else by the scalar MACs
+ * (those read ACC: a chain that starts at +0.0 clears it first). */
 static inline __attribute__((always_inline)) void chain_rows(uint32_t *acc, const ntpu_chain_tile *tiles,
                                                              unsigned count, unsigned n, size_t m, unsigned block,
-                                                             ref_a_cache *cache, int fma)
+                                                             ref_a_cache *cache, int fma, int zero)
 {
-    if (!chain_block_n(acc + m * n, tiles, count, m, n, block, cache, fma))
-        for (unsigned e = 0; e < count; e++)
-            if (!chain_block_n(acc + m * n, tiles + e, 1, m, n, block, cache, fma))
-                chain_scalar(acc, tiles + e, m, block, n);
+    if (chain_block_n(acc + m * n, tiles, count, m, n, block, cache, fma, zero))
+        return;
+    if (zero)
+        acc_clear(acc, m, m + block, n);
+    for (unsigned e = 0; e < count; e++)
+        if (!chain_block_n(acc + m * n, tiles + e, 1, m, n, block, cache, fma, 0))
+            chain_scalar(acc, tiles + e, m, block, n);
 }
 
 static inline __attribute__((always_inline)) void chain_impl(uint32_t *acc, const ntpu_chain_tile *tiles,
                                                              unsigned count, unsigned n, size_t m0, size_t m1,
-                                                             unsigned block, ref_a_cache *cache, int fma)
+                                                             unsigned block, ref_a_cache *cache, int fma, int zero)
 {
     size_t m = m0;
     if (n % 8 == 0)
         for (; m + block <= m1; m += block)
-            chain_rows(acc, tiles, count, n, m, block, cache, fma);
+            chain_rows(acc, tiles, count, n, m, block, cache, fma, zero);
+    if (zero && m < m1)
+        acc_clear(acc, m, m1, n);
     for (; m < m1; m++)
         for (unsigned e = 0; e < count; e++)
             chain_scalar(acc, tiles + e, m, 1, n);
@@ -694,31 +719,37 @@ static inline __attribute__((always_inline)) void chain_impl(uint32_t *acc, cons
 #ifdef HAVE_FMA_VARIANT
 /* Blocks of eight rows, products fused where no factor is big. */
 __attribute__((target("avx2,fma"))) static void chain_fma(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count,
-                                                          unsigned n, size_t m0, size_t m1, ref_a_cache *cache)
+                                                          unsigned n, size_t m0, size_t m1, ref_a_cache *cache,
+                                                          int zero)
 {
-    chain_impl(acc, tiles, count, n, m0, m1, 8, cache, 1);
+    if (zero)
+        chain_impl(acc, tiles, count, n, m0, m1, 8, cache, 1, 1);
+    else
+        chain_impl(acc, tiles, count, n, m0, m1, 8, cache, 1, 0);
 }
 #endif
 
 /* Blocks of four rows: the cache (blocks of eight) stays unused. */
 void ntpu_mac_bf16_chain_generic(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count, unsigned n, size_t m0,
-                                 size_t m1, ref_a_cache *cache)
+                                 size_t m1, ref_a_cache *cache, int zero)
 {
-    chain_impl(acc, tiles, count, n, m0, m1, 4, cache, 0);
+    if (zero)
+        acc_clear(acc, m0, m1, n);
+    chain_impl(acc, tiles, count, n, m0, m1, 4, cache, 0, 0);
 }
 
 void ntpu_mac_bf16_chain(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count, unsigned n, size_t m0, size_t m1,
-                         ref_a_cache *cache)
+                         ref_a_cache *cache, int zero)
 {
     if (cache && !cache->ub)
         cache = NULL;
 #ifdef HAVE_FMA_VARIANT
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        chain_fma(acc, tiles, count, n, m0, m1, cache);
+        chain_fma(acc, tiles, count, n, m0, m1, cache, zero);
         return;
     }
 #endif
-    ntpu_mac_bf16_chain_generic(acc, tiles, count, n, m0, m1, cache);
+    ntpu_mac_bf16_chain_generic(acc, tiles, count, n, m0, m1, cache, zero);
 }
 
 #ifdef HAVE_FMA_VARIANT
@@ -758,14 +789,14 @@ static inline __attribute__((always_inline)) void tile2_products(f32x8 *c0, f32x
  * that the strides are constants. */
 static inline __attribute__((always_inline)) void
 chain2_products(uint32_t *acc0, uint32_t *acc1, const ntpu_chain_tile *t0, const ntpu_chain_tile *t1, unsigned count,
-                int transposed, const float *const *at_a, const uint64_t *skip, int fused)
+                int transposed, const float *const *at_a, const uint64_t *skip, int fused, int zero)
 {
     /* a(r, i): row r of the block is row r of a tile, or its column r (m is a multiple of 8) */
     const unsigned rs = transposed ? 1 : 8, is = transposed ? 8 : 1;
     for (unsigned h = 0; h < 8; h += 4) {
         f32x8 c0[4], c1[4];
-        acc_load(c0, acc0 + h * 8, 8, 0, 4);
-        acc_load(c1, acc1 + h * 8, 8, 0, 4);
+        acc_start(c0, acc0 + h * 8, 8, 0, 4, zero);
+        acc_start(c1, acc1 + h * 8, 8, 0, 4, zero);
         for (unsigned e = 0; e < count; e++) {
             const float *a = at_a[e] + h * rs;
             if (!skip[e])
@@ -784,10 +815,10 @@ chain2_products(uint32_t *acc0, uint32_t *acc1, const ntpu_chain_tile *t0, const
 static inline __attribute__((always_inline)) int chain2_block(uint32_t *acc0, uint32_t *acc1,
                                                               const ntpu_chain_tile *both, const ntpu_chain_tile *t0,
                                                               const ntpu_chain_tile *t1, unsigned count, size_t m,
-                                                              ref_a_cache *cache, int transposed)
+                                                              ref_a_cache *cache, int transposed, int zero)
 {
     int may_skip = 1;
-    if (!acc_on_grid(acc0, 64, &may_skip) || !acc_on_grid(acc1, 64, &may_skip))
+    if (!zero && (!acc_on_grid(acc0, 64, &may_skip) || !acc_on_grid(acc1, 64, &may_skip)))
         return 0;
     float af[CHAIN_AF_FLOATS];
     const float *at_a[REF_CHAIN_MAX];
@@ -796,23 +827,27 @@ static inline __attribute__((always_inline)) int chain2_block(uint32_t *acc0, ui
     if (!chain_a(both, count, m, 8, 8, may_skip, af, cache, at_a, skip, &big))
         return 0;
     if (!big)
-        chain2_products(acc0, acc1, t0, t1, count, transposed, at_a, skip, 1);
+        chain2_products(acc0, acc1, t0, t1, count, transposed, at_a, skip, 1, zero);
     else
-        chain2_products(acc0, acc1, t0, t1, count, transposed, at_a, skip, 0);
+        chain2_products(acc0, acc1, t0, t1, count, transposed, at_a, skip, 0, zero);
     return 1;
 }
 
 static inline __attribute__((always_inline)) void chain2_impl(uint32_t *acc0, uint32_t *acc1,
                                                               const ntpu_chain_tile *both, const ntpu_chain_tile *t0,
                                                               const ntpu_chain_tile *t1, unsigned count, size_t m0,
-                                                              size_t m1, ref_a_cache *cache, int transposed)
+                                                              size_t m1, ref_a_cache *cache, int transposed, int zero)
 {
     size_t m = m0;
     for (; m + 8 <= m1; m += 8)
-        if (!chain2_block(acc0 + m * 8, acc1 + m * 8, both, t0, t1, count, m, cache, transposed)) {
-            chain_rows(acc0, t0, count, 8, m, 8, cache, 1);
-            chain_rows(acc1, t1, count, 8, m, 8, cache, 1);
+        if (!chain2_block(acc0 + m * 8, acc1 + m * 8, both, t0, t1, count, m, cache, transposed, zero)) {
+            chain_rows(acc0, t0, count, 8, m, 8, cache, 1, zero);
+            chain_rows(acc1, t1, count, 8, m, 8, cache, 1, zero);
         }
+    if (zero && m < m1) {
+        acc_clear(acc0, m, m1, 8);
+        acc_clear(acc1, m, m1, 8);
+    }
     for (; m < m1; m++)
         for (unsigned e = 0; e < count; e++) {
             chain_scalar(acc0, t0 + e, m, 1, 8);
@@ -822,22 +857,29 @@ static inline __attribute__((always_inline)) void chain2_impl(uint32_t *acc0, ui
 
 __attribute__((target("avx2,fma"))) static void chain2_fma(uint32_t *acc0, uint32_t *acc1, const ntpu_chain_tile *both,
                                                            const ntpu_chain_tile *t0, const ntpu_chain_tile *t1,
-                                                           unsigned count, size_t m0, size_t m1, ref_a_cache *cache)
+                                                           unsigned count, size_t m0, size_t m1, ref_a_cache *cache,
+                                                           int zero)
 {
-    chain2_impl(acc0, acc1, both, t0, t1, count, m0, m1, cache, 0);
+    if (zero)
+        chain2_impl(acc0, acc1, both, t0, t1, count, m0, m1, cache, 0, 1);
+    else
+        chain2_impl(acc0, acc1, both, t0, t1, count, m0, m1, cache, 0, 0);
 }
 
 __attribute__((target("avx2,fma"))) static void chain2_fma_t(uint32_t *acc0, uint32_t *acc1,
                                                              const ntpu_chain_tile *both, const ntpu_chain_tile *t0,
                                                              const ntpu_chain_tile *t1, unsigned count, size_t m0,
-                                                             size_t m1, ref_a_cache *cache)
+                                                             size_t m1, ref_a_cache *cache, int zero)
 {
-    chain2_impl(acc0, acc1, both, t0, t1, count, m0, m1, cache, 1);
+    if (zero)
+        chain2_impl(acc0, acc1, both, t0, t1, count, m0, m1, cache, 1, 1);
+    else
+        chain2_impl(acc0, acc1, both, t0, t1, count, m0, m1, cache, 1, 0);
 }
 #endif
 
 void ntpu_mac_bf16_chain2(uint32_t *acc0, uint32_t *acc1, const ntpu_chain_tile *tiles0, const ntpu_chain_tile *tiles1,
-                          unsigned count, unsigned n, size_t m0, size_t m1, ref_a_cache *cache)
+                          unsigned count, unsigned n, size_t m0, size_t m1, ref_a_cache *cache, int zero)
 {
 #ifdef HAVE_FMA_VARIANT
     if (cache && !cache->ub)
@@ -854,17 +896,17 @@ void ntpu_mac_bf16_chain2(uint32_t *acc0, uint32_t *acc1, const ntpu_chain_tile 
             both[e].w_big = tiles0[e].w_big | tiles1[e].w_big;
         }
         if (transposed == 0) {
-            chain2_fma(acc0, acc1, both, tiles0, tiles1, count, m0, m1, cache);
+            chain2_fma(acc0, acc1, both, tiles0, tiles1, count, m0, m1, cache, zero);
             return;
         }
         if (transposed == count) {
-            chain2_fma_t(acc0, acc1, both, tiles0, tiles1, count, m0, m1, cache);
+            chain2_fma_t(acc0, acc1, both, tiles0, tiles1, count, m0, m1, cache, zero);
             return;
         }
     }
 #endif
-    ntpu_mac_bf16_chain(acc0, tiles0, count, n, m0, m1, cache);
-    ntpu_mac_bf16_chain(acc1, tiles1, count, n, m0, m1, cache);
+    ntpu_mac_bf16_chain(acc0, tiles0, count, n, m0, m1, cache, zero);
+    ntpu_mac_bf16_chain(acc1, tiles1, count, n, m0, m1, cache, zero);
 }
 
 /* int32 additions wrap, so any order gives the same bits: eight lanes of

@@ -12,6 +12,10 @@
  * previous result. Uses carry-less multiplication where the CPU has it. */
 uint32_t ntpu_crc32(uint32_t crc, const void *p, size_t len);
 
+/* ntpu_crc32 over the len bytes at src, which are copied to dst on the way
+ * (one pass over them, not a copy and then a CRC); dst and src do not overlap. */
+uint32_t ntpu_crc32_copy(uint32_t crc, void *dst, const void *src, size_t len);
+
 /* crc32 continued over the four bytes of w, least significant first: for a
  * frame header just assembled in registers. Reading it back from the bytes
  * just stored would wait for them (a wide load cannot take its bytes from

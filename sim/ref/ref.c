@@ -330,16 +330,29 @@ static uint8_t *reply_begin(ntpu_ref *r, uint8_t seq, uint8_t st, size_t data_le
     return f + 5;
 }
 
-static void reply_end(ntpu_ref *r)
+/* The CRC of the reply's SEQ, LEN and status, from the value reply_begin
+ * kept, not from the bytes it just stored. */
+static uint32_t reply_head_crc(const ntpu_ref *r)
+{
+    return ntpu_crc32_word(0, r->reply_head);
+}
+
+/* reply_end with the reply's CRC known (crc, over its whole payload). */
+static void reply_end_crc(ntpu_ref *r, uint32_t crc)
 {
     uint8_t *f = r->tx + r->tx_tail;
     size_t len = (r->reply_head >> 8) & 0xFFFFu;
-    /* The header's CRC from the value reply_begin kept, not from the bytes it just stored. */
-    put32(f + 4 + len, ntpu_crc32(ntpu_crc32_word(0, r->reply_head), f + 5, len - 1));
+    put32(f + 4 + len, crc);
     size_t total = len + NTPU_FRAME_OVERHEAD;
     r->tx_tail += total;
     r->cnt[NTPU_CNT_TX_BYTES] += total;
     r->cnt[NTPU_CNT_CYCLES] += link_cycles(r, &r->tx_part, total);
+}
+
+static void reply_end(ntpu_ref *r)
+{
+    const size_t len = (r->reply_head >> 8) & 0xFFFFu;
+    reply_end_crc(r, ntpu_crc32(reply_head_crc(r), r->tx + r->tx_tail + 5, len - 1));
 }
 
 static void reply_status(ntpu_ref *r, uint8_t seq, uint8_t st)
@@ -431,6 +444,16 @@ static void write_rows(ntpu_ref *r, unsigned mem, unsigned addr, unsigned rows, 
         for (size_t i = 0; i < lanes; i++)
             dst[i] = (uint16_t)get16(src + 2 * i);
     }
+}
+
+/* Where READ_MEM copies its rows from as they are: ACC, OS, UB or WB on a
+ * little-endian host; NULL where the bytes need arranging (read_rows). */
+static const void *wire_rows(const ntpu_ref *r, unsigned mem, unsigned addr)
+{
+    if (!REF_WIRE_ORDER || mem == NTPU_MEM_PM)
+        return NULL;
+    return wide(mem) ? (const void *)wide_rows(r, mem, addr)
+                     : (const void *)((mem == NTPU_MEM_UB ? r->ub : r->wb) + (size_t)addr * r->cfg.n);
 }
 
 static void read_rows(const ntpu_ref *r, unsigned mem, unsigned addr, unsigned rows, uint8_t *dst)
@@ -547,8 +570,9 @@ static void matmul(ntpu_ref *r, unsigned flags, unsigned ub_addr, unsigned acc_a
     if (!queue || !ref_chain_joins(r->chain, flags, acc_addr, rows))
         flush_chain(r);
     uint32_t *acc = r->acc + (size_t)acc_addr * n;
-    if (!(flags & NTPU_MATMUL_ACCUMULATE))
-        memset(acc, 0, (size_t)rows * n * sizeof *acc); /* int32 0 and fp32 +0.0 alike */
+    /* int32 0 and fp32 +0.0 alike; a queued chain starts its rows at +0.0 itself */
+    if (!queue && !(flags & NTPU_MATMUL_ACCUMULATE))
+        memset(acc, 0, (size_t)rows * n * sizeof *acc);
     if (queue) {
         ref_chain_add(r->chain, flags, acc_addr, rows, r->w_active, r->ub, ub_addr, stride, conv,
                       conv ? conv->ub_addr : ub_addr, ub_end);
@@ -824,7 +848,10 @@ static int execute(ntpu_ref *r, uint8_t seq, const uint8_t *p, size_t len, int i
             return NTPU_DEV_OK;
         }
         uint8_t *d = reply_begin(r, seq, NTPU_DEV_OK, bytes);
-        if (d) {
+        const void *src = wire_rows(r, mem, addr);
+        if (d && src) { /* the rows into the reply and its CRC in one pass */
+            reply_end_crc(r, ntpu_crc32_copy(reply_head_crc(r), d, src, bytes));
+        } else if (d) {
             read_rows(r, mem, addr, rows, d);
             reply_end(r);
         }

@@ -17,6 +17,7 @@ static const uint16_t zero_tile[64 * 64];
 /* One queued chain: its ACC range and tiles. */
 typedef struct chain_way {
     unsigned acc_addr, rows, count;
+    int zero; /* its first MATMUL does not accumulate: the rows start at +0.0 */
     ntpu_chain_tile tiles[REF_CHAIN_MAX];
     ref_conv conv[REF_CHAIN_MAX];
 } chain_way;
@@ -120,6 +121,7 @@ void ref_chain_add(ref_chain *c, unsigned flags, unsigned acc_addr, unsigned row
         way->acc_addr = acc_addr;
         way->rows = rows;
         way->count = 0;
+        way->zero = !(flags & NTPU_MATMUL_ACCUMULATE);
         if (c->ways++ == 0) {
             c->ub_lo = ub_lo;
             c->ub_hi = ub_hi;
@@ -163,6 +165,7 @@ typedef struct chain_job {
     uint32_t *acc, *acc1; /* the chains' row 0 */
     const ntpu_chain_tile *tiles, *tiles1;
     unsigned count, n;
+    int zero;
     ref_a_cache **caches; /* one per part, or NULL */
 } chain_job;
 
@@ -171,9 +174,9 @@ static void chain_part(void *ctx, size_t m0, size_t m1, unsigned part)
     const chain_job *j = ctx;
     ref_a_cache *cache = j->caches ? j->caches[part] : NULL;
     if (j->tiles1)
-        ntpu_mac_bf16_chain2(j->acc, j->acc1, j->tiles, j->tiles1, j->count, j->n, m0, m1, cache);
+        ntpu_mac_bf16_chain2(j->acc, j->acc1, j->tiles, j->tiles1, j->count, j->n, m0, m1, cache, j->zero);
     else
-        ntpu_mac_bf16_chain(j->acc, j->tiles, j->count, j->n, m0, m1, cache);
+        ntpu_mac_bf16_chain(j->acc, j->tiles, j->count, j->n, m0, m1, cache, j->zero);
 }
 
 /* A cache of converted A for each part the pool may make: NULL where none
@@ -218,7 +221,7 @@ static int same_conv_a(const ref_conv *a, const ref_conv *b)
 /* Whether two queued chains read the same A, tile by tile, so that they can run as one pass. */
 static int same_a(const chain_way *x, const chain_way *y)
 {
-    if (x->rows != y->rows || x->count != y->count)
+    if (x->rows != y->rows || x->count != y->count || x->zero != y->zero)
         return 0;
     for (unsigned e = 0; e < x->count; e++) {
         const ntpu_chain_tile *s = &x->tiles[e], *t = &y->tiles[e];
@@ -248,6 +251,7 @@ void ref_chain_flush(ref_chain *c, uint32_t *acc, const uint16_t *ub, size_t ub_
                          .tiles1 = paired ? c->way[1].tiles : NULL,
                          .count = w->count,
                          .n = c->n,
+                         .zero = w->zero,
                          .caches = caches};
         /* rows split among threads a multiple of 8 and of n apart */
         ntpu_ref_pool_for(pool, w->rows, 8 * n, (uint64_t)w->rows * n * n * w->count * (paired ? 2u : 1u), chain_part,

@@ -89,18 +89,21 @@ void ntpu_chain_tile_prepare(ntpu_chain_tile *t, float *wf, unsigned n);
 /* Rows m0 .. m1 - 1 of acc (row m at acc + m * n) through every tile in
  * order, bit-exact with one ntpu_mac_bf16_rows (or _t) per tile. m0 is a
  * multiple of 8 and of n. cache: blocks of A kept from earlier chains (NULL:
- * none; one thread at a time per cache). The AVX2 variant when the CPU has it. */
+ * none; one thread at a time per cache). zero: the rows start at +0.0 (a
+ * chain whose first MATMUL does not accumulate), whatever acc holds; the
+ * kernel starts its registers there instead of clearing and reading ACC.
+ * The AVX2 variant when the CPU has it. */
 void ntpu_mac_bf16_chain(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count, unsigned n, size_t m0, size_t m1,
-                         ref_a_cache *cache);
+                         ref_a_cache *cache, int zero);
 void ntpu_mac_bf16_chain_generic(uint32_t *acc, const ntpu_chain_tile *tiles, unsigned count, unsigned n, size_t m0,
-                                 size_t m1, ref_a_cache *cache);
+                                 size_t m1, ref_a_cache *cache, int zero);
 
 /* Two chains of `count` tiles each over the same rows, into acc0 and acc1
  * (disjoint), tile e of both reading the same A (a, t_stride, transposed; no
  * locate): bit-exact with one ntpu_mac_bf16_chain each. With N = 8 on AVX2
  * each block of A is converted (or found) once for both. */
 void ntpu_mac_bf16_chain2(uint32_t *acc0, uint32_t *acc1, const ntpu_chain_tile *tiles0, const ntpu_chain_tile *tiles1,
-                          unsigned count, unsigned n, size_t m0, size_t m1, ref_a_cache *cache);
+                          unsigned count, unsigned n, size_t m0, size_t m1, ref_a_cache *cache, int zero);
 
 /* The queue of one model. */
 typedef struct ref_chain ref_chain;
@@ -114,8 +117,9 @@ void ref_chain_free(ref_chain *c);
  * Otherwise flush first. */
 int ref_chain_joins(const ref_chain *c, unsigned flags, unsigned acc_addr, unsigned rows);
 
-/* Queues a bf16 MATMUL (its ACC rows already cleared when it starts a chain
- * without ACCUMULATE); the caller has checked ref_chain_joins, or flushed.
+/* Queues a bf16 MATMUL; the caller has checked ref_chain_joins, or flushed.
+ * One without ACCUMULATE starts a chain whose ACC rows the flush writes from
+ * +0.0: the caller does not clear them (nothing reads them before the flush).
  * w: the active n x n tile (copied). UB rows ub_lo .. ub_hi - 1 are what it
  * may read. conv: its CONV geometry or NULL; else rows from ub_addr, or with
  * TRANSPOSE_A tiles `stride` rows apart. */

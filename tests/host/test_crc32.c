@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The link's CRC-32 (sim/ref/crc32.c) against zlib's crc32, the definition the
  * protocol names: every length around the folding path's thresholds, every
- * alignment, chained calls, and the table path that CPUs without carry-less
- * multiplication take. */
+ * alignment, chained calls, the table path that CPUs without carry-less
+ * multiplication take, and the copy that computes the CRC on the way. */
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <string.h>
 #include <zlib.h>
 
 #include "ntpu_crc32.h"
@@ -57,4 +58,19 @@ Test(crc32, a_word_from_registers_as_its_bytes)
                      (uint32_t)data[at + 3] << 24;
         cr_assert_eq(ntpu_crc32_word(seed, w), (uint32_t)crc32(seed, data + at, 4), "at %zu", at);
     }
+}
+
+Test(crc32, copy_gives_the_crc_and_the_bytes)
+{
+    static uint8_t out[5000];
+    for (size_t off = 0; off < 8; off++)
+        for (size_t len = 0; len < 4200; len += len < 600 ? 1 : 97) {
+            memset(out, 0xA5, sizeof out);
+            uint32_t seed = (uint32_t)(len * 0x01000193u), want = (uint32_t)crc32(seed, data + off, (uInt)len);
+            cr_assert_eq(ntpu_crc32_copy(seed, out + 3 + off, data + off, len), want, "offset %zu length %zu", off,
+                         len);
+            cr_assert(memcmp(out + 3 + off, data + off, len) == 0, "bytes: offset %zu length %zu", off, len);
+            cr_assert_eq(out[2 + off], 0xA5, "a byte before the copy: offset %zu length %zu", off, len);
+            cr_assert_eq(out[3 + off + len], 0xA5, "a byte after the copy: offset %zu length %zu", off, len);
+        }
 }
