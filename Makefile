@@ -163,8 +163,16 @@ $(LIB_SO): $(LIB_OBJS) $(VSTAMPS)
 
 CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard host/tools/*.c)))
 
+# ntpu train under mpirun (host/tools/ranks.c) links Open MPI; its flags are asked for when the rule runs,
+# after `make deps` has installed it.
+MPI_CFLAGS = $$(pkg-config --cflags ompi-c)
+MPI_LIBS = $$(pkg-config --libs ompi-c)
+$(BUILD)/obj/host/tools/ranks.o: host/tools/ranks.c | deps-quiet $(PROTOCOL_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(MPI_CFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
 $(CLI): $(CLI_OBJS) $(LIB_A)
-	$(CXX) -o $@ $^ $(LDLIBS)
+	$(CXX) -o $@ $^ $(LDLIBS) $(MPI_LIBS)
 
 # vsim_speed: the Verilated core's speed without the host library in the loop (tools/vsim_speed.c).
 # It records the library's byte stream by wrapping the harness's write and read.

@@ -10,7 +10,8 @@
 
 DEB_PACKAGES := gcc g++ make verilator iverilog pkg-config zlib1g-dev libcriterion-dev \
                 libusb-1.0-0-dev libcjson-dev dataset-fashion-mnist python3-numpy clang-format python3-torch \
-                gcc-arm-none-eabi libunicorn-dev clang-14 libfuzzer-14-dev libclang-rt-14-dev
+                gcc-arm-none-eabi libunicorn-dev clang-14 libfuzzer-14-dev libclang-rt-14-dev openmpi-bin \
+                libopenmpi-dev
 BENCH_DEB_PACKAGES := python3-torch libopenblas0-pthread
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -107,7 +107,7 @@ $(GT)/board_uart: tests/cosim/board_uart.c $(GT)/model.o $(GT)/entries.o $(LIB_A
 
 # The CLI on the netlist, for runs by hand: $(GT)/ntpu selftest -d vsim:board=$(BOARD)
 $(GT)/ntpu: $(CLI_OBJS) $(GT)/model.o $(GT)/entries.o $(LIB_A)
-	$(CXX) -o $@ $(CLI_OBJS) $(GT_LINK) $(LDLIBS)
+	$(CXX) -o $@ $(CLI_OBJS) $(GT_LINK) $(LDLIBS) $(MPI_LIBS)
 
 # First the netlist itself: no cell input may be undriven (fpga/tools/netlist_check.py). Then the
 # simulation, whatever the check said, so that a failure shows its consequence too.

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "ranks.h"
 
 int whole_number(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
@@ -43,6 +44,8 @@ int fail(const char *fmt, ...)
     va_end(ap);
     /* One line, whatever a file put in it (a key or tensor name with a newline or an escape sequence). */
     fputs("ntpu: ", stderr);
+    if (ranks_size() > 1) /* under mpirun: which rank says it */
+        fprintf(stderr, "rank %d: ", ranks_rank());
     for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
         if (*p < 0x20 || *p == 0x7F)
             fprintf(stderr, "\\x%02x", *p);
@@ -100,10 +103,8 @@ int parse_args(int argc, char **argv, common *cm, const option *opts, size_t nop
         const char **slot = NULL;
         int *flag = NULL;
         if (!strcmp(name, "-d") || !strcmp(name, "--device")) {
-            const size_t most = cm->max_devices ? cm->max_devices : 1;
-            if (cm->n_devices >= most)
-                return most == 1 ? fail("-d given twice: this command runs on one device")
-                                 : fail("-d given more than %zu times", most);
+            if (cm->n_devices >= NTPU_MAX_DEVICES)
+                return fail("-d given more than %d times", NTPU_MAX_DEVICES);
             slot = &cm->devices[cm->n_devices++];
         } else {
             for (size_t k = 0; k < nopts; k++) {
@@ -131,6 +132,8 @@ int parse_args(int argc, char **argv, common *cm, const option *opts, size_t nop
         *slot = inline_val;
         cm->device = cm->devices[0];
     }
+    if (cm->n_devices > (cm->max_devices ? cm->max_devices : 1))
+        return fail("-d given %zu times: this command runs on one device", cm->n_devices);
     return 0;
 }
 

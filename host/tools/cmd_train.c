@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ranks.h"
 #include "ntpu/data.h"
 #include "ntpu/nn.h"
 #include "io/outfile.h"
@@ -384,7 +385,9 @@ static int read_resume_state(const char *model_path, uint64_t vals[5], double *l
                     model_path, model_path);
     if (bad >= 0)
         return fail("--resume: %s is not a valid checkpoint (its %s is out of range)", model_path,
-                    bad < 6 ? keys[bad] : bad == 6 ? "train.loss_sum" : "train.shard");
+                    bad < 6    ? keys[bad]
+                    : bad == 6 ? "train.loss_sum"
+                               : "train.shard");
     *correct = cs;
     return 0;
 }
@@ -392,7 +395,8 @@ static int read_resume_state(const char *model_path, uint64_t vals[5], double *l
 /* ------------------------------------------------------------------ train */
 
 static const char train_help[] =
-    "usage: ntpu train [-d DEV ...] [--shard S] [--data DIR] [--arch SPEC | --layers 784,256,10] [--epochs E] [--batch B]\n"
+    "usage: ntpu train [-d DEV ...] [--shard S] [--data DIR] [--arch SPEC | --layers 784,256,10] [--epochs E] [--batch "
+    "B]\n"
     "                  [--optimizer sgd|momentum|adam|adamw] [--lr X] [--momentum M] [--weight-decay W]\n"
     "                  [--schedule constant|step|cosine] [--step-size S] [--gamma G] [--seed S]\n"
     "                  [--train-limit N] [--test-limit N] [--save FILE.safetensors] [--save-every STEPS]\n"
@@ -436,8 +440,7 @@ static const char train_help[] =
     "  --save-every STEPS    also checkpoint inside an epoch (needs --save)\n"
     "  --resume FILE         continue a checkpoint's run exactly where it stopped (same result, bit for\n"
     "                        bit, as an uninterrupted run); give more --epochs to train longer (a cosine\n"
-    "                        schedule is then recomputed over the longer run)\n"
-    ;
+    "                        schedule is then recomputed over the longer run)\n";
 /* (two strings: one would be longer than C compilers must support) */
 static const char train_help_more[] =
     "  --log FILE.csv        one row an epoch (a resumed run keeps the earlier rows)\n"
@@ -454,7 +457,8 @@ static const char train_help_more[] =
  * the command line's, else the checkpoint's (when resuming), else the defaults. */
 typedef struct train_opts {
     const char *data, *arch_s, *layers_s, *epochs_s, *batch_s, *opt_s, *lr_s, *mom_s, *wd_s, *sched_s, *stepsize_s,
-        *gamma_s, *seed_s, *trainlim_s, *testlim_s, *save, *save_every_s, *resume, *log_path, *plot_path, *threads_s, *shard_s;
+        *gamma_s, *seed_s, *trainlim_s, *testlim_s, *save, *save_every_s, *resume, *log_path, *plot_path, *threads_s,
+        *shard_s;
     int dev_opt;
     uint64_t epochs, batch, seed, train_limit, test_limit, save_every, shard;
     unsigned sizes[NTPU_MAX_LAYERS + 1]; /* an MLP's (n_sizes 0 for any other arch) */
@@ -493,6 +497,7 @@ typedef struct train_run {
     char lstr[512];  /* the model: "784,256,10" (--layers), or its SPEC */
     char title[520]; /* the plot's: "layers 784,256,10", or the SPEC */
     int tty;         /* stderr is a terminal: the progress bar is redrawn in place */
+    int follower;    /* a rank other than 0 under mpirun: trains, but prints, evaluates and saves nothing */
 } train_run;
 
 /* The command line into *o: 0, 1 after printing an error, or -1 after printing the help. */
@@ -765,8 +770,12 @@ static int train_setup(common *cm, train_opts *o, train_run *r)
         return fail("--device-optimizer: %s (without the option the host runs the optimizer)", ntpu_last_error(r->dev));
     if (!o->shard)
         o->shard = o->batch;
-    if ((r->n_more || o->shard < o->batch) &&
+    if ((r->n_more || o->shard < o->batch || ranks_size() > 1) &&
         ntpu_parallel_create(r->model, r->more, r->n_more, (size_t)o->shard, &r->par) != NTPU_OK)
+        return fail("%s%s", o->dev_opt ? "--device-optimizer: " : "", ntpu_last_error(r->dev));
+    size_t first = 0, workers = r->n_more + 1;
+    if (ranks_size() > 1 && (ranks_place(r->n_more + 1, &first, &workers) ||
+                             ntpu_parallel_set_peers(r->par, first, workers, ranks_exchange, NULL) != NTPU_OK))
         return fail("%s%s", o->dev_opt ? "--device-optimizer: " : "", ntpu_last_error(r->dev));
     ntpu_model_get_view(r->model, &r->view);
     if (ntpu_model_check_resident(r->model) != NTPU_OK)
@@ -789,16 +798,18 @@ static int train_setup(common *cm, train_opts *o, train_run *r)
     r->tty = isatty(STDERR_FILENO);
     char par[64] = "";
     if (r->par)
-        snprintf(par, sizeof par, " in shards of %" PRIu64 " on %zu devices", o->shard, r->n_more + 1);
+        snprintf(par, sizeof par, " in shards of %" PRIu64 " on %zu devices%s", o->shard, workers,
+                 ranks_size() > 1 ? " of all ranks" : "");
     if (!cm->json)
         printf("training %s on %s%s (%s, %ux%u array): %zu train / %zu test samples from %s, batch %" PRIu64
                "%s, %s lr %g\n",
-               r->lstr, r->info.device, r->n_more ? " and more" : "", r->info.platform_name, r->info.rows,
-               r->info.cols, r->train.count, r->test.count, o->data, o->batch, par,
-               ntpu_optimizer_name(r->view.opt->kind), r->view.opt->lr);
+               r->lstr, r->info.device, r->n_more ? " and more" : "", r->info.platform_name, r->info.rows, r->info.cols,
+               r->train.count, r->test.count, o->data, o->batch, par, ntpu_optimizer_name(r->view.opt->kind),
+               r->view.opt->lr);
     fflush(stdout); /* before the progress lines on stderr, also when both go to one pipe */
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    ranks_watch_signals(); /* under mpirun a signal means a rank has ended: stop at once */
     r->loss_sum = o->loss_sum;
     r->correct_sum = o->correct_sum;
     r->first_step = *r->view.step;
@@ -819,10 +830,23 @@ static int save_checkpoint(const train_opts *o, train_run *r, uint64_t epoch, ui
     snprintf(ms[5], 32, "%.17g", loss_sum);
     snprintf(ms[6], 32, "%" PRIu64, correct_sum);
     snprintf(ms[7], 32, "%" PRIu64, o->shard);
-    const char *meta[] = {
-        "train.seed",        ms[0], "train.epoch",    ms[1], "train.batch_index", ms[2], "train.batch", ms[3],
-        "train.train_limit", ms[4], "train.loss_sum", ms[5], "train.correct",     ms[6], "train.shard", ms[7],
-        NULL};
+    const char *meta[] = {"train.seed",
+                          ms[0],
+                          "train.epoch",
+                          ms[1],
+                          "train.batch_index",
+                          ms[2],
+                          "train.batch",
+                          ms[3],
+                          "train.train_limit",
+                          ms[4],
+                          "train.loss_sum",
+                          ms[5],
+                          "train.correct",
+                          ms[6],
+                          "train.shard",
+                          ms[7],
+                          NULL};
     if (ntpu_model_save(r->model, o->save, NULL, 0, meta) != NTPU_OK)
         return fail("--save: %s", ntpu_last_error(r->dev));
     return 0;
@@ -885,8 +909,9 @@ static int train_steps(const train_opts *o, train_run *r, uint64_t e, uint64_t *
         r->step_loss[r->nloss++] = res.loss;
         size_t done = at + nb;
         double dt = now_s() - t0;
-        progress(r->tty, e, o->epochs, done, r->train.count, dt > 0 ? (double)(done - done_at_start) / dt : 0,
-                 (float)(r->loss_sum / (double)done), &last_tenth);
+        if (!r->follower)
+            progress(r->tty, e, o->epochs, done, r->train.count, dt > 0 ? (double)(done - done_at_start) / dt : 0,
+                     (float)(r->loss_sum / (double)done), &last_tenth);
         int periodic = o->save_every && (*r->view.step - r->first_step) % o->save_every == 0;
         if (o->save && (periodic || stop_requested) && *b + 1 < r->steps_per_epoch &&
             save_checkpoint(o, r, e, *b + 1, r->loss_sum, r->correct_sum))
@@ -912,7 +937,8 @@ static int finish_epoch(const common *cm, const train_opts *o, train_run *r, uin
                      .link_bytes_per_step = (double)(c.rx_bytes + c.tx_bytes) / (double)r->steps_per_epoch};
     if (e == o->start_epoch && o->start_batch) /* resumed mid-epoch: rates cover only part of it */
         row.link_bytes_per_step = (double)(c.rx_bytes + c.tx_bytes) / (double)(r->steps_per_epoch - o->start_batch);
-    if (ntpu_model_evaluate(r->model, r->test.images, r->test.labels, r->test.count, &row.test_acc, NULL) != NTPU_OK)
+    if (!r->follower && /* rank 0 evaluates for all: the weights are the same */
+        ntpu_model_evaluate(r->model, r->test.images, r->test.labels, r->test.count, &row.test_acc, NULL) != NTPU_OK)
         return fail("evaluation: %s", ntpu_last_error(r->dev));
     if (!(r->rows = room_for(r->rows, r->nrows, &r->rows_cap, sizeof row)))
         return fail("out of memory");
@@ -1010,12 +1036,18 @@ int cmd_train(common *cm, int argc, char **argv)
     if (rc)
         return rc > 0;
     signal(SIGPIPE, SIG_IGN); /* a closed stdout (| head) ends the run after a save, with a reason */
-    if (train_settings(&o) || (o.resume && train_resume_settings(&o)))
+    if (ranks_start() || train_settings(&o) || (o.resume && train_resume_settings(&o)))
         return 1;
-
-    /* Data first: a bad dataset should fail before the device is opened. */
     train_run r;
     memset(&r, 0, sizeof r);
+    if ((r.follower = ranks_rank() != 0)) { /* rank 0 writes the checkpoints, the log, the plot and stdout */
+        o.save = o.log_path = o.plot_path = NULL;
+        o.save_every = 0;
+        if (!freopen("/dev/null", "w", stdout))
+            return fail("cannot quiet this rank's output: %s", strerror(errno));
+    }
+
+    /* Data first: a bad dataset should fail before the device is opened. */
     if (ntpu_dataset_load(o.data, "train", (size_t)o.train_limit, &r.train) != NTPU_OK ||
         ntpu_dataset_load(o.data, "test", (size_t)o.test_limit, &r.test) != NTPU_OK) {
         ntpu_dataset_free(&r.train);
@@ -1041,6 +1073,7 @@ int cmd_train(common *cm, int argc, char **argv)
     free(r.yb);
     free(r.step_loss);
     free(r.rows);
+    ranks_finish(rc);
     return rc;
 }
 

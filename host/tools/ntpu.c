@@ -345,7 +345,8 @@ static void usage(FILE *f)
           "         vsim:board=icebreaker|ulx3s[,config=C,...] (a board top behind a bit-level UART),\n"
           "         ftdi[:serial=S,board=icebreaker|ulx3s], usb[:serial=S] (boards);\n"
           "         default $NTPU_DEVICE, else vsim; any of them also takes\n"
-          "         faults=RATE[,fault_seed=S] (flip and drop link bytes) and timeout_ms=T\n"
+          "         faults=RATE[,fault_seed=S] (flip and drop link bytes) and timeout_ms=T;\n"
+          "         'ntpu train' takes -d more than once (data parallel, also across mpirun's ranks)\n"
           "'ntpu <command> --help' describes a command.\n",
           f);
 }
@@ -366,14 +367,14 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--json")) {
             cm.json = 1;
-        } else if (!strcmp(a, "-d") || !strcmp(a, "--device")) {
-            if (++i >= argc)
+        } else if (!strcmp(a, "-d") || !strcmp(a, "--device") || !strncmp(a, "--device=", 9) || !strncmp(a, "-d", 2)) {
+            const int joined = a[1] == 'd' ? a[2] != 0 : a[8] == '=';
+            if (!joined && ++i >= argc)
                 return fail("option '%s' needs a value", a);
-            cm.device = argv[i];
-        } else if (!strncmp(a, "--device=", 9)) {
-            cm.device = a + 9;
-        } else if (!strncmp(a, "-d", 2)) {
-            cm.device = a + 2;
+            if (cm.n_devices >= NTPU_MAX_DEVICES)
+                return fail("-d given more than %d times", NTPU_MAX_DEVICES);
+            cm.devices[cm.n_devices++] = !joined ? argv[i] : a[1] == 'd' ? a + 2 : a + 9;
+            cm.device = cm.devices[0];
         } else {
             return fail("unknown option '%s' (try 'ntpu --help')", a);
         }

@@ -65,9 +65,12 @@ fi
 # shows there too; on vsim a golden model that disagrees with the loop fails the check as well.
 # -Ihost/src: the CLI writes its own files through the library's internal io/outfile.h; -Ifirmware/pico-ice:
 # `ntpu flash` checks bitstreams with the usb transport's functions, which name the firmware's requests.
-if gcc -std=c11 -Wall -Wextra -Wpedantic -Werror -O1 -Ihost/include -Ihost/src -Ifirmware/pico-ice host/tools/*.c \
-     tests/cli/selftest_fault.c -Wl,--wrap=ntpu_read_rows,--wrap=ntpu_matmul,--wrap=ntpu_get_info "$B/libntpu.a" \
-     -lstdc++ -lusb-1.0 -lunicorn -lcjson -lz -lm -lpthread -o "$T/ntpu-fault" 2> "$T/cc.log"; then
+# $(pkg-config ... ompi-c): ntpu train joins mpirun's jobs through Open MPI (host/tools/ranks.c).
+if gcc -std=c11 -Wall -Wextra -Wpedantic -Werror -O1 -D_POSIX_C_SOURCE=200809L -Ihost/include -Ihost/src -Ifirmware/pico-ice \
+     $(pkg-config --cflags ompi-c) host/tools/*.c tests/cli/selftest_fault.c \
+     -Wl,--wrap=ntpu_read_rows,--wrap=ntpu_matmul,--wrap=ntpu_get_info "$B/libntpu.a" \
+     -lstdc++ -lusb-1.0 -lunicorn -lcjson -lz -lm -lpthread $(pkg-config --libs ompi-c) -o "$T/ntpu-fault" \
+     2> "$T/cc.log"; then
   for f in "ref:mem:FAIL memory ACC: walking ones: row 4096 lane 3 wrote 0x00000008, read 0x00000028:1" \
            "ref:matmul:FAIL matmul int8 17x23x19: C[0][5] is 0xffff80cc, a plain C loop gives 0xffff80cd:4" \
            "vsim:golden:FAIL matmul bf16 16x8x24: C[0][5] is 0x45600e00, as a plain C loop gives; the golden model gives 0x45600e01:4"; do

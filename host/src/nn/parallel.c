@@ -236,6 +236,11 @@ ntpu_status ntpu_parallel_set_peers(ntpu_parallel *p, size_t first, size_t worke
 {
     if (!p)
         return NTPU_ERR_INVALID_ARG;
+    if (workers > 1 && p->rep[0]->devopt)
+        return ntpu_fail(p->rep[0]->dev, NTPU_ERR_UNSUPPORTED,
+                         "data parallel: the device optimizer runs only on one device with shards of the whole "
+                         "batch (here %zu devices)",
+                         workers);
     if (workers < p->n || first > workers - p->n || (workers > p->n && !exchange))
         return ntpu_fail(p->rep[0]->dev, NTPU_ERR_INVALID_ARG,
                          "data parallel: workers %zu..%zu of %zu, %s exchange: not a place for %zu devices", first,
