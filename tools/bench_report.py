@@ -167,6 +167,26 @@ def cnn_sections(c):
     return out
 
 
+def scaling_section(sc):
+    """`ntpu bench` (g): the same data-parallel steps on 1 and 2 devices, a host thread each."""
+    r0 = sc[0]
+    out = [f"## (g) Data-parallel scaling: MLP 784-256-10, {r0['steps']} steps of batch {r0['batch']} in shards of "
+           f"{r0['shard']}\n",
+           "The same steps (random batches, Adam on the host) on one device and on two of the same kind, a host\n"
+           "thread each (`ntpu train -d vsim -d vsim --shard 32` does this); the shards' gradients are summed in\n"
+           "shard order, so both runs end with the same weights (checked). Link bytes: both directions, each\n"
+           f"device, a step. On this {os.cpu_count()}-core machine.\n"]
+    same = all(r["digest"] == r0["digest"] for r in sc)
+    rows = [[r["device"], r["devices"], f'{r["seconds"]:.2f}', f'{r["cpu_seconds"]:.2f}',
+             f'{r["steps"] / r["seconds"]:.2f}', f'**{r["speedup"]:.2f} ×**',
+             " / ".join(grouped(d["cycles_per_step"]) for d in r["per_device"]),
+             " / ".join(grouped(d["link_bytes_per_step"]) for d in r["per_device"]),
+             "identical" if same else "DIFFER"] for r in sc]
+    out.append(table(["device", "devices", "wall s", "CPU s", "steps/s", "speedup", "cycles/step", "link bytes/step",
+                      "weights"], rows) + "\n")
+    return out
+
+
 def main():
     if len(sys.argv) not in (2, 3):
         sys.exit(__doc__.strip())
@@ -245,6 +265,10 @@ def main():
     rows = [[r["device"], f'{r["int8_mac_per_s"]:.3g}', f'{r["bf16_mac_per_s"]:.3g}',
              f'{r["train_step_mac_per_s"]:.3g}'] for r in b["sim_speed"]]
     out.append(table(["device", "int8 matmul", "bf16 matmul", "training step"], rows) + "\n")
+
+    sc = b.get("scaling")
+    if sc:
+        out += scaling_section(sc)
 
     if ep:
         out += cpu_sections(ep)

@@ -24,12 +24,14 @@
 
 #include "bench_cnn.h"
 #include "bench_link.h"
+#include "bench_scaling.h"
 #include "cli.h"
 #include "ntpu/nn.h"
 #include "ntpu/numerics.h"
 
 static const char bench_help[] =
-    "usage: ntpu bench [-d DEV] [--json] [--size S] [--epoch] [--cnn] [--link] [--data DIR] [--torch-script FILE]\n"
+    "usage: ntpu bench [-d DEV] [--json] [--size S] [--epoch] [--cnn] [--link] [--scaling] [--data DIR]\n"
+    "                  [--torch-script FILE]\n"
     "\n"
     "The benchmark, on ref, vsim and vsim:rtl (or only on DEV):\n"
     "  (a) matmuls M = K = N from the array size N to 16N (or only S), int8 and bf16, random\n"
@@ -54,6 +56,9 @@ static const char bench_help[] =
     "      between one item's commands and the next's, each sent on its own rather than as the stored\n"
     "      programs the measured step runs (a pool that its conv runs band by band and a relu fused\n"
     "      into a conv count with the conv);\n"
+    "  (g) data-parallel scaling: the MLP's steps (batch 64 in shards of 32) on one vsim (or DEV)\n"
+    "      and on two, a thread each: wall and CPU seconds, speedup, each device's cycles and link\n"
+    "      bytes a step; both must end with the same weights, bit for bit;\n"
     "  (f) the link's throughput: the weight buffer (64 KiB, or all of a smaller one) written, then\n"
     "      read back, checked: link bytes each way over device time (cycles / clock). On a board the\n"
     "      link's own rate; on ref and vsim, whose link is a function call, the core's pace.\n"
@@ -62,6 +67,7 @@ static const char bench_help[] =
     "  --epoch              add (d)\n"
     "  --cnn                only (e)\n"
     "  --link               only (f)\n"
+    "  --scaling            only (g)\n"
     "  --data DIR           dataset for (d) (default /usr/share/datasets/fashion-mnist)\n"
     "  --torch-script FILE  the PyTorch reference (default tools/bench_torch.py, here or beside\n"
     "                       the ntpu binary's ../tools)\n"
@@ -472,7 +478,7 @@ typedef struct cnn_part {
 
 static void print_json(const mm_row *mm, int nmm, const step_row *st, const speed_row *sp, int nst, int step_agree,
                        step_row so[][MAX_DEVICES], const int *prog, const int *so_agree, const cnn_part *cnn,
-                       const link_row *lk, int nlk, const epoch_res *ep)
+                       const link_row *lk, int nlk, const scaling_row *sc, int nsc, const epoch_res *ep)
 {
     printf("{\"runs\":[");
     for (int i = 0; i < nmm; i++) {
@@ -540,6 +546,8 @@ static void print_json(const mm_row *mm, int nmm, const step_row *st, const spee
     cnn_print_json(cnn->rows, cnn->count, cnn->agree);
     printf(",\"link_throughput\":");
     link_print_json(lk, nlk);
+    printf(",\"scaling\":");
+    scaling_print_json(sc, nsc);
     printf(",\"epoch\":");
     if (!ep) {
         printf("null}\n");
@@ -557,7 +565,7 @@ static void print_json(const mm_row *mm, int nmm, const step_row *st, const spee
 
 static void print_tables(const mm_row *mm, int nmm, const step_row *st, const speed_row *sp, int nst, int step_agree,
                          step_row so[][MAX_DEVICES], const int *prog, const int *so_agree, const cnn_part *cnn,
-                         const link_row *lk, int nlk, const epoch_res *ep)
+                         const link_row *lk, int nlk, const scaling_row *sc, int nsc, const epoch_res *ep)
 {
     char b[6][32];
     int w = 10; /* the device column: as wide as the longest name (vsim:board=icebreaker,...) */
@@ -636,6 +644,7 @@ static void print_tables(const mm_row *mm, int nmm, const step_row *st, const sp
     }
     cnn_print_table(cnn->rows, cnn->count, cnn->agree, w);
     link_print_table(lk, nlk, w);
+    scaling_print_table(sc, nsc);
     printf("\nutil = MACs / (N^2 x cycles), every cycle from the first command to the last result read; cycles on\n"
            "ref are the golden model's estimate, on vsim and vsim:rtl measured on the RTL. MAC/s is wall-clock\n"
            "simulator speed.\n");
@@ -649,6 +658,7 @@ typedef struct bench_opts {
     int epoch;                            /* --epoch: add (d) */
     int cnn_only;                         /* --cnn: only (e) */
     int link_only;                        /* --link: only (f) */
+    int scaling_only;                     /* --scaling: only (g) */
     uint64_t s_one;                       /* --size, or 0 for the sweep */
     char script_path[4200];               /* the PyTorch reference, with --epoch */
 } bench_opts;
@@ -657,9 +667,10 @@ typedef struct bench_opts {
 static int bench_args(common *cm, int argc, char **argv, bench_opts *o)
 {
     memset(o, 0, sizeof *o);
-    const option opts[] = {{"--size", 0, &o->size_arg, NULL}, {"--epoch", 0, NULL, &o->epoch},
-                           {"--cnn", 0, NULL, &o->cnn_only},  {"--link", 0, NULL, &o->link_only},
-                           {"--data", 0, &o->data, NULL},     {"--torch-script", 0, &o->script, NULL}};
+    const option opts[] = {{"--size", 0, &o->size_arg, NULL},       {"--epoch", 0, NULL, &o->epoch},
+                           {"--cnn", 0, NULL, &o->cnn_only},        {"--link", 0, NULL, &o->link_only},
+                           {"--data", 0, &o->data, NULL},           {"--torch-script", 0, &o->script, NULL},
+                           {"--scaling", 0, NULL, &o->scaling_only}};
     char *pos[1];
     int npos;
     if (parse_args(argc, argv, cm, opts, sizeof opts / sizeof opts[0], pos, 0, &npos))
@@ -683,9 +694,10 @@ typedef struct bench_res {
     step_row st[MAX_DEVICES], so[DEVOPT_KINDS][MAX_DEVICES];
     int prog[MAX_DEVICES];
     speed_row sp[MAX_DEVICES];
-    cnn_row cnn[MAX_DEVICES * 2]; /* (e): per device, the host optimizer's step, then the device optimizer's */
-    link_row link[MAX_DEVICES];   /* (f) */
-    int nmm, nst, ncnn, nlink;
+    cnn_row cnn[MAX_DEVICES * 2];        /* (e): per device, the host optimizer's step, then the device optimizer's */
+    link_row link[MAX_DEVICES];          /* (f) */
+    scaling_row sc[SCALING_MAX_DEVICES]; /* (g): on 1 and 2 devices */
+    int nmm, nst, ncnn, nlink, nsc;
 } bench_res;
 
 /* (e) on dev: 0, or 1 after printing the error. */
@@ -768,9 +780,16 @@ int cmd_bench(common *cm, int argc, char **argv)
     int ndev = cm->device ? 1 : MAX_DEVICES;
     bench_res b;
     memset(&b, 0, sizeof b);
-    for (int d = 0; d < ndev; d++)
+    for (int d = 0; d < ndev && !o.scaling_only; d++)
         if (bench_device(devices[d], o.s_one, o.cnn_only, o.link_only, &b))
             return 1;
+    /* (g) on vsim, or the device given; its 1 and 2 devices must end with the same weights */
+    for (size_t n = 1; n <= SCALING_MAX_DEVICES && (o.scaling_only || (!o.cnn_only && !o.link_only)); n++) {
+        fflush(stdout);
+        if (bench_scaling(cm->device ? cm->device : "vsim", n, &b.sc[b.nsc++]))
+            return 1;
+    }
+    const int scaling_agree = b.nsc < 2 || b.sc[1].digest == b.sc[0].digest;
     /* Every device computes the same bits: a step that differs is a bug. */
     int step_agree = b.nst < 2 ? -1 : 1;
     for (int i = 1; i < b.nst; i++)
@@ -799,7 +818,13 @@ int cmd_bench(common *cm, int argc, char **argv)
     int w = 10; /* the device column: as wide as the longest name */
     for (int i = 0; i < b.nlink; i++)
         w = (int)strlen(b.link[i].device) > w ? (int)strlen(b.link[i].device) : w;
-    if (o.link_only && cm->json) {
+    if (o.scaling_only && cm->json) {
+        printf("{\"scaling\":");
+        scaling_print_json(b.sc, b.nsc);
+        printf("}\n");
+    } else if (o.scaling_only) {
+        scaling_print_table(b.sc, b.nsc);
+    } else if (o.link_only && cm->json) {
         printf("{\"link_throughput\":");
         link_print_json(b.link, b.nlink);
         printf("}\n");
@@ -814,11 +839,11 @@ int cmd_bench(common *cm, int argc, char **argv)
             w = (int)strlen(b.cnn[i].device) > w ? (int)strlen(b.cnn[i].device) : w;
         cnn_print_table(cnn.rows, cnn.count, cnn.agree, w);
     } else if (cm->json)
-        print_json(b.mm, b.nmm, b.st, b.sp, b.nst, step_agree, b.so, b.prog, so_agree, &cnn, b.link, b.nlink,
-                   o.epoch ? &ep : NULL);
+        print_json(b.mm, b.nmm, b.st, b.sp, b.nst, step_agree, b.so, b.prog, so_agree, &cnn, b.link, b.nlink, b.sc,
+                   b.nsc, o.epoch ? &ep : NULL);
     else
-        print_tables(b.mm, b.nmm, b.st, b.sp, b.nst, step_agree, b.so, b.prog, so_agree, &cnn, b.link, b.nlink,
-                     o.epoch ? &ep : NULL);
+        print_tables(b.mm, b.nmm, b.st, b.sp, b.nst, step_agree, b.so, b.prog, so_agree, &cnn, b.link, b.nlink, b.sc,
+                     b.nsc, o.epoch ? &ep : NULL);
     int all_ok = 1;
     for (int i = 0; i < b.nst; i++)
         all_ok &= b.sp[i].correct;
@@ -835,5 +860,7 @@ int cmd_bench(common *cm, int argc, char **argv)
         return fail("bench: the training step differs between the devices");
     if (cnn.agree == 0)
         return fail("bench: the CNN's training step differs between the devices or the optimizers");
+    if (!scaling_agree)
+        return fail("bench: the data-parallel steps on 1 and 2 devices ended with different weights");
     return 0;
 }

@@ -66,6 +66,12 @@ assert o["epoch"] is None
 (lk,) = o["link_throughput"]
 assert lk["device"] == "ref" and lk["correct"] is True and lk["clock_hz"] == 0, lk
 assert lk["to_device_bytes"] > 65536 and lk["to_host_bytes"] > 65536 and lk["to_device_cycles"] > 0, lk
+# (g) the same data-parallel steps on 1 and 2 devices: the same weights; each of 2 does half the shards
+one, two = o["scaling"]
+assert (one["devices"], two["devices"]) == (1, 2) and one["digest"] == two["digest"], o["scaling"]
+assert one["shard"] == 32 and one["batch"] == 64 and len(two["per_device"]) == 2, o["scaling"]
+c1 = one["per_device"][0]["cycles_per_step"]
+assert all(0 < d["cycles_per_step"] < c1 and d["link_bytes_per_step"] > 0 for d in two["per_device"]), o["scaling"]
 PY
 then
   echo "ok   bench -d ref --json: sweep, training step, speeds"
