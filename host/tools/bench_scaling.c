@@ -112,8 +112,7 @@ int bench_scaling(const char *device, size_t devices, scaling_row *row)
         goto out;
     }
     batch_of(0, x, y); /* the uncounted first step */
-    if (ntpu_parallel_train_step(p, x, y, SCALING_BATCH, NULL) != NTPU_OK ||
-        run_steps(p, dev, row, x, y) != NTPU_OK) {
+    if (ntpu_parallel_train_step(p, x, y, SCALING_BATCH, NULL) != NTPU_OK || run_steps(p, dev, row, x, y) != NTPU_OK) {
         fail("bench (g) on %s: %s", device, ntpu_last_error(dev[0]));
         goto out;
     }

@@ -14,10 +14,10 @@
 typedef struct scaling_row {
     char device[128];
     size_t devices, steps, batch, shard;
-    double secs, cpu_secs;                          /* wall and process CPU seconds of the steps */
-    double link_bytes[SCALING_MAX_DEVICES];         /* each device's link bytes (both ways) a step */
-    uint64_t cycles[SCALING_MAX_DEVICES];           /* each device's cycles a step */
-    uint64_t digest;                                /* every weight after the steps */
+    double secs, cpu_secs;                  /* wall and process CPU seconds of the steps */
+    double link_bytes[SCALING_MAX_DEVICES]; /* each device's link bytes (both ways) a step */
+    uint64_t cycles[SCALING_MAX_DEVICES];   /* each device's cycles a step */
+    uint64_t digest;                        /* every weight after the steps */
 } scaling_row;
 
 /* The MLP's steps on `devices` (1..SCALING_MAX_DEVICES) devices opened from `device`: 0, or 1 after printing

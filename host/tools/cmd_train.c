@@ -937,8 +937,10 @@ static int finish_epoch(const common *cm, const train_opts *o, train_run *r, uin
                      .link_bytes_per_step = (double)(c.rx_bytes + c.tx_bytes) / (double)r->steps_per_epoch};
     if (e == o->start_epoch && o->start_batch) /* resumed mid-epoch: rates cover only part of it */
         row.link_bytes_per_step = (double)(c.rx_bytes + c.tx_bytes) / (double)(r->steps_per_epoch - o->start_batch);
-    if (!r->follower && /* rank 0 evaluates for all: the weights are the same */
-        ntpu_model_evaluate(r->model, r->test.images, r->test.labels, r->test.count, &row.test_acc, NULL) != NTPU_OK)
+    if (!r->follower && /* rank 0 evaluates for all (the weights are the same), on all its devices */
+        (r->par ? ntpu_parallel_evaluate(r->par, r->test.images, r->test.labels, r->test.count, &row.test_acc, NULL)
+                : ntpu_model_evaluate(r->model, r->test.images, r->test.labels, r->test.count, &row.test_acc, NULL)) !=
+            NTPU_OK)
         return fail("evaluation: %s", ntpu_last_error(r->dev));
     if (!(r->rows = room_for(r->rows, r->nrows, &r->rows_cap, sizeof row)))
         return fail("out of memory");

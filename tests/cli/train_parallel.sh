@@ -33,7 +33,10 @@ for model in MLP CNN; do
   run ${model}_4 "${args[@]}" --shard 16 -d ref -d vsim -d $BOARD -d ref
   same "$T/${model}_1.st" "$T/${model}_2.st"
   same "$T/${model}_1.st" "$T/${model}_4.st"
-  echo "$model: shards of 16 on 1, 2 and 4 devices: identical checkpoints"
+  # the losses, and the test accuracy that the 4 devices evaluate in parts
+  metrics() { grep -o 'train loss .* test accuracy [0-9.]*' "$T/$1.log"; }
+  [ "$(metrics ${model}_1)" = "$(metrics ${model}_4)" ] || { echo "FAIL $model: other metrics on 4 devices"; exit 1; }
+  echo "$model: shards of 16 on 1, 2 and 4 devices: identical checkpoints, $(metrics ${model}_4)"
   # shards of 32 sum in another order: other bits (the comparison above can fail)
   run ${model}_s32 "${args[@]}" --shard 32 -d ref -d ref
   if cmp -s "$T/${model}_1.st" "$T/${model}_s32.st"; then echo "FAIL $model: --shard 32 gave --shard 16's bits"; exit 1; fi

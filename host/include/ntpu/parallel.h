@@ -32,8 +32,8 @@ extern "C" {
 typedef struct ntpu_parallel ntpu_parallel;
 
 /* Trains m data-parallel over m's own device and the n_more devices in `more`
- * (each gets a copy of m's arch and weights, for shards of up to `shard`
- * samples, 1 <= shard <= m's max_batch). m keeps the optimizer, its state and
+ * (each gets a copy of m's arch and weights, for batches of m's max_batch;
+ * a step's shards have `shard` samples, 1 <= shard <= max_batch). m keeps the optimizer, its state and
  * step: save, evaluate and read it as ever; it must outlive *out, and the
  * devices too. Errors: NTPU_ERR_INVALID_ARG; NTPU_ERR_UNSUPPORTED when m has
  * the device optimizer and there is more than one device or a shard smaller
@@ -49,6 +49,11 @@ NTPU_API ntpu_status ntpu_parallel_create(ntpu_model *m, ntpu_device *const *mor
  * has changed. */
 NTPU_API ntpu_status ntpu_parallel_train_step(ntpu_parallel *p, const float *x, const uint8_t *labels, size_t batch,
                                               ntpu_step_result *res);
+
+/* As ntpu_model_evaluate of m, with the same results, its batches (m's max_batch samples) spread over this
+ * process's devices. */
+NTPU_API ntpu_status ntpu_parallel_evaluate(ntpu_parallel *p, const float *x, const uint8_t *labels, size_t count,
+                                            double *accuracy, double *loss);
 
 /* Across processes: each shard's record is its gradient (every trainable tensor
  * in order) followed by two floats, its samples' summed loss and their hit count.

@@ -1167,6 +1167,16 @@ ntpu_status ntpu_check_labels(const ntpu_model *m, const uint8_t *labels, size_t
     return NTPU_OK;
 }
 
+ntpu_status ntpu_model_eval_batch(ntpu_model *m, const float *x, const uint8_t *labels, size_t b, float *scratch,
+                                  float *loss, size_t *correct)
+{
+    const size_t classes = ntpu_model_classes(m);
+    ntpu_status st = ntpu_model_predict(m, x, b, scratch);
+    if (st == NTPU_OK)
+        ntpu_softmax_xent(scratch, labels, b, classes, scratch + b * classes, loss, correct);
+    return st;
+}
+
 ntpu_status ntpu_model_evaluate(ntpu_model *m, const float *x, const uint8_t *labels, size_t count, double *accuracy,
                                 double *loss)
 {
@@ -1176,24 +1186,21 @@ ntpu_status ntpu_model_evaluate(ntpu_model *m, const float *x, const uint8_t *la
     ntpu_status lst = ntpu_check_labels(m, labels, count, "evaluate");
     if (lst != NTPU_OK)
         return lst;
-    float *logits = malloc(m->max_batch * classes * 2 * sizeof *logits);
-    if (!logits)
+    float *scratch = malloc(m->max_batch * classes * 2 * sizeof *scratch);
+    if (!scratch)
         return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "evaluate: out of memory");
     double total_loss = 0;
     size_t correct = 0;
     ntpu_status st = NTPU_OK;
     for (size_t at = 0; at < count && st == NTPU_OK; at += m->max_batch) {
-        size_t b = count - at < m->max_batch ? count - at : m->max_batch;
-        st = ntpu_model_predict(m, x + at * in, b, logits);
-        if (st == NTPU_OK) {
-            float l;
-            size_t ok;
-            ntpu_softmax_xent(logits, labels + at, b, classes, logits + m->max_batch * classes, &l, &ok);
+        size_t b = count - at < m->max_batch ? count - at : m->max_batch, ok;
+        float l;
+        if ((st = ntpu_model_eval_batch(m, x + at * in, labels + at, b, scratch, &l, &ok)) == NTPU_OK) {
             total_loss += (double)l * (double)b;
             correct += ok;
         }
     }
-    free(logits);
+    free(scratch);
     if (st == NTPU_OK) {
         if (accuracy)
             *accuracy = (double)correct / (double)count;

@@ -162,6 +162,10 @@ typedef struct ntpu_param_ref {
 ntpu_status ntpu_model_grad(ntpu_model *m, const float *x, const uint8_t *labels, size_t count, size_t divisor,
                             float *total, size_t *correct);
 ntpu_status ntpu_model_apply_grad(ntpu_model *m);
+/* ntpu_model_evaluate's work on one batch of b <= max_batch samples: its mean loss and hits (scratch: room
+ * for 2 * b * classes floats). */
+ntpu_status ntpu_model_eval_batch(ntpu_model *m, const float *x, const uint8_t *labels, size_t b, float *scratch,
+                                  float *loss, size_t *correct);
 size_t ntpu_model_params(ntpu_model *m, ntpu_param_ref *out);
 
 /* A model's classes and the floats of one sample, for an MLP or a net. */

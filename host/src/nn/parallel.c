@@ -24,15 +24,17 @@ struct ntpu_parallel {
     size_t records_cap; /* in shards */
 };
 
-/* One device's share of a step. */
+/* One device's share of a step, or of an evaluation (batches: its batches' losses and hits go there). */
 typedef struct job {
     ntpu_parallel *p;
     size_t d;
     const float *x;
     const uint8_t *labels;
     size_t batch, shards;
+    float *batch_loss;
+    size_t *batch_correct;
     ntpu_status st;
-    size_t failed; /* the shard that failed */
+    size_t failed; /* the shard or batch that failed */
     char why[512];
 } job;
 
@@ -62,30 +64,56 @@ static void keep_record(ntpu_model *r, float *rec, float total, size_t correct)
     rec[1] = (float)correct; /* exact: a shard has at most 4096 samples */
 }
 
+static void *failed(job *j, size_t at)
+{
+    j->failed = at;
+    snprintf(j->why, sizeof j->why, "%s", ntpu_last_error(j->p->rep[j->d]->dev));
+    return NULL;
+}
+
+/* Evaluation: batch k of the primary's max_batch samples on local device k mod n. */
+static void *evaluate(job *j)
+{
+    ntpu_parallel *p = j->p;
+    ntpu_model *r = p->rep[j->d];
+    const size_t in = ntpu_model_inputs(r), mb = p->rep[0]->max_batch;
+    float *scratch = malloc(mb * ntpu_model_classes(r) * 2 * sizeof *scratch);
+    if (!scratch) {
+        j->st = ntpu_fail(r->dev, NTPU_ERR_NO_MEMORY, "evaluate: out of memory");
+        return failed(j, j->d);
+    }
+    for (size_t k = j->d; k * mb < j->batch; k += p->n) {
+        const size_t at = k * mb, b = j->batch - at < mb ? j->batch - at : mb;
+        if ((j->st = ntpu_model_eval_batch(r, j->x + at * in, j->labels + at, b, scratch, &j->batch_loss[k],
+                                           &j->batch_correct[k])) != NTPU_OK) {
+            free(scratch);
+            return failed(j, k);
+        }
+    }
+    free(scratch);
+    return NULL;
+}
+
 static void *work(void *arg)
 {
     job *j = arg;
     ntpu_parallel *p = j->p;
     ntpu_model *r = p->rep[j->d];
     const size_t in = ntpu_model_inputs(r);
-    if (j->d > 0) { /* the weights of the step before */
+    if (j->d > 0) { /* the primary's weights: those of the step before */
         copy_weights(r, p->rep[0]);
-        if ((j->st = ntpu_model_sync(r)) != NTPU_OK) {
-            j->failed = p->first + j->d;
-            snprintf(j->why, sizeof j->why, "%s", ntpu_last_error(r->dev));
-            return NULL;
-        }
+        if ((j->st = ntpu_model_sync(r)) != NTPU_OK)
+            return failed(j, p->first + j->d);
     }
+    if (j->batch_loss)
+        return evaluate(j);
     for (size_t i = p->first + j->d; i < j->shards; i += p->workers) {
         const size_t at = i * p->shard, count = j->batch - at < p->shard ? j->batch - at : p->shard;
         float total = 0.0f;
         size_t correct = 0;
         j->st = ntpu_model_grad(r, j->x + at * in, j->labels + at, count, j->batch, &total, &correct);
-        if (j->st != NTPU_OK) {
-            j->failed = i;
-            snprintf(j->why, sizeof j->why, "%s", ntpu_last_error(r->dev));
-            return NULL;
-        }
+        if (j->st != NTPU_OK)
+            return failed(j, i);
         keep_record(r, p->records + i * stride(p), total, correct);
     }
     return NULL;
@@ -173,6 +201,50 @@ ntpu_status ntpu_parallel_train_step(ntpu_parallel *p, const float *x, const uin
     return st;
 }
 
+ntpu_status ntpu_parallel_evaluate(ntpu_parallel *p, const float *x, const uint8_t *labels, size_t count,
+                                   double *accuracy, double *loss)
+{
+    if (!p)
+        return NTPU_ERR_INVALID_ARG;
+    ntpu_model *m = p->rep[0];
+    if (p->n == 1)
+        return ntpu_model_evaluate(m, x, labels, count, accuracy, loss);
+    if (!x || !labels || count == 0)
+        return ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "evaluate: no samples");
+    ntpu_status st = ntpu_check_labels(m, labels, count, "evaluate");
+    if (st != NTPU_OK)
+        return st;
+    const size_t batches = (count + m->max_batch - 1) / m->max_batch;
+    float *bl = malloc(batches * sizeof *bl);
+    size_t *bc = malloc(batches * sizeof *bc);
+    if (!bl || !bc) {
+        free(bl);
+        free(bc);
+        return ntpu_fail(m->dev, NTPU_ERR_NO_MEMORY, "evaluate: out of memory");
+    }
+    job jobs[NTPU_MAX_DEVICES], *bad;
+    for (size_t d = 0; d < p->n; d++)
+        jobs[d] =
+            (job){.p = p, .d = d, .x = x, .labels = labels, .batch = count, .batch_loss = bl, .batch_correct = bc};
+    if ((st = run_jobs(p, jobs, &bad)) != NTPU_OK)
+        st = ntpu_fail(m->dev, st, "evaluate: batch %zu on device %zu (%s): %s", bad->failed, bad->d, p->name[bad->d],
+                       bad->why);
+    double total = 0; /* in batch order, as ntpu_model_evaluate sums */
+    size_t correct = 0;
+    for (size_t k = 0; k < batches && st == NTPU_OK; k++) {
+        const size_t b = count - k * m->max_batch < m->max_batch ? count - k * m->max_batch : m->max_batch;
+        total += (double)bl[k] * (double)b;
+        correct += bc[k];
+    }
+    free(bl);
+    free(bc);
+    if (st == NTPU_OK && accuracy)
+        *accuracy = (double)correct / (double)count;
+    if (st == NTPU_OK && loss)
+        *loss = total / (double)count;
+    return st;
+}
+
 ntpu_status ntpu_parallel_create(ntpu_model *m, ntpu_device *const *more, size_t n_more, size_t shard,
                                  ntpu_parallel **out)
 {
@@ -219,7 +291,7 @@ ntpu_status ntpu_parallel_create(ntpu_model *m, ntpu_device *const *more, size_t
             st = ntpu_fail(m->dev, NTPU_ERR_INVALID_ARG, "data parallel: device %zu is NULL", d);
         if (st != NTPU_OK || d == 0)
             continue;
-        if ((st = ntpu_model_create_arch(dev, &m->arch, shard, 0, &opt, &p->rep[d])) != NTPU_OK)
+        if ((st = ntpu_model_create_arch(dev, &m->arch, m->max_batch, 0, &opt, &p->rep[d])) != NTPU_OK)
             st = ntpu_fail(m->dev, st, "data parallel: device %zu (%s) cannot train the model: %s", d, p->name[d],
                            ntpu_last_error(dev));
     }
