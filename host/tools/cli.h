@@ -58,5 +58,6 @@ int cmd_eval(common *cm, int argc, char **argv);
 int cmd_selftest(common *cm, int argc, char **argv);
 int cmd_bench(common *cm, int argc, char **argv);
 int cmd_flash(common *cm, int argc, char **argv);
+int cmd_tune(common *cm, int argc, char **argv);
 
 #endif

@@ -332,6 +332,7 @@ static const struct command {
     {"eval", "evaluate a checkpoint; --int8 runs quantized inference", cmd_eval},
     {"bench", "benchmark table: cycles, utilization, simulator speed, link traffic", cmd_bench},
     {"selftest", "short on-device check: ID block, link, memories, matmuls vs ref", cmd_selftest},
+    {"tune", "hyperparameter search: random or ASHA over the -d devices, a journal to resume from", cmd_tune},
     {"flash", "load a bitstream into a pico-ice's FPGA over USB (-d usb FILE.bin)", cmd_flash},
 };
 
