@@ -63,8 +63,8 @@ static const char tune_help[] =
 
 /* The study: what the command line asks. */
 typedef struct study {
-    const char *data, *space_s, *space_file, *trials_s, *method_s, *epochs_s, *min_s, *eta_s, *seed_s, *limit_s,
-        *val_s, *test_s, *journal, *csv, *plot;
+    const char *data, *space_s, *space_file, *trials_s, *method_s, *epochs_s, *min_s, *eta_s, *seed_s, *limit_s, *val_s,
+        *test_s, *journal, *csv, *plot;
     tune_space space;
     uint64_t trials, epochs, min_epochs, eta, seed, train_limit, val, test_limit;
     int random;
@@ -161,7 +161,8 @@ static int tune_args(common *cm, int argc, char **argv, study *s)
     if (s->space_s && tune_space_parse("--space", s->space_s, &s->space))
         return 1;
     char *text = NULL;
-    if (s->space_file && (read_file("--space-file", s->space_file, &text) || tune_space_parse(s->space_file, text, &s->space))) {
+    if (s->space_file &&
+        (read_file("--space-file", s->space_file, &text) || tune_space_parse(s->space_file, text, &s->space))) {
         free(text);
         return 1;
     }
@@ -185,8 +186,8 @@ static void make_header(study *s)
             *p = '?';
     snprintf(s->header, sizeof s->header,
              "{\"ntpu_tune\":1,\"method\":\"%s\",\"space\":\"%s\",\"trials\":%" PRIu64 ",\"epochs\":%" PRIu64
-             ",\"min_epochs\":%" PRIu64 ",\"eta\":%" PRIu64 ",\"seed\":%" PRIu64 ",\"data\":\"%s\",\"train_limit\":%" PRIu64
-             ",\"val\":%" PRIu64 ",\"test_limit\":%zu}\n",
+             ",\"min_epochs\":%" PRIu64 ",\"eta\":%" PRIu64 ",\"seed\":%" PRIu64
+             ",\"data\":\"%s\",\"train_limit\":%" PRIu64 ",\"val\":%" PRIu64 ",\"test_limit\":%zu}\n",
              s->random ? "random" : "asha", s->space_text, s->trials, s->epochs, s->random ? s->epochs : s->min_epochs,
              s->eta, s->seed, data, s->train_limit, s->val, s->test.count);
 }
@@ -317,10 +318,9 @@ static int epoch_of(job *j, ntpu_model *m, unsigned e, size_t *order, float *xb,
         j->diverged = !isfinite(r.loss);
     }
     double va = 0, ta = 0;
-    if (!j->diverged &&
-        (ntpu_model_evaluate(m, s->train.images + s->n_train * in, s->train.labels + s->n_train,
-                             s->train.count - s->n_train, &va, NULL) != NTPU_OK ||
-         ntpu_model_evaluate(m, s->test.images, s->test.labels, s->test.count, &ta, NULL) != NTPU_OK))
+    if (!j->diverged && (ntpu_model_evaluate(m, s->train.images + s->n_train * in, s->train.labels + s->n_train,
+                                             s->train.count - s->n_train, &va, NULL) != NTPU_OK ||
+                         ntpu_model_evaluate(m, s->test.images, s->test.labels, s->test.count, &ta, NULL) != NTPU_OK))
         return -1;
     j->val[e - j->a.from] = (float)va;
     j->test[e - j->a.from] = (float)ta;
@@ -411,6 +411,13 @@ static int finish(schedule *sc, job *j)
         if (bad)
             return fail("--journal: cannot write %s: %s", sc->s->journal, strerror(errno));
         sc->epochs_trained += j->a.to - j->a.from;
+        if (j->a.from) { /* journalled: only a promotion from its new rung will read the trial again */
+            char path[4400];
+            checkpoint_path(sc->s, j->a.trial, j->a.from, path, sizeof path);
+            unlink(path);
+            strncat(path, ".state", sizeof path - strlen(path) - 1);
+            unlink(path);
+        }
     }
     asha_report(&sc->a, &j->a, j->diverged ? -1.0 : (double)j->val[j->a.to - j->a.from - 1]);
     j->told = 1;
@@ -452,8 +459,8 @@ static int start(schedule *sc, const asha_job *a, size_t w, uint64_t t)
         if (r != 1)
             return fail("--journal: %s line %zu is %s (trial %zu, rung %u was next); remove the journal to start "
                         "again",
-                        sc->s->journal, sc->next_record + 2, r ? "not a job's record" : "another job's",
-                        a->trial, a->rung);
+                        sc->s->journal, sc->next_record + 2, r ? "not a job's record" : "another job's", a->trial,
+                        a->rung);
         sc->next_record++;
         return 0;
     }
@@ -536,8 +543,8 @@ static int write_csv(const study *s, const trial_result *r)
     fprintf(f, "trial,lr,batch,optimizer,weight_decay,momentum,hidden,epochs,val_accuracy,test_accuracy,diverged\n");
     for (size_t t = 0; t < s->trials; t++) {
         const tune_config *c = &r[t].cfg;
-        fprintf(f, "%zu,%.9g,%u,%s,%.9g,%.9g,", t, c->lr, c->batch, ntpu_optimizer_name(c->optimizer),
-                c->weight_decay, c->momentum);
+        fprintf(f, "%zu,%.9g,%u,%s,%.9g,%.9g,", t, c->lr, c->batch, ntpu_optimizer_name(c->optimizer), c->weight_decay,
+                c->momentum);
         for (size_t i = 0; i < c->n_hidden; i++)
             fprintf(f, "%s%u", i ? "-" : "", c->hidden[i]);
         fprintf(f, ",%u,%.6f,%.6f,%d\n", r[t].epochs, r[t].val, r[t].test, r[t].diverged);
@@ -558,8 +565,9 @@ static int write_plot(const schedule *sc, const trial_result *r, size_t best)
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
             "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
             W, H);
-    fprintf(f, "<text x=\"%.0f\" y=\"20\" font-size=\"14\">ntpu tune: %s, %" PRIu64 " trials, validation accuracy</text>\n",
-            L, s->random ? "random search" : "ASHA", s->trials);
+    fprintf(
+        f, "<text x=\"%.0f\" y=\"20\" font-size=\"14\">ntpu tune: %s, %" PRIu64 " trials, validation accuracy</text>\n",
+        L, s->random ? "random search" : "ASHA", s->trials);
     fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#888\"/>\n", L, T, pw,
             ph);
     for (int k = 0; k <= 4; k++)
@@ -593,7 +601,8 @@ static void report(const common *cm, const schedule *sc, const trial_result *r, 
     tune_config_format(&r[best].cfg, cfg, sizeof cfg);
     if (cm->json) {
         printf("{\"method\":\"%s\",\"trials\":%" PRIu64 ",\"epochs\":%" PRIu64 ",\"epochs_trained\":%" PRIu64
-               ",\"epochs_this_run\":%" PRIu64 ",\"full_budget_epochs\":%" PRIu64 ",\"best\":{\"trial\":%zu,\"config\":",
+               ",\"epochs_this_run\":%" PRIu64 ",\"full_budget_epochs\":%" PRIu64
+               ",\"best\":{\"trial\":%zu,\"config\":",
                s->random ? "random" : "asha", s->trials, s->epochs, epochs, sc->epochs_trained, s->trials * s->epochs,
                best);
         json_str(stdout, cfg);
@@ -616,8 +625,10 @@ static void report(const common *cm, const schedule *sc, const trial_result *r, 
                r[t].diverged ? " (diverged)" : "");
     }
     tune_config_format(&r[best].cfg, cfg, sizeof cfg);
-    printf("best: trial %zu after %u epochs: validation accuracy %.4f, test accuracy %.4f: %s\n", best, r[best].epochs,
-           r[best].val, r[best].test, cfg);
+    char path[4400];
+    checkpoint_path(s, best, r[best].epochs, path, sizeof path);
+    printf("best: trial %zu after %u epochs: validation accuracy %.4f, test accuracy %.4f: %s (model: %s)\n", best,
+           r[best].epochs, r[best].val, r[best].test, cfg, path);
     printf("epochs trained: %" PRIu64 " (%.0f%% of every trial to %" PRIu64 " epochs, %" PRIu64 "); this run: %" PRIu64
            ", the rest from %s\n",
            epochs, 100.0 * (double)epochs / (double)(s->trials * s->epochs), s->epochs, s->trials * s->epochs,
@@ -643,8 +654,7 @@ int cmd_tune(common *cm, int argc, char **argv)
         goto out;
     }
     if (s.test.features != s.train.features) {
-        fail("%s: the test images have %zu pixels, the training images %zu", s.data, s.test.features,
-             s.train.features);
+        fail("%s: the test images have %zu pixels, the training images %zu", s.data, s.test.features, s.train.features);
         goto out;
     }
     s.n_train = s.train.count - (size_t)s.val;

@@ -71,4 +71,3 @@ void epoch_order(uint64_t seed, uint64_t epoch, size_t *idx, size_t n)
         idx[j] = t;
     }
 }
-

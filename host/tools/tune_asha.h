@@ -18,7 +18,7 @@ typedef struct asha_job {
 typedef struct asha {
     size_t trials, started;
     unsigned eta, rungs[ASHA_MAX_RUNGS], nrungs;
-    double (*score)[ASHA_MAX_RUNGS];          /* per trial and rung; < 0: not finished there (or diverged) */
+    double (*score)[ASHA_MAX_RUNGS];           /* per trial and rung; < 0: not finished there (or diverged) */
     unsigned char (*promoted)[ASHA_MAX_RUNGS]; /* per trial and rung */
 } asha;
 

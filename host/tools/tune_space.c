@@ -90,10 +90,12 @@ static int parse_item(const char *what, const char *item, tune_space *sp)
         char *colon = strchr(buf, ':');
         if (colon)
             *colon = 0;
-        if (k == K_OPT || k == K_HIDDEN || k == K_BATCH || !colon || !number(buf, &r->lo) ||
-            !number(colon + 1, &r->hi) || !(r->lo < r->hi) || r->lo < 0 || (r->kind == 1 && r->lo <= 0))
-            return fail("%s: %s: '%s' is not a range A:B with 0 %s A < B%s", what, tune_key_names[k], v,
-                        r->kind == 1 ? "<" : "<=", k == K_OPT || k == K_HIDDEN || k == K_BATCH ? " (a list here)" : "");
+        if (k == K_OPT || k == K_HIDDEN || k == K_BATCH)
+            return fail("%s: %s takes a list of values (a,b,...), not the range '%s'", what, tune_key_names[k], v);
+        if (!colon || !number(buf, &r->lo) || !number(colon + 1, &r->hi) || !(r->lo < r->hi) || r->lo < 0 ||
+            (r->kind == 1 && r->lo <= 0))
+            return fail("%s: %s: '%s' is not a range A:B with 0 %s A < B", what, tune_key_names[k], v,
+                        r->kind == 1 ? "<" : "<=");
         return 0;
     }
     for (const char *p = v;;) {
@@ -183,8 +185,8 @@ void tune_space_format(const tune_space *sp, char *buf, size_t len)
             continue;
         at += (size_t)snprintf(buf + at, len - at, "%s%s=", at ? " " : "", tune_key_names[k]);
         if (r->kind && at < len)
-            at += (size_t)snprintf(buf + at, len - at, "%s:%.17g:%.17g", r->kind == 1 ? "log" : "uniform", r->lo,
-                                   r->hi);
+            at +=
+                (size_t)snprintf(buf + at, len - at, "%s:%.17g:%.17g", r->kind == 1 ? "log" : "uniform", r->lo, r->hi);
         for (size_t i = 0; !r->kind && i < r->n && at < len; i++)
             at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? "," : "", r->choice[i]);
     }

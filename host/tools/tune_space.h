@@ -16,8 +16,8 @@
 enum { TUNE_KEYS = 6, TUNE_CHOICES = 16, TUNE_HIDDEN = NTPU_MAX_LAYERS - 1 };
 
 typedef struct tune_range {
-    int given;   /* 0: the default */
-    int kind;    /* 0 a list, 1 log-uniform, 2 uniform */
+    int given; /* 0: the default */
+    int kind;  /* 0 a list, 1 log-uniform, 2 uniform */
     double lo, hi;
     char choice[TUNE_CHOICES][40];
     size_t n;

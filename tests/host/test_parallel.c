@@ -117,7 +117,7 @@ Test(parallel, a_failed_exchange_fails_the_step_and_changes_nothing)
     ntpu_model *m = model(d);
     ntpu_parallel *p = NULL;
     cr_assert_eq(ntpu_parallel_create(m, NULL, 0, 4, &p), NTPU_OK);
-    cr_assert_eq(ntpu_parallel_set_peers(p, 1, 2, NULL, NULL), NTPU_ERR_INVALID_ARG); /* no exchange */
+    cr_assert_eq(ntpu_parallel_set_peers(p, 1, 2, NULL, NULL), NTPU_ERR_INVALID_ARG);             /* no exchange */
     cr_assert_eq(ntpu_parallel_set_peers(p, 2, 2, failing_exchange, NULL), NTPU_ERR_INVALID_ARG); /* past the end */
     cr_assert_eq(ntpu_parallel_set_peers(p, 0, 2, failing_exchange, NULL), NTPU_OK);
     ntpu_model_view v;
