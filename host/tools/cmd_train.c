@@ -748,7 +748,8 @@ static int train_setup(common *cm, train_opts *o, train_run *r)
     fflush(stdout); /* before the progress lines on stderr, also when both go to one pipe */
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
-    ranks_watch_signals(); /* under mpirun a signal means a rank has ended: stop at once */
+    /* under mpirun a signal means a rank has ended: stop at once */
+    ranks_watch_signals("the last checkpoint is whole: --resume continues it");
     r->loss_sum = o->loss_sum;
     r->correct_sum = o->correct_sum;
     r->first_step = *r->view.step;

@@ -22,6 +22,7 @@
 
 #include "cli.h"
 #include "ntpu/data.h"
+#include "ranks.h"
 #include "ntpu/nn.h"
 #include "train_common.h"
 #include "tune_asha.h"
@@ -177,7 +178,7 @@ static int tune_args(common *cm, int argc, char **argv, study *s)
 /* ------------------------------------------------------------------ the journal */
 
 /* The header line: everything that decides the study's results. */
-static void make_header(study *s)
+static void make_header(study *s, size_t workers)
 {
     char data[1200];
     snprintf(data, sizeof data, "%s", s->data);
@@ -187,9 +188,9 @@ static void make_header(study *s)
     snprintf(s->header, sizeof s->header,
              "{\"ntpu_tune\":1,\"method\":\"%s\",\"space\":\"%s\",\"trials\":%" PRIu64 ",\"epochs\":%" PRIu64
              ",\"min_epochs\":%" PRIu64 ",\"eta\":%" PRIu64 ",\"seed\":%" PRIu64
-             ",\"data\":\"%s\",\"train_limit\":%" PRIu64 ",\"val\":%" PRIu64 ",\"test_limit\":%zu}\n",
+             ",\"data\":\"%s\",\"train_limit\":%" PRIu64 ",\"val\":%" PRIu64 ",\"test_limit\":%zu,\"workers\":%zu}\n",
              s->random ? "random" : "asha", s->space_text, s->trials, s->epochs, s->random ? s->epochs : s->min_epochs,
-             s->eta, s->seed, data, s->train_limit, s->val, s->test.count);
+             s->eta, s->seed, data, s->train_limit, s->val, s->test.count, workers);
 }
 
 static void job_line(const job *j, char *buf, size_t len)
@@ -244,8 +245,8 @@ static int journal_open(study *s, int *fd, char ***records, size_t *n)
         }
     } else if (whole < hl || memcmp(text, s->header, hl)) {
         free(text);
-        return fail("--journal: %s holds another study (other options, space, seed or data); give another --journal "
-                    "or remove it",
+        return fail("--journal: %s holds another study (other options, space, seed, data or number of devices); give "
+                    "another --journal or remove it",
                     s->journal);
     }
     for (char *p = whole ? text + hl : text + whole; *p;) {
@@ -383,16 +384,86 @@ typedef struct schedule {
     asha a;
     job *jobs; /* room for every job there can be (a trial has one a rung): running ones never move */
     size_t njobs, cap;
-    ntpu_device *dev[NTPU_MAX_DEVICES];
-    size_t workers;
-    uint64_t vfree[NTPU_MAX_DEVICES];
-    int fd;
+    ntpu_device *dev[NTPU_MAX_DEVICES]; /* this rank's: workers first .. first + local - 1 */
+    size_t workers, first, local;
+    uint64_t *vfree; /* per worker of all ranks */
+    int fd;          /* rank 0's journal; -1 on the other ranks */
     char **records;
     size_t nrecords, next_record; /* the journal's lines replay in order */
     uint64_t epochs_trained;      /* this run's, not the journal's */
 } schedule;
 
 /* Job j's thread joined (or nothing to join), its result told to the scheduler and, if new, journalled. */
+/* Under mpirun: rank 0's journal lines to every rank, which all replay them. 0, or 1 after printing why. */
+static int share_records(schedule *sc)
+{
+    if (ranks_size() == 1)
+        return 0;
+    char *text = NULL;
+    size_t len = 1;
+    for (size_t i = 0; i < sc->nrecords; i++)
+        len += strlen(sc->records[i]) + 1;
+    if (ranks_rank() == 0) {
+        if (!(text = malloc(len)))
+            return fail("out of memory");
+        text[0] = 0;
+        for (size_t i = 0; i < sc->nrecords; i++)
+            strcat(strcat(text, sc->records[i]), "\n");
+    }
+    if (ranks_share_text(0, &text))
+        return 1;
+    char *header = ranks_rank() == 0 ? sc->s->header : NULL; /* every rank must run the same study */
+    if (ranks_share_text(0, &header))
+        return 1;
+    if (ranks_rank() != 0) {
+        const int same = !strcmp(header, sc->s->header);
+        free(header);
+        if (!same) {
+            free(text);
+            return fail("this rank's study (options, space, seed or data) is not rank 0's");
+        }
+    }
+    for (char *p = text; ranks_rank() != 0 && *p;) {
+        char *nl = strchr(p, '\n');
+        *nl = 0;
+        char **r = realloc(sc->records, (sc->nrecords + 1) * sizeof *r);
+        if (!r || !(r[sc->nrecords] = strdup(p))) {
+            free(text);
+            return fail("out of memory");
+        }
+        sc->records = r;
+        sc->nrecords++;
+        p = nl + 1;
+    }
+    free(text);
+    return 0;
+}
+
+/* A new job's line: made here when this rank ran it, else from the rank that did. NULL after printing why. */
+static char *job_result(job *j)
+{
+    char *line = NULL;
+    const int owner = ranks_owner(j->worker);
+    if (owner == ranks_rank()) {
+        const size_t len = 1024 + 32 * (size_t)(j->a.to - j->a.from);
+        if (!(line = malloc(len))) {
+            fail("out of memory");
+            return NULL;
+        }
+        job_line(j, line, len);
+    }
+    if (ranks_share_text(owner, &line)) {
+        free(line);
+        return NULL;
+    }
+    if (owner != ranks_rank() && journal_take(line, j) != 1) {
+        fail("rank %d sent a result that is not trial %zu's (rung %u)", owner, j->a.trial, j->a.rung);
+        free(line);
+        return NULL;
+    }
+    return line;
+}
+
 static int finish(schedule *sc, job *j)
 {
     if (j->running) {
@@ -400,18 +471,18 @@ static int finish(schedule *sc, job *j)
         j->running = 0;
         if (j->rc != 0)
             return fail("%s", j->why);
-        const size_t len = 1024 + 32 * (size_t)(j->a.to - j->a.from);
-        char *line = malloc(len);
+    }
+    if (!j->from_journal) { /* rank 0 journals it */
+        char *line = job_result(j);
         if (!line)
-            return fail("out of memory");
-        job_line(j, line, len);
+            return 1;
         const size_t n = strlen(line);
-        const int bad = write(sc->fd, line, n) != (ssize_t)n || fsync(sc->fd) != 0;
+        const int bad = sc->fd >= 0 && (write(sc->fd, line, n) != (ssize_t)n || fsync(sc->fd) != 0);
         free(line);
         if (bad)
             return fail("--journal: cannot write %s: %s", sc->s->journal, strerror(errno));
         sc->epochs_trained += j->a.to - j->a.from;
-        if (j->a.from) { /* journalled: only a promotion from its new rung will read the trial again */
+        if (j->a.from && sc->fd >= 0) { /* journalled: only a promotion from its new rung reads the trial again */
             char path[4400];
             checkpoint_path(sc->s, j->a.trial, j->a.from, path, sizeof path);
             unlink(path);
@@ -448,7 +519,7 @@ static int start(schedule *sc, const asha_job *a, size_t w, uint64_t t)
         return fail("tune: more jobs than trials x rungs (a bug)");
     job *j = &sc->jobs[sc->njobs++];
     memset(j, 0, sizeof *j);
-    j->a = *a, j->worker = w, j->vend = t + (a->to - a->from), j->dev = sc->dev[w], j->s = sc->s;
+    j->a = *a, j->worker = w, j->vend = t + (a->to - a->from), j->s = sc->s;
     j->val = calloc(a->to - a->from, sizeof *j->val);
     j->test = calloc(a->to - a->from, sizeof *j->test);
     if (!j->val || !j->test)
@@ -462,8 +533,12 @@ static int start(schedule *sc, const asha_job *a, size_t w, uint64_t t)
                         sc->s->journal, sc->next_record + 2, r ? "not a job's record" : "another job's", a->trial,
                         a->rung);
         sc->next_record++;
+        j->from_journal = 1;
         return 0;
     }
+    if (w < sc->first || w >= sc->first + sc->local)
+        return 0; /* another rank's worker: its result comes from there (job_result) */
+    j->dev = sc->dev[w - sc->first];
     if (pthread_create(&j->th, NULL, run_job, j) != 0)
         return fail("cannot start a thread for trial %zu", a->trial);
     j->running = 1;
@@ -641,6 +716,13 @@ int cmd_tune(common *cm, int argc, char **argv)
     int rc = tune_args(cm, argc, argv, &s);
     if (rc)
         return rc > 0;
+    if (ranks_start())
+        return 1;
+    if (ranks_rank() != 0) { /* rank 0 writes the journal, the outputs and stdout */
+        s.csv = s.plot = NULL;
+        if (!freopen("/dev/null", "w", stdout))
+            return fail("cannot quiet this rank's output: %s", strerror(errno));
+    }
     if (ntpu_dataset_load(s.data, "train", (size_t)s.train_limit, &s.train) != NTPU_OK ||
         ntpu_dataset_load(s.data, "test", (size_t)s.test_limit, &s.test) != NTPU_OK) {
         ntpu_dataset_free(&s.train);
@@ -658,17 +740,26 @@ int cmd_tune(common *cm, int argc, char **argv)
         goto out;
     }
     s.n_train = s.train.count - (size_t)s.val;
-    make_header(&s);
-    sc.workers = cm->n_devices ? cm->n_devices : 1;
-    for (size_t w = 0; w < sc.workers; w++)
+    sc.local = cm->n_devices ? cm->n_devices : 1;
+    for (size_t w = 0; w < sc.local; w++)
         if (!(sc.dev[w] = open_device(cm->n_devices ? cm->devices[w] : NULL)))
             goto out;
+    if (ranks_place(sc.local, &sc.first, &sc.workers))
+        goto out;
+    if (!(sc.vfree = calloc(sc.workers, sizeof *sc.vfree))) {
+        fail("out of memory");
+        goto out;
+    }
+    make_header(&s, sc.workers);
     if (asha_init(&sc.a, (size_t)s.trials, (unsigned)s.min_epochs, (unsigned)s.epochs, (unsigned)s.eta, s.random) ||
         !(sc.jobs = calloc((sc.cap = (size_t)s.trials * sc.a.nrungs), sizeof *sc.jobs))) {
         fail("out of memory");
         goto out;
     }
-    if (journal_open(&s, &sc.fd, &sc.records, &sc.nrecords) || schedule_run(&sc))
+    if ((ranks_rank() == 0 && journal_open(&s, &sc.fd, &sc.records, &sc.nrecords)) || share_records(&sc))
+        goto out;
+    ranks_watch_signals("the journal holds every finished job: the same command continues the study");
+    if (schedule_run(&sc))
         goto out;
     if (sc.next_record < sc.nrecords) {
         fail("--journal: %s holds %zu jobs more than this study makes", s.journal, sc.nrecords - sc.next_record);
@@ -688,8 +779,9 @@ out:
     for (size_t i = 0; i < sc.njobs; i++) /* an error leaves jobs running: their threads end first */
         if (sc.jobs[i].running)
             pthread_join(sc.jobs[i].th, NULL);
-    for (size_t w = 0; w < sc.workers; w++)
+    for (size_t w = 0; w < sc.local; w++)
         ntpu_close(sc.dev[w]);
+    free(sc.vfree);
     for (size_t i = 0; i < sc.njobs; i++) {
         free(sc.jobs[i].val);
         free(sc.jobs[i].test);
@@ -704,5 +796,6 @@ out:
         close(sc.fd);
     ntpu_dataset_free(&s.train);
     ntpu_dataset_free(&s.test);
+    ranks_finish(rc);
     return rc;
 }

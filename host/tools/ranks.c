@@ -27,7 +27,7 @@ static int active, rank_, size_ = 1;
 static peer *peers;
 static size_t *dev_first, *dev_n; /* each rank's first worker and device count */
 static size_t workers_;
-static char (*lost_line)[192]; /* "ntpu: rank R (pid P) was lost ...", made before any signal */
+static char (*lost_line)[256]; /* "ntpu: rank R (pid P) was lost ...", made before any signal */
 static char stop_line[160];
 
 int ranks_rank(void)
@@ -62,13 +62,6 @@ int ranks_start(void)
         return fail("out of memory");
     if (MPI_Allgather(&me, sizeof me, MPI_BYTE, peers, sizeof me, MPI_BYTE, MPI_COMM_WORLD) != MPI_SUCCESS)
         return fail("the ranks did not all answer at the start");
-    for (int r = 0; r < size_; r++)
-        snprintf(lost_line[r], sizeof lost_line[r],
-                 "ntpu: rank %d: rank %d (pid %d) was lost; stopping (the last checkpoint is whole: --resume "
-                 "continues it)\n",
-                 rank_, r, (int)peers[r].pid);
-    snprintf(stop_line, sizeof stop_line, "ntpu: rank %d: stopped by a signal (mpirun ends every rank when one ends)\n",
-             rank_);
     return 0;
 }
 
@@ -96,14 +89,35 @@ int ranks_place(size_t devices, size_t *first, size_t *workers)
     return 0;
 }
 
+int ranks_owner(size_t w)
+{
+    int r = 0;
+    while (active && r + 1 < size_ && dev_first[r + 1] <= w)
+        r++;
+    return r;
+}
+
 /* The rank whose devices run shard i (worker i mod workers). */
 static int owner(size_t i)
 {
-    const size_t w = i % workers_;
-    int r = 0;
-    while (r + 1 < size_ && dev_first[r + 1] <= w)
-        r++;
-    return r;
+    return ranks_owner(i % workers_);
+}
+
+int ranks_share_text(int root, char **text)
+{
+    if (!active)
+        return 0;
+    unsigned long long n = rank_ == root ? strlen(*text) : 0;
+    if (MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, root, MPI_COMM_WORLD) != MPI_SUCCESS)
+        return fail("rank %d did not send its results", root);
+    if (n > INT32_MAX)
+        return fail("rank %d's results are more than 2 GiB", root);
+    if (rank_ != root && !(*text = malloc((size_t)n + 1)))
+        return fail("out of memory");
+    if (MPI_Bcast(*text, (int)n, MPI_CHAR, root, MPI_COMM_WORLD) != MPI_SUCCESS)
+        return fail("rank %d did not send its results", root);
+    (*text)[n] = 0;
+    return 0;
 }
 
 int ranks_exchange(void *ctx, float *records, size_t stride, size_t n_shards, char *why, size_t why_len)
@@ -196,10 +210,15 @@ static void on_stop(int sig)
     _exit(1);
 }
 
-void ranks_watch_signals(void)
+void ranks_watch_signals(const char *kept)
 {
     if (!active)
         return;
+    for (int r = 0; r < size_; r++) /* made now: the handler may only write them */
+        snprintf(lost_line[r], sizeof lost_line[r], "ntpu: rank %d: rank %d (pid %d) was lost; stopping (%s)\n", rank_,
+                 r, (int)peers[r].pid, kept);
+    snprintf(stop_line, sizeof stop_line, "ntpu: rank %d: stopped by a signal (mpirun ends every rank when one ends)\n",
+             rank_);
     signal(SIGTERM, on_stop);
     signal(SIGINT, on_stop);
 }

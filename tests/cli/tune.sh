@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # ntpu tune (docs/training.md, Tuning): the same command twice writes the same journal and finds the same
-# best trial; two devices of other kinds (ref and vsim) give the journal of two ref devices; a study killed
+# best trial; two devices of other kinds (ref and vsim), in one process or on two mpirun ranks, give the
+# journal of two ref devices; a study killed
 # mid-way (SIGKILL) and run again ends with exactly the journal and result of one that was not, training
 # only what was missing; ASHA trains fewer epochs than random search over the same trials; bad input is one
 # line, exit 1, and leaves a journal as it was.
@@ -34,6 +35,13 @@ run two_ref -d ref -d ref
 run mixed -d vsim -d ref
 cmp two_ref.j mixed.j || { echo "FAIL vsim and ref as workers gave another journal than two ref"; exit 1; }
 echo "workers ref + vsim: the journal of ref + ref"
+
+# Across mpirun's ranks: rank 0 with ref, rank 1 with vsim, the journal of one process with two devices
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # CI runs as root
+mpirun --oversubscribe -n 1 "$B/ntpu" tune "${STUDY[@]}" -d ref --journal mpi.j : \
+  -n 1 "$B/ntpu" tune "${STUDY[@]}" -d vsim --journal mpi.j > mpi.out 2>&1 || { cat mpi.out; echo "FAIL mpirun"; exit 1; }
+cmp two_ref.j mpi.j || { echo "FAIL 2 ranks wrote another journal than 1 process with 2 devices"; exit 1; }
+echo "2 ranks (ref, vsim): the journal of one process on ref + ref"
 
 # SIGKILL once the journal holds 5 jobs, then the same command again
 "$B/ntpu" tune "${STUDY[@]}" -d ref --journal k.j > k1.out 2>&1 &
