@@ -14,7 +14,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # CI runs as ro
 MPIRUN=(mpirun --oversubscribe -n)
 
 MLP=(--layers 784,256,10 --batch 64 --train-limit 1000 --test-limit 200 --seed 5 --epochs 1 --shard 16)
-CNN=(--arch conv4k3p1,relu,maxpool2,fc10 --batch 32 --train-limit 200 --test-limit 64 --seed 2 --epochs 1 --shard 8)
+CNN=(--arch conv4k3p1,relu,maxpool2,fc10 --batch 64 --train-limit 300 --test-limit 64 --seed 2 --epochs 1 --shard 16)
 
 same() {
   cmp "$1" "$2" && cmp "$1.state" "$2.state" || { echo "FAIL $1 and $2 differ"; exit 1; }
