@@ -739,12 +739,17 @@ static int train_setup(common *cm, train_opts *o, train_run *r)
     if (r->par)
         snprintf(par, sizeof par, " in shards of %" PRIu64 " on %zu devices%s", o->shard, workers,
                  ranks_size() > 1 ? " of all ranks" : "");
+    char others[1024] = ""; /* the devices after the first, by name */
+    for (size_t d = 0, at = 0; d < r->n_more && at < sizeof others; d++) {
+        ntpu_info in;
+        ntpu_get_info(r->more[d], &in);
+        at += (size_t)snprintf(others + at, sizeof others - at, ", %s", in.device);
+    }
     if (!cm->json)
         printf("training %s on %s%s (%s, %ux%u array): %zu train / %zu test samples from %s, batch %" PRIu64
                "%s, %s lr %g\n",
-               r->lstr, r->info.device, r->n_more ? " and more" : "", r->info.platform_name, r->info.rows, r->info.cols,
-               r->train.count, r->test.count, o->data, o->batch, par, ntpu_optimizer_name(r->view.opt->kind),
-               r->view.opt->lr);
+               r->lstr, r->info.device, others, r->info.platform_name, r->info.rows, r->info.cols, r->train.count,
+               r->test.count, o->data, o->batch, par, ntpu_optimizer_name(r->view.opt->kind), r->view.opt->lr);
     fflush(stdout); /* before the progress lines on stderr, also when both go to one pipe */
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
@@ -945,6 +950,14 @@ static void train_report(const common *cm, const train_opts *o, const train_run 
     const epoch_row *last = r->nrows ? &r->rows[r->nrows - 1] : NULL;
     printf("{\"device\":");
     json_str(stdout, r->info.device);
+    printf(",\"devices\":[");
+    for (size_t d = 0; d <= r->n_more; d++) {
+        ntpu_info in;
+        ntpu_get_info(d ? r->more[d - 1] : r->dev, &in);
+        printf("%s", d ? "," : "");
+        json_str(stdout, in.device);
+    }
+    printf("],\"shard\":%" PRIu64 ",\"ranks\":%d", o->shard, ranks_size());
     char spec[512] = "";
     ntpu_arch_format(ntpu_model_arch(r->model), spec, sizeof spec);
     printf(",\"arch\":");
