@@ -482,6 +482,11 @@ static int finish(schedule *sc, job *j)
         if (bad)
             return fail("--journal: cannot write %s: %s", sc->s->journal, strerror(errno));
         sc->epochs_trained += j->a.to - j->a.from;
+        if (ranks_rank() == 0) /* progress: a line a job, as it is journalled */
+            fprintf(stderr,
+                    "trial %zu to epoch %u: validation %.4f, test %.4f%s (worker %zu; %" PRIu64 " epochs trained)\n",
+                    j->a.trial, j->a.to, j->val[j->a.to - j->a.from - 1], j->test[j->a.to - j->a.from - 1],
+                    j->diverged ? ", diverged" : "", j->worker, sc->epochs_trained);
         if (j->a.from && sc->fd >= 0) { /* journalled: only a promotion from its new rung reads the trial again */
             char path[4400];
             checkpoint_path(sc->s, j->a.trial, j->a.from, path, sizeof path);
