@@ -911,16 +911,17 @@ void ntpu_mac_bf16_chain2(uint32_t *acc0, uint32_t *acc1, const ntpu_chain_tile 
 
 /* ---------------------------------------------------------------- AVX-512
  *
- * Two or four chains over the same A (N = 8) in one pass, using AVX-512's
- * 32 registers: a zmm holds one row of two chains (8 + 8 columns), so a
- * block of eight rows keeps 8 x ways / 2 accumulators and each A value is
- * broadcast once for all the chains. Lane for lane, each chain's products
- * and sums are those of chain2_products. */
+ * The chains of a queue (REF_CHAIN_WAYS, two) over the same A (N = 8) in one
+ * pass with AVX-512: a zmm holds one row of two chains (8 + 8 columns), and
+ * its 32 registers keep a block's eight rows, the weights and the broadcast
+ * A without the spills of the AVX2 pair. Lane for lane, each chain's products
+ * and sums are those of chain2_products. (Four output tiles a pass, 16
+ * accumulators, measured no faster: the FMAs run near their peak either way.) */
 #ifdef HAVE_FMA_VARIANT
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
 #define AVX512_TARGET __attribute__((target("avx512f,avx512vl,avx2,fma")))
-#define WAYS_MAX 4u
+#define WAYS_MAX REF_CHAIN_WAYS
 
 /* Eight lanes at lo and eight at hi as one zmm, and back. */
 static inline __attribute__((always_inline)) AVX512_TARGET __m512 pair_load(const void *lo, const void *hi)
@@ -1027,17 +1028,18 @@ chainw_impl(uint32_t *const *acc, const ntpu_chain_tile *both, const ntpu_chain_
                 chain_scalar(acc[k], t[k] + e, m, 1, 8);
 }
 
-/* The instances: pairs, transposed and zero as constants. */
+/* The instances: transposed and zero as constants. */
 AVX512_TARGET static void chainw_avx512(uint32_t *const *acc, const ntpu_chain_tile *both,
-                                        const ntpu_chain_tile *const *t, unsigned pairs, unsigned count, size_t m0,
-                                        size_t m1, ref_a_cache *cache, int transposed, int zero)
+                                        const ntpu_chain_tile *const *t, unsigned count, size_t m0, size_t m1,
+                                        ref_a_cache *cache, int transposed, int zero)
 {
-#define CHAINW(P, T, Z) chainw_impl(acc, both, t, P, count, m0, m1, cache, T, Z)
-    if (pairs == 1)
-        transposed ? (zero ? CHAINW(1, 1, 1) : CHAINW(1, 1, 0)) : (zero ? CHAINW(1, 0, 1) : CHAINW(1, 0, 0));
+    const unsigned pairs = WAYS_MAX / 2;
+    if (transposed)
+        zero ? chainw_impl(acc, both, t, pairs, count, m0, m1, cache, 1, 1)
+             : chainw_impl(acc, both, t, pairs, count, m0, m1, cache, 1, 0);
     else
-        transposed ? (zero ? CHAINW(2, 1, 1) : CHAINW(2, 1, 0)) : (zero ? CHAINW(2, 0, 1) : CHAINW(2, 0, 0));
-#undef CHAINW
+        zero ? chainw_impl(acc, both, t, pairs, count, m0, m1, cache, 0, 1)
+             : chainw_impl(acc, both, t, pairs, count, m0, m1, cache, 0, 0);
 }
 #pragma GCC diagnostic pop
 #endif
@@ -1048,7 +1050,7 @@ void ntpu_mac_bf16_chainw(uint32_t *const *acc, const ntpu_chain_tile *const *ti
 #ifdef HAVE_FMA_VARIANT
     if (cache && !cache->ub)
         cache = NULL;
-    if (n == 8 && (ways == 2 || ways == 4) && count <= REF_CHAIN_MAX && __builtin_cpu_supports("avx512f") &&
+    if (n == 8 && ways == WAYS_MAX && count <= REF_CHAIN_MAX && __builtin_cpu_supports("avx512f") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma")) {
         /* tile e's A, checked for every chain's tile: the strictest grid threshold, any inf or NaN row */
         ntpu_chain_tile both[REF_CHAIN_MAX];
@@ -1064,7 +1066,7 @@ void ntpu_mac_bf16_chainw(uint32_t *const *acc, const ntpu_chain_tile *const *ti
             transposed += both[e].transposed != 0;
         }
         if (transposed == 0 || transposed == count) {
-            chainw_avx512(acc, both, tiles, ways / 2, count, m0, m1, cache, transposed != 0, zero);
+            chainw_avx512(acc, both, tiles, count, m0, m1, cache, transposed != 0, zero);
             return;
         }
     }

@@ -4,10 +4,10 @@
  * pass that keeps each block of rows' accumulators in registers across all
  * their weight tiles (ref_chain.c; the kernel is in matmul_kernel.c). Each
  * output element still sees k ascending, tile after tile, so the bits are
- * those of one MATMUL at a time. Up to four chains into disjoint ACC ranges
- * may be queued at once, their MATMULs interleaved (output tiles over the
- * same activations, as the host issues them); those whose tiles read the
- * same A run as one pass over it. Internal to the model. */
+ * those of one MATMUL at a time. Two chains into disjoint ACC ranges may be
+ * queued at once, their MATMULs interleaved (two output tiles over the same
+ * activations, as the host issues them); when their tiles read the same A
+ * they run as one pass over it, sixteen columns wide. Internal to the model. */
 #ifndef NTPU_REF_CHAIN_H
 #define NTPU_REF_CHAIN_H
 
@@ -20,7 +20,7 @@
 /* Tiles a chain queues before it runs: bounds the memory (weights, gathers). */
 #define REF_CHAIN_MAX 64u
 /* Chains queued at once, each into its own ACC range. */
-#define REF_CHAIN_WAYS 4u
+#define REF_CHAIN_WAYS 2u
 
 /* One weight tile of a chain and where its activation rows come from. */
 typedef struct ntpu_chain_tile {
@@ -105,11 +105,12 @@ void ntpu_mac_bf16_chain_generic(uint32_t *acc, const ntpu_chain_tile *tiles, un
 void ntpu_mac_bf16_chain2(uint32_t *acc0, uint32_t *acc1, const ntpu_chain_tile *tiles0, const ntpu_chain_tile *tiles1,
                           unsigned count, unsigned n, size_t m0, size_t m1, ref_a_cache *cache, int zero);
 
-/* ways (at most 4) chains of `count` tiles each over the same rows, chain k
- * into acc[k] (disjoint) through tiles[k], tile e of every chain reading the
- * same A: bit-exact with one ntpu_mac_bf16_chain each. With N = 8 and
- * AVX-512, two or four run as one pass, sixteen columns to a register; else
- * in pairs (ntpu_mac_bf16_chain2). */
+/* ways (at most REF_CHAIN_WAYS) chains of `count` tiles each over the same
+ * rows, chain k into acc[k] (disjoint) through tiles[k], tile e of every chain
+ * reading the same A: bit-exact with one ntpu_mac_bf16_chain each. With N = 8
+ * and AVX-512, a pair runs as one pass, its sixteen columns in one register
+ * (32 of them: a block's eight rows need no spill); else in pairs with AVX2
+ * (ntpu_mac_bf16_chain2). */
 void ntpu_mac_bf16_chainw(uint32_t *const *acc, const ntpu_chain_tile *const *tiles, unsigned ways, unsigned count,
                           unsigned n, size_t m0, size_t m1, ref_a_cache *cache, int zero);
 
