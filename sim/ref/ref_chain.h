@@ -18,7 +18,7 @@
 #include "ref_threads.h"
 
 /* Tiles a chain queues before it runs: bounds the memory (weights, gathers). */
-#define REF_CHAIN_MAX 64u
+#define REF_CHAIN_MAX 128u
 /* Chains queued at once, each into its own ACC range. */
 #define REF_CHAIN_WAYS 2u
 
