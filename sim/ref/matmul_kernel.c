@@ -940,9 +940,10 @@ static inline __attribute__((always_inline)) AVX512_TARGET void pair_store(void 
 }
 
 /* c[r][p] += a(r, i) * (w[2p] | w[2p + 1])(i, .) for i ascending, not those in skip. */
-static inline __attribute__((always_inline)) AVX512_TARGET void
-tilew_products(__m512 c[8][WAYS_MAX / 2], const float *a, unsigned rs, unsigned is, const float *const *w,
-               unsigned pairs, uint64_t skip, int fused)
+static inline __attribute__((always_inline)) AVX512_TARGET void tilew_products(__m512 c[8][WAYS_MAX / 2],
+                                                                               const float *a, unsigned rs, unsigned is,
+                                                                               const float *const *w, unsigned pairs,
+                                                                               uint64_t skip, int fused)
 {
 #pragma GCC unroll 8
     for (unsigned i = 0; i < 8; i++) {
@@ -955,7 +956,8 @@ tilew_products(__m512 c[8][WAYS_MAX / 2], const float *a, unsigned rs, unsigned 
         for (unsigned r = 0; r < 8; r++) {
             const __m512 av = _mm512_set1_ps(a[r * rs + i * is]);
             for (unsigned p = 0; p < pairs; p++)
-                c[r][p] = fused ? _mm512_fmadd_ps(av, wv[p], c[r][p]) : _mm512_add_ps(c[r][p], _mm512_mul_ps(av, wv[p]));
+                c[r][p] =
+                    fused ? _mm512_fmadd_ps(av, wv[p], c[r][p]) : _mm512_add_ps(c[r][p], _mm512_mul_ps(av, wv[p]));
         }
     }
 }
