@@ -1109,8 +1109,7 @@ ntpu_status ntpu_model_grad(ntpu_model *m, const float *x, const uint8_t *labels
     if (!m)
         return NTPU_ERR_INVALID_ARG;
     if (m->devopt)
-        return ntpu_fail(m->dev, NTPU_ERR_UNSUPPORTED,
-                         "train: the gradient alone is not kept with the device optimizer");
+        return ntpu_fail(m->dev, NTPU_ERR_UNSUPPORTED, "train: the gradient alone is not kept with the device optimizer");
     if (m->net)
         return ntpu_net_grad(m, x, labels, count, divisor, total, correct);
     uint32_t *grads = NULL;
