@@ -909,6 +909,177 @@ void ntpu_mac_bf16_chain2(uint32_t *acc0, uint32_t *acc1, const ntpu_chain_tile 
     ntpu_mac_bf16_chain(acc1, tiles1, count, n, m0, m1, cache, zero);
 }
 
+/* ---------------------------------------------------------------- AVX-512
+ *
+ * The chains of a queue (REF_CHAIN_WAYS, two) over the same A (N = 8) in one
+ * pass with AVX-512: a zmm holds one row of two chains (8 + 8 columns), and
+ * its 32 registers keep a block's eight rows, the weights and the broadcast
+ * A without the spills of the AVX2 pair. Lane for lane, each chain's products
+ * and sums are those of chain2_products. (Four output tiles a pass, 16
+ * accumulators, measured no faster: the FMAs run near their peak either way.) */
+#ifdef HAVE_FMA_VARIANT
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#define AVX512_TARGET __attribute__((target("avx512f,avx512vl,avx2,fma")))
+#define WAYS_MAX REF_CHAIN_WAYS
+
+/* Eight lanes at lo and eight at hi as one zmm, and back. */
+static inline __attribute__((always_inline)) AVX512_TARGET __m512 pair_load(const void *lo, const void *hi)
+{
+    const __m512d l = _mm512_castps_pd(_mm512_castps256_ps512(_mm256_loadu_ps(lo)));
+    return _mm512_castpd_ps(_mm512_insertf64x4(l, _mm256_castps_pd(_mm256_loadu_ps(hi)), 1));
+}
+
+/* The store of acc_store: a NaN made canonical. */
+static inline __attribute__((always_inline)) AVX512_TARGET void pair_store(void *lo, void *hi, __m512 v)
+{
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    v = _mm512_mask_blend_ps(nan, v, _mm512_castsi512_ps(_mm512_set1_epi32((int)NTPU_F32_CANONICAL_NAN)));
+    _mm256_storeu_ps(lo, _mm512_castps512_ps256(v));
+    _mm256_storeu_ps(hi, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+/* c[r][p] += a(r, i) * (w[2p] | w[2p + 1])(i, .) for i ascending, not those in skip. */
+static inline __attribute__((always_inline)) AVX512_TARGET void tilew_products(__m512 c[8][WAYS_MAX / 2],
+                                                                               const float *a, unsigned rs, unsigned is,
+                                                                               const float *const *w, unsigned pairs,
+                                                                               uint64_t skip, int fused)
+{
+#pragma GCC unroll 8
+    for (unsigned i = 0; i < 8; i++) {
+        if ((skip >> i) & 1u)
+            continue;
+        __m512 wv[WAYS_MAX / 2];
+        for (unsigned p = 0; p < pairs; p++)
+            wv[p] = pair_load(w[2 * p] + i * 8, w[2 * p + 1] + i * 8);
+#pragma GCC unroll 8
+        for (unsigned r = 0; r < 8; r++) {
+            const __m512 av = _mm512_set1_ps(a[r * rs + i * is]);
+            for (unsigned p = 0; p < pairs; p++)
+                c[r][p] =
+                    fused ? _mm512_fmadd_ps(av, wv[p], c[r][p]) : _mm512_add_ps(c[r][p], _mm512_mul_ps(av, wv[p]));
+        }
+    }
+}
+
+/* chain2_products for 2 x pairs chains, eight rows of each (acc[k] at the block's row 0). */
+static inline __attribute__((always_inline)) AVX512_TARGET void
+chainw_products(uint32_t *const *acc, const ntpu_chain_tile *const *t, unsigned pairs, unsigned count, int transposed,
+                const float *const *at_a, const uint64_t *skip, int fused, int zero)
+{
+    const unsigned rs = transposed ? 1 : 8, is = transposed ? 8 : 1;
+    __m512 c[8][WAYS_MAX / 2];
+    for (unsigned r = 0; r < 8; r++)
+        for (unsigned p = 0; p < pairs; p++)
+            c[r][p] = zero ? _mm512_setzero_ps() : pair_load(acc[2 * p] + r * 8, acc[2 * p + 1] + r * 8);
+    for (unsigned e = 0; e < count; e++) {
+        const float *w[WAYS_MAX];
+        for (unsigned k = 0; k < 2 * pairs; k++)
+            w[k] = t[k][e].wf;
+        if (!skip[e])
+            tilew_products(c, at_a[e], rs, is, w, pairs, 0, fused);
+        else
+            tilew_products(c, at_a[e], rs, is, w, pairs, skip[e], fused);
+    }
+    for (unsigned r = 0; r < 8; r++)
+        for (unsigned p = 0; p < pairs; p++)
+            pair_store(acc[2 * p] + r * 8, acc[2 * p + 1] + r * 8, c[r][p]);
+}
+
+/* chain2_block for 2 x pairs chains: both holds tile e's A with the strictest of their checks. */
+static inline __attribute__((always_inline)) AVX512_TARGET int
+chainw_block(uint32_t *const *acc, const ntpu_chain_tile *both, const ntpu_chain_tile *const *t, unsigned pairs,
+             unsigned count, size_t m, ref_a_cache *cache, int transposed, int zero)
+{
+    int may_skip = 1;
+    for (unsigned k = 0; k < 2 * pairs && !zero; k++)
+        if (!acc_on_grid(acc[k], 64, &may_skip))
+            return 0;
+    float af[CHAIN_AF_FLOATS];
+    const float *at_a[REF_CHAIN_MAX];
+    uint64_t skip[REF_CHAIN_MAX];
+    uint32_t big = 0;
+    if (!chain_a(both, count, m, 8, 8, may_skip, af, cache, at_a, skip, &big))
+        return 0;
+    if (!big)
+        chainw_products(acc, t, pairs, count, transposed, at_a, skip, 1, zero);
+    else
+        chainw_products(acc, t, pairs, count, transposed, at_a, skip, 0, zero);
+    return 1;
+}
+
+static inline __attribute__((always_inline)) AVX512_TARGET void
+chainw_impl(uint32_t *const *acc, const ntpu_chain_tile *both, const ntpu_chain_tile *const *t, unsigned pairs,
+            unsigned count, size_t m0, size_t m1, ref_a_cache *cache, int transposed, int zero)
+{
+    const unsigned ways = 2 * pairs;
+    size_t m = m0;
+    for (; m + 8 <= m1; m += 8) {
+        uint32_t *at[WAYS_MAX];
+        for (unsigned k = 0; k < ways; k++)
+            at[k] = acc[k] + m * 8;
+        if (!chainw_block(at, both, t, pairs, count, m, cache, transposed, zero))
+            for (unsigned k = 0; k < ways; k++)
+                chain_rows(acc[k], t[k], count, 8, m, 8, cache, 1, zero);
+    }
+    for (unsigned k = 0; k < ways && zero && m < m1; k++)
+        acc_clear(acc[k], m, m1, 8);
+    for (; m < m1; m++)
+        for (unsigned k = 0; k < ways; k++)
+            for (unsigned e = 0; e < count; e++)
+                chain_scalar(acc[k], t[k] + e, m, 1, 8);
+}
+
+/* The instances: transposed and zero as constants. */
+AVX512_TARGET static void chainw_avx512(uint32_t *const *acc, const ntpu_chain_tile *both,
+                                        const ntpu_chain_tile *const *t, unsigned count, size_t m0, size_t m1,
+                                        ref_a_cache *cache, int transposed, int zero)
+{
+    const unsigned pairs = WAYS_MAX / 2;
+    if (transposed)
+        zero ? chainw_impl(acc, both, t, pairs, count, m0, m1, cache, 1, 1)
+             : chainw_impl(acc, both, t, pairs, count, m0, m1, cache, 1, 0);
+    else
+        zero ? chainw_impl(acc, both, t, pairs, count, m0, m1, cache, 0, 1)
+             : chainw_impl(acc, both, t, pairs, count, m0, m1, cache, 0, 0);
+}
+#pragma GCC diagnostic pop
+#endif
+
+void ntpu_mac_bf16_chainw(uint32_t *const *acc, const ntpu_chain_tile *const *tiles, unsigned ways, unsigned count,
+                          unsigned n, size_t m0, size_t m1, ref_a_cache *cache, int zero)
+{
+#ifdef HAVE_FMA_VARIANT
+    if (cache && !cache->ub)
+        cache = NULL;
+    if (n == 8 && ways == WAYS_MAX && count <= REF_CHAIN_MAX && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma")) {
+        /* tile e's A, checked for every chain's tile: the strictest grid threshold, any inf or NaN row */
+        ntpu_chain_tile both[REF_CHAIN_MAX];
+        unsigned transposed = 0;
+        for (unsigned e = 0; e < count; e++) {
+            both[e] = tiles[0][e];
+            for (unsigned k = 1; k < ways; k++) {
+                const ntpu_chain_tile *x = &tiles[k][e];
+                both[e].a_thr = x->a_thr > both[e].a_thr ? x->a_thr : both[e].a_thr;
+                both[e].w_wild |= x->w_wild;
+                both[e].w_big |= x->w_big;
+            }
+            transposed += both[e].transposed != 0;
+        }
+        if (transposed == 0 || transposed == count) {
+            chainw_avx512(acc, both, tiles, count, m0, m1, cache, transposed != 0, zero);
+            return;
+        }
+    }
+#endif
+    unsigned k = 0;
+    for (; k + 2 <= ways; k += 2)
+        ntpu_mac_bf16_chain2(acc[k], acc[k + 1], tiles[k], tiles[k + 1], count, n, m0, m1, cache, zero);
+    if (k < ways)
+        ntpu_mac_bf16_chain(acc[k], tiles[k], count, n, m0, m1, cache, zero);
+}
+
 /* int32 additions wrap, so any order gives the same bits: eight lanes of
  * uint32 per row, several rows at once, like the bf16 chains. */
 typedef int32_t i32x8 __attribute__((vector_size(32)));

@@ -75,12 +75,44 @@ __attribute__((target("avx2"))) static void bf16_groups_avx2(uint16_t *dst, size
             store_u16(dst + i, &h);
         }
 }
+
+typedef uint32_t u32x16 __attribute__((vector_size(64)));
+typedef int32_t i32x16 __attribute__((vector_size(64)));
+typedef uint16_t u16x16 __attribute__((vector_size(32)));
+#define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+/* Groups of eight lanes side by side in src (src_stride 8, as a row of an
+ * MLP's weights or inputs holds its k-tiles' or output tiles' rows), two at a
+ * time in one AVX-512 register: bf16_round8's steps on sixteen lanes, each
+ * half stored to its group's place. Returns the groups it did. */
+AVX512_TARGET static size_t bf16_pairs_avx512(uint16_t *dst, size_t dst_stride, const uint8_t *s, size_t groups)
+{
+    size_t g = 0;
+    for (; g + 2 <= groups; g += 2, dst += 2 * dst_stride, s += 64) {
+        u32x16 x;
+        memcpy(&x, s, sizeof x);
+        const u32x16 nan = (u32x16)((i32x16)(x & 0x7FFFFFFFu) > 0x7F800000);
+        const u32x16 f = x & ((u32x16)((x & 0x7F800000u) != 0u) | 0x80000000u); /* subnormal -> zero of its sign */
+        const u32x16 r = (f + 0x7FFFu + ((f >> 16) & 1u)) >> 16, quiet = (x >> 16) | 0x0040u;
+        const u16x16 h = __builtin_convertvector((quiet & nan) | (r & ~nan), u16x16);
+        memcpy(dst, &h, 16);
+        memcpy(dst + dst_stride, (const uint8_t *)&h + 16, 16);
+    }
+    return g;
+}
 #endif
 
 void ntpu_bf16_from_f32_groups(uint16_t *dst, size_t dst_stride, const void *src, size_t src_stride, size_t groups,
                                size_t lanes)
 {
 #if defined(NTPU_LANES8) && defined(__x86_64__)
+    if (lanes == 8 && src_stride == 8 && groups >= 2 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+        const size_t done = bf16_pairs_avx512(dst, dst_stride, src, groups);
+        dst += done * dst_stride;
+        src = (const uint8_t *)src + done * 32;
+        groups -= done;
+    }
     if (lanes % 8 == 0 && __builtin_cpu_supports("avx2")) {
         bf16_groups_avx2(dst, dst_stride, src, src_stride, groups, lanes);
         return;

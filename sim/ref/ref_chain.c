@@ -160,11 +160,11 @@ int ref_chain_touches(const ref_chain *c, int ub, unsigned addr, unsigned rows)
     return meets_acc(c, lo, rows);
 }
 
-/* A part of the rows of one flush, for the pool: one chain, or two run as one pass (acc1, tiles1 set). */
+/* A part of the rows of one flush, for the pool: `ways` chains over the same A, run as one pass. */
 typedef struct chain_job {
-    uint32_t *acc, *acc1; /* the chains' row 0 */
-    const ntpu_chain_tile *tiles, *tiles1;
-    unsigned count, n;
+    uint32_t *acc[REF_CHAIN_WAYS]; /* the chains' row 0 */
+    const ntpu_chain_tile *tiles[REF_CHAIN_WAYS];
+    unsigned ways, count, n;
     int zero;
     ref_a_cache **caches; /* one per part, or NULL */
 } chain_job;
@@ -173,10 +173,10 @@ static void chain_part(void *ctx, size_t m0, size_t m1, unsigned part)
 {
     const chain_job *j = ctx;
     ref_a_cache *cache = j->caches ? j->caches[part] : NULL;
-    if (j->tiles1)
-        ntpu_mac_bf16_chain2(j->acc, j->acc1, j->tiles, j->tiles1, j->count, j->n, m0, m1, cache, j->zero);
+    if (j->ways > 1)
+        ntpu_mac_bf16_chainw(j->acc, j->tiles, j->ways, j->count, j->n, m0, m1, cache, j->zero);
     else
-        ntpu_mac_bf16_chain(j->acc, j->tiles, j->count, j->n, m0, m1, cache, j->zero);
+        ntpu_mac_bf16_chain(j->acc[0], j->tiles[0], j->count, j->n, m0, m1, cache, j->zero);
 }
 
 /* A cache of converted A for each part the pool may make: NULL where none
@@ -242,20 +242,16 @@ void ref_chain_flush(ref_chain *c, uint32_t *acc, const uint16_t *ub, size_t ub_
     for (unsigned i = 0; caches && i < c->n_caches; i++)
         if (!ref_a_cache_mirror(caches[i], ub, ub_rows * n))
             caches = NULL; /* memory is short: nothing kept */
-    const int paired = c->ways == 2 && same_a(&c->way[0], &c->way[1]);
-    for (unsigned i = 0; i < c->ways; i += paired ? 2 : 1) {
+    /* each run of queued chains that read the same A as its first: one pass */
+    for (unsigned i = 0, k; i < c->ways; i = k) {
         const chain_way *w = &c->way[i];
-        chain_job job = {.acc = acc + (size_t)w->acc_addr * n,
-                         .acc1 = paired ? acc + (size_t)c->way[1].acc_addr * n : NULL,
-                         .tiles = w->tiles,
-                         .tiles1 = paired ? c->way[1].tiles : NULL,
-                         .count = w->count,
-                         .n = c->n,
-                         .zero = w->zero,
-                         .caches = caches};
+        chain_job job = {.ways = 0, .count = w->count, .n = c->n, .zero = w->zero, .caches = caches};
+        for (k = i; k < c->ways && (k == i || same_a(w, &c->way[k])); k++) {
+            job.acc[job.ways] = acc + (size_t)c->way[k].acc_addr * n;
+            job.tiles[job.ways++] = c->way[k].tiles;
+        }
         /* rows split among threads a multiple of 8 and of n apart */
-        ntpu_ref_pool_for(pool, w->rows, 8 * n, (uint64_t)w->rows * n * n * w->count * (paired ? 2u : 1u), chain_part,
-                          &job);
+        ntpu_ref_pool_for(pool, w->rows, 8 * n, (uint64_t)w->rows * n * n * w->count * job.ways, chain_part, &job);
     }
     c->ways = 0;
 }

@@ -18,7 +18,7 @@
 #include "ref_threads.h"
 
 /* Tiles a chain queues before it runs: bounds the memory (weights, gathers). */
-#define REF_CHAIN_MAX 64u
+#define REF_CHAIN_MAX 128u
 /* Chains queued at once, each into its own ACC range. */
 #define REF_CHAIN_WAYS 2u
 
@@ -104,6 +104,15 @@ void ntpu_mac_bf16_chain_generic(uint32_t *acc, const ntpu_chain_tile *tiles, un
  * each block of A is converted (or found) once for both. */
 void ntpu_mac_bf16_chain2(uint32_t *acc0, uint32_t *acc1, const ntpu_chain_tile *tiles0, const ntpu_chain_tile *tiles1,
                           unsigned count, unsigned n, size_t m0, size_t m1, ref_a_cache *cache, int zero);
+
+/* ways (at most REF_CHAIN_WAYS) chains of `count` tiles each over the same
+ * rows, chain k into acc[k] (disjoint) through tiles[k], tile e of every chain
+ * reading the same A: bit-exact with one ntpu_mac_bf16_chain each. With N = 8
+ * and AVX-512, a pair runs as one pass, its sixteen columns in one register
+ * (32 of them: a block's eight rows need no spill); else in pairs with AVX2
+ * (ntpu_mac_bf16_chain2). */
+void ntpu_mac_bf16_chainw(uint32_t *const *acc, const ntpu_chain_tile *const *tiles, unsigned ways, unsigned count,
+                          unsigned n, size_t m0, size_t m1, ref_a_cache *cache, int zero);
 
 /* The queue of one model. */
 typedef struct ref_chain ref_chain;

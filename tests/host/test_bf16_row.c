@@ -68,3 +68,25 @@ Test(bf16_row, groups_land_at_their_stride)
             }
     }
 }
+
+/* Groups of eight side by side in src (a weight row's output tiles, an input
+ * row's k-tiles), which AVX-512 rounds two at a time: every count of groups,
+ * so that an odd last one takes the eight-lane path, nothing else written. */
+Test(bf16_row, side_by_side_groups_in_pairs)
+{
+    enum { GROUPS = 9, STRIDE = 24 };
+    static uint32_t src[GROUPS * 8];
+    for (size_t i = 0; i < GROUPS * 8; i++)
+        src[i] = i % 3 ? special[i % (sizeof special / sizeof special[0])] : (uint32_t)(i * 0x9E3779B9u);
+    for (size_t groups = 0; groups <= GROUPS; groups++) {
+        uint16_t got[GROUPS * STRIDE];
+        for (size_t i = 0; i < GROUPS * STRIDE; i++)
+            got[i] = 0xABCDu;
+        ntpu_bf16_from_f32_groups(got, STRIDE, src, 8, groups, 8);
+        for (size_t g = 0; g < GROUPS; g++)
+            for (size_t j = 0; j < STRIDE; j++) {
+                uint16_t want = g < groups && j < 8 ? ntpu_bf16_from_f32_bits(src[g * 8 + j]) : 0xABCDu;
+                cr_assert_eq(got[g * STRIDE + j], want, "groups %zu group %zu lane %zu", groups, g, j);
+            }
+    }
+}

@@ -419,14 +419,15 @@ ntpu_status ntpu_model_check_device_optimizer(const ntpu_model *m)
 }
 
 /* Rows k0 .. k1-1 of layer l's weights, rounded to bf16, into its WB tiles:
- * row k of output tile nt at tiles[(nt * T(l) * N + k) * N]. A whole tile's
- * rows in one call, so the writes run in order. */
+ * row k of output tile nt at tiles[(nt * T(l) * N + k) * N]. A weight row's
+ * whole tiles in one call: its values side by side, which AVX-512 rounds
+ * two tiles at a time. */
 static void weight_rows_to_tiles(const ntpu_model *m, size_t l, size_t k0, size_t k1, uint16_t *tiles)
 {
     const size_t n = m->n, in = m->sizes[l], out = m->sizes[l + 1], ti = m->tiles[l], to = m->tiles[l + 1];
     const size_t whole = out / n, real = k1 < in ? k1 : in;
-    for (size_t nt = 0; nt < whole && k0 < real; nt++)
-        ntpu_bf16_from_f32_groups(tiles + (nt * ti * n + k0) * n, n, &m->w[l][k0 * out + nt * n], out, real - k0, n);
+    for (size_t k = k0; k < real && whole; k++)
+        ntpu_bf16_from_f32_groups(tiles + k * n, ti * n * n, &m->w[l][k * out], n, whole, n);
     for (size_t k = k0; k < k1; k++)
         for (size_t nt = k < in ? whole : 0; nt < to; nt++) {
             uint16_t *dst = tiles + (nt * ti * n + k) * n;
