@@ -26,6 +26,7 @@
 
 #include "ntpu/numerics.h"
 #include "numerics_internal.h"
+#include "matmul_dot.h"
 #include "ref_chain.h"
 
 #define MAX_N 64u
@@ -285,13 +286,16 @@ void ntpu_mac_bf16_rows_t(uint32_t *acc, const uint16_t *a, size_t t_stride, con
  * accumulators and every tile's A values pass the checks; else each tile on
  * its own, as the one-tile kernel would (fast or scalar): the same bits. */
 
+/* Lane by lane, a where `keep` is set, else b. */
+#define PICK16(keep, a, b) (((keep) & (a)) | (~(keep) & (b)))
+
 /* w (n x n bf16, n a multiple of 8) flushed into wf (a subnormal reads as
  * zero of its sign); returns the least nonzero exponent field (255 when none
  * is). *any_wild: some lane is an inf or a NaN; *any_big: some lane's field
  * is REF_BIG_FIELD or more (an inf or a NaN counts: the caller looks again).
  * Sixteen lanes at a time, on the bf16 bits, as convert_a does. */
 static inline __attribute__((always_inline)) unsigned prepare_lanes(const uint16_t *w, float *wf, unsigned n,
-                                                                    int *any_wild, int *any_big)
+                                                                    int *any_wild, int *any_big, int convert)
 {
     const u16x16 zero = {0};
     u16x16 dmin = zero - 1u, emax = zero;
@@ -299,19 +303,32 @@ static inline __attribute__((always_inline)) unsigned prepare_lanes(const uint16
         u16x16 v;
         memcpy(&v, w + k, sizeof v);
         const u16x16 e = v & 0x7F80u, d = e - 0x80u; /* field - 1, shifted; a zero field wraps to the top */
-        dmin = ((u16x16)(d < dmin) & d) | ((u16x16)(d >= dmin) & dmin);
-        emax = ((u16x16)(e > emax) & e) | ((u16x16)(e <= emax) & emax);
+        dmin = PICK16((u16x16)(d < dmin), d, dmin);
+        emax = PICK16((u16x16)(e > emax), e, emax);
+        if (!convert)
+            continue;
         v &= ~((u16x16)(e == 0u) & 0x7FFFu);
         const u16x16 lo = __builtin_shufflevector(zero, v, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
         const u16x16 hi = __builtin_shufflevector(zero, v, 0, 24, 1, 25, 2, 26, 3, 27, 4, 28, 5, 29, 6, 30, 7, 31);
         memcpy(wf + k, &lo, sizeof lo);
         memcpy(wf + k + 8, &hi, sizeof hi);
     }
-    unsigned least = 0xFFFFu, most = 0;
-    for (unsigned l = 0; l < 16; l++) {
-        least = dmin[l] < least ? dmin[l] : least;
-        most = emax[l] > most ? emax[l] : most;
-    }
+    /* the sixteen lanes folded in halves: four steps, not a loop over lanes */
+#define FOLD(v, op, a, b, c, d, e, f, g, h)                                                              \
+    do {                                                                                                 \
+        const u16x16 o_ = __builtin_shufflevector(v, v, a, b, c, d, e, f, g, h, a, b, c, d, e, f, g, h); \
+        v = PICK16((u16x16)(o_ op v), o_, v);                                                            \
+    } while (0)
+    FOLD(dmin, <, 8, 9, 10, 11, 12, 13, 14, 15);
+    FOLD(dmin, <, 4, 5, 6, 7, 4, 5, 6, 7);
+    FOLD(dmin, <, 2, 3, 2, 3, 2, 3, 2, 3);
+    FOLD(dmin, <, 1, 1, 1, 1, 1, 1, 1, 1);
+    FOLD(emax, >, 8, 9, 10, 11, 12, 13, 14, 15);
+    FOLD(emax, >, 4, 5, 6, 7, 4, 5, 6, 7);
+    FOLD(emax, >, 2, 3, 2, 3, 2, 3, 2, 3);
+    FOLD(emax, >, 1, 1, 1, 1, 1, 1, 1, 1);
+#undef FOLD
+    const unsigned least = dmin[0], most = emax[0];
     *any_wild = (most >> 7) == 255u;
     *any_big = (most >> 7) >= REF_BIG_FIELD;
     return (least >> 7) + 1u < 255u ? (least >> 7) + 1u : 255u;
@@ -322,7 +339,28 @@ static inline __attribute__((always_inline)) unsigned prepare_lanes(const uint16
 __attribute__((target("avx2"))) static unsigned prepare_avx2(const uint16_t *w, float *wf, unsigned n, int *any_wild,
                                                              int *any_big)
 {
-    return prepare_lanes(w, wf, n, any_wild, any_big);
+    return prepare_lanes(w, wf, n, any_wild, any_big, 1);
+}
+
+/* prepare_lanes' facts alone, with AVX2's unsigned word minimum and maximum
+ * (which GCC does not find in the generic form) and SSE4.1's horizontal one. */
+__attribute__((target("avx2"))) static unsigned facts_avx2(const uint16_t *w, unsigned n, int *any_wild, int *any_big)
+{
+    const __m256i field = _mm256_set1_epi16(0x7F80), one = _mm256_set1_epi16(0x80);
+    __m256i dmin = _mm256_set1_epi16(-1), emax = _mm256_setzero_si256();
+    for (size_t k = 0; k < (size_t)n * n; k += 16) {
+        const __m256i e = _mm256_and_si256(_mm256_loadu_si256((const void *)(w + k)), field);
+        dmin = _mm256_min_epu16(dmin, _mm256_sub_epi16(e, one)); /* a zero field wraps to the top */
+        emax = _mm256_max_epu16(emax, e);
+    }
+    const __m128i d = _mm_min_epu16(_mm256_castsi256_si128(dmin), _mm256_extracti128_si256(dmin, 1));
+    const __m128i x = _mm_max_epu16(_mm256_castsi256_si128(emax), _mm256_extracti128_si256(emax, 1));
+    const unsigned least = (unsigned)_mm_cvtsi128_si32(_mm_minpos_epu16(d)) & 0xFFFFu;
+    const unsigned most =
+        0xFFFFu - ((unsigned)_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(x, _mm_set1_epi16(-1)))) & 0xFFFFu);
+    *any_wild = (most >> 7) == 255u;
+    *any_big = (most >> 7) >= REF_BIG_FIELD;
+    return (least >> 7) + 1u < 255u ? (least >> 7) + 1u : 255u;
 }
 #endif
 
@@ -330,16 +368,36 @@ static unsigned prepare_any(const uint16_t *w, float *wf, unsigned n, int *any_w
 {
 #ifdef HAVE_AVX2_VARIANT
     if (__builtin_cpu_supports("avx2"))
-        return prepare_avx2(w, wf, n, any_wild, any_big);
+        return wf ? prepare_avx2(w, wf, n, any_wild, any_big) : facts_avx2(w, n, any_wild, any_big);
 #endif
-    return prepare_lanes(w, wf, n, any_wild, any_big);
+    return wf ? prepare_lanes(w, wf, n, any_wild, any_big, 1) : prepare_lanes(w, NULL, n, any_wild, any_big, 0);
 }
 
-void ntpu_chain_tile_prepare(ntpu_chain_tile *t, float *wf, unsigned n)
+void ntpu_chain_tile_convert(ntpu_chain_tile *t, unsigned n)
+{
+    if (t->wf)
+        return;
+    int any_wild, any_big;
+    prepare_any(t->w, t->wf_room, n, &any_wild, &any_big); /* n a multiple of 8 and no lane wild: see below */
+    t->wf = t->wf_room;
+}
+
+void ntpu_chain_tile_prepare(ntpu_chain_tile *t, float *wf, unsigned n, int convert)
 {
     unsigned w_exp = 255; /* the least nonzero exponent field: zeros never limit */
     uint64_t wild = 0;
     int any_wild = 1, any_big = 0;
+    t->wf_room = wf;
+    if (n % 8 == 0 && !convert) { /* the facts alone, when they need no lane by lane look */
+        w_exp = prepare_any(t->w, NULL, n, &any_wild, &any_big);
+        if (!any_wild) {
+            t->wf = NULL;
+            t->w_wild = 0;
+            t->w_big = any_big;
+            t->a_thr = w_exp < 141 ? 141u - w_exp : 0u;
+            return;
+        }
+    }
     if (n % 8 == 0)
         w_exp = prepare_any(t->w, wf, n, &any_wild, &any_big);
     if (any_wild) /* inf and NaN lanes are not big: the loop below tells */
@@ -441,6 +499,20 @@ static inline __attribute__((always_inline)) void block_fill(float *f, ref_a_fac
     x->zero_cols = (uint8_t)zero_ks_t8(f);
 }
 
+/* Block g of the cache, converted now unless it was since UB's last write to its rows. */
+static inline __attribute__((always_inline)) const ref_a_facts *cache_block(ref_a_cache *c, size_t g)
+{
+    ref_a_facts *x = &c->facts[g];
+    if (!x->valid) {
+        float *f = c->f + g * REF_A_BLOCK_LANES;
+        block_fill(f, x, c->ub + g * REF_A_BLOCK_LANES);
+        if (c->pairs)
+            ref_dot_pairs(c->pairs + g * REF_A_BLOCK_LANES, f);
+        x->valid = 1;
+    }
+    return x;
+}
+
 /* The cache's block for src, converted now unless it was since UB's last
  * write to its rows. NULL when src is not a block of UB (ref_a_cache). */
 static inline __attribute__((always_inline)) const float *cached_block(ref_a_cache *c, const uint16_t *src,
@@ -450,14 +522,8 @@ static inline __attribute__((always_inline)) const float *cached_block(ref_a_cac
     if (src < c->ub || at % REF_A_BLOCK_LANES || at / REF_A_BLOCK_LANES >= c->blocks)
         return NULL;
     const size_t g = at / REF_A_BLOCK_LANES;
-    ref_a_facts *x = &c->facts[g];
-    float *f = c->f + g * REF_A_BLOCK_LANES;
-    if (!x->valid) {
-        block_fill(f, x, src);
-        x->valid = 1;
-    }
-    *facts = x;
-    return f;
+    *facts = cache_block(c, g);
+    return c->f + g * REF_A_BLOCK_LANES;
 }
 
 /* A of tile t for the block at row m: from the cache (N = 8, blocks of 8)
@@ -662,6 +728,7 @@ static void chain_scalar(uint32_t *acc, const ntpu_chain_tile *t, size_t m, size
 void ref_a_cache_release(ref_a_cache *c)
 {
     free(c->f);
+    free(c->pairs);
     free(c->facts);
     memset(c, 0, sizeof *c);
 }
@@ -675,7 +742,9 @@ int ref_a_cache_mirror(ref_a_cache *c, const uint16_t *ub, size_t lanes)
             return 1;
         c->f = aligned_alloc(64, blocks * REF_A_BLOCK_LANES * sizeof *c->f);
         c->facts = calloc(blocks, sizeof *c->facts);
-        if (!c->f || !c->facts) {
+        if (ref_dot_usable())
+            c->pairs = aligned_alloc(64, blocks * REF_A_BLOCK_LANES * sizeof *c->pairs);
+        if (!c->f || !c->facts || (ref_dot_usable() && !c->pairs)) {
             ref_a_cache_release(c);
             return 0;
         }
@@ -989,7 +1058,7 @@ chainw_products(uint32_t *const *acc, const ntpu_chain_tile *const *t, unsigned 
 /* chain2_block for 2 x pairs chains: both holds tile e's A with the strictest of their checks. */
 static inline __attribute__((always_inline)) AVX512_TARGET int
 chainw_block(uint32_t *const *acc, const ntpu_chain_tile *both, const ntpu_chain_tile *const *t, unsigned pairs,
-             unsigned count, size_t m, ref_a_cache *cache, int transposed, int zero)
+             unsigned count, size_t m, ref_a_cache *cache, const ref_dot_w *wp, int transposed, int zero)
 {
     int may_skip = 1;
     for (unsigned k = 0; k < 2 * pairs && !zero; k++)
@@ -1001,24 +1070,100 @@ chainw_block(uint32_t *const *acc, const ntpu_chain_tile *both, const ntpu_chain
     uint32_t big = 0;
     if (!chain_a(both, count, m, 8, 8, may_skip, af, cache, at_a, skip, &big))
         return 0;
-    if (!big)
+    if (wp && big) /* its products could overflow: dot_fits let no weight be big, but A can be */
+        return 0;
+    if (wp) {
+        const uint32_t *ap[REF_CHAIN_MAX];
+        uint32_t own[REF_CHAIN_MAX * REF_A_BLOCK_LANES] __attribute__((aligned(64)));
+        for (unsigned e = 0; e < count; e++) {
+            const size_t g = cache ? (size_t)(at_a[e] - cache->f) / REF_A_BLOCK_LANES : 0;
+            if (cache && at_a[e] >= cache->f && g < cache->blocks && cache->pairs)
+                ap[e] = cache->pairs + g * REF_A_BLOCK_LANES;
+            else {
+                ref_dot_pairs(own + e * REF_A_BLOCK_LANES, at_a[e]);
+                ap[e] = own + e * REF_A_BLOCK_LANES;
+            }
+            ap[e] += transposed ? 32 : 0;
+        }
+        ref_dot_block(acc, wp, ap, skip, count, transposed, zero);
+    } else if (!big)
         chainw_products(acc, t, pairs, count, transposed, at_a, skip, 1, zero);
     else
         chainw_products(acc, t, pairs, count, transposed, at_a, skip, 0, zero);
     return 1;
 }
 
+/* Where the dot pass finds every tile's A in the cache: rows m .. m + 7 of
+ * tile e are block g0[e] + m / 8 * gs[e], for every block of m0 .. m1 - 1.
+ * 0 when a tile's A is not such a block of UB (chain_a then looks each up). */
+static int dot_layout(size_t *g0, size_t *gs, const ntpu_chain_tile *both, unsigned count, const ref_a_cache *c,
+                      size_t m0, size_t m1)
+{
+    if (!c || !c->pairs || m1 < m0 + 8)
+        return 0;
+    for (unsigned e = 0; e < count; e++) {
+        const ntpu_chain_tile *t = both + e;
+        if (t->locate || !t->cached || t->a < c->ub)
+            return 0;
+        const size_t at = (size_t)(t->a - c->ub), step = t->transposed ? t->t_stride : 64;
+        if (at % REF_A_BLOCK_LANES || step % REF_A_BLOCK_LANES)
+            return 0;
+        g0[e] = at / REF_A_BLOCK_LANES;
+        gs[e] = step / REF_A_BLOCK_LANES;
+        if (g0[e] + (m1 - 8) / 8 * gs[e] >= c->blocks)
+            return 0;
+    }
+    return 1;
+}
+
+/* chainw_block on the dot product where dot_layout holds: each tile's A
+ * straight from the cache. 0 when a block fails a check (chainw_block then
+ * runs it). */
+static inline __attribute__((always_inline)) AVX512_TARGET int
+dot_block(uint32_t *const *acc, const ntpu_chain_tile *both, const ref_dot_w *wp, const size_t *g0, const size_t *gs,
+          unsigned count, size_t m, ref_a_cache *cache, int transposed, int zero)
+{
+    int may_skip = 1;
+    for (unsigned k = 0; k < 2 && !zero; k++)
+        if (!acc_on_grid(acc[k], 64, &may_skip))
+            return 0;
+    const uint32_t *ap[REF_CHAIN_MAX];
+    uint64_t skip[REF_CHAIN_MAX];
+    for (unsigned e = 0; e < count; e++) {
+        const size_t g = g0[e] + m / 8 * gs[e];
+        const ref_a_facts *x = cache_block(cache, g);
+        if (x->e_min < both[e].a_thr || x->big)
+            return 0;
+        skip[e] = may_skip ? (transposed ? x->zero_cols : x->zero_rows) : 0; /* no weight row is wild here */
+        ap[e] = cache->pairs + g * REF_A_BLOCK_LANES + (transposed ? 32 : 0);
+    }
+    ref_dot_block(acc, wp, ap, skip, count, transposed, zero);
+    return 1;
+}
+
 static inline __attribute__((always_inline)) AVX512_TARGET void
 chainw_impl(uint32_t *const *acc, const ntpu_chain_tile *both, const ntpu_chain_tile *const *t, unsigned pairs,
-            unsigned count, size_t m0, size_t m1, ref_a_cache *cache, int transposed, int zero)
+            unsigned count, size_t m0, size_t m1, ref_a_cache *cache, const ref_dot_w *wp, int transposed, int zero)
 {
     const unsigned ways = 2 * pairs;
-    size_t m = m0;
+    size_t m = m0, g0[REF_CHAIN_MAX], gs[REF_CHAIN_MAX];
+    const int in_cache = wp && dot_layout(g0, gs, both, count, cache, m0, m1);
     for (; m + 8 <= m1; m += 8) {
         uint32_t *at[WAYS_MAX];
         for (unsigned k = 0; k < ways; k++)
             at[k] = acc[k] + m * 8;
-        if (!chainw_block(at, both, t, pairs, count, m, cache, transposed, zero))
+        if (in_cache && dot_block(at, both, wp, g0, gs, count, m, cache, transposed, zero))
+            continue;
+        if (wp && !chainw_block(at, both, t, pairs, count, m, cache, wp, transposed, zero)) {
+            for (unsigned k = 0; k < ways; k++) { /* the tiles have no wf: the scalar MACs */
+                if (zero)
+                    acc_clear(acc[k], m, m + 8, 8);
+                for (unsigned e = 0; e < count; e++)
+                    chain_scalar(acc[k], t[k] + e, m, 8, 8);
+            }
+            continue;
+        }
+        if (!wp && !chainw_block(at, both, t, pairs, count, m, cache, wp, transposed, zero))
             for (unsigned k = 0; k < ways; k++)
                 chain_rows(acc[k], t[k], count, 8, m, 8, cache, 1, zero);
     }
@@ -1033,21 +1178,47 @@ chainw_impl(uint32_t *const *acc, const ntpu_chain_tile *both, const ntpu_chain_
 /* The instances: transposed and zero as constants. */
 AVX512_TARGET static void chainw_avx512(uint32_t *const *acc, const ntpu_chain_tile *both,
                                         const ntpu_chain_tile *const *t, unsigned count, size_t m0, size_t m1,
-                                        ref_a_cache *cache, int transposed, int zero)
+                                        ref_a_cache *cache, const ref_dot_w *wp, int transposed, int zero)
 {
     const unsigned pairs = WAYS_MAX / 2;
     if (transposed)
-        zero ? chainw_impl(acc, both, t, pairs, count, m0, m1, cache, 1, 1)
-             : chainw_impl(acc, both, t, pairs, count, m0, m1, cache, 1, 0);
+        zero ? chainw_impl(acc, both, t, pairs, count, m0, m1, cache, wp, 1, 1)
+             : chainw_impl(acc, both, t, pairs, count, m0, m1, cache, wp, 1, 0);
     else
-        zero ? chainw_impl(acc, both, t, pairs, count, m0, m1, cache, 0, 1)
-             : chainw_impl(acc, both, t, pairs, count, m0, m1, cache, 0, 0);
+        zero ? chainw_impl(acc, both, t, pairs, count, m0, m1, cache, wp, 0, 1)
+             : chainw_impl(acc, both, t, pairs, count, m0, m1, cache, wp, 0, 0);
 }
+
+#endif
+
+/* The dot product runs where the CPU's instruction agrees with the device
+ * and no weight is inf, NaN or big (their products the fused pass leaves to
+ * its checks block by block). */
+int ntpu_chain_dot_fits(const ntpu_chain_tile *const *tiles, unsigned ways, unsigned count, unsigned n)
+{
+#ifdef HAVE_FMA_VARIANT
+    if (n != 8 || ways != WAYS_MAX || count > REF_CHAIN_MAX || !__builtin_cpu_supports("avx512f") ||
+        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("fma"))
+        return 0;
+    unsigned transposed = 0;
+    for (unsigned e = 0; e < count; e++) {
+        for (unsigned k = 0; k < ways; k++)
+            if (tiles[k][e].w_wild || tiles[k][e].w_big || tiles[k][e].transposed != tiles[0][e].transposed)
+                return 0;
+        transposed += tiles[0][e].transposed != 0;
+    }
+    return (transposed == 0 || transposed == count) && ref_dot_usable();
+#else
+    (void)tiles, (void)ways, (void)count, (void)n;
+    return 0;
+#endif
+}
+#ifdef HAVE_FMA_VARIANT
 #pragma GCC diagnostic pop
 #endif
 
 void ntpu_mac_bf16_chainw(uint32_t *const *acc, const ntpu_chain_tile *const *tiles, unsigned ways, unsigned count,
-                          unsigned n, size_t m0, size_t m1, ref_a_cache *cache, int zero)
+                          unsigned n, size_t m0, size_t m1, ref_a_cache *cache, int zero, int dot)
 {
 #ifdef HAVE_FMA_VARIANT
     if (cache && !cache->ub)
@@ -1068,7 +1239,10 @@ void ntpu_mac_bf16_chainw(uint32_t *const *acc, const ntpu_chain_tile *const *ti
             transposed += both[e].transposed != 0;
         }
         if (transposed == 0 || transposed == count) {
-            chainw_avx512(acc, both, tiles, count, m0, m1, cache, transposed != 0, zero);
+            ref_dot_w wp[REF_CHAIN_MAX]; /* 32 KB: beside the 64 KB of converted A below it */
+            for (unsigned e = 0; e < count && dot; e++)
+                ref_dot_weights(&wp[e], tiles[0][e].w, tiles[1][e].w);
+            chainw_avx512(acc, both, tiles, count, m0, m1, cache, dot ? wp : NULL, transposed != 0, zero);
             return;
         }
     }

@@ -59,6 +59,11 @@ int ntpu_ref_set_threads(ntpu_ref *ref, unsigned threads);
  * the same bits as one MATMUL at a time (what on = 0 gives: a reference for
  * tests). 0, or -1 when ref is NULL. */
 int ntpu_ref_set_fusion(ntpu_ref *ref, int on);
+/* The bf16 chains on the CPU's bf16 dot-product instruction where it has one
+ * that gives the device's bits (on by default; off: the fp32 fused
+ * multiply-adds, a reference for tests). The same bits. 0, or -1 when ref is
+ * NULL. */
+int ntpu_ref_set_dot(ntpu_ref *ref, int on);
 
 /* Feeds n bytes of the host -> device stream. The model executes every complete
  * frame at once and queues its reply bytes. A frame that buf holds whole runs

@@ -223,6 +223,15 @@ int ntpu_ref_set_fusion(ntpu_ref *r, int on)
     return 0;
 }
 
+int ntpu_ref_set_dot(ntpu_ref *r, int on)
+{
+    if (!r)
+        return -1;
+    flush_chain(r);
+    ref_chain_set_dot(r->chain, on);
+    return 0;
+}
+
 void ntpu_ref_free(ntpu_ref *r)
 {
     if (!r)

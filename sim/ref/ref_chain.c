@@ -4,6 +4,7 @@
  * change what it reads or writes; here the tiles are kept (weights copied, as
  * LOAD_W may replace them) and run. CONV tiles find their rows 8 at a time
  * as the kernel asks for them: in place in UB where they can. */
+#include "matmul_dot.h"
 #include "ref_chain.h"
 
 #include <stdlib.h>
@@ -30,7 +31,13 @@ struct ref_chain {
     chain_way way[REF_CHAIN_WAYS];
     ref_a_cache **caches; /* one per part of a flush (ref_threads.h), made when first needed */
     unsigned n_caches;
+    int no_dot; /* ref_chain_set_dot(c, 0) */
 };
+
+void ref_chain_set_dot(ref_chain *c, int on)
+{
+    c->no_dot = !on;
+}
 
 ref_chain *ref_chain_new(unsigned n)
 {
@@ -135,7 +142,7 @@ void ref_chain_add(ref_chain *c, unsigned flags, unsigned acc_addr, unsigned row
     memset(t, 0, sizeof *t);
     memcpy(c->w + at, w, tile * sizeof *w);
     t->w = c->w + at;
-    ntpu_chain_tile_prepare(t, c->wf + at, n);
+    ntpu_chain_tile_prepare(t, c->wf + at, n, c->no_dot || !ref_dot_usable());
     t->cached = 1;
     if (conv) { /* the weight gradient's blocks read in place and transposed, or the other modes' rows */
         way->conv[k] = *conv;
@@ -165,7 +172,7 @@ typedef struct chain_job {
     uint32_t *acc[REF_CHAIN_WAYS]; /* the chains' row 0 */
     const ntpu_chain_tile *tiles[REF_CHAIN_WAYS];
     unsigned ways, count, n;
-    int zero;
+    int zero, dot;
     ref_a_cache **caches; /* one per part, or NULL */
 } chain_job;
 
@@ -174,7 +181,7 @@ static void chain_part(void *ctx, size_t m0, size_t m1, unsigned part)
     const chain_job *j = ctx;
     ref_a_cache *cache = j->caches ? j->caches[part] : NULL;
     if (j->ways > 1)
-        ntpu_mac_bf16_chainw(j->acc, j->tiles, j->ways, j->count, j->n, m0, m1, cache, j->zero);
+        ntpu_mac_bf16_chainw(j->acc, j->tiles, j->ways, j->count, j->n, m0, m1, cache, j->zero, j->dot);
     else
         ntpu_mac_bf16_chain(j->acc[0], j->tiles[0], j->count, j->n, m0, m1, cache, j->zero);
 }
@@ -245,11 +252,15 @@ void ref_chain_flush(ref_chain *c, uint32_t *acc, const uint16_t *ub, size_t ub_
     /* each run of queued chains that read the same A as its first: one pass */
     for (unsigned i = 0, k; i < c->ways; i = k) {
         const chain_way *w = &c->way[i];
-        chain_job job = {.ways = 0, .count = w->count, .n = c->n, .zero = w->zero, .caches = caches};
+        chain_job job = {.ways = 0, .count = w->count, .n = c->n, .zero = w->zero, .dot = !c->no_dot, .caches = caches};
         for (k = i; k < c->ways && (k == i || same_a(w, &c->way[k])); k++) {
             job.acc[job.ways] = acc + (size_t)c->way[k].acc_addr * n;
             job.tiles[job.ways++] = c->way[k].tiles;
         }
+        job.dot = job.dot && ntpu_chain_dot_fits(job.tiles, job.ways, job.count, c->n);
+        for (unsigned k = 0; k < job.ways && !job.dot; k++) /* the fp32 kernels read wf */
+            for (unsigned e = 0; e < job.count; e++)
+                ntpu_chain_tile_convert(&c->way[i + k].tiles[e], c->n);
         /* rows split among threads a multiple of 8 and of n apart */
         ntpu_ref_pool_for(pool, w->rows, 8 * n, (uint64_t)w->rows * n * n * w->count * job.ways, chain_part, &job);
     }

@@ -35,7 +35,8 @@ typedef struct ntpu_chain_tile {
     const uint16_t *(*locate)(const struct ntpu_chain_tile *t, size_t rel, unsigned n);
     const void *ctx;   /* for locate */
     const uint16_t *w; /* n x n bf16, row i = array row i */
-    const float *wf;   /* the same, flushed to fp32 (ntpu_chain_tile_prepare) */
+    const float *wf;   /* the same, flushed to fp32 (ntpu_chain_tile_prepare); NULL until converted */
+    float *wf_room;    /* where it goes */
     uint32_t a_thr;    /* a nonzero A exponent field <= a_thr leaves the 2^-126 grid */
     uint64_t w_wild;   /* bit i (i < 64): weight row i holds an inf or a NaN */
     int w_big;         /* some finite weight is >= 2^64: a product could overflow (no fused multiply-add) */
@@ -67,6 +68,7 @@ typedef struct ref_a_cache {
     size_t blocks;      /* of UB, mirrored */
     float *f;           /* blocks x 64 lanes, 64-byte aligned */
     ref_a_facts *facts; /* blocks */
+    uint32_t *pairs;    /* blocks x 64: f as ref_dot_pairs (matmul_dot.h) makes it; NULL without that kernel */
 } ref_a_cache;
 
 /* Makes c mirror UB at ub (lanes of it; NULL: nothing), keeping what it holds
@@ -83,8 +85,20 @@ void ref_a_cache_release(ref_a_cache *c);
  * (inf after the multiply, finite inside an fma) would tell them apart. */
 #define REF_BIG_FIELD 191u
 
-/* Fills wf (n x n floats, the caller's), a_thr, w_wild and w_big from w. */
-void ntpu_chain_tile_prepare(ntpu_chain_tile *t, float *wf, unsigned n);
+/* Fills a_thr, w_wild and w_big from w, and wf (n x n floats, the
+ * caller's); without `convert`, wf stays NULL where it can (n a multiple of
+ * 8, no lane wild) until ntpu_chain_tile_convert: the dot-product kernel
+ * reads w itself (ntpu_chain_dot_fits). */
+void ntpu_chain_tile_prepare(ntpu_chain_tile *t, float *wf, unsigned n, int convert);
+
+/* Fills t->wf if it is NULL. */
+void ntpu_chain_tile_convert(ntpu_chain_tile *t, unsigned n);
+
+/* Whether ntpu_mac_bf16_chainw with dot set runs these chains on the CPU's
+ * bf16 dot product (matmul_dot.h), reading no tile's wf: two of them, N = 8,
+ * all tiles transposed or none, no weight inf, NaN or big. Else the caller
+ * converts every tile (ntpu_chain_tile_convert) first. */
+int ntpu_chain_dot_fits(const ntpu_chain_tile *const *tiles, unsigned ways, unsigned count, unsigned n);
 
 /* Rows m0 .. m1 - 1 of acc (row m at acc + m * n) through every tile in
  * order, bit-exact with one ntpu_mac_bf16_rows (or _t) per tile. m0 is a
@@ -111,14 +125,19 @@ void ntpu_mac_bf16_chain2(uint32_t *acc0, uint32_t *acc1, const ntpu_chain_tile 
  * and AVX-512, a pair runs as one pass, its sixteen columns in one register
  * (32 of them: a block's eight rows need no spill); else in pairs with AVX2
  * (ntpu_mac_bf16_chain2). */
+/* dot: ntpu_chain_dot_fits holds, and the chains run on the dot product
+ * (their tiles' wf unread); else every tile has its wf. */
 void ntpu_mac_bf16_chainw(uint32_t *const *acc, const ntpu_chain_tile *const *tiles, unsigned ways, unsigned count,
-                          unsigned n, size_t m0, size_t m1, ref_a_cache *cache, int zero);
+                          unsigned n, size_t m0, size_t m1, ref_a_cache *cache, int zero, int dot);
 
 /* The queue of one model. */
 typedef struct ref_chain ref_chain;
 
 ref_chain *ref_chain_new(unsigned n);
 void ref_chain_free(ref_chain *c);
+/* Whether paired chains may run on the CPU's bf16 dot product (matmul_dot.c;
+ * on by default where it agrees with the device): the same bits either way. */
+void ref_chain_set_dot(ref_chain *c, int on);
 
 /* Whether a bf16 MATMUL with these fields may join the queue as it is: it
  * accumulates onto a queued chain's ACC range (the same rows) that has room,

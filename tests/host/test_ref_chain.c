@@ -21,6 +21,7 @@
 #include "ntpu/numerics.h"
 #include "ntpu/program.h"
 #include "ntpu/protocol.h"
+#include "matmul_dot.h"
 
 enum { UB_ROWS = 4096, ACC_ROWS = 1024, WB_ROWS = 512 }; /* the window every test works in */
 
@@ -31,7 +32,8 @@ static uint32_t rnd(void)
     return (uint32_t)(rng >> 33);
 }
 
-/* How wild the operands are: 0 ordinary values (some zero), 1 every special. */
+/* How wild the operands are: 0 ordinary values (some zero), 1 every special,
+ * 2 every special in UB and ACC but ordinary weights (fill). */
 static int wild;
 
 /* A bf16: mostly moderate; with `wild` also NaN, inf, subnormal, tiny and huge ones and -0. */
@@ -98,8 +100,11 @@ static void fill(pair *p, ntpu_dtype dt)
     cr_assert(ub && wb && acc);
     for (size_t i = 0; i < UB_ROWS * n; i++)
         ub[i] = dt == NTPU_DTYPE_BF16 ? rnd_bf16() : (uint16_t)rnd();
+    const int wild_ub = wild;
+    wild = wild == 2 ? 0 : wild;
     for (size_t i = 0; i < WB_ROWS * n; i++)
         wb[i] = dt == NTPU_DTYPE_BF16 ? rnd_bf16() : (uint16_t)rnd();
+    wild = wild_ub;
     for (size_t i = 0; i < ACC_ROWS * n; i++)
         acc[i] = dt == NTPU_DTYPE_BF16 ? (uint32_t)rnd_bf16() << 16 : rnd();
     BOTH(p, ntpu_write_rows(dev, NTPU_MEM_UB, 0, UB_ROWS, ub));
@@ -241,6 +246,32 @@ Test(ref_chain, interleaved_chains)
 Test(ref_chain, interleaved_chains_with_special_operands)
 {
     interleaved_chains("ref", 1);
+}
+
+/* Where the CPU has AVX512_BF16, paired chains run on its dot product (sim/ref/matmul_dot.c), which the
+ * tests above then exercise; "dot=0" keeps the fp32 kernels that other CPUs run under the same tests. */
+Test(ref_chain, the_dot_product_runs_where_the_cpu_has_it)
+{
+    const int has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16");
+    cr_assert_eq(ref_dot_usable(), has, "the probe %s this CPU's VDPBF16PS", has ? "refused" : "accepted");
+}
+
+Test(ref_chain, fp32_kernels_without_the_dot_product)
+{
+    random_chains("ref:dot=0", "ref:fuse=0", 0, NTPU_DTYPE_BF16);
+    random_chains("ref:dot=0", "ref:fuse=0", 1, NTPU_DTYPE_BF16);
+    interleaved_chains("ref:dot=0", 0);
+    interleaved_chains("ref:dot=0,threads=2", 1);
+}
+
+/* Ordinary weights (the dot product takes the chains) with activations and accumulators off the 2^-126
+ * grid, big, inf or NaN: those blocks leave it for the scalar MACs. */
+Test(ref_chain, dot_product_blocks_with_special_activations)
+{
+    random_chains("ref", "ref:fuse=0", 2, NTPU_DTYPE_BF16);
+    interleaved_chains("ref", 2);
+    interleaved_chains("ref:threads=2", 2);
 }
 
 /* A third chain beside two queued ones, and a MATMUL that restarts one of

@@ -58,6 +58,7 @@ typedef struct ref_opts {
     ntpu_ref_config cfg;
     unsigned threads;
     unsigned fuse; /* MATMUL chains fused (ntpu_ref_set_fusion): 1, or 0 as a reference for tests */
+    unsigned dot;  /* the CPU's bf16 dot product where it agrees (ntpu_ref_set_dot): 1, or 0 for tests */
 } ref_opts;
 
 /* Parses "key=value,key=value" into o. */
@@ -82,6 +83,7 @@ static int parse_opts(const char *opts, ref_opts *o, char *err, size_t errlen)
         {"nopool", offsetof(ref_opts, cfg.no_pool), 0, 1},       /* 1: as one with POOL_EN = 0 */
         {"threads", offsetof(ref_opts, threads), 1, 64},         /* for large MATMULs; the same bits */
         {"fuse", offsetof(ref_opts, fuse), 0, 1},                /* 0: MATMULs one at a time; the same bits */
+        {"dot", offsetof(ref_opts, dot), 0, 1},                  /* 0: no bf16 dot-product instruction; the same bits */
     };
     const char *p = opts;
     unsigned given = 0; /* a bit per key: one given twice is a mistake, not "the last wins" */
@@ -96,7 +98,7 @@ static int parse_opts(const char *opts, ref_opts *o, char *err, size_t errlen)
         if (!eq || i == nk) {
             ntpu_errf(err, errlen,
                       "unknown ref option '%.*s' (expected n=, ub=, wb=, acc=, os=, pm=, payload=, novec=, notra=, "
-                      "noconv=, nopool=, threads=, fuse=)",
+                      "noconv=, nopool=, threads=, fuse=, dot=)",
                       (int)len, p);
             return -1;
         }
@@ -129,7 +131,7 @@ static int parse_opts(const char *opts, ref_opts *o, char *err, size_t errlen)
 
 ntpu_status ntpu_transport_ref_open(const char *opts, ntpu_transport *out, char *err, size_t errlen)
 {
-    ref_opts o = {ntpu_ref_default_config(), 1, 1};
+    ref_opts o = {ntpu_ref_default_config(), 1, 1, 1};
     if (parse_opts(opts, &o, err, errlen))
         return NTPU_ERR_INVALID_ARG;
     const ntpu_ref_config cfg = o.cfg;
@@ -139,8 +141,10 @@ ntpu_status ntpu_transport_ref_open(const char *opts, ntpu_transport *out, char 
         ntpu_errf(err, errlen, "cannot start %u threads for the golden model", o.threads);
         return NTPU_ERR_INVALID_ARG;
     }
-    if (ref)
+    if (ref) {
         ntpu_ref_set_fusion(ref, (int)o.fuse);
+        ntpu_ref_set_dot(ref, (int)o.dot);
+    }
     if (!ref) {
         ntpu_errf(
             err, errlen,
