@@ -107,6 +107,51 @@ DOT_TARGET void ref_dot_pairs(uint32_t ap[64], const float *af)
     }
 }
 
+DOT_TARGET void ref_dot_fill(float *f, uint32_t ap[64], ref_a_facts *x, const uint16_t *src)
+{
+    const __m512i field = _mm512_set1_epi16(0x7F80), sign = _mm512_set1_epi16((short)0x8000);
+    __m512i h[2];
+    uint64_t nonzero = 0;
+    __m512i dmin = _mm512_set1_epi16(-1);
+    __mmask32 big = 0;
+    for (unsigned q = 0; q < 2; q++) { /* rows 4q .. 4q + 3 */
+        const __m512i v = _mm512_loadu_si512(src + 32 * q);
+        const __m512i e = _mm512_and_si512(v, field);
+        h[q] = _mm512_mask_mov_epi16(v, _mm512_testn_epi16_mask(v, field), _mm512_and_si512(v, sign)); /* flushed */
+        dmin = _mm512_min_epu16(dmin, _mm512_sub_epi16(e, _mm512_set1_epi16(0x80))); /* a zero field wraps high */
+        big |= _mm512_cmpge_epu16_mask(e, _mm512_set1_epi16((short)(REF_BIG_FIELD << 7))) &
+               _mm512_cmplt_epu16_mask(e, field);
+        nonzero |= (uint64_t)_mm512_test_epi16_mask(h[q], _mm512_set1_epi16(0x7FFF)) << (32 * q);
+        /* the fp32 lanes: the bf16 bits in the high halves */
+        _mm512_storeu_si512(f + 32 * q, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h[q])), 16));
+        _mm512_storeu_si512(f + 32 * q + 16,
+                            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h[q], 1)), 16));
+    }
+    __m256i d = _mm256_min_epu16(_mm512_castsi512_si256(dmin), _mm512_extracti64x4_epi64(dmin, 1));
+    const __m128i d8 = _mm_min_epu16(_mm256_castsi256_si128(d), _mm256_extracti128_si256(d, 1));
+    const unsigned least = ((unsigned)_mm_cvtsi128_si32(_mm_minpos_epu16(d8)) & 0xFFFFu) >> 7;
+    x->e_min = least == 0x1FFu ? 0xFFFFFFFFu : least; /* field - 1; every lane zero: none */
+    x->big = big != 0;
+    /* nonzero bit 8r + k: the block's row r, k its lane (a transposed tile's row k, its column r) */
+    uint64_t any_row = nonzero;
+    any_row |= any_row >> 32;
+    any_row |= any_row >> 16;
+    any_row |= any_row >> 8;
+    x->zero_rows = (uint8_t)~any_row;
+    uint8_t cols = 0;
+    for (unsigned i = 0; i < 8; i++)
+        cols |= (uint8_t)(((nonzero >> (8 * i)) & 0xFFu) == 0) << i;
+    x->zero_cols = cols;
+    /* pairs: rows form, a 16-bit rotation of each 32-bit lane; columns form, rows i and i + 1 interleaved */
+    static const uint16_t cols_idx[32] = {8,  0,  9,  1,  10, 2,  11, 3,  12, 4,  13, 5,  14, 6,  15, 7,
+                                          24, 16, 25, 17, 26, 18, 27, 19, 28, 20, 29, 21, 30, 22, 31, 23};
+    const __m512i idx = _mm512_loadu_si512(cols_idx);
+    for (unsigned q = 0; q < 2; q++) {
+        _mm512_storeu_si512(ap + 16 * q, _mm512_rol_epi32(h[q], 16));
+        _mm512_storeu_si512(ap + 32 + 16 * q, _mm512_permutexvar_epi16(idx, h[q]));
+    }
+}
+
 /* The store of the fp32 kernels: eight lanes to each chain, a NaN canonical. */
 DOT_TARGET static void store_rows(uint32_t *lo, uint32_t *hi, __m512 v)
 {
@@ -184,6 +229,11 @@ int ref_dot_usable(void)
 void ref_dot_pairs(uint32_t ap[64], const float *af)
 {
     (void)ap, (void)af;
+}
+
+void ref_dot_fill(float *f, uint32_t ap[64], ref_a_facts *x, const uint16_t *src)
+{
+    (void)f, (void)ap, (void)x, (void)src;
 }
 
 void ref_dot_block(uint32_t *const acc[2], const ref_dot_w *wp, const uint32_t *const *ap, const uint64_t *skip,

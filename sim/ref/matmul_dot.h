@@ -31,6 +31,13 @@ void ref_dot_weights(ref_dot_w *wp, const uint16_t *w0, const uint16_t *w1);
  * transposed tile ap[32 + 8j + r]. */
 void ref_dot_pairs(uint32_t ap[64], const float *af);
 
+/* A block of the A cache (ref_chain.h) made from its 64 bf16 lanes at src:
+ * f and the facts as matmul_kernel.c's block_fill makes them, ap as
+ * ref_dot_pairs makes it from f. One pass, for CPUs that have the dot
+ * product (ref_dot_usable). */
+struct ref_a_facts;
+void ref_dot_fill(float *f, uint32_t ap[64], struct ref_a_facts *x, const uint16_t *src);
+
 /* Eight rows of two chains (acc[k] at the block's row 0, eight lanes a row)
  * through `count` tiles: wp[e] their weights, ap[e] the block's A of tile e
  * (ref_dot_pairs, the half for its form), skip[e] the k the block may leave

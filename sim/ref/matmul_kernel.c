@@ -505,9 +505,10 @@ static inline __attribute__((always_inline)) const ref_a_facts *cache_block(ref_
     ref_a_facts *x = &c->facts[g];
     if (!x->valid) {
         float *f = c->f + g * REF_A_BLOCK_LANES;
-        block_fill(f, x, c->ub + g * REF_A_BLOCK_LANES);
-        if (c->pairs)
-            ref_dot_pairs(c->pairs + g * REF_A_BLOCK_LANES, f);
+        if (c->pairs) /* only where the dot product runs */
+            ref_dot_fill(f, c->pairs + g * REF_A_BLOCK_LANES, x, c->ub + g * REF_A_BLOCK_LANES);
+        else
+            block_fill(f, x, c->ub + g * REF_A_BLOCK_LANES);
         x->valid = 1;
     }
     return x;

@@ -22,6 +22,7 @@
 #include "ntpu/program.h"
 #include "ntpu/protocol.h"
 #include "matmul_dot.h"
+#include "ref_chain.h"
 
 enum { UB_ROWS = 4096, ACC_ROWS = 1024, WB_ROWS = 512 }; /* the window every test works in */
 
@@ -255,6 +256,57 @@ Test(ref_chain, the_dot_product_runs_where_the_cpu_has_it)
     const int has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
                     __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16");
     cr_assert_eq(ref_dot_usable(), has, "the probe %s this CPU's VDPBF16PS", has ? "refused" : "accepted");
+}
+
+/* ref_dot_fill against the definitions it serves (ref_chain.h's ref_a_facts, ref_dot_pairs' layouts),
+ * on blocks of every kind of value and blocks with zero rows and columns. */
+Test(ref_chain, dot_cache_fill_matches_its_definitions)
+{
+    if (!ref_dot_usable())
+        cr_skip_test("no AVX512_BF16 dot product on this CPU");
+    for (unsigned round = 0; round < 4000; round++) {
+        uint16_t src[64];
+        wild = round % 2;
+        for (unsigned i = 0; i < 64; i++)
+            src[i] = rnd_bf16();
+        for (unsigned i = 0; i < 8 && round % 3 == 0; i++) { /* a zero row and a zero column */
+            src[(round / 3 % 8) * 8 + i] = rnd() % 2 ? 0x8000 : 0;
+            src[i * 8 + round / 5 % 8] = rnd() % 2 ? 0x8000 : 0;
+        }
+        float f[64];
+        uint32_t ap[64];
+        ref_a_facts x;
+        memset(&x, 0xA5, sizeof x);
+        ref_dot_fill(f, ap, &x, src);
+        uint32_t bits[64], e_min = 0xFFFFFFFFu;
+        int big = 0;
+        uint8_t zero_rows = 0xFF, zero_cols = 0xFF;
+        for (unsigned i = 0; i < 64; i++) {
+            const uint32_t u = (uint32_t)src[i] << 16, e = u >> 23 & 0xFFu;
+            bits[i] = e ? u : u & 0x80000000u;
+            e_min = e && e - 1 < e_min ? e - 1 : e_min;
+            big |= e >= REF_BIG_FIELD && e < 255;
+            if (bits[i] & 0x7FFFFFFFu) {
+                zero_rows &= (uint8_t) ~(1u << (i % 8));
+                zero_cols &= (uint8_t) ~(1u << (i / 8));
+            }
+            uint32_t got;
+            memcpy(&got, &f[i], 4);
+            cr_assert_eq(got, bits[i], "round %u lane %u: f %08x, not %08x", round, i, got, bits[i]);
+        }
+        cr_assert_eq(x.e_min, e_min, "round %u: e_min %u, not %u", round, x.e_min, e_min);
+        cr_assert_eq(x.big, big, "round %u: big", round);
+        cr_assert_eq(x.zero_rows, zero_rows, "round %u: zero_rows %02x, not %02x", round, x.zero_rows, zero_rows);
+        cr_assert_eq(x.zero_cols, zero_cols, "round %u: zero_cols %02x, not %02x", round, x.zero_cols, zero_cols);
+        for (unsigned r = 0; r < 8; r++)
+            for (unsigned j = 0; j < 4; j++) {
+                const uint32_t rows = bits[8 * r + 2 * j] | bits[8 * r + 2 * j + 1] >> 16;
+                const uint32_t cols = bits[r + 16 * j] | bits[r + 16 * j + 8] >> 16;
+                cr_assert_eq(ap[4 * r + j], rows, "round %u: row pair (%u, %u)", round, r, j);
+                cr_assert_eq(ap[32 + 8 * j + r], cols, "round %u: column pair (%u, %u)", round, r, j);
+            }
+    }
+    wild = 0;
 }
 
 Test(ref_chain, fp32_kernels_without_the_dot_product)
