@@ -252,7 +252,7 @@ demo: deps all ## train an MLP on Fashion-MNIST on the simulated RTL (vsim), the
 
 .PHONY: bench
 # BENCH_CNN_EPOCHS: the CNN's epochs in (e) (default 5, issue 23's accuracy recipe; 0 leaves the CNN out).
-# The CNN on ref takes about 16 s an epoch, PyTorch 13 s (docs/benchmarks.md (e), docs/perf/0032-ref-speed.md).
+# The CNN on ref takes about 14 s an epoch, PyTorch 13 s (docs/benchmarks.md (e), docs/perf/0032-ref-speed.md).
 bench: deps-bench all ## run the whole benchmark, ref against PyTorch+OpenBLAS (MLP, CNN), write docs/benchmarks.md
 	$(CLI) bench --json > $(BUILD)/bench.json
 	/usr/bin/python3 tools/bench_epochs.py --ntpu $(CLI) --log-dir $(BUILD) > $(BUILD)/bench_epochs.json

@@ -19,5 +19,5 @@ echo "== the trained model in bf16 and, quantized, in int8 (on the same RTL)"
 "$NTPU" eval -d vsim --model "$OUT/model.safetensors" --test-limit 1000 --int8 --calib 512
 echo
 echo "Wrote $OUT/model.safetensors (checkpoint), $OUT/train.csv (metrics), $OUT/train.svg (plot)."
-echo "Full size, on the golden model (bit-identical to the RTL and much faster to simulate; about 10 s):"
+echo "Full size, on the golden model (bit-identical to the RTL and much faster to simulate; about 7 s):"
 echo "  $NTPU train -d ref --layers 784,256,10 --optimizer adam --lr 0.001 --batch 64 --epochs 5 --seed 0"
