@@ -92,19 +92,28 @@ DOT_TARGET void ref_dot_weights(ref_dot_w *wp, const uint16_t *w0, const uint16_
     }
 }
 
+/* The pairs of a block of flushed bf16 (rows 0 .. 3 in h[0], 4 .. 7 in h[1]): the rows' form is each
+ * 32-bit lane's halves swapped; the columns' form interleaves tile rows 2j and 2j + 1. */
+DOT_TARGET static void pairs_of(uint32_t ap[64], const __m512i h[2])
+{
+    static const uint16_t cols[32] = {8,  0,  9,  1,  10, 2,  11, 3,  12, 4,  13, 5,  14, 6,  15, 7,
+                                      24, 16, 25, 17, 26, 18, 27, 19, 28, 20, 29, 21, 30, 22, 31, 23};
+    const __m512i idx = _mm512_loadu_si512(cols);
+    for (unsigned q = 0; q < 2; q++) {
+        _mm512_storeu_si512(ap + 16 * q, _mm512_rol_epi32(h[q], 16));
+        _mm512_storeu_si512(ap + 32 + 16 * q, _mm512_permutexvar_epi16(idx, h[q]));
+    }
+}
+
 DOT_TARGET void ref_dot_pairs(uint32_t ap[64], const float *af)
 {
-    /* 16-bit lanes of two registers (32 fp32 lanes): fp32 lane q's bf16 is lane 2q + 1 */
-    static const uint16_t rows[32] = {3,  1,  7,  5,  11, 9,  15, 13, 19, 17, 23, 21, 27, 25, 31, 29,
-                                      35, 33, 39, 37, 43, 41, 47, 45, 51, 49, 55, 53, 59, 57, 63, 61};
-    static const uint16_t cols[32] = {17, 1,  19, 3,  21, 5,  23, 7,  25, 9,  27, 11, 29, 13, 31, 15,
-                                      49, 33, 51, 35, 53, 37, 55, 39, 57, 41, 59, 43, 61, 45, 63, 47};
-    const __m512i by_rows = _mm512_loadu_si512(rows), by_cols = _mm512_loadu_si512(cols);
-    for (unsigned h = 0; h < 2; h++) { /* rows 4h .. 4h + 3; pairs 2h and 2h + 1 of a transposed tile */
-        const __m512i lo = _mm512_loadu_si512(af + 32 * h), hi = _mm512_loadu_si512(af + 32 * h + 16);
-        _mm512_storeu_si512(ap + 16 * h, _mm512_permutex2var_epi16(lo, by_rows, hi));
-        _mm512_storeu_si512(ap + 32 + 16 * h, _mm512_permutex2var_epi16(lo, by_cols, hi));
+    __m512i h[2];
+    for (unsigned q = 0; q < 2; q++) { /* the bf16 halves back: the lanes are flushed already */
+        const __m256i lo = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_loadu_si512(af + 32 * q), 16));
+        const __m256i hi = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_loadu_si512(af + 32 * q + 16), 16));
+        h[q] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
     }
+    pairs_of(ap, h);
 }
 
 DOT_TARGET void ref_dot_fill(float *f, uint32_t ap[64], ref_a_facts *x, const uint16_t *src)
@@ -142,14 +151,7 @@ DOT_TARGET void ref_dot_fill(float *f, uint32_t ap[64], ref_a_facts *x, const ui
     for (unsigned i = 0; i < 8; i++)
         cols |= (uint8_t)(((nonzero >> (8 * i)) & 0xFFu) == 0) << i;
     x->zero_cols = cols;
-    /* pairs: rows form, a 16-bit rotation of each 32-bit lane; columns form, rows i and i + 1 interleaved */
-    static const uint16_t cols_idx[32] = {8,  0,  9,  1,  10, 2,  11, 3,  12, 4,  13, 5,  14, 6,  15, 7,
-                                          24, 16, 25, 17, 26, 18, 27, 19, 28, 20, 29, 21, 30, 22, 31, 23};
-    const __m512i idx = _mm512_loadu_si512(cols_idx);
-    for (unsigned q = 0; q < 2; q++) {
-        _mm512_storeu_si512(ap + 16 * q, _mm512_rol_epi32(h[q], 16));
-        _mm512_storeu_si512(ap + 32 + 16 * q, _mm512_permutexvar_epi16(idx, h[q]));
-    }
+    pairs_of(ap, h);
 }
 
 /* The store of the fp32 kernels: eight lanes to each chain, a NaN canonical. */

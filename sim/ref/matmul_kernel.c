@@ -286,9 +286,6 @@ void ntpu_mac_bf16_rows_t(uint32_t *acc, const uint16_t *a, size_t t_stride, con
  * accumulators and every tile's A values pass the checks; else each tile on
  * its own, as the one-tile kernel would (fast or scalar): the same bits. */
 
-/* Lane by lane, a where `keep` is set, else b. */
-#define PICK16(keep, a, b) (((keep) & (a)) | (~(keep) & (b)))
-
 /* w (n x n bf16, n a multiple of 8) flushed into wf (a subnormal reads as
  * zero of its sign); returns the least nonzero exponent field (255 when none
  * is). *any_wild: some lane is an inf or a NaN; *any_big: some lane's field
@@ -303,8 +300,8 @@ static inline __attribute__((always_inline)) unsigned prepare_lanes(const uint16
         u16x16 v;
         memcpy(&v, w + k, sizeof v);
         const u16x16 e = v & 0x7F80u, d = e - 0x80u; /* field - 1, shifted; a zero field wraps to the top */
-        dmin = PICK16((u16x16)(d < dmin), d, dmin);
-        emax = PICK16((u16x16)(e > emax), e, emax);
+        dmin = ((u16x16)(d < dmin) & d) | ((u16x16)(d >= dmin) & dmin);
+        emax = ((u16x16)(e > emax) & e) | ((u16x16)(e <= emax) & emax);
         if (!convert)
             continue;
         v &= ~((u16x16)(e == 0u) & 0x7FFFu);
@@ -313,22 +310,11 @@ static inline __attribute__((always_inline)) unsigned prepare_lanes(const uint16
         memcpy(wf + k, &lo, sizeof lo);
         memcpy(wf + k + 8, &hi, sizeof hi);
     }
-    /* the sixteen lanes folded in halves: four steps, not a loop over lanes */
-#define FOLD(v, op, a, b, c, d, e, f, g, h)                                                              \
-    do {                                                                                                 \
-        const u16x16 o_ = __builtin_shufflevector(v, v, a, b, c, d, e, f, g, h, a, b, c, d, e, f, g, h); \
-        v = PICK16((u16x16)(o_ op v), o_, v);                                                            \
-    } while (0)
-    FOLD(dmin, <, 8, 9, 10, 11, 12, 13, 14, 15);
-    FOLD(dmin, <, 4, 5, 6, 7, 4, 5, 6, 7);
-    FOLD(dmin, <, 2, 3, 2, 3, 2, 3, 2, 3);
-    FOLD(dmin, <, 1, 1, 1, 1, 1, 1, 1, 1);
-    FOLD(emax, >, 8, 9, 10, 11, 12, 13, 14, 15);
-    FOLD(emax, >, 4, 5, 6, 7, 4, 5, 6, 7);
-    FOLD(emax, >, 2, 3, 2, 3, 2, 3, 2, 3);
-    FOLD(emax, >, 1, 1, 1, 1, 1, 1, 1, 1);
-#undef FOLD
-    const unsigned least = dmin[0], most = emax[0];
+    unsigned least = 0xFFFFu, most = 0;
+    for (unsigned l = 0; l < 16; l++) {
+        least = dmin[l] < least ? dmin[l] : least;
+        most = emax[l] > most ? emax[l] : most;
+    }
     *any_wild = (most >> 7) == 255u;
     *any_big = (most >> 7) >= REF_BIG_FIELD;
     return (least >> 7) + 1u < 255u ? (least >> 7) + 1u : 255u;
@@ -378,7 +364,7 @@ void ntpu_chain_tile_convert(ntpu_chain_tile *t, unsigned n)
     if (t->wf)
         return;
     int any_wild, any_big;
-    prepare_any(t->w, t->wf_room, n, &any_wild, &any_big); /* n a multiple of 8 and no lane wild: see below */
+    prepare_any(t->w, t->wf_room, n, &any_wild, &any_big); /* NULL only where prepare found n % 8 == 0, none wild */
     t->wf = t->wf_room;
 }
 
@@ -1077,9 +1063,10 @@ chainw_block(uint32_t *const *acc, const ntpu_chain_tile *both, const ntpu_chain
         const uint32_t *ap[REF_CHAIN_MAX];
         uint32_t own[REF_CHAIN_MAX * REF_A_BLOCK_LANES] __attribute__((aligned(64)));
         for (unsigned e = 0; e < count; e++) {
-            const size_t g = cache ? (size_t)(at_a[e] - cache->f) / REF_A_BLOCK_LANES : 0;
-            if (cache && at_a[e] >= cache->f && g < cache->blocks && cache->pairs)
-                ap[e] = cache->pairs + g * REF_A_BLOCK_LANES;
+            const int in_cache =
+                cache && cache->pairs && at_a[e] >= cache->f && at_a[e] < cache->f + cache->blocks * REF_A_BLOCK_LANES;
+            if (in_cache) /* a block of the cache: its pairs are kept beside it */
+                ap[e] = cache->pairs + (size_t)(at_a[e] - cache->f);
             else {
                 ref_dot_pairs(own + e * REF_A_BLOCK_LANES, at_a[e]);
                 ap[e] = own + e * REF_A_BLOCK_LANES;
@@ -1155,18 +1142,18 @@ chainw_impl(uint32_t *const *acc, const ntpu_chain_tile *both, const ntpu_chain_
             at[k] = acc[k] + m * 8;
         if (in_cache && dot_block(at, both, wp, g0, gs, count, m, cache, transposed, zero))
             continue;
-        if (wp && !chainw_block(at, both, t, pairs, count, m, cache, wp, transposed, zero)) {
-            for (unsigned k = 0; k < ways; k++) { /* the tiles have no wf: the scalar MACs */
-                if (zero)
-                    acc_clear(acc[k], m, m + 8, 8);
-                for (unsigned e = 0; e < count; e++)
-                    chain_scalar(acc[k], t[k] + e, m, 8, 8);
-            }
+        if (chainw_block(at, both, t, pairs, count, m, cache, wp, transposed, zero))
             continue;
-        }
-        if (!wp && !chainw_block(at, both, t, pairs, count, m, cache, wp, transposed, zero))
-            for (unsigned k = 0; k < ways; k++)
+        for (unsigned k = 0; k < ways; k++) {
+            if (!wp) {
                 chain_rows(acc[k], t[k], count, 8, m, 8, cache, 1, zero);
+                continue;
+            }
+            if (zero) /* the dot product's tiles have no wf: the scalar MACs */
+                acc_clear(acc[k], m, m + 8, 8);
+            for (unsigned e = 0; e < count; e++)
+                chain_scalar(acc[k], t[k] + e, m, 8, 8);
+        }
     }
     for (unsigned k = 0; k < ways && zero && m < m1; k++)
         acc_clear(acc[k], m, m1, 8);
